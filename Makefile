@@ -1,0 +1,88 @@
+# paysvc developer entry points. Uses `go` from PATH; no Docker needed.
+#
+#   make build          all six Lambda bootstraps for arm64 -> bin/<name>/bootstrap
+#   make build-amd64    the same for x86_64               -> bin/amd64/<name>/bootstrap
+#   make run            local server, everything embedded (go run ./cmd/paysvc-local)
+#   make test           bash scripts/test.sh
+#   make lint-template  bash scripts/check-template.sh (cfn-lint + offline SAM transform)
+#   make bench          go benchmarks
+#   make clean
+#
+# `sam build` calls the build-<LogicalId> targets below with ARTIFACTS_DIR set
+# (template.yaml: Metadata.BuildMethod makefile, CodeUri "."), with this
+# directory as the working directory (samconfig.toml: build_in_source).
+
+GO ?= go
+BIN ?= bin
+
+# Lambda function logical id -> Go main package under ./functions
+FUNCTIONS := config sessions payments modifications notifications dispatcher
+
+# lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
+LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+.PHONY: all build build-amd64 run test lint-template bench clean help \
+	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
+	build-ModificationsFunction build-NotificationsFunction build-WebhookDispatcherFunction \
+	check-artifacts-dir
+
+all: build
+
+help:
+	@sed -n '2,13p' Makefile
+
+# --- sam build targets (one per function logical id) ---------------------------
+
+check-artifacts-dir:
+	@if [ -z "$(ARTIFACTS_DIR)" ]; then \
+		echo "ARTIFACTS_DIR is not set: these targets are run by 'sam build' (or: make build-ConfigFunction ARTIFACTS_DIR=/tmp/out)" >&2; \
+		exit 1; \
+	fi
+
+build-ConfigFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/config
+
+build-SessionsFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/sessions
+
+build-PaymentsFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/payments
+
+build-ModificationsFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/modifications
+
+build-NotificationsFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/notifications
+
+build-WebhookDispatcherFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/dispatcher
+
+# --- local builds ----------------------------------------------------------------
+
+build:
+	@set -e; for f in $(FUNCTIONS); do \
+		echo "build $$f (linux/arm64) -> $(BIN)/$$f/bootstrap"; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/$$f/bootstrap ./functions/$$f; \
+	done
+
+build-amd64:
+	@set -e; for f in $(FUNCTIONS); do \
+		echo "build $$f (linux/amd64) -> $(BIN)/amd64/$$f/bootstrap"; \
+		GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o $(BIN)/amd64/$$f/bootstrap ./functions/$$f; \
+	done
+
+run:
+	$(GO) run ./cmd/paysvc-local
+
+test:
+	bash scripts/test.sh
+
+lint-template:
+	bash scripts/check-template.sh
+
+# Placeholder: every benchmark of the module, no tests.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf $(BIN) .aws-sam

@@ -1,0 +1,15 @@
+// Command sessions is the Lambda function serving POST /v1/ecom/{siteId}/sessions.
+package main
+
+import (
+	"context"
+
+	"github.com/yp/paysvc/shared/app"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/lambdaapi"
+)
+
+func main() {
+	a := app.Lambda(context.Background())
+	lambdaapi.Start(httpapi.NewHandler(a.Deps, httpapi.SessionsRoutes(a.Deps)))
+}

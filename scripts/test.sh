@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The project's test command (README: `make test`; CI: .ci/run).
+# Checks the tools the tests need, starts one moto_server for the whole run,
+# then runs formatting, vet, the template checks and every Go test with the
+# race detector, and the benchmarks in smoke mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() {
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "test.sh: '$1' is not installed: $2" >&2
+    exit 1
+  fi
+}
+need go "install Go 1.26+ from https://go.dev/dl/"
+need moto_server "python3 -m pip install 'moto[server]' (DynamoDB/SQS/Secrets Manager tests run against it)"
+need cfn-lint "python3 -m pip install cfn-lint (template.yaml is linted)"
+need python3 "python3 with aws-sam-translator (pip install aws-sam-translator)"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.paysvc/*' -not -path './.aws-sam/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== template (cfn-lint + SAM transform)"
+bash scripts/check-template.sh
+
+# One moto_server for every test package (each test uses its own table/queue
+# names). Tests start their own when PAYSVC_TEST_AWS_ENDPOINT is unset.
+if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+  motolog=$(mktemp)
+  moto_server -H 127.0.0.1 -p "$port" >"$motolog" 2>&1 &
+  moto_pid=$!
+  trap 'kill $moto_pid 2>/dev/null || true; rm -f "$motolog"' EXIT
+  for _ in $(seq 1 100); do
+    if curl -fsS "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
+    if ! kill -0 $moto_pid 2>/dev/null; then echo "moto_server failed:" >&2; cat "$motolog" >&2; exit 1; fi
+    sleep 0.2
+  done
+  export PAYSVC_TEST_AWS_ENDPOINT="http://127.0.0.1:$port"
+  echo "== moto_server on $PAYSVC_TEST_AWS_ENDPOINT"
+fi
+
+echo "== go test -race"
+go test -race -count=1 -timeout 20m ./...
+
+echo "== benchmarks (smoke: a few iterations, to keep them compiling and working)"
+go test -run '^$' -bench . -benchtime 3x -timeout 10m ./... >/dev/null
+
+echo "== all checks passed"

@@ -1,0 +1,196 @@
+package admincli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// flagSet is one command's flags: a flag.FlagSet that remembers the order
+// flags were defined in (for the help text) and carries --json.
+type flagSet struct {
+	*flag.FlagSet
+	path        string // command path, e.g. "merchant create"
+	synopsis    string // what follows the command path in the usage line
+	description string
+	order       []string
+	stdout      io.Writer
+	json        *bool
+}
+
+// newFlags returns the flags of the command at path. synopsis is the usage
+// line after the command (e.g. "--id ID [flags]"); description is the help
+// paragraph.
+func (c *cli) newFlags(path, synopsis, description string) *flagSet {
+	f := &flagSet{
+		FlagSet: flag.NewFlagSet(prog+" "+path, flag.ContinueOnError),
+		path:    path, synopsis: synopsis, description: description, stdout: c.stdout,
+	}
+	f.SetOutput(io.Discard) // parse errors become usage errors; -h prints to stdout
+	f.json = f.boolean("json", false, "print the result as JSON on stdout")
+	return f
+}
+
+func (f *flagSet) str(name, def, usage string) *string {
+	f.order = append(f.order, name)
+	return f.String(name, def, usage)
+}
+
+func (f *flagSet) boolean(name string, def bool, usage string) *bool {
+	f.order = append(f.order, name)
+	return f.Bool(name, def, usage)
+}
+
+func (f *flagSet) integer(name string, def int, usage string) *int {
+	f.order = append(f.order, name)
+	return f.Int(name, def, usage)
+}
+
+func (f *flagSet) int64(name string, def int64, usage string) *int64 {
+	f.order = append(f.order, name)
+	return f.Int64(name, def, usage)
+}
+
+func (f *flagSet) duration(name string, def time.Duration, usage string) *time.Duration {
+	f.order = append(f.order, name)
+	return f.Duration(name, def, usage)
+}
+
+// parse parses args. -h prints the help on stdout and returns flag.ErrHelp;
+// any other problem is a usage error. Commands take no positional arguments.
+func (f *flagSet) parse(args []string) error {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			f.printUsage(f.stdout)
+			return flag.ErrHelp
+		}
+		return usagef(f.path, "%v", err)
+	}
+	if f.NArg() > 0 {
+		return usagef(f.path, "unexpected argument %q (every value is given with a --flag)", f.Arg(0))
+	}
+	return nil
+}
+
+// printUsage prints the command's help.
+func (f *flagSet) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s %s %s\n\n%s\n\nFlags:\n", prog, f.path, f.synopsis, f.description)
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	order := slices.Clone(f.order)
+	// --json last: it is common to every command.
+	if i := slices.Index(order, "json"); i >= 0 {
+		order = append(slices.Delete(order, i, i+1), "json")
+	}
+	for _, name := range order {
+		fl := f.Lookup(name)
+		typ, usage := flag.UnquoteUsage(fl)
+		switch typ {
+		case "string":
+			typ = "TEXT"
+		case "int":
+			typ = "N"
+		case "duration":
+			typ = "DURATION"
+		case "value":
+			typ = ""
+		default:
+			if strings.Trim(typ, "abcdefghijklmnopqrstuvwxyz-") == "" {
+				typ = strings.ToUpper(typ) // a placeholder such as `account`
+			}
+		}
+		if isBoolFlag(fl) {
+			typ = ""
+		}
+		if def := defaultText(fl); def != "" {
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(tw, "  --%s %s\t%s\n", name, typ, usage)
+	}
+	_ = tw.Flush()
+}
+
+// defaultText is a flag's default as shown in the help, or "" for a zero
+// default.
+func defaultText(fl *flag.Flag) string {
+	def := fl.DefValue
+	switch def {
+	case "", "0", "false", "0s":
+		return ""
+	}
+	if _, ok := fl.Value.(interface{ Get() any }).Get().(time.Duration); ok {
+		if strings.HasSuffix(def, "m0s") {
+			def = strings.TrimSuffix(def, "0s")
+		}
+		if strings.HasSuffix(def, "h0m") {
+			def = strings.TrimSuffix(def, "0m")
+		}
+	}
+	if strings.ContainsRune(def, ' ') {
+		def = strconv.Quote(def)
+	}
+	return def
+}
+
+func isBoolFlag(fl *flag.Flag) bool {
+	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// isSet reports whether the flag was given on the command line.
+func (f *flagSet) isSet(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+// anySetExcept reports whether any flag other than --json and except was
+// given.
+func (f *flagSet) anySetExcept(except ...string) bool {
+	n := 0
+	f.Visit(func(fl *flag.Flag) {
+		if fl.Name != "json" && !slices.Contains(except, fl.Name) {
+			n++
+		}
+	})
+	return n > 0
+}
+
+// required fails unless every named flag has a non-empty value.
+func (f *flagSet) required(names ...string) error {
+	var missing []string
+	for _, name := range names {
+		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
+			missing = append(missing, "--"+name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef(f.path, "%s is required", missing[0])
+	}
+	return usagef(f.path, "%s are required", strings.Join(missing, ", "))
+}
+
+// splitList splits a comma-separated flag value, trimming spaces and
+// dropping empty items and duplicates.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item != "" && !slices.Contains(out, item) {
+			out = append(out, item)
+		}
+	}
+	return out
+}

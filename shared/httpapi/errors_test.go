@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/yp/paysvc/shared/apperr"
+)
+
+// TestErrorTableDocumented keeps README's error table in step with errorTable.
+func TestErrorTableDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for kind, spec := range errorTable {
+		row := fmt.Sprintf("| %d | %s |", spec.Status, spec.Code)
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README lacks the error row %q (kind %d)", row, kind)
+		}
+	}
+}
+
+func TestRenderErrorHidesInternalCause(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	w := httptest.NewRecorder()
+	WriteError(w, r, apperr.Wrap(apperr.Internal, "db exploded at 10.0.0.1", fmt.Errorf("secret cause")))
+	if w.Code != http.StatusInternalServerError {
+		t.Fatalf("status %d", w.Code)
+	}
+	body := w.Body.String()
+	if strings.Contains(body, "secret") || strings.Contains(body, "10.0.0.1") || !strings.Contains(body, `"errorCode":"yp_9000"`) {
+		t.Fatalf("body %s", body)
+	}
+	if w.Header().Get("Content-Type") != "application/json" {
+		t.Fatal("no JSON content type")
+	}
+}

@@ -1,0 +1,292 @@
+// Package httpapi is the service's HTTP surface: routing, authentication,
+// tenancy, rate limiting, idempotency, error mapping and request logs. The
+// same handlers serve the Lambda functions (through the lambda adapter) and
+// the local server: one code path for both.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strings"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+// MaxBodyBytes is the largest request body accepted (DESIGN 3.1).
+const MaxBodyBytes = 256 << 10
+
+// Deps are what the handlers need. Every field is required except Payments
+// for groups that do not use it.
+type Deps struct {
+	Auth     *tenant.Authenticator
+	Limiter  *ratelimit.Limiter
+	Idem     *idempotency.Service
+	Payments PaymentsAPI
+	Log      *slog.Logger
+	Clock    clock.Clock
+	Metrics  Metrics
+}
+
+// Route is one endpoint.
+type Route struct {
+	Method  string
+	Pattern string // ServeMux path pattern, without the method
+	Name    string // short name for logs and metrics
+	Perm    tenant.Permission
+	// Site resolves the {siteId} path value (and the merchant) before Handle.
+	Site bool
+	// Flow, when set, is required of the site (409 yp_3004 otherwise).
+	Flow   tenant.Flow
+	Handle func(ctx context.Context, c *Call) (any, error)
+}
+
+// Call is what a route handler gets: an authenticated caller, its resolved
+// merchant and site, and the raw body.
+type Call struct {
+	Req       *http.Request
+	Principal tenant.Principal
+	Merchant  tenant.Merchant
+	Site      tenant.Site
+	Body      []byte
+}
+
+// PathValue returns a path wildcard's value.
+func (c *Call) PathValue(name string) string { return c.Req.PathValue(name) }
+
+// NewHandler mounts the given routes on one ServeMux, with JSON 404/405s.
+func NewHandler(d *Deps, routes ...[]Route) http.Handler {
+	mux := http.NewServeMux()
+	byPattern := map[string][]Route{}
+	var order []string
+	for _, group := range routes {
+		for _, rt := range group {
+			if _, ok := byPattern[rt.Pattern]; !ok {
+				order = append(order, rt.Pattern)
+			}
+			byPattern[rt.Pattern] = append(byPattern[rt.Pattern], rt)
+		}
+	}
+	for _, p := range order {
+		mux.Handle(p, d.pattern(byPattern[p]))
+	}
+	mux.Handle("/", d.wrap("unknown", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, apperr.New(apperr.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
+	}))
+	return mux
+}
+
+// pattern serves every route sharing one path, choosing by method.
+func (d *Deps) pattern(routes []Route) http.Handler {
+	var allow []string
+	for _, rt := range routes {
+		allow = append(allow, rt.Method)
+	}
+	allowHdr := strings.Join(allow, ", ")
+	handlers := make(map[string]http.Handler, len(routes))
+	for _, rt := range routes {
+		handlers[rt.Method] = d.wrap(rt.Name, d.serve(rt))
+	}
+	notAllowed := d.wrap(routes[0].Name, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allowHdr)
+		WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use %s", r.Method, allowHdr))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := handlers[r.Method]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		notAllowed.ServeHTTP(w, r)
+	})
+}
+
+// serve runs one route's pipeline: auth → permission → rate limit → site
+// and merchant → body → idempotency → handler.
+func (d *Deps) serve(rt Route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		info := infoFrom(ctx)
+		p, err := d.Auth.Authenticate(ctx, r.Header.Get("Authorization"))
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		info.Merchant = p.MerchantID()
+		info.KeyID = p.Key.ID
+		if err := d.Auth.Authorize(p, rt.Perm); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		c := &Call{Req: r, Principal: p}
+		if rt.Site {
+			info.Site = r.PathValue("siteId")
+			c.Site, c.Merchant, err = d.Auth.Site(ctx, p, r.PathValue("siteId"))
+			if err == nil && rt.Flow != "" {
+				err = tenant.RequireFlow(c.Site, rt.Flow)
+			}
+		} else {
+			c.Merchant, err = d.Auth.Merchant(ctx, p)
+		}
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		if r.Method == http.MethodPost {
+			if c.Body, err = readBody(w, r); err != nil {
+				WriteError(w, r, err)
+				return
+			}
+		}
+		if r.Method != http.MethodPost || r.Header.Get(idempotency.Header) == "" {
+			resp := d.run(ctx, rt, c)
+			info.PSPReference = resp.psp
+			resp.write(w, r)
+			return
+		}
+		d.serveIdempotent(w, r, rt, c)
+	}
+}
+
+// serveIdempotent runs a POST under its Idempotency-Key.
+func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route, c *Call) {
+	ctx := r.Context()
+	info := infoFrom(ctx)
+	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	scope := c.Principal.MerchantID()
+	lease, replay, err := d.Idem.Begin(ctx, scope, key, idempotency.Fingerprint(r.Method, r.URL.Path, c.Body))
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if replay != nil {
+		info.Replayed = true
+		for k, v := range replay.Header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set(idempotency.HeaderReplayed, "true")
+		if code := replayErrorCode(replay); code != "" {
+			info.ErrorCode = code
+		}
+		writeRaw(w, replay.Status, replay.Body)
+		return
+	}
+	ctx = idempotency.WithCall(ctx, idempotency.UpstreamKey(scope, key))
+	resp := d.run(ctx, rt, c)
+	info.PSPReference = resp.psp
+	keep := idempotency.Keep(resp.status, idempotency.UpstreamCalled(ctx))
+	d.Idem.Finish(ctx, lease, idempotency.Response{
+		Status: resp.status, Body: resp.body,
+		Header: map[string]string{"Content-Type": "application/json"},
+	}, keep)
+	resp.write(w, r)
+}
+
+// replayErrorCode extracts errorCode from a stored error body for the log.
+func replayErrorCode(r *idempotency.Response) string {
+	if r.Status < 400 {
+		return ""
+	}
+	var b struct {
+		ErrorCode string `json:"errorCode"`
+	}
+	_ = json.Unmarshal(r.Body, &b)
+	return b.ErrorCode
+}
+
+// response is a rendered result, written once.
+type response struct {
+	status int
+	body   []byte
+	err    error // the error rendered, for the request log
+	psp    string
+}
+
+func (resp response) write(w http.ResponseWriter, r *http.Request) {
+	if resp.err != nil { // WriteError also records the error for the log
+		WriteError(w, r, resp.err)
+		return
+	}
+	writeRaw(w, resp.status, resp.body)
+}
+
+// run calls the handler, turning a panic into a 500 and rendering the result.
+func (d *Deps) run(ctx context.Context, rt Route, c *Call) (resp response) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.Log.ErrorContext(ctx, "panic in handler", "route", rt.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			resp = renderError(apperr.New(apperr.Internal, "internal error"))
+		}
+	}()
+	out, err := rt.Handle(ctx, c)
+	if err != nil {
+		return renderError(err)
+	}
+	var body []byte
+	switch v := out.(type) {
+	case json.RawMessage:
+		body = v
+	case []byte:
+		body = v
+	default:
+		if body, err = json.Marshal(v); err != nil {
+			return renderError(apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("encode response: %w", err)))
+		}
+	}
+	return response{status: http.StatusOK, body: body, psp: pspOf(out)}
+}
+
+// pspOf lets handlers report the pspReference for the request log.
+func pspOf(v any) string {
+	if p, ok := v.(interface{ PSP() string }); ok {
+		return p.PSP()
+	}
+	return ""
+}
+
+// renderError renders err to the bytes WriteError would send, so stored
+// idempotent results replay exactly.
+func renderError(err error) response {
+	e := apperr.As(err)
+	spec := specFor(e.Kind)
+	msg := e.Message
+	if e.Kind == apperr.Internal {
+		msg = "internal error; retry with the same Idempotency-Key"
+	}
+	body, _ := json.Marshal(errorBody{ErrorCode: spec.Code, Message: msg, Fields: e.Fields})
+	return response{status: spec.Status, body: body, err: err}
+}
+
+// readBody checks Content-Type and reads at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, apperr.Newf(apperr.TooLarge, "request body larger than %d bytes", MaxBodyBytes)
+	}
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Invalid, "could not read the request body", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,186 @@
+// Package idempotency gives every POST exactly-once semantics under client
+// retries, concurrency and crashes (spec 4 and 7, DESIGN 3.4).
+//
+// A request with an Idempotency-Key claims (merchant, key) with one
+// conditional write. A duplicate of a finished request gets the stored
+// response byte-for-byte; a duplicate of a running one gets 409 yp_2004; a
+// different request with the same key gets 422 yp_2003. Results are stored
+// only once the upstream has been called (its answer would not change);
+// otherwise the key is released so a corrected request or a retry after a
+// 5xx runs again, and the upstream call carries a key derived from
+// (merchant, key) so the upstream never charges twice.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/store"
+)
+
+// Header names.
+const (
+	Header         = "Idempotency-Key"
+	HeaderReplayed = "Idempotent-Replayed"
+)
+
+// Defaults.
+const (
+	// DefaultLease bounds how long a crashed request blocks its key. It must
+	// exceed the longest request (upstream timeout 20 s + margin).
+	DefaultLease = 60 * time.Second
+	// DefaultRetention is how long completed keys are replayed (the
+	// upstream's own window is 7 days as well).
+	DefaultRetention = 7 * 24 * time.Hour
+	maxKeyLen        = 255
+)
+
+// Service claims, completes and releases keys.
+type Service struct {
+	store     Store
+	clock     clock.Clock
+	lease     time.Duration
+	retention time.Duration
+	log       *slog.Logger
+}
+
+// New returns a Service; zero durations pick the defaults.
+func New(s Store, clk clock.Clock, lease, retention time.Duration, log *slog.Logger) *Service {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
+	return &Service{store: s, clock: clk, lease: lease, retention: retention, log: log}
+}
+
+// ParseKey validates an Idempotency-Key header value: 1–255 printable ASCII
+// characters; the quotes of the structured-field string form are removed.
+func ParseKey(v string) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if v == "" {
+		return "", apperr.InvalidField("Idempotency-Key", "must not be empty")
+	}
+	if len(v) > maxKeyLen {
+		return "", apperr.InvalidField("Idempotency-Key", fmt.Sprintf("must be at most %d characters", maxKeyLen))
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", apperr.InvalidField("Idempotency-Key", "must be printable ASCII")
+		}
+	}
+	return v, nil
+}
+
+// Fingerprint identifies a request: method, path and canonical JSON body
+// (object keys sorted, insignificant whitespace dropped), so a retry that
+// re-serialises the same JSON still matches.
+func Fingerprint(method, path string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write(canonicalJSON(body))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func canonicalJSON(body []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return body
+	}
+	out, err := json.Marshal(v) // maps marshal with sorted keys
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
+// 43 characters of base64url SHA-256, within the upstream's 64-character limit.
+func UpstreamKey(scope, key string) string {
+	sum := sha256.Sum256([]byte("paysvc/v1\x00" + scope + "\x00" + key))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// Lease is a claimed key, held by one request.
+type Lease struct {
+	scope, key, token string
+}
+
+// Begin claims key for the request fingerprinted fp. Exactly one of the
+// results is set: a Lease (run the request, then Finish), a Response to
+// replay, or an error (409 yp_2004, 422 yp_2003, or a store failure).
+func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Response, error) {
+	now := s.clock.Now()
+	token, err := newToken()
+	if err != nil {
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", err)
+	}
+	rec := Record{
+		Scope: scope, Key: key, Fingerprint: fp, Status: StatusInProgress,
+		LeaseToken: token, LeaseUntil: now.Add(s.lease), ExpiresAt: now.Add(s.retention),
+	}
+	existing, err := s.store.Claim(ctx, rec, now)
+	switch {
+	case err == nil:
+		return &Lease{scope: scope, key: key, token: token}, nil, nil
+	case !errors.Is(err, store.ErrConflict):
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
+	}
+	if existing.Fingerprint != fp {
+		return nil, nil, apperr.New(apperr.IdempotencyMismatch, "Idempotency-Key was already used with a different request (method, path or body)")
+	}
+	if existing.Status == StatusCompleted && existing.Response != nil && now.Before(existing.ExpiresAt) {
+		return nil, existing.Response, nil
+	}
+	return nil, nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
+}
+
+// Finish ends a lease. When keep is true the response is stored for replay;
+// otherwise the key is released. Failures are logged, not returned: the
+// caller's response stands, and an unreleased lease expires by itself.
+func (s *Service) Finish(ctx context.Context, l *Lease, resp Response, keep bool) {
+	ctx = context.WithoutCancel(ctx)
+	if keep {
+		if err := s.store.Complete(ctx, l.scope, l.key, l.token, resp, s.clock.Now().Add(s.retention)); err != nil {
+			s.log.ErrorContext(ctx, "idempotency: storing the result failed; a retry after the lease re-runs against the upstream's idempotency",
+				"err", err.Error())
+		}
+		return
+	}
+	if err := s.store.Release(ctx, l.scope, l.key, l.token); err != nil {
+		s.log.ErrorContext(ctx, "idempotency: releasing the key failed; it frees itself when the lease ends", "err", err.Error())
+	}
+}
+
+// Keep reports whether a response must be stored: 2xx always; a 400 only
+// when the upstream was called (its validation answer is deterministic).
+func Keep(status int, upstreamCalled bool) bool {
+	return (status >= 200 && status < 300) || (status == 400 && upstreamCalled)
+}
+
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("lease token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,50 @@
+package idempotency
+
+import (
+	"context"
+	"time"
+)
+
+// Status of an idempotency record.
+type Status string
+
+// Statuses.
+const (
+	StatusInProgress Status = "in_progress"
+	StatusCompleted  Status = "completed"
+)
+
+// Response is a stored result, replayed byte-for-byte.
+type Response struct {
+	Status int               `json:"status"`
+	Header map[string]string `json:"header,omitempty"`
+	Body   []byte            `json:"body"`
+}
+
+// Record is one claimed Idempotency-Key, scoped to a merchant.
+type Record struct {
+	Scope       string    `json:"scope"` // merchant id
+	Key         string    `json:"key"`
+	Fingerprint string    `json:"fingerprint"` // hash of method, path and canonical body
+	Status      Status    `json:"status"`
+	LeaseToken  string    `json:"leaseToken,omitempty"`
+	LeaseUntil  time.Time `json:"leaseUntil"` // an in-progress claim is abandoned after this
+	ExpiresAt   time.Time `json:"expiresAt"`  // the record is gone after this (TTL)
+	Response    *Response `json:"response,omitempty"`
+}
+
+// Store is the port that keeps idempotency records. Each method is one
+// atomic, conditional write (one round trip on DynamoDB).
+type Store interface {
+	// Claim writes rec (Status in_progress) if no record exists for
+	// (rec.Scope, rec.Key), or the existing one has expired (ExpiresAt <= now),
+	// or it is in progress with an ended lease (LeaseUntil <= now). Otherwise
+	// it writes nothing and returns the existing record with store.ErrConflict.
+	Claim(ctx context.Context, rec Record, now time.Time) (Record, error)
+	// Complete stores resp and marks the record completed until expiresAt,
+	// provided the record still holds leaseToken; store.ErrConflict otherwise.
+	Complete(ctx context.Context, scope, key, leaseToken string, resp Response, expiresAt time.Time) error
+	// Release deletes the record if it still holds leaseToken. Releasing a
+	// record that is gone or was re-claimed by another lease is not an error.
+	Release(ctx context.Context, scope, key, leaseToken string) error
+}

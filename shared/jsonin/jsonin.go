@@ -1,0 +1,403 @@
+// Package jsonin decodes request bodies strictly and names every offending
+// field with its full path (e.g. "lineItems[1].description"), so a merchant
+// sees exactly what to fix. Handlers read the fields they know; Done reports
+// every field nobody read as unknown.
+package jsonin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/yp/paysvc/shared/apperr"
+)
+
+// Errors collects field errors across a whole document.
+type Errors struct{ list []apperr.FieldError }
+
+// Add records an error on field.
+func (e *Errors) Add(field, msg string) {
+	e.list = append(e.list, apperr.FieldError{Field: field, Message: msg})
+}
+
+// Err returns a 400 naming every field, or nil when there were none.
+func (e *Errors) Err() error {
+	if len(e.list) == 0 {
+		return nil
+	}
+	return apperr.InvalidFields(e.list)
+}
+
+// Has reports whether any error was recorded.
+func (e *Errors) Has() bool { return len(e.list) > 0 }
+
+// Obj is a JSON object being read.
+type Obj struct {
+	path   string
+	fields map[string]json.RawMessage
+	used   map[string]bool
+	errs   *Errors
+}
+
+// Parse reads body as a JSON object. On malformed JSON or a non-object the
+// returned Obj is nil and errs holds the reason.
+func Parse(body []byte, errs *Errors) *Obj {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		errs.Add("", "request body must be a JSON object")
+		return nil
+	}
+	if !utf8.Valid(body) {
+		errs.Add("", "request body must be UTF-8 JSON")
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		errs.Add("", "malformed JSON: "+describeJSONError(err))
+		return nil
+	}
+	if m == nil {
+		errs.Add("", "request body must be a JSON object")
+		return nil
+	}
+	if dec.More() {
+		errs.Add("", "malformed JSON: unexpected data after the object")
+		return nil
+	}
+	return &Obj{fields: m, used: make(map[string]bool, len(m)), errs: errs}
+}
+
+func describeJSONError(err error) string {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("%s at offset %d", e.Error(), e.Offset)
+	case *json.UnmarshalTypeError:
+		return "request body must be a JSON object"
+	}
+	return err.Error()
+}
+
+// Path returns the full path of a field of o.
+func (o *Obj) Path(name string) string {
+	if o.path == "" {
+		return name
+	}
+	return o.path + "." + name
+}
+
+// Errs returns the error collector.
+func (o *Obj) Errs() *Errors { return o.errs }
+
+// Fail records an error on field name of o.
+func (o *Obj) Fail(name, msg string) { o.errs.Add(o.Path(name), msg) }
+
+// Has reports whether field name is present and not null.
+func (o *Obj) Has(name string) bool {
+	raw, ok := o.fields[name]
+	return ok && !isNull(raw)
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// raw marks name used and returns its value, or nil when absent or null.
+func (o *Obj) raw(name string, required bool) json.RawMessage {
+	o.used[name] = true
+	raw, ok := o.fields[name]
+	if !ok || isNull(raw) {
+		if required {
+			o.Fail(name, "is required")
+		}
+		return nil
+	}
+	return raw
+}
+
+// Forbid reports each present field in names as set by the service.
+func (o *Obj) Forbid(names ...string) {
+	for _, n := range names {
+		if _, ok := o.fields[n]; ok {
+			o.used[n] = true
+			o.Fail(n, "is set by the service and must not be sent")
+		}
+	}
+}
+
+// Ignore marks fields as known without reading them.
+func (o *Obj) Ignore(names ...string) {
+	for _, n := range names {
+		o.used[n] = true
+	}
+}
+
+// Done reports every field that was not read as unknown, in name order.
+func (o *Obj) Done() {
+	var unknown []string
+	for n := range o.fields {
+		if !o.used[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	sort.Strings(unknown)
+	for _, n := range unknown {
+		o.Fail(n, "is not a known field")
+	}
+}
+
+// Raw returns a field's raw JSON, unchanged (nil when absent).
+func (o *Obj) Raw(name string, required bool) json.RawMessage { return o.raw(name, required) }
+
+// RawObject returns a field's raw JSON, which must be an object.
+func (o *Obj) RawObject(name string, required bool) json.RawMessage {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return nil
+	}
+	if raw[0] != '{' {
+		o.Fail(name, "must be an object")
+		return nil
+	}
+	return raw
+}
+
+// Str is a string rule: it returns a message when s breaks it.
+type Str func(s string) string
+
+// MaxLen limits a string's length in characters.
+func MaxLen(n int) Str {
+	return func(s string) string {
+		if utf8.RuneCountInString(s) > n {
+			return fmt.Sprintf("must be at most %d characters", n)
+		}
+		return ""
+	}
+}
+
+// LenBetween bounds a string's length in characters.
+func LenBetween(lo, hi int) Str {
+	return func(s string) string {
+		if c := utf8.RuneCountInString(s); c < lo || c > hi {
+			return fmt.Sprintf("must be %d to %d characters", lo, hi)
+		}
+		return ""
+	}
+}
+
+// NotEmpty rejects the empty string.
+func NotEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+// OneOf allows only the given values.
+func OneOf(values ...string) Str {
+	return func(s string) string {
+		for _, v := range values {
+			if s == v {
+				return ""
+			}
+		}
+		return "must be one of " + strings.Join(values, ", ")
+	}
+}
+
+// AbsoluteURL requires an absolute http(s) URL.
+func AbsoluteURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "must be an absolute http(s) URL"
+	}
+	return ""
+}
+
+// NoControl rejects control characters.
+func NoControl(s string) string {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "must not contain control characters"
+		}
+	}
+	return ""
+}
+
+// String reads an optional or required string field and applies rules.
+func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return "", false
+	}
+	var s string
+	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		o.Fail(name, "must be a string")
+		return "", false
+	}
+	for _, r := range rules {
+		if msg := r(s); msg != "" {
+			o.Fail(name, msg)
+			return s, false
+		}
+	}
+	return s, true
+}
+
+// Int reads an integer field within [lo, hi].
+func (o *Obj) Int(name string, required bool, lo, hi int64) (int64, bool) {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		o.Fail(name, "must be an integer")
+		return 0, false
+	}
+	if n < lo || n > hi {
+		o.Fail(name, fmt.Sprintf("must be between %d and %d", lo, hi))
+		return n, false
+	}
+	return n, true
+}
+
+// Bool reads a boolean field.
+func (o *Obj) Bool(name string, required bool) (bool, bool) {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return false, false
+	}
+	switch string(raw) {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	o.Fail(name, "must be a boolean")
+	return false, false
+}
+
+// Object reads a nested object; nil when absent or not an object.
+func (o *Obj) Object(name string, required bool) *Obj {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		o.Fail(name, "must be an object")
+		return nil
+	}
+	return &Obj{path: o.Path(name), fields: m, used: make(map[string]bool, len(m)), errs: o.errs}
+}
+
+// Objects reads an array of objects, at most max long; nil when absent.
+func (o *Obj) Objects(name string, required bool, max int) []*Obj {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return nil
+	}
+	var arr []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &arr) != nil {
+		o.Fail(name, "must be an array")
+		return nil
+	}
+	if len(arr) > max {
+		o.Fail(name, fmt.Sprintf("must have at most %d elements", max))
+		return nil
+	}
+	out := make([]*Obj, 0, len(arr))
+	for i, el := range arr {
+		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
+		var m map[string]json.RawMessage
+		if len(el) == 0 || el[0] != '{' || json.Unmarshal(el, &m) != nil {
+			o.errs.Add(p, "must be an object")
+			continue
+		}
+		out = append(out, &Obj{path: p, fields: m, used: make(map[string]bool, len(m)), errs: o.errs})
+	}
+	return out
+}
+
+// Strings reads an array of strings, at most max long, each checked by rules.
+func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []string {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return nil
+	}
+	var arr []json.RawMessage
+	if raw[0] != '[' || json.Unmarshal(raw, &arr) != nil {
+		o.Fail(name, "must be an array of strings")
+		return nil
+	}
+	if len(arr) > max {
+		o.Fail(name, fmt.Sprintf("must have at most %d elements", max))
+		return nil
+	}
+	out := make([]string, 0, len(arr))
+	for i, el := range arr {
+		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
+		var s string
+		if len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+			o.errs.Add(p, "must be a string")
+			continue
+		}
+		bad := false
+		for _, r := range rules {
+			if msg := r(s); msg != "" {
+				o.errs.Add(p, msg)
+				bad = true
+				break
+			}
+		}
+		if !bad {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// StringMap reads an object whose values must all be strings, at most max
+// entries. keyRule, when set, checks each key (returning a message to reject).
+func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string) string) map[string]string {
+	raw := o.raw(name, required)
+	if raw == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		o.Fail(name, "must be an object")
+		return nil
+	}
+	if len(m) > max {
+		o.Fail(name, fmt.Sprintf("must have at most %d entries", max))
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]string, len(m))
+	for _, k := range keys {
+		p := o.Path(name) + "." + k
+		if keyRule != nil {
+			if msg := keyRule(k); msg != "" {
+				o.errs.Add(p, msg)
+				continue
+			}
+		}
+		var s string
+		v := m[k]
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			o.errs.Add(p, "must be a string")
+			continue
+		}
+		out[k] = s
+	}
+	return out
+}

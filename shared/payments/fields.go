@@ -1,0 +1,170 @@
+package payments
+
+import (
+	"net/mail"
+	"regexp"
+	"strings"
+
+	"golang.org/x/text/language"
+
+	"github.com/yp/paysvc/shared/jsonin"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// Field bounds (spec section 8, DESIGN 3.3).
+const (
+	maxReference     = 80
+	maxReturnURL     = 8000
+	maxLineItems     = 100
+	maxBlocked       = 50
+	maxAdditional    = 50
+	maxURL           = 2000
+	maxName          = 80
+	maxEmail         = 320
+	maxPhone         = 32
+	maxStateDataText = 4096
+)
+
+// AlwaysBlocked are the payment methods never offered on sessions (spec 4.2 rule 1).
+var AlwaysBlocked = []string{"sepadirectdebit", "bacs", "directdebit_GB"}
+
+// Fields set by the service on every upstream call; a caller sending them
+// gets 400 "set by the service" (DESIGN 3.3).
+var serverControlled = []string{
+	"merchantAccount", "splits", "metadata", "store", "platformChargebackLogic", "applicationInfo",
+}
+
+var localePattern = regexp.MustCompile(`^[a-z]{2,3}([-_][A-Z]{2})?$`)
+
+// readAmount reads a required Amount. zeroOK allows value 0.
+func readAmount(o *jsonin.Obj, name string, zeroOK bool) (money.Amount, bool) {
+	a := o.Object(name, true)
+	if a == nil {
+		return money.Amount{}, false
+	}
+	lo := int64(1)
+	if zeroOK {
+		lo = 0
+	}
+	v, okV := a.Int("value", true, lo, money.MaxValue)
+	c, okC := a.String("currency", true, currencyRule)
+	a.Done()
+	return money.Amount{Value: v, Currency: c}, okV && okC
+}
+
+func currencyRule(s string) string {
+	if !money.ValidCurrency(s) {
+		return "must be an ISO 4217 currency code, e.g. EUR"
+	}
+	return ""
+}
+
+// shopperReferenceRule: 3–256 characters, no '@', not an e-mail address.
+func shopperReferenceRule(s string) string {
+	if n := len([]rune(s)); n < 3 || n > 256 {
+		return "must be 3 to 256 characters"
+	}
+	if strings.Contains(s, "@") {
+		return "must not be an e-mail address or contain '@'"
+	}
+	return jsonin.NoControl(s)
+}
+
+func emailRule(s string) string {
+	if len(s) > maxEmail {
+		return "must be at most 320 characters"
+	}
+	if a, err := mail.ParseAddress(s); err != nil || a.Address != s {
+		return "must be an e-mail address"
+	}
+	return ""
+}
+
+func localeRule(s string) string {
+	if !localePattern.MatchString(s) {
+		return "must be a locale such as en-US"
+	}
+	return ""
+}
+
+func countryRule(s string) string {
+	if len(s) != 2 || strings.ToUpper(s) != s {
+		return "must be an ISO 3166-1 alpha-2 country code, e.g. NL"
+	}
+	r, err := language.ParseRegion(s)
+	if err != nil || !r.IsCountry() {
+		return "must be an ISO 3166-1 alpha-2 country code, e.g. NL"
+	}
+	return ""
+}
+
+func phoneRule(s string) string {
+	if len(s) > maxPhone {
+		return "must be at most 32 characters"
+	}
+	for _, r := range s {
+		if !(r == '+' || r == ' ' || r == '-' || r == '(' || r == ')' || (r >= '0' && r <= '9')) {
+			return "must be a phone number (digits, spaces, + - ( ))"
+		}
+	}
+	return ""
+}
+
+// recurringModels are the upstream's recurringProcessingModel values.
+var recurringModels = []string{"CardOnFile", "Subscription", "UnscheduledCardOnFile"}
+
+func readName(o *jsonin.Obj, name string) *upstream.Name {
+	n := o.Object(name, false)
+	if n == nil {
+		return nil
+	}
+	first, _ := n.String("firstName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
+	last, _ := n.String("lastName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
+	n.Done()
+	return &upstream.Name{FirstName: first, LastName: last}
+}
+
+func readLineItems(o *jsonin.Obj) []upstream.LineItem {
+	items := o.Objects("lineItems", false, maxLineItems)
+	if items == nil {
+		return nil
+	}
+	out := make([]upstream.LineItem, 0, len(items))
+	optInt := func(li *jsonin.Obj, name string, hi int64) *int64 {
+		if v, ok := li.Int(name, false, 0, hi); ok {
+			return &v
+		}
+		return nil
+	}
+	for _, li := range items {
+		var it upstream.LineItem
+		it.Quantity, _ = li.Int("quantity", true, 1, 1_000_000)
+		it.Description, _ = li.String("description", false, jsonin.MaxLen(127))
+		it.ID, _ = li.String("id", false, jsonin.MaxLen(50))
+		it.AmountExcludingTax = optInt(li, "amountExcludingTax", money.MaxValue)
+		it.AmountIncludingTax = optInt(li, "amountIncludingTax", money.MaxValue)
+		it.TaxAmount = optInt(li, "taxAmount", money.MaxValue)
+		it.TaxPercentage = optInt(li, "taxPercentage", 1_000_000)
+		it.ProductURL, _ = li.String("productUrl", false, jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
+		it.ImageURL, _ = li.String("imageUrl", false, jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
+		li.Done()
+		out = append(out, it)
+	}
+	return out
+}
+
+// mergeBlocked returns AlwaysBlocked ∪ extra, without duplicates, in order.
+func mergeBlocked(extra []string) []string {
+	out := make([]string, 0, len(AlwaysBlocked)+len(extra))
+	seen := make(map[string]bool, cap(out))
+	for _, list := range [][]string{AlwaysBlocked, extra} {
+		for _, m := range list {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}

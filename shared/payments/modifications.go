@@ -1,0 +1,283 @@
+package payments
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/jsonin"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// ModificationResult is the response of captures, reversals and amount
+// updates: the operation's pspReference and status ("received"), plus the
+// payment's pspReference and the operation's reference.
+type ModificationResult struct {
+	PSPReference        string `json:"pspReference"`
+	Status              string `json:"status"`
+	PaymentPSPReference string `json:"paymentPspReference"`
+	Reference           string `json:"reference,omitempty"`
+}
+
+// PSP reports the payment's pspReference for the request log.
+func (r ModificationResult) PSP() string { return r.PaymentPSPReference }
+
+func modificationResult(psp string, resp upstream.ModificationResponse) ModificationResult {
+	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}
+}
+
+// ownedPayment returns the payment psp of this merchant and site, or 404
+// yp_3006 for an unknown one and for one of another merchant or site alike.
+func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (Payment, error) {
+	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+	if psp == "" || len(psp) > 64 {
+		return Payment{}, notFound
+	}
+	p, err := s.store.GetPayment(ctx, psp)
+	if errors.Is(err, store.ErrNotFound) {
+		return Payment{}, notFound
+	}
+	if err != nil {
+		return Payment{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read payment %s: %w", psp, err))
+	}
+	if p.MerchantID != m.ID || p.SiteID != site.ID {
+		return Payment{}, notFound
+	}
+	return p, nil
+}
+
+// opReference names one modification attempt for reservations: derived
+// from the Idempotency-Key when there is one, so a retry matches.
+func opReference(ctx context.Context) string {
+	if k := idempotency.UpstreamKeyFrom(ctx); k != "" {
+		return "op_" + k
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "op_" + hex.EncodeToString(b)
+}
+
+// modificationBody reads the common fields: amount (when wanted) and reference.
+func modificationBody(body []byte, wantAmount bool, extra func(o *jsonin.Obj)) (money.Amount, string, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return money.Amount{}, "", errs.Err()
+	}
+	o.Forbid(serverControlled...)
+	var amount money.Amount
+	if wantAmount {
+		amount, _ = readAmount(o, "amount", false)
+	}
+	ref, _ := o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	if extra != nil {
+		extra(o)
+	}
+	o.Done()
+	return amount, ref, errs.Err()
+}
+
+func capturedState(p *Payment) State {
+	if p.CapturedValue >= p.AuthorisedValue {
+		return StateCaptured
+	}
+	return StatePartiallyCaptured
+}
+
+// Capture captures (part of) an authorised payment (spec 4.6). The amount
+// is reserved on the record before the upstream call, so concurrent
+// captures can never exceed the authorised amount; a failed call releases it.
+func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
+	amount, ref, err := modificationBody(body, true, nil)
+	if err != nil {
+		return ModificationResult{}, err
+	}
+	if _, err := s.ownedPayment(ctx, m, site, psp); err != nil {
+		return ModificationResult{}, err
+	}
+	op := opReference(ctx)
+	now := s.clock.Now()
+	_, err = Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
+		if _, ok := p.Reservations[op]; ok {
+			return ErrSkip // this retry's amount is already reserved
+		}
+		if p.State != StateAuthorised && p.State != StatePartiallyCaptured {
+			return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", p.State)
+		}
+		if amount.Currency != p.Amount.Currency {
+			return apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+		}
+		if amount.Value > p.Remaining() {
+			return apperr.InvalidField("amount.value", fmt.Sprintf("must be at most the authorised amount not yet captured (%d)", p.Remaining()))
+		}
+		if p.Reservations == nil {
+			p.Reservations = map[string]int64{}
+		}
+		p.Reservations[op] = amount.Value
+		p.CapturedValue += amount.Value
+		p.History = append(p.History, Event{At: now, Kind: "capture-requested", Origin: "api", PSPReference: op, Amount: &amount})
+		p.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return ModificationResult{}, recordError(err)
+	}
+	resp, err := s.up.Capture(ctx, psp, upstream.CaptureRequest{
+		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
+	}, callUpstream(ctx))
+	if err != nil {
+		s.release(ctx, psp, op)
+		return ModificationResult{}, upstreamError(err, apperr.CaptureFailed, "capture")
+	}
+	s.settle(ctx, psp, op, func(p *Payment) {
+		p.State = capturedState(p)
+		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
+	})
+	return modificationResult(psp, resp), nil
+}
+
+func orRef(ref, psp string) string {
+	if ref != "" {
+		return ref
+	}
+	return psp
+}
+
+// release undoes a reservation after a failed capture call.
+func (s *Service) release(ctx context.Context, psp, op string) {
+	s.settle(ctx, psp, op, func(p *Payment) {
+		if v, ok := p.Reservations[op]; ok {
+			p.CapturedValue -= v
+			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture-released", Origin: "api", PSPReference: op})
+		}
+	})
+}
+
+// settle ends a reservation and applies fn. Failures are logged: the
+// upstream has answered, and its notification reconciles the record.
+func (s *Service) settle(ctx context.Context, psp, op string, fn func(p *Payment)) {
+	ctx = context.WithoutCancel(ctx)
+	_, err := Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
+		fn(p)
+		delete(p.Reservations, op)
+		p.UpdatedAt = s.clock.Now()
+		return nil
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
+	}
+}
+
+// recordError passes domain errors through and wraps store failures.
+func recordError(err error) error {
+	var e *apperr.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return apperr.Wrap(apperr.Internal, "internal error", err)
+}
+
+// reversible reports whether a payment in state st can be reversed.
+func reversible(st State) bool {
+	switch st {
+	case StateAuthorised, StatePartiallyCaptured, StateCaptured, StatePartiallyRefunded:
+		return true
+	}
+	return false
+}
+
+// Reverse cancels a payment not yet captured or refunds a captured one
+// (spec 4.7); the upstream chooses, and the record follows its choice
+// optimistically until the CANCEL_OR_REFUND notification confirms it.
+func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
+	_, ref, err := modificationBody(body, false, nil)
+	if err != nil {
+		return ModificationResult{}, err
+	}
+	p, err := s.ownedPayment(ctx, m, site, psp)
+	if err != nil {
+		return ModificationResult{}, err
+	}
+	if !reversible(p.State) {
+		return ModificationResult{}, apperr.Newf(apperr.Invalid, "payment in state %s cannot be reversed", p.State)
+	}
+	resp, err := s.up.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: m.UpstreamAccount, Reference: ref}, callUpstream(ctx))
+	if err != nil {
+		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
+	}
+	s.settle(ctx, psp, "", func(p *Payment) {
+		kind := "cancel"
+		if p.CapturedValue > 0 {
+			kind = "refund"
+			p.RefundedValue = p.CapturedValue
+			p.State = StateRefunded
+		} else {
+			p.State = StateCancelled
+		}
+		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "reversal", Origin: "api", PSPReference: resp.PSPReference, Detail: kind})
+	})
+	return modificationResult(psp, resp), nil
+}
+
+// UpdateAmount changes the authorised amount of a payment not yet captured
+// (spec 4.8). The body's pspReference must equal the path's.
+func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
+	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) {
+		if v, ok := o.String("pspReference", true); ok && v != psp {
+			o.Fail("pspReference", "must equal the pspReference in the path")
+		}
+	})
+	if err != nil {
+		return ModificationResult{}, err
+	}
+	p, err := s.ownedPayment(ctx, m, site, psp)
+	if err != nil {
+		return ModificationResult{}, err
+	}
+	if p.State != StateAuthorised || p.CapturedValue > 0 {
+		return ModificationResult{}, apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)
+	}
+	if amount.Currency != p.Amount.Currency {
+		return ModificationResult{}, apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+	}
+	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
+		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
+	}, callUpstream(ctx))
+	if err != nil {
+		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
+	}
+	s.settle(ctx, psp, "", func(p *Payment) {
+		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
+		p.AuthorisedValue = amount.Value
+		p.Amount.Value = amount.Value
+	})
+	return modificationResult(psp, resp), nil
+}
+
+// DeleteStoredMethod deletes a shopper's stored payment method (extension).
+func (s *Service) DeleteStoredMethod(ctx context.Context, m tenant.Merchant, id, shopperReference string) error {
+	if msg := shopperReferenceRule(shopperReference); msg != "" {
+		return apperr.InvalidField("shopperReference", msg)
+	}
+	if id == "" || len(id) > 64 {
+		return apperr.InvalidField("storedPaymentMethodId", "must be 1 to 64 characters")
+	}
+	idempotency.MarkUpstreamCalled(ctx)
+	err := s.up.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{
+		StoredPaymentMethodID: id, MerchantAccount: m.UpstreamAccount, ShopperReference: shopperReference,
+	})
+	if e, ok := upstream.AsError(err); ok && e.HTTPStatus == 404 {
+		return apperr.New(apperr.PaymentNotFound, "stored payment method not found for this shopper")
+	}
+	if err != nil {
+		return upstreamError(err, apperr.PaymentFailed, "deleting the stored payment method")
+	}
+	return nil
+}

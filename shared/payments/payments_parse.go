@@ -1,0 +1,149 @@
+package payments
+
+import (
+	"encoding/json"
+	"net/netip"
+	"strings"
+
+	"github.com/yp/paysvc/shared/jsonin"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// PaymentInput is a validated POST payments body (spec 4.4, DESIGN 3.3).
+type PaymentInput struct {
+	Amount                   money.Amount
+	PaymentMethod            json.RawMessage
+	StoredMethodID           string
+	ReturnURL                string
+	Reference                string
+	AdditionalData           map[string]string
+	ShopperReference         string
+	ShopperInteraction       string
+	RecurringProcessingModel string
+	IndustryUsage            string
+	// StateData are the client component's other fields, passed through.
+	StateData map[string]json.RawMessage
+}
+
+// serverPrefixes are additionalData key prefixes the service controls.
+var serverPrefixes = []string{"metadata.", "tokenization.", "recurring."}
+
+func additionalDataKey(k string) string {
+	if k == "" || len(k) > 100 {
+		return "keys must be 1 to 100 characters"
+	}
+	for _, p := range serverPrefixes {
+		if strings.HasPrefix(k, p) {
+			return "keys starting " + p + " are set by the service and must not be sent"
+		}
+	}
+	return ""
+}
+
+// stateDataObjects are component state-data fields passed through as objects.
+var stateDataObjects = []string{"browserInfo", "riskData", "billingAddress", "deliveryAddress", "authenticationData"}
+
+// ParsePayment decodes and validates a payments body strictly.
+func ParsePayment(body []byte) (PaymentInput, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return PaymentInput{}, errs.Err()
+	}
+	var in PaymentInput
+	o.Forbid(serverControlled...)
+	o.Forbid("countryCode")
+	in.Amount, _ = readAmount(o, "amount", false)
+	in.PaymentMethod = readPaymentMethod(o, &in)
+	in.ReturnURL, _ = o.String("returnUrl", true, jsonin.MaxLen(maxReturnURL), jsonin.AbsoluteURL)
+	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	in.AdditionalData = o.StringMap("additionalData", false, maxAdditional, additionalDataKey)
+	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
+	in.ShopperInteraction, _ = o.String("shopperInteraction", false, jsonin.OneOf(upstream.ShopperInteractionEcommerce, upstream.ShopperInteractionContAuth))
+	in.RecurringProcessingModel, _ = o.String("recurringProcessingModel", false, jsonin.OneOf(recurringModels...))
+	in.IndustryUsage, _ = o.String("industryUsage", false, jsonin.OneOf("noShow", "delayedCharge", "installment"))
+	in.StateData = readStateData(o)
+	o.Done()
+
+	if in.ShopperInteraction == "" {
+		in.ShopperInteraction = upstream.ShopperInteractionEcommerce
+	}
+	// Merchant-initiated stored-card charge (DESIGN 3.3).
+	if in.ShopperInteraction == upstream.ShopperInteractionContAuth {
+		need := func(field string, ok bool, msg string) {
+			if !ok {
+				o.Fail(field, msg+" for a stored-card charge (shopperInteraction ContAuth)")
+			}
+		}
+		need("shopperReference", o.Has("shopperReference"), "is required")
+		need("recurringProcessingModel", in.RecurringProcessingModel == "UnscheduledCardOnFile", "must be UnscheduledCardOnFile")
+		need("industryUsage", in.IndustryUsage == "noShow", "must be noShow")
+		need("paymentMethod.storedPaymentMethodId", in.StoredMethodID != "" || in.PaymentMethod == nil, "is required")
+	} else if in.StoredMethodID != "" && !o.Has("shopperReference") {
+		o.Fail("shopperReference", "is required with paymentMethod.storedPaymentMethodId")
+	}
+	if string(in.StateData["storePaymentMethod"]) == "true" && !o.Has("shopperReference") {
+		o.Fail("shopperReference", "is required when storePaymentMethod is true")
+	}
+	return in, errs.Err()
+}
+
+// readPaymentMethod reads the component's paymentMethod object, unchanged,
+// noting a stored payment method id.
+func readPaymentMethod(o *jsonin.Obj, in *PaymentInput) json.RawMessage {
+	pm := o.Object("paymentMethod", true)
+	if pm == nil {
+		return nil
+	}
+	raw := o.Raw("paymentMethod", false)
+	if !pm.Has("type") && !pm.Has("storedPaymentMethodId") {
+		pm.Fail("type", "is required")
+	}
+	if id, ok := pm.String("storedPaymentMethodId", false, jsonin.LenBetween(1, 64), jsonin.NoControl); ok {
+		in.StoredMethodID = id
+	}
+	if pm.Has("type") {
+		pm.String("type", false, jsonin.LenBetween(1, 64))
+	}
+	// The rest of the object belongs to the client component: passed through.
+	return raw
+}
+
+// readStateData reads the allow-listed client component fields.
+func readStateData(o *jsonin.Obj) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for _, name := range stateDataObjects {
+		if raw := o.RawObject(name, false); raw != nil {
+			out[name] = raw
+		}
+	}
+	keepString := func(name string, rules ...jsonin.Str) {
+		if _, ok := o.String(name, false, rules...); ok {
+			out[name] = o.Raw(name, false)
+		}
+	}
+	keepString("origin", jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
+	keepString("channel", jsonin.OneOf("Web", "iOS", "Android"))
+	keepString("shopperEmail", emailRule)
+	keepString("shopperIP", func(s string) string {
+		if _, err := netip.ParseAddr(s); err != nil {
+			return "must be an IP address"
+		}
+		return ""
+	})
+	keepString("shopperLocale", localeRule)
+	keepString("telephoneNumber", phoneRule)
+	for _, name := range []string{"clientStateDataIndicator", "storePaymentMethod"} {
+		if _, ok := o.Bool(name, false); ok {
+			out[name] = o.Raw(name, false)
+		}
+	}
+	if n := readName(o, "shopperName"); n != nil {
+		out["shopperName"] = o.Raw("shopperName", false)
+	}
+	if items := readLineItems(o); items != nil {
+		out["lineItems"] = o.Raw("lineItems", false)
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+// Package payments is the service's payment domain: validating merchants'
+// requests, adding what the service controls (merchant account, splits,
+// country, shopper interaction, routing metadata), calling the upstream and
+// keeping session and payment records.
+package payments
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// Metadata keys the service adds to every upstream call so notifications can
+// be routed back to the merchant and site. They are stripped before
+// notifications are forwarded to merchants.
+const (
+	MetaMerchant = "merchantId"
+	MetaSite     = "siteId"
+	MetaSource   = "paymentSource"
+)
+
+// Upstream is the port to the upstream checkout API.
+type Upstream interface {
+	CreateSession(ctx context.Context, req upstream.SessionRequest, idempotencyKey string) (upstream.SessionResponse, error)
+	PaymentMethods(ctx context.Context, req upstream.PaymentMethodsRequest, idempotencyKey string) (upstream.PaymentMethodsResponse, error)
+	Payments(ctx context.Context, req upstream.PaymentRequest, idempotencyKey string) (upstream.PaymentResponse, error)
+	PaymentDetails(ctx context.Context, req upstream.DetailsRequest, idempotencyKey string) (upstream.PaymentResponse, error)
+	Capture(ctx context.Context, pspReference string, req upstream.CaptureRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	Reverse(ctx context.Context, pspReference string, req upstream.ReversalRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	UpdateAmount(ctx context.Context, pspReference string, req upstream.AmountUpdateRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	DeleteStoredPaymentMethod(ctx context.Context, req upstream.DeleteStoredPaymentMethodRequest) error
+}
+
+var _ Upstream = (*upstream.Client)(nil)
+
+// Service runs the payment operations.
+type Service struct {
+	store Store
+	up    Upstream
+	clock clock.Clock
+	log   *slog.Logger
+}
+
+// NewService returns a Service.
+func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Service {
+	return &Service{store: s, up: up, clock: clk, log: log}
+}
+
+// callUpstream marks the request as having reached the upstream (so its
+// idempotent result is kept) and returns the derived idempotency key.
+func callUpstream(ctx context.Context) string {
+	idempotency.MarkUpstreamCalled(ctx)
+	return idempotency.UpstreamKeyFrom(ctx)
+}
+
+// reference returns the caller's reference or generates one. Under an
+// Idempotency-Key it is derived from the key, so a retry sends the upstream
+// the same request.
+func reference(ctx context.Context, given, prefix string) string {
+	if given != "" {
+		return given
+	}
+	if k := idempotency.UpstreamKeyFrom(ctx); k != "" {
+		return prefix + k[:24]
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// upstreamError maps an upstream failure to the endpoint's error: the
+// upstream's deterministic 4xx rejections become 400 yp_2002 with its
+// message; an in-flight duplicate 409 yp_2004; everything else (5xx,
+// timeouts, connection errors, our own credentials refused) the endpoint's
+// 500 code.
+func upstreamError(err error, failed apperr.Kind, what string) error {
+	if upstream.IsInFlight(err) {
+		return apperr.Wrap(apperr.IdempotencyInFlight, "the upstream is still processing a request with this Idempotency-Key; retry later", err)
+	}
+	if e, ok := upstream.AsError(err); ok && !e.Temporary() &&
+		e.HTTPStatus != http.StatusUnauthorized && e.HTTPStatus != http.StatusForbidden {
+		msg := e.Message
+		if msg == "" {
+			msg = "request rejected by the payment platform"
+		}
+		return apperr.Wrap(apperr.Invalid, msg, err)
+	}
+	return apperr.Wrap(failed, what+" failed; retry with the same Idempotency-Key", err)
+}
+
+// sessionTTL is how long a session record is kept for routing (the
+// upstream's sessions expire after 1 hour; payments may notify later).
+const sessionTTL = 30 * 24 * time.Hour

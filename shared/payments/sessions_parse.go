@@ -1,0 +1,70 @@
+package payments
+
+import (
+	"github.com/yp/paysvc/shared/jsonin"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// SessionInput is a validated POST sessions body (spec 4.2).
+type SessionInput struct {
+	Amount                   money.Amount
+	ReturnURL                string
+	Reference                string
+	ShopperEmail             string
+	TelephoneNumber          string
+	ShopperName              *upstream.Name
+	Mode                     string
+	BlockedPaymentMethods    []string
+	ShopperLocale            string
+	CountryCode              string
+	LineItems                []upstream.LineItem
+	ShopperReference         string
+	StorePaymentMethod       bool
+	StorePaymentMethodMode   string
+	RecurringProcessingModel string
+}
+
+// ParseSession decodes and validates a sessions body strictly. Every
+// problem is reported with its field path in one 400 yp_2002.
+func ParseSession(body []byte) (SessionInput, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return SessionInput{}, errs.Err()
+	}
+	var in SessionInput
+	o.Forbid(serverControlled...)
+	o.Forbid("shopperInteraction")
+	var amountOK bool
+	in.Amount, amountOK = readAmount(o, "amount", true)
+	in.ReturnURL, _ = o.String("returnUrl", true, jsonin.MaxLen(maxReturnURL), jsonin.AbsoluteURL)
+	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	in.ShopperEmail, _ = o.String("shopperEmail", false, emailRule)
+	in.TelephoneNumber, _ = o.String("telephoneNumber", false, phoneRule)
+	in.ShopperName = readName(o, "shopperName")
+	in.Mode, _ = o.String("mode", false, jsonin.OneOf("embedded", "hosted"))
+	if in.Mode == "" {
+		in.Mode = "embedded"
+	}
+	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
+	in.ShopperLocale, _ = o.String("shopperLocale", false, localeRule)
+	in.CountryCode, _ = o.String("countryCode", false, countryRule)
+	in.LineItems = readLineItems(o)
+	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
+	in.StorePaymentMethod, _ = o.Bool("storePaymentMethod", false)
+	in.StorePaymentMethodMode, _ = o.String("storePaymentMethodMode", false, jsonin.OneOf("askForConsent", "enabled", "disabled"))
+	in.RecurringProcessingModel, _ = o.String("recurringProcessingModel", false, jsonin.OneOf(recurringModels...))
+	o.Done()
+
+	wantsToken := in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled" || in.StorePaymentMethodMode == "askForConsent"
+	if wantsToken && !o.Has("shopperReference") {
+		o.Fail("shopperReference", "is required when storePaymentMethod is true or storePaymentMethodMode is enabled or askForConsent")
+	} else if in.RecurringProcessingModel != "" && !o.Has("shopperReference") {
+		o.Fail("shopperReference", "is required with recurringProcessingModel")
+	}
+	if amountOK && in.Amount.Value == 0 && !in.StorePaymentMethod {
+		o.Fail("amount.value", "must be greater than 0 (0 only for a zero-amount session with storePaymentMethod true)")
+	}
+	return in, errs.Err()
+}

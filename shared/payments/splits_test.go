@@ -1,0 +1,64 @@
+package payments
+
+import (
+	"testing"
+
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		bps, fixed       int64
+		value            int64
+		wantCommission   int64
+		wantSplitEntries int
+	}{
+		{"bps and fixed", 150, 10, 10000, 160, 2},
+		{"rounds down", 150, 0, 99, 1, 2},
+		{"no commission", 0, 0, 5000, 0, 1},
+		{"commission capped at amount", 0, 500, 300, 300, 1},
+		{"one cent", 150, 10, 1, 1, 1},
+		{"max amount", 10_000, 0, money.MaxValue, money.MaxValue, 1},
+		{"zero amount", 150, 10, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tenant.Merchant{SplitAccount: "BA_m", CommissionAccount: "BA_p", CommissionBps: tc.bps, CommissionFixed: tc.fixed}
+			if c := Commission(m, tc.value); c != tc.wantCommission {
+				t.Fatalf("commission %d, want %d", c, tc.wantCommission)
+			}
+			splits := Splits(m, money.Amount{Value: tc.value, Currency: "EUR"}, "ref")
+			if len(splits) != tc.wantSplitEntries {
+				t.Fatalf("%d splits: %+v", len(splits), splits)
+			}
+			var sum int64
+			for _, s := range splits {
+				if s.Amount.Value <= 0 || s.Amount.Currency != "EUR" || s.Reference == "" {
+					t.Fatalf("bad split %+v", s)
+				}
+				if s.Type == upstream.SplitBalanceAccount && s.Account != "BA_m" {
+					t.Fatalf("merchant split to %s", s.Account)
+				}
+				sum += s.Amount.Value
+			}
+			if sum != tc.value {
+				t.Fatalf("splits sum to %d, not %d", sum, tc.value)
+			}
+		})
+	}
+}
+
+func TestMergeBlocked(t *testing.T) {
+	got := mergeBlocked([]string{"paypal", "bacs", "paypal"})
+	want := []string{"sepadirectdebit", "bacs", "directdebit_GB", "paypal"}
+	if len(got) != len(want) {
+		t.Fatalf("%v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%v", got)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package provision
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+func newProv(t *testing.T) (*Provisioner, *clock.Fake) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "db"), embedded.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return &Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}, clk
+}
+
+func TestSeedIsIdempotentAndKeysAreHashed(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProv(t)
+	s, err := LoadSeed("../../cmd/paysvc-local/seed.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := p.ApplySeed(ctx, s); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	keys, err := p.Store.ListAPIKeys(ctx, "m_acme")
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %v %v", keys, err)
+	}
+	k := keys[0]
+	if k.Hash != tenant.HashKey(s.APIKeys[0].Key) || k.Hint == s.APIKeys[0].Key || len(k.Permissions) != len(tenant.AllPermissions) {
+		t.Fatalf("stored key %+v", k)
+	}
+	subs, _ := p.Store.ListSubscriptions(ctx, "m_acme")
+	if len(subs) != 1 || subs[0].Secrets[0].Value != s.Subscriptions[0].Secret {
+		t.Fatalf("subs %+v", subs)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProv(t)
+	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "bad id", Country: "NL"}); err == nil {
+		t.Fatal("bad id accepted")
+	}
+	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "Netherlands"}); err == nil {
+		t.Fatal("bad country accepted")
+	}
+	if _, err := p.PutSite(ctx, tenant.Site{ID: "s1", MerchantID: "nobody"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("site of unknown merchant: %v", err)
+	}
+	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1", Permissions: []tenant.Permission{"everything"}}); err == nil {
+		t.Fatal("unknown permission accepted")
+	}
+	if _, _, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1", Secret: "yp_test_short"}); err == nil {
+		t.Fatal("short key accepted")
+	}
+	k, secret, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1"})
+	if err != nil || k.Environment != tenant.EnvTest || tenant.HashKey(secret) != k.Hash {
+		t.Fatalf("%+v %v", k, err)
+	}
+}
+
+func TestRotateSecretKeepsOldOneForTheOverlap(t *testing.T) {
+	ctx := context.Background()
+	p, clk := newProv(t)
+	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {
+		t.Fatal(err)
+	}
+	sub, first, err := p.PutSubscription(ctx, SubscriptionSpec{MerchantID: "m1", URL: "https://m.example/hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := p.RotateSecret(ctx, "m1", sub.ID, 24*time.Hour)
+	if err != nil || second == first {
+		t.Fatal(err)
+	}
+	got, _ := p.Store.GetSubscription(ctx, "m1", sub.ID)
+	active := got.ActiveSecrets(clk.Now())
+	if len(active) != 2 || active[0].Value != second || active[1].Value != first {
+		t.Fatalf("active %+v", active)
+	}
+	clk.Advance(24*time.Hour + time.Second)
+	active = got.ActiveSecrets(clk.Now())
+	if len(active) != 1 || active[0].Value != second {
+		t.Fatalf("after overlap %+v", active)
+	}
+}

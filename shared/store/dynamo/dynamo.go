@@ -1,0 +1,270 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+// Compile-time checks that Store implements every port.
+var (
+	_ tenant.Store      = (*Store)(nil)
+	_ idempotency.Store = (*Store)(nil)
+	_ ratelimit.Store   = (*Store)(nil)
+	_ payments.Store    = (*Store)(nil)
+)
+
+// Key and index attribute names (the table schema; see doc.go).
+const (
+	attrPK     = "pk"
+	attrSK     = "sk"
+	attrGSI1PK = "gsi1pk"
+	attrGSI1SK = "gsi1sk"
+	attrTTL    = "ttl"
+	indexGSI1  = "gsi1"
+)
+
+// Other attribute names.
+const (
+	attrData      = "data"      // the record as JSON
+	attrVersion   = "version"   // payments: optimistic-locking version
+	attrHash      = "hash"      // API key (by owner): the key's hash
+	attrRevokedAt = "revokedAt" // API keys: RFC 3339, present once revoked
+	attrCount     = "c"         // rate-limit window: hits counted
+	attrExpiresAt = "expiresAt" // RFC 3339 expiry (idempotency, rate limit)
+	attrExpiresN  = "expiresAtN"
+	attrScope     = "scope" // idempotency record fields…
+	attrKey       = "ikey"
+	attrFP        = "fp"
+	attrStatus    = "st"
+	attrLease     = "lease"
+	attrLeaseTill = "leaseUntil"
+	attrLeaseN    = "leaseUntilN"
+	attrResponse  = "resp" // completed idempotency record: Response as JSON
+)
+
+// Store is the DynamoDB adapter. It is safe for concurrent use.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+	clock  clock.Clock
+}
+
+// New returns a Store on table. clk supplies "now" for expiry checks that
+// take no explicit time (sessions, rate-limit windows); nil means
+// clock.System.
+func New(client *dynamodb.Client, table string, clk clock.Clock) *Store {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Store{client: client, table: table, clock: clk}
+}
+
+// attribute value constructors.
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+// instant encodes t as exact decimal Unix seconds, for numeric comparisons
+// in condition expressions.
+func instant(t time.Time) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: unixDecimal(t)}
+}
+
+// unixDecimal renders t as Unix seconds with a nanosecond fraction, exactly
+// (DynamoDB numbers keep 38 significant digits).
+func unixDecimal(t time.Time) string {
+	sec, nsec := t.Unix(), int64(t.Nanosecond())
+	switch {
+	case nsec == 0:
+		return strconv.FormatInt(sec, 10)
+	case sec >= 0:
+		return fmt.Sprintf("%d.%09d", sec, nsec)
+	default: // sec + nsec/1e9 = -((-sec-1) + (1e9-nsec)/1e9)
+		return fmt.Sprintf("-%d.%09d", -sec-1, 1_000_000_000-nsec)
+	}
+}
+
+// ttlOf is t as Unix seconds, rounded up, for the ttl attribute.
+func ttlOf(t time.Time) types.AttributeValue {
+	sec := t.Unix()
+	if t.Nanosecond() > 0 {
+		sec++
+	}
+	return num(sec)
+}
+
+// rfc3339 encodes t exactly, in UTC.
+func rfc3339(t time.Time) types.AttributeValue { return str(t.UTC().Format(time.RFC3339Nano)) }
+
+// itemKey returns the primary key of an item.
+func itemKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(sk)}
+}
+
+// getS returns item[name] as a string ("" if absent or not a string).
+func getS(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// getTime parses item[name] as an RFC 3339 time (zero if absent).
+func getTime(item map[string]types.AttributeValue, name string) (time.Time, error) {
+	s := getS(item, name)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("attribute %s: %w", name, err)
+	}
+	return t.UTC(), nil
+}
+
+// dataItem returns the item for a record stored as JSON in attrData.
+func dataItem(pk, sk string, v any) (map[string]types.AttributeValue, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	item := itemKey(pk, sk)
+	item[attrData] = str(string(raw))
+	return item, nil
+}
+
+// decodeData decodes the JSON record of an item.
+func decodeData[T any](item map[string]types.AttributeValue) (T, error) {
+	var v T
+	raw, ok := item[attrData].(*types.AttributeValueMemberS)
+	if !ok {
+		return v, fmt.Errorf("item %s/%s has no %s attribute", getS(item, attrPK), getS(item, attrSK), attrData)
+	}
+	if err := json.Unmarshal([]byte(raw.Value), &v); err != nil {
+		return v, fmt.Errorf("decode item %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
+	}
+	return v, nil
+}
+
+// getItem reads an item with a strongly consistent read; store.ErrNotFound
+// if it is absent.
+func (s *Store) getItem(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.table),
+		Key:            itemKey(pk, sk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, store.ErrNotFound
+	}
+	return out.Item, nil
+}
+
+// getData reads an item and decodes its JSON record.
+func getData[T any](ctx context.Context, s *Store, pk, sk string) (T, error) {
+	item, err := s.getItem(ctx, pk, sk)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decodeData[T](item)
+}
+
+// putItem writes an item unconditionally.
+func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue) error {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
+	return err
+}
+
+// queryData runs a query to the end and decodes every item's JSON record.
+func queryData[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]T, error) {
+	in.TableName = aws.String(s.table)
+	out := []T{}
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range page.Items {
+			v, err := decodeData[T](item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// partitionQuery queries the items of partition pk whose sort key starts
+// with prefix, strongly consistent.
+func partitionQuery(pk, prefix string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":prefix": str(prefix)},
+		ConsistentRead:            aws.Bool(true),
+	}
+}
+
+// indexQuery queries gsi1 for items with gsi1pk and a gsi1sk starting with
+// prefix (eventually consistent, as every GSI read).
+func indexQuery(gsi1pk, prefix string) *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		IndexName:                 aws.String(indexGSI1),
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK, "#sk": attrGSI1SK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(gsi1pk), ":prefix": str(prefix)},
+	}
+}
+
+// conditionFailed reports whether err is a failed condition expression and
+// returns the item's old values when DynamoDB sent them.
+func conditionFailed(err error) (old map[string]types.AttributeValue, failed bool) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ccf.Item, true
+	}
+	return nil, false
+}
+
+// transactionConditionFailed reports whether a transaction was cancelled
+// because one of its conditions failed.
+func transactionConditionFailed(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			return true
+		}
+	}
+	return strings.Contains(aws.ToString(tce.Message), "ConditionalCheckFailed")
+}
+
+// errEmpty reports a missing identifier.
+func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }

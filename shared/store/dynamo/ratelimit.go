@@ -1,0 +1,94 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/yp/paysvc/shared/store"
+)
+
+// Key parts of rate-limit items (see doc.go).
+const (
+	pfxRate  = "RATE#"
+	skWindow = "WINDOW"
+)
+
+// Hit counts one request in bucket if its live count is below limit and
+// reports whether it did: one UpdateItem ADD conditional on the count. A
+// window that expired (by the store's clock; TTL deletion lags) counts as
+// empty and is restarted by a second conditional write. A full window is not
+// an error and is not written.
+func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt time.Time) (bool, error) {
+	if limit <= 0 {
+		return false, nil
+	}
+	wrap := func(err error) error { return fmt.Errorf("dynamo: rate-limit hit %q: %w", bucket, err) }
+	now := s.clock.Now()
+	names := map[string]string{"#c": attrCount, "#exp": attrExpiresN, "#exp_at": attrExpiresAt, "#ttl": attrTTL}
+	values := map[string]types.AttributeValue{
+		":one": num(1), ":limit": num(int64(limit)), ":now": instant(now),
+		":exp": instant(expiresAt), ":exp_at": rfc3339(expiresAt), ":ttl": ttlOf(expiresAt),
+	}
+	count := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 itemKey(pfxRate+bucket, skWindow),
+		UpdateExpression:                    aws.String("ADD #c :one SET #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
+		ConditionExpression:                 aws.String("attribute_not_exists(#c) OR (#c < :limit AND #exp > :now)"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	restart := &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.table),
+		Key:                      itemKey(pfxRate+bucket, skWindow),
+		UpdateExpression:         aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
+		ConditionExpression:      aws.String("#exp <= :now"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": values[":one"], ":now": values[":now"], ":exp": values[":exp"],
+			":exp_at": values[":exp_at"], ":ttl": values[":ttl"],
+		},
+	}
+	const attempts = 3
+	for range attempts {
+		_, err := s.client.UpdateItem(ctx, count)
+		if err == nil {
+			return true, nil
+		}
+		old, failed := conditionFailed(err)
+		if !failed {
+			return false, wrap(err)
+		}
+		if len(old) == 0 { // the old item was not returned: read it
+			old, err = s.getItem(ctx, pfxRate+bucket, skWindow)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // deleted meanwhile: count again
+			}
+			if err != nil {
+				return false, wrap(err)
+			}
+		}
+		oldExpiry, err := getTime(old, attrExpiresAt)
+		if err != nil {
+			return false, wrap(err)
+		}
+		if oldExpiry.After(now) {
+			return false, nil // a live, full window
+		}
+		_, err = s.client.UpdateItem(ctx, restart)
+		if err == nil {
+			return true, nil
+		}
+		if _, failed := conditionFailed(err); !failed {
+			return false, wrap(err)
+		}
+		// Someone else restarted the window first: count in theirs.
+	}
+	return false, wrap(errors.New("window kept changing; not counted"))
+}

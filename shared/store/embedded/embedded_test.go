@@ -1,0 +1,173 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/store/storetest"
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+func openTemp(t *testing.T, clk clock.Clock) *embedded.Store {
+	t.Helper()
+	s, err := embedded.Open(filepath.Join(t.TempDir(), "data", "paysvc.db"), embedded.WithClock(clk))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestContract(t *testing.T) {
+	storetest.RunAll(t, func(t *testing.T, clk clock.Clock) storetest.Stores {
+		s := openTemp(t, clk)
+		return storetest.Stores{Tenant: s, Idempotency: s, RateLimit: s, Payments: s}
+	})
+}
+
+func TestDataSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	path := filepath.Join(t.TempDir(), "paysvc.db")
+
+	s, err := embedded.Open(path, embedded.WithClock(clk))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	m := tenant.Merchant{ID: "m_a", Name: "A", Active: true, CreatedAt: now}
+	k := tenant.APIKey{ID: "key_1", Hash: "h1", MerchantID: "m_a", CreatedAt: now}
+	p := payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
+	must(t, s.PutMerchant(ctx, m))
+	must(t, s.PutSite(ctx, tenant.Site{ID: "site_1", MerchantID: "m_a", CreatedAt: now}))
+	must(t, s.CreateAPIKey(ctx, k))
+	must(t, s.SavePayment(ctx, p, 0))
+	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: now.Add(time.Hour)}))
+	_, err = s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "tok", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
+	must(t, err)
+	if ok, err := s.Hit(ctx, "rl", 1, now.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("Hit: %v %v", ok, err)
+	}
+	must(t, s.Close())
+
+	s, err = embedded.Open(path, embedded.WithClock(clk))
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	gotM, err := s.GetMerchant(ctx, "m_a")
+	must(t, err)
+	if gotM.Name != "A" {
+		t.Fatalf("merchant after reopen: %+v", gotM)
+	}
+	sites, err := s.ListSites(ctx, "m_a")
+	must(t, err)
+	keys, err := s.ListAPIKeys(ctx, "m_a")
+	must(t, err)
+	if len(sites) != 1 || len(keys) != 1 {
+		t.Fatalf("after reopen: %d sites, %d keys; want 1 and 1", len(sites), len(keys))
+	}
+	gotP, err := s.GetPayment(ctx, "PSP1")
+	must(t, err)
+	if gotP.Version != 1 {
+		t.Fatalf("payment after reopen: %+v", gotP)
+	}
+	_, err = s.GetSession(ctx, "CS1")
+	must(t, err)
+	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Claim after reopen: %v, want conflict", err)
+	}
+	if ok, err := s.Hit(ctx, "rl", 1, now.Add(time.Minute)); err != nil || ok {
+		t.Fatalf("Hit after reopen: %v %v, want false", ok, err)
+	}
+}
+
+func TestSecondOpenFailsFast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "paysvc.db")
+	s, err := embedded.Open(path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	_, err = embedded.Open(path, embedded.WithLockTimeout(50*time.Millisecond))
+	if !errors.Is(err, embedded.ErrInUse) || !strings.Contains(err.Error(), "data dir in use by another process") {
+		t.Fatalf("second Open: got %v, want ErrInUse", err)
+	}
+}
+
+func TestSweepDeletesExpired(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	s := openTemp(t, clk)
+	for i, exp := range []time.Time{now.Add(time.Second), now.Add(time.Hour)} {
+		key := []string{"short", "long"}[i]
+		_, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: key, LeaseToken: "tok", LeaseUntil: exp, ExpiresAt: exp}, now)
+		must(t, err)
+		if _, err := s.Hit(ctx, key, 5, exp); err != nil {
+			t.Fatalf("Hit: %v", err)
+		}
+		must(t, s.PutSession(ctx, payments.Session{ID: key, ExpiresAt: exp}))
+	}
+	n, err := s.Sweep(now.Add(time.Second))
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("Sweep deleted %d records, want 3", n)
+	}
+	if n, err := s.Sweep(now.Add(time.Second)); err != nil || n != 0 {
+		t.Fatalf("second Sweep: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "long", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("live record swept: Claim got %v", err)
+	}
+	if _, err := s.GetSession(ctx, "long"); err != nil {
+		t.Fatalf("live session swept: %v", err)
+	}
+	n, err = s.Sweep(now.Add(time.Hour))
+	must(t, err)
+	if n != 3 {
+		t.Fatalf("Sweep at the later expiry deleted %d records, want 3", n)
+	}
+}
+
+func TestOpportunisticSweep(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	s := openTemp(t, clk)
+	// One window that expires, then enough writes of live windows to
+	// trigger the opportunistic sweep.
+	if _, err := s.Hit(ctx, "old", 1, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	for i := 0; i < 1100; i++ {
+		if _, err := s.Hit(ctx, "live", 100000, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := s.Sweep(clk.Now()); err != nil || n != 0 {
+		t.Fatalf("Sweep after opportunistic sweep: %d, %v; want 0 (already swept)", n, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,83 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
+)
+
+// PutSession writes a session, replacing one with the same id.
+func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
+	if sess.ID == "" {
+		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), utcSession(sess)); err != nil {
+			return err
+		}
+		return s.maybeSweep(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: put session %q: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// expired by the store's clock.
+func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
+	var sess payments.Session
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return mustGet(bucket(tx, bktSessions), []byte(id), &sess)
+	})
+	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return payments.Session{}, fmt.Errorf("embedded: get session %q: %w", id, err)
+	}
+	return sess, nil
+}
+
+// GetPayment returns a payment, or store.ErrNotFound.
+func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
+	var p payments.Payment
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &p)
+	})
+	if err != nil {
+		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
+	}
+	return p, nil
+}
+
+// SavePayment writes p if the stored version is prevVersion (0: no record
+// may exist); store.ErrConflict otherwise. p.Version must be prevVersion+1.
+func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
+	switch {
+	case p.PSPReference == "":
+		return fmt.Errorf("embedded: save payment: %w", errEmpty("pspReference"))
+	case p.Version != prevVersion+1:
+		return fmt.Errorf("embedded: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
+	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
+		var cur payments.Payment
+		found, err := getJSON(b, key, &cur)
+		if err != nil {
+			return err
+		}
+		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+			return store.ErrConflict
+		}
+		return putJSON(b, key, utcPayment(p))
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
+	}
+	return nil
+}

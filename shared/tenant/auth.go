@@ -1,0 +1,208 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/store"
+)
+
+// Principal is an authenticated caller: a live key and its merchant id.
+type Principal struct {
+	Key APIKey
+}
+
+// MerchantID returns the caller's merchant.
+func (p Principal) MerchantID() string { return p.Key.MerchantID }
+
+var siteIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Authenticator resolves API keys, merchants and sites for a request and
+// enforces tenancy: nothing of another merchant is ever returned.
+//
+// Lookups are cached per instance for CacheTTL (default 5 s) to keep the
+// critical path short; a revocation therefore takes effect on other
+// instances within CacheTTL, and at once on the instance that revoked.
+type Authenticator struct {
+	store Store
+	env   Environment
+	clock clock.Clock
+	ttl   time.Duration
+
+	mu        sync.Mutex
+	keys      map[string]cached[APIKey]
+	merchants map[string]cached[Merchant]
+	sites     map[string]cached[Site]
+}
+
+type cached[T any] struct {
+	v       T
+	missing bool
+	until   time.Time
+}
+
+// NewAuthenticator returns an Authenticator for a deployment of env. A ttl
+// of 0 disables caching.
+func NewAuthenticator(s Store, env Environment, clk clock.Clock, ttl time.Duration) *Authenticator {
+	return &Authenticator{
+		store: s, env: env, clock: clk, ttl: ttl,
+		keys:      map[string]cached[APIKey]{},
+		merchants: map[string]cached[Merchant]{},
+		sites:     map[string]cached[Site]{},
+	}
+}
+
+// Environment returns the deployment's environment.
+func (a *Authenticator) Environment() Environment { return a.env }
+
+// Authenticate checks an Authorization header value. Missing, malformed,
+// unknown, revoked and wrong-environment keys are 401 yp_1001.
+func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (Principal, error) {
+	const bearer = "Bearer "
+	if authorization == "" {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "missing Authorization header; send 'Authorization: Bearer <API key>'")
+	}
+	if len(authorization) <= len(bearer) || !strings.EqualFold(authorization[:len(bearer)], bearer) {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "malformed Authorization header; send 'Authorization: Bearer <API key>'")
+	}
+	key := strings.TrimSpace(authorization[len(bearer):])
+	env := EnvironmentOfKey(key)
+	if env == "" || len(key) > 200 {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "invalid API key")
+	}
+	if env != a.env {
+		return Principal{}, apperr.Newf(apperr.Unauthenticated, "%s key sent to the %s environment", env, a.env)
+	}
+	k, err := a.key(ctx, HashKey(key))
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "invalid API key")
+	}
+	if err != nil {
+		return Principal{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("authenticate: %w", err))
+	}
+	if k.Revoked() {
+		return Principal{}, apperr.New(apperr.Unauthenticated, "API key revoked")
+	}
+	if k.Environment != a.env {
+		return Principal{}, apperr.Newf(apperr.Unauthenticated, "%s key sent to the %s environment", k.Environment, a.env)
+	}
+	return Principal{Key: k}, nil
+}
+
+// Authorize checks the key's permission for an endpoint (403 yp_1002).
+func (a *Authenticator) Authorize(p Principal, perm Permission) error {
+	if !p.Key.Allows(perm) {
+		return apperr.Newf(apperr.Forbidden, "API key not allowed to call this endpoint (needs permission %q)", perm)
+	}
+	return nil
+}
+
+// Merchant returns the caller's merchant: 404 yp_3005 when missing or
+// deactivated, 422 yp_5003 when not set up for ecommerce.
+func (a *Authenticator) Merchant(ctx context.Context, p Principal) (Merchant, error) {
+	m, err := a.merchant(ctx, p.MerchantID())
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !m.Active) {
+		return Merchant{}, apperr.New(apperr.MerchantNotFound, "merchant not found")
+	}
+	if err != nil {
+		return Merchant{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("merchant %s: %w", p.MerchantID(), err))
+	}
+	if !m.ReadyForEcommerce() {
+		return Merchant{}, apperr.New(apperr.MerchantNotEcommerce, "merchant account not set up for ecommerce")
+	}
+	return m, nil
+}
+
+// Site resolves siteID for the caller: 400 yp_3003 when malformed; 404
+// yp_3004 when unknown, not an ecommerce site, another merchant's, or outside
+// the key's sites (one answer for all, so existence never leaks); then the
+// merchant checks of Merchant.
+func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (Site, Merchant, error) {
+	if !siteIDPattern.MatchString(siteID) {
+		return Site{}, Merchant{}, apperr.New(apperr.SiteIDMalformed, "siteId must be 1 to 64 characters of A-Z, a-z, 0-9, '_' or '-'")
+	}
+	notFound := apperr.New(apperr.SiteNotFound, "site not found or not an ecommerce site")
+	if !p.Key.AllowsSite(siteID) {
+		return Site{}, Merchant{}, notFound
+	}
+	s, err := a.site(ctx, siteID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Site{}, Merchant{}, notFound
+	}
+	if err != nil {
+		return Site{}, Merchant{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("site %s: %w", siteID, err))
+	}
+	if s.MerchantID != p.MerchantID() || s.Type != SiteEcommerce {
+		return Site{}, Merchant{}, notFound
+	}
+	m, err := a.Merchant(ctx, p)
+	if err != nil {
+		return Site{}, Merchant{}, err
+	}
+	return s, m, nil
+}
+
+// RequireFlow returns 409 yp_3004 when the site is not enabled for f.
+func RequireFlow(s Site, f Flow) error {
+	if !s.HasFlow(f) {
+		return apperr.Newf(apperr.SiteFlowNotEnabled, "site type cannot be used for this: site not enabled for the %s flow", f)
+	}
+	return nil
+}
+
+// Forget drops a cached key so a revocation on this instance is immediate.
+func (a *Authenticator) Forget(hash string) {
+	a.mu.Lock()
+	delete(a.keys, hash)
+	a.mu.Unlock()
+}
+
+func (a *Authenticator) key(ctx context.Context, hash string) (APIKey, error) {
+	return lookup(a, a.keys, hash, func() (APIKey, error) { return a.store.GetAPIKeyByHash(ctx, hash) })
+}
+
+func (a *Authenticator) merchant(ctx context.Context, id string) (Merchant, error) {
+	return lookup(a, a.merchants, id, func() (Merchant, error) { return a.store.GetMerchant(ctx, id) })
+}
+
+func (a *Authenticator) site(ctx context.Context, id string) (Site, error) {
+	return lookup(a, a.sites, id, func() (Site, error) { return a.store.GetSite(ctx, id) })
+}
+
+// maxCached bounds each cache; when full it is cleared (simple and safe).
+const maxCached = 10_000
+
+func lookup[T any](a *Authenticator, m map[string]cached[T], id string, load func() (T, error)) (T, error) {
+	if a.ttl <= 0 {
+		return load()
+	}
+	now := a.clock.Now()
+	a.mu.Lock()
+	c, ok := m[id]
+	a.mu.Unlock()
+	if ok && now.Before(c.until) {
+		if c.missing {
+			var zero T
+			return zero, store.ErrNotFound
+		}
+		return c.v, nil
+	}
+	v, err := load()
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return v, err
+	}
+	a.mu.Lock()
+	if len(m) >= maxCached {
+		clear(m)
+	}
+	m[id] = cached[T]{v: v, missing: err != nil, until: now.Add(a.ttl)}
+	a.mu.Unlock()
+	return v, err
+}

@@ -1,0 +1,267 @@
+// Package testenv builds a complete in-process service for tests: the real
+// handlers, the embedded store in a temp dir, the upstream simulator behind
+// a recorder, a fake clock and a seeded set of tenants covering every
+// tenancy case.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// Well-known ids of the seeded tenants.
+const (
+	MerchantA        = "m_alpha"    // ready for ecommerce, manual capture
+	MerchantB        = "m_beta"     // ready for ecommerce, auto capture
+	MerchantNotEcom  = "m_noecom"   // no upstream account
+	MerchantInactive = "m_inactive" // deactivated
+	SiteA            = "site_alpha"
+	SiteAAdvanced    = "site_alpha_adv" // advanced flow only
+	SiteAPOS         = "site_alpha_pos" // a point-of-sale site
+	SiteB            = "site_beta"
+	SiteNotEcom      = "site_noecom"
+	SiteInactive     = "site_inactive"
+	UpstreamAPIKey   = "sim_test_api_key"
+	HMACKey          = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+)
+
+// Start is the fixed start of the fake clock.
+var Start = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+// Env is a running in-process service.
+type Env struct {
+	T        testing.TB
+	Handler  http.Handler
+	Deps     *httpapi.Deps
+	Clock    *clock.Fake
+	Store    *embedded.Store
+	Upstream *Recorder
+	Logs     *bytes.Buffer
+	// Keys by name: "A" (all permissions), "AConfigOnly", "ARestricted"
+	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
+	// "B", "NotEcom", "Inactive".
+	Keys map[string]string
+}
+
+// Recorder records the upstream requests and forwards them to the simulator.
+type Recorder struct {
+	URL     string
+	mu      sync.Mutex
+	reqs    []Recorded
+	handler http.Handler
+}
+
+// Recorded is one upstream request.
+type Recorded struct {
+	Method, Path string
+	Header       http.Header
+	Body         []byte
+}
+
+// Requests returns the requests to paths ending in suffix.
+func (r *Recorder) Requests(suffix string) []Recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Recorded
+	for _, x := range r.reqs {
+		if strings.HasSuffix(x.Path, suffix) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Last decodes the body of the last request to suffix into a map.
+func (r *Recorder) Last(t testing.TB, suffix string) map[string]any {
+	t.Helper()
+	reqs := r.Requests(suffix)
+	if len(reqs) == 0 {
+		t.Fatalf("no upstream request to %s", suffix)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(reqs[len(reqs)-1].Body, &m); err != nil {
+		t.Fatalf("upstream body: %v", err)
+	}
+	return m
+}
+
+func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.reqs = append(r.reqs, Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+	r.mu.Unlock()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	r.handler.ServeHTTP(w, req)
+}
+
+// New starts an Env with every route mounted.
+func New(t testing.TB) *Env {
+	t.Helper()
+	clk := clock.NewFake(Start)
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+
+	rec := &Recorder{handler: newSimulator(t, clk)}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	rec.URL = srv.URL
+
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: 5 * time.Second})
+	d := &httpapi.Deps{
+		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
+		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
+		Idem:     idempotency.New(st, clk, 0, 0, log),
+		Payments: payments.NewService(st, up, clk, log),
+		Log:      log,
+		Clock:    clk,
+	}
+	e := &Env{
+		T: t, Deps: d, Clock: clk, Store: st, Upstream: rec, Logs: logs, Keys: map[string]string{},
+		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
+			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
+	}
+	e.seed()
+	return e
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (e *Env) seed() {
+	t := e.T
+	ctx := context.Background()
+	p := &provision.Provisioner{Store: e.Store, Env: tenant.EnvTest, Clock: e.Clock}
+	ready := func(id, name, country string, mode tenant.CaptureMode) tenant.Merchant {
+		return tenant.Merchant{
+			ID: id, Name: name, Country: country, Active: true, CaptureMode: mode, Ecommerce: true,
+			UpstreamAccount: name + "ECOM", ClientKey: "test_CLIENT_" + id, SplitAccount: "BA_" + id,
+			CommissionAccount: "BA_platform", CommissionBps: 150, CommissionFixed: 10,
+		}
+	}
+	notEcom := ready(MerchantNotEcom, "NoEcom", "DE", tenant.CaptureManual)
+	notEcom.UpstreamAccount = ""
+	inactive := ready(MerchantInactive, "Inactive", "FR", tenant.CaptureManual)
+	inactive.Active = false
+	for _, m := range []tenant.Merchant{
+		ready(MerchantA, "Alpha", "NL", tenant.CaptureManual), ready(MerchantB, "Beta", "GB", tenant.CaptureAuto), notEcom, inactive,
+	} {
+		if _, err := p.PutMerchant(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []tenant.Site{
+		{ID: SiteA, MerchantID: MerchantA, Type: tenant.SiteEcommerce},
+		{ID: SiteAAdvanced, MerchantID: MerchantA, Type: tenant.SiteEcommerce, Flows: []tenant.Flow{tenant.FlowAdvanced}},
+		{ID: SiteAPOS, MerchantID: MerchantA, Type: tenant.SitePOS},
+		{ID: SiteB, MerchantID: MerchantB, Type: tenant.SiteEcommerce},
+		{ID: SiteNotEcom, MerchantID: MerchantNotEcom, Type: tenant.SiteEcommerce},
+		{ID: SiteInactive, MerchantID: MerchantInactive, Type: tenant.SiteEcommerce},
+	} {
+		if _, err := p.PutSite(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(name, merchant string, spec provision.KeySpec) tenant.APIKey {
+		spec.MerchantID = merchant
+		k, secret, err := p.CreateAPIKey(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Keys[name] = secret
+		return k
+	}
+	add("A", MerchantA, provision.KeySpec{})
+	add("AConfigOnly", MerchantA, provision.KeySpec{Permissions: []tenant.Permission{tenant.PermConfig}})
+	add("ARestricted", MerchantA, provision.KeySpec{SiteIDs: []string{SiteAAdvanced}})
+	add("ASlow", MerchantA, provision.KeySpec{RatePerSecond: 1, Burst: 2})
+	revoked := add("ARevoked", MerchantA, provision.KeySpec{})
+	if err := p.RevokeAPIKey(ctx, MerchantA, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	live := provision.Provisioner{Store: e.Store, Env: tenant.EnvLive, Clock: e.Clock}
+	k, secret, err := live.CreateAPIKey(ctx, provision.KeySpec{MerchantID: MerchantA})
+	if err != nil || k.Environment != tenant.EnvLive {
+		t.Fatal(err)
+	}
+	e.Keys["ALive"] = secret
+	add("B", MerchantB, provision.KeySpec{})
+	add("NotEcom", MerchantNotEcom, provision.KeySpec{})
+	add("Inactive", MerchantInactive, provision.KeySpec{})
+}
+
+// Response is a recorded API response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a map.
+func (r Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response body %q: %v", r.Body, err)
+	}
+	return m
+}
+
+// Do sends a request with the named key ("" = no Authorization) and
+// optional headers as alternating names and values.
+func (e *Env) Do(method, path, keyName, body string, headers ...string) Response {
+	e.T.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if keyName != "" {
+		key, ok := e.Keys[keyName]
+		if !ok {
+			key = keyName // a literal key
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	e.Handler.ServeHTTP(w, req)
+	return Response{Status: w.Code, Header: w.Header(), Body: w.Body.Bytes()}
+}

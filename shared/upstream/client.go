@@ -1,0 +1,227 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultTimeout bounds one call (both attempts, when the connection had to
+// be retried) unless Config.Timeout says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// MaxIdempotencyKeyLen is the upstream's limit for the Idempotency-Key header.
+const MaxIdempotencyKeyLen = 64
+
+// maxResponseBytes bounds how much of a response body is read.
+const maxResponseBytes = 8 << 20
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the versioned API root, e.g.
+	// "https://checkout-test.adyen.com/v71" or, live,
+	// "https://{prefix}-checkout-live.adyenpayments.com/checkout/v71".
+	BaseURL string
+	// APIKey is sent as X-API-Key. It is a secret: it never appears in
+	// errors or logs.
+	APIKey string
+	// Timeout bounds each call; zero means DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient sends the requests; nil means a client with its own
+	// transport that does not follow redirects.
+	HTTPClient *http.Client
+}
+
+// Client calls the upstream checkout API. It is safe for concurrent use.
+type Client struct {
+	baseURL string
+	apiKey  string
+	timeout time.Duration
+	http    *http.Client
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) *Client {
+	c := &Client{
+		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
+		apiKey:  cfg.APIKey,
+		timeout: cfg.Timeout,
+		http:    cfg.HTTPClient,
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.http == nil {
+		c.http = &http.Client{
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	return c
+}
+
+// String describes the client without its API key.
+func (c *Client) String() string { return "upstream.Client(" + c.baseURL + ")" }
+
+// do sends one request and returns the body of a 2xx answer. Failures are
+// *Error (an upstream error answer) or satisfy ErrUnavailable.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, idempotencyKey string) ([]byte, error) {
+	op := method + " " + path
+	if c.baseURL == "" {
+		return nil, fmt.Errorf("upstream: %s: no base URL configured", op)
+	}
+	if err := checkIdempotencyKey(idempotencyKey); err != nil {
+		return nil, fmt.Errorf("upstream: %s: %w", op, err)
+	}
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("upstream: %s: encoding request: %w", op, err)
+		}
+	}
+	target := c.baseURL + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	for attempt := 1; ; attempt++ {
+		var reqBody io.Reader
+		if payload != nil {
+			reqBody = bytes.NewReader(payload)
+		}
+		var connected atomic.Bool
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, target, reqBody)
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %s: building request: %w", op, err)
+		}
+		req.Header.Set("X-API-Key", c.apiKey)
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("User-Agent", "paysvc-upstream/1")
+		if payload != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if idempotencyKey != "" {
+			req.Header.Set("Idempotency-Key", idempotencyKey)
+		}
+
+		resp, err := c.http.Do(req)
+		if err != nil {
+			// Retry once, and only when no connection was ever obtained:
+			// then not one byte of the request reached the upstream.
+			if attempt == 1 && !connected.Load() && ctx.Err() == nil && isDialError(err) {
+				continue
+			}
+			return nil, &unavailableError{op: op, cause: err}
+		}
+		return c.read(op, resp)
+	}
+}
+
+// read consumes resp and maps its status.
+func (c *Client) read(op string, resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, &unavailableError{op: op, cause: fmt.Errorf("reading response (HTTP %d): %w", resp.StatusCode, err)}
+	}
+	if len(raw) > maxResponseBytes {
+		return nil, &unavailableError{op: op, cause: fmt.Errorf("response larger than %d bytes", maxResponseBytes)}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return raw, nil
+	}
+	return nil, parseError(op, resp.StatusCode, raw)
+}
+
+// decode unmarshals a 2xx body. A body that cannot be decoded leaves the
+// outcome unknown, so the error satisfies ErrUnavailable.
+func (c *Client) decode(op string, raw []byte, out any) error {
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &unavailableError{op: op, cause: fmt.Errorf("decoding response: %w", err)}
+	}
+	return nil
+}
+
+// errorBody is the upstream's error JSON.
+type errorBody struct {
+	Status       int    `json:"status"`
+	ErrorCode    string `json:"errorCode"`
+	Message      string `json:"message"`
+	ErrorType    string `json:"errorType"`
+	PSPReference string `json:"pspReference"`
+}
+
+func parseError(op string, status int, raw []byte) *Error {
+	e := &Error{Op: op, HTTPStatus: status}
+	var b errorBody
+	if err := json.Unmarshal(raw, &b); err == nil && (b.ErrorCode != "" || b.Message != "") {
+		e.ErrorCode, e.Message, e.ErrorType, e.PSPReference = b.ErrorCode, b.Message, b.ErrorType, b.PSPReference
+		return e
+	}
+	e.Message = snippet(raw)
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	return e
+}
+
+// snippet returns the start of a non-JSON body as printable text.
+func snippet(raw []byte) string {
+	const max = 200
+	s := strings.TrimSpace(string(raw))
+	if len(s) > max {
+		s = s[:max]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// isDialError reports whether err is a failure to establish a connection
+// (DNS lookup or TCP connect).
+func isDialError(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return !dnsErr.IsTimeout
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial" && !opErr.Timeout()
+}
+
+// checkIdempotencyKey enforces the upstream's limit and header syntax.
+func checkIdempotencyKey(k string) error {
+	if len(k) > MaxIdempotencyKeyLen {
+		return fmt.Errorf("idempotency key longer than %d characters", MaxIdempotencyKeyLen)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return errors.New("idempotency key has a character outside printable ASCII")
+		}
+	}
+	return nil
+}

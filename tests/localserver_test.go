@@ -1,0 +1,231 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// localServer is cmd/paysvc-local running as a process.
+type localServer struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	stdout bytes.Buffer
+	done   chan error
+}
+
+var buildLocal = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "paysvc-local")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "paysvc-local")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/paysvc-local").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// startLocal starts the local server with env (KEY=VALUE) and waits until
+// it accepts connections.
+func startLocal(t *testing.T, env ...string) *localServer {
+	t.Helper()
+	bin, err := buildLocal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	s := &localServer{t: t, base: "http://" + addr, done: make(chan error, 1)}
+	s.cmd = exec.Command(bin)
+	s.cmd.Env = append(os.Environ(), append([]string{"PAYSVC_ADDR=" + addr}, env...)...)
+	s.cmd.Stdout = lockedWriter{&s.mu, &s.stdout}
+	s.cmd.Stderr = lockedWriter{&s.mu, &s.stderr}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.stop() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return s
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("local server exited: %v\nstderr: %s\nstdout: %s", err, s.errText(), s.outText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("local server did not listen within 30 s\nstderr: %s", s.errText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *localServer) errText() string { s.mu.Lock(); defer s.mu.Unlock(); return s.stderr.String() }
+func (s *localServer) outText() string { s.mu.Lock(); defer s.mu.Unlock(); return s.stdout.String() }
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *localServer) stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			s.t.Errorf("local server exit: %v\nstderr: %s", err, s.errText())
+		}
+		s.done <- err
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		s.t.Error("local server did not stop on SIGTERM")
+	}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (s *localServer) call(method, path, key, body string, headers ...string) reply {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, s.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+const seedKey = "yp_test_acmeLocalDevelopmentKey000000000000000000"
+
+func TestLocalServerSeededEndToEndSurvivesRestart(t *testing.T) {
+	data := t.TempDir()
+	env := []string{"PAYSVC_DATA_DIR=" + data, "PAYSVC_SEED_FILE=../cmd/paysvc-local/seed.example.json"}
+	s := startLocal(t, env...)
+
+	cfg := s.call("GET", "/v1/ecom/config", seedKey, "")
+	if cfg.status != 200 || !strings.Contains(string(cfg.body), `"clientToken":"test_ACMECLIENTKEY00000000000000000"`) {
+		t.Fatalf("config: %d %s", cfg.status, cfg.body)
+	}
+	if cfg.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("config Content-Type %q", cfg.header.Get("Content-Type"))
+	}
+	body := `{"amount":{"value":2500,"currency":"EUR"},"returnUrl":"https://acme.example/return","reference":"order-77"}`
+	first := s.call("POST", "/v1/ecom/site_acme_web/sessions", seedKey, body, "Idempotency-Key", "order-77")
+	if first.status != 200 {
+		t.Fatalf("sessions: %d %s", first.status, first.body)
+	}
+	var sess map[string]any
+	if err := json.Unmarshal(first.body, &sess); err != nil || sess["id"] == "" || sess["sessionData"] == "" {
+		t.Fatalf("session body %s", first.body)
+	}
+	bad := s.call("POST", "/v1/ecom/site_acme_web/sessions", seedKey, `{"amount":{"value":2500,"currency":"EUR"},"returnUrl":"https://acme.example/return","lineItems":[{"quantity":1},{"quantity":1,"description":"`+strings.Repeat("d", 128)+`"}]}`)
+	if bad.status != 400 || !strings.Contains(string(bad.body), `"field":"lineItems[1].description"`) {
+		t.Fatalf("invalid session: %d %s", bad.status, bad.body)
+	}
+	s.stop()
+
+	// Restart without the seed file: keys and idempotency records persist.
+	s2 := startLocal(t, "PAYSVC_DATA_DIR="+data)
+	again := s2.call("POST", "/v1/ecom/site_acme_web/sessions", seedKey, body, "Idempotency-Key", "order-77")
+	if again.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after restart: %d %s (replayed=%q)", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	}
+	if r := s2.call("GET", "/v1/ecom/config", seedKey, ""); r.status != 200 {
+		t.Fatalf("config after restart: %d %s", r.status, r.body)
+	}
+	if r := s2.call("GET", "/v1/ecom/config", "yp_test_wrongwrongwrongwrongwrongwrongwrongwrong", ""); r.status != 401 {
+		t.Fatalf("unknown key: %d", r.status)
+	}
+	s2.stop()
+	logs := s.outText() + s2.outText()
+	if strings.Contains(logs, seedKey) || strings.Contains(logs, "whsec_") {
+		t.Fatal("logs contain a secret")
+	}
+}
+
+func TestLocalServerDemoTenantOnFirstStart(t *testing.T) {
+	data := t.TempDir()
+	s := startLocal(t, "PAYSVC_DATA_DIR="+data)
+	var key string
+	deadline := time.Now().Add(10 * time.Second)
+	re := regexp.MustCompile(`yp_test_[0-9A-Za-z]{43}`)
+	for key == "" && time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(s.errText()))
+		for sc.Scan() {
+			if m := re.FindString(sc.Text()); m != "" {
+				key = m
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if key == "" {
+		t.Fatalf("no demo key printed: %s", s.errText())
+	}
+	if r := s.call("GET", "/v1/ecom/config", key, ""); r.status != 200 {
+		t.Fatalf("demo config: %d %s", r.status, r.body)
+	}
+	r := s.call("POST", "/v1/ecom/site_demo/sessions", key, `{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/return"}`)
+	if r.status != 200 {
+		t.Fatalf("demo session: %d %s", r.status, r.body)
+	}
+	if strings.Contains(s.outText(), key) {
+		t.Fatal("the demo key appears in the JSON logs")
+	}
+}
