@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 API_KEY = "yp_test_demoKey" + "0" * 36  # 43 base62 chars after the prefix, like a real key
 MERCHANT_ID = "m_demo"
 SITE_ID = "site_demo"
-UPSTREAM_MERCHANT_ACCOUNT = "YPDemoMerchantECOM"
+UPSTREAM_MERCHANT_ACCOUNT = "DemoShopECOM"  # the demo seed's upstream account
 HMAC_KEY_HEX = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 NOTIFICATION_USERNAME = "paysvc-notify"
 NOTIFICATION_PASSWORD = "notify-test-password"
@@ -174,7 +174,7 @@ AMOUNT = {"value": 1000, "currency": "EUR"}
 RETURN_URL = "https://shop.example.com/checkout/return"
 SITE = {"siteId": SITE_ID}
 PAYMENT = {"siteId": SITE_ID, "pspReference": PSP_REFERENCE}
-METADATA = {"metadata.merchantId": MERCHANT_ID, "metadata.siteId": SITE_ID}
+METADATA = {"metadata.merchantId": MERCHANT_ID, "metadata.siteId": SITE_ID, "metadata.paymentSource": "advanced"}
 
 
 def idem(key):

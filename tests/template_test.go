@@ -309,3 +309,42 @@ func TestMakefileHasBuildTargetPerFunction(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplateGatewayResponsesUseServiceErrorBody(t *testing.T) {
+	tpl := loadTemplate(t)
+	responses, _ := tpl.Resources["PaySvcApi"].Properties["GatewayResponses"].(map[string]any)
+	want := map[string]struct {
+		status any // nil: keep API Gateway's own status
+		code   string
+	}{
+		"THROTTLED":                    {float64(429), "yp_9006"},
+		"QUOTA_EXCEEDED":               {float64(429), "yp_9006"},
+		"MISSING_AUTHENTICATION_TOKEN": {float64(404), "yp_9004"},
+		"RESOURCE_NOT_FOUND":           {float64(404), "yp_9004"},
+		"REQUEST_TOO_LARGE":            {float64(413), "yp_2002"},
+		"UNSUPPORTED_MEDIA_TYPE":       {float64(415), "yp_2002"},
+		"BAD_REQUEST_BODY":             {float64(400), "yp_2002"},
+		"DEFAULT_4XX":                  {nil, "yp_2002"},
+		"DEFAULT_5XX":                  {float64(500), "yp_9000"},
+	}
+	for typ, w := range want {
+		r, ok := responses[typ].(map[string]any)
+		if !ok {
+			t.Errorf("GatewayResponses.%s missing", typ)
+			continue
+		}
+		if r["StatusCode"] != w.status {
+			t.Errorf("%s: StatusCode = %v, want %v", typ, r["StatusCode"], w.status)
+		}
+		params, _ := r["ResponseParameters"].(map[string]any)
+		headers, _ := params["Headers"].(map[string]any)
+		if headers["Content-Type"] != "'application/json'" {
+			t.Errorf("%s: Content-Type header = %v", typ, headers["Content-Type"])
+		}
+		templates, _ := r["ResponseTemplates"].(map[string]any)
+		body, _ := templates["application/json"].(string)
+		if !strings.Contains(body, `"errorCode":"`+w.code+`"`) || !strings.Contains(body, `"message":`) {
+			t.Errorf("%s: body %s, want errorCode %s and a message", typ, body, w.code)
+		}
+	}
+}

@@ -104,6 +104,7 @@ func usagef(path, format string, args ...any) error {
 	return &usageError{path: path, msg: fmt.Sprintf(format, args...)}
 }
 
+// run runs one invocation, prints its error if any, and returns the exit code.
 func (c *cli) run(ctx context.Context, args []string) int {
 	err := c.dispatch(ctx, args)
 	var ue *usageError

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -19,11 +21,13 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/tracing"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -59,8 +63,9 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	return c, nil
 }
 
-// OpenStores opens the configured store adapter.
-func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock) (*Stores, error) {
+// OpenStores opens the configured store adapter; instrument (e.g.
+// Tracer.InstrumentAWS) is applied to the AWS config of the DynamoDB client.
+func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrument ...func(*aws.Config)) (*Stores, error) {
 	switch cfg.Store {
 	case config.StoreEmbedded:
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -76,6 +81,9 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock) (*Store
 		if err != nil {
 			return nil, err
 		}
+		for _, f := range instrument {
+			f(&ac)
+		}
 		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk)
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st}, nil
 	}
@@ -90,12 +98,30 @@ type App struct {
 	Stores  *Stores
 	Secrets config.Secrets
 	Deps    *httpapi.Deps
+	// Metrics (EMF) and Tracer (X-Ray) are set in Lambda, nil locally; both
+	// are no-ops when nil. Webhook code reports deliveries with
+	// Metrics.WebhookDelivery and wraps its HTTP client with Tracer.HTTPClient.
+	Metrics *observe.Metrics
+	Tracer  *tracing.Tracer
+}
+
+// Option configures New.
+type Option func(*App)
+
+// WithObservability records metrics with m and traces with t: API requests,
+// AWS SDK calls (DynamoDB) and upstream calls. Either may be nil.
+func WithObservability(m *observe.Metrics, t *tracing.Tracer) Option {
+	return func(a *App) { a.Metrics, a.Tracer = m, t }
 }
 
 // New wires the HTTP service from cfg: stores, secrets, upstream client and
 // handler dependencies.
-func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock) (*App, error) {
-	stores, err := OpenStores(ctx, cfg, clk)
+func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock, opts ...Option) (*App, error) {
+	a := &App{Config: cfg, Log: log, Clock: clk}
+	for _, o := range opts {
+		o(a)
+	}
+	stores, err := OpenStores(ctx, cfg, clk, a.Tracer.InstrumentAWS)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +130,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		_ = stores.Close()
 		return nil, err
 	}
-	up := upstream.New(upstream.Config{BaseURL: cfg.UpstreamURL, APIKey: secrets.APIKey, Timeout: cfg.UpstreamTimeout})
+	up := upstream.New(upstream.Config{BaseURL: cfg.UpstreamURL, APIKey: secrets.APIKey, Timeout: cfg.UpstreamTimeout,
+		HTTPClient: a.upstreamHTTPClient()})
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
 		Limiter:  ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
@@ -113,24 +140,61 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		Log:      log,
 		Clock:    clk,
 	}
-	return &App{Config: cfg, Log: log, Clock: clk, Stores: stores, Secrets: secrets, Deps: d}, nil
+	if a.Metrics != nil {
+		d.Metrics = a.Metrics
+	}
+	if a.Tracer != nil {
+		d.Tracer = a.Tracer
+	}
+	a.Stores, a.Secrets, a.Deps = stores, secrets, d
+	return a, nil
 }
 
-// Lambda builds the App of a Lambda function from its environment, or logs
-// why it cannot and exits (the runtime reports the init failure).
+// upstreamHTTPClient is the upstream client's HTTP client with metrics and
+// tracing, or nil (the client's own default) when there are neither. Like
+// that default it does not follow redirects.
+func (a *App) upstreamHTTPClient() *http.Client {
+	if a.Metrics == nil && !a.Tracer.Enabled() {
+		return nil
+	}
+	return &http.Client{
+		Transport:     a.Metrics.UpstreamTransport(a.Tracer.Transport(http.DefaultTransport.(*http.Transport).Clone())),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Lambda builds the App of a Lambda function from its environment, with EMF
+// metrics on stdout and X-Ray, or logs why it cannot and exits (the runtime
+// reports the init failure). The init duration is logged and recorded.
 func Lambda(ctx context.Context) *App {
+	start := time.Now()
+	a, log, err := lambdaApp(ctx)
+	if err != nil {
+		log.Error("init failed", "err", err.Error())
+		os.Exit(1)
+	}
+	initDuration := time.Since(start)
+	a.Metrics.ColdStart(initDuration)
+	log.Info("init", "initDurationMs", float64(initDuration.Microseconds())/1000, "tracing", a.Tracer.Enabled())
+	return a
+}
+
+// lambdaApp wires the App from the Lambda environment. The logger is
+// returned even on error, to report it.
+func lambdaApp(ctx context.Context) (*App, *slog.Logger, error) {
 	log := NewLogger(os.Stdout, slog.LevelInfo)
 	cfg, err := config.FromEnv(os.Getenv, config.StoreDynamo)
-	if err == nil {
-		log = NewLogger(os.Stdout, cfg.LogLevel)
-		var a *App
-		if a, err = New(ctx, cfg, log, clock.System{}); err == nil {
-			return a
-		}
+	if err != nil {
+		return nil, log, err
 	}
-	log.Error("init failed", "err", err.Error())
-	os.Exit(1)
-	return nil
+	log = NewLogger(os.Stdout, cfg.LogLevel)
+	tr, err := tracing.New(os.Getenv, log)
+	if err != nil {
+		return nil, log, err
+	}
+	m := observe.New(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), clock.System{})
+	a, err := New(ctx, cfg, log, clock.System{}, WithObservability(m, tr))
+	return a, log, err
 }
 
 // EnsureTable creates the DynamoDB table when it does not exist (local runs

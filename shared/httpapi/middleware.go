@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,26 @@ import (
 // Metrics receives one observation per request (EMF in Lambda; nothing locally).
 type Metrics interface {
 	Request(route string, status int, errorCode string, latency time.Duration)
+}
+
+// Tracer traces requests (X-Ray in Lambda: shared/tracing). Optional: a nil
+// Deps.Tracer traces nothing.
+type Tracer interface {
+	// StartRequest opens the request's span. The returned context carries it
+	// to the store and upstream calls; end is called once, after the
+	// response was written.
+	StartRequest(ctx context.Context, route string) (_ context.Context, end func(RequestTrace))
+	// TraceID is the trace id for the request log ("" when none).
+	TraceID(ctx context.Context) string
+}
+
+// RequestTrace is the outcome of a request, for its span.
+type RequestTrace struct {
+	Status int
+	// Annotations holds the known ones of siteId, merchant, pspReference,
+	// resultCode and errorCode.
+	Annotations map[string]string
+	Err         error // the cause of a 5xx, if known
 }
 
 // reqInfo accumulates what the request log line reports.
@@ -46,11 +67,17 @@ func RequestIDFrom(ctx context.Context) string {
 	return ""
 }
 
-// statusRecorder remembers the status written.
+// statusRecorder remembers the status written (and, for a traced request,
+// the start of a successful body, to find its resultCode).
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	capture bool
+	body    []byte
 }
+
+// maxCapture bounds the body kept for the resultCode annotation.
+const maxCapture = 64 << 10
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 {
@@ -63,6 +90,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
 	}
+	if s.capture && s.status < 300 && len(s.body)+len(b) <= maxCapture {
+		s.body = append(s.body, b...)
+	}
 	return s.ResponseWriter.Write(b)
 }
 
@@ -72,8 +102,12 @@ func (d *Deps) wrap(route string, h http.HandlerFunc) http.Handler {
 		start := d.Clock.Now()
 		info := &reqInfo{RequestID: requestID(r), Route: route}
 		ctx := context.WithValue(r.Context(), infoKey{}, info)
+		var endTrace func(RequestTrace)
+		if d.Tracer != nil {
+			ctx, endTrace = d.Tracer.StartRequest(ctx, route)
+		}
 		r = r.WithContext(ctx)
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &statusRecorder{ResponseWriter: w, capture: endTrace != nil}
 		rec.Header().Set("X-Request-Id", info.RequestID)
 		defer func() {
 			if v := recover(); v != nil {
@@ -83,6 +117,9 @@ func (d *Deps) wrap(route string, h http.HandlerFunc) http.Handler {
 				}
 			}
 			d.logRequest(ctx, r, rec.status, info, start)
+			if endTrace != nil {
+				endTrace(info.trace(rec))
+			}
 		}()
 		h(rec, r)
 	})
@@ -97,7 +134,14 @@ func (d *Deps) logRequest(ctx context.Context, r *http.Request, status int, info
 		slog.Float64("latencyMs", float64(latency.Microseconds())/1000),
 		slog.String("requestId", info.RequestID),
 	}
-	if t := r.Header.Get("X-Amzn-Trace-Id"); t != "" {
+	t := ""
+	if d.Tracer != nil {
+		t = d.Tracer.TraceID(ctx) // the Lambda invocation's / X-Ray segment's
+	}
+	if t == "" {
+		t = r.Header.Get("X-Amzn-Trace-Id")
+	}
+	if t != "" {
 		attrs = append(attrs, slog.String("traceId", t))
 	}
 	for _, kv := range [][2]string{
@@ -122,6 +166,25 @@ func (d *Deps) logRequest(ctx context.Context, r *http.Request, status int, info
 	if d.Metrics != nil {
 		d.Metrics.Request(info.Route, status, info.ErrorCode, latency)
 	}
+}
+
+// trace is the span outcome of a finished request.
+func (i *reqInfo) trace(rec *statusRecorder) RequestTrace {
+	a := map[string]string{}
+	for k, v := range map[string]string{
+		"siteId": i.Site, "merchant": i.Merchant, "pspReference": i.PSPReference, "errorCode": i.ErrorCode,
+	} {
+		if v != "" {
+			a[k] = v
+		}
+	}
+	var out struct {
+		ResultCode string `json:"resultCode"`
+	}
+	if len(rec.body) > 0 && json.Unmarshal(rec.body, &out) == nil && out.ResultCode != "" {
+		a["resultCode"] = out.ResultCode
+	}
+	return RequestTrace{Status: rec.status, Annotations: a, Err: i.Err}
 }
 
 // requestID takes a well-formed X-Request-Id from the caller (API Gateway's

@@ -36,6 +36,7 @@ type Deps struct {
 	Log      *slog.Logger
 	Clock    clock.Clock
 	Metrics  Metrics
+	Tracer   Tracer // optional request tracing (X-Ray in Lambda)
 }
 
 // Route is one endpoint.

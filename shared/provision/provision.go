@@ -76,8 +76,16 @@ func (p *Provisioner) PutSite(ctx context.Context, s tenant.Site) (tenant.Site, 
 	if s.Type == "" {
 		s.Type = tenant.SiteEcommerce
 	}
+	if s.Type != tenant.SiteEcommerce && s.Type != tenant.SitePOS {
+		return s, fmt.Errorf("site type must be ecommerce or pos, not %q", s.Type)
+	}
 	if len(s.Flows) == 0 {
 		s.Flows = []tenant.Flow{tenant.FlowSessions, tenant.FlowAdvanced}
+	}
+	for _, f := range s.Flows {
+		if f != tenant.FlowSessions && f != tenant.FlowAdvanced {
+			return s, fmt.Errorf("site flows must be sessions and/or advanced, not %q", f)
+		}
 	}
 	if old, err := p.Store.GetSite(ctx, s.ID); err == nil {
 		if old.MerchantID != s.MerchantID {
@@ -176,6 +184,9 @@ func (p *Provisioner) PutSubscription(ctx context.Context, spec SubscriptionSpec
 		if id, err = tenant.NewID("sub_"); err != nil {
 			return tenant.Subscription{}, "", err
 		}
+	}
+	if err := validID("subscription id", id); err != nil {
+		return tenant.Subscription{}, "", err
 	}
 	secret := spec.Secret
 	if secret == "" {

@@ -27,6 +27,7 @@ import (
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // Well-known ids of the seeded tenants.
@@ -56,6 +57,7 @@ type Env struct {
 	Clock    *clock.Fake
 	Store    *embedded.Store
 	Upstream *Recorder
+	Sim      *simulator.Simulator
 	Logs     *bytes.Buffer
 	// Keys by name: "A" (all permissions), "AConfigOnly", "ARestricted"
 	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
@@ -124,7 +126,8 @@ func New(t testing.TB) *Env {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 
-	rec := &Recorder{handler: newSimulator(t, clk)}
+	sim := newSimulator(t, clk)
+	rec := &Recorder{handler: sim}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	rec.URL = srv.URL
@@ -141,7 +144,7 @@ func New(t testing.TB) *Env {
 		Clock:    clk,
 	}
 	e := &Env{
-		T: t, Deps: d, Clock: clk, Store: st, Upstream: rec, Logs: logs, Keys: map[string]string{},
+		T: t, Deps: d, Clock: clk, Store: st, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
 		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
 	}

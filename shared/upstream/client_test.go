@@ -283,6 +283,7 @@ func TestTimeoutIsUnavailableAndNotRetried(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
+		io.ReadAll(r.Body)   // the server notices a closed connection only once the body is read
 		<-r.Context().Done() // hang until the client gives up
 	}))
 	defer srv.Close()
@@ -304,7 +305,10 @@ func TestTimeoutIsUnavailableAndNotRetried(t *testing.T) {
 }
 
 func TestCallerCancellationIsUnavailable(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		<-r.Context().Done()
+	}))
 	defer srv.Close()
 	c := New(Config{BaseURL: srv.URL, APIKey: testAPIKey})
 	ctx, cancel := context.WithCancel(context.Background())

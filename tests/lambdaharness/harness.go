@@ -341,7 +341,8 @@ func (h *Harness) WaitReady(ctx context.Context) error {
 	case <-h.failed:
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return h.initErr
+		e := *h.initErr
+		return &e
 	case <-h.exited:
 		select {
 		case <-h.ready: // raced: it was ready, then exited
@@ -351,8 +352,9 @@ func (h *Harness) WaitReady(ctx context.Context) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.initErr != nil {
-			h.initErr.Exit = h.exitErr
-			return h.initErr
+			e := *h.initErr
+			e.Exit = h.exitErr
+			return &e
 		}
 		return &InitError{Type: "Runtime.ExitError", Message: "process exited during init", Exit: h.exitErr}
 	case <-timer.C:

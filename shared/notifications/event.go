@@ -1,0 +1,128 @@
+// Package notifications receives the upstream's standard notifications
+// (DESIGN 3.6): it verifies each item's HMAC signature, stores the item
+// once (de-duplicated), applies it to the payment record, routes it to the
+// owning merchant and creates and enqueues one webhook delivery per
+// matching subscription. The upstream is answered "[accepted]" only once
+// all of that is durable.
+package notifications
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// EventStatus is how far an event's processing got.
+type EventStatus string
+
+// Event statuses.
+const (
+	// EventReceived: stored; its deliveries are not (all) enqueued yet.
+	EventReceived EventStatus = "received"
+	// EventProcessed: the payment record is updated and every delivery is
+	// created and enqueued.
+	EventProcessed EventStatus = "processed"
+	// EventUnroutable: no owning merchant was found (yet). Kept; processed
+	// again when its payment's AUTHORISATION creates the record.
+	EventUnroutable EventStatus = "unroutable"
+)
+
+// Event is one stored notification item.
+type Event struct {
+	ID  string `json:"id"`  // "evt_" + hex SHA-256 of Key (first 32 digits)
+	Key string `json:"key"` // eventCode|pspReference|success|originalReference
+	// Live is the notification's live field as sent ("true"/"false").
+	Live string                           `json:"live"`
+	Item upstream.NotificationRequestItem `json:"item"`
+	// PaymentPSP is the payment the item is about (payments.NotificationPayment).
+	PaymentPSP  string      `json:"paymentPspReference"`
+	Status      EventStatus `json:"status"`
+	MerchantID  string      `json:"merchantId,omitempty"` // the owner, once routed
+	DeliveryIDs []string    `json:"deliveryIds,omitempty"`
+	// Received counts how many times the upstream sent this item.
+	Received    int        `json:"received"`
+	ReceivedAt  time.Time  `json:"receivedAt"` // first arrival
+	ProcessedAt *time.Time `json:"processedAt,omitempty"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+	Version     int64      `json:"version"`
+}
+
+// DeliveriesEnqueued reports whether the event's deliveries were all
+// created and enqueued.
+func (e Event) DeliveriesEnqueued() bool { return e.Status == EventProcessed }
+
+// EventStore is the port that keeps notification events.
+type EventStore interface {
+	// GetEvent returns store.ErrNotFound for an unknown id.
+	GetEvent(ctx context.Context, id string) (Event, error)
+	// SaveEvent writes e if the stored version is prevVersion (0: no event
+	// with e.ID may exist); e.Version must be prevVersion+1.
+	// store.ErrConflict when the condition fails.
+	SaveEvent(ctx context.Context, e Event, prevVersion int64) error
+	// ListPaymentEvents returns the events of payment psp (their
+	// PaymentPSP), oldest first (ReceivedAt, then ID). The list may lag a
+	// write briefly.
+	ListPaymentEvents(ctx context.Context, psp string) ([]Event, error)
+}
+
+// DedupKey is the identity of a notification item: the upstream sends the
+// same item again (same eventCode, pspReference, success and
+// originalReference) until it is accepted.
+func DedupKey(item upstream.NotificationRequestItem) string {
+	return item.EventCode + "|" + item.PSPReference + "|" + item.Success + "|" + item.OriginalReference
+}
+
+// EventID returns the id of the event with key.
+func EventID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "evt_" + hex.EncodeToString(sum[:16])
+}
+
+// newEvent is the record of an item arriving for the first time.
+func newEvent(live string, item upstream.NotificationRequestItem, now time.Time) Event {
+	key := DedupKey(item)
+	return Event{
+		ID: EventID(key), Key: key, Live: live, Item: item, PaymentPSP: payments.NotificationPayment(item),
+		Status: EventReceived, Received: 1, ReceivedAt: now, UpdatedAt: now, Version: 1,
+	}
+}
+
+// maxMutateAttempts bounds optimistic-concurrency retries of one update.
+const maxMutateAttempts = 16
+
+// errSkip tells mutateEvent that fn decided to change nothing.
+var errSkip = errors.New("notifications: no change")
+
+// mutateEvent applies fn to event id and saves it conditionally on its
+// version, re-reading and re-applying on a concurrent change.
+func mutateEvent(ctx context.Context, st EventStore, id string, fn func(*Event) error) (Event, error) {
+	for range maxMutateAttempts {
+		e, err := st.GetEvent(ctx, id)
+		if err != nil {
+			return Event{}, err
+		}
+		prev := e.Version
+		if err := fn(&e); err != nil {
+			if errors.Is(err, errSkip) {
+				return e, nil
+			}
+			return e, err
+		}
+		e.Version = prev + 1
+		err = st.SaveEvent(ctx, e, prev)
+		if err == nil {
+			return e, nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return Event{}, fmt.Errorf("save event %s: %w", id, err)
+		}
+	}
+	return Event{}, fmt.Errorf("save event %s: too many concurrent updates: %w", id, store.ErrConflict)
+}

@@ -1,0 +1,283 @@
+// Package observe records the service's custom CloudWatch metrics as
+// Embedded Metric Format (EMF) documents: one JSON object per line on the
+// function's stdout, which CloudWatch Logs turns into metrics. No API call,
+// no agent, no buffering: a line is written when the event happens.
+//
+// The contract with template.yaml (its header, the alarms and the dashboard)
+// is fixed: namespace PaySvc, and every metric is emitted at least with the
+// dimension set ["Service", "Function"] where Service is "paysvc" and
+// Function is $AWS_LAMBDA_FUNCTION_NAME. Finer dimension sets (Route,
+// ErrorCode, Operation) are added next to it, never instead of it.
+//
+// Metrics (unit in brackets):
+//
+//	Requests, ClientErrors, ServerErrors [Count]  per API request; + Route
+//	Latency [Milliseconds]                        per API request; + Route
+//	Errors [Count]                                per error answer; + ErrorCode, + Route/ErrorCode
+//	UpstreamRequests, UpstreamErrors [Count]      per upstream HTTP call; + Operation
+//	UpstreamLatency [Milliseconds]                per upstream HTTP call; + Operation
+//	WebhookDeliveries, WebhookFailures [Count]    per webhook delivery attempt
+//	WebhookLatency [Milliseconds], WebhookAttempt [None], WebhookExhausted [Count]
+//	ColdStarts [Count], InitDuration [Milliseconds] once per execution environment
+//
+// Every method is safe for concurrent use and on a nil *Metrics (a no-op),
+// so code paths that run without metrics need no checks.
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+)
+
+// The metrics contract shared with template.yaml.
+const (
+	Namespace   = "PaySvc"
+	ServiceName = "paysvc"
+
+	DimService   = "Service"
+	DimFunction  = "Function"
+	DimRoute     = "Route"
+	DimErrorCode = "ErrorCode"
+	DimOperation = "Operation"
+
+	MetricRequests          = "Requests"
+	MetricLatency           = "Latency"
+	MetricClientErrors      = "ClientErrors"
+	MetricServerErrors      = "ServerErrors"
+	MetricErrors            = "Errors"
+	MetricUpstreamRequests  = "UpstreamRequests"
+	MetricUpstreamErrors    = "UpstreamErrors"
+	MetricUpstreamLatency   = "UpstreamLatency"
+	MetricWebhookDeliveries = "WebhookDeliveries"
+	MetricWebhookFailures   = "WebhookFailures"
+	MetricWebhookLatency    = "WebhookLatency"
+	MetricWebhookAttempt    = "WebhookAttempt"
+	MetricWebhookExhausted  = "WebhookExhausted"
+	MetricColdStarts        = "ColdStarts"
+	MetricInitDuration      = "InitDuration"
+)
+
+// CloudWatch units used here.
+const (
+	UnitCount        = "Count"
+	UnitMilliseconds = "Milliseconds"
+	UnitNone         = "None"
+)
+
+// Metrics writes EMF documents to one writer. Create it with New.
+type Metrics struct {
+	mu       sync.Mutex // one document per Write, never interleaved
+	w        io.Writer
+	clock    clock.Clock
+	function string
+}
+
+// New returns Metrics writing to w (os.Stdout in Lambda) for the function
+// named function ($AWS_LAMBDA_FUNCTION_NAME), timestamped by clk.
+func New(w io.Writer, function string, clk clock.Clock) *Metrics {
+	if clk == nil {
+		clk = clock.System{}
+	}
+	return &Metrics{w: w, clock: clk, function: function}
+}
+
+// Function is the Function dimension value.
+func (m *Metrics) Function() string {
+	if m == nil {
+		return ""
+	}
+	return m.function
+}
+
+// metric is one value of a document.
+type metric struct {
+	name  string
+	unit  string
+	value float64
+}
+
+// directive is one MetricDirective: metrics reported under dimension sets.
+type directive struct {
+	dims    [][]string
+	metrics []metric
+}
+
+// emfMetric and emfDirective are the JSON shapes of the _aws metadata.
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+// emit writes one document: the directives' metrics, the Service and
+// Function dimensions, and props (other dimension values and plain
+// properties, which Logs Insights can query but which are not metrics).
+func (m *Metrics) emit(props map[string]any, directives ...directive) {
+	doc := make(map[string]any, len(props)+8)
+	for k, v := range props {
+		doc[k] = v
+	}
+	doc[DimService] = ServiceName
+	doc[DimFunction] = m.function
+	meta := emfMeta{Timestamp: m.clock.Now().UnixMilli()}
+	for _, d := range directives {
+		ed := emfDirective{Namespace: Namespace, Dimensions: d.dims}
+		for _, mt := range d.metrics {
+			ed.Metrics = append(ed.Metrics, emfMetric{Name: mt.name, Unit: mt.unit})
+			doc[mt.name] = mt.value
+		}
+		meta.CloudWatchMetrics = append(meta.CloudWatchMetrics, ed)
+	}
+	doc["_aws"] = meta
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf) // Encode appends the newline: one line per document
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return // only plain values are put in doc: cannot happen
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _ = m.w.Write(buf.Bytes()) // nowhere to report a failed stdout write
+}
+
+// with returns the dimension set the template's alarms use,
+// ["Service", "Function"], followed by extra.
+func with(extra ...string) []string {
+	return append([]string{DimService, DimFunction}, extra...)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Request records one API request (it implements httpapi.Metrics): route is
+// the route's short name, errorCode the yp_ code of an error answer ("" on
+// success).
+func (m *Metrics) Request(route string, status int, errorCode string, latency time.Duration) {
+	if m == nil {
+		return
+	}
+	props := map[string]any{DimRoute: route, "status": status}
+	ds := []directive{{
+		dims: [][]string{with(), with(DimRoute)},
+		metrics: []metric{
+			{MetricRequests, UnitCount, 1},
+			{MetricLatency, UnitMilliseconds, ms(latency)},
+			{MetricClientErrors, UnitCount, flag(status >= 400 && status < 500)},
+			{MetricServerErrors, UnitCount, flag(status >= 500)},
+		},
+	}}
+	if errorCode != "" {
+		props[DimErrorCode] = errorCode
+		ds = append(ds, directive{
+			dims:    [][]string{with(DimErrorCode), with(DimRoute, DimErrorCode)},
+			metrics: []metric{{MetricErrors, UnitCount, 1}},
+		})
+	}
+	m.emit(props, ds...)
+}
+
+// Upstream records one call to the upstream checkout API. operation names
+// the call without ids, e.g. "POST /payments/{id}/captures"; status is the
+// HTTP status (0 when no response came); failed is true for 5xx answers,
+// timeouts and connection errors, not for 4xx (the request's own fault).
+func (m *Metrics) Upstream(operation string, status int, failed bool, latency time.Duration) {
+	if m == nil {
+		return
+	}
+	m.emit(map[string]any{DimOperation: operation, "status": status}, directive{
+		dims: [][]string{with(), with(DimOperation)},
+		metrics: []metric{
+			{MetricUpstreamRequests, UnitCount, 1},
+			{MetricUpstreamErrors, UnitCount, flag(failed)},
+			{MetricUpstreamLatency, UnitMilliseconds, ms(latency)},
+		},
+	})
+}
+
+// WebhookDelivery is one attempt to deliver a webhook to a merchant endpoint,
+// as reported by the dispatcher. None of its fields may hold a secret or the
+// endpoint URL (which can embed credentials).
+type WebhookDelivery struct {
+	MerchantID     string // property, not a dimension (unbounded)
+	SubscriptionID string // property
+	DeliveryID     string // property
+	EventCode      string // property, e.g. AUTHORISATION
+	// Attempt is the 1-based number of this attempt (1 = first delivery).
+	Attempt int
+	// StatusCode is the receiver's HTTP status; 0 when no response came.
+	StatusCode int
+	// Success is a 2xx answer within the delivery timeout (15 s).
+	Success bool
+	// Exhausted is a failed attempt after which no further attempt is
+	// scheduled (the last of the schedule: the message goes to the DLQ).
+	Exhausted bool
+	// Latency is from sending the request to the answer (or the failure).
+	Latency time.Duration
+}
+
+// WebhookDelivery records one delivery attempt: WebhookDeliveries 1,
+// WebhookFailures 1 unless it succeeded, WebhookLatency, WebhookAttempt (the
+// attempt number, so Maximum/Average show how far down the retry schedule
+// deliveries are) and WebhookExhausted 1 when a failed attempt was the last.
+// WebhookDeliveries and WebhookFailures feed the template's
+// WebhookFailureRateAlarm.
+func (m *Metrics) WebhookDelivery(d WebhookDelivery) {
+	if m == nil {
+		return
+	}
+	props := map[string]any{"attempt": d.Attempt, "status": d.StatusCode, "success": d.Success}
+	for k, v := range map[string]string{
+		"merchant": d.MerchantID, "subscriptionId": d.SubscriptionID, "deliveryId": d.DeliveryID, "eventCode": d.EventCode,
+	} {
+		if v != "" {
+			props[k] = v
+		}
+	}
+	m.emit(props, directive{
+		dims: [][]string{with()},
+		metrics: []metric{
+			{MetricWebhookDeliveries, UnitCount, 1},
+			{MetricWebhookFailures, UnitCount, flag(!d.Success)},
+			{MetricWebhookLatency, UnitMilliseconds, ms(d.Latency)},
+			{MetricWebhookAttempt, UnitNone, float64(d.Attempt)},
+			{MetricWebhookExhausted, UnitCount, flag(d.Exhausted && !d.Success)},
+		},
+	})
+}
+
+// ColdStart records the init phase of an execution environment: from the
+// start of main to the handler being ready.
+func (m *Metrics) ColdStart(initDuration time.Duration) {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims: [][]string{with()},
+		metrics: []metric{
+			{MetricColdStarts, UnitCount, 1},
+			{MetricInitDuration, UnitMilliseconds, ms(initDuration)},
+		},
+	})
+}

@@ -1,0 +1,226 @@
+package simulator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// actionOut is the action object of a payment response.
+type actionOut struct {
+	AuthorisationToken string `json:"authorisationToken,omitempty"`
+	Method             string `json:"method,omitempty"`
+	PaymentData        string `json:"paymentData,omitempty"`
+	PaymentMethodType  string `json:"paymentMethodType"`
+	Subtype            string `json:"subtype,omitempty"`
+	Token              string `json:"token,omitempty"`
+	Type               string `json:"type"`
+	URL                string `json:"url,omitempty"`
+}
+
+// challengeToken is the JSON inside a threeDS2 action's base64 token.
+type challengeToken struct {
+	AcsTransID           string `json:"acsTransID"`
+	AcsURL               string `json:"acsURL"`
+	MessageVersion       string `json:"messageVersion"`
+	ThreeDSServerTransID string `json:"threeDSServerTransID"`
+}
+
+// actionResult is the JSON inside a simulated threeDSResult or
+// redirectResult.
+type actionResult struct {
+	ActionID             string `json:"actionId,omitempty"`
+	ThreeDSServerTransID string `json:"threeDSServerTransID,omitempty"`
+	TransStatus          string `json:"transStatus,omitempty"`
+	Result               string `json:"result,omitempty"`
+}
+
+// newAction registers an outstanding action of p (caller holds s.mu).
+func (s *Simulator) newAction(p *payment, kind string) *action {
+	id := s.ids.hex(12)
+	a := &action{
+		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(),
+		PaymentData: "Ab02b4c0!" + base64.StdEncoding.EncodeToString([]byte("sim:"+id)),
+	}
+	s.actions[id] = a
+	s.actionsByData[a.PaymentData] = a
+	p.pendingActionID = id
+	return a
+}
+
+// actionJSON renders an action for the client component.
+func actionJSON(a *action, p *payment, public string) *actionOut {
+	page := public + "/_sim/redirect/" + a.ID
+	if a.Kind == "threeDS2" {
+		tok, _ := json.Marshal(challengeToken{AcsTransID: a.ID, AcsURL: page, MessageVersion: "2.2.0", ThreeDSServerTransID: a.ID})
+		return &actionOut{
+			Type: "threeDS2", Subtype: "challenge", PaymentMethodType: "scheme", PaymentData: a.PaymentData,
+			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
+		}
+	}
+	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType, PaymentData: a.PaymentData}
+}
+
+// DetailsFor returns the details object a client component would submit to
+// /payments/details after completing action (a threeDS2 challenge or a
+// redirect issued by this simulator) successfully or not.
+func DetailsFor(action json.RawMessage, success bool) (json.RawMessage, error) {
+	var a struct {
+		Type  string `json:"type"`
+		Token string `json:"token"`
+		URL   string `json:"url"`
+	}
+	if err := json.Unmarshal(action, &a); err != nil {
+		return nil, err
+	}
+	switch a.Type {
+	case "threeDS2":
+		raw, err := base64.StdEncoding.DecodeString(a.Token)
+		if err != nil {
+			return nil, err
+		}
+		var tok challengeToken
+		if err := json.Unmarshal(raw, &tok); err != nil || tok.ThreeDSServerTransID == "" {
+			return nil, errors.New("simulator: not a simulator challenge token")
+		}
+		return json.Marshal(map[string]string{"threeDSResult": encodeThreeDSResult(tok.ThreeDSServerTransID, success)})
+	case "redirect":
+		u, err := url.Parse(a.URL)
+		if err != nil || !strings.Contains(u.Path, "/_sim/redirect/") {
+			return nil, errors.New("simulator: not a simulator redirect URL")
+		}
+		return json.Marshal(map[string]string{"redirectResult": encodeRedirectResult(path.Base(u.Path), success)})
+	}
+	return nil, errors.New("simulator: unsupported action type " + a.Type)
+}
+
+func encodeThreeDSResult(id string, success bool) string {
+	st := "N"
+	if success {
+		st = "Y"
+	}
+	b, _ := json.Marshal(actionResult{ThreeDSServerTransID: id, TransStatus: st})
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func encodeRedirectResult(id string, success bool) string {
+	r := "refused"
+	if success {
+		r = "authorised"
+	}
+	b, _ := json.Marshal(actionResult{ActionID: id, Result: r})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeActionResult parses a result produced by this simulator.
+func decodeActionResult(v string) (id string, success bool, ok bool) {
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		raw, err := enc.DecodeString(v)
+		if err != nil {
+			continue
+		}
+		var r actionResult
+		if json.Unmarshal(raw, &r) != nil {
+			continue
+		}
+		id = firstNonEmpty(r.ActionID, r.ThreeDSServerTransID)
+		if id == "" {
+			continue
+		}
+		success = r.TransStatus == "Y" || r.TransStatus == "A" || r.Result == "authorised"
+		return id, success, true
+	}
+	return "", false, false
+}
+
+// keywordSuccess decides a free-form result value: refusal words win over
+// success words; anything else fails (like a wrong challenge password).
+func keywordSuccess(v string) bool {
+	l := strings.ToLower(v)
+	for _, w := range []string{"refused", "wrong", "fail", "cancel", "declin", "reject"} {
+		if strings.Contains(l, w) {
+			return false
+		}
+	}
+	for _, w := range []string{"authorised", "authorized", "password", "success", "approved"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// detailsIn is a /payments/details request.
+type detailsIn struct {
+	Details     map[string]any `json:"details"`
+	PaymentData string         `json:"paymentData"`
+}
+
+func (s *Simulator) handleDetails(_ context.Context, c *call) result {
+	var in detailsIn
+	if e := decodeJSON(c.body, &in); e != nil {
+		return errorResult(e)
+	}
+	if len(in.Details) == 0 {
+		return errorResult(validationError(codeInvalidPayload, "Required field 'details' is not provided."))
+	}
+	var value string
+	for _, k := range []string{"threeDSResult", "redirectResult", "payload"} {
+		if v, ok := in.Details[k].(string); ok && v != "" {
+			value = v
+			break
+		}
+	}
+	if value == "" {
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided"))
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var act *action
+	success := false
+	if id, ok, decoded := decodeActionResult(value); decoded {
+		act, success = s.actions[id], ok
+		if act != nil && in.PaymentData != "" && in.PaymentData != act.PaymentData {
+			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: paymentData does not match"))
+		}
+	} else if in.PaymentData != "" {
+		act, success = s.actionsByData[in.PaymentData], keywordSuccess(value)
+	}
+	if act == nil {
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided"))
+	}
+	if act.Done {
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the action was already completed"))
+	}
+	p := s.payments[act.PSP]
+	if p == nil || p.pendingActionID != act.ID {
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the payment is no longer awaiting this action"))
+	}
+	act.Done = true
+	s.finishAction(p, act, success)
+	return jsonResult(http.StatusOK, s.paymentResponse(p))
+}
+
+// finishAction settles a payment whose action completed (caller holds s.mu).
+func (s *Simulator) finishAction(p *payment, a *action, success bool) {
+	switch {
+	case success:
+		o := outcomeOf(p.Forced, true)
+		if p.Forced != nil && (p.Forced.Behaviour == Fail500 || p.Forced.Behaviour == Hang) {
+			o = outcomeOf(nil, true)
+		}
+		s.settle(p, o)
+	case a.Kind == "threeDS2":
+		s.settle(p, outcomeOf(nil, false))
+	default:
+		s.settle(p, outcome{upstream.ResultRefused, "Refused", "2"})
+	}
+}

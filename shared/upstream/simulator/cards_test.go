@@ -1,0 +1,229 @@
+package simulator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+func TestTestCardTableIsConsistent(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range TestCards() {
+		if !onlyDigits(c.Number) || !luhnValid(c.Number) {
+			t.Errorf("%s is not a Luhn-valid number", c.Number)
+		}
+		if seen[c.Number] {
+			t.Errorf("%s listed twice", c.Number)
+		}
+		seen[c.Number] = true
+		if c.Behaviour != Fail500 && c.Behaviour != Hang && c.Brand != "card" {
+			if got := brandOf(c.Number); got != c.Brand {
+				t.Errorf("brandOf(%s) = %s, want %s", c.Number, got, c.Brand)
+			}
+		}
+	}
+	names := map[string]bool{}
+	for _, o := range HolderNameOutcomes() {
+		if names[strings.ToUpper(o.HolderName)] {
+			t.Errorf("holder name %q listed twice", o.HolderName)
+		}
+		names[strings.ToUpper(o.HolderName)] = true
+	}
+}
+
+// Every row of the documented test-card table, through the real client.
+func TestTestCards(t *testing.T) {
+	for _, tc := range TestCards() {
+		t.Run(tc.Number+"_"+string(tc.Behaviour), func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			client := e.client
+			if tc.Behaviour == Hang {
+				client = upstream.New(upstream.Config{BaseURL: e.srv.URL + "/v71", APIKey: testAPIKey, Timeout: 100 * time.Millisecond})
+			}
+			start := time.Now()
+			r, err := client.Payments(ctx, paymentReq(1000, cardMethod(tc.Number, tc.CVC, "")), "key-"+tc.Number)
+			switch tc.Behaviour {
+			case Authorise:
+				if err != nil || r.ResultCode != "Authorised" || r.PaymentMethod.Brand != tc.Brand || len(r.PSPReference) != 16 {
+					t.Fatalf("r = %+v, err = %v", r, err)
+				}
+			case Challenge:
+				if err != nil || r.ResultCode != "ChallengeShopper" {
+					t.Fatalf("r = %+v, err = %v", r, err)
+				}
+				var a map[string]string
+				if err := json.Unmarshal(r.Action, &a); err != nil {
+					t.Fatal(err)
+				}
+				if a["type"] != "threeDS2" || a["subtype"] != "challenge" || a["paymentMethodType"] != "scheme" || a["token"] == "" || a["paymentData"] == "" {
+					t.Fatalf("action = %s", r.Action)
+				}
+				if _, err := base64.StdEncoding.DecodeString(a["token"]); err != nil {
+					t.Fatalf("token not base64: %v", err)
+				}
+			case Redirect:
+				if err != nil || r.ResultCode != "RedirectShopper" {
+					t.Fatalf("r = %+v, err = %v", r, err)
+				}
+				var a map[string]string
+				json.Unmarshal(r.Action, &a)
+				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] == "" {
+					t.Fatalf("action = %s", r.Action)
+				}
+			case Fail500:
+				ue := apiErr(t, err)
+				if ue.HTTPStatus != 500 || !upstream.IsUnavailable(err) {
+					t.Fatalf("err = %v", err)
+				}
+				if n := e.sim.PaymentCount(); n != 0 {
+					t.Fatalf("PaymentCount = %d after a 500", n)
+				}
+			case Hang:
+				if !upstream.IsUnavailable(err) {
+					t.Fatalf("err = %v, want unavailable (timeout)", err)
+				}
+				if d := time.Since(start); d > 3*time.Second {
+					t.Fatalf("hang lasted %v", d)
+				}
+				// The upstream processed the request once the client left;
+				// a retry with the same key gets the stored answer.
+				var r2 upstream.PaymentResponse
+				for range 100 {
+					if r2, err = e.client.Payments(ctx, paymentReq(1000, cardMethod(tc.Number, tc.CVC, "")), "key-"+tc.Number); !upstream.IsInFlight(err) {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err != nil || r2.ResultCode != "Authorised" {
+					t.Fatalf("retry: r = %+v, err = %v", r2, err)
+				}
+				if n := e.sim.PaymentCount(); n != 1 {
+					t.Fatalf("PaymentCount = %d, want 1", n)
+				}
+			default:
+				t.Fatalf("untested behaviour %s", tc.Behaviour)
+			}
+		})
+	}
+}
+
+// Every holder name of the table, with the default Visa card.
+func TestHolderNameOutcomes(t *testing.T) {
+	e := newEnv(t)
+	for _, o := range HolderNameOutcomes() {
+		t.Run(o.HolderName, func(t *testing.T) {
+			client := e.client
+			if o.Behaviour == Hang {
+				client = upstream.New(upstream.Config{BaseURL: e.srv.URL + "/v71", APIKey: testAPIKey, Timeout: 50 * time.Millisecond})
+			}
+			r, err := client.Payments(context.Background(), paymentReq(500, cardMethod("4111111111111111", "737", o.HolderName)), "")
+			switch o.Behaviour {
+			case Fail500:
+				if ue := apiErr(t, err); ue.HTTPStatus != 500 {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			case Hang:
+				if !upstream.IsUnavailable(err) {
+					t.Fatalf("err = %v, want a timeout", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.ResultCode != o.ResultCode || r.RefusalReason != o.RefusalReason || r.RefusalReasonCode != o.RefusalReasonCode {
+				t.Fatalf("r = %+v, want %s/%s/%s", r, o.ResultCode, o.RefusalReason, o.RefusalReasonCode)
+			}
+			p, _ := e.sim.Payment(r.PSPReference)
+			if p.State != o.ResultCode {
+				t.Fatalf("state = %s", p.State)
+			}
+		})
+	}
+}
+
+func TestHolderNameIsCaseInsensitive(t *testing.T) {
+	e := newEnv(t)
+	if r := e.pay(t, 100, "declined"); r.ResultCode != "Refused" || r.RefusalReason != "Refused" {
+		t.Fatalf("r = %+v", r)
+	}
+	if r := e.pay(t, 100, "Jane Doe"); r.ResultCode != "Authorised" {
+		t.Fatalf("r = %+v", r)
+	}
+}
+
+func TestCardInputForms(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	plain := json.RawMessage(`{"type":"scheme","number":"4111 1111 1111 1111","expiryMonth":"3","expiryYear":"30","cvc":"737","holderName":"CARD_EXPIRED"}`)
+	r, err := e.client.Payments(ctx, paymentReq(100, plain), "")
+	if err != nil || r.ResultCode != "Refused" || r.RefusalReason != "Expired Card" {
+		t.Fatalf("plain fields: r = %+v, err = %v", r, err)
+	}
+	noType := json.RawMessage(`{"encryptedCardNumber":"test_5555555555554444","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030"}`)
+	if r, err := e.client.Payments(ctx, paymentReq(100, noType), ""); err != nil || r.PaymentMethod.Brand != "mc" {
+		t.Fatalf("no type: r = %+v, err = %v", r, err)
+	}
+	// An unlisted Luhn-valid card is authorised.
+	if r, err := e.client.Payments(ctx, paymentReq(100, cardMethod("4000020000000000", "123", "")), ""); err != nil || r.ResultCode != "Authorised" {
+		t.Fatalf("unlisted card: r = %+v, err = %v", r, err)
+	}
+	// A card that expired (by the injected clock) is refused.
+	e.clock.Set(time.Date(2030, 4, 1, 0, 0, 0, 0, time.UTC))
+	if r := e.pay(t, 100, ""); r.ResultCode != "Refused" || r.RefusalReasonCode != "6" {
+		t.Fatalf("expired: r = %+v", r)
+	}
+}
+
+func TestCardValidation(t *testing.T) {
+	e := newEnv(t)
+	tests := []struct {
+		pm   string
+		code string
+	}{
+		{`{"type":"scheme","encryptedCardNumber":"test_4111111111111112","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030"}`, "101"},
+		{`{"type":"scheme","encryptedCardNumber":"test_41111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030"}`, "101"},
+		{`{"type":"scheme","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030"}`, "101"},
+		{`{"type":"scheme","encryptedCardNumber":"adyenjs_0_1_25$abc","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030"}`, "174"},
+		{`{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_13","encryptedExpiryYear":"test_2030"}`, "129"},
+		{`{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03"}`, "129"},
+		{`{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_7"}`, "103"},
+		{`{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"737"}`, "174"},
+		{`{"type":"bitcoin"}`, "905"},
+		{`{}`, "905"},
+		{`{"type":"scheme","storedPaymentMethodId":"NOPE"}`, "000"}, // no shopperReference
+	}
+	for i, tt := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			_, err := e.client.Payments(context.Background(), paymentReq(100, json.RawMessage(tt.pm)), "")
+			ue := apiErr(t, err)
+			if ue.HTTPStatus != 422 || ue.ErrorCode != tt.code || ue.ErrorType != "validation" {
+				t.Fatalf("err = %+v, want 422 %s", ue, tt.code)
+			}
+		})
+	}
+	if n := e.sim.PaymentCount(); n != 0 {
+		t.Fatalf("PaymentCount = %d after rejected requests", n)
+	}
+}
+
+func TestOtherPaymentMethods(t *testing.T) {
+	e := newEnv(t)
+	for typ, want := range map[string]string{"ideal": "RedirectShopper", "paypal": "RedirectShopper", "klarna": "RedirectShopper", "googlepay": "Authorised", "sepadirectdebit": "Authorised"} {
+		r, err := e.client.Payments(context.Background(), paymentReq(100, json.RawMessage(`{"type":"`+typ+`"}`)), "")
+		if err != nil || r.ResultCode != want || r.PaymentMethod.Type != typ {
+			t.Fatalf("%s: r = %+v, err = %v", typ, r, err)
+		}
+		if want == "RedirectShopper" && !strings.Contains(string(r.Action), `"paymentMethodType":"`+typ+`"`) {
+			t.Fatalf("%s: action = %s", typ, r.Action)
+		}
+	}
+}

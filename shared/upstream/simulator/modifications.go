@@ -1,0 +1,222 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// modificationIn is a capture, reversal or amount-update request.
+type modificationIn struct {
+	MerchantAccount string    `json:"merchantAccount"`
+	Amount          *amountIn `json:"amount"`
+	Reference       string    `json:"reference"`
+	IndustryUsage   string    `json:"industryUsage"`
+	Splits          []splitIn `json:"splits"`
+}
+
+// modificationOut is the 201 answer of a modification.
+type modificationOut struct {
+	Amount              *money.Amount `json:"amount,omitempty"`
+	IndustryUsage       string        `json:"industryUsage,omitempty"`
+	MerchantAccount     string        `json:"merchantAccount"`
+	PaymentPSPReference string        `json:"paymentPspReference"`
+	PSPReference        string        `json:"pspReference"`
+	Reference           string        `json:"reference,omitempty"`
+	Status              string        `json:"status"`
+}
+
+// stateError is a modification the state machine refuses.
+func stateError(msg string) *apiError { return validationError(codeGeneric, msg) }
+
+// readModification decodes and validates a modification request and finds
+// its payment (caller does not hold s.mu; on success s.mu is held).
+func (s *Simulator) readModification(c *call, needAmount bool) (*payment, modificationIn, money.Amount, *apiError) {
+	var in modificationIn
+	if e := decodeJSON(c.body, &in); e != nil {
+		return nil, in, money.Amount{}, e
+	}
+	if e := s.checkMerchant(in.MerchantAccount); e != nil {
+		return nil, in, money.Amount{}, e
+	}
+	var amount money.Amount
+	if needAmount {
+		a, e := checkAmount(in.Amount, false)
+		if e != nil {
+			return nil, in, money.Amount{}, e
+		}
+		amount = a
+	}
+	if len(in.Reference) > 80 {
+		return nil, in, money.Amount{}, validationError(codeMissingRef, "Field 'reference' exceeds 80 characters.")
+	}
+	psp := c.r.PathValue("psp")
+	s.mu.Lock()
+	p := s.payments[psp]
+	if p == nil || p.MerchantAccount != in.MerchantAccount {
+		s.mu.Unlock()
+		return nil, in, money.Amount{}, errUnknownPSP(psp)
+	}
+	return p, in, amount, nil
+}
+
+// reject answers a refused modification: 422, or with
+// AsyncModificationFailures 201 "received" and a failed notification
+// (caller holds s.mu).
+func (s *Simulator) reject(p *payment, kind, event, ref string, amount money.Amount, e *apiError) result {
+	if !s.opts.AsyncModificationFailures {
+		return errorResult(e)
+	}
+	psp := s.newModRef(p)
+	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: kind, Reference: ref, Amount: amount, Reason: e.Message, CreatedAt: s.clock.Now()})
+	item := s.modificationItem(p, psp, event, ref, amount, false, e.Message)
+	if event == upstream.EventCancelOrRefund {
+		item.AdditionalData[upstream.KeyModificationAction] = kind
+	}
+	s.emit(item)
+	out := modificationOut{MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp, Reference: ref, Status: upstream.StatusReceived}
+	if kind == ModCapture || kind == ModAmountUpdate {
+		out.Amount = &amount
+	}
+	return jsonResult(http.StatusCreated, out)
+}
+
+// newModRef returns a fresh pspReference for a modification of p.
+func (s *Simulator) newModRef(p *payment) string {
+	psp := s.uniquePSP()
+	s.modRefs[psp] = p.PSP
+	return psp
+}
+
+// authorisedState reports whether p is authorised and not yet reversed.
+func authorisedState(p *payment) bool {
+	switch p.State {
+	case StateAuthorised, StatePartiallyCaptured, StateCaptured:
+		return true
+	}
+	return false
+}
+
+func (s *Simulator) handleCapture(_ context.Context, c *call) result {
+	p, in, amount, e := s.readModification(c, true)
+	if e != nil {
+		return errorResult(e)
+	}
+	defer s.mu.Unlock()
+	remaining := p.Authorised - p.Captured
+	switch {
+	case p.State == StateCancelled || p.State == StateRefunded:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is "+p.State))
+	case !authorisedState(p):
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is not authorised ("+p.State+")"))
+	case amount.Currency != p.Amount.Currency:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Modification in different currency than authorisation"))
+	case amount.Value > remaining:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
+			validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining)))
+	}
+	if _, e := checkSplits(in.Splits, amount); e != nil {
+		return errorResult(e)
+	}
+	psp := s.newModRef(p)
+	now := s.clock.Now()
+	p.Captured += amount.Value
+	s.updateCaptureState(p)
+	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCapture, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now})
+	s.emit(s.modificationItem(p, psp, upstream.EventCapture, in.Reference, amount, true, ""))
+	if p.CaptureFails {
+		p.Captured -= amount.Value
+		s.updateCaptureState(p)
+		p.Modifications[len(p.Modifications)-1].Success = false
+		p.Modifications[len(p.Modifications)-1].Reason = "Capture failed"
+		s.emit(s.modificationItem(p, psp, upstream.EventCaptureFailed, in.Reference, amount, true, "Capture failed (simulated)"))
+	}
+	return jsonResult(http.StatusCreated, modificationOut{
+		Amount: &amount, MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
+		Reference: in.Reference, Status: upstream.StatusReceived,
+	})
+}
+
+func (s *Simulator) updateCaptureState(p *payment) {
+	switch {
+	case p.Captured == 0:
+		p.State = StateAuthorised
+	case p.Captured < p.Authorised:
+		p.State = StatePartiallyCaptured
+	default:
+		p.State = StateCaptured
+	}
+}
+
+func (s *Simulator) handleReversal(_ context.Context, c *call) result {
+	p, in, _, e := s.readModification(c, false)
+	if e != nil {
+		return errorResult(e)
+	}
+	defer s.mu.Unlock()
+	switch p.State {
+	case StateAuthorised, StatePartiallyCaptured, StateCaptured, StateReceived, StatePending:
+	case StateCancelled, StateRefunded:
+		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount, stateError("Reversal not allowed: the payment is already "+p.State))
+	default:
+		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount, stateError("Reversal not allowed: the payment is not authorised ("+p.State+")"))
+	}
+	psp := s.newModRef(p)
+	now := s.clock.Now()
+	kind, amount := ModCancel, money.Amount{Value: p.Authorised, Currency: p.Amount.Currency}
+	if p.Captured > p.Refunded {
+		kind, amount.Value = ModRefund, p.Captured-p.Refunded
+	}
+	prevState := p.State
+	mod := ModificationState{PSPReference: psp, Kind: kind, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now}
+	item := s.modificationItem(p, psp, upstream.EventCancelOrRefund, in.Reference, amount, true, "")
+	item.AdditionalData[upstream.KeyModificationAction] = kind
+	if kind == ModCancel {
+		p.State = StateCancelled
+	} else {
+		p.Refunded += amount.Value
+		p.State = StateRefunded
+	}
+	p.Modifications = append(p.Modifications, mod)
+	s.emit(item)
+	if kind == ModRefund && p.RefundFails {
+		p.Refunded -= amount.Value
+		p.State = prevState
+		p.Modifications[len(p.Modifications)-1].Success = false
+		p.Modifications[len(p.Modifications)-1].Reason = "Refund failed"
+		s.emit(s.modificationItem(p, psp, upstream.EventRefundFailed, in.Reference, amount, true, "Refund failed (simulated)"))
+	}
+	return jsonResult(http.StatusCreated, modificationOut{
+		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
+		Reference: in.Reference, Status: upstream.StatusReceived,
+	})
+}
+
+func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
+	p, in, amount, e := s.readModification(c, true)
+	if e != nil {
+		return errorResult(e)
+	}
+	defer s.mu.Unlock()
+	switch {
+	case p.State != StateAuthorised:
+		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount,
+			stateError("Amount update not allowed: the payment is "+p.State+" (only authorised, not captured payments can be adjusted)"))
+	case amount.Currency != p.Amount.Currency:
+		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount, stateError("Modification in different currency than authorisation"))
+	}
+	if _, e := checkSplits(in.Splits, amount); e != nil {
+		return errorResult(e)
+	}
+	psp := s.newModRef(p)
+	p.Authorised = amount.Value
+	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModAmountUpdate, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: s.clock.Now()})
+	s.emit(s.modificationItem(p, psp, upstream.EventAuthorisationAdjustment, in.Reference, amount, true, ""))
+	return jsonResult(http.StatusCreated, modificationOut{
+		Amount: &amount, IndustryUsage: in.IndustryUsage, MerchantAccount: p.MerchantAccount,
+		PaymentPSPReference: p.PSP, PSPReference: psp, Reference: in.Reference, Status: upstream.StatusReceived,
+	})
+}

@@ -1,0 +1,94 @@
+package simulator
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// Defaults applied by New to zero Options fields.
+const (
+	DefaultBasePath    = "/v71"
+	DefaultHangTimeout = 60 * time.Second
+	DefaultSessionTTL  = time.Hour
+	DefaultOfferTTL    = 12 * time.Hour
+	// IdempotencyRetention is how long a completed Idempotency-Key is
+	// remembered (the upstream keeps keys at least 31 days).
+	IdempotencyRetention = 31 * 24 * time.Hour
+)
+
+// Options configure a Simulator. The zero value works: any non-empty API key
+// is accepted, notifications are unsigned and only recorded.
+type Options struct {
+	// APIKey is the expected X-API-Key. Empty accepts any non-empty key.
+	APIKey string
+	// HMACKeyHex signs notifications (additionalData.hmacSignature). Empty
+	// leaves them unsigned.
+	HMACKeyHex string
+	// BasePath prefixes the API routes; default "/v71". Use
+	// "/checkout/v71" to mimic the live URL layout.
+	BasePath string
+	// PublicURL is the absolute URL at which the simulator is reachable
+	// (e.g. "http://127.0.0.1:8081"), used in redirect and hosted-checkout
+	// URLs. Empty derives it from each request's Host.
+	PublicURL string
+	// MerchantAccounts, when non-empty, are the only merchant accounts
+	// accepted (others get 403 "901 Invalid Merchant Account").
+	MerchantAccounts []string
+	// AutoCaptureAccounts are merchant accounts whose payments are captured
+	// at authorisation.
+	AutoCaptureAccounts []string
+	// Latency is added to every API request (for benchmarks).
+	Latency time.Duration
+	// HangTimeout bounds how long the "hang" test card holds a request when
+	// the client does not give up first; default 60 s.
+	HangTimeout time.Duration
+	// SessionTTL is a session's lifetime; default one hour.
+	SessionTTL time.Duration
+	// OfferTTL is how long an unfinished redirect/challenge stays open before
+	// ExpireOffers closes it (OFFER_CLOSED); default 12 h.
+	OfferTTL time.Duration
+	// Live sets "live":"true" in notifications (default "false").
+	Live bool
+	// StrictIdempotency rejects a reused Idempotency-Key whose request
+	// (method, path, body) differs with 422. The real upstream replays the
+	// first response regardless; strict mode surfaces key-derivation bugs.
+	StrictIdempotency bool
+	// AsyncModificationFailures answers modifications the state machine
+	// rejects (over-capture, capture of a cancelled payment, …) with 201
+	// "received" followed by a notification with success "false", instead
+	// of a synchronous 422.
+	AsyncModificationFailures bool
+	// Notifier receives each notification body (one item per call). Nil
+	// records notifications without delivering them.
+	Notifier Notifier
+	// Faults inject delivery faults (duplicates, reordering, delay, drops).
+	Faults Faults
+	// Clock tells the time; default clock.System.
+	Clock clock.Clock
+	// Rand is the source of pspReferences and ids; default crypto/rand.
+	// Inject a seeded reader for reproducible references.
+	Rand io.Reader
+	// Logger receives request and delivery logs; default discards. Secrets
+	// (API key, HMAC key, basic-auth password) are never logged.
+	Logger *slog.Logger
+}
+
+// Faults inject notification delivery faults. The zero value injects none.
+type Faults struct {
+	// Duplicate sends every notification this many extra times.
+	Duplicate int
+	// Reorder holds notifications until this many are waiting and then sends
+	// them in reverse order; Flush releases a partial batch (also reversed).
+	// Values below 2 disable reordering.
+	Reorder int
+	// Delay waits this long before each delivery.
+	Delay time.Duration
+	// DropEvery drops every n-th notification (1 drops all).
+	DropEvery int
+	// Drop, when set, drops the notifications for which it returns true.
+	Drop func(upstream.NotificationRequestItem) bool
+}

@@ -1,0 +1,284 @@
+package simulator
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// sessionIn is the part of a /sessions request the simulator reads.
+type sessionIn struct {
+	MerchantAccount          string            `json:"merchantAccount"`
+	Amount                   *amountIn         `json:"amount"`
+	Reference                string            `json:"reference"`
+	ReturnURL                string            `json:"returnUrl"`
+	CountryCode              string            `json:"countryCode"`
+	ShopperInteraction       string            `json:"shopperInteraction"`
+	BlockedPaymentMethods    []string          `json:"blockedPaymentMethods"`
+	AllowedPaymentMethods    []string          `json:"allowedPaymentMethods"`
+	Splits                   []splitIn         `json:"splits"`
+	Metadata                 map[string]string `json:"metadata"`
+	LineItems                []lineItemIn      `json:"lineItems"`
+	ShopperReference         string            `json:"shopperReference"`
+	ShopperLocale            string            `json:"shopperLocale"`
+	StorePaymentMethod       *bool             `json:"storePaymentMethod"`
+	StorePaymentMethodMode   string            `json:"storePaymentMethodMode"`
+	RecurringProcessingModel string            `json:"recurringProcessingModel"`
+	Mode                     string            `json:"mode"`
+	ExpiresAt                *time.Time        `json:"expiresAt"`
+}
+
+type lineItemIn struct {
+	Quantity *int64 `json:"quantity"`
+}
+
+// sessionOut is the 201 answer of /sessions.
+type sessionOut struct {
+	Amount                   money.Amount      `json:"amount"`
+	BlockedPaymentMethods    []string          `json:"blockedPaymentMethods,omitempty"`
+	CountryCode              string            `json:"countryCode,omitempty"`
+	ExpiresAt                string            `json:"expiresAt"`
+	ID                       string            `json:"id"`
+	MerchantAccount          string            `json:"merchantAccount"`
+	Metadata                 map[string]string `json:"metadata,omitempty"`
+	Mode                     string            `json:"mode"`
+	RecurringProcessingModel string            `json:"recurringProcessingModel,omitempty"`
+	Reference                string            `json:"reference"`
+	ReturnURL                string            `json:"returnUrl"`
+	SessionData              string            `json:"sessionData"`
+	ShopperInteraction       string            `json:"shopperInteraction,omitempty"`
+	ShopperLocale            string            `json:"shopperLocale,omitempty"`
+	ShopperReference         string            `json:"shopperReference,omitempty"`
+	StorePaymentMethodMode   string            `json:"storePaymentMethodMode,omitempty"`
+	URL                      string            `json:"url,omitempty"`
+}
+
+func (s *Simulator) handleSessions(_ context.Context, c *call) result {
+	var in sessionIn
+	if e := decodeJSON(c.body, &in); e != nil {
+		return errorResult(e)
+	}
+	amount, e := checkAmount(in.Amount, true)
+	if e != nil {
+		return errorResult(e)
+	}
+	if e := s.checkMerchant(in.MerchantAccount); e != nil {
+		return errorResult(e)
+	}
+	if e := checkReference(in.Reference); e != nil {
+		return errorResult(e)
+	}
+	if e := checkReturnURL(in.ReturnURL); e != nil {
+		return errorResult(e)
+	}
+	if e := checkMetadata(in.Metadata); e != nil {
+		return errorResult(e)
+	}
+	if _, e := checkSplits(in.Splits, amount); e != nil {
+		return errorResult(e)
+	}
+	for i, li := range in.LineItems {
+		if li.Quantity != nil && *li.Quantity < 1 {
+			return errorResult(validationError(codeGeneric, fmt.Sprintf("Invalid lineItems[%d].quantity.", i)))
+		}
+	}
+	switch in.Mode {
+	case "", "embedded", "hosted":
+	default:
+		return errorResult(validationError(codeGeneric, "Invalid mode: "+in.Mode))
+	}
+	switch in.StorePaymentMethodMode {
+	case "", "askForConsent", "enabled", "disabled":
+	default:
+		return errorResult(validationError(codeGeneric, "Invalid storePaymentMethodMode: "+in.StorePaymentMethodMode))
+	}
+	if in.ShopperReference == "" && (in.StorePaymentMethod != nil && *in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled" || in.StorePaymentMethodMode == "askForConsent") {
+		return errorResult(validationError(codeGeneric, "Recurring payments require a shopperReference"))
+	}
+
+	now := s.clock.Now()
+	expires := now.Add(s.opts.SessionTTL)
+	if in.ExpiresAt != nil && in.ExpiresAt.After(now) {
+		expires = *in.ExpiresAt
+	}
+	s.mu.Lock()
+	id := "CS" + s.ids.ref(16)
+	for s.sessions[id] != nil {
+		id = "CS" + s.ids.ref(16)
+	}
+	blob, _ := json.Marshal(map[string]string{"id": id, "nonce": s.ids.hex(16)})
+	sess := &session{ID: id, Data: "Ab02b4c0!" + base64.StdEncoding.EncodeToString(blob), Req: in, ExpiresAt: expires, CreatedAt: now}
+	s.sessions[id] = sess
+	s.mu.Unlock()
+
+	out := sessionOut{
+		Amount: amount, BlockedPaymentMethods: in.BlockedPaymentMethods, CountryCode: in.CountryCode,
+		ExpiresAt: expires.Format(time.RFC3339), ID: id, MerchantAccount: in.MerchantAccount, Metadata: in.Metadata,
+		Mode: firstNonEmpty(in.Mode, "embedded"), RecurringProcessingModel: in.RecurringProcessingModel,
+		Reference: in.Reference, ReturnURL: in.ReturnURL, SessionData: sess.Data, ShopperInteraction: in.ShopperInteraction,
+		ShopperLocale: in.ShopperLocale, ShopperReference: in.ShopperReference, StorePaymentMethodMode: in.StorePaymentMethodMode,
+	}
+	if out.Mode == "hosted" {
+		out.URL = c.public + "/_sim/sessions/" + id + "/hosted"
+	}
+	return jsonResult(http.StatusCreated, out)
+}
+
+// Errors of PaySession.
+var (
+	ErrSessionNotFound           = errors.New("simulator: session not found")
+	ErrSessionExpired            = errors.New("simulator: session expired")
+	ErrSessionCompleted          = errors.New("simulator: session already paid")
+	ErrPaymentMethodNotAvailable = errors.New("simulator: payment method not available in this session")
+	ErrSimulatedFailure          = errors.New("simulator: simulated upstream failure")
+)
+
+// SessionPayment is what the simulated drop-in submits for a session.
+type SessionPayment struct {
+	// PaymentMethodType defaults to "scheme" (card).
+	PaymentMethodType string `json:"paymentMethodType,omitempty"`
+	// CardNumber defaults to 4111111111111111; expiry defaults to 03/2030
+	// and CVC to 737.
+	CardNumber  string `json:"cardNumber,omitempty"`
+	ExpiryMonth string `json:"expiryMonth,omitempty"`
+	ExpiryYear  string `json:"expiryYear,omitempty"`
+	CVC         string `json:"cvc,omitempty"`
+	// HolderName forces an outcome (holder-name table).
+	HolderName string `json:"holderName,omitempty"`
+	// StorePaymentMethod is the shopper's consent to store the card, used
+	// when the session's storePaymentMethodMode is "askForConsent".
+	StorePaymentMethod bool `json:"storePaymentMethod,omitempty"`
+	// ChallengeResult completes a 3DS2 challenge or redirect the card
+	// triggers; default "password" (success). "wrong" or "refused" fail it.
+	ChallengeResult string `json:"challengeResult,omitempty"`
+}
+
+// SessionResult is the outcome of PaySession.
+type SessionResult struct {
+	PSPReference          string `json:"pspReference"`
+	ResultCode            string `json:"resultCode"`
+	RefusalReason         string `json:"refusalReason,omitempty"`
+	StoredPaymentMethodID string `json:"storedPaymentMethodId,omitempty"`
+	// SessionResult is the opaque value the drop-in hands back with the
+	// session id after a redirect.
+	SessionResult string `json:"sessionResult"`
+}
+
+// PaySession completes session id as the drop-in would, with a card or
+// another method, and emits the AUTHORISATION notification (carrying the
+// session's metadata as metadata.<key>, checkoutSessionId and, when a token
+// was stored, tokenization.storedPaymentMethodId).
+func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment) (SessionResult, error) {
+	if err := ctx.Err(); err != nil {
+		return SessionResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return SessionResult{}, ErrSessionNotFound
+	}
+	if !s.clock.Now().Before(sess.ExpiresAt) {
+		return SessionResult{}, ErrSessionExpired
+	}
+	if sess.Completed {
+		return SessionResult{}, ErrSessionCompleted
+	}
+	typ := firstNonEmpty(sp.PaymentMethodType, "scheme")
+	if slices.Contains(sess.Req.BlockedPaymentMethods, typ) ||
+		len(sess.Req.AllowedPaymentMethods) > 0 && !slices.Contains(sess.Req.AllowedPaymentMethods, typ) {
+		return SessionResult{}, fmt.Errorf("%w: %s", ErrPaymentMethodNotAvailable, typ)
+	}
+	pm := paymentMethodIn{Type: typ}
+	if typ == "scheme" {
+		pm.Number = firstNonEmpty(sp.CardNumber, "4111111111111111")
+		pm.ExpiryMonth = firstNonEmpty(sp.ExpiryMonth, "03")
+		pm.ExpiryYear = firstNonEmpty(sp.ExpiryYear, "2030")
+		pm.CVC = firstNonEmpty(sp.CVC, "737")
+		pm.HolderName = sp.HolderName
+	}
+	r := sess.Req
+	amount := money.Amount{Value: *r.Amount.Value, Currency: r.Amount.Currency}
+	splits, _ := checkSplits(r.Splits, amount)
+	store := r.StorePaymentMethod != nil && *r.StorePaymentMethod || r.StorePaymentMethodMode == "enabled" ||
+		r.StorePaymentMethodMode == "askForConsent" && sp.StorePaymentMethod
+	if r.StorePaymentMethodMode == "disabled" {
+		store = false
+	}
+	req := authReq{
+		merchantAccount: r.MerchantAccount, reference: r.Reference, returnURL: r.ReturnURL,
+		shopperReference: r.ShopperReference, shopperInteraction: firstNonEmpty(r.ShopperInteraction, upstream.ShopperInteractionEcommerce),
+		recurringModel: r.RecurringProcessingModel, amount: amount, metadata: r.Metadata, splits: splits,
+		store: store, sessionID: sess.ID,
+	}
+	pl, e := s.plan(pm, req)
+	if e != nil {
+		return SessionResult{}, e
+	}
+	if pl.behaviour == Fail500 || pl.behaviour == Hang {
+		return SessionResult{}, ErrSimulatedFailure
+	}
+	p := s.newPayment(req, pl)
+	sess.Payments = append(sess.Payments, p.PSP)
+	switch pl.behaviour {
+	case Challenge, Redirect:
+		ok := keywordSuccess(firstNonEmpty(sp.ChallengeResult, "password"))
+		kind := "redirect"
+		if pl.behaviour == Challenge {
+			kind = "threeDS2"
+		}
+		s.finishAction(p, &action{Kind: kind}, ok)
+	default:
+		s.settle(p, outcomeOf(pl.forced, true))
+	}
+	switch p.ResultCode {
+	case upstream.ResultAuthorised, upstream.ResultReceived, upstream.ResultPending:
+		sess.Completed = true
+	}
+	blob, _ := json.Marshal(map[string]string{"id": sess.ID, "pspReference": p.PSP, "resultCode": p.ResultCode})
+	return SessionResult{
+		PSPReference: p.PSP, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason,
+		StoredPaymentMethodID: p.StoredID, SessionResult: base64.RawURLEncoding.EncodeToString(blob),
+	}, nil
+}
+
+// SessionState is a snapshot of a session.
+type SessionState struct {
+	ID              string       `json:"id"`
+	MerchantAccount string       `json:"merchantAccount"`
+	Reference       string       `json:"reference"`
+	Amount          money.Amount `json:"amount"`
+	ExpiresAt       time.Time    `json:"expiresAt"`
+	Completed       bool         `json:"completed"`
+	// Payments are the pspReferences of the attempts, oldest first.
+	Payments []string `json:"payments"`
+	// Request is the session request as the simulator read it.
+	BlockedPaymentMethods []string          `json:"blockedPaymentMethods,omitempty"`
+	Metadata              map[string]string `json:"metadata,omitempty"`
+	ShopperReference      string            `json:"shopperReference,omitempty"`
+}
+
+// Session returns a snapshot of session id.
+func (s *Simulator) Session(id string) (SessionState, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[id]
+	if sess == nil {
+		return SessionState{}, false
+	}
+	return SessionState{
+		ID: sess.ID, MerchantAccount: sess.Req.MerchantAccount, Reference: sess.Req.Reference,
+		Amount:    money.Amount{Value: *sess.Req.Amount.Value, Currency: sess.Req.Amount.Currency},
+		ExpiresAt: sess.ExpiresAt, Completed: sess.Completed, Payments: slices.Clone(sess.Payments),
+		BlockedPaymentMethods: slices.Clone(sess.Req.BlockedPaymentMethods), Metadata: sess.Req.Metadata,
+		ShopperReference: sess.Req.ShopperReference,
+	}, true
+}

@@ -1,0 +1,197 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+// storeRetryDelay is the wait before a job whose records could not be read
+// is tried again (no attempt was made).
+const storeRetryDelay = 30 * time.Second
+
+// Poster makes one delivery attempt (Sender in production).
+type Poster interface {
+	Send(ctx context.Context, req Request) Result
+}
+
+// Metrics counts delivery attempts (CloudWatch EMF in Lambda).
+type Metrics interface {
+	// Attempt records one attempt and whether it got a 2xx in time.
+	Attempt(delivered bool)
+}
+
+var _ Poster = (*Sender)(nil)
+
+// Dispatcher makes delivery attempts: Process is the queue.Handler run by
+// the SQS Lambda handler and by the local queue's worker. It is safe for
+// concurrent use; deliveries of one batch are processed concurrently by the
+// queue adapters.
+type Dispatcher struct {
+	Deliveries DeliveryStore
+	Tenants    tenant.Store
+	Sender     Poster
+	Clock      clock.Clock
+	// Rand returns values in [0, 1) for the retry jitter.
+	Rand    func() float64
+	Log     *slog.Logger
+	Metrics Metrics // optional
+}
+
+var _ queue.Handler = (*Dispatcher)(nil).Process
+
+// Process makes attempt number attempt of the job's delivery and returns
+// what the queue should do next: Done once delivered (or when there is
+// nothing left to do), Retry after the scheduled wait, DeadLetter after the
+// last attempt failed (the delivery is then marked failed). A 410 Gone
+// disables the subscription and ends the delivery as disabled.
+func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) queue.Outcome {
+	log := d.Log.With("deliveryId", job.DeliveryID, "attempt", attempt)
+	dl, err := d.Deliveries.GetDelivery(ctx, job.DeliveryID)
+	if errors.Is(err, store.ErrNotFound) {
+		log.WarnContext(ctx, "webhook job for an unknown delivery dropped")
+		return queue.Outcome{Kind: queue.Done}
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "reading delivery failed; job retried", "err", err.Error())
+		return queue.Outcome{Kind: queue.Retry, After: storeRetryDelay}
+	}
+	log = log.With("merchant", dl.MerchantID, "subscriptionId", dl.SubscriptionID,
+		"eventCode", dl.EventCode, "pspReference", dl.PSPReference)
+	if dl.Status != StatusPending {
+		log.InfoContext(ctx, "webhook job for an ended delivery dropped", "status", string(dl.Status))
+		return queue.Outcome{Kind: queue.Done}
+	}
+	sub, err := d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
+	if errors.Is(err, store.ErrNotFound) {
+		d.end(ctx, log, dl.ID, "subscription deleted")
+		return queue.Outcome{Kind: queue.Done}
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "reading subscription failed; job retried", "err", err.Error())
+		return queue.Outcome{Kind: queue.Retry, After: storeRetryDelay}
+	}
+	if !sub.Enabled {
+		d.end(ctx, log, dl.ID, "subscription disabled: "+sub.DisabledReason)
+		return queue.Outcome{Kind: queue.Done}
+	}
+
+	now := d.Clock.Now()
+	res := d.attempt(ctx, sub, dl, attempt, now)
+	if d.Metrics != nil {
+		d.Metrics.Attempt(res.Delivered())
+	}
+	out := d.decide(res, attempt)
+	d.record(ctx, log, dl.ID, res, out, now)
+	if res.Gone() {
+		d.disableSubscription(ctx, log, sub, now)
+	}
+	attrs := []any{"status", res.StatusCode, "latencyMs", float64(res.Duration.Microseconds()) / 1000, "outcome", out.Kind.String()}
+	switch {
+	case res.Delivered():
+		log.InfoContext(ctx, "webhook delivered", attrs...)
+	case out.Kind == queue.DeadLetter:
+		log.ErrorContext(ctx, "webhook delivery failed after the last attempt", append(attrs, "err", res.Describe())...)
+	default:
+		log.WarnContext(ctx, "webhook attempt failed", append(attrs, "err", res.Describe(), "retryInMs", out.After.Milliseconds())...)
+	}
+	return out
+}
+
+// attempt signs and sends one attempt, re-signed with the attempt's time.
+func (d *Dispatcher) attempt(ctx context.Context, sub tenant.Subscription, dl Delivery, attempt int, now time.Time) Result {
+	active := sub.ActiveSecrets(now)
+	secrets := make([]string, 0, len(active))
+	for _, s := range active {
+		secrets = append(secrets, s.Value)
+	}
+	sig, err := Sign(secrets, dl.ID, now, dl.Payload)
+	if err != nil {
+		return Result{Err: fmt.Errorf("cannot sign: %w", err)}
+	}
+	return d.Sender.Send(ctx, Request{URL: sub.URL, ID: dl.ID, Attempt: attempt, Timestamp: now, Signature: sig, Body: dl.Payload})
+}
+
+// decide maps an attempt's result to the queue outcome.
+func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
+	switch {
+	case res.Delivered(), res.Gone():
+		return queue.Outcome{Kind: queue.Done}
+	case attempt >= MaxAttempts:
+		return queue.Outcome{Kind: queue.DeadLetter}
+	}
+	rnd := d.Rand
+	if rnd == nil {
+		rnd = rand.Float64
+	}
+	return queue.Outcome{Kind: queue.Retry, After: RetryDelay(attempt+1, rnd)}
+}
+
+// record writes the attempt's result to the delivery. A delivered record
+// is never moved back (a concurrent duplicate attempt may have failed).
+func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, id string, res Result, out queue.Outcome, now time.Time) {
+	_, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+		dl.Attempts++
+		dl.LastAttemptAt = &now
+		dl.LastStatusCode = res.StatusCode
+		dl.LastError = res.Describe()
+		dl.UpdatedAt = now
+		dl.NextAttemptAt = nil
+		if dl.Status == StatusDelivered {
+			return nil
+		}
+		switch {
+		case res.Delivered():
+			dl.Status, dl.DeliveredAt = StatusDelivered, &now
+		case res.Gone():
+			dl.Status = StatusDisabled
+			dl.LastError = "HTTP 410 Gone: subscription disabled"
+		case out.Kind == queue.DeadLetter:
+			dl.Status = StatusFailed
+		default:
+			next := now.Add(out.After)
+			dl.NextAttemptAt = &next
+		}
+		return nil
+	})
+	if err != nil {
+		log.ErrorContext(ctx, "recording webhook attempt failed", "err", err.Error())
+	}
+}
+
+// end marks a pending delivery disabled with reason, making no attempt.
+func (d *Dispatcher) end(ctx context.Context, log *slog.Logger, id, reason string) {
+	now := d.Clock.Now()
+	_, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+		if dl.Status != StatusPending {
+			return errSkip
+		}
+		dl.Status, dl.LastError, dl.UpdatedAt, dl.NextAttemptAt = StatusDisabled, reason, now, nil
+		return nil
+	})
+	if err != nil {
+		log.ErrorContext(ctx, "marking delivery disabled failed", "err", err.Error())
+		return
+	}
+	log.WarnContext(ctx, "webhook not delivered", "reason", reason)
+}
+
+// disableSubscription turns off a subscription whose receiver answered 410.
+func (d *Dispatcher) disableSubscription(ctx context.Context, log *slog.Logger, sub tenant.Subscription, now time.Time) {
+	p := &provision.Provisioner{Store: d.Tenants, Clock: d.Clock}
+	reason := "receiver answered 410 Gone at " + now.UTC().Format(time.RFC3339)
+	if _, err := p.SetSubscriptionEnabled(ctx, sub.MerchantID, sub.ID, false, reason); err != nil {
+		log.ErrorContext(ctx, "disabling subscription after 410 Gone failed", "err", err.Error())
+		return
+	}
+	log.WarnContext(ctx, "subscription disabled: receiver answered 410 Gone")
+}

@@ -1,0 +1,243 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"code.dny.dev/ssrf"
+)
+
+// DefaultTimeout is how long a receiver has to answer (spec 6 rule 2).
+const DefaultTimeout = 15 * time.Second
+
+// maxResponseBytes is how much of a receiver's answer is read (and dropped).
+const maxResponseBytes = 64 << 10
+
+// ErrTargetRefused is returned for a target the SSRF rules refuse.
+var ErrTargetRefused = errors.New("webhooks: target refused")
+
+// SenderConfig configures a Sender.
+type SenderConfig struct {
+	// Timeout bounds one attempt, from dialling to the end of the answer
+	// (default DefaultTimeout).
+	Timeout time.Duration
+	// AllowLocal is the development setting (PAYSVC_WEBHOOK_ALLOW_LOCAL):
+	// targets on localhost or a loopback address are accepted over http or
+	// https on any port. Everything else stays under the production rules.
+	AllowLocal bool
+}
+
+// Sender POSTs deliveries. Production rules: https only, port 443, the
+// resolved address must be public (checked at dial time, so DNS answers
+// cannot smuggle in a private address), no proxy, redirects not followed
+// (a 3xx is a failed attempt). It is safe for concurrent use.
+type Sender struct {
+	guarded    *http.Client
+	local      *http.Client // only with AllowLocal
+	timeout    time.Duration
+	allowLocal bool
+}
+
+// NewSender returns a Sender.
+func NewSender(cfg SenderConfig) *Sender {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	guard := ssrf.New(ssrf.WithPorts(443))
+	s := &Sender{guarded: newClient(guard.Safe), timeout: cfg.Timeout, allowLocal: cfg.AllowLocal}
+	if cfg.AllowLocal {
+		s.local = newClient(loopbackOnly)
+	}
+	return s
+}
+
+// newClient returns a client dialling through control, with no proxy and
+// no redirects.
+func newClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+			TLSHandshakeTimeout:   10 * time.Second,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// loopbackOnly is the dial check of development targets.
+func loopbackOnly(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return fmt.Errorf("%w: %s is not a loopback address", ErrTargetRefused, address)
+	}
+	return nil
+}
+
+// CheckTarget validates a subscription URL under the production rules or,
+// with allowLocal, also accepts http(s) targets on localhost or a loopback
+// address (any port); local reports such a target. Addresses of host names
+// are checked when dialling.
+func CheckTarget(raw string, allowLocal bool) (u *url.URL, local bool, err error) {
+	u, err = url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return nil, false, fmt.Errorf("%w: not an absolute URL", ErrTargetRefused)
+	}
+	if u.User != nil {
+		return nil, false, fmt.Errorf("%w: credentials in the URL", ErrTargetRefused)
+	}
+	host := strings.ToLower(u.Hostname())
+	if isLocalHost(host) {
+		if !allowLocal {
+			return nil, false, fmt.Errorf("%w: %s is a local address (only allowed by PAYSVC_WEBHOOK_ALLOW_LOCAL in development)", ErrTargetRefused, host)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return nil, false, fmt.Errorf("%w: scheme %q", ErrTargetRefused, u.Scheme)
+		}
+		return u, true, nil
+	}
+	if u.Scheme != "https" {
+		return nil, false, fmt.Errorf("%w: only https targets are accepted", ErrTargetRefused)
+	}
+	if p := u.Port(); p != "" && p != "443" {
+		return nil, false, fmt.Errorf("%w: port %s (only 443)", ErrTargetRefused, p)
+	}
+	return u, false, nil
+}
+
+func isLocalHost(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// Request is one attempt to send.
+type Request struct {
+	URL       string
+	ID        string    // X-Webhook-Id
+	Attempt   int       // X-Webhook-Delivery-Attempt
+	Timestamp time.Time // X-Webhook-Timestamp (Unix seconds)
+	Signature string    // X-Webhook-HMAC-Signature, see Sign
+	Body      []byte
+}
+
+// Result is what one attempt got.
+type Result struct {
+	StatusCode int           // the receiver's status; 0 when none came
+	Err        error         // why no answer came (refused, timeout, network)
+	Timeout    bool          // no complete answer within the timeout
+	Refused    bool          // the target broke the SSRF rules
+	Duration   time.Duration // from sending to the end of the answer
+}
+
+// Delivered reports a 2xx answer.
+func (r Result) Delivered() bool { return r.Err == nil && r.StatusCode >= 200 && r.StatusCode < 300 }
+
+// Gone reports a 410 Gone answer.
+func (r Result) Gone() bool { return r.Err == nil && r.StatusCode == http.StatusGone }
+
+// Describe is a short account of a failed attempt for the delivery record
+// and logs; it never holds the URL (which may carry a merchant's token).
+func (r Result) Describe() string {
+	switch {
+	case r.Delivered():
+		return ""
+	case r.Err != nil:
+		return r.Err.Error()
+	default:
+		return "HTTP " + strconv.Itoa(r.StatusCode) + " " + http.StatusText(r.StatusCode)
+	}
+}
+
+// Headers returns the headers of req, spelled as the specification and
+// Standard Webhooks spell them.
+func Headers(req Request) http.Header {
+	ts := strconv.FormatInt(req.Timestamp.Unix(), 10)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "paysvc-webhooks/1")
+	for name, v := range map[string]string{
+		HeaderID: req.ID, HeaderTimestamp: ts, HeaderSignature: req.Signature,
+		HeaderAttempt: strconv.Itoa(req.Attempt), HeaderPayloadVersion: PayloadVersion,
+		HeaderStdID: req.ID, HeaderStdTimestamp: ts, HeaderStdSignature: req.Signature,
+	} {
+		h[name] = []string{v} // exact spelling on the wire (HTTP/1.1)
+	}
+	return h
+}
+
+// Send makes one attempt. It never follows redirects; the answer's body is
+// read (at most 64 KiB) and dropped.
+func (s *Sender) Send(ctx context.Context, req Request) Result {
+	start := time.Now()
+	u, local, err := CheckTarget(req.URL, s.allowLocal)
+	if err != nil {
+		return Result{Err: err, Refused: true}
+	}
+	client := s.guarded
+	if local {
+		client = s.local
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(req.Body))
+	if err != nil {
+		return Result{Err: fmt.Errorf("build request: %w", unwrapURLError(err))}
+	}
+	hr.Header = Headers(req)
+	resp, err := client.Do(hr)
+	if err != nil {
+		return s.failure(ctx, err, time.Since(start))
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	_ = resp.Body.Close()
+	if err != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// A 2xx counts only once the answer is complete.
+		return s.failure(ctx, err, time.Since(start))
+	}
+	return Result{StatusCode: resp.StatusCode, Duration: time.Since(start)}
+}
+
+// failure classifies a transport error.
+func (s *Sender) failure(ctx context.Context, err error, took time.Duration) Result {
+	err = unwrapURLError(err)
+	var ne net.Error
+	switch {
+	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
+		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ErrTargetRefused):
+		return Result{Err: fmt.Errorf("%w: %v", ErrTargetRefused, err), Refused: true, Duration: took}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout():
+		return Result{Err: fmt.Errorf("timeout: no complete answer within %s", s.timeout), Timeout: true, Duration: took}
+	}
+	return Result{Err: err, Duration: took}
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text holds the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
