@@ -273,7 +273,9 @@ func (s *Service) DeleteStoredMethod(ctx context.Context, m tenant.Merchant, id,
 	err := s.up.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{
 		StoredPaymentMethodID: id, MerchantAccount: m.UpstreamAccount, ShopperReference: shopperReference,
 	})
-	if e, ok := upstream.AsError(err); ok && e.HTTPStatus == 404 {
+	// The upstream answers an unknown token with 404, or 422 errorCode 800
+	// "Contract not found".
+	if e, ok := upstream.AsError(err); ok && (e.HTTPStatus == 404 || e.ErrorCode == "800") {
 		return apperr.New(apperr.PaymentNotFound, "stored payment method not found for this shopper")
 	}
 	if err != nil {

@@ -74,11 +74,11 @@ type Queue interface {
 type DeadLetters interface {
 	// DeadLetter stores job in the dead-letter queue.
 	DeadLetter(ctx context.Context, job Job) error
-	// ReceiveDeadLetters returns up to max dead letters (none when the
+	// ReceiveDeadLetters returns up to limit dead letters (none when the
 	// dead-letter queue is empty). A dead letter stays in the queue until
 	// DeleteDeadLetter; it may be returned again by a later call (SQS hides
 	// it for a while first), so callers recognise repeats by ID.
-	ReceiveDeadLetters(ctx context.Context, max int) ([]DeadLetterMsg, error)
+	ReceiveDeadLetters(ctx context.Context, limit int) ([]DeadLetterMsg, error)
 	// DeleteDeadLetter removes a dead letter by its Handle.
 	DeleteDeadLetter(ctx context.Context, handle string) error
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,7 +25,9 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/simulator"
@@ -49,13 +52,29 @@ const (
 // Start is the fixed start of the fake clock.
 var Start = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
+// Stores are the store ports an Env runs on.
+type Stores interface {
+	tenant.Store
+	idempotency.Store
+	ratelimit.Store
+	payments.Store
+}
+
+// Options choose how an Env is built.
+type Options struct {
+	// Dynamo runs on DynamoDB (moto) instead of the embedded store.
+	Dynamo bool
+	// WrapIdem wraps the idempotency store (fault injection).
+	WrapIdem func(idempotency.Store) idempotency.Store
+}
+
 // Env is a running in-process service.
 type Env struct {
 	T        testing.TB
 	Handler  http.Handler
 	Deps     *httpapi.Deps
 	Clock    *clock.Fake
-	Store    *embedded.Store
+	Store    Stores
 	Upstream *Recorder
 	Sim      *simulator.Simulator
 	Logs     *bytes.Buffer
@@ -71,6 +90,20 @@ type Recorder struct {
 	mu      sync.Mutex
 	reqs    []Recorded
 	handler http.Handler
+	inject  func(path string) Fault
+}
+
+// Fault is what an injected upstream fault does to one request.
+type Fault struct {
+	Status  int  // answer with this status and an upstream error body (0: no fault)
+	Forward bool // forward to the simulator first (the upstream acted; the answer is lost)
+}
+
+// Inject sets a fault function consulted for every upstream request (nil clears).
+func (r *Recorder) Inject(f func(path string) Fault) {
+	r.mu.Lock()
+	r.inject = f
+	r.mu.Unlock()
 }
 
 // Recorded is one upstream request.
@@ -111,20 +144,51 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	r.reqs = append(r.reqs, Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+	inject := r.inject
 	r.mu.Unlock()
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	if inject != nil {
+		if f := inject(req.URL.Path); f.Status != 0 {
+			if f.Forward {
+				r.handler.ServeHTTP(httptest.NewRecorder(), req)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.Status)
+			fmt.Fprintf(w, `{"status":%d,"errorCode":"905","message":"injected fault","errorType":"internal"}`, f.Status)
+			return
+		}
+	}
 	r.handler.ServeHTTP(w, req)
 }
 
-// New starts an Env with every route mounted.
-func New(t testing.TB) *Env {
+// New starts an Env on the embedded store with every route mounted.
+func New(t testing.TB) *Env { return NewWith(t, Options{}) }
+
+// NewWith starts an Env as opts say.
+func NewWith(t testing.TB, opts Options) *Env {
 	t.Helper()
 	clk := clock.NewFake(Start)
-	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
+	var st Stores
+	if opts.Dynamo {
+		endpoint := moto.Endpoint(t)
+		client := moto.DynamoClient(t, endpoint)
+		table := moto.TableName(t)
+		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+			t.Fatal(err)
+		}
+		st = dynamo.New(client, table, clk)
+	} else {
+		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = es.Close() })
+		st = es
 	}
-	t.Cleanup(func() { _ = st.Close() })
+	var idem idempotency.Store = st
+	if opts.WrapIdem != nil {
+		idem = opts.WrapIdem(st)
+	}
 
 	sim := newSimulator(t, clk)
 	rec := &Recorder{handler: sim}
@@ -138,7 +202,7 @@ func New(t testing.TB) *Env {
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
 		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
-		Idem:     idempotency.New(st, clk, 0, 0, log),
+		Idem:     idempotency.New(idem, clk, 0, 0, log),
 		Payments: payments.NewService(st, up, clk, log),
 		Log:      log,
 		Clock:    clk,

@@ -26,9 +26,9 @@ type JobStore interface {
 	// DueJobs returns live jobs due at or before now, earliest first (then
 	// by ID), at most limit (limit <= 0: all).
 	DueJobs(ctx context.Context, now time.Time, limit int) ([]StoredJob, error)
-	// NextDue returns the due time of the earliest live job; ok is false
-	// when there is none.
-	NextDue(ctx context.Context) (due time.Time, ok bool, err error)
+	// NextDue returns the due time of the earliest live job due after
+	// after; ok is false when there is none.
+	NextDue(ctx context.Context, after time.Time) (due time.Time, ok bool, err error)
 	// DeadJobs returns dead jobs in ID order, at most limit (limit <= 0: all).
 	DeadJobs(ctx context.Context, limit int) ([]StoredJob, error)
 }

@@ -1,0 +1,127 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+var _ webhooks.DeliveryStore = (*Store)(nil)
+
+// GetDelivery returns a webhook delivery, or store.ErrNotFound.
+func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
+	var d webhooks.Delivery
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktDeliveries)
+		if b == nil {
+			return store.ErrNotFound
+		}
+		return mustGet(b, []byte(id), &d)
+	})
+	if err != nil {
+		return webhooks.Delivery{}, fmt.Errorf("embedded: get delivery %q: %w", id, err)
+	}
+	return d, nil
+}
+
+// SaveDelivery writes d if the stored version is prevVersion (0: no
+// delivery may exist); store.ErrConflict otherwise. d.Version must be
+// prevVersion+1. The per-merchant index moves with the status.
+func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersion int64) error {
+	switch {
+	case d.ID == "":
+		return fmt.Errorf("embedded: save delivery: %w", errEmpty("id"))
+	case d.MerchantID == "":
+		return fmt.Errorf("embedded: save delivery %q: %w", d.ID, errEmpty("merchantId"))
+	case d.Version != prevVersion+1:
+		return fmt.Errorf("embedded: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
+	}
+	d = utcDelivery(d)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := writeBucket(tx, bktDeliveries)
+		if err != nil {
+			return err
+		}
+		idx, err := writeBucket(tx, bktDeliveriesByMerch)
+		if err != nil {
+			return err
+		}
+		var cur webhooks.Delivery
+		found, err := getJSON(b, []byte(d.ID), &cur)
+		if err != nil {
+			return err
+		}
+		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+			return store.ErrConflict
+		}
+		if found {
+			if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
+				return err
+			}
+		}
+		if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
+			return err
+		}
+		return putJSON(b, []byte(d.ID), d)
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: save delivery %q (version %d): %w", d.ID, prevVersion, err)
+	}
+	return nil
+}
+
+// ListDeliveries returns the merchant's deliveries in status (all when
+// ""), newest first, at most limit (limit <= 0: all).
+func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
+	statuses := []webhooks.Status{status}
+	if status == "" {
+		statuses = webhooks.Statuses
+	}
+	out := []webhooks.Delivery{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		idx, b := readBucket(tx, bktDeliveriesByMerch), readBucket(tx, bktDeliveries)
+		if idx == nil || b == nil {
+			return nil
+		}
+		for _, st := range statuses {
+			prefix := indexKey(merchantID, string(st), "")
+			c := idx.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
+				var d webhooks.Delivery
+				if err := mustGet(b, id, &d); err != nil {
+					return fmt.Errorf("index entry %q: %w", k, err)
+				}
+				out = append(out, d)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list deliveries of %q: %w", merchantID, err)
+	}
+	webhooks.SortNewestFirst(out)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// deliveryIndexKey is d's entry in the per-merchant index.
+func deliveryIndexKey(d webhooks.Delivery) []byte {
+	return indexKey(d.MerchantID, string(d.Status), timeKey(d.CreatedAt), d.ID)
+}
+
+// utcDelivery returns d with every time in UTC.
+func utcDelivery(d webhooks.Delivery) webhooks.Delivery {
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	d.LastAttemptAt = utcTimePtr(d.LastAttemptAt)
+	d.NextAttemptAt = utcTimePtr(d.NextAttemptAt)
+	d.DeliveredAt = utcTimePtr(d.DeliveredAt)
+	return d
+}

@@ -1,0 +1,112 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/store"
+)
+
+var _ notifications.EventStore = (*Store)(nil)
+
+// GetEvent returns a notification event, or store.ErrNotFound.
+func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
+	var e notifications.Event
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktEvents)
+		if b == nil {
+			return store.ErrNotFound
+		}
+		return mustGet(b, []byte(id), &e)
+	})
+	if err != nil {
+		return notifications.Event{}, fmt.Errorf("embedded: get event %q: %w", id, err)
+	}
+	return e, nil
+}
+
+// SaveEvent writes e if the stored version is prevVersion (0: no event may
+// exist); store.ErrConflict otherwise. e.Version must be prevVersion+1.
+func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("embedded: save event: %w", errEmpty("id"))
+	case e.Version != prevVersion+1:
+		return fmt.Errorf("embedded: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
+	}
+	e = utcEvent(e)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := writeBucket(tx, bktEvents)
+		if err != nil {
+			return err
+		}
+		idx, err := writeBucket(tx, bktEventsByPayment)
+		if err != nil {
+			return err
+		}
+		var cur notifications.Event
+		found, err := getJSON(b, []byte(e.ID), &cur)
+		if err != nil {
+			return err
+		}
+		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+			return store.ErrConflict
+		}
+		if found {
+			if err := idx.Delete(eventIndexKey(cur)); err != nil {
+				return err
+			}
+		}
+		if err := idx.Put(eventIndexKey(e), nil); err != nil {
+			return err
+		}
+		return putJSON(b, []byte(e.ID), e)
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: save event %q (version %d): %w", e.ID, prevVersion, err)
+	}
+	return nil
+}
+
+// ListPaymentEvents returns the events of payment psp, oldest first.
+func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {
+	out := []notifications.Event{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		idx, b := readBucket(tx, bktEventsByPayment), readBucket(tx, bktEvents)
+		if idx == nil || b == nil {
+			return nil
+		}
+		prefix := indexKey(psp, "")
+		c := idx.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
+			var e notifications.Event
+			if err := mustGet(b, id, &e); err != nil {
+				return fmt.Errorf("index entry %q: %w", k, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list events of payment %q: %w", psp, err)
+	}
+	return out, nil
+}
+
+// eventIndexKey is e's entry in the by-payment index.
+func eventIndexKey(e notifications.Event) []byte {
+	return indexKey(e.PaymentPSP, timeKey(e.ReceivedAt), e.ID)
+}
+
+// utcEvent returns e with every time in UTC.
+func utcEvent(e notifications.Event) notifications.Event {
+	e.ReceivedAt = e.ReceivedAt.UTC()
+	e.UpdatedAt = e.UpdatedAt.UTC()
+	e.ProcessedAt = utcTimePtr(e.ProcessedAt)
+	return e
+}
