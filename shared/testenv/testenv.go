@@ -27,8 +27,8 @@ import (
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
-	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
