@@ -20,6 +20,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/reqwork"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -153,7 +154,9 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 			}
 		}
 		if r.Method != http.MethodPost || r.Header.Get(idempotency.Header) == "" {
+			ctx, work := reqwork.With(ctx)
 			resp := d.run(ctx, rt, c)
+			work.Wait()
 			info.PSPReference = resp.psp
 			resp.write(w, r)
 			return
@@ -190,13 +193,17 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route,
 		return
 	}
 	ctx = idempotency.WithCall(ctx, idempotency.UpstreamKey(scope, key))
+	ctx, work := reqwork.With(ctx)
 	resp := d.run(ctx, rt, c)
 	info.PSPReference = resp.psp
 	keep := idempotency.Keep(resp.status, idempotency.UpstreamCalled(ctx))
+	// The result write runs alongside the handler's record writes (one
+	// round trip deep, not two); the response waits for both.
 	d.Idem.Finish(ctx, lease, idempotency.Response{
 		Status: resp.status, Body: resp.body,
 		Header: map[string]string{"Content-Type": "application/json"},
 	}, keep)
+	work.Wait()
 	resp.write(w, r)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/reqwork"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
@@ -66,12 +67,14 @@ func (s *Service) StartPayment(ctx context.Context, m tenant.Merchant, site tena
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
 	if resp.PSPReference != "" {
-		s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
-			return Payment{
-				MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
-				Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
-				CreatedAt: s.clock.Now(),
-			}
+		reqwork.Go(ctx, func(ctx context.Context) {
+			s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
+				return Payment{
+					MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
+					Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
+					CreatedAt: s.clock.Now(),
+				}
+			})
 		})
 	}
 	return resultOf(resp), nil
@@ -87,7 +90,7 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 // logged rather than failing the call: the notification repairs the record.
 func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) {
 	now := s.clock.Now()
-	_, err := Mutate(ctx, s.store, resp.PSPReference, create, func(p *Payment) error {
+	apply := func(p *Payment) error {
 		if p.MerchantID != m.ID || (p.SiteID != "" && p.SiteID != site.ID) {
 			return errForeign
 		}
@@ -107,7 +110,21 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 		p.History = append(p.History, Event{At: now, Kind: kind, Origin: "api", PSPReference: resp.PSPReference, Detail: resp.ResultCode})
 		p.UpdatedAt = now
 		return nil
-	})
+	}
+	// A new payment is one create-only write; only when a notification got
+	// there first (or on a retry) is the record read and merged.
+	fresh := create()
+	fresh.PSPReference = resp.PSPReference
+	if err := apply(&fresh); err == nil {
+		fresh.Version = 1
+		if err := s.store.SavePayment(ctx, fresh, 0); err == nil {
+			return
+		} else if !errors.Is(err, store.ErrConflict) {
+			s.log.ErrorContext(ctx, "recording payment failed", "pspReference", resp.PSPReference, "err", err.Error())
+			return
+		}
+	}
+	_, err := Mutate(ctx, s.store, resp.PSPReference, create, apply)
 	if err != nil {
 		s.log.ErrorContext(ctx, "recording payment failed", "pspReference", resp.PSPReference, "err", err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/reqwork"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
@@ -162,17 +163,19 @@ func (s *Service) release(ctx context.Context, psp, op string) {
 
 // settle ends a reservation and applies fn. Failures are logged: the
 // upstream has answered, and its notification reconciles the record.
+// It runs alongside the rest of the request (reqwork).
 func (s *Service) settle(ctx context.Context, psp, op string, fn func(p *Payment)) {
-	ctx = context.WithoutCancel(ctx)
-	_, err := Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
-		fn(p)
-		delete(p.Reservations, op)
-		p.UpdatedAt = s.clock.Now()
-		return nil
+	reqwork.Go(ctx, func(ctx context.Context) {
+		_, err := Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
+			fn(p)
+			delete(p.Reservations, op)
+			p.UpdatedAt = s.clock.Now()
+			return nil
+		})
+		if err != nil {
+			s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
+		}
 	})
-	if err != nil {
-		s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
-	}
 }
 
 // recordError passes domain errors through and wraps store failures.

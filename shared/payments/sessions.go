@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/reqwork"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -66,9 +67,11 @@ func (s *Service) CreateSession(ctx context.Context, m tenant.Merchant, site ten
 	}
 	// The session is usable upstream whatever happens here, and its
 	// notifications carry routing metadata; a lost record is logged, not fatal.
-	if err := s.store.PutSession(ctx, rec); err != nil {
-		s.log.ErrorContext(ctx, "storing session record failed", "sessionId", resp.ID, "err", err.Error())
-	}
+	reqwork.Go(ctx, func(ctx context.Context) {
+		if err := s.store.PutSession(ctx, rec); err != nil {
+			s.log.ErrorContext(ctx, "storing session record failed", "sessionId", resp.ID, "err", err.Error())
+		}
+	})
 	out := SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, URL: resp.URL}
 	if !resp.ExpiresAt.IsZero() {
 		t := resp.ExpiresAt

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -278,7 +279,7 @@ func (s *Simulator) Session(id string) (SessionState, bool) {
 		ID: sess.ID, MerchantAccount: sess.Req.MerchantAccount, Reference: sess.Req.Reference,
 		Amount:    money.Amount{Value: *sess.Req.Amount.Value, Currency: sess.Req.Amount.Currency},
 		ExpiresAt: sess.ExpiresAt, Completed: sess.Completed, Payments: slices.Clone(sess.Payments),
-		BlockedPaymentMethods: slices.Clone(sess.Req.BlockedPaymentMethods), Metadata: sess.Req.Metadata,
+		BlockedPaymentMethods: slices.Clone(sess.Req.BlockedPaymentMethods), Metadata: maps.Clone(sess.Req.Metadata),
 		ShopperReference: sess.Req.ShopperReference,
 	}, true
 }
