@@ -21,14 +21,17 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/tracing"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // NewLogger returns the JSON logger every component uses.
@@ -42,7 +45,13 @@ type Stores struct {
 	Idem     idempotency.Store
 	Limits   ratelimit.Store
 	Payments payments.Store
-	closeFn  func() error
+	// Events and Deliveries keep notification events and webhook
+	// deliveries; Jobs is the local delivery queue's persistence (embedded
+	// store only, nil with DynamoDB, where SQS carries the jobs).
+	Events     notifications.EventStore
+	Deliveries webhooks.DeliveryStore
+	Jobs       localqueue.JobStore
+	closeFn    func() error
 }
 
 // Close releases the adapter (the embedded store's file lock).
@@ -75,7 +84,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		if err != nil {
 			return nil, err
 		}
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, closeFn: st.Close}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -85,7 +94,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 			f(&ac)
 		}
 		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk)
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st}, nil
 	}
 	return nil, fmt.Errorf("unknown store %q", cfg.Store)
 }

@@ -36,6 +36,10 @@ type Config struct {
 
 	QueueURL string // PAYSVC_QUEUE_URL: SQS deliveries queue
 	DLQURL   string // PAYSVC_DLQ_URL: SQS dead-letter queue
+	// WebhookAllowLocal (PAYSVC_WEBHOOK_ALLOW_LOCAL=true) lets webhooks go
+	// to http(s) targets on localhost/127.0.0.1, any port: development
+	// only, refused in the live environment, logged as a warning.
+	WebhookAllowLocal bool
 
 	LogLevel      slog.Level    // PAYSVC_LOG_LEVEL: debug, info (default), warn, error
 	RatePerSecond int           // PAYSVC_RATE_PER_SECOND (default 100)
@@ -89,6 +93,12 @@ func FromEnv(getenv func(string) string, defaultStore string) (Config, error) {
 	if c.Store != StoreEmbedded && c.Store != StoreDynamo {
 		return c, fmt.Errorf("PAYSVC_STORE must be embedded or dynamo, not %q", c.Store)
 	}
+	if c.WebhookAllowLocal, err = boolean(getenv, "PAYSVC_WEBHOOK_ALLOW_LOCAL"); err != nil {
+		return c, err
+	}
+	if c.WebhookAllowLocal && c.Environment == tenant.EnvLive {
+		return c, fmt.Errorf("PAYSVC_WEBHOOK_ALLOW_LOCAL is a development setting and cannot be used in the live environment")
+	}
 	if c.UpstreamTimeout, err = duration(getenv, "PAYSVC_UPSTREAM_TIMEOUT", 20*time.Second); err != nil {
 		return c, err
 	}
@@ -136,4 +146,15 @@ func integer(getenv func(string) string, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s must be a positive integer, not %q", name, v)
 	}
 	return n, nil
+}
+
+func boolean(getenv func(string) string, name string) (bool, error) {
+	switch v := getenv(name); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s must be true or false, not %q", name, v)
+	}
 }

@@ -64,6 +64,9 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	if err := app.EnsureTable(ctx, cfg); err != nil {
 		return err
 	}
+	if err := app.EnsureQueues(ctx, &cfg); err != nil {
+		return err
+	}
 	a, err := app.New(ctx, cfg, log, clk)
 	if err != nil {
 		return err
@@ -76,8 +79,32 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		return err
 	}
 
-	h := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
+	// Notifications in, webhooks out: the notifications endpoint beside the
+	// API, and the delivery worker (local queue, or SQS on moto).
+	queues, err := app.OpenQueues(ctx, a.Config, a.Stores, clk, log)
+	if err != nil {
+		return err
+	}
+	recv, err := app.NewReceiver(a, queues.Queue)
+	if err != nil {
+		return err
+	}
+	dispatcher := app.NewDispatcher(a, app.DispatcherOptions{})
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	workerDone := make(chan struct{})
+	go func() {
+		defer close(workerDone)
+		if queues.Local != nil {
+			_ = queues.Local.Run(workerCtx, dispatcher.Process)
+			return
+		}
+		queues.SQS.Poll(workerCtx, dispatcher.Process, log)
+	}()
+	defer func() { stopWorker(); <-workerDone }()
+
+	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
+	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,4 +1,4 @@
-package provision
+package provision_test
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
-func newProv(t *testing.T) (*Provisioner, *clock.Fake) {
+func newProv(t *testing.T) (*provision.Provisioner, *clock.Fake) {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
 	st, err := embedded.Open(filepath.Join(t.TempDir(), "db"), embedded.WithClock(clk))
@@ -21,13 +22,13 @@ func newProv(t *testing.T) (*Provisioner, *clock.Fake) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return &Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}, clk
+	return &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}, clk
 }
 
 func TestSeedIsIdempotentAndKeysAreHashed(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProv(t)
-	s, err := LoadSeed("../../cmd/paysvc-local/seed.example.json")
+	s, err := provision.LoadSeed("../../cmd/paysvc-local/seed.example.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +66,13 @@ func TestValidation(t *testing.T) {
 	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1", Permissions: []tenant.Permission{"everything"}}); err == nil {
+	if _, _, err := p.CreateAPIKey(ctx, provision.KeySpec{MerchantID: "m1", Permissions: []tenant.Permission{"everything"}}); err == nil {
 		t.Fatal("unknown permission accepted")
 	}
-	if _, _, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1", Secret: "yp_test_short"}); err == nil {
+	if _, _, err := p.CreateAPIKey(ctx, provision.KeySpec{MerchantID: "m1", Secret: "yp_test_short"}); err == nil {
 		t.Fatal("short key accepted")
 	}
-	k, secret, err := p.CreateAPIKey(ctx, KeySpec{MerchantID: "m1"})
+	k, secret, err := p.CreateAPIKey(ctx, provision.KeySpec{MerchantID: "m1"})
 	if err != nil || k.Environment != tenant.EnvTest || tenant.HashKey(secret) != k.Hash {
 		t.Fatalf("%+v %v", k, err)
 	}
@@ -83,7 +84,7 @@ func TestRotateSecretKeepsOldOneForTheOverlap(t *testing.T) {
 	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {
 		t.Fatal(err)
 	}
-	sub, first, err := p.PutSubscription(ctx, SubscriptionSpec{MerchantID: "m1", URL: "https://m.example/hook"})
+	sub, first, err := p.PutSubscription(ctx, provision.SubscriptionSpec{MerchantID: "m1", URL: "https://m.example/hook"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if err != nil {
 			return nil, fmt.Errorf("upstream: %s: building request: %w", op, err)
 		}
+		// Without GetBody net/http cannot silently re-send the request (it
+		// would, for requests carrying Idempotency-Key, on a reused
+		// connection closed after the request was written). The only retry
+		// is the explicit one below.
+		req.GetBody = nil
 		req.Header.Set("X-API-Key", c.apiKey)
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set("User-Agent", "paysvc-upstream/1")

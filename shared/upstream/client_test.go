@@ -452,3 +452,24 @@ func TestDefaultClientDoesNotFollowRedirects(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The transport must not be able to replay a request body on its own.
+func TestTransportCannotReplayBodies(t *testing.T) {
+	var sawGetBody atomic.Bool
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sawGetBody.Store(r.GetBody != nil)
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(`{"resultCode":"Authorised"}`)), Header: http.Header{}}, nil
+	})
+	c := New(Config{BaseURL: "http://upstream.invalid/v71", APIKey: testAPIKey, HTTPClient: &http.Client{Transport: rt}})
+	if _, err := c.Payments(context.Background(), PaymentRequest{}, "key"); err != nil {
+		t.Fatal(err)
+	}
+	if sawGetBody.Load() {
+		t.Fatal("request has GetBody: net/http could replay it after it was sent")
+	}
+}

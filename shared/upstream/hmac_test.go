@@ -103,10 +103,14 @@ func TestHMACTamperedFields(t *testing.T) {
 		"currency":            func(i *NotificationRequestItem) { i.Amount.Currency = "USD" },
 		"eventCode":           func(i *NotificationRequestItem) { i.EventCode = "CAPTURE" },
 		"success":             func(i *NotificationRequestItem) { i.Success = "false" },
-		"signature":           func(i *NotificationRequestItem) { i.AdditionalData = map[string]string{KeyHMACSignature: "AAAA" + vectorSig[4:]} },
-		"missing signature":   func(i *NotificationRequestItem) { i.AdditionalData = nil },
-		"signature not b64":   func(i *NotificationRequestItem) { i.AdditionalData = map[string]string{KeyHMACSignature: "%%%"} },
-		"truncated signature": func(i *NotificationRequestItem) { i.AdditionalData = map[string]string{KeyHMACSignature: vectorSig[:20]} },
+		"signature": func(i *NotificationRequestItem) {
+			i.AdditionalData = map[string]string{KeyHMACSignature: "AAAA" + vectorSig[4:]}
+		},
+		"missing signature": func(i *NotificationRequestItem) { i.AdditionalData = nil },
+		"signature not b64": func(i *NotificationRequestItem) { i.AdditionalData = map[string]string{KeyHMACSignature: "%%%"} },
+		"truncated signature": func(i *NotificationRequestItem) {
+			i.AdditionalData = map[string]string{KeyHMACSignature: vectorSig[:20]}
+		},
 	}
 	for name, f := range tamper {
 		t.Run(name, func(t *testing.T) {

@@ -26,10 +26,10 @@ func TestPaymentRequestExtraMerge(t *testing.T) {
 			"channel":         json.RawMessage(`"Web"`),
 			"riskData":        json.RawMessage(` {"clientData":"abc"} `),
 			"odd\"key<":       json.RawMessage(`1`),
-			"countryCode":     json.RawMessage(`"DE"`),          // typed field wins
-			"merchantAccount": json.RawMessage(`"Other"`),       // typed field wins
+			"countryCode":     json.RawMessage(`"DE"`),           // typed field wins
+			"merchantAccount": json.RawMessage(`"Other"`),        // typed field wins
 			"splits":          json.RawMessage(`[{"type":"x"}]`), // typed (empty) field still wins
-			"empty":           nil,                              // skipped
+			"empty":           nil,                               // skipped
 		},
 	}
 	b, err := json.Marshal(req)

@@ -72,16 +72,16 @@ const (
 
 // Result codes of payment responses.
 const (
-	ResultAuthorised        = "Authorised"
-	ResultRefused           = "Refused"
-	ResultError             = "Error"
-	ResultCancelled         = "Cancelled"
-	ResultPending           = "Pending"
-	ResultReceived          = "Received"
-	ResultRedirectShopper   = "RedirectShopper"
-	ResultChallengeShopper  = "ChallengeShopper"
-	ResultIdentifyShopper   = "IdentifyShopper"
-	ResultPresentToShopper  = "PresentToShopper"
+	ResultAuthorised          = "Authorised"
+	ResultRefused             = "Refused"
+	ResultError               = "Error"
+	ResultCancelled           = "Cancelled"
+	ResultPending             = "Pending"
+	ResultReceived            = "Received"
+	ResultRedirectShopper     = "RedirectShopper"
+	ResultChallengeShopper    = "ChallengeShopper"
+	ResultIdentifyShopper     = "IdentifyShopper"
+	ResultPresentToShopper    = "PresentToShopper"
 	ResultPartiallyAuthorised = "PartiallyAuthorised"
 )
 

@@ -169,8 +169,8 @@ func (r Result) Describe() string {
 	}
 }
 
-// Headers returns the headers of req, spelled as the specification and
-// Standard Webhooks spell them.
+// Headers returns the headers of req. Header names are case-insensitive
+// (they travel canonicalised over HTTP/1.1 and lower-case over HTTP/2).
 func Headers(req Request) http.Header {
 	ts := strconv.FormatInt(req.Timestamp.Unix(), 10)
 	h := http.Header{}
@@ -181,7 +181,7 @@ func Headers(req Request) http.Header {
 		HeaderAttempt: strconv.Itoa(req.Attempt), HeaderPayloadVersion: PayloadVersion,
 		HeaderStdID: req.ID, HeaderStdTimestamp: ts, HeaderStdSignature: req.Signature,
 	} {
-		h[name] = []string{v} // exact spelling on the wire (HTTP/1.1)
+		h.Set(name, v)
 	}
 	return h
 }

@@ -90,3 +90,64 @@ func handleRecord(ctx context.Context, q Backoff, h queue.Handler, log *slog.Log
 	}
 	return true
 }
+
+// Poll receives from the deliveries queue until ctx ends and handles each
+// batch as the Lambda event source mapping would (same handler, same
+// visibility backoff), deleting the messages the handler does not report.
+// It serves local runs against an SQS-compatible endpoint (moto), where no
+// Lambda trigger exists.
+func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
+	handle := LambdaHandler(q, h, log)
+	for ctx.Err() == nil {
+		msgs, err := q.receiveRaw(ctx, 10, 10*time.Second)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.ErrorContext(ctx, "deliveries queue: receive failed", "err", err.Error())
+				sleep(ctx, time.Second)
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		resp, _ := handle(context.WithoutCancel(ctx), events.SQSEvent{Records: msgs})
+		failed := map[string]bool{}
+		for _, f := range resp.BatchItemFailures {
+			failed[f.ItemIdentifier] = true
+		}
+		for _, m := range msgs {
+			if failed[m.MessageId] {
+				continue
+			}
+			if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
+				log.ErrorContext(ctx, "deliveries queue: delete failed", "messageId", m.MessageId, "err", err.Error())
+			}
+		}
+	}
+}
+
+// receiveRaw receives messages as the Lambda event source passes them.
+func (q *Queue) receiveRaw(ctx context.Context, limit int, wait time.Duration) ([]events.SQSMessage, error) {
+	msgs, err := q.Receive(ctx, limit, wait)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]events.SQSMessage, 0, len(msgs))
+	for _, m := range msgs {
+		out = append(out, events.SQSMessage{
+			MessageId: m.ID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
+			Attributes: map[string]string{attrReceiveCount: strconv.Itoa(m.ReceiveCount)},
+		})
+	}
+	return out, nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -133,6 +133,7 @@ type Message struct {
 	ID            string
 	ReceiptHandle string
 	ReceiveCount  int
+	Body          string
 	Job           queue.Job
 	Err           error // the body is not a job
 }
@@ -176,7 +177,7 @@ func (q *Queue) receive(ctx context.Context, url string, limit int, wait time.Du
 		job, err := queue.Decode(aws.ToString(m.Body))
 		n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 		msgs = append(msgs, Message{ID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
-			ReceiveCount: n, Job: job, Err: err})
+			ReceiveCount: n, Body: aws.ToString(m.Body), Job: job, Err: err})
 	}
 	return msgs, nil
 }

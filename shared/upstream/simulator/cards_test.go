@@ -227,3 +227,15 @@ func TestOtherPaymentMethods(t *testing.T) {
 		}
 	}
 }
+
+func TestBrandOf(t *testing.T) {
+	for number, want := range map[string]string{
+		"4000020000000000": "visa", "5105105105105100": "mc", "2720990000000007": "mc", "378282246310005": "amex",
+		"6445644564456445": "discover", "3530111333300000": "jcb", "36006666333344": "diners", "6250946000000016": "cup",
+		"5018000000000009": "maestro", "9999999999999995": "card",
+	} {
+		if got := brandOf(number); got != want {
+			t.Errorf("brandOf(%s) = %s, want %s", number, got, want)
+		}
+	}
+}

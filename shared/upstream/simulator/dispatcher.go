@@ -134,7 +134,9 @@ func (d *dispatcher) run() {
 		d.busy = false
 		switch {
 		case err == nil:
-			d.st.Sent++
+			if d.notifier != nil {
+				d.st.Sent++
+			}
 		case d.ctx.Err() != nil:
 		default:
 			d.st.Failed++

@@ -140,7 +140,7 @@ func (s *Simulator) SetFaults(f Faults) { s.disp.setFaults(f) }
 // NotificationStats counts notification deliveries.
 type NotificationStats struct {
 	Emitted int // notifications built
-	Sent    int // Notify calls that succeeded (duplicates included)
+	Sent    int // Notify calls that succeeded (duplicates included; 0 without a Notifier)
 	Failed  int // Notify calls that failed (after the notifier's own retries)
 	Dropped int // dropped by fault injection
 	Pending int // queued or held, not yet handed to the Notifier

@@ -90,5 +90,7 @@ type Faults struct {
 	// DropEvery drops every n-th notification (1 drops all).
 	DropEvery int
 	// Drop, when set, drops the notifications for which it returns true.
+	// It runs while the simulator's state is locked: it must not call the
+	// Simulator.
 	Drop func(upstream.NotificationRequestItem) bool
 }

@@ -151,8 +151,8 @@ func (s *Simulator) paymentsRequest(in *paymentsIn, raw []byte) (authReq, *apiEr
 	}, nil
 }
 
-// redirectMethods are non-card methods answered with a redirect action;
-// immediateMethods are authorised at once.
+// isRedirectMethod reports whether a non-card method is answered with a
+// redirect action.
 func isRedirectMethod(t string) bool {
 	switch t {
 	case "ideal", "paypal", "klarna", "klarna_paynow", "klarna_account", "bcmc", "bcmc_mobile", "twint", "swish", "blik", "mobilepay", "trustly", "eps", "giropay", "vipps":
@@ -161,6 +161,7 @@ func isRedirectMethod(t string) bool {
 	return false
 }
 
+// isImmediateMethod reports whether a non-card method is authorised at once.
 func isImmediateMethod(t string) bool {
 	switch t {
 	case "applepay", "googlepay", "paywithgoogle", "sepadirectdebit", "directdebit_GB", "ach":

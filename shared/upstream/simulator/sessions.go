@@ -260,8 +260,7 @@ type SessionState struct {
 	ExpiresAt       time.Time    `json:"expiresAt"`
 	Completed       bool         `json:"completed"`
 	// Payments are the pspReferences of the attempts, oldest first.
-	Payments []string `json:"payments"`
-	// Request is the session request as the simulator read it.
+	Payments              []string          `json:"payments"`
 	BlockedPaymentMethods []string          `json:"blockedPaymentMethods,omitempty"`
 	Metadata              map[string]string `json:"metadata,omitempty"`
 	ShopperReference      string            `json:"shopperReference,omitempty"`

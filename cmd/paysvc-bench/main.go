@@ -1,0 +1,286 @@
+// Command paysvc-bench measures what the service adds on top of the
+// upstream and prints a Markdown report (issue 6; `make bench` writes it to
+// BENCHMARKS.md together with the `go test -bench` hot-path results):
+//
+//  1. overhead: p50/p90/p99 latency and requests/s of config, sessions,
+//     payments (unique Idempotency-Key per request) and captures through
+//     the local server (shared/localserver, embedded store) against the
+//     same requests sent straight to the upstream simulator, at 0 ms and
+//     150 ms simulator latency, in interleaved rounds of a bounded
+//     closed-loop load generator on 127.0.0.1;
+//  2. roundtrips: DynamoDB (and SQS) calls per operation against moto,
+//     counted and timed by an SDK middleware, with the sequential steps of
+//     each request's critical path;
+//  3. coldstart: bootstrap sizes (arm64, amd64), init time, first-request
+//     latency and peak RSS of every function under the Lambda Runtime API
+//     harness, over repeated starts;
+//  4. webhooks: deliveries/s of one dispatcher instance to a loopback
+//     receiver, and how long nine deliveries take when the tenth receiver
+//     of their batch hangs.
+//
+// Everything listens on 127.0.0.1 only, every run has a fixed request
+// count and a deadline, and the command stops by itself.
+//
+// Usage:
+//
+//	go run ./cmd/paysvc-bench [-smoke] [-sections overhead,roundtrips,coldstart,webhooks]
+//	    [-n 2000] [-n-slow 300] [-c 4] [-starts 10] [-out BENCHMARKS.md] [-gobench FILE]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/yp/paysvc/shared/testutil/moto"
+)
+
+// Sections of the report, in order.
+const (
+	secOverhead   = "overhead"
+	secRoundTrips = "roundtrips"
+	secColdStart  = "coldstart"
+	secWebhooks   = "webhooks"
+)
+
+var allSections = []string{secOverhead, secRoundTrips, secColdStart, secWebhooks}
+
+// config is what to run; see parseFlags for the meaning of each field.
+type config struct {
+	Smoke           bool
+	Sections        []string
+	Endpoints       []string
+	Requests        int
+	RequestsSlow    int
+	Concurrency     []int
+	ConcurrencySlow int
+	Latencies       []time.Duration
+	Rounds          int
+	RTRequests      int
+	Starts          int
+	Functions       []string
+	ColdStartPkgs   []string
+	Arm64           bool
+	Deliveries      int
+	HangFor         time.Duration
+	GoBench         string
+	Out             string
+	Timeout         time.Duration
+	Command         string // the command line, for the report
+
+	progress io.Writer
+}
+
+func (c *config) logf(format string, args ...any) {
+	fmt.Fprintf(c.progress, "paysvc-bench: "+format+"\n", args...)
+}
+
+func (c *config) sectionWanted(s string) bool { return contains(c.Sections, s) }
+
+func (c *config) endpointWanted(e string) bool {
+	return len(c.Endpoints) == 0 || contains(c.Endpoints, e)
+}
+
+func (c *config) functionWanted(f string) bool {
+	return len(c.Functions) == 0 || contains(c.Functions, f)
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// parseFlags reads the command line. -smoke changes the defaults of every
+// size flag that is not given explicitly.
+func parseFlags(args []string, progress io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("paysvc-bench", flag.ContinueOnError)
+	fs.SetOutput(progress)
+	smoke := fs.Bool("smoke", false, "tiny runs of every section (seconds): keeps the command working in CI")
+	sections := fs.String("sections", strings.Join(allSections, ","), "sections to run: "+strings.Join(allSections, ","))
+	endpoints := fs.String("endpoints", "", "overhead endpoints (default all): config,sessions,payments,captures")
+	n := fs.Int("n", 2000, "overhead: requests per side (service, direct) and endpoint at 0 ms upstream latency")
+	nSlow := fs.Int("n-slow", 300, "overhead: requests per side and endpoint at the slow upstream latency")
+	conc := fs.String("c", "1,4", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (targets: the first)")
+	concSlow := fs.Int("c-slow", 8, "overhead: concurrency at the slow upstream latency")
+	latencies := fs.String("latencies", "0,150ms", "overhead: simulator latencies")
+	rounds := fs.Int("rounds", 4, "overhead: interleaved service/direct rounds per endpoint")
+	rt := fs.Int("rt-requests", 5, "roundtrips: measured requests per operation")
+	starts := fs.Int("starts", 10, "coldstart: starts per function")
+	functions := fs.String("functions", "", "coldstart: functions (default every directory of functions/; none: no function)")
+	coldPkgs := fs.String("coldstart-pkgs", "", "coldstart: extra module-relative main packages to start, e.g. ./tests/lambdaharness/testdata/echo (the smoke test's quick stand-in)")
+	arm64 := fs.Bool("arm64", true, "coldstart: also build arm64 bootstraps for their size")
+	deliveries := fs.Int("deliveries", 1000, "webhooks: deliveries of the throughput run")
+	hang := fs.Duration("hang", 15*time.Second, "webhooks: how long the hanging receiver holds its request")
+	gobench := fs.String("gobench", "", "file with `go test -bench -benchmem` output to include (hot paths)")
+	out := fs.String("out", "", "write the report to this file (default stdout)")
+	timeout := fs.Duration("timeout", 30*time.Minute, "stop everything after this long")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *smoke {
+		for name, v := range map[string]string{
+			"n": "40", "n-slow": "8", "c": "1,2", "c-slow": "4", "latencies": "0,20ms", "rounds": "2", "rt-requests": "1",
+			"starts": "2", "functions": "config", "arm64": "false", "deliveries": "30", "hang": "1s", "timeout": "2m",
+		} {
+			if !set[name] {
+				_ = fs.Set(name, v)
+			}
+		}
+	}
+	c := &config{
+		Smoke: *smoke, Sections: splitList(*sections), Endpoints: splitList(*endpoints),
+		Requests: *n, RequestsSlow: *nSlow, ConcurrencySlow: *concSlow, Rounds: *rounds, RTRequests: *rt,
+		Starts: *starts, Functions: splitList(*functions), ColdStartPkgs: splitList(*coldPkgs), Arm64: *arm64, Deliveries: *deliveries,
+		HangFor: *hang, GoBench: *gobench, Out: *out, Timeout: *timeout, progress: progress,
+		Command: "go run ./cmd/paysvc-bench " + strings.Join(args, " "),
+	}
+	for _, s := range c.Sections {
+		if !contains(allSections, s) {
+			return nil, fmt.Errorf("unknown section %q (want %s)", s, strings.Join(allSections, ","))
+		}
+	}
+	for _, e := range c.Endpoints {
+		if !contains(overheadEndpoints, e) {
+			return nil, fmt.Errorf("unknown endpoint %q (want %s)", e, strings.Join(overheadEndpoints, ","))
+		}
+	}
+	for _, x := range splitList(*conc) {
+		v, err := strconv.Atoi(x)
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("bad concurrency %q", x)
+		}
+		c.Concurrency = append(c.Concurrency, v)
+	}
+	for _, l := range splitList(*latencies) {
+		d, err := time.ParseDuration(l)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("bad latency %q", l)
+		}
+		c.Latencies = append(c.Latencies, d)
+	}
+	switch {
+	case c.Requests < 1 || c.RequestsSlow < 1 || len(c.Concurrency) == 0 || c.ConcurrencySlow < 1 || c.Rounds < 1 || c.RTRequests < 1:
+		return nil, errors.New("-n, -n-slow, -c, -c-slow, -rounds and -rt-requests must be at least 1")
+	case c.Starts < 1 || c.Deliveries < 10:
+		return nil, errors.New("-starts must be at least 1 and -deliveries at least 10")
+	case c.HangFor <= 0 || c.Timeout <= 0:
+		return nil, errors.New("-hang and -timeout must be positive")
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "paysvc-bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	rep, runErr := run(ctx, cfg)
+	stop()
+	moto.Stop() // the moto_server this process started, if any
+	if err := writeReport(cfg, rep); err != nil {
+		fmt.Fprintln(os.Stderr, "paysvc-bench:", err)
+		os.Exit(1)
+	}
+	if runErr != nil {
+		fmt.Fprintln(os.Stderr, "paysvc-bench: some measurements failed (see the report):", runErr)
+		os.Exit(1)
+	}
+}
+
+// writeReport renders rep to cfg.Out (atomically) or stdout.
+func writeReport(cfg *config, rep *report) error {
+	md := rep.markdown()
+	if cfg.Out == "" {
+		_, err := io.WriteString(os.Stdout, md)
+		return err
+	}
+	tmp := cfg.Out + ".tmp"
+	if err := os.WriteFile(tmp, []byte(md), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, cfg.Out)
+}
+
+// run measures every wanted section and returns the report; the error
+// joins the failures of the sections (which the report also shows).
+func run(ctx context.Context, cfg *config) (*report, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	rep := &report{cfg: cfg, machine: readMachine(), started: time.Now().UTC(), errs: map[string]error{}}
+	if cfg.GoBench != "" {
+		b, err := os.ReadFile(cfg.GoBench)
+		if err != nil {
+			rep.errs["gobench"] = err
+		} else {
+			rep.gobench = parseGoBench(string(b))
+		}
+	}
+	for _, s := range cfg.Sections {
+		if ctx.Err() != nil {
+			rep.errs[s] = fmt.Errorf("not run: %w", ctx.Err())
+			continue
+		}
+		start := time.Now()
+		cfg.logf("%s: start", s)
+		var err error
+		switch s {
+		case secOverhead:
+			rep.overhead, err = runOverhead(ctx, cfg)
+			if err == nil {
+				rep.storeWrite, err = measureStoreWrite(cfg)
+			}
+		case secRoundTrips:
+			rep.roundTrips, err = runRoundTrips(cfg)
+		case secColdStart:
+			rep.coldStart, err = runColdStart(ctx, cfg)
+		case secWebhooks:
+			rep.webhooks, err = runWebhooks(ctx, cfg)
+		}
+		if err != nil {
+			rep.errs[s] = err
+			cfg.logf("%s: FAILED after %s: %v", s, time.Since(start).Round(time.Millisecond), err)
+			continue
+		}
+		cfg.logf("%s: done in %s", s, time.Since(start).Round(time.Millisecond))
+	}
+	rep.finished = time.Now().UTC()
+	var errs []error
+	for _, s := range append([]string{"gobench"}, cfg.Sections...) {
+		if err := rep.errs[s]; err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", s, err))
+		}
+	}
+	return rep, errors.Join(errs...)
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/testutil/moto"
+)
+
+// TestMain stops the moto_server this package may start.
+func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
+
+// TestSmoke runs every section of the bench command in smoke mode and
+// checks the report. The real functions are started only with
+// PAYSVC_BENCH_FULL=1: building them from a cold build cache takes about
+// a minute, so by default the cold-start section starts the Lambda
+// harness's own echo function, which exercises the same code in seconds.
+func TestSmoke(t *testing.T) {
+	args := []string{"-smoke", "-timeout", "90s"}
+	if os.Getenv("PAYSVC_BENCH_FULL") == "" {
+		t.Log("cold start measured on tests/lambdaharness/testdata/echo; set PAYSVC_BENCH_FULL=1 to start functions/config")
+		args = append(args, "-functions", "none", "-coldstart-pkgs", "./tests/lambdaharness/testdata/echo")
+	}
+	var progress bytes.Buffer
+	cfg, err := parseFlags(args, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("run: %v\nprogress:\n%s", err, progress.String())
+	}
+	t.Logf("smoke run took %s", time.Since(start).Round(time.Millisecond))
+	md := rep.markdown()
+	for _, want := range []string{
+		"## Targets", "Smoke run", "## 1. Overhead per endpoint", "## 2. Store round trips", "## 3. Cold start",
+		"## 4. Webhook dispatch", "| 0 | 1 | payments | 40 |", "POST payments (Idempotency-Key)",
+		"idempotency: claim", "webhook delivery attempt (dispatcher)", "| echo |", "embedded (bbolt)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil {
+		t.Fatalf("a section has no result:\n%s", md)
+	}
+	for _, row := range rep.overhead.Rows {
+		if row.Skipped == "" && (row.Service.N != row.Requests || row.Direct.N != row.Requests) {
+			t.Errorf("%s at %s: %d/%d requests measured, want %d", row.Endpoint, row.Latency, row.Service.N, row.Direct.N, row.Requests)
+		}
+	}
+}
+
+func TestParseGoBench(t *testing.T) {
+	out := `goos: linux
+pkg: github.com/yp/paysvc/shared/httpapi
+BenchmarkRequestCPU/payments-2   	   10000	    112725 ns/op	    142024 cpu-ns/op	   44638 B/op	     493 allocs/op
+BenchmarkParsePayment-2   	       3	     28002 ns/op	  47.21 MB/s	   11384 B/op	     143 allocs/op
+PASS`
+	bs := parseGoBench(out)
+	if len(bs) != 2 {
+		t.Fatalf("got %d benchmarks: %+v", len(bs), bs)
+	}
+	b, ok := findBench(bs, "BenchmarkRequestCPU/payments")
+	if !ok || b.Pkg != "github.com/yp/paysvc/shared/httpapi" || b.Metrics["cpu-ns/op"] != 142024 || b.Metrics["allocs/op"] != 493 {
+		t.Fatalf("parsed %+v", b)
+	}
+	if bs[1].Metrics["MB/s"] != 47.21 {
+		t.Fatalf("MB/s: %+v", bs[1])
+	}
+}
+
+func TestStepsGroupsOverlappingCalls(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	calls := []call{
+		{Service: "DynamoDB", What: "rate limit: hit", Start: at(0), End: at(5)},
+		{Service: "DynamoDB", What: "idempotency: claim", Start: at(6), End: at(10)},
+		{What: "[upstream call] payments", Start: at(11), End: at(20)},
+		{Service: "DynamoDB", What: "idempotency: complete", Start: at(21), End: at(25)},
+		{Service: "DynamoDB", What: "payment record: write", Start: at(21), End: at(27)},
+	}
+	ss := steps(calls)
+	if got := storeDepth(ss); got != 3 {
+		t.Errorf("storeDepth = %d, want 3", got)
+	}
+	want := "rate limit: hit → idempotency: claim → [upstream call] payments → (idempotency: complete ‖ payment record: write)"
+	if got := chain(ss); got != want {
+		t.Errorf("chain = %q, want %q", got, want)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 100; i++ {
+		ds = append(ds, time.Duration(i))
+	}
+	if percentile(ds, 50) != 50 || percentile(ds, 99) != 99 || percentile(ds, 100) != 100 || percentile(ds[:1], 99) != 1 {
+		t.Fatal("nearest-rank percentiles wrong")
+	}
+}

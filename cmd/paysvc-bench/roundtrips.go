@@ -1,0 +1,571 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/moto"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Pseudo-operations of the timeline that are not AWS calls.
+const (
+	opUpstream = "[upstream call]"
+	opWebhook  = "[webhook POST]"
+)
+
+// call is one AWS operation (or pseudo-operation) of a request's timeline.
+type call struct {
+	Service  string // "DynamoDB", "SQS", "" for pseudo-operations
+	Op       string // API name, e.g. PutItem
+	What     string // domain meaning, e.g. "idempotency: claim"
+	Start    time.Time
+	End      time.Time
+	Attempts int // HTTP attempts (retries included)
+}
+
+func (c call) store() bool { return c.Service == "DynamoDB" }
+
+// callRecorder collects the timeline of every instrumented client.
+type callRecorder struct {
+	mu    sync.Mutex
+	calls []call
+}
+
+type attemptsKey struct{}
+
+// apiOption is the SDK middleware: it times each operation (Initialize
+// step, so retries are inside) and counts its HTTP attempts (Finalize step,
+// after the retry middleware).
+func (r *callRecorder) apiOption(service string) func(*middleware.Stack) error {
+	return func(stack *middleware.Stack) error {
+		err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("paysvcBenchTimeline",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				attempts := new(int)
+				ctx = middleware.WithStackValue(ctx, attemptsKey{}, attempts)
+				op := awsmiddleware.GetOperationName(ctx)
+				start := time.Now()
+				out, md, err := next.HandleInitialize(ctx, in)
+				r.add(call{Service: service, Op: op, What: classify(service, op, in.Parameters), Start: start, End: time.Now(), Attempts: *attempts})
+				return out, md, err
+			}), middleware.Before)
+		if err != nil {
+			return err
+		}
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("paysvcBenchAttempts",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				if p, ok := middleware.GetStackValue(ctx, attemptsKey{}).(*int); ok {
+					*p++
+				}
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	}
+}
+
+func (r *callRecorder) add(c call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, c)
+	r.mu.Unlock()
+}
+
+// take returns the calls recorded since the last take.
+func (r *callRecorder) take() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.calls
+	r.calls = nil
+	return out
+}
+
+// timedTransport records each upstream HTTP exchange as a pseudo-operation.
+type timedTransport struct {
+	rec  *callRecorder
+	base http.RoundTripper
+}
+
+func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		// The answer counts once its body is read; the client reads it at once.
+		b, rerr := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(strings.NewReader(string(b)))
+		err = rerr
+	}
+	t.rec.add(call{Op: opUpstream, What: opUpstream + " " + upstreamOp(req.URL.Path), Start: start, End: time.Now(), Attempts: 1})
+	return resp, err
+}
+
+// classify names the domain operation of a DynamoDB or SQS call from its
+// key prefixes (the single-table layout of shared/store/dynamo).
+func classify(service, op string, params any) string {
+	if service == "SQS" {
+		switch op {
+		case "SendMessage", "SendMessageBatch":
+			return "queue: enqueue delivery job"
+		}
+		return "queue: " + op
+	}
+	var pk, sk string
+	keyOf := func(m map[string]types.AttributeValue) {
+		if v, ok := m["pk"].(*types.AttributeValueMemberS); ok {
+			pk = v.Value
+		}
+		if v, ok := m["sk"].(*types.AttributeValueMemberS); ok {
+			sk = v.Value
+		}
+	}
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		keyOf(in.Key)
+	case *dynamodb.PutItemInput:
+		keyOf(in.Item)
+	case *dynamodb.UpdateItemInput:
+		keyOf(in.Key)
+	case *dynamodb.DeleteItemInput:
+		keyOf(in.Key)
+	case *dynamodb.QueryInput:
+		for _, v := range in.ExpressionAttributeValues {
+			if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, "#") && pk == "" {
+				pk = s.Value
+			}
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		if len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil {
+			keyOf(in.TransactItems[0].Put.Item)
+		}
+	}
+	prefix, _, _ := strings.Cut(pk, "#")
+	read := op == "GetItem" || op == "Query"
+	rw := map[bool]string{true: "read", false: "write"}[read]
+	switch prefix {
+	case "APIKEY":
+		return "auth: API key " + rw
+	case "SITE":
+		return "tenant: site " + rw
+	case "MERCHANT":
+		switch {
+		case op == "Query":
+			return "tenant: subscriptions list"
+		case strings.HasPrefix(sk, "SUB#"):
+			return "tenant: subscription " + rw
+		case strings.HasPrefix(sk, "KEY#"):
+			return "tenant: API key (by owner) " + rw
+		}
+		return "tenant: merchant " + rw
+	case "RATE":
+		return "rate limit: hit"
+	case "IDEM":
+		switch op {
+		case "PutItem":
+			return "idempotency: claim"
+		case "UpdateItem":
+			return "idempotency: complete"
+		case "DeleteItem":
+			return "idempotency: release"
+		}
+		return "idempotency: " + op
+	case "PAYMENT":
+		if op == "Query" {
+			return "events: list of payment"
+		}
+		return "payment record: " + rw
+	case "SESSION":
+		return "session record: " + rw
+	case "EVENT":
+		return "notification event: " + rw
+	case "DELIVERY":
+		return "delivery: " + rw
+	}
+	return op + " " + pk
+}
+
+// step is a set of calls that overlap in time (run concurrently).
+type step []call
+
+// steps groups a timeline into sequential steps: a call that starts before
+// every call of the current step has ended joins it (it ran alongside).
+func steps(calls []call) []step {
+	cs := slices.Clone(calls)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Start.Before(cs[j].Start) })
+	var out []step
+	var end time.Time
+	for _, c := range cs {
+		if len(out) > 0 && c.Start.Before(end) {
+			out[len(out)-1] = append(out[len(out)-1], c)
+			if c.End.After(end) {
+				end = c.End
+			}
+			continue
+		}
+		out = append(out, step{c})
+		end = c.End
+	}
+	return out
+}
+
+// storeDepth counts the sequential steps holding a store (DynamoDB) call.
+func storeDepth(ss []step) int {
+	n := 0
+	for _, s := range ss {
+		if slices.ContainsFunc(s, call.store) {
+			n++
+		}
+	}
+	return n
+}
+
+// chain renders steps as "a → b → (c ‖ d)".
+func chain(ss []step) string {
+	parts := make([]string, 0, len(ss))
+	for _, s := range ss {
+		names := make([]string, 0, len(s))
+		for _, c := range s {
+			names = append(names, c.What)
+		}
+		if len(names) == 1 {
+			parts = append(parts, names[0])
+		} else {
+			parts = append(parts, "("+strings.Join(names, " ‖ ")+")")
+		}
+	}
+	return strings.Join(parts, " → ")
+}
+
+// rtRow is one operation's round trips.
+type rtRow struct {
+	Name     string
+	Requests int            // measured requests
+	Counts   map[string]int // What → calls, summed over the requests
+	Total    int            // calls of every kind, summed
+	Retries  int            // extra HTTP attempts, summed
+	DepthMin int            // sequential store steps (min, max over the requests)
+	DepthMax int
+	Chain    string // the steps of the last request
+	Note     string
+}
+
+// roundTripResult is item 2.
+type roundTripResult struct {
+	Rows []rtRow
+}
+
+// row returns the named row.
+func (r *roundTripResult) row(name string) (rtRow, bool) {
+	for _, x := range r.Rows {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return rtRow{}, false
+}
+
+// rtEnv is the service wired on DynamoDB (moto) with instrumented clients.
+type rtEnv struct {
+	rec      *callRecorder
+	handler  http.Handler
+	key      string
+	receiver *notifications.Receiver
+	disp     *webhooks.Dispatcher
+	queue    *sqsqueue.Queue
+	sim      *simFront
+	hookURL  string
+	st       *dynamo.Store
+	awsCfg   aws.Config // moto endpoint, static test credentials
+	endpoint string     // moto
+	table    string
+	queueURL string
+	dlqURL   string
+}
+
+// newRTEnv builds the stores, upstream and handlers the way shared/app
+// does for a Lambda function (tenant cache 5 s, default rate limits), but
+// with its own DynamoDB and SQS clients carrying the timeline middleware.
+func newRTEnv(t *benchTB) *rtEnv {
+	ctx := context.Background()
+	endpoint := moto.Endpoint(t)
+	rec := &callRecorder{}
+	awsCfg := aws.Config{
+		Region:       moto.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+		HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
+	}
+	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB"))
+	})
+	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, rec.apiOption("SQS"))
+	})
+	table := moto.TableName(t)
+	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
+	if err != nil {
+		t.Fatalf("create queues: %v", err)
+	}
+	clk := clock.System{}
+	st := dynamo.New(ddb, table, clk)
+
+	sim, err := startSimFront(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.close)
+
+	// Webhook receiver: answers 200 at once; its handling time is recorded.
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+		rec.add(call{Op: opWebhook, What: opWebhook + " (receiver side)", Start: start, End: time.Now(), Attempts: 1})
+	}))
+	t.Cleanup(hook.Close)
+
+	demo, err := provision.Demo(tenant.EnvTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
+	if err := prov.ApplySeed(ctx, demo); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks"}); err != nil {
+		t.Fatalf("subscription: %v", err)
+	}
+
+	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	up := upstream.New(upstream.Config{
+		BaseURL: sim.URL + sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second,
+		HTTPClient: &http.Client{
+			Transport:     timedTransport{rec: rec, base: http.DefaultTransport.(*http.Transport).Clone()},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	})
+	d := &httpapi.Deps{
+		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 5*time.Second), // PAYSVC_AUTH_CACHE_TTL default
+		Limiter:  ratelimit.New(st, clk, 0, 0, log),                               // defaults: 100/s, burst 200
+		Idem:     idempotency.New(st, clk, 0, 0, log),
+		Payments: payments.NewService(st, up, clk, log),
+		Log:      log,
+		Clock:    clk,
+	}
+	signer, err := upstream.NewSigner(benchSimHMACKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := sqsqueue.New(sqsClient, qURL, dlqURL)
+	return &rtEnv{
+		rec: rec, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key,
+		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
+		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
+			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
+		receiver: &notifications.Receiver{
+			Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
+		},
+		disp: &webhooks.Dispatcher{
+			Deliveries: st, Tenants: st, Clock: clk, Log: log,
+			Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true, Timeout: 10 * time.Second}),
+		},
+	}
+}
+
+// do serves one API request in process and returns status and body.
+func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	w := httptest.NewRecorder()
+	e.handler.ServeHTTP(w, req)
+	return w.Code, w.Body.Bytes()
+}
+
+// pay starts a payment through the service and returns its pspReference.
+func (e *rtEnv) pay(t *benchTB, ref string) string {
+	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", fmt.Sprintf(payBodyFmt, ref), ref)
+	var out struct{ ResultCode, PSPReference string }
+	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ResultCode != "Authorised" {
+		t.Fatalf("setup payment %s: %d %s", ref, code, b)
+	}
+	return out.PSPReference
+}
+
+// measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
+// calls of each request's timeline.
+func (e *rtEnv) measureOp(t *benchTB, name string, n int, op func(i int) error) rtRow {
+	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
+	for i := range n {
+		e.rec.take()
+		if err := op(i); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		calls := e.rec.take()
+		ss := steps(calls)
+		depth := storeDepth(ss)
+		if row.DepthMin < 0 || depth < row.DepthMin {
+			row.DepthMin = depth
+		}
+		row.DepthMax = max(row.DepthMax, depth)
+		for _, c := range calls {
+			row.Counts[c.What]++
+			if c.Service != "" {
+				row.Total++
+				row.Retries += max(c.Attempts-1, 0)
+			}
+		}
+		row.Chain = chain(ss)
+	}
+	return row
+}
+
+// runRoundTrips is item 2: every operation against DynamoDB on moto with
+// the instrumented client, one request at a time.
+func runRoundTrips(cfg *config) (*roundTripResult, error) {
+	res := &roundTripResult{}
+	err := runSection("roundtrips", cfg.progress, func(t *benchTB) error {
+		e := newRTEnv(t)
+		n := cfg.RTRequests
+		api := func(method, path, body string, idem func(i int) string, want int) func(i int) error {
+			return func(i int) error {
+				k := ""
+				if idem != nil {
+					k = idem(i)
+				}
+				b := body
+				if strings.Contains(body, "%s") {
+					b = fmt.Sprintf(body, k)
+				}
+				if code, out := e.do(method, path, b, k); code != want {
+					return fmt.Errorf("%s %s: status %d: %s", method, path, code, out)
+				}
+				return nil
+			}
+		}
+		unique := func(prefix string) func(int) string {
+			return func(i int) string { return fmt.Sprintf("rt-%s-%d-%d", prefix, time.Now().UnixNano(), i) }
+		}
+		payPath := "/v1/ecom/" + benchSite + "/payments"
+
+		// A new instance: the first request reads the key, site and merchant.
+		res.Rows = append(res.Rows, e.measureOp(t, "first request of an instance (config, caches empty)", 1,
+			api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)))
+		cfg.logf("roundtrips: first request done")
+		// Warm the site cache too (config resolves no site).
+		if err := api(http.MethodPost, payPath, payBodyFmt, unique("warm"), http.StatusOK)(0); err != nil {
+			return err
+		}
+		e.rec.take()
+		res.Rows = append(res.Rows,
+			e.measureOp(t, "GET config", n, api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)),
+			e.measureOp(t, "POST sessions (Idempotency-Key)", n,
+				api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)),
+			e.measureOp(t, "POST payments (Idempotency-Key)", n, api(http.MethodPost, payPath, payBodyFmt, unique("pay"), http.StatusOK)),
+		)
+		replayKey := unique("replay")(0)
+		if err := api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)(0); err != nil {
+			return err
+		}
+		res.Rows = append(res.Rows,
+			e.measureOp(t, "POST payments, replay of a finished key", n,
+				api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)),
+			e.measureOp(t, "POST payments (no Idempotency-Key)", n, func(i int) error {
+				code, out := e.do(http.MethodPost, payPath, fmt.Sprintf(payBodyFmt, unique("nokey")(i)), "")
+				if code != http.StatusOK {
+					return fmt.Errorf("status %d: %s", code, out)
+				}
+				return nil
+			}),
+		)
+		psps := make([]string, n)
+		for i := range psps {
+			psps[i] = e.pay(t, unique("cap-setup")(i))
+		}
+		res.Rows = append(res.Rows, e.measureOp(t, "POST captures (Idempotency-Key)", n, func(i int) error {
+			return api(http.MethodPost, payPath+"/"+psps[i]+"/captures", captureBody, unique("cap"), http.StatusOK)(i)
+		}))
+		cfg.logf("roundtrips: API operations done")
+
+		// Notifications: the simulator's signed AUTHORISATION of a payment
+		// started through the service, accepted by the receiver (event,
+		// payment record, delivery, SQS job).
+		notifPSP := make([]string, n)
+		for i := range notifPSP {
+			notifPSP[i] = e.pay(t, unique("notif-setup")(i))
+		}
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		jobs := make([]queue.Job, 0, n)
+		res.Rows = append(res.Rows, e.measureOp(t, "notification AUTHORISATION (receiver)", n, func(i int) error {
+			var item *upstream.NotificationRequestItem
+			for _, it := range e.sim.Sim.NotificationsFor(notifPSP[i]) {
+				if it.EventCode == upstream.EventAuthorisation {
+					item = &it
+				}
+			}
+			if item == nil {
+				return fmt.Errorf("no AUTHORISATION notification for %s", notifPSP[i])
+			}
+			n := upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}}
+			if err := e.receiver.Accept(context.Background(), n); err != nil {
+				return err
+			}
+			ev := notifications.EventID(notifications.DedupKey(*item))
+			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1})
+			return nil
+		}))
+		res.Rows = append(res.Rows, e.measureOp(t, "webhook delivery attempt (dispatcher)", n, func(i int) error {
+			if out := e.disp.Process(context.Background(), jobs[i], 1); out.Kind != queue.Done {
+				return fmt.Errorf("delivery %s: outcome %s", jobs[i].DeliveryID, out.Kind)
+			}
+			return nil
+		}))
+		cfg.logf("roundtrips: notifications and deliveries done")
+		return nil
+	})
+	return res, err
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// machine describes where the benchmarks ran.
+type machine struct {
+	CPU       string
+	Cores     int
+	MemoryGiB float64
+	Kernel    string
+	GoVersion string // `go version` (the toolchain that built the bootstraps)
+	Runtime   string // runtime.Version() of this command
+}
+
+// readMachine reads /proc/cpuinfo, /proc/meminfo, the kernel release and
+// `go version`.
+func readMachine() machine {
+	m := machine{Cores: runtime.NumCPU(), Runtime: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	if m.CPU == "" {
+		m.CPU = "unknown (" + runtime.GOARCH + ")"
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					m.MemoryGiB = kb / (1 << 20)
+				}
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("go", "version").Output(); err == nil {
+		m.GoVersion = strings.TrimSpace(string(out))
+	} else {
+		m.GoVersion = "go not on PATH (" + runtime.Version() + ")"
+	}
+	return m
+}
+
+// fsType returns the file system type of path's mount (from /proc/mounts).
+func fsType(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "unknown"
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return "unknown"
+	}
+	best, typ := "", "unknown"
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		mnt := f[1]
+		if (abs == mnt || strings.HasPrefix(abs, strings.TrimSuffix(mnt, "/")+"/")) && len(mnt) >= len(best) {
+			best, typ = mnt, f[2]
+		}
+	}
+	return typ
+}
+
+// procStatusKB reads a "VmHWM:"-style field (kB) of /proc/<pid>/status.
+func procStatusKB(pid int, field string) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/moto"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// batchSize is the dispatcher's SQS batch size (template.yaml BatchSize).
+const batchSize = 10
+
+// webhookStore is what the dispatcher reads and writes.
+type webhookStore interface {
+	webhooks.DeliveryStore
+	tenant.Store
+}
+
+// webhookRun is one store's figures.
+type webhookRun struct {
+	Store      string
+	Deliveries int
+	Batches    int
+	Wall       time.Duration
+	PerSecond  float64
+	BatchP50   time.Duration
+	BatchP99   time.Duration
+	Failed     int // deliveries not delivered on their attempt
+	// Hanging receiver: the nine others of a batch whose tenth receiver hangs.
+	HangFor       time.Duration
+	BaselineNine  time.Duration // slowest of nine in batches without a hanging receiver (median of 3)
+	HangNine      time.Duration // slowest of the nine with the tenth hanging
+	HangBatch     time.Duration // the whole batch (the invocation) with the tenth hanging
+	HangDelivered int           // of the nine
+}
+
+// webhookResult is item 4.
+type webhookResult struct {
+	Runs []webhookRun
+}
+
+// noBackoff stands in for SQS visibility changes and the DLQ (the
+// benchmark's deliveries all succeed except the hanging one's).
+type noBackoff struct{ retries, dead atomic.Int64 }
+
+func (b *noBackoff) ChangeVisibility(context.Context, string, time.Duration) error {
+	b.retries.Add(1)
+	return nil
+}
+
+func (b *noBackoff) DeadLetter(context.Context, queue.Job) error {
+	b.dead.Add(1)
+	return nil
+}
+
+// receivers are the loopback webhook receivers: /fast answers 200 at once,
+// /hang holds the request for hang (or until the sender gives up).
+type receivers struct {
+	srv  *httptest.Server
+	fast atomic.Int64
+	hang time.Duration
+}
+
+func newReceivers(hang time.Duration) *receivers {
+	r := &receivers{hang: hang}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /fast", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.fast.Add(1)
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("POST /hang", func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		select {
+		case <-time.After(r.hang):
+		case <-req.Context().Done():
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	r.srv = httptest.NewServer(mux)
+	return r
+}
+
+// webhookBench is one store with its dispatcher and deliveries.
+type webhookBench struct {
+	st      webhookStore
+	handler func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	done    sync.Map // delivery id → time its job finished
+	payload []byte
+	seq     int
+}
+
+func newWebhookBench(t *benchTB, st webhookStore, recv *receivers) *webhookBench {
+	ctx := context.Background()
+	clk := clock.System{}
+	demo, err := provision.Demo(tenant.EnvTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
+	if err := prov.ApplySeed(ctx, demo); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	for id, path := range map[string]string{"sub_fast": "/fast", "sub_hang": "/hang"} {
+		if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: id, MerchantID: "m_demo", URL: recv.srv.URL + path}); err != nil {
+			t.Fatalf("subscription: %v", err)
+		}
+	}
+	item := upstream.NotificationRequestItem{
+		Amount: money.Amount{Value: 12950, Currency: "EUR"}, EventCode: upstream.EventAuthorisation,
+		EventDate: "2026-11-23T10:00:00+01:00", MerchantAccountCode: "DemoShopECOM", MerchantReference: "order-2026-000123",
+		PaymentMethod: "visa", PSPReference: "QFQTPCQ8HXSKGK82", Success: "true",
+		AdditionalData: map[string]string{"authCode": "058158", "cardSummary": "1111"},
+	}
+	payload, err := webhooks.BuildPayload(false, item, "advanced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	// As the dispatcher function wires it: the production sender (its
+	// 15 s timeout), loopback targets allowed as in development.
+	d := &webhooks.Dispatcher{
+		Deliveries: st, Tenants: st, Clock: clk, Log: log,
+		Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true}),
+	}
+	wb := &webhookBench{st: st, payload: payload}
+	process := func(ctx context.Context, job queue.Job, attempt int) queue.Outcome {
+		out := d.Process(ctx, job, attempt)
+		wb.done.Store(job.DeliveryID, time.Now())
+		return out
+	}
+	wb.handler = sqsqueue.LambdaHandler(&noBackoff{}, process, log)
+	return wb
+}
+
+// create stores n pending deliveries to subscription sub.
+func (w *webhookBench) create(t *benchTB, sub string, n int) []string {
+	ctx := context.Background()
+	ids := make([]string, n)
+	now := time.Now().UTC()
+	s := runLoad(ctx, n, 8, func(ctx context.Context, i int) error {
+		ev := fmt.Sprintf("evt_bench_%d_%d_%d", now.UnixNano(), w.seq, i)
+		d := webhooks.Delivery{
+			ID: webhooks.DeliveryID(ev, sub), MerchantID: "m_demo", SubscriptionID: sub, EventID: ev,
+			EventCode: upstream.EventAuthorisation, PSPReference: "QFQTPCQ8HXSKGK82", Payload: w.payload,
+			Status: webhooks.StatusPending, Enqueued: true, CreatedAt: now, UpdatedAt: now,
+		}
+		if _, _, err := webhooks.CreateDelivery(ctx, w.st, d); err != nil {
+			return err
+		}
+		ids[i] = d.ID
+		return nil
+	})
+	w.seq++
+	if s.Errors > 0 {
+		t.Fatalf("creating deliveries: %s", s.FirstErr)
+	}
+	return ids
+}
+
+// batch runs one SQS batch of the deliveries ids and returns its duration
+// and how many were reported failed.
+func (w *webhookBench) batch(ctx context.Context, ids []string) (time.Duration, int, error) {
+	ev := events.SQSEvent{}
+	for i, id := range ids {
+		body, err := queue.Job{DeliveryID: id, Attempt: 1}.Encode()
+		if err != nil {
+			return 0, 0, err
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: fmt.Sprintf("m-%d-%s", i, id), ReceiptHandle: "r-" + id, Body: body,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs",
+		})
+	}
+	start := time.Now()
+	resp, err := w.handler(ctx, ev)
+	return time.Since(start), len(resp.BatchItemFailures), err
+}
+
+// throughput sends n deliveries in batches of ten, one batch at a time
+// (one dispatcher instance handles one SQS batch per invocation).
+func (w *webhookBench) throughput(ctx context.Context, t *benchTB, run *webhookRun, recv *receivers, n int) error {
+	ids := w.create(t, "sub_fast", n)
+	before := recv.fast.Load()
+	var lat []time.Duration
+	start := time.Now()
+	for lo := 0; lo < len(ids); lo += batchSize {
+		d, failed, err := w.batch(ctx, ids[lo:min(lo+batchSize, len(ids))])
+		if err != nil {
+			return err
+		}
+		lat = append(lat, d)
+		run.Failed += failed
+	}
+	run.Wall = time.Since(start)
+	run.Deliveries, run.Batches = n, len(lat)
+	run.PerSecond = float64(n) / run.Wall.Seconds()
+	st := sample{Latencies: lat}.stats()
+	run.BatchP50, run.BatchP99 = st.P50, st.P99
+	if got := recv.fast.Load() - before; got != int64(n) || run.Failed > 0 {
+		return fmt.Errorf("%s: receiver got %d of %d deliveries, %d reported failed", run.Store, got, n, run.Failed)
+	}
+	return nil
+}
+
+// slowestOf returns the latest finish among ids, relative to start.
+func (w *webhookBench) slowestOf(ids []string, start time.Time) (time.Duration, int) {
+	var worst time.Duration
+	n := 0
+	for _, id := range ids {
+		if v, ok := w.done.Load(id); ok {
+			n++
+			worst = max(worst, v.(time.Time).Sub(start))
+		}
+	}
+	return worst, n
+}
+
+// hanging measures nine fast deliveries in a batch whose tenth receiver
+// hangs, against batches of ten fast ones.
+func (w *webhookBench) hanging(ctx context.Context, t *benchTB, run *webhookRun, hang time.Duration) error {
+	run.HangFor = hang
+	var base []time.Duration
+	for range 3 {
+		ids := w.create(t, "sub_fast", batchSize)
+		start := time.Now()
+		if _, failed, err := w.batch(ctx, ids); err != nil || failed > 0 {
+			return fmt.Errorf("baseline batch: %d failed, %v", failed, err)
+		}
+		worst, _ := w.slowestOf(ids[:batchSize-1], start)
+		base = append(base, worst)
+	}
+	run.BaselineNine = median(base)
+	fast := w.create(t, "sub_fast", batchSize-1)
+	slow := w.create(t, "sub_hang", 1)
+	// The hanging one first, so it is on its way before the others start.
+	ids := append(slices.Clone(slow), fast...)
+	start := time.Now()
+	d, _, err := w.batch(ctx, ids)
+	if err != nil {
+		return err
+	}
+	run.HangBatch = d
+	run.HangNine, run.HangDelivered = w.slowestOf(fast, start)
+	return nil
+}
+
+// runWebhooks is item 4, on the embedded store and on DynamoDB (moto).
+func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
+	res := &webhookResult{}
+	err := runSection("webhooks", cfg.progress, func(t *benchTB) error {
+		recv := newReceivers(cfg.HangFor)
+		defer recv.srv.Close()
+
+		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clock.System{}))
+		if err != nil {
+			return err
+		}
+		defer es.Close()
+
+		endpoint := moto.Endpoint(t)
+		ddb := dynamodb.NewFromConfig(aws.Config{
+			Region: moto.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+			BaseEndpoint: aws.String(endpoint),
+			HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
+		})
+		table := moto.TableName(t)
+		if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+			return err
+		}
+		defer func() {
+			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		}()
+
+		for _, s := range []struct {
+			name string
+			st   webhookStore
+			hang bool
+		}{
+			{"DynamoDB (moto)", dynamo.New(ddb, table, clock.System{}), true},
+			{"embedded (bbolt)", es, true},
+		} {
+			run := webhookRun{Store: s.name}
+			wb := newWebhookBench(t, s.st, recv)
+			cfg.logf("webhooks: %s: %d deliveries in batches of %d", s.name, cfg.Deliveries, batchSize)
+			runCtx, cancel := context.WithTimeout(ctx, 5*time.Minute+cfg.HangFor)
+			err := wb.throughput(runCtx, t, &run, recv, cfg.Deliveries)
+			if err == nil && s.hang {
+				cfg.logf("webhooks: %s: a batch whose tenth receiver hangs %s", s.name, cfg.HangFor)
+				err = wb.hanging(runCtx, t, &run, cfg.HangFor)
+			}
+			cancel()
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			res.Runs = append(res.Runs, run)
+		}
+		return nil
+	})
+	return res, err
+}

@@ -1,0 +1,155 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/localqueue"
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Queues are the delivery queue's adapters for a configuration: SQS when
+// PAYSVC_QUEUE_URL is set, else the local queue in the embedded store.
+type Queues struct {
+	Queue       queue.Queue
+	DeadLetters queue.DeadLetters
+	Local       *localqueue.Queue // nil with SQS
+	SQS         *sqsqueue.Queue   // nil locally
+}
+
+// OpenQueues opens the delivery queue.
+func OpenQueues(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger) (*Queues, error) {
+	if cfg.QueueURL != "" {
+		ac, err := AWSConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q := sqsqueue.New(sqs.NewFromConfig(ac), cfg.QueueURL, cfg.DLQURL)
+		return &Queues{Queue: q, DeadLetters: q, SQS: q}, nil
+	}
+	if stores.Jobs == nil {
+		return nil, errors.New("PAYSVC_QUEUE_URL is required: the local delivery queue needs the embedded store")
+	}
+	q := localqueue.New(stores.Jobs, clk, log, 0)
+	return &Queues{Queue: q, DeadLetters: q, Local: q}, nil
+}
+
+// EnsureQueues creates the deliveries queue and its DLQ on the configured
+// AWS endpoint when the dynamo store runs locally without PAYSVC_QUEUE_URL
+// (moto), and sets both URLs in cfg. In AWS the template owns the queues.
+func EnsureQueues(ctx context.Context, cfg *config.Config) error {
+	if cfg.Store != config.StoreDynamo || cfg.QueueURL != "" {
+		return nil
+	}
+	ac, err := AWSConfig(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.QueueURL, cfg.DLQURL, err = sqsqueue.CreateQueues(ctx, sqs.NewFromConfig(ac), cfg.Table+"-deliveries")
+	return err
+}
+
+// NewReceiver wires the inbound notification processing onto q. The
+// upstream's HMAC key (Secrets.HMACKey) is required.
+func NewReceiver(a *App, q queue.Queue) (*notifications.Receiver, error) {
+	signer, err := upstream.NewSigner(a.Secrets.HMACKey)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: the upstream HMAC key (hmacKey / PAYSVC_UPSTREAM_HMAC_KEY): %w", err)
+	}
+	return &notifications.Receiver{
+		Signer: signer, Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
+		Deliveries: a.Stores.Deliveries, Queue: q, Clock: a.Clock, Log: a.Log,
+		Live: a.Config.Environment == tenant.EnvLive,
+	}, nil
+}
+
+// NotificationAuth is the optional basic auth of the notifications
+// endpoint, from the upstream secret.
+func NotificationAuth(s config.Secrets) httpapi.BasicAuth {
+	return httpapi.BasicAuth{Username: s.NotificationUsername, Password: s.NotificationPassword}
+}
+
+// DispatcherOptions tune NewDispatcher; the zero value is production.
+type DispatcherOptions struct {
+	Timeout time.Duration    // per attempt (default webhooks.DefaultTimeout)
+	Rand    func() float64   // jitter source (default math/rand)
+	Metrics webhooks.Metrics // attempt metrics (default none)
+	Sender  webhooks.Poster  // replaces the HTTP sender (tests)
+}
+
+// NewDispatcher wires the webhook dispatcher. The development setting
+// PAYSVC_WEBHOOK_ALLOW_LOCAL is logged as a warning.
+func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
+	if a.Config.WebhookAllowLocal {
+		a.Log.Warn("PAYSVC_WEBHOOK_ALLOW_LOCAL is on: webhooks may go to http(s)://localhost and 127.0.0.1 on any port (development only)")
+	}
+	sender := opts.Sender
+	if sender == nil {
+		sender = webhooks.NewSender(webhooks.SenderConfig{Timeout: opts.Timeout, AllowLocal: a.Config.WebhookAllowLocal})
+	}
+	return &webhooks.Dispatcher{
+		Deliveries: a.Stores.Deliveries, Tenants: a.Stores.Tenants, Sender: sender,
+		Clock: a.Clock, Rand: opts.Rand, Log: a.Log, Metrics: opts.Metrics,
+	}
+}
+
+// NewWebhookAdmin returns the operator functions (list and redrive
+// deliveries, redrive the dead-letter queue) over stores and the
+// configured queue; the admin CLI calls it with the stores it opened.
+func NewWebhookAdmin(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger) (*webhooks.Admin, error) {
+	q, err := OpenQueues(ctx, cfg, stores, clk, log)
+	if err != nil {
+		return nil, err
+	}
+	return &webhooks.Admin{Deliveries: stores.Deliveries, Queue: q.Queue, DeadLetters: q.DeadLetters, Clock: clk}, nil
+}
+
+// NotificationsHandler is the notifications function's HTTP handler:
+// POST /v1/notifications/upstream, JSON 404s elsewhere.
+func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {
+	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	recv, err := NewReceiver(a, q.Queue)
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.Notifications(a.Deps, recv, NotificationAuth(a.Secrets), httpapi.NewHandler(a.Deps)), nil
+}
+
+// DispatcherHandler is the dispatcher function's SQS handler.
+func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log)
+	if err != nil {
+		return nil, err
+	}
+	if q.SQS == nil {
+		return nil, errors.New("PAYSVC_QUEUE_URL is required by the dispatcher function")
+	}
+	d := NewDispatcher(a, DispatcherOptions{Metrics: webhooks.NewEMF(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), a.Clock)})
+	return sqsqueue.LambdaHandler(q.SQS, d.Process, a.Log), nil
+}
+
+// Exit logs why a function cannot start and exits (the runtime reports
+// the init failure).
+func Exit(log *slog.Logger, err error) {
+	log.Error("init failed", "err", err.Error())
+	os.Exit(1)
+}

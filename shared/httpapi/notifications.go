@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// NotificationsPath is where the upstream posts its standard notifications.
+// It is not under a merchant key: it is authenticated by every item's HMAC
+// signature and, optionally, HTTP basic auth.
+const NotificationsPath = "/v1/notifications/upstream"
+
+// NotificationsAPI is the port to the inbound notification processing
+// (notifications.Receiver): Accept returns nil once every item is durably
+// stored and its deliveries enqueued; an apperr.Unauthenticated error for
+// a bad signature.
+type NotificationsAPI interface {
+	Accept(ctx context.Context, n upstream.Notification) error
+}
+
+// BasicAuth is the optional basic-auth credential the upstream sends with
+// notifications; an empty Username turns the check off.
+type BasicAuth struct {
+	Username string
+	Password string
+}
+
+// String hides the password.
+func (BasicAuth) String() string { return "BasicAuth{redacted}" }
+
+// acceptedBody is the answer the upstream expects to stop retrying.
+const acceptedBody = "[accepted]"
+
+// Notifications serves POST NotificationsPath with n, and every other path
+// with next (the API's handler, or NewHandler(d) for JSON 404s).
+func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(NotificationsPath, d.wrap("notifications", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use POST", r.Method))
+			return
+		}
+		if !auth.allows(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="notifications"`)
+			WriteError(w, r, apperr.New(apperr.Unauthenticated, "invalid notification credentials"))
+			return
+		}
+		body, err := readBody(w, r)
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		var note upstream.Notification
+		if err := json.Unmarshal(body, &note); err != nil {
+			WriteError(w, r, apperr.Wrap(apperr.Invalid, "notification body is not a standard notification", err))
+			return
+		}
+		if len(note.NotificationItems) == 1 {
+			infoFrom(r.Context()).PSPReference = note.NotificationItems[0].Item.PSPReference
+		}
+		if err := n.Accept(r.Context(), note); err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(acceptedBody)))
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(acceptedBody))
+	}))
+	mux.Handle("/", next)
+	return mux
+}
+
+// allows checks the request's basic auth in constant time (comparing
+// digests, so neither the length nor the content leaks).
+func (a BasicAuth) allows(r *http.Request) bool {
+	if a.Username == "" {
+		return true
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	u1, u2 := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(a.Username))
+	p1, p2 := sha256.Sum256([]byte(pass)), sha256.Sum256([]byte(a.Password))
+	return subtle.ConstantTimeCompare(u1[:], u2[:])&subtle.ConstantTimeCompare(p1[:], p2[:]) == 1
+}

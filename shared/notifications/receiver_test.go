@@ -1,0 +1,333 @@
+package notifications_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+const hmacKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+
+var t0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+
+// recQueue records enqueued jobs and can fail.
+type recQueue struct {
+	mu   sync.Mutex
+	jobs []queue.Job
+	fail bool
+}
+
+func (q *recQueue) Enqueue(_ context.Context, j queue.Job, _ time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail {
+		return errors.New("queue down")
+	}
+	q.jobs = append(q.jobs, j)
+	return nil
+}
+
+func (q *recQueue) count() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.jobs)
+}
+
+type fixture struct {
+	t      *testing.T
+	ctx    context.Context
+	st     *embedded.Store
+	q      *recQueue
+	r      *notifications.Receiver
+	signer *upstream.Signer
+	logs   *bytes.Buffer
+	clk    *clock.Fake
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	signer, err := upstream.NewSigner(hmacKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	q := &recQueue{}
+	f := &fixture{t: t, ctx: context.Background(), st: st, q: q, signer: signer, logs: logs, clk: clk,
+		r: &notifications.Receiver{Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q,
+			Clock: clk, Log: slog.New(slog.NewJSONHandler(logs, nil))}}
+	for _, m := range []tenant.Merchant{
+		{ID: "m_a", Name: "A", Country: "NL", Active: true, CaptureMode: tenant.CaptureManual, UpstreamAccount: "AlphaECOM"},
+		{ID: "m_b", Name: "B", Country: "GB", Active: true, CaptureMode: tenant.CaptureManual, UpstreamAccount: "BetaECOM"},
+	} {
+		f.must(st.PutMerchant(f.ctx, m))
+	}
+	for _, s := range []tenant.Subscription{
+		{ID: "sub_all", MerchantID: "m_a", URL: "https://a.example/all", Enabled: true},
+		{ID: "sub_capture", MerchantID: "m_a", URL: "https://a.example/cap", Enabled: true, EventCodes: []string{"CAPTURE"}},
+		{ID: "sub_off", MerchantID: "m_a", URL: "https://a.example/off", Enabled: false},
+		{ID: "sub_b", MerchantID: "m_b", URL: "https://b.example/", Enabled: true},
+	} {
+		s.Secrets = []tenant.Secret{{Value: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw5cCuyBpMt2o="}}
+		f.must(st.PutSubscription(f.ctx, s))
+	}
+	return f
+}
+
+func (f *fixture) must(err error) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// signed returns a signed item.
+func (f *fixture) signed(it upstream.NotificationRequestItem) upstream.NotificationRequestItem {
+	if it.AdditionalData == nil {
+		it.AdditionalData = map[string]string{}
+	}
+	it.AdditionalData[upstream.KeyHMACSignature] = f.signer.SignItem(it)
+	return it
+}
+
+func note(items ...upstream.NotificationRequestItem) upstream.Notification {
+	n := upstream.Notification{Live: "false"}
+	for _, it := range items {
+		n.NotificationItems = append(n.NotificationItems, upstream.NotificationItem{Item: it})
+	}
+	return n
+}
+
+func authorisation(psp string, meta bool) upstream.NotificationRequestItem {
+	ad := map[string]string{"checkoutSessionId": "CS_" + psp, "tokenization.storedPaymentMethodId": "TOKEN1"}
+	if meta {
+		ad["metadata.merchantId"], ad["metadata.siteId"], ad["metadata.paymentSource"] = "m_a", "site_a", "sessions"
+	}
+	return upstream.NotificationRequestItem{EventCode: "AUTHORISATION", PSPReference: psp, Success: "true",
+		MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 1000, Currency: "EUR"},
+		PaymentMethod: "visa", AdditionalData: ad}
+}
+
+func capture(psp, mod string) upstream.NotificationRequestItem {
+	return upstream.NotificationRequestItem{EventCode: "CAPTURE", PSPReference: mod, OriginalReference: psp, Success: "true",
+		MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 400, Currency: "EUR"}}
+}
+
+func (f *fixture) event(it upstream.NotificationRequestItem) notifications.Event {
+	f.t.Helper()
+	e, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it)))
+	f.must(err)
+	return e
+}
+
+func (f *fixture) deliveries(merchant string) []webhooks.Delivery {
+	f.t.Helper()
+	ds, err := f.st.ListDeliveries(f.ctx, merchant, "", 0)
+	f.must(err)
+	return ds
+}
+
+func TestAcceptRoutesAndEnqueues(t *testing.T) {
+	f := newFixture(t)
+	auth := f.signed(authorisation("PSP1", true))
+	f.must(f.r.Accept(f.ctx, note(auth)))
+	ev := f.event(auth)
+	if !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" || len(ev.DeliveryIDs) != 1 {
+		t.Fatalf("event: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
+		t.Fatalf("payment: %+v", p)
+	}
+	ds := f.deliveries("m_a")
+	if len(ds) != 1 || ds[0].SubscriptionID != "sub_all" || !ds[0].Enqueued || ds[0].ID != webhooks.DeliveryID(ev.ID, "sub_all") {
+		t.Fatalf("deliveries (only sub_all wants AUTHORISATION): %+v", ds)
+	}
+	var body webhooks.Payload
+	f.must(json.Unmarshal(ds[0].Payload, &body))
+	ad := body.NotificationItems[0].Item.AdditionalData
+	if ad["paymentSource"] != "sessions" || ad["metadata.merchantId"] != "" || ad["hmacSignature"] != "" || ad["tokenization.storedPaymentMethodId"] != "TOKEN1" {
+		t.Fatalf("payload additionalData: %v", ad)
+	}
+	if f.q.count() != 1 {
+		t.Fatalf("%d jobs, want 1", f.q.count())
+	}
+
+	// A capture reaches sub_all and sub_capture; routed by the record.
+	f.must(f.r.Accept(f.ctx, note(f.signed(capture("PSP1", "CAP1")))))
+	if ds := f.deliveries("m_a"); len(ds) != 3 || f.q.count() != 3 {
+		t.Fatalf("after the capture: %d deliveries, %d jobs", len(ds), f.q.count())
+	}
+	if len(f.deliveries("m_b")) != 0 {
+		t.Fatal("another merchant got a delivery")
+	}
+}
+
+func TestDuplicateStoredOnce(t *testing.T) {
+	f := newFixture(t)
+	auth := f.signed(authorisation("PSP1", true))
+	for range 3 {
+		f.must(f.r.Accept(f.ctx, note(auth)))
+	}
+	if ev := f.event(auth); ev.Received != 3 || ev.Version != 4 {
+		t.Fatalf("event: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if len(p.History) != 1 || f.q.count() != 1 || len(f.deliveries("m_a")) != 1 {
+		t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.q.count())
+	}
+}
+
+func TestBadSignatureStoresNothing(t *testing.T) {
+	f := newFixture(t)
+	good := f.signed(authorisation("PSP1", true))
+	bad := f.signed(authorisation("PSP2", true))
+	bad.Amount.Value = 1 // tampered after signing
+	missing := authorisation("PSP3", true)
+	for _, n := range []upstream.Notification{note(good, bad), note(missing)} {
+		err := f.r.Accept(f.ctx, n)
+		if apperr.KindOf(err) != apperr.Unauthenticated {
+			t.Fatalf("Accept: %v, want Unauthenticated", err)
+		}
+	}
+	for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
+		if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("event of %s stored: %v", it.PSPReference, err)
+		}
+	}
+	if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, store.ErrNotFound) || f.q.count() != 0 {
+		t.Fatalf("something was stored: %v, %d jobs", err, f.q.count())
+	}
+}
+
+// TestEnqueueCompletedOnRetry: the queue fails after the event was stored;
+// the upstream's retry enqueues the deliveries (once).
+func TestEnqueueCompletedOnRetry(t *testing.T) {
+	f := newFixture(t)
+	auth := f.signed(authorisation("PSP1", true))
+	f.q.fail = true
+	if err := f.r.Accept(f.ctx, note(auth)); apperr.KindOf(err) != apperr.Internal {
+		t.Fatalf("Accept with the queue down: %v, want an internal error", err)
+	}
+	if ev := f.event(auth); ev.DeliveriesEnqueued() {
+		t.Fatalf("event marked processed: %+v", ev)
+	}
+	f.q.fail = false
+	f.must(f.r.Accept(f.ctx, note(auth)))
+	if ev := f.event(auth); !ev.DeliveriesEnqueued() || f.q.count() != 1 {
+		t.Fatalf("after the retry: %+v, %d jobs", ev, f.q.count())
+	}
+	f.must(f.r.Accept(f.ctx, note(auth)))
+	p, _ := f.st.GetPayment(f.ctx, "PSP1")
+	if f.q.count() != 1 || len(p.History) != 1 {
+		t.Fatalf("after a duplicate: %d jobs, history %d", f.q.count(), len(p.History))
+	}
+}
+
+// TestUnroutableKeptThenReplayed: a capture overtakes the authorisation of
+// a Sessions payment (no record, no metadata): kept unroutable and logged;
+// the authorisation creates the record and the capture is applied and
+// delivered then.
+func TestUnroutableKeptThenReplayed(t *testing.T) {
+	f := newFixture(t)
+	capt := f.signed(capture("PSP1", "CAP1"))
+	f.must(f.r.Accept(f.ctx, note(capt)))
+	if ev := f.event(capt); ev.Status != notifications.EventUnroutable {
+		t.Fatalf("capture first: %+v", ev)
+	}
+	if !strings.Contains(f.logs.String(), "notification kept unroutable") {
+		t.Fatalf("no warning logged: %s", f.logs)
+	}
+	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+	if ev := f.event(capt); !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" {
+		t.Fatalf("capture after the authorisation: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
+		t.Fatalf("payment: %+v", p)
+	}
+	if n := len(f.deliveries("m_a")); n != 3 {
+		t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
+	}
+}
+
+func TestRoutingBySessionAndAccountCheck(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.st.PutSession(f.ctx, payments.Session{ID: "CS_PSP1", MerchantID: "m_a", SiteID: "site_a", ExpiresAt: t0.Add(time.Hour)}))
+	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", false)))))
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.MerchantID != "m_a" || p.Source != payments.SourceSessions {
+		t.Fatalf("routed by session: %+v", p)
+	}
+
+	// Metadata naming m_b but the signed merchant account is Alpha's.
+	it := authorisation("PSP2", true)
+	it.AdditionalData["metadata.merchantId"] = "m_b"
+	it = f.signed(it)
+	f.must(f.r.Accept(f.ctx, note(it)))
+	if ev := f.event(it); ev.Status != notifications.EventUnroutable {
+		t.Fatalf("account mismatch: %+v", ev)
+	}
+	if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("a record was created for an unroutable item")
+	}
+	if len(f.deliveries("m_b")) != 0 {
+		t.Fatal("m_b got a delivery")
+	}
+}
+
+func TestNotReadyAsksForRetry(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+	// The service's reversal call is in flight: its failure arrives first.
+	failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
+		Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
+		AdditionalData: map[string]string{"modification.action": "cancel"}})
+	if err := f.r.Accept(f.ctx, note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
+		t.Fatalf("Accept: %v, want a retryable error", err)
+	}
+	f.clk.Advance(payments.DefaultNotReadyGrace)
+	f.must(f.r.Accept(f.ctx, note(failed)))
+	if ev := f.event(failed); !ev.DeliveriesEnqueued() {
+		t.Fatalf("after the grace period: %+v", ev)
+	}
+}
+
+func TestEmptyOrInvalidNotification(t *testing.T) {
+	f := newFixture(t)
+	if err := f.r.Accept(f.ctx, upstream.Notification{}); apperr.KindOf(err) != apperr.Invalid {
+		t.Fatalf("empty: %v", err)
+	}
+	it := f.signed(upstream.NotificationRequestItem{Success: "true"})
+	if err := f.r.Accept(f.ctx, note(it)); apperr.KindOf(err) != apperr.Invalid {
+		t.Fatalf("no event code: %v", err)
+	}
+}

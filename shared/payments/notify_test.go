@@ -1,0 +1,501 @@
+package payments_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// memStore is an in-memory payments.Store with the port's version rules.
+type memStore struct {
+	mu       sync.Mutex
+	payments map[string][]byte
+	sessions map[string]payments.Session
+}
+
+func newMemStore() *memStore {
+	return &memStore{payments: map[string][]byte{}, sessions: map[string]payments.Session{}}
+}
+
+func (m *memStore) PutSession(_ context.Context, s payments.Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sessions[s.ID] = s
+	return nil
+}
+
+func (m *memStore) GetSession(_ context.Context, id string) (payments.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok {
+		return s, store.ErrNotFound
+	}
+	return s, nil
+}
+
+func (m *memStore) GetPayment(_ context.Context, psp string) (payments.Payment, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	raw, ok := m.payments[psp]
+	if !ok {
+		return payments.Payment{}, store.ErrNotFound
+	}
+	var p payments.Payment
+	err := json.Unmarshal(raw, &p)
+	return p, err
+}
+
+func (m *memStore) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var cur payments.Payment
+	raw, found := m.payments[p.PSPReference]
+	if found {
+		_ = json.Unmarshal(raw, &cur)
+	}
+	if (prev == 0 && found) || (prev != 0 && (!found || cur.Version != prev)) || p.Version != prev+1 {
+		return store.ErrConflict
+	}
+	b, err := json.Marshal(p)
+	m.payments[p.PSPReference] = b
+	return err
+}
+
+// fakeUpstream answers modifications "received" and can run a hook while
+// the call is in flight (a notification overtaking the service's answer).
+type fakeUpstream struct {
+	payments.Upstream // unused methods panic
+	mu                sync.Mutex
+	n                 int
+	result            upstream.PaymentResponse
+	during            func(modPSP string)
+}
+
+func (f *fakeUpstream) modPSP() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return fmt.Sprintf("MOD%013d", f.n)
+}
+
+func (f *fakeUpstream) modify() (upstream.ModificationResponse, error) {
+	psp := f.modPSP()
+	if f.during != nil {
+		f.during(psp)
+	}
+	return upstream.ModificationResponse{PSPReference: psp, Status: "received"}, nil
+}
+
+func (f *fakeUpstream) Payments(context.Context, upstream.PaymentRequest, string) (upstream.PaymentResponse, error) {
+	return f.result, nil
+}
+
+func (f *fakeUpstream) Capture(context.Context, string, upstream.CaptureRequest, string) (upstream.ModificationResponse, error) {
+	return f.modify()
+}
+
+func (f *fakeUpstream) Reverse(context.Context, string, upstream.ReversalRequest, string) (upstream.ModificationResponse, error) {
+	return f.modify()
+}
+
+func (f *fakeUpstream) UpdateAmount(context.Context, string, upstream.AmountUpdateRequest, string) (upstream.ModificationResponse, error) {
+	return f.modify()
+}
+
+const psp = "PSP0000000000001"
+
+var (
+	t0       = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	merchant = tenant.Merchant{ID: "m_a", Country: "NL", CaptureMode: tenant.CaptureManual, UpstreamAccount: "AlphaECOM", SplitAccount: "BA_a"}
+	site     = tenant.Site{ID: "site_a", MerchantID: "m_a"}
+	owner    = &payments.NotificationOwner{MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceSessions, SessionID: "CS1"}
+)
+
+// fixture is a store, a service over the fake upstream and a clock.
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	st  *memStore
+	up  *fakeUpstream
+	svc *payments.Service
+	clk *clock.Fake
+}
+
+func newFixture(t *testing.T) *fixture {
+	clk := clock.NewFake(t0)
+	st, up := newMemStore(), &fakeUpstream{}
+	return &fixture{t: t, ctx: context.Background(), st: st, up: up, clk: clk,
+		svc: payments.NewService(st, up, clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))}
+}
+
+// item builds a notification item; payment-level events use psp itself.
+func item(code, pspRef, original, success string, value int64, ad map[string]string) upstream.NotificationRequestItem {
+	return upstream.NotificationRequestItem{
+		EventCode: code, PSPReference: pspRef, OriginalReference: original, Success: success,
+		Amount: money.Amount{Value: value, Currency: "EUR"}, MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1",
+		PaymentMethod: "visa", AdditionalData: ad,
+	}
+}
+
+func authorisation(success string, value int64) upstream.NotificationRequestItem {
+	return item(upstream.EventAuthorisation, psp, "", success, value, map[string]string{"checkoutSessionId": "CS1"})
+}
+
+// apply applies it with the default options (owner known, now = clock).
+func (f *fixture) apply(it upstream.NotificationRequestItem) (payments.NotificationResult, error) {
+	return payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
+		Now: f.clk.Now(), FirstSeen: f.clk.Now().Add(-time.Hour), Owner: owner, CaptureMode: tenant.CaptureManual,
+	})
+}
+
+func (f *fixture) mustApply(its ...upstream.NotificationRequestItem) {
+	f.t.Helper()
+	for _, it := range its {
+		if _, err := f.apply(it); err != nil {
+			f.t.Fatalf("apply %s %s: %v", it.EventCode, it.PSPReference, err)
+		}
+	}
+}
+
+func (f *fixture) payment() payments.Payment {
+	f.t.Helper()
+	p, err := f.st.GetPayment(f.ctx, psp)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return p
+}
+
+// notifications counts the history entries from notifications.
+func notifications(p payments.Payment) int {
+	n := 0
+	for _, e := range p.History {
+		if e.Origin == payments.OriginNotification {
+			n++
+		}
+	}
+	return n
+}
+
+type want struct {
+	state                          payments.State
+	authorised, captured, refunded int64
+	notes                          int
+}
+
+func (f *fixture) check(w want) {
+	f.t.Helper()
+	p := f.payment()
+	if p.State != w.state || p.AuthorisedValue != w.authorised || p.CapturedValue != w.captured || p.RefundedValue != w.refunded || notifications(p) != w.notes {
+		f.t.Fatalf("record: state %s authorised %d captured %d refunded %d notes %d; want %+v\nhistory: %+v",
+			p.State, p.AuthorisedValue, p.CapturedValue, p.RefundedValue, notifications(p), w, p.History)
+	}
+}
+
+// TestNotificationSequences applies sequences of items (with duplicates
+// and out of order) and checks the resulting record.
+func TestNotificationSequences(t *testing.T) {
+	cap1 := item(upstream.EventCapture, "CAP0000000000001", psp, "true", 400, nil)
+	capFailed := item(upstream.EventCaptureFailed, "CAP0000000000001", psp, "true", 400, nil)
+	cap2 := item(upstream.EventCapture, "CAP0000000000002", psp, "true", 600, nil)
+	refund := item(upstream.EventRefund, "REF0000000000001", psp, "true", 300, nil)
+	refundFailed := item(upstream.EventRefundFailed, "REF0000000000001", psp, "true", 300, nil)
+	cancel := item(upstream.EventCancelOrRefund, "COR0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"})
+	adjust := item(upstream.EventAuthorisationAdjustment, "ADJ0000000000001", psp, "true", 1500, nil)
+	offerClosed := item(upstream.EventOfferClosed, psp, "", "true", 1000, nil)
+	tests := []struct {
+		name  string
+		items []upstream.NotificationRequestItem
+		want  want
+	}{
+		{"authorised", []upstream.NotificationRequestItem{authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
+		{"refused", []upstream.NotificationRequestItem{authorisation("false", 1000)}, want{payments.StateRefused, 0, 0, 0, 1}},
+		{"duplicate authorisation", []upstream.NotificationRequestItem{authorisation("true", 1000), authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
+		{"partial capture", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1}, want{payments.StatePartiallyCaptured, 1000, 400, 0, 2}},
+		{"captures in full, duplicated", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, cap1, cap2}, want{payments.StateCaptured, 1000, 1000, 0, 3}},
+		{"capture failed after capture", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, capFailed}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
+		{"capture failed before capture (out of order)", []upstream.NotificationRequestItem{authorisation("true", 1000), capFailed, cap1}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
+		{"adjusted then captured, out of order", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, adjust}, want{payments.StatePartiallyCaptured, 1500, 400, 0, 3}},
+		{"refund then refund failed", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refund, refundFailed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"partial refund", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refund, refund}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 4}},
+		{"refund failed first (out of order)", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refundFailed, refund}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"cancelled", []upstream.NotificationRequestItem{authorisation("true", 1000), cancel, cancel}, want{payments.StateCancelled, 1000, 0, 0, 2}},
+		{"amount adjusted", []upstream.NotificationRequestItem{authorisation("true", 1000), adjust}, want{payments.StateAuthorised, 1500, 0, 0, 2}},
+		{"offer closed on an authorised payment", []upstream.NotificationRequestItem{authorisation("true", 1000), offerClosed}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.mustApply(tc.items...)
+			f.check(tc.want)
+		})
+	}
+}
+
+func TestAuthorisationCreatesSessionsPaymentWithToken(t *testing.T) {
+	f := newFixture(t)
+	it := authorisation("true", 0)
+	it.AdditionalData["tokenization.storedPaymentMethodId"] = "M5N7TQ4TG5PFWR50"
+	it.AdditionalData["tokenization.shopperReference"] = "guest-1"
+	res, err := f.apply(it)
+	if err != nil || !res.Created || !res.Applied {
+		t.Fatalf("apply: %+v, %v", res, err)
+	}
+	p := f.payment()
+	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.SessionID != "CS1" ||
+		p.Reference != "order-1" || p.StoredMethodID != "M5N7TQ4TG5PFWR50" || p.ShopperReference != "guest-1" ||
+		p.State != payments.StateAuthorised || p.Version != 1 {
+		t.Fatalf("record: %+v", p)
+	}
+	res, err = f.apply(it)
+	if err != nil || res.Created || res.Applied {
+		t.Fatalf("duplicate: %+v, %v", res, err)
+	}
+	// The legacy token key works too.
+	f2 := newFixture(t)
+	legacy := authorisation("true", 0)
+	legacy.AdditionalData["recurring.recurringDetailReference"] = "LEGACY0000000001"
+	f2.mustApply(legacy)
+	if p := f2.payment(); p.StoredMethodID != "LEGACY0000000001" {
+		t.Fatalf("legacy token: %+v", p)
+	}
+}
+
+func TestNoOwnerNoRecord(t *testing.T) {
+	f := newFixture(t)
+	_, err := payments.ApplyNotification(f.ctx, f.st, authorisation("true", 1000), payments.NotificationOptions{Now: t0})
+	if !errors.Is(err, payments.ErrUnknownPayment) {
+		t.Fatalf("authorisation without owner: %v", err)
+	}
+	_, err = f.apply(item(upstream.EventCapture, "CAP1", psp, "true", 100, nil))
+	if !errors.Is(err, payments.ErrUnknownPayment) {
+		t.Fatalf("capture of an unknown payment: %v", err)
+	}
+}
+
+func TestAutoCaptureMerchant(t *testing.T) {
+	f := newFixture(t)
+	_, err := payments.ApplyNotification(f.ctx, f.st, authorisation("true", 1000), payments.NotificationOptions{
+		Now: t0, Owner: owner, CaptureMode: tenant.CaptureAuto,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
+	// A CAPTURE notification of the automatic capture is not counted twice.
+	f.mustApply(item(upstream.EventCapture, "CAP0000000000001", psp, "true", 1000, nil))
+	f.check(want{payments.StateCaptured, 1000, 1000, 0, 2})
+}
+
+// advancedPayment records an Advanced-flow payment through the service.
+func (f *fixture) advancedPayment(resultCode string) {
+	f.t.Helper()
+	f.up.result = upstream.PaymentResponse{ResultCode: resultCode, PSPReference: psp, MerchantReference: "order-1"}
+	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111"},"returnUrl":"https://shop.example/return","reference":"order-1"}`
+	if _, err := f.svc.StartPayment(f.ctx, merchant, site, []byte(body)); err != nil {
+		f.t.Fatalf("StartPayment: %v", err)
+	}
+}
+
+// TestAuthorisationMergesWithAPIRecord: the record is one, whichever of the
+// API answer and the notification comes first.
+func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	f.mustApply(authorisation("true", 1000))
+	p := f.payment()
+	if p.Source != payments.SourceAdvanced || p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 {
+		t.Fatalf("API first: %+v", p)
+	}
+
+	f = newFixture(t)
+	f.mustApply(authorisation("true", 1000))
+	f.advancedPayment("Authorised")
+	p = f.payment()
+	if p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 || p.Version != 2 {
+		t.Fatalf("notification first: %+v", p)
+	}
+}
+
+// TestCaptureNotificationDuringTheCall: the CAPTURE arrives while the
+// service's capture call is in flight (amount reserved, answer not yet
+// recorded): counted once.
+func TestCaptureNotificationDuringTheCall(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	f.up.during = func(mod string) {
+		f.mustApply(item(upstream.EventCapture, mod, psp, "true", 1000, nil))
+	}
+	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":1000,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
+	// And again after the call: still once.
+	f.mustApply(item(upstream.EventCapture, "MOD0000000000001", psp, "true", 1000, nil))
+	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
+}
+
+// TestCaptureFailedRevertsOptimisticCapture covers CAPTURE_FAILED after the
+// call was recorded, and during the call (retried later: ErrNotReady).
+func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":600,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.check(want{payments.StatePartiallyCaptured, 1000, 600, 0, 0})
+	f.mustApply(item(upstream.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil))
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+
+	f = newFixture(t)
+	f.advancedPayment("Authorised")
+	failed := item(upstream.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil)
+	var during error
+	f.up.during = func(string) {
+		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{
+			Now: f.clk.Now(), FirstSeen: f.clk.Now(), CaptureMode: tenant.CaptureManual,
+		})
+	}
+	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":600,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(during, payments.ErrNotReady) {
+		t.Fatalf("CAPTURE_FAILED during the call: %v, want ErrNotReady", during)
+	}
+	f.mustApply(failed) // the upstream's retry
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+}
+
+// TestStaleReservationReleasedAfterGrace: a reservation whose call never
+// settled is released by CAPTURE_FAILED once the grace period is over.
+func TestStaleReservationReleasedAfterGrace(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(authorisation("true", 1000))
+	_, err := payments.Mutate(f.ctx, f.st, psp, nil, func(p *payments.Payment) error {
+		p.Reservations = map[string]int64{"op_lost": 500}
+		p.CapturedValue, p.State = 500, payments.StatePartiallyCaptured
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := item(upstream.EventCaptureFailed, "MOD9", psp, "true", 500, nil)
+	opts := payments.NotificationOptions{Now: t0, FirstSeen: t0, CaptureMode: tenant.CaptureManual}
+	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); !errors.Is(err, payments.ErrNotReady) {
+		t.Fatalf("within grace: %v", err)
+	}
+	opts.Now = t0.Add(payments.DefaultNotReadyGrace)
+	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.payment(); len(p.Reservations) != 0 || p.CapturedValue != 0 || p.State != payments.StateAuthorised {
+		t.Fatalf("after grace: %+v", p)
+	}
+}
+
+func TestReversalOutcomes(t *testing.T) {
+	// Cancel via the API, confirmed.
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"}))
+	f.check(want{payments.StateCancelled, 1000, 0, 0, 1})
+
+	// Cancel via the API, failed: back to authorised.
+	f = newFixture(t)
+	f.advancedPayment("Authorised")
+	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"}))
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+
+	// Refund via the API after a capture, failed: back to captured.
+	f = newFixture(t)
+	f.advancedPayment("Authorised")
+	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":1000,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.check(want{payments.StateRefunded, 1000, 1000, 1000, 0})
+	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000002", psp, "false", 1000, map[string]string{"modification.action": "refund"}))
+	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
+
+	// A reversal failure overtaking the call's answer waits (ErrNotReady).
+	f = newFixture(t)
+	f.advancedPayment("Authorised")
+	failed := item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"})
+	var during error
+	f.up.during = func(string) {
+		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now()})
+	}
+	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(during, payments.ErrNotReady) {
+		t.Fatalf("reversal failure during the call: %v", during)
+	}
+	f.mustApply(failed)
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+}
+
+func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	if _, err := f.svc.UpdateAmount(f.ctx, merchant, site, psp, []byte(`{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.check(want{payments.StateAuthorised, 1500, 0, 0, 0})
+	f.mustApply(item(upstream.EventAuthorisationAdjustment, "MOD0000000000001", psp, "false", 1500, nil))
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+	if p := f.payment(); p.Amount.Value != 1000 {
+		t.Fatalf("amount not restored: %+v", p.Amount)
+	}
+}
+
+func TestOfferClosedExpiresUnfinishedPayment(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("RedirectShopper")
+	f.mustApply(item(upstream.EventOfferClosed, psp, "", "true", 1000, nil))
+	if p := f.payment(); p.State != payments.StateExpired {
+		t.Fatalf("state %s, want Expired", p.State)
+	}
+}
+
+// TestConcurrentDuplicatesApplyOnce: the same item from many goroutines is
+// one history entry; different items all land (no lost update).
+func TestConcurrentDuplicatesApplyOnce(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(authorisation("true", 1000))
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			it := item(upstream.EventCapture, fmt.Sprintf("CAP%013d", i%4), psp, "true", 100, nil)
+			if _, err := f.apply(it); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	f.check(want{payments.StatePartiallyCaptured, 1000, 400, 0, 5})
+}

@@ -1,0 +1,307 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// WebhookStores bundles the ports of notifications and webhooks one
+// adapter implements.
+type WebhookStores struct {
+	Events     notifications.EventStore
+	Deliveries webhooks.DeliveryStore
+}
+
+// RunWebhooks runs the event-store and delivery-store contracts.
+func RunWebhooks(t *testing.T, newStores Factory[WebhookStores]) {
+	t.Helper()
+	t.Run("Events", func(t *testing.T) {
+		TestEventStore(t, func(t *testing.T, clk clock.Clock) notifications.EventStore { return newStores(t, clk).Events })
+	})
+	t.Run("Deliveries", func(t *testing.T) {
+		TestDeliveryStore(t, func(t *testing.T, clk clock.Clock) webhooks.DeliveryStore { return newStores(t, clk).Deliveries })
+	})
+}
+
+// TestEventStore checks the notifications.EventStore contract: events are
+// created once by id, updated only from the version read (concurrent
+// updaters lose nothing), listed per payment oldest first, times in UTC.
+func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s notifications.EventStore)
+	}{
+		{"NotFound", testEventNotFound},
+		{"CreateOnceRoundTrip", testEventCreateOnce},
+		{"OptimisticVersion", testEventVersion},
+		{"ConcurrentUpdatersLoseNothing", testEventConcurrent},
+		{"ListByPayment", testEventListByPayment},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
+	}
+}
+
+func event(id, psp string, at time.Time) notifications.Event {
+	item := upstream.NotificationRequestItem{
+		EventCode: upstream.EventCapture, PSPReference: "MOD_" + id, OriginalReference: psp, Success: "true",
+		Amount: money.Amount{Value: 1000, Currency: "EUR"}, MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1",
+		AdditionalData: map[string]string{"metadata.merchantId": "m_a", upstream.KeyHMACSignature: "c2ln"},
+	}
+	return notifications.Event{
+		ID: id, Key: notifications.DedupKey(item), Live: "false", Item: item, PaymentPSP: psp,
+		Status: notifications.EventReceived, Received: 1, ReceivedAt: at, UpdatedAt: at, Version: 1,
+	}
+}
+
+func testEventNotFound(t *testing.T, s notifications.EventStore) {
+	_, err := s.GetEvent(context.Background(), "evt_missing")
+	wantErr(t, err, store.ErrNotFound, "GetEvent")
+	got, err := s.ListPaymentEvents(context.Background(), "PSP_NONE")
+	noErr(t, err, "ListPaymentEvents")
+	if len(got) != 0 {
+		t.Fatalf("ListPaymentEvents of an unknown payment: %d events", len(got))
+	}
+}
+
+func testEventCreateOnce(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	e := event("evt_1", "PSP1", epoch().In(elsewhere()))
+	noErr(t, s.SaveEvent(ctx, e, 0), "SaveEvent create")
+	wantErr(t, s.SaveEvent(ctx, e, 0), store.ErrConflict, "SaveEvent create twice")
+	got, err := s.GetEvent(ctx, "evt_1")
+	noErr(t, err, "GetEvent")
+	sameTime(t, got.ReceivedAt, epoch(), "ReceivedAt")
+	sameTime(t, got.UpdatedAt, epoch(), "UpdatedAt")
+	want := e
+	want.ReceivedAt, want.UpdatedAt = epoch(), epoch()
+	same(t, got, want, "event round trip")
+}
+
+func testEventVersion(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	e := event("evt_1", "PSP1", epoch())
+	noErr(t, s.SaveEvent(ctx, e, 0), "create")
+	e.Version = 2
+	e.Status = notifications.EventProcessed
+	done := epoch().Add(time.Second)
+	e.ProcessedAt = &done
+	e.DeliveryIDs = []string{"msg_a", "msg_b"}
+	wrong := e
+	wrong.Version = 8
+	wantErr(t, s.SaveEvent(ctx, wrong, 7), store.ErrConflict, "update from a wrong version")
+	noErr(t, s.SaveEvent(ctx, e, 1), "update from version 1")
+	wantErr(t, s.SaveEvent(ctx, e, 1), store.ErrConflict, "update from a stale version")
+	missing := event("evt_2", "PSP1", epoch())
+	missing.Version = 2
+	wantErr(t, s.SaveEvent(ctx, missing, 1), store.ErrConflict, "update of a missing event")
+	got, err := s.GetEvent(ctx, "evt_1")
+	noErr(t, err, "GetEvent")
+	if got.Version != 2 || got.Status != notifications.EventProcessed || len(got.DeliveryIDs) != 2 || got.ProcessedAt == nil {
+		t.Fatalf("after update: %+v", got)
+	}
+	sameTime(t, *got.ProcessedAt, done, "ProcessedAt")
+}
+
+func testEventConcurrent(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	noErr(t, s.SaveEvent(ctx, event("evt_1", "PSP1", epoch()), 0), "create")
+	const n = 8
+	runConcurrently(n, func(int) {
+		for {
+			e, err := s.GetEvent(ctx, "evt_1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			prev := e.Version
+			e.Received++
+			e.Version = prev + 1
+			err = s.SaveEvent(ctx, e, prev)
+			if err == nil {
+				return
+			}
+			if !isConflict(err) {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	got, err := s.GetEvent(ctx, "evt_1")
+	noErr(t, err, "GetEvent")
+	if got.Received != 1+n || got.Version != 1+n {
+		t.Fatalf("after %d concurrent increments: received %d, version %d", n, got.Received, got.Version)
+	}
+}
+
+func testEventListByPayment(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	// Saved out of order; listed by ReceivedAt then ID.
+	for _, e := range []notifications.Event{
+		event("evt_c", "PSP1", epoch().Add(2*time.Second)),
+		event("evt_a", "PSP1", epoch()),
+		event("evt_x", "PSP2", epoch()),
+		event("evt_b", "PSP1", epoch()),
+		event("evt_y", "PSP10", epoch()),
+	} {
+		noErr(t, s.SaveEvent(ctx, e, 0), "SaveEvent "+e.ID)
+	}
+	got, err := s.ListPaymentEvents(ctx, "PSP1")
+	noErr(t, err, "ListPaymentEvents")
+	same(t, ids(got, func(e notifications.Event) string { return e.ID }), []string{"evt_a", "evt_b", "evt_c"}, "events of PSP1")
+	// An update keeps the event listed once.
+	e := got[0]
+	e.Status, e.Version = notifications.EventUnroutable, 2
+	noErr(t, s.SaveEvent(ctx, e, 1), "update")
+	got, err = s.ListPaymentEvents(ctx, "PSP1")
+	noErr(t, err, "ListPaymentEvents after update")
+	if len(got) != 3 || got[0].Status != notifications.EventUnroutable {
+		t.Fatalf("after update: %+v", got)
+	}
+}
+
+// TestDeliveryStore checks the webhooks.DeliveryStore contract: deliveries
+// are created once, updated only from the version read, listed per merchant
+// and status newest first (moving between statuses), times in UTC.
+func TestDeliveryStore(t *testing.T, newStore Factory[webhooks.DeliveryStore]) {
+	t.Helper()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s webhooks.DeliveryStore)
+	}{
+		{"NotFound", testDeliveryNotFound},
+		{"CreateOnceRoundTrip", testDeliveryCreateOnce},
+		{"OptimisticVersion", testDeliveryVersion},
+		{"ConcurrentUpdatersLoseNothing", testDeliveryConcurrent},
+		{"ListByMerchantAndStatus", testDeliveryList},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
+	}
+}
+
+func delivery(id, merchant string, at time.Time) webhooks.Delivery {
+	return webhooks.Delivery{
+		ID: id, MerchantID: merchant, SubscriptionID: "sub_1", EventID: "evt_1", EventCode: "AUTHORISATION",
+		PSPReference: "PSP1", Payload: json.RawMessage(`{"live":false,"notificationItems":[]}`),
+		Status: webhooks.StatusPending, CreatedAt: at, UpdatedAt: at, Version: 1,
+	}
+}
+
+func testDeliveryNotFound(t *testing.T, s webhooks.DeliveryStore) {
+	_, err := s.GetDelivery(context.Background(), "msg_missing")
+	wantErr(t, err, store.ErrNotFound, "GetDelivery")
+	got, err := s.ListDeliveries(context.Background(), "m_none", "", 0)
+	noErr(t, err, "ListDeliveries")
+	if len(got) != 0 {
+		t.Fatalf("ListDeliveries of a merchant without deliveries: %d", len(got))
+	}
+}
+
+func testDeliveryCreateOnce(t *testing.T, s webhooks.DeliveryStore) {
+	ctx := context.Background()
+	d := delivery("msg_1", "m_a", epoch().In(elsewhere()))
+	noErr(t, s.SaveDelivery(ctx, d, 0), "create")
+	wantErr(t, s.SaveDelivery(ctx, d, 0), store.ErrConflict, "create twice")
+	got, err := s.GetDelivery(ctx, "msg_1")
+	noErr(t, err, "GetDelivery")
+	sameTime(t, got.CreatedAt, epoch(), "CreatedAt")
+	if string(got.Payload) != string(d.Payload) {
+		t.Fatalf("payload changed: %s", got.Payload)
+	}
+	want := d
+	want.CreatedAt, want.UpdatedAt = epoch(), epoch()
+	same(t, got, want, "delivery round trip")
+}
+
+func testDeliveryVersion(t *testing.T, s webhooks.DeliveryStore) {
+	ctx := context.Background()
+	d := delivery("msg_1", "m_a", epoch())
+	noErr(t, s.SaveDelivery(ctx, d, 0), "create")
+	at := epoch().Add(5 * time.Second).In(elsewhere())
+	d.Version, d.Attempts, d.Status, d.LastStatusCode, d.LastError, d.LastAttemptAt = 2, 1, webhooks.StatusFailed, 500, "HTTP 500", &at
+	wrong := d
+	wrong.Version = 4
+	wantErr(t, s.SaveDelivery(ctx, wrong, 3), store.ErrConflict, "update from a wrong version")
+	noErr(t, s.SaveDelivery(ctx, d, 1), "update")
+	wantErr(t, s.SaveDelivery(ctx, d, 1), store.ErrConflict, "update from a stale version")
+	got, err := s.GetDelivery(ctx, "msg_1")
+	noErr(t, err, "GetDelivery")
+	if got.Version != 2 || got.Status != webhooks.StatusFailed || got.LastStatusCode != 500 || got.LastAttemptAt == nil {
+		t.Fatalf("after update: %+v", got)
+	}
+	sameTime(t, *got.LastAttemptAt, at, "LastAttemptAt")
+}
+
+func testDeliveryConcurrent(t *testing.T, s webhooks.DeliveryStore) {
+	ctx := context.Background()
+	noErr(t, s.SaveDelivery(ctx, delivery("msg_1", "m_a", epoch()), 0), "create")
+	const n = 8
+	runConcurrently(n, func(int) {
+		_, err := webhooks.MutateDelivery(ctx, s, "msg_1", func(d *webhooks.Delivery) error {
+			d.Attempts++
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	})
+	got, err := s.GetDelivery(ctx, "msg_1")
+	noErr(t, err, "GetDelivery")
+	if got.Attempts != n || got.Version != 1+n {
+		t.Fatalf("after %d concurrent increments: attempts %d, version %d", n, got.Attempts, got.Version)
+	}
+}
+
+func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
+	ctx := context.Background()
+	for i := range 5 {
+		noErr(t, s.SaveDelivery(ctx, delivery(name("msg", i), "m_a", epoch().Add(time.Duration(i)*time.Second)), 0), "create")
+	}
+	noErr(t, s.SaveDelivery(ctx, delivery("msg_other", "m_b", epoch()), 0), "create other merchant's")
+	noErr(t, s.SaveDelivery(ctx, delivery("msg_prefix", "m_a2", epoch()), 0), "create prefix merchant's")
+	for _, i := range []int{1, 3} {
+		_, err := webhooks.MutateDelivery(ctx, s, name("msg", i), func(d *webhooks.Delivery) error {
+			d.Status = webhooks.StatusFailed
+			return nil
+		})
+		noErr(t, err, "fail "+name("msg", i))
+	}
+	idOf := func(d webhooks.Delivery) string { return d.ID }
+	check := func(status webhooks.Status, limit int, want ...string) {
+		t.Helper()
+		var got []webhooks.Delivery
+		var err error
+		// Lists may lag a write briefly (DynamoDB indexes): poll a little.
+		for range 50 {
+			got, err = s.ListDeliveries(ctx, "m_a", status, limit)
+			noErr(t, err, "ListDeliveries")
+			if fmt.Sprint(ids(got, idOf)) == fmt.Sprint(want) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		same(t, ids(got, idOf), want, fmt.Sprintf("deliveries of m_a in %q (limit %d)", status, limit))
+	}
+	check(webhooks.StatusFailed, 0, "msg_03", "msg_01")
+	check(webhooks.StatusPending, 0, "msg_04", "msg_02", "msg_00")
+	check(webhooks.StatusPending, 2, "msg_04", "msg_02")
+	check("", 0, "msg_04", "msg_03", "msg_02", "msg_01", "msg_00")
+	check("", 3, "msg_04", "msg_03", "msg_02")
+	check(webhooks.StatusDelivered, 0)
+}
+
+// isConflict reports a store.ErrConflict.
+func isConflict(err error) bool { return errors.Is(err, store.ErrConflict) }

@@ -1,0 +1,161 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// payN makes n authorised payments and returns their pspReferences in order.
+func payN(t *testing.T, e *env, n int) []string {
+	t.Helper()
+	out := make([]string, n)
+	for i := range out {
+		out[i] = e.pay(t, int64(100+i), "").PSPReference
+	}
+	return out
+}
+
+func pspsOf(items []upstream.NotificationRequestItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.PSPReference
+	}
+	return out
+}
+
+func TestDeliveryOrderWithoutFaults(t *testing.T) {
+	e := newEnv(t)
+	want := payN(t, e, 5)
+	e.flush(t)
+	if got := pspsOf(e.rec.items(t)); !slices.Equal(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
+	}
+}
+
+func TestFaultDuplicate(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Faults.Duplicate = 2 })
+	want := payN(t, e, 2)
+	e.flush(t)
+	got := pspsOf(e.rec.items(t))
+	if !slices.Equal(got, []string{want[0], want[0], want[0], want[1], want[1], want[1]}) {
+		t.Fatalf("deliveries = %v", got)
+	}
+	if st := e.sim.NotificationStats(); st.Emitted != 2 || st.Sent != 6 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestFaultReorder(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Faults.Reorder = 3 })
+	want := payN(t, e, 5)
+	// The first three are released reversed as soon as three are held.
+	deadline := time.Now().Add(3 * time.Second)
+	for e.sim.NotificationStats().Sent < 3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if st := e.sim.NotificationStats(); st.Pending != 2 {
+		t.Fatalf("held = %+v", st)
+	}
+	e.flush(t) // releases the partial batch, reversed
+	got := pspsOf(e.rec.items(t))
+	if exp := []string{want[2], want[1], want[0], want[4], want[3]}; !slices.Equal(got, exp) {
+		t.Fatalf("order = %v, want %v", got, exp)
+	}
+}
+
+func TestFaultDrop(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Faults.DropEvery = 2 })
+	want := payN(t, e, 4)
+	e.flush(t)
+	if got := pspsOf(e.rec.items(t)); !slices.Equal(got, []string{want[0], want[2]}) {
+		t.Fatalf("delivered = %v", got)
+	}
+	if st := e.sim.NotificationStats(); st.Dropped != 2 || st.Emitted != 4 {
+		t.Fatalf("stats = %+v", st)
+	}
+	// Dropped notifications stay available for inspection.
+	if n := len(e.sim.Notifications()); n != 4 {
+		t.Fatalf("Notifications() = %d", n)
+	}
+
+	e.sim.SetFaults(Faults{Drop: func(it upstream.NotificationRequestItem) bool { return it.EventCode == "CAPTURE" }})
+	r := e.pay(t, 1000, "")
+	if _, err := e.client.Capture(context.Background(), r.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1000)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.flush(t)
+	items := e.rec.items(t)
+	if last := items[len(items)-1]; last.EventCode != "AUTHORISATION" || last.PSPReference != r.PSPReference {
+		t.Fatalf("CAPTURE not dropped: %v", eventCodes(items))
+	}
+}
+
+func TestFaultDelay(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Faults.Delay = 20 * time.Millisecond })
+	start := time.Now()
+	payN(t, e, 2)
+	if n := len(e.rec.items(t)); n != 0 {
+		t.Fatalf("delivered before the delay: %d", n)
+	}
+	e.flush(t)
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("delays not applied: %v", d)
+	}
+	if n := len(e.rec.items(t)); n != 2 {
+		t.Fatalf("delivered = %d", n)
+	}
+}
+
+func TestNotifierFailureCounted(t *testing.T) {
+	e := newEnv(t)
+	e.rec.fail = errors.New("receiver down")
+	payN(t, e, 2)
+	e.flush(t)
+	if st := e.sim.NotificationStats(); st.Failed != 2 || st.Sent != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestNilNotifierRecordsOnly(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Notifier = nil })
+	payN(t, e, 3)
+	e.flush(t)
+	if st := e.sim.NotificationStats(); st.Emitted != 3 || st.Pending != 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestFlushHonoursContextAndClose(t *testing.T) {
+	block := make(chan struct{})
+	sim, err := New(Options{Notifier: NotifierFunc(func(ctx context.Context, _ []byte) error {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return ctx.Err()
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.mu.Lock()
+	sim.emit(upstream.NotificationRequestItem{PSPReference: "X", EventCode: "AUTHORISATION", Success: "true"})
+	sim.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := sim.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush = %v", err)
+	}
+	done := make(chan struct{})
+	go func() { sim.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Close did not stop a blocked delivery")
+	}
+	close(block)
+}

@@ -1,0 +1,387 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/localqueue"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/verify"
+)
+
+// t0 is close to the wall clock, so Standard Webhooks timestamps verify.
+var t0 = time.Now().UTC().Truncate(time.Second)
+
+// env is a dispatcher over the embedded store and the local queue, with a
+// receiver answering from a script.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	clk    *clock.Fake
+	st     *embedded.Store
+	q      *localqueue.Queue
+	d      *webhooks.Dispatcher
+	admin  *webhooks.Admin
+	srv    *httptest.Server
+	logs   *bytes.Buffer
+	mu     sync.Mutex
+	got    []*http.Request
+	bodies [][]byte
+	answer func(n int) int // status for the n-th request (1-based)
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), clk: clock.NewFake(t0), logs: &bytes.Buffer{}}
+	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(e.clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	e.st = st
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		e.mu.Lock()
+		e.got = append(e.got, r)
+		e.bodies = append(e.bodies, body)
+		n := len(e.got)
+		answer := e.answer
+		e.mu.Unlock()
+		status := http.StatusOK
+		if answer != nil {
+			status = answer(n)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(e.srv.Close)
+	log := slog.New(slog.NewJSONHandler(&lockedBuffer{b: e.logs}, nil))
+	e.q = localqueue.New(st, e.clk, log, 0)
+	e.d = &webhooks.Dispatcher{
+		Deliveries: st, Tenants: st, Clock: e.clk, Log: log, Rand: func() float64 { return 0.5 },
+		Sender: webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true}),
+	}
+	e.admin = &webhooks.Admin{Deliveries: st, Queue: e.q, DeadLetters: e.q, Clock: e.clk}
+	e.must(st.PutMerchant(e.ctx, tenant.Merchant{ID: "m_a", Name: "A", Country: "NL", Active: true, CreatedAt: t0}))
+	e.must(st.PutSubscription(e.ctx, tenant.Subscription{
+		ID: "sub_1", MerchantID: "m_a", URL: e.srv.URL + "/hooks", Enabled: true, CreatedAt: t0,
+		Secrets: []tenant.Secret{{Value: secretNew, CreatedAt: t0}},
+	}))
+	return e
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (e *env) must(err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// newDelivery stores a pending delivery and enqueues its first attempt.
+func (e *env) newDelivery(id string) webhooks.Delivery {
+	e.t.Helper()
+	d, created, err := webhooks.CreateDelivery(e.ctx, e.st, webhooks.Delivery{
+		ID: id, MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1", EventCode: "AUTHORISATION",
+		PSPReference: "PSP1", Payload: []byte(`{"live":false,"notificationItems":[{"NotificationRequestItem":{"eventCode":"AUTHORISATION"}}]}`),
+		Status: webhooks.StatusPending, Enqueued: true, CreatedAt: e.clk.Now(), UpdatedAt: e.clk.Now(),
+	})
+	e.must(err)
+	if !created {
+		e.t.Fatalf("delivery %s existed", id)
+	}
+	e.must(e.q.Enqueue(e.ctx, queue.Job{DeliveryID: id, Attempt: 1}, 0))
+	return d
+}
+
+// run processes the jobs due now.
+func (e *env) run() int {
+	e.t.Helper()
+	n, err := e.q.RunDue(e.ctx, e.d.Process)
+	e.must(err)
+	return n
+}
+
+// advanceTo moves the clock to the next attempt's time of delivery id.
+func (e *env) advanceToNext(id string) {
+	e.t.Helper()
+	d := e.delivery(id)
+	if d.NextAttemptAt == nil {
+		e.t.Fatalf("delivery %s has no next attempt: %+v", id, d)
+	}
+	e.clk.Set(*d.NextAttemptAt)
+}
+
+func (e *env) delivery(id string) webhooks.Delivery {
+	e.t.Helper()
+	d, err := e.st.GetDelivery(e.ctx, id)
+	e.must(err)
+	return d
+}
+
+func (e *env) requests() ([]*http.Request, [][]byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]*http.Request(nil), e.got...), append([][]byte(nil), e.bodies...)
+}
+
+// TestFailTwiceThenSucceed: attempts 1, 2, 3 with one X-Webhook-Id, each
+// re-signed with its own timestamp, at the scheduled times.
+func TestFailTwiceThenSucceed(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(n int) int {
+		if n <= 2 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	}
+	e.newDelivery("msg_a")
+	if e.run() != 1 {
+		t.Fatal("first attempt not made")
+	}
+	d := e.delivery("msg_a")
+	if d.Status != webhooks.StatusPending || d.Attempts != 1 || d.LastStatusCode != 500 || d.LastError != "HTTP 500 Internal Server Error" ||
+		!d.NextAttemptAt.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("after attempt 1: %+v", d)
+	}
+	if e.run() != 0 {
+		t.Fatal("the retry ran before its time")
+	}
+	e.advanceToNext("msg_a")
+	e.run()
+	if d := e.delivery("msg_a"); d.Attempts != 2 || !d.NextAttemptAt.Equal(t0.Add(5*time.Second+5*time.Minute)) {
+		t.Fatalf("after attempt 2: %+v", d)
+	}
+	e.advanceToNext("msg_a")
+	e.run()
+	d = e.delivery("msg_a")
+	if d.Status != webhooks.StatusDelivered || d.Attempts != 3 || d.DeliveredAt == nil || d.LastError != "" {
+		t.Fatalf("after attempt 3: %+v", d)
+	}
+	reqs, bodies := e.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	var stamps []string
+	for i, r := range reqs {
+		if r.Header.Get("X-Webhook-Id") != "msg_a" || r.Header.Get("X-Webhook-Delivery-Attempt") != strconv.Itoa(i+1) {
+			t.Fatalf("request %d headers: %v", i+1, r.Header)
+		}
+		stamps = append(stamps, r.Header.Get("X-Webhook-Timestamp"))
+		if err := verify.Verify(secretNew, r.Header, bodies[i], e.clk.Now(), time.Hour); err != nil {
+			t.Fatalf("request %d does not verify: %v", i+1, err)
+		}
+	}
+	if stamps[0] == stamps[1] || stamps[1] == stamps[2] {
+		t.Fatalf("attempts not re-signed with their own timestamps: %v", stamps)
+	}
+	if e.run() != 0 {
+		t.Fatal("a delivered job ran again")
+	}
+}
+
+// TestNeverSucceedsEndsFailedThenRedrive: ten attempts on the schedule,
+// then failed and dead-lettered; redriving gives it new attempts.
+func TestNeverSucceedsEndsFailedThenRedrive(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(int) int { return http.StatusBadGateway }
+	e.newDelivery("msg_b")
+	e.run()
+	for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
+		before := e.clk.Now()
+		e.advanceToNext("msg_b")
+		if got, want := e.clk.Now().Sub(before), webhooks.NominalDelay(attempt); got != want {
+			t.Fatalf("wait before attempt %d: %s, want %s", attempt, got, want)
+		}
+		if e.run() != 1 {
+			t.Fatalf("attempt %d not made", attempt)
+		}
+	}
+	d := e.delivery("msg_b")
+	if d.Status != webhooks.StatusFailed || d.Attempts != webhooks.MaxAttempts || d.NextAttemptAt != nil {
+		t.Fatalf("after the last attempt: %+v", d)
+	}
+	dead, err := e.q.ReceiveDeadLetters(e.ctx, 10)
+	e.must(err)
+	if len(dead) != 1 || dead[0].Job.DeliveryID != "msg_b" {
+		t.Fatalf("dead letters: %+v", dead)
+	}
+	failed, err := e.admin.ListDeliveries(e.ctx, "m_a", webhooks.StatusFailed, 0)
+	e.must(err)
+	if len(failed) != 1 || failed[0].ID != "msg_b" || failed[0].LastError != "HTTP 502 Bad Gateway" {
+		t.Fatalf("failed deliveries: %+v", failed)
+	}
+
+	// The receiver is fixed; redriving the DLQ delivers it.
+	e.answer = func(int) int { return http.StatusOK }
+	res, err := e.admin.RedriveDeadLetterQueue(e.ctx)
+	e.must(err)
+	if len(res.Redriven) != 1 || res.Redriven[0] != "msg_b" || res.Dropped != 0 {
+		t.Fatalf("DLQ redrive: %+v", res)
+	}
+	if d := e.delivery("msg_b"); d.Status != webhooks.StatusPending || d.Attempts != 0 || d.Redrives != 1 || !d.Enqueued {
+		t.Fatalf("after redrive: %+v", d)
+	}
+	if e.run() != 1 {
+		t.Fatal("the redriven delivery was not attempted")
+	}
+	if d := e.delivery("msg_b"); d.Status != webhooks.StatusDelivered || d.Attempts != 1 {
+		t.Fatalf("after the redriven attempt: %+v", d)
+	}
+	reqs, _ := e.requests()
+	if last := reqs[len(reqs)-1]; last.Header.Get("X-Webhook-Delivery-Attempt") != "1" || last.Header.Get("X-Webhook-Id") != "msg_b" {
+		t.Fatalf("redriven attempt headers: %v", last.Header)
+	}
+	if dead, _ := e.q.ReceiveDeadLetters(e.ctx, 10); len(dead) != 0 {
+		t.Fatalf("dead letters left: %+v", dead)
+	}
+}
+
+func TestRedriveDeliveries(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(int) int { return http.StatusInternalServerError }
+	for _, id := range []string{"msg_1", "msg_2", "msg_3"} {
+		e.newDelivery(id)
+	}
+	e.run()
+	// Make msg_1 and msg_2 fail for good (as after their last attempt).
+	for _, id := range []string{"msg_1", "msg_2"} {
+		_, err := webhooks.MutateDelivery(e.ctx, e.st, id, func(d *webhooks.Delivery) error {
+			d.Status, d.Attempts = webhooks.StatusFailed, webhooks.MaxAttempts
+			return nil
+		})
+		e.must(err)
+	}
+	if _, err := e.admin.RedriveDeliveries(e.ctx, "m_a", webhooks.RedriveOptions{DeliveryID: "msg_3"}); !errors.Is(err, webhooks.ErrNotRedrivable) {
+		t.Fatalf("redrive of a pending delivery: %v, want ErrNotRedrivable", err)
+	}
+	if _, err := e.admin.RedriveDeliveries(e.ctx, "m_other", webhooks.RedriveOptions{DeliveryID: "msg_1"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("redrive of another merchant's delivery: %v, want not found", err)
+	}
+	ids, err := e.admin.RedriveDeliveries(e.ctx, "m_a", webhooks.RedriveOptions{DeliveryID: "msg_1"})
+	e.must(err)
+	if len(ids) != 1 || ids[0] != "msg_1" {
+		t.Fatalf("redrive by id: %v", ids)
+	}
+	ids, err = e.admin.RedriveDeliveries(e.ctx, "m_a", webhooks.RedriveOptions{})
+	e.must(err)
+	if len(ids) != 1 || ids[0] != "msg_2" {
+		t.Fatalf("redrive of all failed: %v (msg_1 is pending again)", ids)
+	}
+	for _, id := range []string{"msg_1", "msg_2"} {
+		if d := e.delivery(id); d.Status != webhooks.StatusPending || d.Attempts != 0 || !d.Enqueued {
+			t.Fatalf("%s after redrive: %+v", id, d)
+		}
+	}
+	e.answer = func(int) int { return http.StatusOK }
+	if n := e.run(); n != 2 {
+		t.Fatalf("ran %d jobs after the redrive, want 2", n)
+	}
+	all, err := e.admin.ListDeliveries(e.ctx, "m_a", "", 0)
+	e.must(err)
+	if len(all) != 3 {
+		t.Fatalf("list: %+v", all)
+	}
+	if _, err := e.admin.ListDeliveries(e.ctx, "m_a", "bogus", 0); err == nil {
+		t.Fatal("an unknown status was accepted")
+	}
+}
+
+// TestGoneDisablesSubscription: 410 ends the delivery and disables the
+// subscription; its other pending deliveries end disabled without a request.
+func TestGoneDisablesSubscription(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(int) int { return http.StatusGone }
+	e.newDelivery("msg_g")
+	e.run()
+	d := e.delivery("msg_g")
+	if d.Status != webhooks.StatusDisabled || d.Attempts != 1 || d.LastStatusCode != 410 {
+		t.Fatalf("after 410: %+v", d)
+	}
+	sub, err := e.st.GetSubscription(e.ctx, "m_a", "sub_1")
+	e.must(err)
+	if sub.Enabled || sub.DisabledReason == "" {
+		t.Fatalf("subscription after 410: %+v", sub)
+	}
+	e.newDelivery("msg_h")
+	e.run()
+	if d := e.delivery("msg_h"); d.Status != webhooks.StatusDisabled || d.Attempts != 0 {
+		t.Fatalf("delivery to a disabled subscription: %+v", d)
+	}
+	if reqs, _ := e.requests(); len(reqs) != 1 {
+		t.Fatalf("%d requests, want only the one answered 410", len(reqs))
+	}
+}
+
+// TestRefusedTargetRetried: a loopback target without the development
+// setting is refused (no request) and counts as a failed attempt.
+func TestRefusedTargetRetried(t *testing.T) {
+	e := newEnv(t)
+	e.d.Sender = webhooks.NewSender(webhooks.SenderConfig{Timeout: time.Second})
+	e.newDelivery("msg_r")
+	e.run()
+	d := e.delivery("msg_r")
+	if d.Status != webhooks.StatusPending || d.Attempts != 1 || d.NextAttemptAt == nil || !bytes.Contains([]byte(d.LastError), []byte("target refused")) {
+		t.Fatalf("refused target: %+v", d)
+	}
+	if reqs, _ := e.requests(); len(reqs) != 0 {
+		t.Fatal("a refused target got a request")
+	}
+}
+
+func TestUnknownOrEndedDeliveriesDropped(t *testing.T) {
+	e := newEnv(t)
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_none", Attempt: 1}, 1); out.Kind != queue.Done {
+		t.Fatalf("unknown delivery: %+v", out)
+	}
+	e.newDelivery("msg_d")
+	e.run()
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_d", Attempt: 1}, 2); out.Kind != queue.Done {
+		t.Fatalf("delivered delivery: %+v", out)
+	}
+	if reqs, _ := e.requests(); len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+}
+
+// TestSecretRotationSignsWithBoth: during the overlap both secrets verify.
+func TestSecretRotationSignsWithBoth(t *testing.T) {
+	e := newEnv(t)
+	until := t0.Add(time.Hour)
+	e.must(e.st.PutSubscription(e.ctx, tenant.Subscription{
+		ID: "sub_1", MerchantID: "m_a", URL: e.srv.URL + "/hooks", Enabled: true, CreatedAt: t0,
+		Secrets: []tenant.Secret{{Value: secretOld, CreatedAt: t0, ExpiresAt: &until}, {Value: secretNew, CreatedAt: t0}},
+	}))
+	e.newDelivery("msg_rot")
+	e.run()
+	reqs, bodies := e.requests()
+	for _, s := range []string{secretOld, secretNew} {
+		if err := verify.Verify(s, reqs[0].Header, bodies[0], e.clk.Now(), time.Minute); err != nil {
+			t.Fatalf("secret %s…: %v", s[:10], err)
+		}
+	}
+}
