@@ -53,7 +53,20 @@ func parseGoBench(out string) []goBench {
 	return res
 }
 
-// find returns the benchmark named name (e.g. "BenchmarkRequestCPU/payments").
+// goBenchFailures returns the packages `go test` reported as failed (a
+// build error or a failing benchmark).
+func goBenchFailures(out string) []string {
+	var failed []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "FAIL" {
+			failed = append(failed, f[1])
+		}
+	}
+	return failed
+}
+
+// findBench returns the benchmark named name (e.g. "BenchmarkRequestCPU/payments").
 func findBench(bs []goBench, name string) (goBench, bool) {
 	for _, b := range bs {
 		if b.Name == name {

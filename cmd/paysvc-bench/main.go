@@ -137,7 +137,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	if *smoke {
 		for name, v := range map[string]string{
 			"n": "40", "n-slow": "8", "c": "1,2", "c-slow": "4", "latencies": "0,20ms", "rounds": "2", "rt-requests": "1",
-			"starts": "2", "functions": "config", "arm64": "false", "deliveries": "30", "hang": "1s", "timeout": "2m",
+			"starts": "2", "functions": "config", "arm64": "false", "deliveries": "20", "hang": "500ms", "timeout": "2m",
 		} {
 			if !set[name] {
 				_ = fs.Set(name, v)
@@ -149,7 +149,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		Requests: *n, RequestsSlow: *nSlow, ConcurrencySlow: *concSlow, Rounds: *rounds, RTRequests: *rt,
 		Starts: *starts, Functions: splitList(*functions), ColdStartPkgs: splitList(*coldPkgs), Arm64: *arm64, Deliveries: *deliveries,
 		HangFor: *hang, GoBench: *gobench, Out: *out, Timeout: *timeout, progress: progress,
-		Command: "go run ./cmd/paysvc-bench " + strings.Join(args, " "),
+		Command: commandLine(args),
 	}
 	for _, s := range c.Sections {
 		if !contains(allSections, s) {
@@ -184,6 +184,25 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		return nil, errors.New("-hang and -timeout must be positive")
 	}
 	return c, nil
+}
+
+// commandLine renders the command for the report, without the temporary
+// file of -gobench.
+func commandLine(args []string) string {
+	out := []string{"go run ./cmd/paysvc-bench"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-gobench" || a == "--gobench":
+			out = append(out, a, "<go test -bench output>")
+			i++
+		case strings.HasPrefix(a, "-gobench=") || strings.HasPrefix(a, "--gobench="):
+			out = append(out, "-gobench=<go test -bench output>")
+		default:
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func splitList(s string) []string {
@@ -245,6 +264,9 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 			rep.errs["gobench"] = err
 		} else {
 			rep.gobench = parseGoBench(string(b))
+			if failed := goBenchFailures(string(b)); len(failed) > 0 {
+				rep.errs["gobench"] = fmt.Errorf("go test -bench failed in %s", strings.Join(failed, ", "))
+			}
 		}
 	}
 	for _, s := range cfg.Sections {

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/yp/paysvc/shared/testutil/moto"
 )
 
@@ -102,5 +106,35 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(ds, 50) != 50 || percentile(ds, 99) != 99 || percentile(ds, 100) != 100 || percentile(ds[:1], 99) != 1 {
 		t.Fatal("nearest-rank percentiles wrong")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+	key := func(pk, sk string) map[string]types.AttributeValue {
+		return map[string]types.AttributeValue{"pk": s(pk), "sk": s(sk)}
+	}
+	for _, tc := range []struct {
+		op     string
+		params any
+		want   string
+	}{
+		{"GetItem", &dynamodb.GetItemInput{Key: key("APIKEY#abc", "META")}, "auth: API key read"},
+		{"UpdateItem", &dynamodb.UpdateItemInput{Key: key("RATE#rl#k#1", "WINDOW")}, "rate limit: hit"},
+		{"PutItem", &dynamodb.PutItemInput{Item: key("IDEM#m_demo", "KEY#k")}, "idempotency: claim"},
+		{"UpdateItem", &dynamodb.UpdateItemInput{Key: key("IDEM#m_demo", "KEY#k")}, "idempotency: complete"},
+		{"PutItem", &dynamodb.PutItemInput{Item: key("PAYMENT#PSP1", "META")}, "payment record: write"},
+		{"GetItem", &dynamodb.GetItemInput{Key: key("MERCHANT#m_demo", "SUB#s")}, "tenant: subscription read"},
+		{"Query", &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("MERCHANT#m_demo"), ":prefix": s("SUB#")},
+		}, "tenant: subscriptions list"},
+	} {
+		if got := classify("DynamoDB", tc.op, tc.params); got != tc.want {
+			t.Errorf("classify(%s %T) = %q, want %q", tc.op, tc.params, got, tc.want)
+		}
+	}
+	if got := classify("SQS", "SendMessage", nil); got != "queue: enqueue delivery job" {
+		t.Errorf("SQS SendMessage: %q", got)
 	}
 }

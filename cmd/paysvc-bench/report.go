@@ -67,6 +67,14 @@ func signed(d time.Duration) string {
 	return dur(d)
 }
 
+// lat renders an upstream latency ("150 ms").
+func lat(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return fmt.Sprintf("%d ms", d/time.Millisecond)
+	}
+	return dur(d)
+}
+
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
 
 // markdown renders the report.
@@ -87,7 +95,11 @@ func (r *report) markdown() string {
 	w("| Memory | %.1f GiB |\n", m.MemoryGiB)
 	w("| Kernel | Linux %s |\n", m.Kernel)
 	w("| Go | `%s` |\n", m.GoVersion)
-	w("| Command | `make bench` = `go test -run '^$' -bench . -benchmem ./...` + `%s` |\n\n", strings.TrimSpace(r.cfg.Command))
+	if r.cfg.GoBench != "" {
+		w("| Command | `make bench`: `PAYSVC_BENCH_FULL=1 go test -run '^$' -bench . -benchmem ./...`, then `%s` |\n\n", r.cfg.Command)
+	} else {
+		w("| Command | `%s` |\n\n", r.cfg.Command)
+	}
 
 	targets := r.targets()
 	w("## Targets\n\n| Target | Measured | |\n|---|---|---|\n")
@@ -230,11 +242,11 @@ func (r *report) latencyTargets() []target {
 			ok = ok && pct <= 2
 		}
 		if any {
-			t150.Name = fmt.Sprintf("At %s upstream, end-to-end p50 within 2 %% of direct", dur(slow))
+			t150.Name = fmt.Sprintf("At %s upstream, end-to-end p50 within 2 %% of direct", lat(slow))
 			t150.Measured = strings.Join(parts, ", ") + fmt.Sprintf(" (concurrency %d)", r.cfg.ConcurrencySlow)
 			t150.Status = mark(ok)
 			if !ok {
-				t150.Miss = "2 % of " + dur(slow) + " is " + dur(slow/50) + "; the added time is the same store writes as at 0 ms. " +
+				t150.Miss = "2 % of " + lat(slow) + " is " + dur(slow/50) + "; the added time is the same store writes as at 0 ms. " +
 					"Group commit or an unsynced local store (see the first target) would bring it under."
 			}
 		}
@@ -503,7 +515,7 @@ func (r *report) overheadSection(w func(string, ...any)) {
 	w("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.overhead.Rows {
 		if x.Skipped != "" {
-			w("| %s | %d | %s | — | n/a: %s | | | | | |\n", dur(x.Latency), x.Concurrency, x.Endpoint, x.Skipped)
+			w("| %s | %d | %s | — | n/a: %s | | | | | |\n", lat(x.Latency), x.Concurrency, x.Endpoint, x.Skipped)
 			continue
 		}
 		ep := x.Endpoint
@@ -511,7 +523,7 @@ func (r *report) overheadSection(w func(string, ...any)) {
 			ep += "¹"
 		}
 		w("| %s | %d | %s | %d | %s / %s / %s | %s / %s / %s | **%s** | %s | %.0f | %.0f |\n",
-			dur(x.Latency), x.Concurrency, ep, x.Requests,
+			lat(x.Latency), x.Concurrency, ep, x.Requests,
 			dur(x.Service.P50), dur(x.Service.P90), dur(x.Service.P99),
 			dur(x.Direct.P50), dur(x.Direct.P90), dur(x.Direct.P99),
 			signed(x.Service.P50-x.Direct.P50), signed(x.Service.P99-x.Direct.P99), x.Service.RPS, x.Direct.RPS)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -127,6 +128,13 @@ func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// Parts of a Query's key condition: the partition key's value and the
+// sort key prefix's value placeholders.
+var (
+	keyEquals     = regexp.MustCompile(`#\w+\s*=\s*(:\w+)`)
+	keyBeginsWith = regexp.MustCompile(`begins_with\(\s*#\w+\s*,\s*(:\w+)\s*\)`)
+)
+
 // classify names the domain operation of a DynamoDB or SQS call from its
 // key prefixes (the single-table layout of shared/store/dynamo).
 func classify(service, op string, params any) string {
@@ -156,11 +164,19 @@ func classify(service, op string, params any) string {
 	case *dynamodb.DeleteItemInput:
 		keyOf(in.Key)
 	case *dynamodb.QueryInput:
-		for _, v := range in.ExpressionAttributeValues {
-			if s, ok := v.(*types.AttributeValueMemberS); ok && strings.Contains(s.Value, "#") && pk == "" {
-				pk = s.Value
+		// "#pk = :pk AND begins_with(#sk, :prefix)": the values named there.
+		value := func(re *regexp.Regexp) string {
+			m := re.FindStringSubmatch(aws.ToString(in.KeyConditionExpression))
+			if m == nil {
+				return ""
 			}
+			v, _ := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS)
+			if v == nil {
+				return ""
+			}
+			return v.Value
 		}
+		pk, sk = value(keyEquals), value(keyBeginsWith)
 	case *dynamodb.TransactWriteItemsInput:
 		if len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil {
 			keyOf(in.TransactItems[0].Put.Item)
@@ -176,8 +192,12 @@ func classify(service, op string, params any) string {
 		return "tenant: site " + rw
 	case "MERCHANT":
 		switch {
-		case op == "Query":
+		case op == "Query" && strings.HasPrefix(sk, "SUB#"):
 			return "tenant: subscriptions list"
+		case op == "Query" && strings.HasPrefix(sk, "KEY#"):
+			return "tenant: API keys list"
+		case op == "Query":
+			return "tenant: list " + sk
 		case strings.HasPrefix(sk, "SUB#"):
 			return "tenant: subscription " + rw
 		case strings.HasPrefix(sk, "KEY#"):

@@ -1,0 +1,575 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/yp/paysvc/shared/app"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream/simulator"
+	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/verify"
+)
+
+// End-to-end tests of notifications in and webhooks out (DESIGN 3.6): the
+// service as the local server wires it (app, embedded store, local queue,
+// real HTTP) with the upstream simulator posting its HMAC-signed
+// notifications to the service's endpoint over HTTP, and merchants'
+// receivers on httptest servers. The clock is fake (near the wall clock so
+// Standard Webhooks timestamps verify); the local queue is driven with
+// RunDue, so retries are walked through without waiting.
+
+const (
+	e2eHMACKey    = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
+	e2eSimKey     = "sim_e2e_api_key"
+	e2eNotifyUser = "paysvc-notify"
+	e2eNotifyPass = "e2e-notify-password"
+	e2eMerchant   = "m_e2e"
+	e2eSite       = "site_e2e"
+	e2eAccount    = "E2EShopECOM"
+	e2eCard       = `{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}`
+)
+
+// hookReceiver is a merchant's webhook endpoint.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []hookRequest
+	answer func(n int) int // status of the n-th request (1-based); nil: 200
+	hold   chan struct{}   // when set, requests wait on it (or their context)
+}
+
+type hookRequest struct {
+	header http.Header
+	body   []byte
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.got = append(h.got, hookRequest{r.Header.Clone(), body})
+		n, answer, hold := len(h.got), h.answer, h.hold
+		h.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		status := http.StatusOK
+		if answer != nil {
+			status = answer(n)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(func() {
+		h.mu.Lock()
+		if h.hold != nil {
+			close(h.hold)
+			h.hold = nil
+		}
+		h.mu.Unlock()
+		h.srv.Close()
+	})
+	return h
+}
+
+func (h *hookReceiver) requests() []hookRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookRequest(nil), h.got...)
+}
+
+// item decodes the single notification item of a delivery body.
+func (r hookRequest) item(t *testing.T) map[string]any {
+	t.Helper()
+	var p struct {
+		Live  *bool `json:"live"`
+		Items []struct {
+			Item map[string]any `json:"NotificationRequestItem"`
+		} `json:"notificationItems"`
+	}
+	if err := json.Unmarshal(r.body, &p); err != nil || p.Live == nil || len(p.Items) != 1 {
+		t.Fatalf("delivery body %s: %v", r.body, err)
+	}
+	return p.Items[0].Item
+}
+
+// whEnv is a running service with the simulator and one merchant.
+type whEnv struct {
+	t      *testing.T
+	ctx    context.Context
+	clk    *clock.Fake
+	a      *app.App
+	sim    *simulator.Simulator
+	queues *app.Queues
+	disp   *webhooks.Dispatcher
+	admin  *webhooks.Admin
+	base   string
+	key    string
+	secret string
+	logs   *bytes.Buffer
+	hooks  *hookReceiver
+}
+
+type whOptions struct {
+	allowLocal bool
+	timeout    time.Duration
+}
+
+func newWHEnv(t *testing.T, o whOptions) *whEnv {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	logs := &bytes.Buffer{}
+	log := app.NewLogger(&lockedWriter{mu: &sync.Mutex{}, w: logs}, slog.LevelDebug)
+
+	var handler atomic.Pointer[http.Handler]
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }))
+	t.Cleanup(svc.Close)
+	backoff := make([]time.Duration, 20)
+	for i := range backoff {
+		backoff[i] = 20 * time.Millisecond
+	}
+	notifier, err := simulator.NewHTTPNotifier(simulator.HTTPNotifierConfig{
+		URL: svc.URL + httpapi.NotificationsPath, Username: e2eNotifyUser, Password: e2eNotifyPass,
+		Backoff: backoff, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := simulator.New(simulator.Options{APIKey: e2eSimKey, HMACKeyHex: e2eHMACKey, Clock: clk, Notifier: notifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	simSrv := httptest.NewServer(sim)
+	t.Cleanup(func() { simSrv.Close(); _ = sim.Close() })
+
+	env := map[string]string{
+		"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": simSrv.URL + sim.BasePath(),
+		"PAYSVC_UPSTREAM_API_KEY": e2eSimKey, "PAYSVC_UPSTREAM_HMAC_KEY": e2eHMACKey,
+		"PAYSVC_NOTIFICATION_USERNAME": e2eNotifyUser, "PAYSVC_NOTIFICATION_PASSWORD": e2eNotifyPass,
+		"PAYSVC_AUTH_CACHE_TTL": "0s", "PAYSVC_RATE_PER_SECOND": "1000", "PAYSVC_RATE_BURST": "2000",
+	}
+	if o.allowLocal {
+		env["PAYSVC_WEBHOOK_ALLOW_LOCAL"] = "true"
+	}
+	cfg, err := config.FromEnv(func(k string) string { return env[k] }, config.StoreEmbedded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(ctx, cfg, log, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stores.Close() })
+	queues, err := app.OpenQueues(ctx, a.Config, a.Stores, clk, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := app.NewReceiver(a, queues.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.timeout == 0 {
+		o.timeout = 5 * time.Second
+	}
+	disp := app.NewDispatcher(a, app.DispatcherOptions{Timeout: o.timeout, Rand: func() float64 { return 0.5 }})
+	admin, err := app.NewWebhookAdmin(ctx, a.Config, a.Stores, clk, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
+		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
+	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	handler.Store(&h)
+
+	e := &whEnv{t: t, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
+		hooks: newHookReceiver(t)}
+	e.seed()
+	return e
+}
+
+func (e *whEnv) seed() {
+	t := e.t
+	p := &provision.Provisioner{Store: e.a.Stores.Tenants, Env: tenant.EnvTest, Clock: e.clk}
+	if _, err := p.PutMerchant(e.ctx, tenant.Merchant{ID: e2eMerchant, Name: "E2E Shop", Country: "NL", Active: true,
+		CaptureMode: tenant.CaptureManual, Ecommerce: true, UpstreamAccount: e2eAccount, ClientKey: "test_E2ECLIENT",
+		SplitAccount: "BA_e2e"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PutSite(e.ctx, tenant.Site{ID: e2eSite, MerchantID: e2eMerchant}); err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := p.CreateAPIKey(e.ctx, provision.KeySpec{MerchantID: e2eMerchant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: "sub_e2e", MerchantID: e2eMerchant, URL: e.hooks.srv.URL + "/webhooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.key, e.secret = key, secret
+}
+
+// api calls the service's API and decodes the JSON answer.
+func (e *whEnv) api(path, body string, want int) map[string]any {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.base+"/v1/ecom/"+e2eSite+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		e.t.Fatalf("POST %s: %d %s, want %d", path, resp.StatusCode, raw, want)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("POST %s: %s: %v", path, raw, err)
+	}
+	return out
+}
+
+// pay starts an authorised card payment and returns its pspReference.
+func (e *whEnv) pay(value int, holder string) string {
+	e.t.Helper()
+	pm := e2eCard
+	if holder != "" {
+		pm = strings.Replace(pm, `"type":"scheme"`, `"type":"scheme","holderName":"`+holder+`"`, 1)
+	}
+	out := e.api("/payments", fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, value, pm), 200)
+	psp, _ := out["pspReference"].(string)
+	if out["resultCode"] != "Authorised" || psp == "" {
+		e.t.Fatalf("payment: %v", out)
+	}
+	return psp
+}
+
+// settle waits until the simulator has delivered its notifications (each
+// answered [accepted] by the service) and runs the due deliveries.
+func (e *whEnv) settle() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	if err := e.sim.Flush(ctx); err != nil {
+		e.t.Fatalf("flush notifications: %v", err)
+	}
+	e.runDue()
+}
+
+func (e *whEnv) runDue() int {
+	e.t.Helper()
+	n, err := e.queues.Local.RunDue(e.ctx, e.disp.Process)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func (e *whEnv) payment(psp string) payments.Payment {
+	e.t.Helper()
+	p, err := e.a.Stores.Payments.GetPayment(e.ctx, psp)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *whEnv) deliveries(status webhooks.Status) []webhooks.Delivery {
+	e.t.Helper()
+	ds, err := e.admin.ListDeliveries(e.ctx, e2eMerchant, status, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ds
+}
+
+// TestWebhooksE2EPaymentNotificationsSignedAndVerifiable: authorise,
+// capture and refund a payment through the API; each notification reaches
+// the merchant signed (our helper and the official Standard Webhooks
+// library verify it), stripped of internal data, with paymentSource.
+func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	psp := e.pay(1000, "")
+	e.settle()
+	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+	e.settle()
+	e.api("/payments/"+psp+"/reversals", `{}`, 200)
+	e.settle()
+
+	reqs := e.hooks.requests()
+	var codes []string
+	wh, err := standardwebhooks.NewWebhook(e.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 0); err != nil {
+			t.Fatalf("verify helper: %v", err)
+		}
+		if err := wh.Verify(r.body, r.header); err != nil {
+			t.Fatalf("standard webhooks library: %v", err)
+		}
+		if r.header.Get("X-Webhook-Delivery-Attempt") != "1" || r.header.Get("X-Webhook-Payload-Version") != "1" ||
+			r.header.Get("Content-Type") != "application/json" || !strings.HasPrefix(r.header.Get("X-Webhook-Id"), "msg_") {
+			t.Fatalf("headers: %v", r.header)
+		}
+		it := r.item(t)
+		codes = append(codes, it["eventCode"].(string))
+		ad, _ := it["additionalData"].(map[string]any)
+		if ad["paymentSource"] != "advanced" || ad["hmacSignature"] != nil || ad["metadata.merchantId"] != nil || ad["metadata.siteId"] != nil {
+			t.Fatalf("additionalData: %v", ad)
+		}
+		if it["success"] != "true" || (it["pspReference"] != psp && it["originalReference"] != psp) {
+			t.Fatalf("item: %v", it)
+		}
+	}
+	if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CANCEL_OR_REFUND" {
+		t.Fatalf("delivered %v", codes)
+	}
+	if p := e.payment(psp); p.State != payments.StateRefunded || p.CapturedValue != 1000 || p.RefundedValue != 1000 {
+		t.Fatalf("payment record: %+v", p)
+	}
+	if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), e2eHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
+		t.Fatal("a secret reached the logs")
+	}
+}
+
+// TestWebhooksE2EFailTwiceThenSucceed: attempts 1, 2 and 3 carry one
+// X-Webhook-Id and arrive on the schedule (immediately, 5 s, 5 min).
+func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	e.hooks.answer = func(n int) int {
+		if n <= 2 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	e.pay(1000, "")
+	e.settle()
+	for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
+		e.clk.Advance(wait - time.Millisecond)
+		if e.runDue() != 0 {
+			t.Fatalf("an attempt ran before its %s wait", wait)
+		}
+		e.clk.Advance(time.Millisecond)
+		if e.runDue() != 1 {
+			t.Fatalf("no attempt after %s", wait)
+		}
+	}
+	reqs := e.hooks.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	id := reqs[0].header.Get("X-Webhook-Id")
+	for i, r := range reqs {
+		if r.header.Get("X-Webhook-Id") != id || r.header.Get("X-Webhook-Delivery-Attempt") != fmt.Sprint(i+1) {
+			t.Fatalf("request %d: id %s attempt %s", i+1, r.header.Get("X-Webhook-Id"), r.header.Get("X-Webhook-Delivery-Attempt"))
+		}
+		if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 10*time.Minute); err != nil {
+			t.Fatalf("request %d: %v", i+1, err)
+		}
+	}
+	if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
+		t.Fatalf("delivered: %+v", ds)
+	}
+}
+
+// TestWebhooksE2ENeverSucceedsThenRedrive: ten failed attempts over the
+// schedule end in failed + dead letter; the admin redrive delivers it.
+func TestWebhooksE2ENeverSucceedsThenRedrive(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	e.hooks.answer = func(int) int { return http.StatusInternalServerError }
+	e.pay(1000, "")
+	e.settle()
+	for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
+		e.clk.Advance(webhooks.NominalDelay(attempt))
+		if e.runDue() != 1 {
+			t.Fatalf("attempt %d not made", attempt)
+		}
+	}
+	failed := e.deliveries(webhooks.StatusFailed)
+	if len(failed) != 1 || failed[0].Attempts != webhooks.MaxAttempts || failed[0].LastError != "HTTP 500 Internal Server Error" {
+		t.Fatalf("failed deliveries: %+v", failed)
+	}
+	dead, err := e.queues.DeadLetters.ReceiveDeadLetters(e.ctx, 10)
+	if err != nil || len(dead) != 1 || dead[0].Job.DeliveryID != failed[0].ID {
+		t.Fatalf("dead letters: %+v, %v", dead, err)
+	}
+	e.clk.Advance(24 * time.Hour)
+	if e.runDue() != 0 {
+		t.Fatal("a failed delivery was attempted again")
+	}
+
+	e.hooks.answer = nil
+	ids, err := e.admin.RedriveDeliveries(e.ctx, e2eMerchant, webhooks.RedriveOptions{})
+	if err != nil || len(ids) != 1 || ids[0] != failed[0].ID {
+		t.Fatalf("redrive: %v, %v", ids, err)
+	}
+	if e.runDue() != 1 {
+		t.Fatal("the redriven delivery was not attempted")
+	}
+	if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Redrives != 1 {
+		t.Fatalf("after redrive: %+v", ds)
+	}
+	// Its dead letter is now stale: redriving the DLQ drops it.
+	res, err := e.admin.RedriveDeadLetterQueue(e.ctx)
+	if err != nil || res.Dropped != 1 || len(res.Redriven) != 0 {
+		t.Fatalf("DLQ redrive: %+v, %v", res, err)
+	}
+	reqs := e.hooks.requests()
+	if last := reqs[len(reqs)-1]; len(reqs) != webhooks.MaxAttempts+1 || last.header.Get("X-Webhook-Delivery-Attempt") != "1" {
+		t.Fatalf("%d requests; last attempt header %s", len(reqs), last.header.Get("X-Webhook-Delivery-Attempt"))
+	}
+}
+
+// TestWebhooksE2ESlowReceiverTimesOut: a receiver that does not answer
+// within the (injected, short) timeout counts as a failed attempt.
+func TestWebhooksE2ESlowReceiverTimesOut(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true, timeout: 200 * time.Millisecond})
+	e.hooks.hold = make(chan struct{})
+	e.pay(1000, "")
+	start := time.Now()
+	e.settle()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the attempt took %s", took)
+	}
+	ds := e.deliveries(webhooks.StatusPending)
+	if len(ds) != 1 || ds[0].Attempts != 1 || !strings.Contains(ds[0].LastError, "timeout") || ds[0].NextAttemptAt == nil {
+		t.Fatalf("after a slow receiver: %+v", ds)
+	}
+}
+
+// TestWebhooksE2ELoopbackRefusedWithoutDevSetting: without
+// PAYSVC_WEBHOOK_ALLOW_LOCAL a loopback target gets nothing.
+func TestWebhooksE2ELoopbackRefusedWithoutDevSetting(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: false})
+	e.pay(1000, "")
+	e.settle()
+	if n := len(e.hooks.requests()); n != 0 {
+		t.Fatalf("the loopback receiver got %d requests", n)
+	}
+	ds := e.deliveries(webhooks.StatusPending)
+	if len(ds) != 1 || !strings.Contains(ds[0].LastError, "target refused") {
+		t.Fatalf("delivery: %+v", ds)
+	}
+}
+
+// TestWebhooksE2EDuplicateAndReorderedNotifications: the simulator sends
+// every notification twice and in reverse order; the payment record ends
+// right and each event is delivered once.
+func TestWebhooksE2EDuplicateAndReorderedNotifications(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	e.sim.SetFaults(simulator.Faults{Duplicate: 1, Reorder: 3})
+	psp := e.pay(1000, "")
+	e.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
+	e.api("/payments/"+psp+"/captures", `{"amount":{"value":600,"currency":"EUR"}}`, 200)
+	e.settle()
+	p := e.payment(psp)
+	if p.State != payments.StatePartiallyCaptured || p.AuthorisedValue != 1500 || p.CapturedValue != 600 {
+		t.Fatalf("payment record: %+v", p)
+	}
+	notes := map[string]int{}
+	for _, h := range p.History {
+		if h.Origin == payments.OriginNotification {
+			notes[h.Kind]++
+		}
+	}
+	if notes["AUTHORISATION"] != 1 || notes["AUTHORISATION_ADJUSTMENT"] != 1 || notes["CAPTURE"] != 1 {
+		t.Fatalf("notifications in the history: %v", notes)
+	}
+	var codes []string
+	for _, r := range e.hooks.requests() {
+		codes = append(codes, r.item(t)["eventCode"].(string))
+	}
+	if len(codes) != 3 {
+		t.Fatalf("delivered %v, want each of the 3 events once", codes)
+	}
+}
+
+// TestWebhooksE2ECaptureFailed: the upstream confirms a capture, then
+// reports it failed; the record ends authorised with nothing captured.
+func TestWebhooksE2ECaptureFailed(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	psp := e.pay(1000, "capture failed")
+	e.settle()
+	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+	e.settle()
+	if p := e.payment(psp); p.State != payments.StateAuthorised || p.CapturedValue != 0 {
+		t.Fatalf("payment record: %+v", p)
+	}
+	var codes []string
+	for _, r := range e.hooks.requests() {
+		codes = append(codes, r.item(t)["eventCode"].(string))
+	}
+	slices.Sort(codes[1:]) // CAPTURE and CAPTURE_FAILED are delivered concurrently
+	if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CAPTURE_FAILED" {
+		t.Fatalf("delivered %v", codes)
+	}
+}
+
+// TestWebhooksE2ECardOnFile: a zero-amount session stores the card; its
+// AUTHORISATION (first seen by the service in the notification) creates the
+// payment record, carries the token to the merchant, and the merchant's
+// no-show charge with the token is authorised.
+func TestWebhooksE2ECardOnFile(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	ses := e.api("/sessions", `{"amount":{"value":0,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"cof-1",
+		"shopperReference":"guest-e2e","storePaymentMethod":true,"recurringProcessingModel":"UnscheduledCardOnFile"}`, 200)
+	res, err := e.sim.PaySession(e.ctx, ses["id"].(string), simulator.SessionPayment{})
+	if err != nil || res.ResultCode != "Authorised" || res.StoredPaymentMethodID == "" {
+		t.Fatalf("session payment: %+v, %v", res, err)
+	}
+	e.settle()
+	p := e.payment(res.PSPReference)
+	if p.Source != payments.SourceSessions || p.MerchantID != e2eMerchant || p.SiteID != e2eSite || p.StoredMethodID != res.StoredPaymentMethodID ||
+		p.State != payments.StateAuthorised || p.Reference != "cof-1" {
+		t.Fatalf("record from the notification: %+v", p)
+	}
+	reqs := e.hooks.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d deliveries, want the AUTHORISATION", len(reqs))
+	}
+	it := reqs[0].item(t)
+	ad, _ := it["additionalData"].(map[string]any)
+	token, _ := ad["tokenization.storedPaymentMethodId"].(string)
+	if it["eventCode"] != "AUTHORISATION" || token != res.StoredPaymentMethodID || ad["paymentSource"] != "sessions" {
+		t.Fatalf("forwarded item: %v", it)
+	}
+	charge := e.api("/payments", fmt.Sprintf(`{"amount":{"value":8000,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"noshow-1",
+		"paymentMethod":{"type":"scheme","storedPaymentMethodId":%q},"shopperInteraction":"ContAuth","shopperReference":"guest-e2e",
+		"recurringProcessingModel":"UnscheduledCardOnFile","industryUsage":"noShow"}`, token), 200)
+	if charge["resultCode"] != "Authorised" {
+		t.Fatalf("stored-card charge: %v", charge)
+	}
+	e.settle()
+	if p := e.payment(charge["pspReference"].(string)); p.State != payments.StateAuthorised || p.AuthorisedValue != 8000 {
+		t.Fatalf("charge record: %+v", p)
+	}
+}
