@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
 // localServer is cmd/paysvc-local running as a process.
@@ -227,5 +230,71 @@ func TestLocalServerDemoTenantOnFirstStart(t *testing.T) {
 	}
 	if strings.Contains(s.outText(), key) {
 		t.Fatal("the demo key appears in the JSON logs")
+	}
+}
+
+func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	type got struct {
+		header http.Header
+		body   []byte
+	}
+	deliveries := make(chan got, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		deliveries <- got{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+
+	seed, err := os.ReadFile("../cmd/paysvc-local/seed.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(t.TempDir(), "seed.json")
+	patched := strings.Replace(string(seed), "http://127.0.0.1:4000/webhooks", receiver.URL+"/hooks", 1)
+	if err := os.WriteFile(seedFile, []byte(patched), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+seedFile, "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
+	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, `{"amount":{"value":4200,"currency":"EUR"},"reference":"order-web-1",
+		"returnUrl":"https://acme.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
+		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`)
+	if pay.status != 200 {
+		t.Fatalf("payment: %d %s", pay.status, pay.body)
+	}
+	var out map[string]any
+	_ = json.Unmarshal(pay.body, &out)
+	select {
+	case d := <-deliveries:
+		if err := verify.Verify(secret, d.header, d.body, time.Now(), 5*time.Minute); err != nil {
+			t.Fatalf("signature: %v", err)
+		}
+		var n struct {
+			Live              bool `json:"live"`
+			NotificationItems []struct {
+				Item struct {
+					EventCode      string            `json:"eventCode"`
+					PSPReference   string            `json:"pspReference"`
+					Success        string            `json:"success"`
+					AdditionalData map[string]string `json:"additionalData"`
+				} `json:"NotificationRequestItem"`
+			} `json:"notificationItems"`
+		}
+		if err := json.Unmarshal(d.body, &n); err != nil || len(n.NotificationItems) != 1 {
+			t.Fatalf("body %s", d.body)
+		}
+		it := n.NotificationItems[0].Item
+		if it.EventCode != "AUTHORISATION" || it.PSPReference != out["pspReference"] || it.Success != "true" || n.Live {
+			t.Fatalf("item %+v", it)
+		}
+		if it.AdditionalData["paymentSource"] != "advanced" || it.AdditionalData["hmacSignature"] != "" || it.AdditionalData["metadata.merchantId"] != "" {
+			t.Fatalf("additionalData %v", it.AdditionalData)
+		}
+		if d.header.Get("X-Webhook-Delivery-Attempt") != "1" || d.header.Get("X-Webhook-Payload-Version") != "1" || d.header.Get("X-Webhook-Id") == "" {
+			t.Fatalf("headers %v", d.header)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no webhook within 20 s\n%s", s.outText())
 	}
 }

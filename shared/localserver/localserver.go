@@ -53,8 +53,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		if cfg.Secrets.HMACKey == "" {
 			cfg.Secrets.HMACKey = SimHMACKey
 		}
-		sim, err = startSimulator(cfg, log, clk, baseURL)
-		if err != nil {
+		if sim, err = listenSimulator(); err != nil {
 			return err
 		}
 		defer sim.Close()
@@ -77,6 +76,15 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	demoKey, err := seed(ctx, cfg, prov)
 	if err != nil {
 		return err
+	}
+	if sim != nil {
+		merchants, err := a.Stores.Tenants.ListMerchants(ctx)
+		if err != nil {
+			return err
+		}
+		if err := sim.start(cfg, merchants, log, clk, baseURL); err != nil {
+			return err
+		}
 	}
 
 	// Notifications in, webhooks out: the notifications endpoint beside the

@@ -10,47 +10,77 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // simulated is the upstream simulator serving on a loopback port, so the
-// service's upstream client speaks real HTTP to it.
+// service's upstream client speaks real HTTP to it. It is created in two
+// steps: the listener first (the service needs its URL), the simulator once
+// the store is seeded (it needs the auto-capture merchant accounts).
 type simulated struct {
 	URL string
 	Sim *simulator.Simulator
+	ln  net.Listener
 	srv *http.Server
 }
 
-// startSimulator runs the simulator on 127.0.0.1 with the local secrets.
-// serviceURL is where its notifications would be posted.
-func startSimulator(cfg config.Config, log *slog.Logger, clk clock.Clock, serviceURL string) (*simulated, error) {
-	_ = serviceURL
+func listenSimulator() (*simulated, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	sim, err := simulator.New(simulator.Options{
-		APIKey:     cfg.Secrets.APIKey,
-		HMACKeyHex: cfg.Secrets.HMACKey,
-		PublicURL:  "http://" + ln.Addr().String(),
-		Clock:      clk,
-		Logger:     log.With("component", "upstream-simulator"),
+	return &simulated{ln: ln, URL: "http://" + ln.Addr().String() + "/v71"}, nil
+}
+
+// start serves the simulator. Its notifications are posted, signed with the
+// local HMAC key, to the service's notifications endpoint at serviceURL.
+func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string) error {
+	var auto []string
+	for _, m := range merchants {
+		if m.CaptureMode == tenant.CaptureAuto && m.UpstreamAccount != "" {
+			auto = append(auto, m.UpstreamAccount)
+		}
+	}
+	simLog := log.With("component", "upstream-simulator")
+	notifier, err := simulator.NewHTTPNotifier(simulator.HTTPNotifierConfig{
+		URL:      serviceURL + httpapi.NotificationsPath,
+		Username: cfg.Secrets.NotificationUsername,
+		Password: cfg.Secrets.NotificationPassword,
+		Logger:   simLog,
 	})
 	if err != nil {
-		ln.Close()
-		return nil, err
+		return err
 	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	sim, err := simulator.New(simulator.Options{
+		APIKey:              cfg.Secrets.APIKey,
+		HMACKeyHex:          cfg.Secrets.HMACKey,
+		PublicURL:           "http://" + s.ln.Addr().String(),
+		AutoCaptureAccounts: auto,
+		Notifier:            notifier,
+		Clock:               clk,
+		Logger:              simLog,
+	})
+	if err != nil {
+		return err
+	}
+	s.Sim = sim
+	s.srv = &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("upstream simulator stopped", "err", err.Error())
 		}
 	}()
-	return &simulated{URL: "http://" + ln.Addr().String() + sim.BasePath(), Sim: sim, srv: srv}, nil
+	return nil
 }
 
-// Close stops the simulator.
+// Close stops the simulator (or just its listener if it never started).
 func (s *simulated) Close() {
+	if s.srv == nil {
+		_ = s.ln.Close()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
