@@ -132,14 +132,17 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 
 var errForeign = errors.New("payment belongs to another merchant or site")
 
-// applyResult moves a record to the state of a result code. A record a
-// notification has already finalised keeps its final state.
+// applyResult moves a record to the state of an API result code. An
+// outcome a notification already recorded is never downgraded to an
+// intermediate state (Pending, Received, an action), and a settled payment
+// (captured, cancelled, refunded) keeps its state.
 func applyResult(p *Payment, resultCode string, mode tenant.CaptureMode) {
 	p.ResultCode = resultCode
-	if final(p.State) && !awaiting(State(resultCode)) {
+	next := State(resultCode)
+	if settled(p.State) || (outcome(p.State) && !outcome(next)) {
 		return
 	}
-	p.State = State(resultCode)
+	p.State = next
 	if p.State == StateAuthorised && p.AuthorisedValue == 0 {
 		p.AuthorisedValue = p.Amount.Value
 		if mode == tenant.CaptureAuto {
@@ -149,17 +152,23 @@ func applyResult(p *Payment, resultCode string, mode tenant.CaptureMode) {
 	}
 }
 
-// final reports whether a state came from a settled outcome.
-func final(s State) bool {
+// settled reports whether a state comes after the authorisation outcome.
+func settled(s State) bool {
 	switch s {
-	case StateCaptured, StatePartiallyCaptured, StateCancelled, StateRefunded, StatePartiallyRefunded:
+	case StateCaptured, StatePartiallyCaptured, StateCancelled, StateRefunded, StatePartiallyRefunded, StateExpired:
 		return true
 	}
 	return false
 }
 
-func awaiting(s State) bool {
-	return s == StateRedirectShopper || s == StateChallengeShopper || s == StateIdentifyShopper
+// outcome reports whether a state is an authorisation outcome rather than
+// a step towards one.
+func outcome(s State) bool {
+	switch s {
+	case StateAuthorised, StateRefused, StateError, StateCancelled:
+		return true
+	}
+	return settled(s)
 }
 
 // SubmitDetails submits the component's additional details (spec 4.5). The

@@ -86,7 +86,10 @@ func modificationBody(body []byte, wantAmount bool, extra func(o *jsonin.Obj)) (
 }
 
 func capturedState(p *Payment) State {
-	if p.CapturedValue >= p.AuthorisedValue {
+	switch {
+	case p.CapturedValue <= 0:
+		return StateAuthorised // every capture failed or was released
+	case p.CapturedValue >= p.AuthorisedValue:
 		return StateCaptured
 	}
 	return StatePartiallyCaptured

@@ -62,3 +62,42 @@ func TestMergeBlocked(t *testing.T) {
 		}
 	}
 }
+
+func TestApplyResultNeverDowngrades(t *testing.T) {
+	for _, tc := range []struct {
+		from   State
+		result string
+		mode   tenant.CaptureMode
+		want   State
+	}{
+		{"", "Authorised", tenant.CaptureManual, StateAuthorised},
+		{"", "Authorised", tenant.CaptureAuto, StateCaptured},
+		{"", "Pending", tenant.CaptureManual, StatePending},
+		{StateChallengeShopper, "Authorised", tenant.CaptureManual, StateAuthorised},
+		{StatePending, "Refused", tenant.CaptureManual, StateRefused},
+		{StateAuthorised, "Pending", tenant.CaptureManual, StateAuthorised},          // notification first
+		{StateAuthorised, "ChallengeShopper", tenant.CaptureManual, StateAuthorised}, // notification first
+		{StateRefused, "Received", tenant.CaptureManual, StateRefused},               // notification first
+		{StateCaptured, "Authorised", tenant.CaptureManual, StateCaptured},           // settled stays
+		{StateCancelled, "Authorised", tenant.CaptureManual, StateCancelled},         // settled stays
+		{StatePartiallyCaptured, "Received", tenant.CaptureManual, StatePartiallyCaptured},
+	} {
+		p := Payment{State: tc.from, Amount: money.Amount{Value: 100, Currency: "EUR"}}
+		applyResult(&p, tc.result, tc.mode)
+		if p.State != tc.want {
+			t.Errorf("%s + %s (%s) = %s, want %s", tc.from, tc.result, tc.mode, p.State, tc.want)
+		}
+	}
+}
+
+func TestCapturedState(t *testing.T) {
+	for _, tc := range []struct {
+		captured, authorised int64
+		want                 State
+	}{{0, 100, StateAuthorised}, {40, 100, StatePartiallyCaptured}, {100, 100, StateCaptured}} {
+		p := Payment{CapturedValue: tc.captured, AuthorisedValue: tc.authorised}
+		if got := capturedState(&p); got != tc.want {
+			t.Errorf("%d/%d = %s", tc.captured, tc.authorised, got)
+		}
+	}
+}
