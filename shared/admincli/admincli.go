@@ -87,6 +87,9 @@ func (c *cli) commands() []command {
 		{"subscription rotate-secret", "add a new signing secret; the old one signs until the overlap ends", c.subRotate},
 		{"subscription enable", "enable a webhook subscription", c.subEnable},
 		{"subscription disable", "disable a webhook subscription", c.subDisable},
+		{"delivery list", "list a merchant's webhook deliveries with status and last error", c.deliveryList},
+		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
+		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
 		{"seed", "apply a seed file (idempotent)", c.seed},
 	}
 }

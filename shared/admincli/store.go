@@ -15,8 +15,9 @@ import (
 
 // session is an open store and the provisioner writing to it.
 type session struct {
-	cfg  config.Config
-	prov *provision.Provisioner
+	cfg    config.Config
+	prov   *provision.Provisioner
+	stores *app.Stores
 }
 
 // tenants returns the tenant store port.
@@ -43,8 +44,9 @@ func (c *cli) withStore(ctx context.Context, fn func(s *session) error) (err err
 		}
 	}()
 	return fn(&session{
-		cfg:  cfg,
-		prov: &provision.Provisioner{Store: stores.Tenants, Env: cfg.Environment, Clock: c.clock},
+		cfg:    cfg,
+		prov:   &provision.Provisioner{Store: stores.Tenants, Env: cfg.Environment, Clock: c.clock},
+		stores: stores,
 	})
 }
 

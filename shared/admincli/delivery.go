@@ -1,0 +1,148 @@
+package admincli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/yp/paysvc/shared/app"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// webhookAdmin returns the webhook operations over the session's store and
+// the configured queues (local queue, or SQS with PAYSVC_QUEUE_URL/PAYSVC_DLQ_URL).
+func (c *cli) webhookAdmin(ctx context.Context, s *session) (*webhooks.Admin, error) {
+	return app.NewWebhookAdmin(ctx, s.cfg, s.stores, c.clock, slog.New(slog.DiscardHandler))
+}
+
+func (c *cli) deliveryList(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--merchant ID [--status pending|failed|disabled|delivered] [--limit N] [--json]",
+		"Lists a merchant's webhook deliveries, newest first, with attempts and the last error.")
+	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
+	status := f.str("status", "", "only deliveries in this `status`")
+	limit := f.integer("limit", 50, "at most `N` deliveries")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.required("merchant"); err != nil {
+		return err
+	}
+	st := webhooks.Status(strings.TrimSpace(*status))
+	if st != "" && !validStatus(st) {
+		return usagef(path, "--status must be one of pending, failed, disabled, delivered")
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef(path, "--limit must be 1 to 1000")
+	}
+	return c.withStore(ctx, func(s *session) error {
+		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
+		if err != nil {
+			return err
+		}
+		a, err := c.webhookAdmin(ctx, s)
+		if err != nil {
+			return err
+		}
+		list, err := a.ListDeliveries(ctx, m.ID, st, *limit)
+		if err != nil {
+			return fmt.Errorf("list deliveries: %w", err)
+		}
+		for i := range list {
+			list[i].Payload = nil // the notification itself is not for listings
+		}
+		if *f.json {
+			return c.printJSON(list)
+		}
+		t := newTable(c.stdout)
+		t.row("ID", "EVENT", "PSP REFERENCE", "STATUS", "ATTEMPTS", "LAST STATUS", "LAST ERROR", "NEXT ATTEMPT", "CREATED")
+		for _, d := range list {
+			last := ""
+			if d.LastStatusCode != 0 {
+				last = fmt.Sprint(d.LastStatusCode)
+			}
+			next := ""
+			if d.NextAttemptAt != nil {
+				next = fmtTime(*d.NextAttemptAt)
+			}
+			t.row(d.ID, d.EventCode, d.PSPReference, string(d.Status), fmt.Sprint(d.Attempts), last, d.LastError, next, fmtTime(d.CreatedAt))
+		}
+		return t.flush()
+	})
+}
+
+func validStatus(s webhooks.Status) bool {
+	for _, x := range webhooks.Statuses {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--merchant ID [--id DELIVERY_ID] [--include-disabled] [--json]",
+		"Resets failed deliveries of a merchant (or one delivery) to pending with a new set of attempts\n"+
+			"and queues them. The X-Webhook-Id stays the same, so receivers still deduplicate.")
+	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
+	id := f.str("id", "", "only this delivery `ID`")
+	includeDisabled := f.boolean("include-disabled", false, "also redrive deliveries stopped because the subscription was disabled")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.required("merchant"); err != nil {
+		return err
+	}
+	return c.withStore(ctx, func(s *session) error {
+		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
+		if err != nil {
+			return err
+		}
+		a, err := c.webhookAdmin(ctx, s)
+		if err != nil {
+			return err
+		}
+		ids, err := a.RedriveDeliveries(ctx, m.ID, webhooks.RedriveOptions{DeliveryID: strings.TrimSpace(*id), IncludeDisabled: *includeDisabled})
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("unknown delivery %q for merchant %s", *id, m.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("redrive: %w", err)
+		}
+		if *f.json {
+			return c.printJSON(map[string]any{"redriven": nonNil(ids)})
+		}
+		fmt.Fprintf(c.stdout, "redriven %d deliveries\n", len(ids))
+		for _, x := range ids {
+			fmt.Fprintln(c.stdout, x)
+		}
+		return nil
+	})
+}
+
+func (c *cli) deliveryRedriveDLQ(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "[--json]",
+		"Reads every message of the dead-letter queue, gives its delivery a new set of attempts and\n"+
+			"deletes the dead letter. Use this, not the queue's own redrive: a moved message whose\n"+
+			"delivery is marked failed would be dropped.")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	return c.withStore(ctx, func(s *session) error {
+		a, err := c.webhookAdmin(ctx, s)
+		if err != nil {
+			return err
+		}
+		res, err := a.RedriveDeadLetterQueue(ctx)
+		if err != nil {
+			return fmt.Errorf("redrive the dead-letter queue: %w", err)
+		}
+		if *f.json {
+			return c.printJSON(map[string]any{"redriven": nonNil(res.Redriven), "dropped": res.Dropped, "kept": res.Kept})
+		}
+		fmt.Fprintf(c.stdout, "redriven %d, dropped %d (nothing to do), kept %d (unreadable or failed)\n", len(res.Redriven), res.Dropped, res.Kept)
+		return nil
+	})
+}
