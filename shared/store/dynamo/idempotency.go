@@ -13,6 +13,7 @@ import (
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 // Key parts of idempotency items (see doc.go).
@@ -36,7 +37,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = utcRecord(rec)
+	rec = utc.Record(rec)
 	rec.Status, rec.Response = idempotency.StatusInProgress, nil
 	item := idemKey(rec.Scope, rec.Key)
 	item[attrScope], item[attrKey], item[attrFP], item[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))

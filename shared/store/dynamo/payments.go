@@ -10,6 +10,7 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 // Key parts of session and payment items (see doc.go).
@@ -24,7 +25,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	sess = utcSession(sess)
+	sess = utc.Session(sess)
 	item, err := dataItem(pfxSession+sess.ID, skMeta, sess)
 	if err == nil {
 		item[attrTTL] = ttlOf(sess.ExpiresAt)
@@ -68,7 +69,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, utcPayment(p))
+	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q: %w", p.PSPReference, err)
 	}

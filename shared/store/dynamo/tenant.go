@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	if m.ID == "" {
 		return fmt.Errorf("dynamo: put merchant: %w", errEmpty("id"))
 	}
-	item, err := dataItem(pfxMerchant+m.ID, skMeta, utcMerchant(m))
+	item, err := dataItem(pfxMerchant+m.ID, skMeta, utc.Merchant(m))
 	if err == nil {
 		item[attrGSI1PK], item[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
 		err = s.putItem(ctx, item)
@@ -70,7 +71,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	case site.MerchantID == "":
 		return fmt.Errorf("dynamo: put site %q: %w", site.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxSite+site.ID, skMeta, utcSite(site))
+	item, err := dataItem(pfxSite+site.ID, skMeta, utc.Site(site))
 	if err == nil {
 		item[attrGSI1PK], item[attrGSI1SK] = str(pfxMerchant+site.MerchantID), str(pfxSite+site.ID)
 		err = s.putItem(ctx, item)
@@ -103,7 +104,7 @@ func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site
 
 // apiKeyItems returns the two items of a key: by hash and under its merchant.
 func apiKeyItems(k tenant.APIKey) (byHash, byOwner map[string]types.AttributeValue, err error) {
-	k = utcAPIKey(k)
+	k = utc.APIKey(k)
 	if byHash, err = dataItem(pfxAPIKey+k.Hash, skMeta, k); err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +214,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	case sub.MerchantID == "":
 		return fmt.Errorf("dynamo: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, utcSubscription(sub))
+	item, err := dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, utc.Subscription(sub))
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -65,7 +66,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utcPtr(e.ProcessedAt)
+	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utc.Ptr(e.ProcessedAt)
 	item, err := dataItem(pfxEvent+e.ID, skRecord, e)
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
@@ -109,7 +110,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 		return fmt.Errorf("dynamo: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
 	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.LastAttemptAt, d.NextAttemptAt, d.DeliveredAt = utcPtr(d.LastAttemptAt), utcPtr(d.NextAttemptAt), utcPtr(d.DeliveredAt)
+	d.LastAttemptAt, d.NextAttemptAt, d.DeliveredAt = utc.Ptr(d.LastAttemptAt), utc.Ptr(d.NextAttemptAt), utc.Ptr(d.DeliveredAt)
 	item, err := dataItem(pfxDelivery+d.ID, skRecord, d)
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)

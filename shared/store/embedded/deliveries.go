@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -120,8 +121,8 @@ func deliveryIndexKey(d webhooks.Delivery) []byte {
 // utcDelivery returns d with every time in UTC.
 func utcDelivery(d webhooks.Delivery) webhooks.Delivery {
 	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.LastAttemptAt = utcTimePtr(d.LastAttemptAt)
-	d.NextAttemptAt = utcTimePtr(d.NextAttemptAt)
-	d.DeliveredAt = utcTimePtr(d.DeliveredAt)
+	d.LastAttemptAt = utc.Ptr(d.LastAttemptAt)
+	d.NextAttemptAt = utc.Ptr(d.NextAttemptAt)
+	d.DeliveredAt = utc.Ptr(d.DeliveredAt)
 	return d
 }

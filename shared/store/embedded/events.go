@@ -9,6 +9,7 @@ import (
 
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 var _ notifications.EventStore = (*Store)(nil)
@@ -107,6 +108,6 @@ func eventIndexKey(e notifications.Event) []byte {
 func utcEvent(e notifications.Event) notifications.Event {
 	e.ReceivedAt = e.ReceivedAt.UTC()
 	e.UpdatedAt = e.UpdatedAt.UTC()
-	e.ProcessedAt = utcTimePtr(e.ProcessedAt)
+	e.ProcessedAt = utc.Ptr(e.ProcessedAt)
 	return e
 }

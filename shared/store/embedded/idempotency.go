@@ -10,6 +10,7 @@ import (
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 // Claim writes rec as an in-progress record unless a live one exists for
@@ -19,7 +20,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = utcRecord(rec)
+	rec = utc.Record(rec)
 	rec.Status, rec.Response = idempotency.StatusInProgress, nil
 	var existing idempotency.Record
 	err := s.update(ctx, func(tx *bolt.Tx) error {

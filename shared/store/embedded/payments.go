@@ -8,6 +8,7 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 // PutSession writes a session, replacing one with the same id.
@@ -16,7 +17,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), utcSession(sess)); err != nil {
+		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), utc.Session(sess)); err != nil {
 			return err
 		}
 		return s.maybeSweep(tx)
@@ -74,7 +75,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
 			return store.ErrConflict
 		}
-		return putJSON(b, key, utcPayment(p))
+		return putJSON(b, key, utc.Payment(p))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)

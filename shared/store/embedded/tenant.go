@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/utc"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -17,7 +18,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 		return fmt.Errorf("embedded: put merchant: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktMerchants), []byte(m.ID), utcMerchant(m))
+		return putJSON(bucket(tx, bktMerchants), []byte(m.ID), utc.Merchant(m))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: put merchant %q: %w", m.ID, err)
@@ -72,7 +73,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 				return err
 			}
 		}
-		if err := putJSON(sites, []byte(site.ID), utcSite(site)); err != nil {
+		if err := putJSON(sites, []byte(site.ID), utc.Site(site)); err != nil {
 			return err
 		}
 		return index.Put(compositeKey(site.MerchantID, site.ID), []byte{})
@@ -129,7 +130,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		if keys.Get([]byte(k.Hash)) != nil || index.Get(ref) != nil {
 			return store.ErrConflict
 		}
-		if err := putJSON(keys, []byte(k.Hash), utcAPIKey(k)); err != nil {
+		if err := putJSON(keys, []byte(k.Hash), utc.APIKey(k)); err != nil {
 			return err
 		}
 		return index.Put(ref, []byte(k.Hash))
@@ -206,7 +207,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 		return fmt.Errorf("embedded: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktSubscriptions), compositeKey(sub.MerchantID, sub.ID), utcSubscription(sub))
+		return putJSON(bucket(tx, bktSubscriptions), compositeKey(sub.MerchantID, sub.ID), utc.Subscription(sub))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: put subscription %q of merchant %q: %w", sub.ID, sub.MerchantID, err)

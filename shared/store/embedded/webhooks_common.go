@@ -54,12 +54,3 @@ func timeKey(t time.Time) string {
 	binary.BigEndian.PutUint64(b[:], uint64(ns))
 	return string(b[:])
 }
-
-// utcTimePtr returns a copy of t in UTC.
-func utcTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}

@@ -1,4 +1,6 @@
-package dynamo
+// Package utc returns copies of records with every time in UTC, so the
+// store adapters keep UTC and never modify the caller's values.
+package utc
 
 import (
 	"time"
@@ -8,10 +10,8 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 )
 
-// The functions below return copies of records with every time in UTC, so
-// the store keeps UTC and never modifies the caller's values.
-
-func utcPtr(t *time.Time) *time.Time {
+// Ptr returns *t in UTC (nil stays nil).
+func Ptr(t *time.Time) *time.Time {
 	if t == nil {
 		return nil
 	}
@@ -19,30 +19,34 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func utcMerchant(m tenant.Merchant) tenant.Merchant {
+// Merchant returns m in UTC.
+func Merchant(m tenant.Merchant) tenant.Merchant {
 	m.CreatedAt = m.CreatedAt.UTC()
 	return m
 }
 
-func utcSite(s tenant.Site) tenant.Site {
+// Site returns s in UTC.
+func Site(s tenant.Site) tenant.Site {
 	s.CreatedAt = s.CreatedAt.UTC()
 	return s
 }
 
-func utcAPIKey(k tenant.APIKey) tenant.APIKey {
+// APIKey returns k in UTC.
+func APIKey(k tenant.APIKey) tenant.APIKey {
 	k.CreatedAt = k.CreatedAt.UTC()
-	k.RevokedAt = utcPtr(k.RevokedAt)
+	k.RevokedAt = Ptr(k.RevokedAt)
 	return k
 }
 
-func utcSubscription(s tenant.Subscription) tenant.Subscription {
+// Subscription returns s in UTC.
+func Subscription(s tenant.Subscription) tenant.Subscription {
 	s.CreatedAt = s.CreatedAt.UTC()
-	s.UpdatedAt = utcPtr(s.UpdatedAt)
+	s.UpdatedAt = Ptr(s.UpdatedAt)
 	if s.Secrets != nil {
 		secrets := make([]tenant.Secret, len(s.Secrets))
 		for i, sec := range s.Secrets {
 			sec.CreatedAt = sec.CreatedAt.UTC()
-			sec.ExpiresAt = utcPtr(sec.ExpiresAt)
+			sec.ExpiresAt = Ptr(sec.ExpiresAt)
 			secrets[i] = sec
 		}
 		s.Secrets = secrets
@@ -50,19 +54,22 @@ func utcSubscription(s tenant.Subscription) tenant.Subscription {
 	return s
 }
 
-func utcRecord(r idempotency.Record) idempotency.Record {
+// Record returns r in UTC.
+func Record(r idempotency.Record) idempotency.Record {
 	r.LeaseUntil = r.LeaseUntil.UTC()
 	r.ExpiresAt = r.ExpiresAt.UTC()
 	return r
 }
 
-func utcSession(s payments.Session) payments.Session {
+// Session returns s in UTC.
+func Session(s payments.Session) payments.Session {
 	s.CreatedAt = s.CreatedAt.UTC()
 	s.ExpiresAt = s.ExpiresAt.UTC()
 	return s
 }
 
-func utcPayment(p payments.Payment) payments.Payment {
+// Payment returns p in UTC.
+func Payment(p payments.Payment) payments.Payment {
 	p.CreatedAt = p.CreatedAt.UTC()
 	p.UpdatedAt = p.UpdatedAt.UTC()
 	if p.History != nil {
