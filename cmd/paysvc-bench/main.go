@@ -298,6 +298,7 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 		cfg.logf("%s: done in %s", s, time.Since(start).Round(time.Millisecond))
 	}
 	rep.finished = time.Now().UTC()
+	rep.loadEnd = loadAvg()
 	var errs []error
 	for _, s := range append([]string{"gobench"}, cfg.Sections...) {
 		if err := rep.errs[s]; err != nil {

@@ -17,6 +17,7 @@ type machine struct {
 	MemoryGiB float64
 	Kernel    string
 	GoVersion string // `go version` (the toolchain that built the bootstraps)
+	LoadStart string // /proc/loadavg when the run started
 	Runtime   string // runtime.Version() of this command
 }
 
@@ -49,6 +50,7 @@ func readMachine() machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
+	m.LoadStart = loadAvg()
 	if out, err := exec.Command("go", "version").Output(); err == nil {
 		m.GoVersion = strings.TrimSpace(string(out))
 	} else {
@@ -97,4 +99,17 @@ func procStatusKB(pid int, field string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " / ")
 }

@@ -143,7 +143,11 @@ func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, event
 	if q.SQS == nil {
 		return nil, errors.New("PAYSVC_QUEUE_URL is required by the dispatcher function")
 	}
-	d := NewDispatcher(a, DispatcherOptions{Metrics: webhooks.NewEMF(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), a.Clock)})
+	var m webhooks.Metrics
+	if a.Metrics != nil {
+		m = a.Metrics
+	}
+	d := NewDispatcher(a, DispatcherOptions{Metrics: m})
 	return sqsqueue.LambdaHandler(q.SQS, d.Process, a.Log), nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
@@ -26,8 +27,8 @@ type Poster interface {
 
 // Metrics counts delivery attempts (CloudWatch EMF in Lambda).
 type Metrics interface {
-	// Attempt records one attempt and whether it got a 2xx in time.
-	Attempt(delivered bool)
+	// WebhookDelivery records one attempt (observe.Metrics in Lambda).
+	WebhookDelivery(observe.WebhookDelivery)
 }
 
 var _ Poster = (*Sender)(nil)
@@ -87,10 +88,14 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 
 	now := d.Clock.Now()
 	res := d.attempt(ctx, sub, dl, attempt, now)
-	if d.Metrics != nil {
-		d.Metrics.Attempt(res.Delivered())
-	}
 	out := d.decide(res, attempt)
+	if d.Metrics != nil {
+		d.Metrics.WebhookDelivery(observe.WebhookDelivery{
+			MerchantID: dl.MerchantID, SubscriptionID: dl.SubscriptionID, DeliveryID: dl.ID, EventCode: dl.EventCode,
+			Attempt: attempt, StatusCode: res.StatusCode, Success: res.Delivered(),
+			Exhausted: out.Kind == queue.DeadLetter, Latency: res.Duration,
+		})
+	}
 	d.record(ctx, log, dl.ID, res, out, now)
 	if res.Gone() {
 		d.disableSubscription(ctx, log, sub, now)
