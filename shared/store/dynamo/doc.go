@@ -48,6 +48,10 @@
 //     below the limit in a live window. Only when the window has expired
 //     (TTL deletion lags) does a second conditional write restart it.
 //   - SavePayment is one PutItem conditional on the stored version.
+//   - Notification events (EVENT#<id>, listed per payment through gsi1
+//     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
+//     merchant and status through gsi1 MERCHANT#<m> / DELIVERY#<status>#…)
+//     are described in webhooks.go; both are versioned PutItems.
 //
 // Every base-table read is strongly consistent. Idempotency records,
 // rate-limit windows and sessions carry ttl for DynamoDB's TTL deletion,
