@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -296,5 +297,32 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no webhook within 20 s\n%s", s.outText())
+	}
+}
+
+// The same binary runs on DynamoDB (and SQS) when pointed at moto.
+func TestLocalServerOnDynamoDB(t *testing.T) {
+	endpoint := moto.Endpoint(t)
+	table := moto.TableName(t)
+	s := startLocal(t, "PAYSVC_STORE=dynamo", "PAYSVC_TABLE="+table, "AWS_ENDPOINT_URL="+endpoint,
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+moto.Region,
+		"PAYSVC_SEED_FILE=../cmd/paysvc-local/seed.example.json", "PAYSVC_DATA_DIR="+t.TempDir())
+	deadline := time.Now().Add(20 * time.Second)
+	var cfg reply
+	for { // the table and queues are created at start
+		cfg = s.call("GET", "/v1/ecom/config", seedKey, "")
+		if cfg.status == 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if cfg.status != 200 {
+		t.Fatalf("config on DynamoDB: %d %s\n%s", cfg.status, cfg.body, s.errText())
+	}
+	body := `{"amount":{"value":2500,"currency":"EUR"},"returnUrl":"https://acme.example/return"}`
+	first := s.call("POST", "/v1/ecom/site_acme_web/sessions", seedKey, body, "Idempotency-Key", "dyn-1")
+	again := s.call("POST", "/v1/ecom/site_acme_web/sessions", seedKey, body, "Idempotency-Key", "dyn-1")
+	if first.status != 200 || string(again.body) != string(first.body) || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("sessions on DynamoDB: %d %s / %d %s", first.status, first.body, again.status, again.body)
 	}
 }
