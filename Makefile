@@ -84,7 +84,7 @@ lint-template:
 bench:
 	@set -e; gobench=$$(mktemp); trap 'rm -f "$$gobench"' EXIT; rc=0; \
 	echo "== go test -bench (hot paths; PAYSVC_BENCH_FULL=1 enables the DynamoDB variants)"; \
-	PAYSVC_BENCH_FULL=1 $(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
+	PAYSVC_BENCH_FULL=1 $(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
 	grep -E '^(pkg:|Benchmark|FAIL|--- FAIL|# )' "$$gobench" || true; \
 	echo "== paysvc-bench: overhead, store round trips, cold start, webhooks (a few minutes)"; \
 	$(GO) run ./cmd/paysvc-bench -gobench "$$gobench" -out BENCHMARKS.md $(BENCH_FLAGS); \

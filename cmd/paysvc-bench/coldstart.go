@@ -190,6 +190,8 @@ type coldEnv struct {
 	root string
 }
 
+// newColdEnv sets up the functions' AWS side, secret and X-Ray sink on top
+// of an rtEnv (which brings the table, queues, simulator and receiver).
 func newColdEnv(t *benchTB, root string) *coldEnv {
 	rt := newRTEnv(t)
 	ctx := context.Background()
@@ -533,6 +535,7 @@ func measureStarts(ctx context.Context, t *benchTB, cfg *config, c *coldEnv, f *
 	return nil
 }
 
+// tail returns the last n bytes of s (for logs in errors).
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s

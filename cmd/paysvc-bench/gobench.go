@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,6 +14,7 @@ type goBench struct {
 	N       int64
 	Metrics map[string]float64 // unit → value: ns/op, B/op, allocs/op, MB/s, custom
 	Units   []string           // in the order printed
+	Runs    int                // results this one is the median of (medianRuns)
 }
 
 var procsSuffix = regexp.MustCompile(`-\d+$`)
@@ -51,6 +53,31 @@ func parseGoBench(out string) []goBench {
 		res = append(res, b)
 	}
 	return res
+}
+
+// medianRuns keeps one result per benchmark (package and name), the run
+// with the median ns/op, when `-count` ran each several times; Runs counts
+// them. Order is that of the first appearance.
+func medianRuns(bs []goBench) []goBench {
+	type key struct{ pkg, name string }
+	groups := map[key][]goBench{}
+	var order []key
+	for _, b := range bs {
+		k := key{b.Pkg, b.Name}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], b)
+	}
+	out := make([]goBench, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		sort.SliceStable(g, func(i, j int) bool { return g[i].Metrics["ns/op"] < g[j].Metrics["ns/op"] })
+		m := g[(len(g)-1)/2]
+		m.Runs = len(g)
+		out = append(out, m)
+	}
+	return out
 }
 
 // goBenchFailures returns the packages `go test` reported as failed (a

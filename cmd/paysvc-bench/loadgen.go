@@ -105,6 +105,7 @@ type stats struct {
 	RPS           float64
 }
 
+// stats computes percentiles, mean and requests/s of a sample.
 func (s sample) stats() stats {
 	st := stats{N: len(s.Latencies), Errors: s.Errors, FirstErr: s.FirstErr}
 	if st.N == 0 {

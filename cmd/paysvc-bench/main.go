@@ -79,20 +79,26 @@ type config struct {
 	progress io.Writer
 }
 
+// logf writes a progress line (stderr; never the report).
 func (c *config) logf(format string, args ...any) {
 	fmt.Fprintf(c.progress, "paysvc-bench: "+format+"\n", args...)
 }
 
+// sectionWanted reports whether -sections names s.
 func (c *config) sectionWanted(s string) bool { return contains(c.Sections, s) }
 
+// endpointWanted reports whether -endpoints selects e (all by default).
 func (c *config) endpointWanted(e string) bool {
 	return len(c.Endpoints) == 0 || contains(c.Endpoints, e)
 }
 
+// functionWanted reports whether -functions selects f (all by default;
+// "none" selects no package of functions/).
 func (c *config) functionWanted(f string) bool {
 	return len(c.Functions) == 0 || contains(c.Functions, f)
 }
 
+// contains reports whether x is in xs.
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -205,6 +211,7 @@ func commandLine(args []string) string {
 	return strings.Join(out, " ")
 }
 
+// splitList splits a comma-separated flag value, dropping empty items.
 func splitList(s string) []string {
 	var out []string
 	for _, x := range strings.Split(s, ",") {
@@ -215,6 +222,8 @@ func splitList(s string) []string {
 	return out
 }
 
+// main parses the flags, runs the sections, writes the report and exits
+// non-zero when a measurement failed (the report still says which).
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
@@ -263,7 +272,7 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 		if err != nil {
 			rep.errs["gobench"] = err
 		} else {
-			rep.gobench = parseGoBench(string(b))
+			rep.gobench = medianRuns(parseGoBench(string(b)))
 			if failed := goBenchFailures(string(b)); len(failed) > 0 {
 				rep.errs["gobench"] = fmt.Errorf("go test -bench failed in %s", strings.Join(failed, ", "))
 			}

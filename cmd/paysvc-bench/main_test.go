@@ -79,6 +79,11 @@ PASS`
 	if bs[1].Metrics["MB/s"] != 47.21 {
 		t.Fatalf("MB/s: %+v", bs[1])
 	}
+	m := medianRuns(parseGoBench(out + "\npkg: github.com/yp/paysvc/shared/httpapi\n" +
+		"BenchmarkRequestCPU/payments-2 100 90000 ns/op\nBenchmarkRequestCPU/payments-2 100 200000 ns/op\n"))
+	if b, _ := findBench(m, "BenchmarkRequestCPU/payments"); len(m) != 2 || b.Runs != 3 || b.Metrics["ns/op"] != 112725 {
+		t.Fatalf("median of 3 runs: %+v", m)
+	}
 }
 
 func TestStepsGroupsOverlappingCalls(t *testing.T) {

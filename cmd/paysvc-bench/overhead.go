@@ -91,6 +91,7 @@ type simFront struct {
 	last      map[string]recorded
 }
 
+// startSimFront starts a simulator with latency lat on a loopback port.
 func startSimFront(lat time.Duration) (*simFront, error) {
 	sim, err := simulator.New(simulator.Options{APIKey: benchSimAPIKey, HMACKeyHex: benchSimHMACKey, Latency: lat})
 	if err != nil {
@@ -136,12 +137,14 @@ func upstreamOp(path string) string {
 	return path
 }
 
+// record turns recording of upstream requests on or off.
 func (f *simFront) record(on bool) {
 	f.mu.Lock()
 	f.recording = on
 	f.mu.Unlock()
 }
 
+// recorded returns the last recorded request of upstream operation op.
 func (f *simFront) recorded(op string) (recorded, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -149,6 +152,7 @@ func (f *simFront) recorded(op string) (recorded, bool) {
 	return r, ok
 }
 
+// close stops the server and the simulator.
 func (f *simFront) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -238,6 +242,7 @@ func waitLocalService(ctx context.Context, svc *localService, dataDir string, do
 	return "", errors.New("local server not ready within 20 s")
 }
 
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -302,6 +307,7 @@ type overheadPhase struct {
 	tag    string // makes references and keys unique to the phase
 }
 
+// svcHeader are the headers of a request to the service.
 func (p *overheadPhase) svcHeader(idemKey string, body bool) map[string]string {
 	h := map[string]string{"Authorization": "Bearer " + p.svc.Key}
 	if body {
@@ -313,6 +319,8 @@ func (p *overheadPhase) svcHeader(idemKey string, body bool) map[string]string {
 	return h
 }
 
+// directHeader are the headers of a request straight to the simulator
+// (what the service's upstream client sends).
 func (p *overheadPhase) directHeader(idemKey string) map[string]string {
 	return map[string]string{"X-API-Key": benchSimAPIKey, "Content-Type": "application/json", "Idempotency-Key": idemKey}
 }

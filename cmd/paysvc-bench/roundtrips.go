@@ -55,6 +55,7 @@ type call struct {
 	Attempts int // HTTP attempts (retries included)
 }
 
+// store reports whether c is a DynamoDB call.
 func (c call) store() bool { return c.Service == "DynamoDB" }
 
 // callRecorder collects the timeline of every instrumented client.
@@ -93,6 +94,7 @@ func (r *callRecorder) apiOption(service string) func(*middleware.Stack) error {
 	}
 }
 
+// add records a call.
 func (r *callRecorder) add(c call) {
 	r.mu.Lock()
 	r.calls = append(r.calls, c)
@@ -114,6 +116,7 @@ type timedTransport struct {
 	base http.RoundTripper
 }
 
+// RoundTrip implements http.RoundTripper.
 func (t timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)

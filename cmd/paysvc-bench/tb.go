@@ -36,6 +36,7 @@ type benchTB struct {
 // tbFailure is the panic value of a failed benchTB.
 type tbFailure struct{ msg string }
 
+// newBenchTB returns a benchTB named name logging to log.
 func newBenchTB(name string, log io.Writer) *benchTB {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &benchTB{name: name, log: log, ctx: ctx, cancel: cancel}

@@ -67,11 +67,13 @@ type webhookResult struct {
 // benchmark's deliveries all succeed except the hanging one's).
 type noBackoff struct{ retries, dead atomic.Int64 }
 
+// ChangeVisibility counts a retry.
 func (b *noBackoff) ChangeVisibility(context.Context, string, time.Duration) error {
 	b.retries.Add(1)
 	return nil
 }
 
+// DeadLetter counts a dead letter.
 func (b *noBackoff) DeadLetter(context.Context, queue.Job) error {
 	b.dead.Add(1)
 	return nil
@@ -85,6 +87,7 @@ type receivers struct {
 	hang time.Duration
 }
 
+// newReceivers starts the receivers on a loopback port.
 func newReceivers(hang time.Duration) *receivers {
 	r := &receivers{hang: hang}
 	mux := http.NewServeMux()
@@ -114,6 +117,8 @@ type webhookBench struct {
 	seq     int
 }
 
+// newWebhookBench seeds st (demo tenant, a fast and a hanging subscription)
+// and wires the dispatcher under the SQS Lambda handler.
 func newWebhookBench(t *benchTB, st webhookStore, recv *receivers) *webhookBench {
 	ctx := context.Background()
 	clk := clock.System{}

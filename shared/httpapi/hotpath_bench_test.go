@@ -73,6 +73,7 @@ var (
 	_ payments.Store    = (*memHot)(nil)
 )
 
+// Hit implements ratelimit.Store.
 func (m *memHot) Hit(_ context.Context, bucket string, limit int, _ time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -83,6 +84,7 @@ func (m *memHot) Hit(_ context.Context, bucket string, limit int, _ time.Time) (
 	return true, nil
 }
 
+// Claim implements idempotency.Store.
 func (m *memHot) Claim(_ context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,6 +97,7 @@ func (m *memHot) Claim(_ context.Context, rec idempotency.Record, now time.Time)
 	return rec, nil
 }
 
+// Complete implements idempotency.Store.
 func (m *memHot) Complete(_ context.Context, scope, key, token string, resp idempotency.Response, exp time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -108,6 +111,7 @@ func (m *memHot) Complete(_ context.Context, scope, key, token string, resp idem
 	return nil
 }
 
+// Release implements idempotency.Store.
 func (m *memHot) Release(_ context.Context, scope, key, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -117,6 +121,7 @@ func (m *memHot) Release(_ context.Context, scope, key, token string) error {
 	return nil
 }
 
+// GetPayment implements payments.Store.
 func (m *memHot) GetPayment(_ context.Context, psp string) (payments.Payment, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -127,6 +132,7 @@ func (m *memHot) GetPayment(_ context.Context, psp string) (payments.Payment, er
 	return p, nil
 }
 
+// SavePayment implements payments.Store.
 func (m *memHot) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -137,6 +143,7 @@ func (m *memHot) SavePayment(_ context.Context, p payments.Payment, prev int64) 
 	return nil
 }
 
+// PutSession implements payments.Store.
 func (m *memHot) PutSession(_ context.Context, s payments.Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -144,6 +151,7 @@ func (m *memHot) PutSession(_ context.Context, s payments.Session) error {
 	return nil
 }
 
+// GetSession implements payments.Store.
 func (m *memHot) GetSession(_ context.Context, id string) (payments.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -158,6 +166,7 @@ func (m *memHot) GetSession(_ context.Context, id string) (payments.Session, err
 // would (a fresh pspReference per call), without a network round trip.
 type cannedUpstream struct{ n atomic.Int64 }
 
+// RoundTrip implements http.RoundTripper.
 func (c *cannedUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		_, _ = io.Copy(io.Discard, r.Body)
