@@ -61,7 +61,6 @@ const (
 	bktAPIKeysByMerchant = "api_keys_by_merchant" // compositeKey(merchantID, keyID) → hash
 	bktSubscriptions     = "subscriptions"        // compositeKey(merchantID, id) → Subscription
 	bktIdempotency       = "idempotency"          // compositeKey(scope, key) → Record
-	bktRateLimit         = "rate_limit"           // bucket → window
 	bktSessions          = "sessions"             // id → Session
 	bktPayments          = "payments"             // pspReference → Payment
 )
@@ -70,7 +69,7 @@ const (
 func bucketNames() []string {
 	return []string{
 		bktMerchants, bktSites, bktSitesByMerchant, bktAPIKeys, bktAPIKeysByMerchant,
-		bktSubscriptions, bktIdempotency, bktRateLimit, bktSessions, bktPayments,
+		bktSubscriptions, bktIdempotency, bktSessions, bktPayments,
 	}
 }
 
@@ -87,6 +86,7 @@ var (
 
 // Store is the bbolt-backed adapter. It is safe for concurrent use.
 type Store struct {
+	rate   rateWindows // rate-limit windows (in memory, see ratelimit.go)
 	db     *bolt.DB
 	clock  clock.Clock
 	writes atomic.Uint64 // writes of expiring records, for opportunistic sweeps
@@ -174,11 +174,6 @@ func sweep(tx *bolt.Tx, now time.Time) (int, error) {
 			var r idempotency.Record
 			err := json.Unmarshal(v, &r)
 			return r.ExpiresAt, err
-		}},
-		{bktRateLimit, func(v []byte) (time.Time, error) {
-			var w window
-			err := json.Unmarshal(v, &w)
-			return w.ExpiresAt, err
 		}},
 		{bktSessions, func(v []byte) (time.Time, error) {
 			var ss payments.Session

@@ -2,50 +2,57 @@ package embedded
 
 import (
 	"context"
-	"fmt"
+	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
-// window is a rate-limit counter, stored as JSON under its bucket name.
+// window is a rate-limit counter.
 type window struct {
 	Count     int       `json:"count"`
 	ExpiresAt time.Time `json:"expiresAt"`
 }
 
+// rateWindows keeps rate-limit windows in memory. The embedded store is
+// held by one process at a time (the file lock), so a counter in that
+// process is shared by every request the store serves, exactly as the
+// DynamoDB counter is shared by every instance; windows last seconds, so
+// there is nothing worth an fsync per request.
+type rateWindows struct {
+	mu      sync.Mutex
+	windows map[string]window
+	hits    int
+}
+
 // Hit counts one request in bucket if its live count is below limit and
 // reports whether it did. A window that expired (by the store's clock) counts
 // as empty. A full window is not an error and is not written.
-func (s *Store) Hit(ctx context.Context, bucketName string, limit int, expiresAt time.Time) (bool, error) {
+func (s *Store) Hit(_ context.Context, bucketName string, limit int, expiresAt time.Time) (bool, error) {
 	if limit <= 0 {
 		return false, nil
 	}
 	now := s.clock.Now()
-	counted := false
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, key := bucket(tx, bktRateLimit), []byte(bucketName)
-		var w window
-		found, err := getJSON(b, key, &w)
-		if err != nil {
-			return err
-		}
-		if !found || !w.ExpiresAt.After(now) {
-			w = window{}
-		}
-		if w.Count >= limit {
-			return nil
-		}
-		w.Count++
-		w.ExpiresAt = expiresAt.UTC()
-		if err := putJSON(b, key, w); err != nil {
-			return err
-		}
-		counted = true
-		return s.maybeSweep(tx)
-	})
-	if err != nil {
-		return false, fmt.Errorf("embedded: rate-limit hit %q: %w", bucketName, err)
+	r := &s.rate
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.windows == nil {
+		r.windows = map[string]window{}
 	}
-	return counted, nil
+	if r.hits++; r.hits%1024 == 0 { // drop expired windows now and then
+		for k, w := range r.windows {
+			if !w.ExpiresAt.After(now) {
+				delete(r.windows, k)
+			}
+		}
+	}
+	w, ok := r.windows[bucketName]
+	if !ok || !w.ExpiresAt.After(now) {
+		w = window{}
+	}
+	if w.Count >= limit {
+		return false, nil
+	}
+	w.Count++
+	w.ExpiresAt = expiresAt.UTC()
+	r.windows[bucketName] = w
+	return true, nil
 }
