@@ -103,12 +103,13 @@ func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Si
 	if err != nil {
 		return ModificationResult{}, err
 	}
-	if _, err := s.ownedPayment(ctx, m, site, psp); err != nil {
+	owned, err := s.ownedPayment(ctx, m, site, psp)
+	if err != nil {
 		return ModificationResult{}, err
 	}
 	op := opReference(ctx)
 	now := s.clock.Now()
-	_, err = Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
+	reserved, err := MutateFrom(ctx, s.store, owned, func(p *Payment) error {
 		if _, ok := p.Reservations[op]; ok {
 			return ErrSkip // this retry's amount is already reserved
 		}
@@ -137,10 +138,10 @@ func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Si
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
 	}, callUpstream(ctx))
 	if err != nil {
-		s.release(ctx, psp, op)
+		s.release(ctx, reserved, op)
 		return ModificationResult{}, upstreamError(err, apperr.CaptureFailed, "capture")
 	}
-	s.settle(ctx, psp, op, func(p *Payment) {
+	s.settle(ctx, reserved, op, func(p *Payment) {
 		p.State = capturedState(p)
 		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
 	})
@@ -155,8 +156,8 @@ func orRef(ref, psp string) string {
 }
 
 // release undoes a reservation after a failed capture call.
-func (s *Service) release(ctx context.Context, psp, op string) {
-	s.settle(ctx, psp, op, func(p *Payment) {
+func (s *Service) release(ctx context.Context, last Payment, op string) {
+	s.settle(ctx, last, op, func(p *Payment) {
 		if v, ok := p.Reservations[op]; ok {
 			p.CapturedValue -= v
 			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture-released", Origin: "api", PSPReference: op})
@@ -164,12 +165,15 @@ func (s *Service) release(ctx context.Context, psp, op string) {
 	})
 }
 
-// settle ends a reservation and applies fn. Failures are logged: the
-// upstream has answered, and its notification reconciles the record.
-// It runs alongside the rest of the request (reqwork).
-func (s *Service) settle(ctx context.Context, psp, op string, fn func(p *Payment)) {
+// settle ends a reservation and applies fn, starting from last, the
+// record as this request last saw it (one write unless a notification
+// changed it meanwhile). Failures are logged: the upstream has answered,
+// and its notification reconciles the record. It runs alongside the rest of
+// the request (reqwork).
+func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) {
+	psp := last.PSPReference
 	reqwork.Go(ctx, func(ctx context.Context) {
-		_, err := Mutate(ctx, s.store, psp, nil, func(p *Payment) error {
+		_, err := MutateFrom(ctx, s.store, last, func(p *Payment) error {
 			fn(p)
 			delete(p.Reservations, op)
 			p.UpdatedAt = s.clock.Now()
@@ -218,7 +222,7 @@ func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Si
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
 	}
-	s.settle(ctx, psp, "", func(p *Payment) {
+	s.settle(ctx, p, "", func(p *Payment) {
 		kind := "cancel"
 		if p.CapturedValue > 0 {
 			kind = "refund"
@@ -259,7 +263,7 @@ func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tena
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
 	}
-	s.settle(ctx, psp, "", func(p *Payment) {
+	s.settle(ctx, p, "", func(p *Payment) {
 		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
 		p.AuthorisedValue = amount.Value
 		p.Amount.Value = amount.Value

@@ -20,8 +20,24 @@ var ErrSkip = errors.New("payments: no change")
 // create is non-nil, fn is applied to create() and the record is created.
 // fn returning ErrSkip saves nothing and returns the current record.
 func Mutate(ctx context.Context, st Store, psp string, create func() Payment, fn func(*Payment) error) (Payment, error) {
+	return mutate(ctx, st, psp, nil, create, fn)
+}
+
+// MutateFrom is Mutate starting from a record the caller has just read,
+// saving the first read; a concurrent change still re-reads and re-applies.
+func MutateFrom(ctx context.Context, st Store, p Payment, fn func(*Payment) error) (Payment, error) {
+	return mutate(ctx, st, p.PSPReference, &p, nil, fn)
+}
+
+func mutate(ctx context.Context, st Store, psp string, first *Payment, create func() Payment, fn func(*Payment) error) (Payment, error) {
 	for attempt := 0; attempt < maxMutateAttempts; attempt++ {
-		p, err := st.GetPayment(ctx, psp)
+		var p Payment
+		var err error
+		if attempt == 0 && first != nil {
+			p = clonePayment(*first)
+		} else {
+			p, err = st.GetPayment(ctx, psp)
+		}
 		prev := p.Version
 		switch {
 		case errors.Is(err, store.ErrNotFound) && create != nil:
@@ -61,3 +77,16 @@ func (p *Payment) HasEvent(kind, opRef string) bool {
 
 // Remaining returns the authorised amount not yet captured.
 func (p *Payment) Remaining() int64 { return max(p.AuthorisedValue-p.CapturedValue, 0) }
+
+// clonePayment copies the parts of p that fn may change in place.
+func clonePayment(p Payment) Payment {
+	p.History = append([]Event(nil), p.History...)
+	if p.Reservations != nil {
+		r := make(map[string]int64, len(p.Reservations))
+		for k, v := range p.Reservations {
+			r[k] = v
+		}
+		p.Reservations = r
+	}
+	return p
+}
