@@ -5,7 +5,7 @@
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash scripts/test.sh
 #   make lint-template  bash scripts/check-template.sh (cfn-lint + offline SAM transform)
-#   make bench          go benchmarks
+#   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md (a few minutes)
 #   make clean
 #
 # `sam build` calls the build-<LogicalId> targets below with ARTIFACTS_DIR set
@@ -80,7 +80,8 @@ test:
 lint-template:
 	bash scripts/check-template.sh
 
-# Placeholder: every benchmark of the module, no tests.
+# Hot-path Go benchmarks, then the overhead / round-trip / cold-start / webhook
+# measurements of cmd/paysvc-bench, written to BENCHMARKS.md.
 bench:
 	@set -e; gobench=$$(mktemp); trap 'rm -f "$$gobench"' EXIT; rc=0; \
 	echo "== go test -bench (hot paths; PAYSVC_BENCH_FULL=1 enables the DynamoDB variants)"; \
