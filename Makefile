@@ -3,8 +3,8 @@
 #   make build          all six Lambda bootstraps for arm64 -> bin/<name>/bootstrap
 #   make build-amd64    the same for x86_64               -> bin/amd64/<name>/bootstrap
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
-#   make test           bash scripts/test.sh
-#   make lint-template  bash scripts/check-template.sh (cfn-lint + offline SAM transform)
+#   make test           bash .ci/test.sh
+#   make lint-template  bash .ci/check-template.sh (cfn-lint + offline SAM transform)
 #   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md (a few minutes)
 #   make clean
 #
@@ -75,10 +75,10 @@ run:
 	$(GO) run ./cmd/paysvc-local
 
 test:
-	bash scripts/test.sh
+	bash .ci/test.sh
 
 lint-template:
-	bash scripts/check-template.sh
+	bash .ci/check-template.sh
 
 # Hot-path Go benchmarks, then the overhead / round-trip / cold-start / webhook
 # measurements of cmd/paysvc-bench, written to BENCHMARKS.md.

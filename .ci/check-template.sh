@@ -8,7 +8,7 @@
 #      AWS call it can make (IAM ListPolicies, only for policies given by name).
 #   3. samconfig.toml parses and names only parameters the template declares.
 #
-# Usage: scripts/check-template.sh [--out FILE]   (FILE: the transformed template, JSON)
+# Usage: .ci/check-template.sh [--out FILE]   (FILE: the transformed template, JSON)
 # Env:   TEMPLATE (default template.yaml), SAMCONFIG (default samconfig.toml),
 #        CFN_LINT_REGIONS (default "eu-west-1 us-east-1"), PYTHON (default python3).
 set -euo pipefail

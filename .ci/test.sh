@@ -29,7 +29,7 @@ echo "== go vet"
 go vet ./...
 
 echo "== template (cfn-lint + SAM transform)"
-bash scripts/check-template.sh
+bash .ci/check-template.sh
 
 # One moto_server for every test package (each test uses its own table/queue
 # names). Tests start their own when PAYSVC_TEST_AWS_ENDPOINT is unset.
