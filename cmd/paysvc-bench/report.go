@@ -283,9 +283,10 @@ func (r *report) storeWriteWhy() string {
 	var b strings.Builder
 	if r.storeWrite != nil && r.storeWrite.P50 > 0 {
 		fmt.Fprintf(&b, "every embedded-store write is a bbolt transaction committed with fdatasync, %s (p50) per write on this disk (%s), "+
-			"and bbolt commits one write transaction at a time. An idempotent POST payments makes 4 writes (rate-limit hit, idempotency claim, "+
-			"then idempotency complete ‖ payment record, which bbolt serialises), ≈ %s of fsync alone; sessions and captures are alike (captures also read the record twice). ",
-			dur(r.storeWrite.P50), r.storeWrite.FS, dur(4*r.storeWrite.P50))
+			"and bbolt commits one write transaction at a time. An idempotent POST payments makes 3 writes (idempotency claim, "+
+			"then idempotency complete ‖ payment record, which bbolt serialises; rate-limit windows are in memory), ≈ %s of fsync alone; "+
+			"sessions are alike and captures make 4. ",
+			dur(r.storeWrite.P50), r.storeWrite.FS, dur(3*r.storeWrite.P50))
 	} else {
 		b.WriteString("the embedded store commits every write with fsync and one writer at a time. ")
 	}
@@ -293,8 +294,9 @@ func (r *report) storeWriteWhy() string {
 		fmt.Fprintf(&b, "Without store I/O the whole pipeline costs %s of CPU per payments request (BenchmarkRequestCPU/payments). ", dur(cpu))
 	}
 	b.WriteString("What it would take: group commit in `shared/store/embedded` (bbolt `DB.Batch`, so concurrent writers share one fsync) and/or " +
-		"`NoSync` for this development-only store (a crash loses at most the last writes; production uses DynamoDB), " +
-		"or rate-limit windows in memory when running locally; then the added latency is CPU and loopback HTTP, a few hundred µs.")
+		"`NoSync` for this development-only store (a machine crash could lose or corrupt the last writes; production uses DynamoDB); " +
+		"then the added latency is CPU and loopback HTTP, a few hundred µs. We keep fsync: local data that survives a crash is worth " +
+		"a millisecond on a development machine.")
 	return b.String()
 }
 
@@ -563,7 +565,7 @@ func (r *report) overheadSection(w func(string, ...any)) {
 	w("\n¹ config makes no upstream call: its \"direct\" is one loopback HTTP exchange with the simulator's server (a 404), i.e. the\n")
 	w("transport floor; its added latency is the whole service time.\n\n")
 	if sw := r.storeWrite; sw != nil && sw.P50 > 0 {
-		w("Embedded store on this machine: one write (a rate-limit hit: bbolt read-write transaction + fdatasync) takes **%s** p50, %s p99\n",
+		w("Embedded store on this machine: one write (a session record: bbolt read-write transaction + fdatasync) takes **%s** p50, %s p99\n",
 			dur(sw.P50), dur(sw.P99))
 		w("(%d writes, %s). The store runs one write transaction at a time, so at concurrency > 1 requests queue for it: that, not CPU,\n", sw.Writes, sw.FS)
 		w("is what limits the local server's req/s.\n\n")
@@ -619,11 +621,12 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	w("row; a revoked key is refused within the 5 s TTL). Merging rate limit and claim into one `TransactWriteItems` would save a\n")
 	w("step but make every request pay the transaction's double cost and couple two unrelated conditions; not worth it.\n\n")
 	if row, ok := r.roundTrips.row("POST captures (Idempotency-Key)"); ok && row.DepthMax > 4 {
-		w("Captures take %d sequential steps: the ownership check reads the payment, `Mutate` reads it again before reserving the\n", row.DepthMax)
-		w("amount, and the settlement after the upstream call is a read + write that outlasts the idempotency completion running\n")
-		w("beside it. Passing the record read by the ownership check into `Mutate`, and settling with a conditional write on the\n")
-		w("version it reserved, would make it 5 (hit → claim → read → reserve → [upstream] → settle ‖ complete) — a production\n")
-		w("change, not made here.\n\n")
+		w("Captures take %d sequential steps (hit → claim → ownership read → reservation write → [upstream] → settle ‖\n", row.DepthMax)
+		w("complete). The ownership read cannot go: the record must be this site's before anything is reserved; the reservation\n")
+		w("must precede the upstream call so concurrent captures can never exceed the authorised amount; the settlement starts\n")
+		w("from the reserved record (one conditional write) and runs beside the idempotency completion. Notifications take more\n")
+		w("steps, off every merchant request's critical path: the upstream waits for `[accepted]` only after the item is stored,\n")
+		w("the record updated and its deliveries queued.\n\n")
 	}
 }
 
