@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/observe"
+	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
