@@ -230,7 +230,7 @@ func (r *report) latencyTargets() []target {
 		if !ok99 {
 			t99.Miss = "the causes of the p50 miss, in the tail"
 			if sw := r.storeWrite; sw != nil && sw.P99 > 0 {
-				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request makes 4 of them (captures 5, plus reads)", dur(sw.P99))
+				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request makes 3 of them (captures 4, plus a read), while the notifications the simulator sends back after each payment write concurrently through the same single writer", dur(sw.P99))
 			}
 			t99.Miss += ". The same changes (group commit or no fsync for the local store) address it."
 			if ok50 {
