@@ -12,13 +12,11 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,19 +97,6 @@ func Fingerprint(method, path string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func canonicalJSON(body []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return body
-	}
-	out, err := json.Marshal(v) // maps marshal with sorted keys
-	if err != nil {
-		return body
-	}
-	return out
-}
 
 // UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
 // 43 characters of base64url SHA-256, within the upstream's 64-character limit.
