@@ -97,7 +97,6 @@ func Fingerprint(method, path string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-
 // UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
 // 43 characters of base64url SHA-256, within the upstream's 64-character limit.
 func UpstreamKey(scope, key string) string {
