@@ -286,11 +286,11 @@ func BenchmarkRequestCPU(b *testing.B) {
 		{"config", http.MethodGet, "/v1/ecom/config", "", false, http.StatusOK},
 	}
 	for _, bc := range cases {
+		i := 0 // outside the closure: the benchmark function may run more than once, and keys must stay new
 		b.Run(bc.name, func(b *testing.B) {
 			// Warm the tenant cache (the target is for warm instances).
 			serveBench(b, h, bc.method, bc.path, key, bc.body, "warm-"+bc.name, bc.want)
 			b.ReportAllocs()
-			i := 0
 			cpu0 := processCPU()
 			for b.Loop() {
 				idem := ""

@@ -7,6 +7,7 @@ package jsonin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -56,18 +57,18 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "request body must be UTF-8 JSON")
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var m map[string]json.RawMessage
-	if err := dec.Decode(&m); err != nil {
+	if !json.Valid(body) { // one validating pass; the splitters then only find boundaries
+		var v any
+		err := json.Unmarshal(body, &v)
+		if err == nil {
+			err = errors.New("invalid JSON")
+		}
 		errs.Add("", "malformed JSON: "+describeJSONError(err))
 		return nil
 	}
-	if m == nil {
+	m, ok := splitObject(body)
+	if !ok {
 		errs.Add("", "request body must be a JSON object")
-		return nil
-	}
-	if dec.More() {
-		errs.Add("", "malformed JSON: unexpected data after the object")
 		return nil
 	}
 	return &Obj{fields: m, used: make(map[string]bool, len(m)), errs: errs}
@@ -233,8 +234,8 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 	if raw == nil {
 		return "", false
 	}
-	var s string
-	if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	s, ok := decodeString(raw)
+	if !ok {
 		o.Fail(name, "must be a string")
 		return "", false
 	}
@@ -243,6 +244,22 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 			o.Fail(name, msg)
 			return s, false
 		}
+	}
+	return s, true
+}
+
+// decodeString decodes a JSON string token. Raw values come from an already
+// validated document, so a token without escapes is its own content.
+func decodeString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
 	}
 	return s, true
 }
@@ -287,8 +304,8 @@ func (o *Obj) Object(name string, required bool) *Obj {
 	if raw == nil {
 		return nil
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	m, ok := splitObject(raw)
+	if !ok {
 		o.Fail(name, "must be an object")
 		return nil
 	}
@@ -301,8 +318,8 @@ func (o *Obj) Objects(name string, required bool, max int) []*Obj {
 	if raw == nil {
 		return nil
 	}
-	var arr []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &arr) != nil {
+	arr, ok := splitArray(raw)
+	if !ok {
 		o.Fail(name, "must be an array")
 		return nil
 	}
@@ -313,8 +330,8 @@ func (o *Obj) Objects(name string, required bool, max int) []*Obj {
 	out := make([]*Obj, 0, len(arr))
 	for i, el := range arr {
 		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
-		var m map[string]json.RawMessage
-		if len(el) == 0 || el[0] != '{' || json.Unmarshal(el, &m) != nil {
+		m, ok := splitObject(el)
+		if !ok {
 			o.errs.Add(p, "must be an object")
 			continue
 		}
@@ -329,8 +346,8 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 	if raw == nil {
 		return nil
 	}
-	var arr []json.RawMessage
-	if raw[0] != '[' || json.Unmarshal(raw, &arr) != nil {
+	arr, ok := splitArray(raw)
+	if !ok {
 		o.Fail(name, "must be an array of strings")
 		return nil
 	}
@@ -341,8 +358,8 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 	out := make([]string, 0, len(arr))
 	for i, el := range arr {
 		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
-		var s string
-		if len(el) == 0 || el[0] != '"' || json.Unmarshal(el, &s) != nil {
+		s, ok := decodeString(el)
+		if !ok {
 			o.errs.Add(p, "must be a string")
 			continue
 		}
@@ -368,8 +385,8 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 	if raw == nil {
 		return nil
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	m, ok := splitObject(raw)
+	if !ok {
 		o.Fail(name, "must be an object")
 		return nil
 	}
@@ -391,9 +408,8 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 				continue
 			}
 		}
-		var s string
-		v := m[k]
-		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		s, ok := decodeString(m[k])
+		if !ok {
 			o.errs.Add(p, "must be a string")
 			continue
 		}

@@ -1,8 +1,10 @@
 package jsonin
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/yp/paysvc/shared/apperr"
 )
@@ -86,4 +88,76 @@ func TestRules(t *testing.T) {
 			t.Errorf("rule on %q = %v", tc.in, got)
 		}
 	}
+}
+
+// The splitters must agree with encoding/json on every valid document.
+func TestSplittersMatchEncodingJSON(t *testing.T) {
+	docs := []string{
+		`{}`, ` { "a" : 1 , "b":[1, {"c":"}]\"{"}], "d":{"e":null}, "f":"\u00e9\"", "a":2 }`,
+		`{"s":"x\\","t":[],"u":{},"v":-1.5e3,"w":true,"x":false}`,
+		`{"k\u0041":1}`,
+	}
+	for _, d := range docs {
+		var want map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(d), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := splitObject([]byte(d))
+		if !ok || len(got) != len(want) {
+			t.Fatalf("%s: got %v (%v), want %v", d, got, ok, want)
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("%s: %q = %s, want %s", d, k, got[k], v)
+			}
+		}
+	}
+	for _, d := range []string{`[]`, `[1, "a]", {"b":[2]}, [3,[4]], null ]`} {
+		var want []json.RawMessage
+		if err := json.Unmarshal([]byte(d), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := splitArray([]byte(d))
+		if !ok || len(got) != len(want) {
+			t.Fatalf("%s: got %v, want %v", d, got, want)
+		}
+		for i := range want {
+			if string(got[i]) != string(want[i]) {
+				t.Fatalf("%s[%d] = %s, want %s", d, i, got[i], want[i])
+			}
+		}
+	}
+	for _, notObject := range []string{`[]`, `"x"`, `1`, `null`} {
+		if _, ok := splitObject([]byte(notObject)); ok {
+			t.Errorf("%s split as an object", notObject)
+		}
+	}
+}
+
+func FuzzSplitObject(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[{"c":"]"}],"a":"\""}`, `{}`, `{"x":{"y":[1,2,{"z":null}]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) || !utf8.Valid(b) {
+			return // the splitters only see documents Parse validated (UTF-8 JSON)
+		}
+		var want map[string]json.RawMessage
+		wantErr := json.Unmarshal(b, &want)
+		got, ok := splitObject(b)
+		if (wantErr == nil && want != nil) != ok {
+			t.Fatalf("%q: split ok=%v, encoding/json err=%v", b, ok, wantErr)
+		}
+		if !ok {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d members, want %d", b, len(got), len(want))
+		}
+		for k, v := range want {
+			if string(got[k]) != string(v) {
+				t.Fatalf("%q: %q = %s, want %s", b, k, got[k], v)
+			}
+		}
+	})
 }

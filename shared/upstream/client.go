@@ -89,7 +89,15 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	var payload []byte
 	if body != nil {
 		var err error
-		if payload, err = json.Marshal(body); err != nil {
+		// A type with its own MarshalJSON (PaymentRequest, whose Extra is
+		// validated there) is called directly: encoding/json would re-scan
+		// and compact its output.
+		if m, ok := body.(json.Marshaler); ok {
+			payload, err = m.MarshalJSON()
+		} else {
+			payload, err = json.Marshal(body)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("upstream: %s: encoding request: %w", op, err)
 		}
 	}
