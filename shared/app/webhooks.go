@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -34,11 +35,14 @@ type Queues struct {
 }
 
 // OpenQueues opens the delivery queue.
-func OpenQueues(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger) (*Queues, error) {
+func OpenQueues(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger, instrument ...func(*aws.Config)) (*Queues, error) {
 	if cfg.QueueURL != "" {
 		ac, err := AWSConfig(ctx)
 		if err != nil {
 			return nil, err
+		}
+		for _, in := range instrument {
+			in(&ac)
 		}
 		q := sqsqueue.New(sqs.NewFromConfig(ac), cfg.QueueURL, cfg.DLQURL)
 		return &Queues{Queue: q, DeadLetters: q, SQS: q}, nil
@@ -101,7 +105,11 @@ func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
 	}
 	sender := opts.Sender
 	if sender == nil {
-		sender = webhooks.NewSender(webhooks.SenderConfig{Timeout: opts.Timeout, AllowLocal: a.Config.WebhookAllowLocal})
+		cfg := webhooks.SenderConfig{Timeout: opts.Timeout, AllowLocal: a.Config.WebhookAllowLocal}
+		if a.Tracer.Enabled() {
+			cfg.Wrap = a.Tracer.Transport
+		}
+		sender = webhooks.NewSender(cfg)
 	}
 	return &webhooks.Dispatcher{
 		Deliveries: a.Stores.Deliveries, Tenants: a.Stores.Tenants, Sender: sender,
@@ -123,7 +131,7 @@ func NewWebhookAdmin(ctx context.Context, cfg config.Config, stores *Stores, clk
 // NotificationsHandler is the notifications function's HTTP handler:
 // POST /v1/notifications/upstream, JSON 404s elsewhere.
 func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {
-	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log)
+	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log, a.Tracer.InstrumentAWS)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +144,7 @@ func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {
 
 // DispatcherHandler is the dispatcher function's SQS handler.
 func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log)
+	q, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log, a.Tracer.InstrumentAWS)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,9 @@ type SenderConfig struct {
 	// targets on localhost or a loopback address are accepted over http or
 	// https on any port. Everything else stays under the production rules.
 	AllowLocal bool
+	// Wrap, when set, wraps the transports (tracing); the dial-time SSRF
+	// check stays underneath whatever it adds.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Sender POSTs deliveries. Production rules: https only, port 443, the
@@ -59,6 +62,13 @@ func NewSender(cfg SenderConfig) *Sender {
 	s := &Sender{guarded: newClient(guard.Safe), timeout: cfg.Timeout, allowLocal: cfg.AllowLocal}
 	if cfg.AllowLocal {
 		s.local = newClient(loopbackOnly)
+	}
+	if cfg.Wrap != nil {
+		for _, c := range []*http.Client{s.guarded, s.local} {
+			if c != nil {
+				c.Transport = cfg.Wrap(c.Transport)
+			}
+		}
 	}
 	return s
 }

@@ -144,3 +144,33 @@ func TestSenderOutcomes(t *testing.T) {
 		t.Errorf("the timeout took %s", took)
 	}
 }
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSenderWrapIsApplied checks the tracing hook sits on the delivery path
+// and the SSRF dial check still runs beneath it.
+func TestSenderWrapIsApplied(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	var wrapped int
+	wrap := func(base http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			wrapped++
+			return base.RoundTrip(r)
+		})
+	}
+	local := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
+	req := request(t, secretNew)
+	req.URL = srv.URL + "/hook"
+	if res := local.Send(context.Background(), req); !res.Delivered() || wrapped != 1 {
+		t.Fatalf("local send: %+v, wrapped %d", res, wrapped)
+	}
+	guarded := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, Wrap: wrap})
+	req.URL = "https://127.0.0.1:443/hook" // refused before or at dial, whatever the wrapper does
+	if res := guarded.Send(context.Background(), req); res.Delivered() {
+		t.Fatalf("loopback target delivered through the guarded sender: %+v", res)
+	}
+}
