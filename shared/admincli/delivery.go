@@ -9,6 +9,7 @@ import (
 
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -37,11 +38,7 @@ func (c *cli) deliveryList(ctx context.Context, path string, args []string) erro
 	if *limit < 1 || *limit > 1000 {
 		return usagef(path, "--limit must be 1 to 1000")
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		a, err := c.webhookAdmin(ctx, s)
 		if err != nil {
 			return err
@@ -95,11 +92,7 @@ func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) e
 	if err := f.required("merchant"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		a, err := c.webhookAdmin(ctx, s)
 		if err != nil {
 			return err

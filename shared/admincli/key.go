@@ -201,11 +201,7 @@ func (c *cli) keyList(ctx context.Context, path string, args []string) error {
 	if err := f.required("merchant"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		keys, err := s.tenants().ListAPIKeys(ctx, m.ID)
 		if err != nil {
 			return fmt.Errorf("list API keys: %w", err)
@@ -239,11 +235,7 @@ func (c *cli) keyRevoke(ctx context.Context, path string, args []string) error {
 		return err
 	}
 	keyID := strings.TrimSpace(*id)
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		find := func() (tenant.APIKey, error) {
 			keys, err := s.tenants().ListAPIKeys(ctx, m.ID)
 			if err != nil {

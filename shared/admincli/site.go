@@ -113,11 +113,7 @@ func (c *cli) siteList(ctx context.Context, path string, args []string) error {
 	if err := f.required("merchant"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		sites, err := s.tenants().ListSites(ctx, m.ID)
 		if err != nil {
 			return fmt.Errorf("list sites: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/config"
@@ -60,4 +61,16 @@ func (s *session) merchant(ctx context.Context, id string) (tenant.Merchant, err
 		return m, fmt.Errorf("read merchant %q: %w", id, err)
 	}
 	return m, nil
+}
+
+// withMerchant is withStore for commands about one merchant: it resolves
+// the --merchant id (an unknown one is an error naming it) before fn.
+func (c *cli) withMerchant(ctx context.Context, id string, fn func(s *session, m tenant.Merchant) error) error {
+	return c.withStore(ctx, func(s *session) error {
+		m, err := s.merchant(ctx, strings.TrimSpace(id))
+		if err != nil {
+			return err
+		}
+		return fn(s, m)
+	})
 }

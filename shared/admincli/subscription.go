@@ -218,11 +218,7 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 	if local {
 		c.warnf("%s is an insecure local target: only a local run with insecure local delivery enabled delivers to it; deployed stages refuse it", target)
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		if subID != "" {
 			_, err := s.tenants().GetSubscription(ctx, m.ID, subID)
 			if err == nil {
@@ -253,11 +249,7 @@ func (c *cli) subList(ctx context.Context, path string, args []string) error {
 	if err := f.required("merchant"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		subs, err := s.tenants().ListSubscriptions(ctx, m.ID)
 		if err != nil {
 			return fmt.Errorf("list subscriptions: %w", err)
@@ -299,11 +291,7 @@ func (c *cli) subRotate(ctx context.Context, path string, args []string) error {
 	if *overlap < 0 || *overlap > maxOverlap {
 		return usagef(path, "--overlap must be between 0 and %s, not %s", maxOverlap, *overlap)
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		sub, err := s.subscription(ctx, m.ID, strings.TrimSpace(*id))
 		if err != nil {
 			return err
@@ -354,11 +342,7 @@ func (c *cli) subSetEnabled(ctx context.Context, path string, args []string, ena
 	if err := f.required("merchant", "id"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*merchantID))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		sub, err := s.subscription(ctx, m.ID, strings.TrimSpace(*id))
 		if err != nil {
 			return err
