@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/localserver"
+	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
@@ -27,25 +28,12 @@ const (
 	benchSite       = "site_demo" // the local server's demo tenant
 )
 
-// Request bodies of the overhead runs: a typical Drop-in payment (state
-// data included) and a sessions request; reference is filled per request.
+// Request bodies of the overhead runs: testenv's typical Drop-in payment
+// (state data included) and sessions request; reference is filled per request.
 const (
-	payBodyFmt = `{"amount":{"value":12950,"currency":"EUR"},"reference":"%s",
-"returnUrl":"https://shop.example/checkout/return?order=000123",
-"paymentMethod":{"type":"scheme","holderName":"J. Smith","encryptedCardNumber":"test_4111111111111111",
-"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737","brand":"visa"},
-"browserInfo":{"acceptHeader":"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8","colorDepth":24,
-"language":"nl-NL","javaEnabled":false,"screenHeight":1080,"screenWidth":1920,
-"userAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
-"timeZoneOffset":-60},"origin":"https://shop.example","channel":"Web","shopperEmail":"j.smith@example.com",
-"shopperIP":"192.0.2.10","shopperLocale":"nl-NL","billingAddress":{"street":"Simon Carmiggeltstraat",
-"houseNumberOrName":"6-50","postalCode":"1011DJ","city":"Amsterdam","country":"NL"}}`
-	sessionBodyFmt = `{"amount":{"value":12950,"currency":"EUR"},"reference":"%s",
-"returnUrl":"https://shop.example/checkout/return?order=000124","shopperEmail":"j.smith@example.com",
-"shopperLocale":"nl-NL","shopperReference":"shopper-000042","lineItems":[
-{"id":"sku-1","description":"Trail running shoes","quantity":1,"amountIncludingTax":9950},
-{"id":"sku-2","description":"Merino socks (3 pairs)","quantity":1,"amountIncludingTax":3000}]}`
-	captureBody = `{"amount":{"value":12950,"currency":"EUR"}}`
+	payBodyFmt     = testenv.PaymentBodyFmt
+	sessionBodyFmt = testenv.SessionBodyFmt
+	captureBody    = `{"amount":{"value":12950,"currency":"EUR"}}`
 )
 
 // overheadEndpoints are the endpoints of item 1, in report order.

@@ -35,24 +35,11 @@ import (
 // long (DynamoDB on moto); `make bench` sets it, CI's smoke run does not.
 const EnvBenchFull = "PAYSVC_BENCH_FULL"
 
-// benchPayBody is a typical Drop-in payments request (about 1.2 KB).
-const benchPayBody = `{"amount":{"value":12950,"currency":"EUR"},"reference":"order-2026-000123",
-"returnUrl":"https://shop.example/checkout/return?order=000123",
-"paymentMethod":{"type":"scheme","holderName":"J. Smith","encryptedCardNumber":"test_4111111111111111",
-"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737","brand":"visa"},
-"browserInfo":{"acceptHeader":"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8","colorDepth":24,
-"language":"nl-NL","javaEnabled":false,"screenHeight":1080,"screenWidth":1920,
-"userAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
-"timeZoneOffset":-60},"origin":"https://shop.example","channel":"Web","shopperEmail":"j.smith@example.com",
-"shopperIP":"192.0.2.10","shopperLocale":"nl-NL","billingAddress":{"street":"Simon Carmiggeltstraat",
-"houseNumberOrName":"6-50","postalCode":"1011DJ","city":"Amsterdam","country":"NL"}}`
-
-// benchSessionBody is a typical sessions request.
-const benchSessionBody = `{"amount":{"value":12950,"currency":"EUR"},"reference":"order-2026-000124",
-"returnUrl":"https://shop.example/checkout/return?order=000124","shopperEmail":"j.smith@example.com",
-"shopperLocale":"nl-NL","shopperReference":"shopper-000042","lineItems":[
-{"id":"sku-1","description":"Trail running shoes","quantity":1,"amountIncludingTax":9950},
-{"id":"sku-2","description":"Merino socks (3 pairs)","quantity":1,"amountIncludingTax":3000}]}`
+// Typical bodies (testenv), with fixed references.
+var (
+	benchPayBody     = testenv.PaymentBody("order-2026-000123")
+	benchSessionBody = testenv.SessionBody("order-2026-000124")
+)
 
 // memHot keeps the per-request records (rate-limit windows, idempotency
 // records, payments, sessions) in memory, so a benchmark measures the
