@@ -38,7 +38,9 @@ type SenderConfig struct {
 	// https on any port. Everything else stays under the production rules.
 	AllowLocal bool
 	// Wrap, when set, wraps the transports (tracing); the dial-time SSRF
-	// check stays underneath whatever it adds.
+	// check stays underneath whatever it adds, and so does the removal of
+	// internal trace headers (InternalHeaders): the wrapper may record the
+	// call (an X-Ray subsegment) but what it adds never reaches a merchant.
 	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
@@ -63,14 +65,42 @@ func NewSender(cfg SenderConfig) *Sender {
 	if cfg.AllowLocal {
 		s.local = newClient(loopbackOnly)
 	}
-	if cfg.Wrap != nil {
-		for _, c := range []*http.Client{s.guarded, s.local} {
-			if c != nil {
-				c.Transport = cfg.Wrap(c.Transport)
-			}
+	for _, c := range []*http.Client{s.guarded, s.local} {
+		if c == nil {
+			continue
+		}
+		c.Transport = stripInternalHeaders{c.Transport}
+		if cfg.Wrap != nil {
+			c.Transport = cfg.Wrap(c.Transport)
 		}
 	}
 	return s
+}
+
+// InternalHeaders are the trace propagation headers a tracer adds to
+// outgoing calls (X-Ray, W3C Trace Context, B3). They identify our traces
+// and are meaningless to a merchant, so deliveries never carry them.
+var InternalHeaders = []string{
+	"X-Amzn-Trace-Id", "Traceparent", "Tracestate", "Baggage",
+	"X-B3-Traceid", "X-B3-Spanid", "X-B3-Parentspanid", "X-B3-Sampled", "X-B3-Flags", "B3",
+}
+
+// stripInternalHeaders removes InternalHeaders from each request just
+// before it is sent (below any tracing wrapper, which still records the call).
+type stripInternalHeaders struct{ next http.RoundTripper }
+
+func (s stripInternalHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	for _, h := range InternalHeaders {
+		if _, ok := r.Header[h]; ok {
+			// A RoundTripper must not modify the caller's request.
+			r = r.Clone(r.Context())
+			for _, h := range InternalHeaders {
+				r.Header.Del(h)
+			}
+			break
+		}
+	}
+	return s.next.RoundTrip(r)
 }
 
 // newClient returns a client dialling through control, with no proxy and
