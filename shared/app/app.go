@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
@@ -104,8 +105,12 @@ type App struct {
 	Config  config.Config
 	Log     *slog.Logger
 	Clock   clock.Clock
-	Stores  *Stores
-	Secrets config.Secrets
+	Stores *Stores
+	// Secrets are the upstream secrets as read at start. In AWS
+	// (PAYSVC_UPSTREAM_SECRET_ARN) SecretCache keeps them current: the
+	// upstream client and the notifications handler read it on every use.
+	Secrets     config.Secrets
+	SecretCache *SecretCache // nil without PAYSVC_UPSTREAM_SECRET_ARN
 	Deps    *httpapi.Deps
 	// Metrics (EMF) and Tracer (X-Ray) are set in Lambda, nil locally; both
 	// are no-ops when nil. Webhook code reports deliveries with
@@ -134,10 +139,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := LoadSecrets(ctx, cfg)
-	if err != nil {
-		_ = stores.Close()
-		return nil, err
+	secrets := cfg.Secrets
+	if cfg.UpstreamSecretARN != "" {
+		ac, err := AWSConfig(ctx)
+		if err != nil {
+			_ = stores.Close()
+			return nil, err
+		}
+		a.Tracer.InstrumentAWS(&ac)
+		a.SecretCache = NewSecretCache(SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN), clk, log)
+		if secrets, _, err = a.SecretCache.Get(ctx); err != nil {
+			_ = stores.Close()
+			return nil, err
+		}
 	}
 	up := upstream.New(upstream.Config{BaseURL: cfg.UpstreamURL, APIKey: secrets.APIKey, Timeout: cfg.UpstreamTimeout,
 		HTTPClient: a.upstreamHTTPClient()})
@@ -159,15 +173,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	return a, nil
 }
 
-// upstreamHTTPClient is the upstream client's HTTP client with metrics and
-// tracing, or nil (the client's own default) when there are neither. Like
-// that default it does not follow redirects.
+// upstreamHTTPClient is the upstream client's HTTP client with metrics,
+// tracing and the current API key from SecretCache, or nil (the client's
+// own default) when there is none of them. Like that default it does not
+// follow redirects.
 func (a *App) upstreamHTTPClient() *http.Client {
-	if a.Metrics == nil && !a.Tracer.Enabled() {
+	if a.Metrics == nil && !a.Tracer.Enabled() && a.SecretCache == nil {
 		return nil
 	}
+	var rt http.RoundTripper = a.Metrics.UpstreamTransport(a.Tracer.Transport(http.DefaultTransport.(*http.Transport).Clone()))
+	if a.SecretCache != nil {
+		rt = upstreamKeyTransport{cache: a.SecretCache, next: rt}
+	}
 	return &http.Client{
-		Transport:     a.Metrics.UpstreamTransport(a.Tracer.Transport(http.DefaultTransport.(*http.Transport).Clone())),
+		Transport:     rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }

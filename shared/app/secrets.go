@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/yp/paysvc/shared/config"
 )
 
-// LoadSecrets returns the upstream secrets: from Secrets Manager when
-// PAYSVC_UPSTREAM_SECRET_ARN is set (read once, at cold start), else from
-// the local environment variables.
+// LoadSecrets returns the upstream secrets once: from Secrets Manager when
+// PAYSVC_UPSTREAM_SECRET_ARN is set, else from the local environment
+// variables. The service itself keeps them fresh with a SecretCache (New).
 func LoadSecrets(ctx context.Context, cfg config.Config) (config.Secrets, error) {
 	if cfg.UpstreamSecretARN == "" {
 		return cfg.Secrets, nil
@@ -22,21 +23,54 @@ func LoadSecrets(ctx context.Context, cfg config.Config) (config.Secrets, error)
 	if err != nil {
 		return config.Secrets{}, err
 	}
-	out, err := secretsmanager.NewFromConfig(ac).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{
-		SecretId: &cfg.UpstreamSecretARN,
-	})
+	return SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN)(ctx)
+}
+
+// SecretsManagerSource reads the upstream secret arn (JSON {"apiKey",
+// "hmacKey", "notificationUsername", "notificationPassword"}, apiKey
+// required) from Secrets Manager at each call. Errors never hold the value.
+func SecretsManagerSource(client *secretsmanager.Client, arn string) func(context.Context) (config.Secrets, error) {
+	return func(ctx context.Context) (config.Secrets, error) {
+		out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn})
+		if err != nil {
+			return config.Secrets{}, fmt.Errorf("read upstream secret: %w", err)
+		}
+		if out.SecretString == nil {
+			return config.Secrets{}, errors.New("upstream secret has no SecretString")
+		}
+		var s config.Secrets
+		if err := json.Unmarshal([]byte(*out.SecretString), &s); err != nil {
+			return config.Secrets{}, errors.New("upstream secret is not the JSON object {apiKey, hmacKey, ...}")
+		}
+		if s.APIKey == "" {
+			return config.Secrets{}, errors.New("upstream secret lacks apiKey")
+		}
+		return s, nil
+	}
+}
+
+// upstreamKeyTransport sets the current upstream API key (X-API-Key) on
+// every upstream call, so a rotated key is used without a restart. A 401
+// answer schedules an early read of the secret (SecretCache.Refresh): the
+// key in use was refused, perhaps already replaced.
+type upstreamKeyTransport struct {
+	cache *SecretCache
+	next  http.RoundTripper
+}
+
+func (t upstreamKeyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	s, _, err := t.cache.Get(r.Context())
 	if err != nil {
-		return config.Secrets{}, fmt.Errorf("read upstream secret: %w", err)
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, err
 	}
-	if out.SecretString == nil {
-		return config.Secrets{}, errors.New("upstream secret has no SecretString")
+	r = r.Clone(r.Context()) // a RoundTripper must not modify the caller's request
+	r.Header.Set("X-API-Key", s.APIKey)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && t.cache.Refresh() {
+		t.cache.log.WarnContext(r.Context(), "upstream answered 401: the upstream secret is read again before the next call")
 	}
-	var s config.Secrets
-	if err := json.Unmarshal([]byte(*out.SecretString), &s); err != nil {
-		return config.Secrets{}, errors.New("upstream secret is not the JSON object {apiKey, hmacKey, ...}")
-	}
-	if s.APIKey == "" {
-		return config.Secrets{}, errors.New("upstream secret lacks apiKey")
-	}
-	return s, nil
+	return resp, err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -72,7 +73,11 @@ func EnsureQueues(ctx context.Context, cfg *config.Config) error {
 // NewReceiver wires the inbound notification processing onto q. The
 // upstream's HMAC key (Secrets.HMACKey) is required.
 func NewReceiver(a *App, q queue.Queue) (*notifications.Receiver, error) {
-	signer, err := upstream.NewSigner(a.Secrets.HMACKey)
+	return newReceiver(a, q, a.Secrets)
+}
+
+func newReceiver(a *App, q queue.Queue, s config.Secrets) (*notifications.Receiver, error) {
+	signer, err := upstream.NewSigner(s.HMACKey)
 	if err != nil {
 		return nil, fmt.Errorf("notifications: the upstream HMAC key (hmacKey / PAYSVC_UPSTREAM_HMAC_KEY): %w", err)
 	}
@@ -135,12 +140,92 @@ func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	recv, err := NewReceiver(a, q.Queue)
-	if err != nil {
+	build := func(s config.Secrets) (http.Handler, error) {
+		recv, err := newReceiver(a, q.Queue, s)
+		if err != nil {
+			return nil, err
+		}
+		return httpapi.Notifications(a.Deps, recv, NotificationAuth(s), httpapi.NewHandler(a.Deps)), nil
+	}
+	if a.SecretCache == nil {
+		return build(a.Secrets)
+	}
+	return newRotatingHandler(ctx, a.SecretCache, build, a.Log)
+}
+
+// rotatingHandler serves notifications with the HMAC key and basic-auth
+// credentials of the current secret: a new secret value gets a new handler
+// at the next request. A 401 (signature or credentials refused) schedules
+// an early read of the secret, so after a rotation the upstream's retry of
+// the refused notification is verified with the new key.
+type rotatingHandler struct {
+	cache *SecretCache
+	build func(config.Secrets) (http.Handler, error)
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	version uint64
+	h       http.Handler
+}
+
+func newRotatingHandler(ctx context.Context, cache *SecretCache, build func(config.Secrets) (http.Handler, error), log *slog.Logger) (*rotatingHandler, error) {
+	r := &rotatingHandler{cache: cache, build: build, log: log}
+	if _, err := r.current(ctx); err != nil {
 		return nil, err
 	}
-	return httpapi.Notifications(a.Deps, recv, NotificationAuth(a.Secrets), httpapi.NewHandler(a.Deps)), nil
+	return r, nil
 }
+
+// current returns the handler of the current secret; when the secret cannot
+// be read or its new value is unusable, the handler in use stays.
+func (r *rotatingHandler) current(ctx context.Context) (http.Handler, error) {
+	s, v, err := r.cache.Get(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil && v != r.version {
+		h, berr := r.build(s)
+		if berr == nil {
+			r.h, r.version = h, v
+		}
+		err = berr
+	}
+	if err != nil && r.h != nil {
+		r.log.ErrorContext(ctx, "notifications: keeping the previous upstream secret", "err", err.Error())
+		return r.h, nil
+	}
+	return r.h, err
+}
+
+func (r *rotatingHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h, _ := r.current(req.Context()) // never nil: newRotatingHandler built one
+	sw := &statusWriter{ResponseWriter: w}
+	h.ServeHTTP(sw, req)
+	if sw.status == http.StatusUnauthorized && r.cache.Refresh() {
+		r.log.WarnContext(req.Context(), "notification refused (HMAC or basic auth): the upstream secret is read again before the next one")
+	}
+}
+
+// statusWriter records the status of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // DispatcherHandler is the dispatcher function's SQS handler.
 func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
