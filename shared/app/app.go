@@ -102,16 +102,16 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 
 // App is a wired service.
 type App struct {
-	Config  config.Config
-	Log     *slog.Logger
-	Clock   clock.Clock
+	Config config.Config
+	Log    *slog.Logger
+	Clock  clock.Clock
 	Stores *Stores
 	// Secrets are the upstream secrets as read at start. In AWS
 	// (PAYSVC_UPSTREAM_SECRET_ARN) SecretCache keeps them current: the
 	// upstream client and the notifications handler read it on every use.
 	Secrets     config.Secrets
 	SecretCache *SecretCache // nil without PAYSVC_UPSTREAM_SECRET_ARN
-	Deps    *httpapi.Deps
+	Deps        *httpapi.Deps
 	// Metrics (EMF) and Tracer (X-Ray) are set in Lambda, nil locally; both
 	// are no-ops when nil. Webhook code reports deliveries with
 	// Metrics.WebhookDelivery and wraps its HTTP client with Tracer.HTTPClient.
