@@ -5,6 +5,9 @@
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash .ci/test.sh
 #   make lint-template  bash .ci/check-template.sh (cfn-lint + offline SAM transform)
+#   make deploy-check   CONFIG_ENV=default|test|prod: refuse placeholders and unsafe settings
+#   make deploy         CONFIG_ENV=...: deploy-check, lint-template, sam build, sam deploy
+#   make admin          build the admin CLI for this machine -> bin/paysvc-admin
 #   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md (a few minutes)
 #   make clean
 #
@@ -21,7 +24,7 @@ FUNCTIONS := config sessions payments modifications notifications dispatcher
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: all build build-amd64 run test lint-template bench clean help \
+.PHONY: all build build-amd64 run test lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-NotificationsFunction build-WebhookDispatcherFunction \
 	check-artifacts-dir
@@ -29,7 +32,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 all: build
 
 help:
-	@sed -n '2,13p' Makefile
+	@sed -n '2,16p' Makefile
 
 # --- sam build targets (one per function logical id) ---------------------------
 
@@ -79,6 +82,22 @@ test:
 
 lint-template:
 	bash .ci/check-template.sh
+
+# The samconfig.toml environment deploy-check and deploy use.
+CONFIG_ENV ?= default
+
+deploy-check:
+	bash .ci/deploy-check.sh --config-env $(CONFIG_ENV)
+
+deploy: deploy-check lint-template
+	sam build --config-env $(CONFIG_ENV)
+	sam deploy --config-env $(CONFIG_ENV)
+
+# The admin CLI as a binary: its exit codes (0 ok, 1 failure, 2 usage error)
+# reach the shell as they are (`go run` turns every failure into 1).
+admin:
+	$(GO) build -o $(BIN)/paysvc-admin ./cmd/paysvc-admin
+	@echo "built $(BIN)/paysvc-admin"
 
 # Hot-path Go benchmarks, then the overhead / round-trip / cold-start / webhook
 # measurements of cmd/paysvc-bench, written to BENCHMARKS.md.
