@@ -4,8 +4,9 @@
 #      are unavoidable must be ignored in template.yaml (Metadata.cfn-lint) by
 #      rule id, with a comment saying why.
 #   2. The SAM transform itself (python samtranslator, the library behind
-#      `sam validate` and CloudFormation's transform), with a stub for the one
-#      AWS call it can make (IAM ListPolicies, only for policies given by name).
+#      `sam validate` and CloudFormation's transform; .ci/sam_transform.py),
+#      with a stub for the one AWS call it can make (IAM ListPolicies, only
+#      for policies given by name), and sanity checks of its output.
 #   3. samconfig.toml parses and names only parameters the template declares.
 #
 # Usage: .ci/check-template.sh [--out FILE]   (FILE: the transformed template, JSON)
@@ -51,59 +52,14 @@ echo "check-template: SAM transform (samtranslator $("$PYTHON" -c 'import samtra
 import json
 import sys
 
-import boto3
-from cfnlint.decode import decode
-from samtranslator.model.exceptions import InvalidDocumentException
-from samtranslator.parser.parser import Parser
-from samtranslator.translator.translator import Translator
+sys.path.insert(0, ".ci")
+from sam_transform import TransformError, transform  # noqa: E402
 
 template_path, out_path = sys.argv[1], sys.argv[2]
-
-template, matches = decode(template_path)
-if matches or template is None:
-    for m in matches:
-        print(f"  {m}", file=sys.stderr)
-    sys.exit(f"check-template: FAIL: cannot parse {template_path}")
-
-
-class OfflineManagedPolicyLoader:
-    """samtranslator asks IAM for the ARN of managed policies named in
-    Policies; offline we know none, so a policy given by name fails clearly."""
-
-    def load(self):
-        return {}
-
-
-# `sam package` uploads local code and rewrites CodeUri to an S3 URI before the
-# transform runs; do the same with a placeholder (as `sam validate` does).
-def packaged(props):
-    uri = props.get("CodeUri") if isinstance(props, dict) else None
-    if isinstance(uri, str) and not uri.startswith("s3://"):
-        props["CodeUri"] = "s3://paysvc-artifacts-placeholder/code.zip"
-
-
-template = json.loads(json.dumps(template))
-packaged(template.get("Globals", {}).get("Function"))
-for res in template.get("Resources", {}).values():
-    if res.get("Type") == "AWS::Serverless::Function":
-        packaged(res.get("Properties"))
-
-parameters = {"AWS::Region": "eu-west-1", "AWS::Partition": "aws", "AWS::AccountId": "123456789012"}
-# A boto3 Session with a region does no network call; samtranslator only reads
-# region_name from it (for ARN partitions).
-session = boto3.session.Session(region_name=parameters["AWS::Region"])
-translator = Translator(None, Parser(), boto_session=session)
-loader = OfflineManagedPolicyLoader()
 try:
-    out = translator.translate(
-        template,
-        parameter_values=parameters,
-        get_managed_policy_map=loader.load,
-    )
-except InvalidDocumentException as e:
-    for cause in e.causes:
-        print(f"  {cause.message}", file=sys.stderr)
-    sys.exit("check-template: FAIL: SAM transform rejected the template")
+    out = transform(template_path)
+except TransformError as e:
+    sys.exit(f"check-template: FAIL: {e}")
 except Exception as e:  # any other translator failure is a failure too
     sys.exit(f"check-template: FAIL: SAM transform crashed: {type(e).__name__}: {e}")
 
@@ -127,10 +83,10 @@ for name, res in resources.items():
             if rt not in responses:
                 problems.append(f"{name}: gateway response {rt} missing from the generated OpenAPI body")
     if res["Type"] == "AWS::IAM::Role":
+        # Managed policies grant Resource "*" (e.g. AWSLambdaSQSQueueExecutionRole,
+        # which SAM attaches to generated roles): every role is written out.
         for arn in res["Properties"].get("ManagedPolicyArns", []):
-            text = json.dumps(arn)
-            if "AdministratorAccess" in text or "FullAccess" in text:
-                problems.append(f"{name}: broad managed policy {text}")
+            problems.append(f"{name}: managed policy {json.dumps(arn)} (write the statements out, scoped to this stack's resources)")
 if problems:
     for p in problems:
         print(f"  {p}", file=sys.stderr)
