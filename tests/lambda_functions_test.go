@@ -101,6 +101,7 @@ type lambdaEnv struct {
 	simURL    string
 	daemon    *xrayDaemon
 	webhooks  *webhookReceiver
+	aws       *awsRecorder // each function's AWS calls, checked against its IAM role
 	// secrets that must never appear in any log
 	secrets map[string]string
 
@@ -120,6 +121,8 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 	t.Helper()
 	ctx := context.Background()
 	e := &lambdaEnv{endpoint: moto.Endpoint(t), table: moto.TableName(t), daemon: newXrayDaemon(t)}
+	e.aws = newAWSRecorder(t, e.endpoint)
+	t.Cleanup(func() { e.aws.check(t, e) })
 
 	// DynamoDB table.
 	ddb := moto.DynamoClient(t, e.endpoint)
@@ -238,7 +241,7 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		t.Fatalf("no function %s in template.yaml", logicalID)
 	}
 	env := map[string]string{
-		"AWS_ENDPOINT_URL":        e.endpoint,
+		"AWS_ENDPOINT_URL":        e.aws.endpointFor(t, logicalID),
 		"AWS_ACCESS_KEY_ID":       "test",
 		"AWS_SECRET_ACCESS_KEY":   "test",
 		"AWS_XRAY_DAEMON_ADDRESS": e.daemon.addr(),

@@ -1,0 +1,156 @@
+package tests
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// starAllowed are the actions AWS offers no resource-level permissions for:
+// the only statements that may name Resource "*". The statement's Sid must
+// say so (XRayHasNoResourceLevelPermissions).
+var starAllowed = map[string]bool{"xray:PutTraceSegments": true, "xray:PutTelemetryRecords": true}
+
+// statement is one IAM policy statement of the expanded template.
+type statement struct {
+	role, policy, sid string
+	actions           []string
+	resources         []any
+	condition         map[string]any
+}
+
+func roleStatements(t *testing.T, exp *expanded) map[string][]statement {
+	t.Helper()
+	out := map[string][]statement{}
+	for id, r := range exp.ofType("AWS::IAM::Role") {
+		if arns := r.Properties["ManagedPolicyArns"]; arns != nil {
+			t.Errorf("%s: managed policies %s (they grant Resource \"*\"; write the statements out)", id, jsonText(arns))
+		}
+		for _, p := range asList(r.Properties["Policies"]) {
+			pm, _ := p.(map[string]any)
+			doc, _ := pm["PolicyDocument"].(map[string]any)
+			for _, st := range asList(doc["Statement"]) {
+				sm, _ := st.(map[string]any)
+				s := statement{role: id, policy: fmt.Sprint(pm["PolicyName"]), sid: fmt.Sprint(sm["Sid"]), resources: asList(sm["Resource"])}
+				for _, a := range asList(sm["Action"]) {
+					s.actions = append(s.actions, fmt.Sprint(a))
+				}
+				s.condition, _ = sm["Condition"].(map[string]any)
+				if sm["Effect"] != "Allow" || sm["NotAction"] != nil || sm["NotResource"] != nil {
+					t.Errorf("%s/%s: only plain Allow statements expected: %s", id, s.sid, jsonText(sm))
+				}
+				out[id] = append(out[id], s)
+			}
+		}
+	}
+	return out
+}
+
+// leadingKeys returns the dynamodb:LeadingKeys patterns of a statement.
+func (s statement) leadingKeys() []string {
+	c, _ := s.condition["ForAllValues:StringLike"].(map[string]any)
+	var out []string
+	for _, k := range asList(c["dynamodb:LeadingKeys"]) {
+		out = append(out, fmt.Sprint(k))
+	}
+	return out
+}
+
+// TestTemplateEveryStatementNamesItsResources reads every IAM statement of
+// the expanded template (what CloudFormation creates, SAM's additions
+// included): no managed policy, no role SAM generated, every resource named
+// ("*" only for X-Ray, which has no resource-level permissions, and the Sid
+// says so), DynamoDB only on the table and its index (Query), never Scan,
+// and only under
+// dynamodb:LeadingKeys, SQS and Secrets Manager on this stack's queue and
+// secret.
+func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
+	exp := expandTemplate(t, liveParams)
+	roles := roleStatements(t, exp)
+	want := []string{"ConfigRole", "DeployRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "SessionsRole", "WebhookDispatcherRole"}
+	var got []string
+	for id := range exp.ofType("AWS::IAM::Role") {
+		got = append(got, id)
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("roles %v, want %v (a role SAM generates carries managed policies)", got, want)
+	}
+	for fn := range wantFunctions {
+		role := jsonText(exp.Resources[fn].Properties["Role"])
+		if !strings.Contains(role, `"`+strings.TrimSuffix(fn, "Function")+`Role"`) {
+			t.Errorf("%s runs with %s, want its own role", fn, role)
+		}
+	}
+	for role, sts := range roles {
+		for _, s := range sts {
+			where := role + "/" + s.sid
+			if len(s.actions) == 0 || len(s.resources) == 0 {
+				t.Errorf("%s: no actions or no resources", where)
+			}
+			for _, r := range s.resources {
+				text := jsonText(r)
+				if text == `"*"` {
+					for _, a := range s.actions {
+						if !starAllowed[a] {
+							t.Errorf("%s: %s on Resource \"*\"", where, a)
+						}
+					}
+					if !strings.Contains(s.sid, "NoResourceLevelPermissions") {
+						t.Errorf("%s: Resource \"*\" without a Sid saying why", where)
+					}
+					continue
+				}
+				if strings.Contains(text, `:*"`) && !strings.Contains(text, "Function.Arn}:*") {
+					t.Errorf("%s: wildcard resource %s", where, text)
+				}
+			}
+			for _, a := range s.actions {
+				if strings.HasSuffix(a, ":*") || a == "*" {
+					t.Errorf("%s: wildcard action %s", where, a)
+				}
+				switch {
+				case strings.HasPrefix(a, "dynamodb:"):
+					if a == "dynamodb:Scan" {
+						t.Errorf("%s: Scan", where)
+					}
+					switch r := jsonText(s.resources); {
+					case r == `[{"Fn::GetAtt":["PaymentsTable","Arn"]}]`:
+					case r == `[{"Fn::Sub":"${PaymentsTable.Arn}/index/gsi1"}]` && a == "dynamodb:Query":
+					default:
+						t.Errorf("%s: %s on %s, want the table (or a Query of its index)", where, a, r)
+					}
+					if len(s.leadingKeys()) == 0 {
+						t.Errorf("%s: %s without a dynamodb:LeadingKeys condition", where, a)
+					}
+					for _, k := range s.leadingKeys() {
+						if !strings.HasSuffix(k, "#*") || strings.Count(k, "*") != 1 {
+							t.Errorf("%s: LeadingKeys pattern %q, want a key prefix such as PAYMENT#*", where, k)
+						}
+					}
+				case strings.HasPrefix(a, "sqs:"):
+					if r := jsonText(s.resources); r != `[{"Fn::GetAtt":["DeliveriesQueue","Arn"]}]` && r != `[{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}]` {
+						t.Errorf("%s: %s on %s, want one of this stack's queues", where, a, r)
+					}
+				case strings.HasPrefix(a, "secretsmanager:"):
+					if a != "secretsmanager:GetSecretValue" || jsonText(s.resources) != `[{"Ref":"UpstreamSecretArn"}]` {
+						t.Errorf("%s: %s on %s, want GetSecretValue on UpstreamSecretArn", where, a, jsonText(s.resources))
+					}
+				}
+			}
+		}
+	}
+	// Only the functions that call the upstream or verify its notifications
+	// read the secret.
+	for role, sts := range roles {
+		reads := false
+		for _, s := range sts {
+			reads = reads || strings.Contains(strings.Join(s.actions, " "), "secretsmanager:")
+		}
+		want := role == "SessionsRole" || role == "PaymentsRole" || role == "ModificationsRole" || role == "NotificationsRole"
+		if reads != want {
+			t.Errorf("%s reads the upstream secret: %v, want %v", role, reads, want)
+		}
+	}
+}
