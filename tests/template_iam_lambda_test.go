@@ -186,9 +186,6 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 		role := strings.TrimSuffix(fn, "Function") + "Role"
 		seen := map[string]bool{}
 		var summary []string
-		if len(r.calls[fn]) == 0 {
-			t.Errorf("%s made no AWS call through the recorder", fn)
-		}
 		for _, c := range r.calls[fn] {
 			prefix := c.Key
 			if i := strings.Index(prefix, "#"); i >= 0 {
