@@ -106,7 +106,7 @@ type DispatcherOptions struct {
 // PAYSVC_WEBHOOK_ALLOW_LOCAL is logged as a warning.
 func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
 	if a.Config.WebhookAllowLocal {
-		a.Log.Warn("PAYSVC_WEBHOOK_ALLOW_LOCAL is on: webhooks may go to http(s)://localhost and 127.0.0.1 on any port (development only)")
+		a.Log.Warn("webhooks may go to http(s)://localhost and 127.0.0.1 on any port: development only, deployed stages refuse such targets (PAYSVC_WEBHOOK_ALLOW_LOCAL; the local server's default in the test environment)")
 	}
 	sender := opts.Sender
 	if sender == nil {

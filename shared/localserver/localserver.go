@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,8 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // Local defaults for the in-process simulator. They are test-environment
@@ -37,6 +40,13 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	}
 	log := app.NewLogger(logw, cfg.LogLevel)
 	clk := clock.System{}
+	// Local development receives webhooks on this machine: in the test
+	// environment local targets are allowed unless PAYSVC_WEBHOOK_ALLOW_LOCAL
+	// says otherwise (false: refused, as deployed stages refuse them).
+	localByDefault := getenv("PAYSVC_WEBHOOK_ALLOW_LOCAL") == "" && cfg.Environment == tenant.EnvTest
+	if localByDefault {
+		cfg.WebhookAllowLocal = true
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -73,9 +83,20 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	defer a.Stores.Close()
 
 	prov := &provision.Provisioner{Store: a.Stores.Tenants, Env: cfg.Environment, Clock: clk}
-	demoKey, err := seed(ctx, cfg, prov)
+	seeded, err := seed(ctx, cfg, prov)
 	if err != nil {
 		return err
+	}
+	targets, err := webhookTargets(ctx, a.Stores.Tenants, cfg.WebhookAllowLocal)
+	if err != nil {
+		return err
+	}
+	for _, tg := range targets {
+		if tg.refused != nil {
+			log.Error("webhook target refused by this server: its deliveries fail",
+				"merchant", tg.merchantID, "subscriptionId", tg.id, "reason", tg.refused.Error(),
+				"fix", "unset PAYSVC_WEBHOOK_ALLOW_LOCAL (local targets are allowed by default in the test environment) or set it to true")
+		}
 	}
 	if sim != nil {
 		merchants, err := a.Stores.Tenants.ListMerchants(ctx)
@@ -112,7 +133,10 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
-	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	var h http.Handler = httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	if sim != nil {
+		h = withSimulatorHooks(h, sim.Sim, cfg.Secrets.APIKey)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -120,7 +144,12 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	banner(bannerw, baseURL, cfg, demoKey, sim != nil)
+	var simURL string
+	if sim != nil {
+		simURL = sim.URL
+	}
+	banner(bannerw, bannerInfo{baseURL: baseURL, cfg: cfg, seeded: seeded, simURL: simURL,
+		localByDefault: localByDefault, targets: targets})
 	log.Info("listening", "addr", baseURL, "store", cfg.Store, "dataDir", cfg.DataDir, "environment", string(cfg.Environment))
 
 	errc := make(chan error, 1)
@@ -139,64 +168,210 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	return nil
 }
 
+// seeded is what this start provisioned, for the banner: the seed file's
+// tenants (keys as written in the file), or the demo tenant.
+type seeded struct {
+	file string         // PAYSVC_SEED_FILE, when used
+	seed provision.Seed // the tenants seeded (the demo's on a first start)
+	demo bool           // the demo tenant (key kept in demo-key.txt)
+}
+
 // seed applies PAYSVC_SEED_FILE, or on a first start with an empty store
-// creates the demo tenant. It returns the demo key to print, if any.
-func seed(ctx context.Context, cfg config.Config, prov *provision.Provisioner) (string, error) {
+// creates the demo tenant. A later start prints the demo key again.
+func seed(ctx context.Context, cfg config.Config, prov *provision.Provisioner) (seeded, error) {
 	if cfg.SeedFile != "" {
 		s, err := provision.LoadSeed(cfg.SeedFile)
 		if err != nil {
-			return "", err
+			return seeded{}, err
 		}
-		return "", prov.ApplySeed(ctx, s)
+		return seeded{file: cfg.SeedFile, seed: s}, prov.ApplySeed(ctx, s)
 	}
 	keyFile := filepath.Join(cfg.DataDir, "demo-key.txt")
+	demo, err := provision.Demo(cfg.Environment)
+	if err != nil {
+		return seeded{}, err
+	}
 	if cfg.Store == config.StoreEmbedded {
 		if b, err := os.ReadFile(keyFile); err == nil {
-			return strings.TrimSpace(string(b)), nil
+			demo.APIKeys[0].Key = strings.TrimSpace(string(b))
+			return seeded{seed: demo, demo: true}, nil
 		}
 	}
 	ms, err := prov.Store.ListMerchants(ctx)
 	if err != nil || len(ms) > 0 {
-		return "", err
-	}
-	demo, err := provision.Demo(cfg.Environment)
-	if err != nil {
-		return "", err
+		return seeded{}, err
 	}
 	if err := prov.ApplySeed(ctx, demo); err != nil {
-		return "", err
+		return seeded{}, err
 	}
-	key := demo.APIKeys[0].Key
 	if cfg.Store == config.StoreEmbedded {
 		// A local convenience: the demo key of a local test-environment
 		// store, so later starts can print it again.
-		if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
-			return "", err
+		if err := os.WriteFile(keyFile, []byte(demo.APIKeys[0].Key+"\n"), 0o600); err != nil {
+			return seeded{}, err
 		}
 	}
-	return key, nil
+	return seeded{seed: demo, demo: true}, nil
 }
 
-func banner(w io.Writer, baseURL string, cfg config.Config, demoKey string, simulated bool) {
-	fmt.Fprintf(w, "\npaysvc listening on %s (environment %s, store %s", baseURL, cfg.Environment, cfg.Store)
+// target is a webhook subscription's target as this server sees it.
+type target struct {
+	merchantID, id, url string
+	refused             error // why this server refuses it (nil: delivered)
+}
+
+// webhookTargets lists every subscription's target with whether this
+// server delivers to it, so a refused local target is reported at start,
+// not after its first failed attempt.
+func webhookTargets(ctx context.Context, tenants tenant.Store, allowLocal bool) ([]target, error) {
+	ms, err := tenants.ListMerchants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []target
+	for _, m := range ms {
+		subs, err := tenants.ListSubscriptions(ctx, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, sub := range subs {
+			if !sub.Enabled {
+				continue
+			}
+			_, _, err := webhooks.CheckTarget(sub.URL, allowLocal)
+			out = append(out, target{merchantID: m.ID, id: sub.ID, url: sub.URL, refused: err})
+		}
+	}
+	return out, nil
+}
+
+// withSimulatorHooks serves the simulator's test hooks and shopper pages
+// (/_sim/...) on the service's own port, so a session is paid by hand with
+// one URL; the simulator's API key is added when the request has none.
+func withSimulatorHooks(next http.Handler, sim http.Handler, apiKey string) http.Handler {
+	// A prefix test, not a ServeMux: a mux would redirect unclean paths
+	// before the API's own handler could answer them.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, SimHooksPrefix) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Header.Get("X-API-Key") == "" {
+			r = r.Clone(r.Context())
+			r.Header.Set("X-API-Key", apiKey)
+		}
+		sim.ServeHTTP(w, r)
+	})
+}
+
+// SimHooksPrefix is where the simulator's test hooks are served.
+const SimHooksPrefix = "/_sim/"
+
+// bannerInfo is what the start-up banner shows.
+type bannerInfo struct {
+	baseURL        string
+	cfg            config.Config
+	seeded         seeded
+	simURL         string // "" when the upstream is not simulated
+	localByDefault bool
+	targets        []target
+}
+
+// banner prints, for a human: where the service listens, the simulator and
+// how to pay a session by hand, what was seeded (keys as given), the
+// webhook targets and whether they are delivered, and curl lines to try.
+func banner(w io.Writer, b bannerInfo) {
+	cfg := b.cfg
+	fmt.Fprintf(w, "\npaysvc listening on %s (environment %s, store %s", b.baseURL, cfg.Environment, cfg.Store)
 	if cfg.Store == config.StoreEmbedded {
 		fmt.Fprintf(w, " in %s", cfg.DataDir)
 	}
 	fmt.Fprintln(w, ")")
-	if simulated {
-		fmt.Fprintf(w, "upstream: simulated in-process at %s\n", cfg.UpstreamURL)
+	if b.simURL != "" {
+		fmt.Fprintf(w, "upstream: simulated in-process at %s (X-API-Key %s)\n", b.simURL, cfg.Secrets.APIKey)
+		fmt.Fprintf(w, "  its test hooks and shopper pages are also served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)
 	}
-	if demoKey != "" {
-		fmt.Fprintf(w, `
-Demo merchant m_demo, site site_demo, API key (local test key):
-  %[2]s
 
+	sd := b.seeded
+	switch {
+	case sd.file != "":
+		fmt.Fprintf(w, "\nSeeded from %s:\n", sd.file)
+	case sd.demo:
+		fmt.Fprintln(w, "\nDemo tenant (delete the data directory to start over):")
+	}
+	for _, m := range sd.seed.Merchants {
+		fmt.Fprintf(w, "  merchant %s (%s)\n", m.ID, m.Name)
+		for _, s := range sd.seed.Sites {
+			if s.MerchantID == m.ID {
+				fmt.Fprintf(w, "    site %s (%s, %s)\n", s.ID, s.Name, s.Type)
+			}
+		}
+		for _, k := range sd.seed.APIKeys {
+			if k.MerchantID != m.ID {
+				continue
+			}
+			state := ""
+			if k.Revoked {
+				state = " REVOKED"
+			}
+			fmt.Fprintf(w, "    API key %s (%s)%s\n", k.Key, k.Name, state)
+		}
+	}
+	if len(b.targets) > 0 {
+		fmt.Fprintln(w, "\nWebhook subscriptions:")
+		for _, tg := range b.targets {
+			if tg.refused != nil {
+				fmt.Fprintf(w, "  %s/%s -> %s  REFUSED: %v\n", tg.merchantID, tg.id, tg.url, tg.refused)
+				fmt.Fprintln(w, "    deliveries to it fail at once; unset PAYSVC_WEBHOOK_ALLOW_LOCAL (or set it to true) and restart")
+				continue
+			}
+			fmt.Fprintf(w, "  %s/%s -> %s\n", tg.merchantID, tg.id, tg.url)
+		}
+	}
+	if cfg.WebhookAllowLocal {
+		how := "PAYSVC_WEBHOOK_ALLOW_LOCAL=true"
+		if b.localByDefault {
+			how = "the local default of the test environment; PAYSVC_WEBHOOK_ALLOW_LOCAL=false refuses them"
+		}
+		fmt.Fprintf(w, "webhooks: targets on this machine (http://127.0.0.1, localhost) are delivered (%s)\n", how)
+	}
+
+	key, site := tryKey(sd.seed)
+	if key == "" {
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, `
 Try:
-  curl -s %[1]s/v1/ecom/config -H 'Authorization: Bearer %[2]s'
-  curl -s %[1]s/v1/ecom/site_demo/sessions -H 'Authorization: Bearer %[2]s' \
+  KEY=%[2]s
+  curl -s %[1]s/v1/ecom/config -H "Authorization: Bearer $KEY"
+  curl -s %[1]s/v1/ecom/%[3]s/sessions -H "Authorization: Bearer $KEY" \
     -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1001' \
     -d '{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/return","reference":"order-1001"}'
-`, baseURL, demoKey)
+`, b.baseURL, key, site)
+	if b.simURL != "" {
+		fmt.Fprintf(w, `  # pay that session as a shopper would (the "id" of the answer above):
+  curl -s -X POST %[1]s%[2]ssessions/<session id>/pay -d '{"cardNumber":"4111111111111111"}'
+`, b.baseURL, SimHooksPrefix)
 	}
 	fmt.Fprintln(w)
+}
+
+// tryKey picks a usable key of the seed and a site it may use, for the
+// curl lines.
+func tryKey(s provision.Seed) (key, site string) {
+	for _, k := range s.APIKeys {
+		if k.Revoked {
+			continue
+		}
+		for _, st := range s.Sites {
+			if st.MerchantID != k.MerchantID || st.Type != tenant.SiteEcommerce && st.Type != "" {
+				continue
+			}
+			if len(k.SiteIDs) == 0 || slices.Contains(k.SiteIDs, st.ID) {
+				return k.Key, st.ID
+			}
+		}
+	}
+	return "", ""
 }
