@@ -101,7 +101,7 @@ func subRows(t *table, v subView) {
 // (any port) are accepted too, and local reports it so a warning is shown.
 func checkWebhookURL(raw string, allowLocal bool) (local bool, err error) {
 	const rule = "webhook targets must be https:// URLs on port 443 " +
-		"(http://127.0.0.1 or http://localhost only with --allow-insecure-local, for local runs)"
+		"(http://127.0.0.1 or http://localhost only with --allow-insecure-local, for local runs, delivered by a local server unless PAYSVC_WEBHOOK_ALLOW_LOCAL=false)"
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
 		return false, fmt.Errorf("--url %q is not an absolute URL: %s", raw, rule)
@@ -216,7 +216,8 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 		}
 	}
 	if local {
-		c.warnf("%s is an insecure local target: only a local run with insecure local delivery enabled delivers to it; deployed stages refuse it", target)
+		c.warnf("%s is an insecure local target: only a local server delivers to it, and only with PAYSVC_WEBHOOK_ALLOW_LOCAL "+
+			"unset (the default of `make run` in the test environment) or true; PAYSVC_WEBHOOK_ALLOW_LOCAL=false and every deployed stage refuse it", target)
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
 		if subID != "" {
