@@ -12,20 +12,6 @@ import (
 	"github.com/yp/paysvc/shared/config"
 )
 
-// LoadSecrets returns the upstream secrets once: from Secrets Manager when
-// PAYSVC_UPSTREAM_SECRET_ARN is set, else from the local environment
-// variables. The service itself keeps them fresh with a SecretCache (New).
-func LoadSecrets(ctx context.Context, cfg config.Config) (config.Secrets, error) {
-	if cfg.UpstreamSecretARN == "" {
-		return cfg.Secrets, nil
-	}
-	ac, err := AWSConfig(ctx)
-	if err != nil {
-		return config.Secrets{}, err
-	}
-	return SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN)(ctx)
-}
-
 // SecretsManagerSource reads the upstream secret arn (JSON {"apiKey",
 // "hmacKey", "notificationUsername", "notificationPassword"}, apiKey
 // required) from Secrets Manager at each call. Errors never hold the value.
