@@ -226,3 +226,35 @@ func TestTemplateAlarmsHaveARunbookEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateDashboardShowsEveryAlarm: the dashboard body is JSON once
+// substituted, and its alarm widget lists every alarm of the stack.
+func TestTemplateDashboardShowsEveryAlarm(t *testing.T) {
+	tpl := loadTemplate(t)
+	sub, _ := tpl.Resources["OperationsDashboard"].Properties["DashboardBody"].(map[string]any)
+	body, _ := sub["Fn::Sub"].(string)
+	var dash struct {
+		Widgets []struct {
+			Type       string `json:"type"`
+			Properties struct {
+				Alarms []string `json:"alarms"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllStringFunc(body, func(ref string) string {
+		return strings.NewReplacer("${", "", "}", "", ".Arn", "").Replace(ref)
+	})), &dash); err != nil {
+		t.Fatalf("dashboard body is not JSON: %v", err)
+	}
+	shown := map[string]bool{}
+	for _, w := range dash.Widgets {
+		for _, a := range w.Properties.Alarms {
+			shown[a] = true
+		}
+	}
+	for id, r := range tpl.Resources {
+		if r.Type == "AWS::CloudWatch::Alarm" && !shown[id] {
+			t.Errorf("alarm %s is not on the dashboard's alarm widget", id)
+		}
+	}
+}
