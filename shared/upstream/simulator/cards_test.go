@@ -77,6 +77,11 @@ func TestTestCards(t *testing.T) {
 				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] == "" {
 					t.Fatalf("action = %s", r.Action)
 				}
+			case Frictionless:
+				// Without Options.WebThreeDS2 a frictionless card is authorised at once.
+				if err != nil || r.ResultCode != "Authorised" || r.Action != nil {
+					t.Fatalf("r = %+v, err = %v", r, err)
+				}
 			case Fail500:
 				ue := apiErr(t, err)
 				if ue.HTTPStatus != 500 || !upstream.IsUnavailable(err) {

@@ -23,6 +23,7 @@ import (
 //	POST /_sim/offers/expire                close offers older than OfferTTL       X-API-Key
 //	GET  /_sim/notifications                emitted notification items             X-API-Key
 //	POST /_sim/flush                        wait for queued notifications          X-API-Key
+//	POST /_sim/fail                         ?endpoint=…&failure=500|timeout        X-API-Key
 func (s *Simulator) hookRoutes() {
 	s.mux.Handle("POST /_sim/sessions/{id}/pay", s.hook(s.hookPaySession))
 	s.mux.HandleFunc("GET /_sim/sessions/{id}/hosted", s.hookHosted)
@@ -31,6 +32,13 @@ func (s *Simulator) hookRoutes() {
 	s.mux.Handle("POST /_sim/payments/{psp}/resolve", s.hook(s.hookResolve))
 	s.mux.Handle("POST /_sim/offers/expire", s.hook(func(*http.Request) result {
 		return jsonResult(http.StatusOK, map[string]any{"closed": nonNil(s.ExpireOffers())})
+	}))
+	s.mux.Handle("POST /_sim/fail", s.hook(func(r *http.Request) result {
+		q := r.URL.Query()
+		if err := s.FailNext(q.Get("endpoint"), Failure(q.Get("failure"))); err != nil {
+			return hookError(http.StatusBadRequest, err)
+		}
+		return jsonResult(http.StatusOK, map[string]string{"endpoint": q.Get("endpoint"), "failure": q.Get("failure")})
 	}))
 	s.mux.Handle("GET /_sim/notifications", s.hook(func(*http.Request) result {
 		return jsonResult(http.StatusOK, map[string]any{"notifications": s.Notifications(), "stats": s.NotificationStats()})
