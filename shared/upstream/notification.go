@@ -54,18 +54,18 @@ type NotificationItem struct {
 // "false"; modifications carry the payment's pspReference in
 // OriginalReference.
 type NotificationRequestItem struct {
-	AdditionalData      AdditionalData    `json:"additionalData,omitempty"`
-	Amount              money.Amount      `json:"amount"`
-	EventCode           string            `json:"eventCode"`
-	EventDate           string            `json:"eventDate"`
-	MerchantAccountCode string            `json:"merchantAccountCode"`
-	MerchantReference   string            `json:"merchantReference"`
-	OriginalReference   string            `json:"originalReference,omitempty"`
-	PaymentMethod       string            `json:"paymentMethod,omitempty"`
-	PSPReference        string            `json:"pspReference"`
-	Reason              string            `json:"reason,omitempty"`
-	Success             string            `json:"success"`
-	Operations          []string          `json:"operations,omitempty"`
+	AdditionalData      AdditionalData `json:"additionalData,omitempty"`
+	Amount              money.Amount   `json:"amount"`
+	EventCode           string         `json:"eventCode"`
+	EventDate           string         `json:"eventDate"`
+	MerchantAccountCode string         `json:"merchantAccountCode"`
+	MerchantReference   string         `json:"merchantReference"`
+	OriginalReference   string         `json:"originalReference,omitempty"`
+	PaymentMethod       string         `json:"paymentMethod,omitempty"`
+	PSPReference        string         `json:"pspReference"`
+	Reason              string         `json:"reason,omitempty"`
+	Success             string         `json:"success"`
+	Operations          []string       `json:"operations,omitempty"`
 }
 
 // Succeeded reports whether Success is "true".
