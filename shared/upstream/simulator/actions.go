@@ -86,7 +86,9 @@ func actionJSON(a *action, p *payment, public string) *actionOut {
 			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
 		}
 	}
-	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType, PaymentData: a.PaymentData}
+	// A redirect action has no paymentData (the published CheckoutRedirectAction
+	// has none): the redirectResult identifies the action.
+	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType}
 }
 
 // DetailsFor returns the details object a client component would submit to

@@ -74,7 +74,7 @@ func TestTestCards(t *testing.T) {
 				}
 				var a map[string]string
 				json.Unmarshal(r.Action, &a)
-				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] == "" {
+				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] != "" {
 					t.Fatalf("action = %s", r.Action)
 				}
 			case Frictionless:
