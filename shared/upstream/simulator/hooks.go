@@ -153,9 +153,18 @@ func (s *Simulator) hookRedirect(w http.ResponseWriter, r *http.Request) {
 	}
 	res := r.URL.Query().Get("result")
 	if res == "" {
-		page(w, "Simulated issuer", fmt.Sprintf(`<p>Payment action %s (%s).</p>
-<p><a href="?result=authorised">Complete (authorise)</a> · <a href="?result=refused">Fail (refuse)</a></p>`,
-			html.EscapeString(id), html.EscapeString(a.Kind)))
+		if a.Kind == "redirect" && !s.threeDSRedirect(a) {
+			page(w, "Simulated issuer", fmt.Sprintf(`<p>Payment action %s (%s).</p>
+<form method="get"><button type="submit" id="authorise" name="result" value="authorised">Complete (authorise)</button>
+<button type="submit" id="refuse" name="result" value="refused">Fail (refuse)</button></form>`,
+				html.EscapeString(id), html.EscapeString(a.Kind)))
+			return
+		}
+		// A 3-D Secure challenge: the platform's test password is "password";
+		// any other value fails the authentication.
+		page(w, "Simulated 3D Secure challenge", fmt.Sprintf(`<p>Payment action %s: enter the one-time password.</p>
+<form method="get"><label for="password">Password</label> <input id="password" name="result" type="password" autocomplete="off">
+<button type="submit" id="submit">Continue</button></form>`, html.EscapeString(id)))
 		return
 	}
 	target, err := withQuery(returnURL, "redirectResult", encodeRedirectResult(id, keywordSuccess(res)))
@@ -179,7 +188,10 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("pay") == "" && q.Get("holderName") == "" && q.Get("cardNumber") == "" {
 		page(w, "Simulated hosted checkout", fmt.Sprintf(`<p>Session %s: %d %s, reference %s.</p>
-<p><a href="?pay=1">Pay with 4111 1111 1111 1111</a> · <a href="?holderName=DECLINED">Pay (refused)</a></p>`,
+<form method="get"><input type="hidden" name="pay" value="1">
+<label for="cardNumber">Card number</label> <input id="cardNumber" name="cardNumber" value="4111111111111111" autocomplete="off">
+<label for="holderName">Name on card</label> <input id="holderName" name="holderName" autocomplete="off">
+<button type="submit" id="pay">Pay</button></form>`,
 			html.EscapeString(id), sess.Amount.Value, html.EscapeString(sess.Amount.Currency), html.EscapeString(sess.Reference)))
 		return
 	}
@@ -200,6 +212,19 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// threeDSRedirect reports whether a redirect action is the 3-D Secure step
+// of a card payment (Options.WebThreeDS2) rather than an issuer redirect.
+func (s *Simulator) threeDSRedirect(a *action) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.payments[a.PSP]
+	if p == nil || p.Card == nil || !s.opts.WebThreeDS2 {
+		return false
+	}
+	tc, ok := lookupCard(p.Card.Number)
+	return ok && (tc.Behaviour == Challenge || tc.Behaviour == Frictionless)
 }
 
 func withQuery(raw, key, value string) (string, error) {
