@@ -156,9 +156,11 @@ func decodeActionResult(v string) (id string, success bool, ok bool) {
 			continue
 		}
 		id = firstNonEmpty(r.ActionID, r.ThreeDSServerTransID)
-		if id == "" {
+		if id == "" && r.TransStatus == "" && r.Result == "" {
 			continue
 		}
+		// Without an id (e.g. {"transStatus":"Y"}) the caller completes the
+		// most recent open action.
 		success = r.TransStatus == "Y" || r.TransStatus == "A" || r.Result == "authorised"
 		return id, success, true
 	}
@@ -211,7 +213,14 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 	defer s.mu.Unlock()
 	var act *action
 	success := false
-	if id, ok, decoded := decodeActionResult(value); decoded {
+	if id, ok, decoded := decodeActionResult(value); decoded && id == "" && in.PaymentData == "" {
+		act, success = s.latestOpenAction(key), ok
+		if act == nil {
+			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
+		}
+	} else if decoded && id == "" {
+		act, success = s.actionsByData[in.PaymentData], ok
+	} else if decoded {
 		act, success = s.actions[id], ok
 		if act != nil && in.PaymentData != "" && in.PaymentData != act.PaymentData {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: paymentData does not match"))

@@ -151,6 +151,13 @@ func TestDetailsKeywordCompletesLatestChallenge(t *testing.T) {
 	if err != nil || d.ResultCode != "Refused" || d.PSPReference != first.PSPReference {
 		t.Fatalf("second: d = %+v, err = %v", d, err)
 	}
+	// A component's result without an action id ({"transStatus":"Y"}, the
+	// sample event's value) completes the latest open action too.
+	third := startAction(t, e, "371449635398431", "")
+	d, err = e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)}, "")
+	if err != nil || d.ResultCode != "Authorised" || d.PSPReference != third.PSPReference {
+		t.Fatalf("transStatus without id: d = %+v, err = %v", d, err)
+	}
 	_, err = e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"password"}`)}, "")
 	if ue := apiErr(t, err); ue.HTTPStatus != 422 || !strings.Contains(ue.Message, "no open action") {
 		t.Fatalf("no open action left: err = %v", err)
