@@ -285,7 +285,7 @@ func (s *Simulator) finishAction(p *payment, a *action, success bool) *action {
 			o = outcomeOf(nil, true)
 		}
 		s.settle(p, o)
-	case a.Kind == "threeDS2":
+	case a.Kind == "threeDS2" || a.PSP != "" && s.threeDSStep(a):
 		s.settle(p, outcomeOf(nil, false))
 	default:
 		s.settle(p, outcome{upstream.ResultRefused, "Refused", "2"})

@@ -219,6 +219,14 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 func (s *Simulator) threeDSRedirect(a *action) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.threeDSStep(a)
+}
+
+// threeDSStep reports whether a is a 3-D Secure step (caller holds s.mu).
+func (s *Simulator) threeDSStep(a *action) bool {
+	if a.Kind != "redirect" {
+		return a.Kind == "threeDS2" || a.Kind == "fingerprint"
+	}
 	p := s.payments[a.PSP]
 	if p == nil || p.Card == nil || !s.opts.WebThreeDS2 {
 		return false

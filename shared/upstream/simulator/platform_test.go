@@ -98,6 +98,11 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 				t.Fatalf("result: %+v", r)
 			}
 		}
+		e := newEnv(t, platform)
+		r, _ := e.client.Payments(context.Background(), paymentReq(1000, cardMethod("5454545454545454", "737", "")), "")
+		if r = e.details(t, r.Action, false); r.ResultCode != "Refused" || r.RefusalReason != "3D Not Authenticated" {
+			t.Fatalf("failed 3DS redirect: %+v", r)
+		}
 	})
 	t.Run("defaults keep today's answers", func(t *testing.T) {
 		e := newEnv(t)
