@@ -61,7 +61,7 @@ func TestCards() []TestCard {
 		{"5454545454545454", "mc", "737", "03", "2030", Challenge, "3DS2 Mastercard: threeDS2 challenge (password \"password\")"},
 		{"4917610000000000", "visa", "737", "03", "2030", Challenge, "3DS2 Visa: threeDS2 challenge (password \"password\")"},
 		{"371449635398431", "amex", "7373", "03", "2030", Challenge, "3DS2 Amex: threeDS2 challenge (password \"password\")"},
-		{"6011111111111117", "discover", "737", "03", "2030", Frictionless, "3DS2 Discover: frictionless (no challenge)"},
+		{"4000000000002701", "visa", "737", "03", "2030", Frictionless, "3DS2 Visa: frictionless (no challenge; a simulator card, the platform documents none)"},
 		{"4212345678901237", "visa", "737", "03", "2030", Redirect, "3DS1-style redirect (method GET) to the simulated issuer page"},
 		{"4000000000000507", "visa", "737", "03", "2030", Fail500, "upstream answers HTTP 500 (no payment created)"},
 		{"4000000000000994", "visa", "737", "03", "2030", Hang, "upstream hangs past the client timeout, then authorises"},
