@@ -16,6 +16,12 @@ need go "install Go 1.26+ from https://go.dev/dl/"
 need moto_server "python3 -m pip install 'moto[server]' (DynamoDB/SQS/Secrets Manager tests run against it)"
 need cfn-lint "python3 -m pip install cfn-lint (template.yaml is linted)"
 need python3 "python3 with aws-sam-translator (pip install aws-sam-translator)"
+# The browser test (tests/browser_test.go) drives the simulator's shopper
+# pages in headless Chromium.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+  echo "test.sh: Chromium is not installed: apt-get update && apt-get install -y chromium (Debian/Ubuntu; the browser test drives the simulator's pages)" >&2
+  exit 1
+fi
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.paysvc/*' -not -path './.aws-sam/*'))

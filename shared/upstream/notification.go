@@ -1,6 +1,12 @@
 package upstream
 
-import "github.com/yp/paysvc/shared/money"
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+
+	"github.com/yp/paysvc/shared/money"
+)
 
 // Event codes of standard notifications used by the service.
 const (
@@ -48,19 +54,82 @@ type NotificationItem struct {
 // "false"; modifications carry the payment's pspReference in
 // OriginalReference.
 type NotificationRequestItem struct {
-	AdditionalData      map[string]string `json:"additionalData,omitempty"`
-	Amount              money.Amount      `json:"amount"`
-	EventCode           string            `json:"eventCode"`
-	EventDate           string            `json:"eventDate"`
-	MerchantAccountCode string            `json:"merchantAccountCode"`
-	MerchantReference   string            `json:"merchantReference"`
-	OriginalReference   string            `json:"originalReference,omitempty"`
-	PaymentMethod       string            `json:"paymentMethod,omitempty"`
-	PSPReference        string            `json:"pspReference"`
-	Reason              string            `json:"reason,omitempty"`
-	Success             string            `json:"success"`
-	Operations          []string          `json:"operations,omitempty"`
+	AdditionalData      AdditionalData `json:"additionalData,omitempty"`
+	Amount              money.Amount   `json:"amount"`
+	EventCode           string         `json:"eventCode"`
+	EventDate           string         `json:"eventDate"`
+	MerchantAccountCode string         `json:"merchantAccountCode"`
+	MerchantReference   string         `json:"merchantReference"`
+	OriginalReference   string         `json:"originalReference,omitempty"`
+	PaymentMethod       string         `json:"paymentMethod,omitempty"`
+	PSPReference        string         `json:"pspReference"`
+	Reason              string         `json:"reason,omitempty"`
+	Success             string         `json:"success"`
+	Operations          []string       `json:"operations,omitempty"`
 }
 
 // Succeeded reports whether Success is "true".
 func (it NotificationRequestItem) Succeeded() bool { return it.Success == "true" }
+
+// AdditionalData is a notification's additionalData. The upstream sends
+// string values, but its webhook document also models objects (for
+// example "metadata": {"key": "value"}), and a notification the receiver
+// cannot decode would be resent forever. Decoding therefore accepts any
+// JSON value: an object is flattened into dotted keys ("metadata.key"),
+// which is how the upstream spells request metadata on the wire; an array,
+// number, boolean or null is kept as its compact JSON text.
+type AdditionalData map[string]string
+
+// UnmarshalJSON implements json.Unmarshaler (see AdditionalData).
+func (a *AdditionalData) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		*a = nil
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(AdditionalData, len(raw))
+	if err := out.add("", raw); err != nil {
+		return err
+	}
+	*a = out
+	return nil
+}
+
+// add stores raw under prefix, flattening nested objects.
+func (a AdditionalData) add(prefix string, raw map[string]json.RawMessage) error {
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := bytes.TrimSpace(raw[k])
+		name := prefix + k
+		switch {
+		case len(v) > 0 && v[0] == '"':
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return err
+			}
+			a[name] = s
+		case len(v) > 0 && v[0] == '{':
+			var nested map[string]json.RawMessage
+			if err := json.Unmarshal(v, &nested); err != nil {
+				return err
+			}
+			if err := a.add(name+".", nested); err != nil {
+				return err
+			}
+		default:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, v); err != nil {
+				return err
+			}
+			a[name] = buf.String()
+		}
+	}
+	return nil
+}

@@ -25,12 +25,22 @@ type actionOut struct {
 	URL                string `json:"url,omitempty"`
 }
 
-// challengeToken is the JSON inside a threeDS2 action's base64 token.
+// challengeToken is the JSON inside a threeDS2 challenge action's base64
+// token.
 type challengeToken struct {
 	AcsTransID           string `json:"acsTransID"`
 	AcsURL               string `json:"acsURL"`
 	MessageVersion       string `json:"messageVersion"`
 	ThreeDSServerTransID string `json:"threeDSServerTransID"`
+}
+
+// fingerprintToken is the JSON inside a threeDS2 fingerprint action's
+// base64 token.
+type fingerprintToken struct {
+	ThreeDSMessageVersion        string `json:"threeDSMessageVersion"`
+	ThreeDSMethodNotificationURL string `json:"threeDSMethodNotificationURL"`
+	ThreeDSMethodURL             string `json:"threeDSMethodUrl"`
+	ThreeDSServerTransID         string `json:"threeDSServerTransID"`
 }
 
 // actionResult is the JSON inside a simulated threeDSResult or
@@ -45,8 +55,9 @@ type actionResult struct {
 // newAction registers an outstanding action of p (caller holds s.mu).
 func (s *Simulator) newAction(p *payment, kind string) *action {
 	id := s.ids.hex(12)
+	s.actionSeq++
 	a := &action{
-		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(),
+		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(), seq: s.actionSeq,
 		PaymentData: "Ab02b4c0!" + base64.StdEncoding.EncodeToString([]byte("sim:"+id)),
 	}
 	s.actions[id] = a
@@ -58,6 +69,16 @@ func (s *Simulator) newAction(p *payment, kind string) *action {
 // actionJSON renders an action for the client component.
 func actionJSON(a *action, p *payment, public string) *actionOut {
 	page := public + "/_sim/redirect/" + a.ID
+	if a.Kind == "fingerprint" {
+		tok, _ := json.Marshal(fingerprintToken{
+			ThreeDSMessageVersion: "2.2.0", ThreeDSMethodNotificationURL: public + "/_sim/3ds/method-notification",
+			ThreeDSMethodURL: page, ThreeDSServerTransID: a.ID,
+		})
+		return &actionOut{
+			Type: "threeDS2", Subtype: "fingerprint", PaymentMethodType: "scheme", PaymentData: a.PaymentData,
+			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
+		}
+	}
 	if a.Kind == "threeDS2" {
 		tok, _ := json.Marshal(challengeToken{AcsTransID: a.ID, AcsURL: page, MessageVersion: "2.2.0", ThreeDSServerTransID: a.ID})
 		return &actionOut{
@@ -65,12 +86,14 @@ func actionJSON(a *action, p *payment, public string) *actionOut {
 			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
 		}
 	}
-	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType, PaymentData: a.PaymentData}
+	// A redirect action has no paymentData (the published CheckoutRedirectAction
+	// has none): the redirectResult identifies the action.
+	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType}
 }
 
 // DetailsFor returns the details object a client component would submit to
-// /payments/details after completing action (a threeDS2 challenge or a
-// redirect issued by this simulator) successfully or not.
+// /payments/details after completing action (a threeDS2 fingerprint or
+// challenge, or a redirect, issued by this simulator) successfully or not.
 func DetailsFor(action json.RawMessage, success bool) (json.RawMessage, error) {
 	var a struct {
 		Type  string `json:"type"`
@@ -86,7 +109,9 @@ func DetailsFor(action json.RawMessage, success bool) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		var tok challengeToken
+		var tok struct {
+			ThreeDSServerTransID string `json:"threeDSServerTransID"`
+		}
 		if err := json.Unmarshal(raw, &tok); err != nil || tok.ThreeDSServerTransID == "" {
 			return nil, errors.New("simulator: not a simulator challenge token")
 		}
@@ -131,9 +156,11 @@ func decodeActionResult(v string) (id string, success bool, ok bool) {
 			continue
 		}
 		id = firstNonEmpty(r.ActionID, r.ThreeDSServerTransID)
-		if id == "" {
+		if id == "" && r.TransStatus == "" && r.Result == "" {
 			continue
 		}
+		// Without an id (e.g. {"transStatus":"Y"}) the caller completes the
+		// most recent open action.
 		success = r.TransStatus == "Y" || r.TransStatus == "A" || r.Result == "authorised"
 		return id, success, true
 	}
@@ -171,31 +198,45 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 	if len(in.Details) == 0 {
 		return errorResult(validationError(codeInvalidPayload, "Required field 'details' is not provided."))
 	}
-	var value string
+	var key, value string
 	for _, k := range []string{"threeDSResult", "redirectResult", "payload"} {
 		if v, ok := in.Details[k].(string); ok && v != "" {
-			value = v
+			key, value = k, v
 			break
 		}
 	}
 	if value == "" {
-		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided"))
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: details needs threeDSResult, redirectResult or payload."))
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var act *action
 	success := false
-	if id, ok, decoded := decodeActionResult(value); decoded {
+	if id, ok, decoded := decodeActionResult(value); decoded && id == "" && in.PaymentData == "" {
+		act, success = s.latestOpenAction(key), ok
+		if act == nil {
+			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
+		}
+	} else if decoded && id == "" {
+		act, success = s.actionsByData[in.PaymentData], ok
+	} else if decoded {
 		act, success = s.actions[id], ok
 		if act != nil && in.PaymentData != "" && in.PaymentData != act.PaymentData {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: paymentData does not match"))
 		}
 	} else if in.PaymentData != "" {
 		act, success = s.actionsByData[in.PaymentData], keywordSuccess(value)
+	} else {
+		// A free-form result (the challenge password, "authorised") without
+		// paymentData completes the most recent open action it can belong to.
+		act, success = s.latestOpenAction(key), keywordSuccess(value)
+		if act == nil {
+			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
+		}
 	}
 	if act == nil {
-		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided"))
+		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: details."+key+" belongs to no action of this simulator"))
 	}
 	if act.Done {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the action was already completed"))
@@ -205,22 +246,49 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the payment is no longer awaiting this action"))
 	}
 	act.Done = true
-	s.finishAction(p, act, success)
-	return jsonResult(http.StatusOK, s.paymentResponse(p))
+	if next := s.finishAction(p, act, success); next != nil {
+		out := s.actionResponse(p, next, c.public)
+		return jsonResult(http.StatusOK, out)
+	}
+	return jsonResult(http.StatusOK, s.paymentResponse(p, true))
 }
 
-// finishAction settles a payment whose action completed (caller holds s.mu).
-func (s *Simulator) finishAction(p *payment, a *action, success bool) {
+// latestOpenAction returns the most recent open action a free-form
+// details value of key can complete (caller holds s.mu).
+func (s *Simulator) latestOpenAction(key string) *action {
+	var best *action
+	for _, a := range s.actions {
+		if a.Done {
+			continue
+		}
+		fits := a.Kind == "redirect"
+		if key == "threeDSResult" {
+			fits = a.Kind == "threeDS2" || a.Kind == "fingerprint"
+		}
+		if p := s.payments[a.PSP]; fits && p != nil && p.pendingActionID == a.ID && (best == nil || a.seq > best.seq) {
+			best = a
+		}
+	}
+	return best
+}
+
+// finishAction settles a payment whose action completed, or returns its
+// next action (a challenge after a fingerprint) (caller holds s.mu).
+func (s *Simulator) finishAction(p *payment, a *action, success bool) *action {
 	switch {
-	case success:
+	case a.Kind == "fingerprint" && !p.Frictionless:
+		// The fingerprint is not pass/fail: the issuer asks for a challenge.
+		return s.newAction(p, "threeDS2")
+	case success || a.Kind == "fingerprint":
 		o := outcomeOf(p.Forced, true)
 		if p.Forced != nil && (p.Forced.Behaviour == Fail500 || p.Forced.Behaviour == Hang) {
 			o = outcomeOf(nil, true)
 		}
 		s.settle(p, o)
-	case a.Kind == "threeDS2":
+	case a.Kind == "threeDS2" || a.PSP != "" && s.threeDSStep(a):
 		s.settle(p, outcomeOf(nil, false))
 	default:
 		s.settle(p, outcome{upstream.ResultRefused, "Refused", "2"})
 	}
+	return nil
 }

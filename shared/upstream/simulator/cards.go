@@ -2,6 +2,8 @@ package simulator
 
 import (
 	"strings"
+
+	"github.com/yp/paysvc/shared/upstream"
 )
 
 // Behaviour is what a test card or holder name makes the simulator do.
@@ -12,8 +14,14 @@ const (
 	// Authorise: resultCode Authorised (unless the holder name forces
 	// another outcome).
 	Authorise Behaviour = "Authorised"
-	// Challenge: resultCode ChallengeShopper with a threeDS2 challenge action.
+	// Challenge: 3-D Secure 2 with a challenge (password "password"). By
+	// default ChallengeShopper with a threeDS2 challenge action; with
+	// Options.WebThreeDS2 the platform's web flow (see README.md).
 	Challenge Behaviour = "ChallengeShopper"
+	// Frictionless: 3-D Secure 2 without a challenge. By default Authorised
+	// at once; with Options.WebThreeDS2 a fingerprint (native) or redirect
+	// step, then Authorised.
+	Frictionless Behaviour = "Frictionless"
 	// Redirect: resultCode RedirectShopper with a redirect action.
 	Redirect Behaviour = "RedirectShopper"
 	// Refuse: a refusal (resultCode and reason from the holder-name table).
@@ -53,6 +61,7 @@ func TestCards() []TestCard {
 		{"5454545454545454", "mc", "737", "03", "2030", Challenge, "3DS2 Mastercard: threeDS2 challenge (password \"password\")"},
 		{"4917610000000000", "visa", "737", "03", "2030", Challenge, "3DS2 Visa: threeDS2 challenge (password \"password\")"},
 		{"371449635398431", "amex", "7373", "03", "2030", Challenge, "3DS2 Amex: threeDS2 challenge (password \"password\")"},
+		{"4000000000002701", "visa", "737", "03", "2030", Frictionless, "3DS2 Visa: frictionless (no challenge; a simulator card, the platform documents none)"},
 		{"4212345678901237", "visa", "737", "03", "2030", Redirect, "3DS1-style redirect (method GET) to the simulated issuer page"},
 		{"4000000000000507", "visa", "737", "03", "2030", Fail500, "upstream answers HTTP 500 (no payment created)"},
 		{"4000000000000994", "visa", "737", "03", "2030", Hang, "upstream hangs past the client timeout, then authorises"},
@@ -60,13 +69,17 @@ func TestCards() []TestCard {
 }
 
 // HolderNameOutcome is one row of the holder-name table: paymentMethod.holderName
-// forces the outcome of a card payment (after any 3DS2 challenge or redirect).
+// (or additionalData.RequestedTestAcquirerResponseCode) forces the outcome of
+// a card payment (after any 3DS2 challenge or redirect).
 type HolderNameOutcome struct {
-	HolderName        string
-	Behaviour         Behaviour
-	ResultCode        string
-	RefusalReason     string
-	RefusalReasonCode string
+	HolderName string
+	// AcquirerResponseCode is the additionalData.RequestedTestAcquirerResponseCode
+	// value that forces the same outcome ("" for simulator-only rows).
+	AcquirerResponseCode string
+	Behaviour            Behaviour
+	ResultCode           string
+	RefusalReason        string
+	RefusalReasonCode    string
 	// CaptureFails makes later captures report CAPTURE then CAPTURE_FAILED.
 	CaptureFails bool
 	// RefundFails makes later refunds report CANCEL_OR_REFUND then REFUND_FAILED.
@@ -74,44 +87,73 @@ type HolderNameOutcome struct {
 }
 
 // HolderNameOutcomes returns the holder-name table (matched
-// case-insensitively). These follow the upstream's test values.
+// case-insensitively). The rows with an AcquirerResponseCode are the
+// platform's documented test values (holder name, response code, result
+// code and refusal reason as the platform documents them); the others are
+// the platform's failed-modification values and simulator extensions.
 func HolderNameOutcomes() []HolderNameOutcome {
-	refused := func(name, reason, code string) HolderNameOutcome {
-		return HolderNameOutcome{HolderName: name, Behaviour: Refuse, ResultCode: "Refused", RefusalReason: reason, RefusalReasonCode: code}
+	row := func(name, code, result, reason string) HolderNameOutcome {
+		o := HolderNameOutcome{HolderName: name, AcquirerResponseCode: code, Behaviour: Refuse, ResultCode: result, RefusalReason: reason, RefusalReasonCode: code}
+		if result == upstream.ResultAuthorised {
+			o.Behaviour, o.RefusalReason, o.RefusalReasonCode = Authorise, "", ""
+		}
+		if result == upstream.ResultReceived {
+			o.Behaviour, o.RefusalReason, o.RefusalReasonCode = Receive, "", ""
+		}
+		return o
 	}
 	return []HolderNameOutcome{
-		{HolderName: "APPROVED", Behaviour: Authorise, ResultCode: "Authorised"},
-		{HolderName: "UNKNOWN", Behaviour: Refuse, ResultCode: "Error", RefusalReason: "Unknown", RefusalReasonCode: "0"},
-		refused("DECLINED", "Refused", "2"),
-		refused("REFERRAL", "Referral", "3"),
-		{HolderName: "ERROR", Behaviour: Refuse, ResultCode: "Error", RefusalReason: "Acquirer Error", RefusalReasonCode: "4"},
-		refused("BLOCK_CARD", "Blocked Card", "5"),
-		refused("CARD_EXPIRED", "Expired Card", "6"),
-		refused("INVALID_AMOUNT", "Invalid Amount", "7"),
-		refused("INVALID_CARD", "Invalid Card Number", "8"),
-		refused("ISSUER_UNAVAILABLE", "Issuer Unavailable", "9"),
-		refused("NOT_SUPPORTED", "Not supported", "10"),
-		refused("NOT_3D_AUTHENTICATED", "3D Not Authenticated", "11"),
-		refused("NOT_ENOUGH_BALANCE", "Not enough balance", "12"),
-		refused("ACQUIRER_FRAUD", "Acquirer Fraud", "14"),
-		{HolderName: "CANCELLED", Behaviour: Refuse, ResultCode: "Cancelled", RefusalReason: "Cancelled", RefusalReasonCode: "15"},
-		{HolderName: "SHOPPER_CANCELLED", Behaviour: Refuse, ResultCode: "Cancelled", RefusalReason: "Shopper Cancelled", RefusalReasonCode: "16"},
-		refused("FRAUD", "FRAUD", "20"),
-		refused("TRANSACTION_NOT_PERMITTED", "Transaction Not Permitted", "23"),
-		refused("CVC_DECLINED", "CVC Declined", "24"),
-		refused("RESTRICTED_CARD", "Restricted Card", "25"),
-		refused("DECLINED_NON_GENERIC", "Declined Non Generic", "27"),
-		refused("WITHDRAWAL_AMOUNT_EXCEEDED", "Withdrawal amount exceeded", "28"),
-		refused("WITHDRAWAL_COUNT_EXCEEDED", "Withdrawal count exceeded", "29"),
-		refused("ISSUER_SUSPECTED_FRAUD", "Issuer Suspected Fraud", "31"),
-		refused("AVS_DECLINED", "AVS Declined", "32"),
-		{HolderName: "PENDING", Behaviour: Receive, ResultCode: "Received"},
+		row("UNKNOWN", "0", "Error", "Unknown"),
+		row("APPROVED", "1", "Authorised", ""),
+		row("DECLINED", "2", "Refused", "Refused"),
+		row("REFERRAL", "3", "Refused", "Referral"),
+		row("ERROR", "4", "Error", "Acquirer Error"),
+		row("BLOCK_CARD", "5", "Refused", "Blocked Card"),
+		row("CARD_EXPIRED", "6", "Refused", "Expired Card"),
+		row("INVALID_AMOUNT", "7", "Refused", "Invalid Amount"),
+		row("INVALID_CARD_NUMBER", "8", "Refused", "Invalid Card Number"),
+		row("ISSUER_UNAVAILABLE", "9", "Refused", "Issuer Unavailable"),
+		row("NOT_SUPPORTED", "10", "Refused", "Not supported"),
+		row("NOT_3D_AUTHENTICATED", "11", "Refused", "3D Not Authenticated"),
+		row("NOT_ENOUGH_BALANCE", "12", "Refused", "Not enough balance"),
+		row("PENDING", "13", "Received", ""),
+		row("ACQUIRER_FRAUD", "14", "Refused", "Acquirer Fraud"),
+		row("CANCELLED", "15", "Refused", "Cancelled"),
+		row("SHOPPER_CANCELLED", "16", "Refused", "Shopper Cancelled"),
+		row("INVALID_PIN", "17", "Refused", "Invalid Pin"),
+		row("PIN_TRIES_EXCEEDED", "18", "Refused", "Pin tries exceeded"),
+		row("PIN_VALIDATION_NOT_POSSIBLE", "19", "Refused", "Pin validation not possible"),
+		row("FRAUD", "20", "Refused", "FRAUD"),
+		row("NOT_SUBMITTED", "21", "Refused", "Not Submitted"),
+		row("FRAUD_CANCELLED", "22", "Cancelled", "FRAUD-CANCELLED"),
+		row("TRANSACTION_NOT_PERMITTED", "23", "Refused", "Transaction Not Permitted"),
+		row("CVC_DECLINED", "24", "Refused", "CVC Declined"),
+		row("RESTRICTED_CARD", "25", "Refused", "Restricted Card"),
+		row("REVOCATION_OF_AUTH", "26", "Refused", "Revocation Of Auth"),
+		row("DECLINED_NON_GENERIC", "27", "Refused", "Declined Non Generic"),
+		row("WITHDRAWAL_AMOUNT_EXCEEDED", "28", "Refused", "Withdrawal amount exceeded"),
+		row("WITHDRAWAL_COUNT_EXCEEDED", "29", "Refused", "Withdrawal count exceeded"),
+		row("ISSUER_SUSPECTED_FRAUD", "31", "Refused", "Issuer Suspected Fraud"),
+		row("AVS_DECLINED", "32", "Refused", "AVS Declined"),
+		row("PIN_REQUIRED", "33", "Refused", "Card requires online pin"),
+		row("NO_CHECKING_ACCOUNT_AVAILABLE_ON_CARD", "34", "Refused", "No checking account available on Card"),
 		{HolderName: "RESULT_PENDING", Behaviour: Pend, ResultCode: "Pending"},
 		{HolderName: "capture failed", Behaviour: Authorise, ResultCode: "Authorised", CaptureFails: true},
 		{HolderName: "refund failed", Behaviour: Authorise, ResultCode: "Authorised", RefundFails: true},
 		{HolderName: "SIM_500", Behaviour: Fail500},
 		{HolderName: "SIM_TIMEOUT", Behaviour: Hang},
 	}
+}
+
+// lookupAcquirerCode returns the row of a RequestedTestAcquirerResponseCode.
+func lookupAcquirerCode(code string) (HolderNameOutcome, bool) {
+	code = strings.TrimSpace(code)
+	for _, o := range HolderNameOutcomes() {
+		if code != "" && o.AcquirerResponseCode == code {
+			return o, true
+		}
+	}
+	return HolderNameOutcome{}, false
 }
 
 // lookupHolderName returns the holder-name row for name, if any.

@@ -74,8 +74,13 @@ func TestTestCards(t *testing.T) {
 				}
 				var a map[string]string
 				json.Unmarshal(r.Action, &a)
-				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] == "" {
+				if a["type"] != "redirect" || a["method"] != "GET" || !strings.HasPrefix(a["url"], e.srv.URL+"/_sim/redirect/") || a["paymentMethodType"] != "scheme" || a["paymentData"] != "" {
 					t.Fatalf("action = %s", r.Action)
+				}
+			case Frictionless:
+				// Without Options.WebThreeDS2 a frictionless card is authorised at once.
+				if err != nil || r.ResultCode != "Authorised" || r.Action != nil {
+					t.Fatalf("r = %+v, err = %v", r, err)
 				}
 			case Fail500:
 				ue := apiErr(t, err)

@@ -117,7 +117,7 @@ func TestDetailsErrors(t *testing.T) {
 	other := startAction(t, e, "4917610000000000", "")
 	good, _ := DetailsFor(r.Action, true)
 	tests := map[string]upstream.DetailsRequest{
-		"keyword without paymentData": {Details: json.RawMessage(`{"threeDSResult":"password"}`)},
+		"keyword, no open redirect":   {Details: json.RawMessage(`{"redirectResult":"authorised"}`)},
 		"unknown paymentData":         {Details: json.RawMessage(`{"threeDSResult":"password"}`), PaymentData: "Ab02b4c0!nope"},
 		"no result field":             {Details: json.RawMessage(`{"foo":"bar"}`)},
 		"empty details":               {Details: json.RawMessage(`{}`)},
@@ -134,6 +134,33 @@ func TestDetailsErrors(t *testing.T) {
 	}
 	if _, err := DetailsFor(json.RawMessage(`{"type":"sdk"}`), true); err == nil {
 		t.Fatal("DetailsFor accepted an unsupported action")
+	}
+}
+
+// A free-form threeDSResult without paymentData (README's hand-driven
+// round trip) completes the most recent open 3DS action.
+func TestDetailsKeywordCompletesLatestChallenge(t *testing.T) {
+	e := newEnv(t)
+	first := startAction(t, e, "5454545454545454", "")
+	_ = startAction(t, e, "4917610000000000", "")
+	d, err := e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"password"}`)}, "")
+	if err != nil || d.ResultCode != "Authorised" || d.PSPReference == first.PSPReference {
+		t.Fatalf("d = %+v, err = %v", d, err)
+	}
+	d, err = e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"wrong"}`)}, "")
+	if err != nil || d.ResultCode != "Refused" || d.PSPReference != first.PSPReference {
+		t.Fatalf("second: d = %+v, err = %v", d, err)
+	}
+	// A component's result without an action id ({"transStatus":"Y"}, the
+	// sample event's value) completes the latest open action too.
+	third := startAction(t, e, "371449635398431", "")
+	d, err = e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)}, "")
+	if err != nil || d.ResultCode != "Authorised" || d.PSPReference != third.PSPReference {
+		t.Fatalf("transStatus without id: d = %+v, err = %v", d, err)
+	}
+	_, err = e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: json.RawMessage(`{"threeDSResult":"password"}`)}, "")
+	if ue := apiErr(t, err); ue.HTTPStatus != 422 || !strings.Contains(ue.Message, "no open action") {
+		t.Fatalf("no open action left: err = %v", err)
 	}
 }
 

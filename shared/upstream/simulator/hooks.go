@@ -23,6 +23,7 @@ import (
 //	POST /_sim/offers/expire                close offers older than OfferTTL       X-API-Key
 //	GET  /_sim/notifications                emitted notification items             X-API-Key
 //	POST /_sim/flush                        wait for queued notifications          X-API-Key
+//	POST /_sim/fail                         ?endpoint=…&failure=500|timeout        X-API-Key
 func (s *Simulator) hookRoutes() {
 	s.mux.Handle("POST /_sim/sessions/{id}/pay", s.hook(s.hookPaySession))
 	s.mux.HandleFunc("GET /_sim/sessions/{id}/hosted", s.hookHosted)
@@ -31,6 +32,13 @@ func (s *Simulator) hookRoutes() {
 	s.mux.Handle("POST /_sim/payments/{psp}/resolve", s.hook(s.hookResolve))
 	s.mux.Handle("POST /_sim/offers/expire", s.hook(func(*http.Request) result {
 		return jsonResult(http.StatusOK, map[string]any{"closed": nonNil(s.ExpireOffers())})
+	}))
+	s.mux.Handle("POST /_sim/fail", s.hook(func(r *http.Request) result {
+		q := r.URL.Query()
+		if err := s.FailNext(q.Get("endpoint"), Failure(q.Get("failure"))); err != nil {
+			return hookError(http.StatusBadRequest, err)
+		}
+		return jsonResult(http.StatusOK, map[string]string{"endpoint": q.Get("endpoint"), "failure": q.Get("failure")})
 	}))
 	s.mux.Handle("GET /_sim/notifications", s.hook(func(*http.Request) result {
 		return jsonResult(http.StatusOK, map[string]any{"notifications": s.Notifications(), "stats": s.NotificationStats()})
@@ -145,9 +153,18 @@ func (s *Simulator) hookRedirect(w http.ResponseWriter, r *http.Request) {
 	}
 	res := r.URL.Query().Get("result")
 	if res == "" {
-		page(w, "Simulated issuer", fmt.Sprintf(`<p>Payment action %s (%s).</p>
-<p><a href="?result=authorised">Complete (authorise)</a> · <a href="?result=refused">Fail (refuse)</a></p>`,
-			html.EscapeString(id), html.EscapeString(a.Kind)))
+		if a.Kind == "redirect" && !s.threeDSRedirect(a) {
+			page(w, "Simulated issuer", fmt.Sprintf(`<p>Payment action %s (%s).</p>
+<form method="get"><button type="submit" id="authorise" name="result" value="authorised">Complete (authorise)</button>
+<button type="submit" id="refuse" name="result" value="refused">Fail (refuse)</button></form>`,
+				html.EscapeString(id), html.EscapeString(a.Kind)))
+			return
+		}
+		// A 3-D Secure challenge: the platform's test password is "password";
+		// any other value fails the authentication.
+		page(w, "Simulated 3D Secure challenge", fmt.Sprintf(`<p>Payment action %s: enter the one-time password.</p>
+<form method="get"><label for="password">Password</label> <input id="password" name="result" type="password" autocomplete="off">
+<button type="submit" id="submit">Continue</button></form>`, html.EscapeString(id)))
 		return
 	}
 	target, err := withQuery(returnURL, "redirectResult", encodeRedirectResult(id, keywordSuccess(res)))
@@ -171,7 +188,10 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if q.Get("pay") == "" && q.Get("holderName") == "" && q.Get("cardNumber") == "" {
 		page(w, "Simulated hosted checkout", fmt.Sprintf(`<p>Session %s: %d %s, reference %s.</p>
-<p><a href="?pay=1">Pay with 4111 1111 1111 1111</a> · <a href="?holderName=DECLINED">Pay (refused)</a></p>`,
+<form method="get"><input type="hidden" name="pay" value="1">
+<label for="cardNumber">Card number</label> <input id="cardNumber" name="cardNumber" value="4111111111111111" autocomplete="off">
+<label for="holderName">Name on card</label> <input id="holderName" name="holderName" autocomplete="off">
+<button type="submit" id="pay">Pay</button></form>`,
 			html.EscapeString(id), sess.Amount.Value, html.EscapeString(sess.Amount.Currency), html.EscapeString(sess.Reference)))
 		return
 	}
@@ -192,6 +212,27 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// threeDSRedirect reports whether a redirect action is the 3-D Secure step
+// of a card payment (Options.WebThreeDS2) rather than an issuer redirect.
+func (s *Simulator) threeDSRedirect(a *action) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.threeDSStep(a)
+}
+
+// threeDSStep reports whether a is a 3-D Secure step (caller holds s.mu).
+func (s *Simulator) threeDSStep(a *action) bool {
+	if a.Kind != "redirect" {
+		return a.Kind == "threeDS2" || a.Kind == "fingerprint"
+	}
+	p := s.payments[a.PSP]
+	if p == nil || p.Card == nil || !s.opts.WebThreeDS2 {
+		return false
+	}
+	tc, ok := lookupCard(p.Card.Number)
+	return ok && (tc.Behaviour == Challenge || tc.Behaviour == Frictionless)
 }
 
 func withQuery(raw, key, value string) (string, error) {

@@ -20,6 +20,7 @@ const (
 	StatePending           = "Pending"
 	StateRedirectShopper   = "RedirectShopper"
 	StateChallengeShopper  = "ChallengeShopper"
+	StateIdentifyShopper   = "IdentifyShopper"
 	StatePartiallyCaptured = "PartiallyCaptured"
 	StateCaptured          = "Captured"
 	StateRefunded          = "Refunded"
@@ -78,6 +79,9 @@ type payment struct {
 	CaptureFails         bool
 	RefundFails          bool
 	Forced               *HolderNameOutcome // outcome applied after an action
+	Frictionless         bool               // 3DS2 without a challenge
+	NativeThreeDS        bool               // the request asked for native 3DS2
+	PreAuth              bool               // authorised as a pre-authorisation
 	Request              json.RawMessage
 	CreatedAt            time.Time
 	Modifications        []ModificationState
@@ -157,7 +161,8 @@ type storedMethod struct {
 type action struct {
 	ID          string
 	PSP         string
-	Kind        string // "threeDS2" or "redirect"
+	Kind        string // "fingerprint", "threeDS2" (challenge) or "redirect"
+	seq         int    // creation order
 	PaymentData string
 	CreatedAt   time.Time
 	Done        bool

@@ -202,6 +202,8 @@ func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
 	}
 	defer s.mu.Unlock()
 	switch {
+	case s.opts.PlatformRules && !p.PreAuth:
+		return errorResult(stateError("Amount update not allowed: the payment was not authorised as a pre-authorisation (additionalData.authorisationType PreAuth)"))
 	case p.State != StateAuthorised:
 		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount,
 			stateError("Amount update not allowed: the payment is "+p.State+" (only authorised, not captured payments can be adjusted)"))

@@ -39,10 +39,6 @@ func (s *Simulator) emitAuthorisation(p *payment, success bool, reason string) {
 	if p.Card != nil {
 		ad["cardSummary"] = p.Card.last4()
 		ad["expiryDate"] = cardExpiry(p.Card)
-		ad["cardHolderName"] = p.Card.HolderName
-		if p.Card.HolderName == "" {
-			delete(ad, "cardHolderName")
-		}
 	}
 	if p.ShopperReference != "" {
 		ad["shopperReference"] = p.ShopperReference
@@ -72,10 +68,13 @@ func (s *Simulator) emitAuthorisation(p *payment, success bool, reason string) {
 	s.emit(item)
 }
 
-// modificationItem builds the notification of a modification of p.
+// modificationItem builds the notification of a modification of p. Like
+// the platform's (the webhook document's modification additionalData), it
+// carries no metadata.* and no session id: a receiver finds the payment by
+// originalReference.
 func (s *Simulator) modificationItem(p *payment, psp, event, ref string, amount money.Amount, success bool, reason string) upstream.NotificationRequestItem {
 	return upstream.NotificationRequestItem{
-		AdditionalData: baseData(p), Amount: amount, EventCode: event, EventDate: s.eventDate(),
+		AdditionalData: map[string]string{}, Amount: amount, EventCode: event, EventDate: s.eventDate(),
 		MerchantAccountCode: p.MerchantAccount, MerchantReference: firstNonEmpty(ref, p.Reference),
 		OriginalReference: p.PSP, PaymentMethod: p.methodLabel(), PSPReference: psp, Reason: reason,
 		Success: boolString(success),

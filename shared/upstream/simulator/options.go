@@ -62,6 +62,29 @@ type Options struct {
 	// "received" followed by a notification with success "false", instead
 	// of a synchronous 422.
 	AsyncModificationFailures bool
+	// PublishedShapes answers exactly like the platform's published
+	// examples: an answer with an action (IdentifyShopper, ChallengeShopper,
+	// RedirectShopper) carries resultCode and action only (no pspReference,
+	// amount or merchantReference), and a /payments/details answer carries
+	// resultCode and pspReference (plus refusal reason and tokenisation
+	// data when there are any). Off, both answers also echo pspReference,
+	// amount, merchantReference and paymentMethod.
+	PublishedShapes bool
+	// WebThreeDS2 runs 3-D Secure 2 as the platform does on the web: with
+	// authenticationData.threeDSRequestData.nativeThreeDS "preferred" an
+	// IdentifyShopper answer with a threeDS2 fingerprint action, then (after
+	// /payments/details) a ChallengeShopper answer with a threeDS2 challenge
+	// action, or the result at once for a frictionless card; without it a
+	// RedirectShopper answer with a redirect action to the 3DS page. Off, a
+	// challenge card answers ChallengeShopper at once and a frictionless
+	// card is authorised at once.
+	WebThreeDS2 bool
+	// PlatformRules enforces rules the platform applies with a 422:
+	// shopperName needs firstName and lastName; storing a card
+	// (storePaymentMethod true, storePaymentMethodMode enabled) needs
+	// recurringProcessingModel; an amount update applies only to a payment
+	// authorised with additionalData.authorisationType "PreAuth".
+	PlatformRules bool
 	// Notifier receives each notification body (one item per call). Nil
 	// records notifications without delivering them.
 	Notifier Notifier

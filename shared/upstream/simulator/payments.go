@@ -27,9 +27,56 @@ type paymentsIn struct {
 	ShopperReference         string            `json:"shopperReference"`
 	Splits                   []splitIn         `json:"splits"`
 	Metadata                 map[string]string `json:"metadata"`
-	AdditionalData           map[string]string `json:"additionalData"`
-	PaymentMethod            json.RawMessage   `json:"paymentMethod"`
-	StorePaymentMethod       *bool             `json:"storePaymentMethod"`
+	// AdditionalData values are strings, but the platform's own examples
+	// send RequestedTestAcquirerResponseCode as a number.
+	AdditionalData     map[string]json.RawMessage `json:"additionalData"`
+	PaymentMethod      json.RawMessage            `json:"paymentMethod"`
+	StorePaymentMethod *bool                      `json:"storePaymentMethod"`
+	ShopperName        *nameIn                    `json:"shopperName"`
+	AuthenticationData *struct {
+		ThreeDSRequestData *struct {
+			NativeThreeDS string `json:"nativeThreeDS"`
+		} `json:"threeDSRequestData"`
+	} `json:"authenticationData"`
+}
+
+// nameIn is a shopperName as received.
+type nameIn struct {
+	FirstName string `json:"firstName"`
+	LastName  string `json:"lastName"`
+}
+
+// checkShopperName applies the platform's rule that a shopperName has
+// both names.
+func checkShopperName(n *nameIn) *apiError {
+	if n == nil {
+		return nil
+	}
+	if strings.TrimSpace(n.FirstName) == "" {
+		return validationError(codeGeneric, "Required field 'shopperName.firstName' is not provided.")
+	}
+	if strings.TrimSpace(n.LastName) == "" {
+		return validationError(codeGeneric, "Required field 'shopperName.lastName' is not provided.")
+	}
+	return nil
+}
+
+// additionalString reads an additionalData value sent as a string or a
+// number.
+func additionalString(ad map[string]json.RawMessage, key string) string {
+	raw, ok := ad[key]
+	if !ok {
+		return ""
+	}
+	var v string
+	if json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
 }
 
 // paymentMethodIn is the part of paymentMethod the simulator reads.
@@ -62,6 +109,9 @@ type authReq struct {
 	store              bool
 	sessionID          string
 	raw                json.RawMessage
+	nativeThreeDS      bool
+	preAuth            bool
+	acquirerCode       string // additionalData.RequestedTestAcquirerResponseCode
 }
 
 // plan is the decided behaviour of an authorisation.
@@ -143,11 +193,23 @@ func (s *Simulator) paymentsRequest(in *paymentsIn, raw []byte) (authReq, *apiEr
 	if store && in.ShopperReference == "" {
 		return authReq{}, validationError(codeGeneric, "Recurring payments require a shopperReference")
 	}
+	if s.opts.PlatformRules {
+		if e := checkShopperName(in.ShopperName); e != nil {
+			return authReq{}, e
+		}
+		if store && in.RecurringProcessingModel == "" {
+			return authReq{}, validationError(codeGeneric, "Required field 'recurringProcessingModel' is not provided: storing a payment method needs it.")
+		}
+	}
+	native := in.AuthenticationData != nil && in.AuthenticationData.ThreeDSRequestData != nil &&
+		in.AuthenticationData.ThreeDSRequestData.NativeThreeDS == "preferred"
 	return authReq{
 		merchantAccount: in.MerchantAccount, reference: in.Reference, returnURL: in.ReturnURL,
 		shopperReference: in.ShopperReference, shopperInteraction: in.ShopperInteraction,
 		recurringModel: in.RecurringProcessingModel, amount: amount, metadata: in.Metadata,
-		splits: splits, store: store, raw: raw,
+		splits: splits, store: store, raw: raw, nativeThreeDS: native,
+		preAuth:      additionalString(in.AdditionalData, "authorisationType") == "PreAuth",
+		acquirerCode: additionalString(in.AdditionalData, "RequestedTestAcquirerResponseCode"),
 	}, nil
 }
 
@@ -188,7 +250,7 @@ func (s *Simulator) plan(pm paymentMethodIn, req authReq) (plan, *apiError) {
 			pl.behaviour = o.Behaviour
 		}
 		if req.shopperInteraction != upstream.ShopperInteractionContAuth {
-			if tc, ok := lookupCard(cd.Number); ok && (tc.Behaviour == Challenge || tc.Behaviour == Redirect) {
+			if tc, ok := lookupCard(cd.Number); ok && (tc.Behaviour == Challenge || tc.Behaviour == Redirect || tc.Behaviour == Frictionless) {
 				pl.behaviour = tc.Behaviour
 			}
 		}
@@ -201,7 +263,16 @@ func (s *Simulator) plan(pm paymentMethodIn, req authReq) (plan, *apiError) {
 	}
 	switch {
 	case typ == "scheme" || typ == "card":
-		return s.planCard(pm)
+		pl, e := s.planCard(pm)
+		if e == nil && pl.forced == nil {
+			if o, ok := lookupAcquirerCode(req.acquirerCode); ok {
+				pl.forced = &o
+				if pl.behaviour == Authorise || pl.behaviour == Refuse {
+					pl.behaviour = o.Behaviour
+				}
+			}
+		}
+		return pl, e
 	case typ == "":
 		return plan{}, validationError(codeUnsupportedPM, "Required field 'paymentMethod.type' is not provided.")
 	case isRedirectMethod(typ):
@@ -258,7 +329,7 @@ func (s *Simulator) planCard(pm paymentMethodIn) (plan, *apiError) {
 		pl.behaviour = tc.Behaviour
 	case hasForced && (forced.Behaviour == Fail500 || forced.Behaviour == Hang):
 		pl.behaviour = forced.Behaviour
-	case known && (tc.Behaviour == Challenge || tc.Behaviour == Redirect):
+	case known && (tc.Behaviour == Challenge || tc.Behaviour == Redirect || tc.Behaviour == Frictionless):
 		pl.behaviour = tc.Behaviour // the forced outcome applies after the action
 	case hasForced:
 		pl.behaviour = forced.Behaviour
@@ -306,6 +377,7 @@ func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 		RecurringModel:     req.recurringModel, Metadata: maps.Clone(req.metadata), Splits: req.splits,
 		ReturnURL: req.returnURL, SessionID: req.sessionID, StoreRequested: req.store,
 		Forced: pl.forced, Request: req.raw, CreatedAt: s.clock.Now(),
+		Frictionless: pl.behaviour == Frictionless, NativeThreeDS: req.nativeThreeDS, PreAuth: req.preAuth,
 	}
 	if pl.forced != nil {
 		p.CaptureFails, p.RefundFails = pl.forced.CaptureFails, pl.forced.RefundFails
@@ -318,21 +390,43 @@ func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 // start moves a new payment to its first state and returns the response
 // (caller holds s.mu).
 func (s *Simulator) start(p *payment, pl plan, public string) paymentResponseOut {
-	switch pl.behaviour {
-	case Challenge, Redirect:
-		kind, state := "redirect", StateRedirectShopper
-		if pl.behaviour == Challenge {
-			kind, state = "threeDS2", StateChallengeShopper
+	kind := ""
+	switch {
+	case pl.behaviour == Redirect:
+		kind = "redirect"
+	case (pl.behaviour == Challenge || pl.behaviour == Frictionless) && s.opts.WebThreeDS2:
+		kind = "redirect"
+		if p.NativeThreeDS {
+			kind = "fingerprint"
 		}
-		act := s.newAction(p, kind)
-		p.State, p.ResultCode = state, state
-		out := s.paymentResponse(p)
-		out.Action = actionJSON(act, p, public)
-		return out
-	default: // Authorise, Refuse, Receive, Pend
-		s.settle(p, outcomeOf(pl.forced, true))
+	case pl.behaviour == Challenge:
+		kind = "threeDS2"
 	}
-	return s.paymentResponse(p)
+	if kind == "" { // Authorise, Frictionless (without WebThreeDS2), Refuse, Receive, Pend
+		s.settle(p, outcomeOf(pl.forced, true))
+		return s.paymentResponse(p, false)
+	}
+	return s.actionResponse(p, s.newAction(p, kind), public)
+}
+
+// actionResponse moves p to the state of act and answers with the action
+// (caller holds s.mu).
+func (s *Simulator) actionResponse(p *payment, act *action, public string) paymentResponseOut {
+	switch act.Kind {
+	case "fingerprint":
+		p.State = StateIdentifyShopper
+	case "threeDS2":
+		p.State = StateChallengeShopper
+	default:
+		p.State = StateRedirectShopper
+	}
+	p.ResultCode = p.State
+	out := s.paymentResponse(p, false)
+	if s.opts.PublishedShapes {
+		out = paymentResponseOut{ResultCode: p.ResultCode}
+	}
+	out.Action = actionJSON(act, p, public)
+	return out
 }
 
 // outcome is a final (or pending) result of an authorisation.
@@ -437,7 +531,19 @@ type methodOut struct {
 	Type  string `json:"type"`
 }
 
-func (s *Simulator) paymentResponse(p *payment) paymentResponseOut {
+// paymentResponse is the answer with p's result; details marks a
+// /payments/details answer (minimal with PublishedShapes).
+func (s *Simulator) paymentResponse(p *payment, details bool) paymentResponseOut {
+	if details && s.opts.PublishedShapes {
+		out := paymentResponseOut{
+			PSPReference: p.PSP, ResultCode: p.ResultCode,
+			RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
+		}
+		if p.ResultCode == upstream.ResultAuthorised {
+			out.AdditionalData = tokenData(p)
+		}
+		return out
+	}
 	amount := p.Amount
 	out := paymentResponseOut{
 		Amount: &amount, MerchantReference: p.Reference, PSPReference: p.PSP, ResultCode: p.ResultCode,

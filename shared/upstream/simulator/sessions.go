@@ -35,6 +35,7 @@ type sessionIn struct {
 	RecurringProcessingModel string            `json:"recurringProcessingModel"`
 	Mode                     string            `json:"mode"`
 	ExpiresAt                *time.Time        `json:"expiresAt"`
+	ShopperName              *nameIn           `json:"shopperName"`
 }
 
 type lineItemIn struct {
@@ -103,6 +104,14 @@ func (s *Simulator) handleSessions(_ context.Context, c *call) result {
 	}
 	if in.ShopperReference == "" && (in.StorePaymentMethod != nil && *in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled" || in.StorePaymentMethodMode == "askForConsent") {
 		return errorResult(validationError(codeGeneric, "Recurring payments require a shopperReference"))
+	}
+	if s.opts.PlatformRules {
+		if e := checkShopperName(in.ShopperName); e != nil {
+			return errorResult(e)
+		}
+		if (in.StorePaymentMethod != nil && *in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled") && in.RecurringProcessingModel == "" {
+			return errorResult(validationError(codeGeneric, "Required field 'recurringProcessingModel' is not provided: storing a payment method needs it."))
+		}
 	}
 
 	now := s.clock.Now()

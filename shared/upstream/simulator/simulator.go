@@ -46,6 +46,8 @@ type Simulator struct {
 	tokens        map[tokenKey][]*storedMethod
 	requests      map[string]int
 	emitted       []upstream.NotificationRequestItem
+	actionSeq     int
+	failures      map[string][]Failure
 }
 
 // New returns a Simulator for opts; it starts the notification sender, so
@@ -91,6 +93,7 @@ func New(opts Options) (*Simulator, error) {
 		actionsByData: map[string]*action{},
 		tokens:        map[tokenKey][]*storedMethod{},
 		requests:      map[string]int{},
+		failures:      map[string][]Failure{},
 	}
 	if opts.HMACKeyHex != "" {
 		signer, err := upstream.NewSigner(opts.HMACKeyHex)
@@ -157,6 +160,14 @@ func (s *Simulator) api(name string, h apiHandler) http.Handler {
 		start := time.Now()
 		ctx := r.Context()
 		s.count(name)
+		if f := s.takeFailure(name); f != "" {
+			if f == FailTimeout {
+				// Held until the client gives up; nothing is processed.
+				_ = sleep(ctx, s.opts.HangTimeout)
+			}
+			writeResult(w, errorResult(errInternal()))
+			return
+		}
 		if s.opts.Latency > 0 {
 			if sleep(ctx, s.opts.Latency) != nil {
 				return
@@ -304,4 +315,48 @@ func (s *Simulator) uniquePSP() string {
 		}
 		return p
 	}
+}
+
+// Failure is an injected failure of one upstream request.
+type Failure string
+
+// Failures FailNext injects.
+const (
+	// FailHTTP500 answers HTTP 500 with an upstream error body; nothing is
+	// processed.
+	FailHTTP500 Failure = "500"
+	// FailTimeout holds the request until the client gives up (or
+	// HangTimeout) and processes nothing.
+	FailTimeout Failure = "timeout"
+)
+
+// Endpoints are the names of the upstream endpoints, as Requests and
+// FailNext take them.
+var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "amountUpdates", "storedPaymentMethods"}
+
+// FailNext makes the next request to endpoint (one of Endpoints) fail
+// with f; calls queue up, one failure per request.
+func (s *Simulator) FailNext(endpoint string, f Failure) error {
+	if !slices.Contains(Endpoints, endpoint) {
+		return fmt.Errorf("simulator: unknown endpoint %q", endpoint)
+	}
+	if f != FailHTTP500 && f != FailTimeout {
+		return fmt.Errorf("simulator: unknown failure %q", f)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failures[endpoint] = append(s.failures[endpoint], f)
+	return nil
+}
+
+// takeFailure pops the next injected failure of endpoint.
+func (s *Simulator) takeFailure(endpoint string) Failure {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.failures[endpoint]
+	if len(q) == 0 {
+		return ""
+	}
+	s.failures[endpoint] = q[1:]
+	return q[0]
 }
