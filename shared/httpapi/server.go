@@ -153,7 +153,8 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 				return
 			}
 		}
-		if r.Method != http.MethodPost || r.Header.Get(idempotency.Header) == "" {
+		// A header sent empty is invalid (400), not absent.
+		if r.Method != http.MethodPost || len(r.Header.Values(idempotency.Header)) == 0 {
 			ctx, work := reqwork.With(ctx)
 			resp := d.run(ctx, rt, c)
 			work.Wait()
@@ -169,7 +170,11 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route, c *Call) {
 	ctx := r.Context()
 	info := infoFrom(ctx)
-	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header))
+	vals := r.Header.Values(idempotency.Header)
+	key, err := idempotency.ParseKey(vals[0])
+	if err == nil && len(vals) > 1 {
+		err = apperr.InvalidField(idempotency.Header, "must be sent once")
+	}
 	if err != nil {
 		WriteError(w, r, err)
 		return
