@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/testenv"
 )
 
@@ -53,5 +55,49 @@ func TestIdempotencyKeyHeaderEmptyOrRepeated(t *testing.T) {
 	}
 	if n := len(e.Upstream.Requests("/payments")); n != 0 {
 		t.Fatalf("the upstream was called %d times", n)
+	}
+}
+
+// Paths ServeMux would clean get the API's JSON 404 with an X-Request-Id,
+// never a redirect.
+func TestUncleanPathsAreJSONNotFound(t *testing.T) {
+	e := testenv.New(t)
+	for _, p := range []string{
+		"/v1/ecom//config",
+		"/v1/ecom/../ecom/config",
+		"/v1/ecom/./config",
+		"/v1/ecom/" + testenv.SiteA + "/payments/../sessions",
+		"/v1/ecom/%2e%2e/config",
+		"//v1/ecom/config",
+		"/v1/ecom/config/..",
+		"/v1/ecom/config/.",
+	} {
+		for _, method := range []string{"GET", "POST"} {
+			t.Run(method+" "+p, func(t *testing.T) {
+				req := httptest.NewRequest(method, "http://svc"+p, nil)
+				req.Header.Set("Authorization", "Bearer "+e.Keys["A"])
+				w := httptest.NewRecorder()
+				e.Handler.ServeHTTP(w, req)
+				if w.Code != 404 || !strings.Contains(w.Body.String(), `"errorCode":"yp_9004"`) {
+					t.Fatalf("%s %s = %d %q, want 404 yp_9004", method, p, w.Code, w.Body)
+				}
+				if w.Header().Get("Location") != "" || w.Header().Get("X-Request-Id") == "" || w.Header().Get("Content-Type") != "application/json" {
+					t.Fatalf("headers %v", w.Header())
+				}
+			})
+		}
+	}
+}
+
+// The notifications endpoint's handler passes every other path, unclean ones
+// included, to the API handler instead of redirecting.
+func TestNotificationsHandlerPassesUncleanPaths(t *testing.T) {
+	e := newNotifyEnv(t, otherKey, httpapi.BasicAuth{})
+	for _, p := range []string{"/v1/notifications//upstream", "/v1/notifications/../notifications/upstream", "//v1/ecom/config"} {
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "http://svc"+p, strings.NewReader("{}")))
+		if w.Code != http.StatusTeapot {
+			t.Errorf("%s: %d, want the API handler's answer", p, w.Code)
+		}
 	}
 }

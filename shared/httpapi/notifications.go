@@ -41,8 +41,7 @@ const acceptedBody = "[accepted]"
 // Notifications serves POST NotificationsPath with n, and every other path
 // with next (the API's handler, or NewHandler(d) for JSON 404s).
 func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle(NotificationsPath, d.wrap("notifications", func(w http.ResponseWriter, r *http.Request) {
+	notifications := d.wrap("notifications", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use POST", r.Method))
@@ -76,9 +75,16 @@ func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handle
 		h.Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(acceptedBody))
-	}))
-	mux.Handle("/", next)
-	return mux
+	})
+	// An exact match, not a ServeMux: a mux would answer unclean paths with
+	// a redirect instead of next's JSON 404.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == NotificationsPath {
+			notifications.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // allows checks the request's basic auth in constant time (comparing

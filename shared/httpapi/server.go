@@ -82,10 +82,34 @@ func NewHandler(d *Deps, routes ...[]Route) http.Handler {
 	for _, p := range order {
 		mux.Handle(p, d.pattern(byPattern[p]))
 	}
-	mux.Handle("/", d.wrap("unknown", func(w http.ResponseWriter, r *http.Request) {
+	unknown := d.wrap("unknown", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, apperr.New(apperr.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
-	}))
-	return mux
+	})
+	mux.Handle("/", unknown)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers a path it would clean ("//", "/./", "/../") with a
+		// redirect that has no JSON body and no X-Request-Id; no route of the
+		// API has such a path, so it is an unknown endpoint.
+		if !cleanPath(r.URL.Path) {
+			unknown.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath reports whether p is absolute and has no empty, "." or ".."
+// segment (a trailing slash aside).
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return !strings.Contains(p, "//")
 }
 
 // pattern serves every route sharing one path, choosing by method.
