@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -98,6 +99,86 @@ func TestNotificationsHandlerPassesUncleanPaths(t *testing.T) {
 		e.h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "http://svc"+p, strings.NewReader("{}")))
 		if w.Code != http.StatusTeapot {
 			t.Errorf("%s: %d, want the API handler's answer", p, w.Code)
+		}
+	}
+}
+
+// A notification with a name given twice in one object is refused, naming
+// it, before anything is stored: the signed value and the used value could
+// otherwise differ.
+func TestNotificationDuplicateKeysRefused(t *testing.T) {
+	e := newNotifyEnv(t, otherKey, httpapi.BasicAuth{})
+	it := signedItem(t, otherKey, authItem("PSP0000000000077", "order-77"))
+	raw, err := json.Marshal(wrap(it))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The amount the HMAC covers first, then a second, larger one.
+	body := strings.Replace(string(raw), `"amount":{"value":1000,"currency":"EUR"}`,
+		`"amount":{"value":1000,"currency":"EUR"},"amount":{"value":99999,"currency":"EUR"}`, 1)
+	if body == string(raw) {
+		t.Fatalf("fixture has no amount: %s", raw)
+	}
+	req := httptest.NewRequest(http.MethodPost, httpapi.NotificationsPath, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, req)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), `"field":"notificationItems[0].NotificationRequestItem.amount"`) {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if e.stored(it) {
+		t.Fatal("the ambiguous notification was stored")
+	}
+}
+
+// Every endpoint that takes a body refuses duplicate names at any depth with
+// 400 yp_2002 naming the field, before the upstream is called.
+func TestDuplicateKeysRefusedOnEveryEndpoint(t *testing.T) {
+	e := testenv.New(t)
+	site := "/v1/ecom/" + testenv.SiteA
+	dupAmount := `"amount":{"value":1,"currency":"EUR"},"amount":{"value":99999,"currency":"EUR"}`
+	bad := func(name, path, body, field string) errCase {
+		return errCase{name: name, method: "POST", path: path, key: "A", body: body, status: 400, code: "yp_2002", field: field}
+	}
+	runErrCases(t, e, []errCase{
+		bad("sessions", site+"/sessions", `{`+dupAmount+`,"returnUrl":"https://shop.example/r"}`, "amount"),
+		bad("payment-methods", site+"/payment-methods", `{"amount":{"value":1,"value":2,"currency":"EUR"}}`, "amount.value"),
+		bad("payments", site+"/payments", `{`+dupAmount+`,"paymentMethod":`+card+`,"returnUrl":"https://shop.example/r"}`, "amount"),
+		bad("payments pass-through", site+"/payments", payBody(`"browserInfo":{"language":"en","language":"de"}`), "browserInfo.language"),
+		bad("payments line item", site+"/payments", payBody(`"lineItems":[{"quantity":1},{"quantity":1,"quantity":9}]`), "lineItems[1].quantity"),
+		bad("details", site+"/payments/details", `{"details":{"threeDSResult":"a","threeDSResult":"b"}}`, "details.threeDSResult"),
+		bad("captures", site+"/payments/PSP0000000000001/captures", `{`+dupAmount+`}`, "amount"),
+		bad("reversals", site+"/payments/PSP0000000000001/reversals", `{"reference":"a","reference":"b"}`, "reference"),
+		bad("amount-updates", site+"/payments/PSP0000000000001/amount-updates", `{`+dupAmount+`}`, "amount"),
+	})
+	for _, p := range []string{"/sessions", "/paymentMethods", "/payments", "/payments/details"} {
+		if n := len(e.Upstream.Requests(p)); n != 0 {
+			t.Errorf("upstream %s called %d times", p, n)
+		}
+	}
+}
+
+// Names the service sets are refused in any letter case.
+func TestServerControlledNamesAnyCase(t *testing.T) {
+	e := testenv.New(t)
+	site := "/v1/ecom/" + testenv.SiteA
+	bad := func(name, path, body, field string) errCase {
+		return errCase{name: name, method: "POST", path: path, key: "A", body: body, status: 400, code: "yp_2002", field: field}
+	}
+	runErrCases(t, e, []errCase{
+		bad("additionalData Metadata.", site+"/payments", payBody(`"additionalData":{"Metadata.merchantId":"m_b"}`), "additionalData.Metadata.merchantId"),
+		bad("additionalData METADATA.", site+"/payments", payBody(`"additionalData":{"METADATA.siteId":"x"}`), "additionalData.METADATA.siteId"),
+		bad("additionalData Tokenization.", site+"/payments", payBody(`"additionalData":{"Tokenization.storedPaymentMethodId":"x"}`), "additionalData.Tokenization.storedPaymentMethodId"),
+		bad("additionalData Recurring.", site+"/payments", payBody(`"additionalData":{"Recurring.contract":"x"}`), "additionalData.Recurring.contract"),
+		bad("MerchantAccount", site+"/payments", payBody(`"MerchantAccount":"X"`), "MerchantAccount"),
+		bad("METADATA", site+"/payments", payBody(`"METADATA":{}`), "METADATA"),
+		bad("sessions Splits", site+"/sessions", `{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/r","Splits":[]}`, "Splits"),
+		bad("captures ApplicationInfo", site+"/payments/PSP0000000000001/captures", `{"amount":{"value":1,"currency":"EUR"},"applicationinfo":{}}`, "applicationinfo"),
+	})
+	for _, tc := range []string{"MerchantAccount", "METADATA", "Splits", "applicationinfo"} {
+		r := e.Do("POST", site+"/payments", "A", payBody(`"`+tc+`":1`))
+		if !strings.Contains(string(r.Body), "set by the service") {
+			t.Errorf("%s: %s, want the set-by-the-service message", tc, r.Body)
 		}
 	}
 }

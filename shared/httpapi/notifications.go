@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -60,6 +61,10 @@ func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handle
 		var note upstream.Notification
 		if err := json.Unmarshal(body, &note); err != nil {
 			WriteError(w, r, apperr.Wrap(apperr.Invalid, "notification body is not a standard notification", err))
+			return
+		}
+		if field, dup := jsonin.DuplicateKey(body); dup {
+			WriteError(w, r, apperr.InvalidField(field, "is given more than once"))
 			return
 		}
 		if len(note.NotificationItems) == 1 {

@@ -66,6 +66,10 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "malformed JSON: "+describeJSONError(err))
 		return nil
 	}
+	if field, dup := duplicateKey(body); dup {
+		errs.Add(field, "is given more than once")
+		return nil
+	}
 	m, ok := splitObject(body)
 	if !ok {
 		errs.Add("", "request body must be a JSON object")
@@ -119,12 +123,17 @@ func (o *Obj) raw(name string, required bool) json.RawMessage {
 	return raw
 }
 
-// Forbid reports each present field in names as set by the service.
+// Forbid reports each present field whose name is one of names in any
+// letter case ("MerchantAccount" as well as "merchantAccount") as set by the
+// service.
 func (o *Obj) Forbid(names ...string) {
-	for _, n := range names {
-		if _, ok := o.fields[n]; ok {
-			o.used[n] = true
-			o.Fail(n, "is set by the service and must not be sent")
+	for f := range o.fields {
+		for _, n := range names {
+			if strings.EqualFold(f, n) {
+				o.used[f] = true
+				o.Fail(f, "is set by the service and must not be sent")
+				break
+			}
 		}
 	}
 }

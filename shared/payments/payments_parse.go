@@ -33,8 +33,9 @@ func additionalDataKey(k string) string {
 	if k == "" || len(k) > 100 {
 		return "keys must be 1 to 100 characters"
 	}
+	lower := strings.ToLower(k) // "Metadata.merchantId" is the service's too
 	for _, p := range serverPrefixes {
-		if strings.HasPrefix(k, p) {
+		if strings.HasPrefix(lower, p) {
 			return "keys starting " + p + " are set by the service and must not be sent"
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,25 @@ func TestRotateSecretKeepsOldOneForTheOverlap(t *testing.T) {
 	active = got.ActiveSecrets(clk.Now())
 	if len(active) != 1 || active[0].Value != second {
 		t.Fatalf("after overlap %+v", active)
+	}
+}
+
+func TestParseSeedRefusesAmbiguousDocuments(t *testing.T) {
+	tests := []struct{ name, doc, want string }{
+		{"duplicate at top", `{"merchants":[],"merchants":[{"id":"m_x"}]}`, "merchants: is given more than once"},
+		{"duplicate in a subscription", `{"subscriptions":[{"url":"https://a.example/","url":"https://169.254.169.254/"}]}`, "subscriptions[0].url: is given more than once"},
+		{"unknown field", `{"merchant":[]}`, "unknown field"},
+		{"trailing data", `{"merchants":[]} {"merchants":[]}`, "invalid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := provision.ParseSeed([]byte(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+	if s, err := provision.ParseSeed([]byte(`{"merchants":[{"id":"m_x","name":"X","country":"NL"}]}`)); err != nil || len(s.Merchants) != 1 {
+		t.Fatalf("valid seed: %+v %v", s, err)
 	}
 }

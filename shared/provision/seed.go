@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -44,16 +46,33 @@ type SeedSub struct {
 
 // LoadSeed reads and strictly decodes a seed file.
 func LoadSeed(path string) (Seed, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return Seed{}, err
 	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
+	s, err := ParseSeed(b)
+	if err != nil {
+		return Seed{}, fmt.Errorf("seed file %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ParseSeed strictly decodes a seed document: unknown fields, trailing data
+// and a name given twice in one object (which would silently keep only the
+// last) are errors.
+func ParseSeed(b []byte) (Seed, error) {
+	if !json.Valid(b) {
+		var v any
+		return Seed{}, fmt.Errorf("invalid JSON: %w", json.Unmarshal(b, &v))
+	}
+	if field, dup := jsonin.DuplicateKey(b); dup {
+		return Seed{}, fmt.Errorf("%s: is given more than once", field)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Seed
 	if err := dec.Decode(&s); err != nil {
-		return Seed{}, fmt.Errorf("seed file %s: %w", path, err)
+		return Seed{}, err
 	}
 	return s, nil
 }
