@@ -198,7 +198,7 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 	}
 	demo.APIKeys[0].Key = sampleAPIKey
 	demo.Subscriptions = []provision.SeedSub{{
-		ID: "sub_demo", MerchantID: "m_demo", URL: e.webhooks.url + "/webhooks", Secret: webhookSecret,
+		ID: "sub_demo", MerchantID: "m_demo", URL: e.webhooks.url + "/webhooks", Secret: webhookSecret, AllowInsecureLocal: true,
 	}}
 	prov := &provision.Provisioner{Store: dynamo.New(ddb, e.table, clock.System{}), Env: tenant.EnvTest, Clock: clock.System{}}
 	if err := prov.ApplySeed(ctx, demo); err != nil {

@@ -227,7 +227,7 @@ func (e *whEnv) seed() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: "sub_e2e", MerchantID: e2eMerchant, URL: e.hooks.srv.URL + "/webhooks"})
+	_, secret, err := p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: "sub_e2e", MerchantID: e2eMerchant, URL: e.hooks.srv.URL + "/webhooks", AllowLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,8 @@ func TestWebhooksE2ESlowReceiverTimesOut(t *testing.T) {
 }
 
 // TestWebhooksE2ELoopbackRefusedWithoutDevSetting: without
-// PAYSVC_WEBHOOK_ALLOW_LOCAL a loopback target gets nothing.
+// PAYSVC_WEBHOOK_ALLOW_LOCAL a loopback target gets nothing, and the
+// delivery fails at once with the reason (no retries that cannot pass).
 func TestWebhooksE2ELoopbackRefusedWithoutDevSetting(t *testing.T) {
 	e := newWHEnv(t, whOptions{allowLocal: false})
 	e.pay(1000, "")
@@ -475,8 +476,8 @@ func TestWebhooksE2ELoopbackRefusedWithoutDevSetting(t *testing.T) {
 	if n := len(e.hooks.requests()); n != 0 {
 		t.Fatalf("the loopback receiver got %d requests", n)
 	}
-	ds := e.deliveries(webhooks.StatusPending)
-	if len(ds) != 1 || !strings.Contains(ds[0].LastError, "target refused") {
+	ds := e.deliveries(webhooks.StatusFailed)
+	if len(ds) != 1 || !strings.Contains(ds[0].LastError, "target refused") || ds[0].Attempts != 1 || ds[0].NextAttemptAt != nil {
 		t.Fatalf("delivery: %+v", ds)
 	}
 }

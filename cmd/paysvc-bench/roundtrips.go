@@ -388,7 +388,7 @@ func newRTEnv(t *benchTB) *rtEnv {
 	if err := prov.ApplySeed(ctx, demo); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks"}); err != nil {
+	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}); err != nil {
 		t.Fatalf("subscription: %v", err)
 	}
 

@@ -131,7 +131,7 @@ func newWebhookBench(t *benchTB, st webhookStore, recv *receivers) *webhookBench
 		t.Fatalf("seed: %v", err)
 	}
 	for id, path := range map[string]string{"sub_fast": "/fast", "sub_hang": "/hang"} {
-		if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: id, MerchantID: "m_demo", URL: recv.srv.URL + path}); err != nil {
+		if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: id, MerchantID: "m_demo", URL: recv.srv.URL + path, AllowLocal: true}); err != nil {
 			t.Fatalf("subscription: %v", err)
 		}
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
 // secretNotice is printed with every new webhook secret.
@@ -95,49 +94,19 @@ func subRows(t *table, v subView) {
 	t.row("updated", fmtTimePtr(v.UpdatedAt))
 }
 
-// checkWebhookURL validates a subscription target (DESIGN 3.6): an https://
-// URL on port 443 whose host is not a local or private address. With
-// allowLocal, http:// or https:// targets on localhost or a loopback address
-// (any port) are accepted too, and local reports it so a warning is shown.
+// checkWebhookURL validates a subscription target with the one validator
+// (shared/webhooks/target): an https:// URL on port 443 whose host is a
+// public name or address. With allowLocal, http:// or https:// targets on
+// localhost or a loopback address (any port) are accepted too, and local
+// reports it so a warning is shown.
 func checkWebhookURL(raw string, allowLocal bool) (local bool, err error) {
-	const rule = "webhook targets must be https:// URLs on port 443 " +
+	const rule = "webhook targets must be https:// URLs on port 443 with a public address " +
 		"(http://127.0.0.1 or http://localhost only with --allow-insecure-local, for local runs, delivered by a local server unless PAYSVC_WEBHOOK_ALLOW_LOCAL=false)"
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return false, fmt.Errorf("--url %q is not an absolute URL: %s", raw, rule)
+	t, err := target.Check(raw, allowLocal)
+	if err != nil {
+		return false, fmt.Errorf("--url %q: %v; %s", raw, err, rule)
 	}
-	if u.User != nil {
-		return false, fmt.Errorf("--url must not contain credentials")
-	}
-	if u.Fragment != "" {
-		return false, fmt.Errorf("--url must not contain a #fragment")
-	}
-	host := strings.ToLower(u.Hostname())
-	addr, ipErr := netip.ParseAddr(host)
-	isIP := ipErr == nil
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || (isIP && addr.Unmap().IsLoopback()) {
-		if !allowLocal {
-			return false, fmt.Errorf("--url %q is a local address: %s", raw, rule)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return false, fmt.Errorf("--url %q: %s", raw, rule)
-		}
-		return true, nil
-	}
-	if u.Scheme != "https" {
-		return false, fmt.Errorf("--url %q: %s", raw, rule)
-	}
-	if p := u.Port(); p != "" && p != "443" {
-		return false, fmt.Errorf("--url %q uses port %s: %s", raw, p, rule)
-	}
-	if isIP {
-		a := addr.Unmap()
-		if a.IsPrivate() || a.IsUnspecified() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-			a.IsMulticast() || a.IsInterfaceLocalMulticast() || !a.IsGlobalUnicast() {
-			return false, fmt.Errorf("--url %q is not a public address: deliveries to it are refused", raw)
-		}
-	}
-	return false, nil
+	return t.Local, nil
 }
 
 // parseEvents parses --events: upper-case event codes such as AUTHORISATION.
@@ -230,7 +199,7 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 			}
 		}
 		sub, secret, err := s.prov.PutSubscription(ctx, provision.SubscriptionSpec{
-			ID: subID, MerchantID: m.ID, URL: target, EventCodes: codes,
+			ID: subID, MerchantID: m.ID, URL: target, EventCodes: codes, AllowLocal: *allowLocal,
 		})
 		if err != nil {
 			return fmt.Errorf("create subscription: %w", err)

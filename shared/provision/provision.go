@@ -14,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
 // Provisioner writes tenant records.
@@ -167,6 +168,9 @@ type SubscriptionSpec struct {
 	URL        string
 	EventCodes []string
 	Secret     string
+	// AllowLocal admits a loopback/localhost target (local development;
+	// the admin CLI's --allow-insecure-local, a seed's allowInsecureLocal).
+	AllowLocal bool
 }
 
 // PutSubscription creates or replaces a subscription and returns it with its
@@ -177,6 +181,9 @@ func (p *Provisioner) PutSubscription(ctx context.Context, spec SubscriptionSpec
 	}
 	if spec.URL == "" {
 		return tenant.Subscription{}, "", errors.New("subscription url is required")
+	}
+	if _, err := target.Check(spec.URL, spec.AllowLocal); err != nil {
+		return tenant.Subscription{}, "", fmt.Errorf("subscription url %q: %w", spec.URL, err)
 	}
 	id := spec.ID
 	if id == "" {

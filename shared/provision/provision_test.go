@@ -3,6 +3,7 @@ package provision_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
 func newProv(t *testing.T) (*provision.Provisioner, *clock.Fake) {
@@ -122,5 +124,44 @@ func TestParseSeedRefusesAmbiguousDocuments(t *testing.T) {
 	}
 	if s, err := provision.ParseSeed([]byte(`{"merchants":[{"id":"m_x","name":"X","country":"NL"}]}`)); err != nil || len(s.Merchants) != 1 {
 		t.Fatalf("valid seed: %+v %v", s, err)
+	}
+}
+
+// Every way a subscription gets in goes through the one target check: seeds
+// included (they once stored metadata and private addresses unchecked).
+func TestSubscriptionTargetsCheckedOnEveryEntry(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProv(t)
+	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {
+		t.Fatal(err)
+	}
+	refused := []string{
+		"https://169.254.169.254/latest", "http://10.0.0.5:8080/x", "https://2130706433/", "https://0177.0.0.1/",
+		"https://0x7f000001/", "https://127.1/", "https://0/", "https://LOCALHOST./", "https://ip6-localhost/",
+		"https://metadata.google.internal/", "https://100.64.0.1/", "http://hooks.shop.example/", "https://hooks.shop.example:8443/",
+	}
+	for i, u := range refused {
+		t.Run(u, func(t *testing.T) {
+			_, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{MerchantID: "m1", URL: u})
+			if !errors.Is(err, target.ErrRefused) {
+				t.Errorf("PutSubscription: %v, want refused", err)
+			}
+			seed := provision.Seed{Subscriptions: []provision.SeedSub{{ID: fmt.Sprintf("sub_%d", i), MerchantID: "m1", URL: u}}}
+			if err := p.ApplySeed(ctx, seed); !errors.Is(err, target.ErrRefused) {
+				t.Errorf("ApplySeed: %v, want refused", err)
+			}
+			if _, err := p.Store.GetSubscription(ctx, "m1", fmt.Sprintf("sub_%d", i)); err == nil {
+				t.Error("the refused subscription was stored")
+			}
+		})
+	}
+	// Local targets only when asked for, loopback only.
+	seed := provision.Seed{Subscriptions: []provision.SeedSub{{ID: "sub_local", MerchantID: "m1", URL: "http://127.0.0.1:4000/webhooks", AllowInsecureLocal: true}}}
+	if err := p.ApplySeed(ctx, seed); err != nil {
+		t.Fatalf("local seed target with allowInsecureLocal: %v", err)
+	}
+	seed.Subscriptions[0].URL, seed.Subscriptions[0].ID = "http://10.0.0.5:8080/x", "sub_private"
+	if err := p.ApplySeed(ctx, seed); !errors.Is(err, target.ErrRefused) {
+		t.Fatalf("private target with allowInsecureLocal: %v", err)
 	}
 }

@@ -42,6 +42,9 @@ type SeedSub struct {
 	URL        string   `json:"url"`
 	Secret     string   `json:"secret"`
 	EventCodes []string `json:"eventCodes"`
+	// AllowInsecureLocal admits an http(s) target on loopback/localhost,
+	// for local development only (the CLI's --allow-insecure-local).
+	AllowInsecureLocal bool `json:"allowInsecureLocal"`
 }
 
 // LoadSeed reads and strictly decodes a seed file.
@@ -117,6 +120,7 @@ func (p *Provisioner) ApplySeed(ctx context.Context, s Seed) error {
 		}
 		if _, _, err := p.PutSubscription(ctx, SubscriptionSpec{
 			ID: sub.ID, MerchantID: sub.MerchantID, URL: sub.URL, Secret: sub.Secret, EventCodes: sub.EventCodes,
+			AllowLocal: sub.AllowInsecureLocal,
 		}); err != nil {
 			return fmt.Errorf("seed subscription %s: %w", sub.ID, err)
 		}

@@ -131,6 +131,12 @@ func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
 	switch {
 	case res.Delivered(), res.Gone():
 		return queue.Outcome{Kind: queue.Done}
+	case res.Refused:
+		// The target breaks the SSRF rules (checked again at every attempt
+		// and when dialling): no later attempt would pass, so the delivery
+		// fails now with the reason, instead of ten attempts over two days.
+		// Once the subscription is fixed, `delivery redrive` sends it again.
+		return queue.Outcome{Kind: queue.Done}
 	case attempt >= MaxAttempts:
 		return queue.Outcome{Kind: queue.DeadLetter}
 	}
@@ -160,7 +166,7 @@ func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, id string, re
 		case res.Gone():
 			dl.Status = StatusDisabled
 			dl.LastError = "HTTP 410 Gone: subscription disabled"
-		case out.Kind == queue.DeadLetter:
+		case out.Kind == queue.DeadLetter, res.Refused:
 			dl.Status = StatusFailed
 		default:
 			next := now.Add(out.After)

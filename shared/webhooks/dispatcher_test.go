@@ -337,19 +337,24 @@ func TestGoneDisablesSubscription(t *testing.T) {
 	}
 }
 
-// TestRefusedTargetRetried: a loopback target without the development
-// setting is refused (no request) and counts as a failed attempt.
-func TestRefusedTargetRetried(t *testing.T) {
+// TestRefusedTargetFailsAtOnce: a loopback target without the development
+// setting is refused (no request); no later attempt could pass, so the
+// delivery fails at once with the reason, not after ten attempts.
+func TestRefusedTargetFailsAtOnce(t *testing.T) {
 	e := newEnv(t)
 	e.d.Sender = webhooks.NewSender(webhooks.SenderConfig{Timeout: time.Second})
 	e.newDelivery("msg_r")
 	e.run()
 	d := e.delivery("msg_r")
-	if d.Status != webhooks.StatusPending || d.Attempts != 1 || d.NextAttemptAt == nil || !bytes.Contains([]byte(d.LastError), []byte("target refused")) {
+	if d.Status != webhooks.StatusFailed || d.Attempts != 1 || d.NextAttemptAt != nil ||
+		!bytes.Contains([]byte(d.LastError), []byte("target refused")) || !bytes.Contains([]byte(d.LastError), []byte("local address")) {
 		t.Fatalf("refused target: %+v", d)
 	}
 	if reqs, _ := e.requests(); len(reqs) != 0 {
 		t.Fatal("a refused target got a request")
+	}
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_r", Attempt: 2}, 2); out.Kind != queue.Done {
+		t.Fatalf("a failed delivery's job: %+v", out)
 	}
 }
 

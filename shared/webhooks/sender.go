@@ -12,11 +12,12 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"code.dny.dev/ssrf"
+
+	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
 // DefaultTimeout is how long a receiver has to answer (spec 6 rule 2).
@@ -26,7 +27,7 @@ const DefaultTimeout = 15 * time.Second
 const maxResponseBytes = 64 << 10
 
 // ErrTargetRefused is returned for a target the SSRF rules refuse.
-var ErrTargetRefused = errors.New("webhooks: target refused")
+var ErrTargetRefused = target.ErrRefused
 
 // SenderConfig configures a Sender.
 type SenderConfig struct {
@@ -137,38 +138,8 @@ func loopbackOnly(_, address string, _ syscall.RawConn) error {
 // address (any port); local reports such a target. Addresses of host names
 // are checked when dialling.
 func CheckTarget(raw string, allowLocal bool) (u *url.URL, local bool, err error) {
-	u, err = url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return nil, false, fmt.Errorf("%w: not an absolute URL", ErrTargetRefused)
-	}
-	if u.User != nil {
-		return nil, false, fmt.Errorf("%w: credentials in the URL", ErrTargetRefused)
-	}
-	host := strings.ToLower(u.Hostname())
-	if isLocalHost(host) {
-		if !allowLocal {
-			return nil, false, fmt.Errorf("%w: %s is a local address (only allowed by PAYSVC_WEBHOOK_ALLOW_LOCAL in development)", ErrTargetRefused, host)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, false, fmt.Errorf("%w: scheme %q", ErrTargetRefused, u.Scheme)
-		}
-		return u, true, nil
-	}
-	if u.Scheme != "https" {
-		return nil, false, fmt.Errorf("%w: only https targets are accepted", ErrTargetRefused)
-	}
-	if p := u.Port(); p != "" && p != "443" {
-		return nil, false, fmt.Errorf("%w: port %s (only 443)", ErrTargetRefused, p)
-	}
-	return u, false, nil
-}
-
-func isLocalHost(host string) bool {
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.Unmap().IsLoopback()
+	t, err := target.Check(raw, allowLocal)
+	return t.URL, t.Local, err
 }
 
 // Request is one attempt to send.
