@@ -65,7 +65,7 @@ func TestCheck(t *testing.T) {
 		{"https://198.18.0.1/", false, false, false},
 		{"https://255.255.255.255/", false, false, false},
 		{"https://[64:ff9b::7f00:1]/", false, false, false}, // NAT64 of 127.0.0.1
-		{"https://[2002:7f00:1::]/", false, false, false},  // 6to4
+		{"https://[2002:7f00:1::]/", false, false, false},   // 6to4
 		{"https://metadata.google.internal/computeMetadata/v1/", false, false, false},
 		{"https://METADATA.GOOGLE.INTERNAL./", false, false, false},
 		{"https://metadata/", false, false, false},
