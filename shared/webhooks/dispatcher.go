@@ -56,7 +56,7 @@ var _ queue.Handler = (*Dispatcher)(nil).Process
 // last attempt failed (the delivery is then marked failed). A 410 Gone
 // disables the subscription and ends the delivery as disabled.
 func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) queue.Outcome {
-	log := d.Log.With("deliveryId", job.DeliveryID, "attempt", attempt)
+	log := d.Log.With("deliveryId", job.DeliveryID, "queuedAttempt", attempt)
 	dl, err := d.Deliveries.GetDelivery(ctx, job.DeliveryID)
 	if errors.Is(err, store.ErrNotFound) {
 		log.WarnContext(ctx, "webhook job for an unknown delivery dropped")
@@ -87,6 +87,15 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 	}
 
 	now := d.Clock.Now()
+	attempt, proceed, err := d.begin(ctx, dl.ID, attempt, now)
+	if err != nil {
+		log.ErrorContext(ctx, "recording the webhook attempt failed; job retried", "err", err.Error())
+		return queue.Outcome{Kind: queue.Retry, After: storeRetryDelay}
+	}
+	if !proceed {
+		return queue.Outcome{Kind: queue.Done} // ended meanwhile (a concurrent copy of the job)
+	}
+	log = log.With("attempt", attempt)
 	res := d.attempt(ctx, sub, dl, attempt, now)
 	out := d.decide(res, attempt)
 	if d.Metrics != nil {
@@ -110,6 +119,27 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 		log.WarnContext(ctx, "webhook attempt failed", append(attrs, "err", res.Describe(), "retryInMs", out.After.Milliseconds())...)
 	}
 	return out
+}
+
+// begin counts the attempt on the delivery before anything is sent, so the
+// count includes every attempt that may have reached the receiver: after a
+// crash between sending and recording, the queue offers the job again with
+// its old number, and the attempt sent is the one after those counted. It
+// returns the attempt's number (the X-Webhook-Delivery-Attempt header), and
+// proceed false when the delivery ended meanwhile.
+func (d *Dispatcher) begin(ctx context.Context, id string, queued int, now time.Time) (attempt int, proceed bool, err error) {
+	dl, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+		if dl.Status != StatusPending {
+			return errSkip
+		}
+		dl.Attempts = max(queued, dl.Attempts+1)
+		dl.LastAttemptAt, dl.UpdatedAt = &now, now
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return dl.Attempts, dl.Status == StatusPending, nil
 }
 
 // attempt signs and sends one attempt, re-signed with the attempt's time.
@@ -151,8 +181,7 @@ func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
 // is never moved back (a concurrent duplicate attempt may have failed).
 func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, id string, res Result, out queue.Outcome, now time.Time) {
 	_, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
-		dl.Attempts++
-		dl.LastAttemptAt = &now
+		dl.LastAttemptAt = &now // counted by begin
 		dl.LastStatusCode = res.StatusCode
 		dl.LastError = res.Describe()
 		dl.UpdatedAt = now

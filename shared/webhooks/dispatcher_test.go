@@ -390,3 +390,56 @@ func TestSecretRotationSignsWithBoth(t *testing.T) {
 		}
 	}
 }
+
+// crashAfterSend is a delivery store whose saves fail once armed: the
+// dispatcher "crashes" after sending, before it records the result.
+type crashAfterSend struct {
+	webhooks.DeliveryStore
+	mu    sync.Mutex
+	saves int
+	limit int // saves allowed; later ones fail
+}
+
+func (c *crashAfterSend) SaveDelivery(ctx context.Context, d webhooks.Delivery, prev int64) error {
+	c.mu.Lock()
+	c.saves++
+	n := c.saves
+	c.mu.Unlock()
+	if n > c.limit {
+		return errors.New("process killed")
+	}
+	return c.DeliveryStore.SaveDelivery(ctx, d, prev)
+}
+
+// TestAttemptCounterSurvivesCrash: an attempt is counted before it is sent,
+// so after a crash between sending and recording the job comes back with
+// its old queue number and the receiver sees the next attempt number, never
+// attempt 1 again.
+func TestAttemptCounterSurvivesCrash(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(int) int { return http.StatusInternalServerError }
+	e.newDelivery("msg_c")
+	crashing := *e.d
+	crashing.Deliveries = &crashAfterSend{DeliveryStore: e.st, limit: 1}
+	crashing.Process(e.ctx, queue.Job{DeliveryID: "msg_c", Attempt: 1}, 1) // sends, then cannot record
+
+	if d := e.delivery("msg_c"); d.Attempts != 1 || d.Status != webhooks.StatusPending {
+		t.Fatalf("after the crash: %+v", d)
+	}
+	e.answer = nil
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_c", Attempt: 1}, 1); out.Kind != queue.Done {
+		t.Fatalf("redelivered job: %+v", out)
+	}
+	reqs, _ := e.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	for i, want := range []string{"1", "2"} {
+		if got := reqs[i].Header.Get("X-Webhook-Delivery-Attempt"); got != want {
+			t.Errorf("request %d: attempt header %q, want %q", i+1, got, want)
+		}
+	}
+	if d := e.delivery("msg_c"); d.Attempts != 2 || d.Status != webhooks.StatusDelivered {
+		t.Fatalf("after redelivery: %+v", d)
+	}
+}
