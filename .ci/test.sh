@@ -57,6 +57,9 @@ fi
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
 
+echo "== fuzz targets (each briefly; FUZZTIME=10m bash .ci/fuzz.sh for a long run)"
+bash .ci/fuzz.sh
+
 echo "== benchmarks (smoke: a few iterations, to keep them compiling and working)"
 go test -run '^$' -bench . -benchtime 3x -timeout 10m ./... >/dev/null
 

@@ -1,0 +1,110 @@
+package jsonin
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// hasDuplicate is an independent duplicate-name check with encoding/json's
+// tokenizer, for the fuzzer to compare against.
+func hasDuplicate(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj   bool
+		keys  map[string]bool
+		isKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.isKey {
+			if d, ok := tok.(json.Delim); !ok || d != '}' {
+				k, _ := tok.(string)
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.isKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if top != nil && top.obj {
+				top.isKey = true
+			}
+			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, isKey: true})
+			continue
+		case json.Delim('['):
+			if top != nil && top.obj {
+				top.isKey = true
+			}
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return false
+			}
+			continue
+		}
+		if top != nil && top.obj {
+			top.isKey = true // a value was read: a key comes next
+		}
+	}
+}
+
+// FuzzParse: Parse never panics, accepts only valid JSON objects without a
+// name given twice, and reports a duplicate exactly when encoding/json's
+// tokenizer sees one.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`{"amount":{"value":1,"currency":"EUR"},"amount":{"value":2,"currency":"EUR"}}`,
+		`{"a":[{"b":1},{"b":1,"b":2}]}`, `{"\u0061":1,"a":2}`, `{}`, `[]`, `{"a":"\""}`, `{"x":{"y":[1,2,{"z":null}]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var errs Errors
+		o := Parse(b, &errs)
+		if o == nil {
+			if !errs.Has() {
+				t.Fatalf("%q: refused without a reason", b)
+			}
+			return
+		}
+		if !json.Valid(b) {
+			t.Fatalf("%q: accepted invalid JSON", b)
+		}
+		if hasDuplicate(b) {
+			t.Fatalf("%q: accepted a duplicate name", b)
+		}
+		if path, dup := DuplicateKey(b); dup {
+			t.Fatalf("%q: accepted although DuplicateKey found %s", b, path)
+		}
+	})
+}
+
+// FuzzDuplicateKey compares the allocation-free scan with the tokenizer.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"a":{"b":[{"c":1,"c":1}]}}`, `[{"k":1},{"k":1}]`, `{"a\u0062":1,"ab":1}`, `{"a":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return // DuplicateKey's contract: a valid document
+		}
+		_, got := DuplicateKey(b)
+		if want := hasDuplicate(b); got != want {
+			t.Fatalf("%q: DuplicateKey = %v, tokenizer says %v", b, got, want)
+		}
+	})
+}
