@@ -289,3 +289,39 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 
 // Contains reports whether op ("METHOD /path") is an operation of the document.
 func (c *Checker) Contains(op string) bool { return slices.Contains(c.Operations(), op) }
+
+// Documents reports whether the document tells that status can carry
+// errorCode code: an answer with that status describes the code (as
+// "`code`"), or, for the catch-all 404/405, the API description does
+// ("404 `code`").
+func (c *Checker) Documents(status int, code string) bool {
+	mark := "`" + code + "`"
+	if strings.Contains(c.model.Info.Description, fmt.Sprintf("%d %s", status, mark)) {
+		return true
+	}
+	want := fmt.Sprint(status)
+	for _, item := range c.model.Paths.PathItems.FromOldest() {
+		for _, op := range item.GetOperations().FromOldest() {
+			if r := op.Responses.Codes.GetOrZero(want); r != nil && strings.Contains(r.Description, mark) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Diff compares the operations of the document with those of the code
+// ("METHOD /path" each): what the document lacks and what the code lacks.
+func Diff(document, code []string) (notInDocument, notInCode []string) {
+	for _, op := range code {
+		if !slices.Contains(document, op) {
+			notInDocument = append(notInDocument, op)
+		}
+	}
+	for _, op := range document {
+		if !slices.Contains(code, op) {
+			notInCode = append(notInCode, op)
+		}
+	}
+	return notInDocument, notInCode
+}
