@@ -114,7 +114,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
 	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           withOpenAPI(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -183,6 +183,7 @@ func banner(w io.Writer, baseURL string, cfg config.Config, demoKey string, simu
 		fmt.Fprintf(w, " in %s", cfg.DataDir)
 	}
 	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "API contract (OpenAPI 3.1): %s%s\n", baseURL, OpenAPIPath)
 	if simulated {
 		fmt.Fprintf(w, "upstream: simulated in-process at %s\n", cfg.UpstreamURL)
 	}
