@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"io"
 	"net"
 	"net/http"
@@ -147,7 +148,11 @@ func (s *localServer) call(method, path, key, body string, headers ...string) re
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: checker.Transport(s.t, nil)}).Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}

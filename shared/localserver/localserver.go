@@ -138,7 +138,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		h = withSimulatorHooks(h, sim.Sim, cfg.Secrets.APIKey)
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           withOpenAPI(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -287,6 +287,7 @@ func banner(w io.Writer, b bannerInfo) {
 		fmt.Fprintf(w, " in %s", cfg.DataDir)
 	}
 	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "API contract (OpenAPI 3.1): %s%s\n", b.baseURL, OpenAPIPath)
 	if b.simURL != "" {
 		fmt.Fprintf(w, "upstream: simulated in-process at %s (X-API-Key %s)\n", b.simURL, cfg.Secrets.APIKey)
 		fmt.Fprintf(w, "  its test hooks and shopper pages are also served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)

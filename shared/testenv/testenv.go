@@ -22,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/ratelimit"
@@ -212,8 +213,23 @@ func NewWith(t testing.TB, opts Options) *Env {
 		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
 	}
+	e.Handler = contractChecked(t, e.Handler)
 	e.seed()
 	return e
+}
+
+// contractChecked validates every request and answer of a test against
+// docs/openapi.yaml and fails the test on a violation (benchmarks measure
+// the handler alone).
+func contractChecked(t testing.TB, h http.Handler) http.Handler {
+	if _, bench := t.(*testing.B); bench {
+		return h
+	}
+	c, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Handler(t, h)
 }
 
 type syncWriter struct {

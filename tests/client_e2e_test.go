@@ -1,0 +1,128 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"github.com/yp/paysvc/docs"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/client"
+	"github.com/yp/paysvc/shared/openapicheck"
+	"github.com/yp/paysvc/shared/upstream/simulator"
+)
+
+// A merchant integration with the Go client against the local server
+// process: session, a 3-D Secure payment completed with its details, a
+// capture, and the AUTHORISATION and CAPTURE webhooks received and
+// verified. Every exchange is checked against docs/openapi.yaml.
+func TestClientE2ELocalServer(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	events := make(chan client.WebhookItem, 20)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		if err := client.VerifyWebhook(secret, r.Header, body, time.Now(), client.DefaultWebhookTolerance); err != nil {
+			t.Errorf("webhook signature: %v", err)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var hook client.Webhook
+		if err := json.Unmarshal(body, &hook); err != nil || len(hook.NotificationItems) != 1 {
+			t.Errorf("webhook body %s: %v", body, err)
+			return
+		}
+		events <- hook.NotificationItems[0].Item
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+
+	seed, err := os.ReadFile("../cmd/paysvc-local/seed.example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedFile := filepath.Join(t.TempDir(), "seed.json")
+	patched := strings.Replace(string(seed), "http://127.0.0.1:4000/webhooks", receiver.URL+"/hooks", 1)
+	if err := os.WriteFile(seedFile, []byte(patched), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+seedFile, "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
+
+	// The served contract is the repository's.
+	// (a local-server convenience, not part of the API it describes).
+	resp, err := http.Get(s.base + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(served, docs.OpenAPI) {
+		t.Fatalf("GET /openapi.yaml: %d, %d bytes", resp.StatusCode, len(served))
+	}
+	if !strings.Contains(s.outText()+s.errText(), "/openapi.yaml") {
+		t.Error("the banner does not say where the contract is served")
+	}
+
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(s.base, seedKey, client.WithHTTPClient(&http.Client{Transport: checker.Transport(t, nil), Timeout: 30 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	eur := client.Amount{Value: 4200, Currency: "EUR"}
+
+	ses, err := c.CreateSession(ctx, "site_acme_web", client.SessionParams{Amount: eur, ReturnURL: "https://acme.example/return", Reference: "order-c1"})
+	if err != nil || ses.ID == "" {
+		t.Fatalf("session %+v: %v", ses, err)
+	}
+	pay, err := c.CreatePayment(ctx, "site_acme_web", client.PaymentParams{
+		Amount: eur, Reference: "order-c2", ReturnURL: "https://acme.example/return",
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}`),
+	})
+	if err != nil || pay.ResultCode != client.ChallengeShopper {
+		t.Fatalf("payment %+v: %v", pay, err)
+	}
+	details, err := simulator.DetailsFor(pay.Action, true) // what the shopper's component sends back
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := c.SubmitDetails(ctx, "site_acme_web", client.DetailsParams{Details: details})
+	if err != nil || done.ResultCode != client.Authorised {
+		t.Fatalf("details %+v: %v", done, err)
+	}
+	capt, err := c.Capture(ctx, "site_acme_web", done.PSPReference, client.CaptureParams{Amount: eur, Reference: "cap-c2"})
+	if err != nil || capt.Status != "received" {
+		t.Fatalf("capture %+v: %v", capt, err)
+	}
+
+	want := map[string]bool{"AUTHORISATION": false, "CAPTURE": false}
+	deadline := time.After(30 * time.Second)
+	for !want["AUTHORISATION"] || !want["CAPTURE"] {
+		select {
+		case ev := <-events:
+			psp := ev.PSPReference
+			if ev.EventCode == "CAPTURE" {
+				psp = ev.OriginalReference
+			}
+			if _, ok := want[ev.EventCode]; ok && psp == done.PSPReference {
+				if ev.Success != "true" {
+					t.Fatalf("%s not successful: %+v", ev.EventCode, ev)
+				}
+				want[ev.EventCode] = true
+			}
+		case <-deadline:
+			t.Fatalf("webhooks received %v within 30 s\n%s", want, s.outText())
+		}
+	}
+}
