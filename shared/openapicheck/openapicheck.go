@@ -172,6 +172,15 @@ func (c *Checker) Check(x Exchange) []string {
 	if resp.Header.Get("X-Request-Id") == "" {
 		out = append(out, "answer without X-Request-Id")
 	}
+	if !cleanPath(req.URL.Path) {
+		// No path of the document has an empty, "." or ".." segment (the
+		// validator would match "/v1/ecom//config" to "/v1/ecom/config"):
+		// such a request must get the catch-all 404.
+		if x.Status != http.StatusNotFound || !catchAll(x.Status, x.RespBody) {
+			out = append(out, fmt.Sprintf("answer: %d %s for an unclean path, want the catch-all 404 yp_9004", x.Status, clip(x.RespBody)))
+		}
+		return out
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if x.Status >= 200 && x.Status < 300 {
@@ -194,6 +203,20 @@ func (c *Checker) Check(x Exchange) []string {
 		out = append(out, "answer: "+e.Error())
 	}
 	return out
+}
+
+// cleanPath reports whether p has no empty, "." or ".." segment (a trailing
+// slash aside).
+func cleanPath(p string) bool {
+	if strings.Contains(p, "//") {
+		return false
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // catchAll reports whether an answer is the service's JSON 404/405 for a
