@@ -5,7 +5,7 @@
 
 API events are API Gateway REST (v1) proxy events as the deployed stage sends
 them; the notification events carry a valid upstream HMAC computed with the
-documented local/test key below (the upstream's algorithm, DESIGN.md 4.1).
+documented local/test key below (the upstream's algorithm, docs/webhooks.md).
 Edit the bodies here, not in the JSON files.
 """
 

@@ -22,7 +22,7 @@ const (
 	sampleSite    = "site_demo"
 )
 
-// upstreamHMAC is the upstream's notification signature (DESIGN.md 4.1),
+// upstreamHMAC is the upstream's notification signature (docs/webhooks.md),
 // written independently of events/generate.py to cross-check it.
 func upstreamHMAC(t *testing.T, keyHex string, item map[string]any) string {
 	t.Helper()

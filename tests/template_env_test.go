@@ -43,7 +43,7 @@ var (
 )
 
 // functionNeeds lists, per function, the variables without which it cannot
-// work in AWS (DESIGN.md 2): the template must set them for it.
+// work in AWS (docs/architecture.md): the template must set them for it.
 func functionNeeds() map[string][]string {
 	base := []string{"PAYSVC_ENVIRONMENT", "PAYSVC_STORE", "PAYSVC_TABLE", "PAYSVC_LOG_LEVEL"}
 	api := append(base[:len(base):len(base)], "PAYSVC_RATE_PER_SECOND", "PAYSVC_RATE_BURST")

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// The routes of DESIGN.md section 2, and the function serving each.
+// The routes of docs/architecture.md, and the function serving each.
 var wantRoutes = map[string]string{
 	"GET /v1/ecom/config":                                                     "ConfigFunction",
 	"POST /v1/ecom/{siteId}/sessions":                                         "SessionsFunction",

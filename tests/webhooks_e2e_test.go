@@ -30,7 +30,7 @@ import (
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
-// End-to-end tests of notifications in and webhooks out (DESIGN 3.6): the
+// End-to-end tests of notifications in and webhooks out (docs/webhooks.md): the
 // service as the local server wires it (app, embedded store, local queue,
 // real HTTP) with the upstream simulator posting its HMAC-signed
 // notifications to the service's endpoint over HTTP, and merchants'

@@ -1,5 +1,5 @@
 // Package admincli is the admin command line (`paysvc-admin`): the
-// specification's "management console" (DESIGN 3.2). It provisions
+// specification's "management console" (docs/security.md). It provisions
 // merchants, sites, API keys and webhook subscriptions through package
 // provision, which writes through the same store ports as the API, in the
 // store the service itself is configured with (PAYSVC_STORE, PAYSVC_DATA_DIR,

@@ -25,7 +25,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// The upstream's published test vector (DESIGN 4.1).
+// The upstream's published test vector (docs/webhooks.md).
 const (
 	vectorKey = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 	vectorSig = "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="

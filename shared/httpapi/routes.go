@@ -28,7 +28,7 @@ type configResponse struct {
 	Environment tenant.Environment `json:"environment"`
 }
 
-// ConfigRoutes is the config function's route group (spec 4.1).
+// ConfigRoutes is the config function's route group (docs/openapi.yaml).
 func ConfigRoutes(d *Deps) []Route {
 	return []Route{{
 		Method: http.MethodGet, Pattern: "/v1/ecom/config", Name: "config", Perm: tenant.PermConfig,
@@ -38,7 +38,7 @@ func ConfigRoutes(d *Deps) []Route {
 	}}
 }
 
-// SessionsRoutes is the sessions function's route group (spec 4.2).
+// SessionsRoutes is the sessions function's route group (docs/openapi.yaml).
 func SessionsRoutes(d *Deps) []Route {
 	return []Route{{
 		Method: http.MethodPost, Pattern: "/v1/ecom/{siteId}/sessions", Name: "sessions",
@@ -49,7 +49,7 @@ func SessionsRoutes(d *Deps) []Route {
 	}}
 }
 
-// PaymentsRoutes is the payments function's route group (spec 4.3–4.5, and
+// PaymentsRoutes is the payments function's route group (docs/openapi.yaml, and
 // the stored-payment-method deletion extension).
 func PaymentsRoutes(d *Deps) []Route {
 	site := func(method, pattern, name string, perm tenant.Permission, h func(ctx context.Context, c *Call) (any, error)) Route {
@@ -84,7 +84,7 @@ type deletedResponse struct {
 	Status                string `json:"status"`
 }
 
-// ModificationsRoutes is the modifications function's route group (spec 4.6–4.8).
+// ModificationsRoutes is the modifications function's route group (docs/openapi.yaml).
 func ModificationsRoutes(d *Deps) []Route {
 	mod := func(suffix, name string, perm tenant.Permission,
 		op func(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)) Route {

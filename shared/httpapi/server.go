@@ -24,7 +24,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 )
 
-// MaxBodyBytes is the largest request body accepted (DESIGN 3.1).
+// MaxBodyBytes is the largest request body accepted (docs/architecture.md).
 const MaxBodyBytes = 256 << 10
 
 // Deps are what the handlers need. Every field is required except Payments

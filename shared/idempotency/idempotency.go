@@ -1,5 +1,5 @@
 // Package idempotency gives every POST exactly-once semantics under client
-// retries, concurrency and crashes (spec 4 and 7, DESIGN 3.4).
+// retries, concurrency and crashes (docs/idempotency.md).
 //
 // A request with an Idempotency-Key claims (merchant, key) with one
 // conditional write. A duplicate of a finished request gets the stored

@@ -1,5 +1,5 @@
 // Package notifications receives the upstream's standard notifications
-// (DESIGN 3.6): it verifies each item's HMAC signature, stores the item
+// (docs/webhooks.md): it verifies each item's HMAC signature, stores the item
 // once (de-duplicated), applies it to the payment record, routes it to the
 // owning merchant and creates and enqueues one webhook delivery per
 // matching subscription. The upstream is answered "[accepted]" only once

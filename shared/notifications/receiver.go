@@ -32,7 +32,7 @@ type Receiver struct {
 	Clock      clock.Clock
 	Log        *slog.Logger
 	// Live is the deployment's environment: webhooks carry "live": true
-	// only in production (DESIGN 3.8).
+	// only in production (docs/security.md).
 	Live bool
 	// Grace is payments.NotificationOptions.Grace (0: the default).
 	Grace time.Duration

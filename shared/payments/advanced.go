@@ -38,7 +38,7 @@ func resultOf(resp upstream.PaymentResponse) PaymentResult {
 }
 
 // StartPayment validates body, adds what the service controls and starts a
-// payment upstream (spec 4.4). The payment record is created (or merged
+// payment upstream (docs/openapi.yaml). The payment record is created (or merged
 // with one a notification created first).
 func (s *Service) StartPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentResult, error) {
 	in, err := ParsePayment(body)
@@ -171,7 +171,7 @@ func outcome(s State) bool {
 	return settled(s)
 }
 
-// SubmitDetails submits the component's additional details (spec 4.5). The
+// SubmitDetails submits the component's additional details (docs/openapi.yaml). The
 // payment is found from the payload; its result is recorded only when the
 // payment belongs to this site (or is new to the service).
 func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentResult, error) {
@@ -218,7 +218,7 @@ type PaymentMethodsResult struct {
 	StoredPaymentMethods []json.RawMessage `json:"storedPaymentMethods"`
 }
 
-// PaymentMethods lists the payment methods for an amount (spec 4.3). The
+// PaymentMethods lists the payment methods for an amount (docs/openapi.yaml). The
 // always-blocked methods are never offered, here as on sessions.
 func (s *Service) PaymentMethods(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentMethodsResult, error) {
 	var errs jsonin.Errors

@@ -12,7 +12,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// Field bounds (spec section 8, DESIGN 3.3).
+// Field bounds (docs/openapi.yaml, docs/payments.md).
 const (
 	maxReference     = 80
 	maxReturnURL     = 8000
@@ -26,11 +26,11 @@ const (
 	maxStateDataText = 4096
 )
 
-// AlwaysBlocked are the payment methods never offered on sessions (spec 4.2 rule 1).
+// AlwaysBlocked are the payment methods never offered on sessions (docs/payments.md).
 var AlwaysBlocked = []string{"sepadirectdebit", "bacs", "directdebit_GB"}
 
 // Fields set by the service on every upstream call; a caller sending them
-// gets 400 "set by the service" (DESIGN 3.3).
+// gets 400 "set by the service" (docs/payments.md).
 var serverControlled = []string{
 	"merchantAccount", "splits", "metadata", "store", "platformChargebackLogic", "applicationInfo",
 }

@@ -95,7 +95,7 @@ func capturedState(p *Payment) State {
 	return StatePartiallyCaptured
 }
 
-// Capture captures (part of) an authorised payment (spec 4.6). The amount
+// Capture captures (part of) an authorised payment (docs/openapi.yaml). The amount
 // is reserved on the record before the upstream call, so concurrent
 // captures can never exceed the authorised amount; a failed call releases it.
 func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
@@ -204,7 +204,7 @@ func reversible(st State) bool {
 }
 
 // Reverse cancels a payment not yet captured or refunds a captured one
-// (spec 4.7); the upstream chooses, and the record follows its choice
+// (docs/openapi.yaml); the upstream chooses, and the record follows its choice
 // optimistically until the CANCEL_OR_REFUND notification confirms it.
 func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
 	_, ref, err := modificationBody(body, false, nil)
@@ -237,7 +237,7 @@ func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Si
 }
 
 // UpdateAmount changes the authorised amount of a payment not yet captured
-// (spec 4.8). The body's pspReference must equal the path's.
+// (docs/openapi.yaml). The body's pspReference must equal the path's.
 func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
 	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) {
 		if v, ok := o.String("pspReference", true); ok && v != psp {

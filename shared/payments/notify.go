@@ -13,7 +13,7 @@ import (
 )
 
 // This file applies the upstream's notifications to payment records
-// (DESIGN 3.5, 3.6 and 4.1). Notifications are the source of truth; the
+// (docs/payments.md, docs/webhooks.md). Notifications are the source of truth; the
 // service's own calls update records optimistically first (capture
 // reservations, reversal and amount-update states), and a notification
 // confirms or reverts that. Every notification is applied once (history),

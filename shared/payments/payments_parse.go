@@ -10,7 +10,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// PaymentInput is a validated POST payments body (spec 4.4, DESIGN 3.3).
+// PaymentInput is a validated POST payments body (docs/openapi.yaml).
 type PaymentInput struct {
 	Amount                   money.Amount
 	PaymentMethod            json.RawMessage
@@ -70,7 +70,7 @@ func ParsePayment(body []byte) (PaymentInput, error) {
 	if in.ShopperInteraction == "" {
 		in.ShopperInteraction = upstream.ShopperInteractionEcommerce
 	}
-	// Merchant-initiated stored-card charge (DESIGN 3.3).
+	// Merchant-initiated stored-card charge (docs/payments.md).
 	if in.ShopperInteraction == upstream.ShopperInteractionContAuth {
 		need := func(field string, ok bool, msg string) {
 			if !ok {

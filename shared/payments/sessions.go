@@ -21,7 +21,7 @@ type SessionResult struct {
 }
 
 // CreateSession validates body, adds what the service controls and creates
-// a checkout session upstream (spec 4.2).
+// a checkout session upstream (docs/openapi.yaml).
 func (s *Service) CreateSession(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (SessionResult, error) {
 	in, err := ParseSession(body)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// SessionInput is a validated POST sessions body (spec 4.2).
+// SessionInput is a validated POST sessions body (docs/openapi.yaml).
 type SessionInput struct {
 	Amount                   money.Amount
 	ReturnURL                string

@@ -7,7 +7,7 @@ import (
 	"github.com/yp/paysvc/shared/money"
 )
 
-// State of a payment record (DESIGN 3.5).
+// State of a payment record (docs/payments.md).
 type State string
 
 // States. Result-code states mirror the upstream's resultCode values.

@@ -1,5 +1,5 @@
 // Package queue is the port through which webhook delivery jobs travel from
-// the notifications function to the dispatcher (DESIGN 2 and 3.6).
+// the notifications function to the dispatcher (docs/architecture.md, docs/webhooks.md).
 //
 // Two adapters implement it: package sqsqueue (SQS standard queue and its
 // dead-letter queue, production) and package localqueue (an in-process

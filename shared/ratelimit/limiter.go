@@ -1,5 +1,5 @@
 // Package ratelimit limits requests per API key across every instance of the
-// service, through a counter in the shared store (DESIGN 3.7).
+// service, through a counter in the shared store (docs/security.md).
 //
 // Algorithm: fixed windows of length burst/rate seconds, each allowing
 // `burst` requests. With the defaults (100/s, burst 200) a key may send 200
@@ -18,7 +18,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 )
 
-// Defaults (DESIGN 3.7).
+// Defaults (docs/security.md).
 const (
 	DefaultRate  = 100
 	DefaultBurst = 200

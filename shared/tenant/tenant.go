@@ -19,7 +19,7 @@ const (
 // Permission allows one endpoint.
 type Permission string
 
-// One permission per endpoint (DESIGN 3.2).
+// One permission per endpoint (docs/security.md).
 const (
 	PermConfig         Permission = "config"
 	PermSessions       Permission = "sessions"

@@ -1,5 +1,5 @@
 // Package upstream is a small typed client for the upstream checkout API,
-// whose formats are those of Adyen's Checkout API v71 (DESIGN section 4).
+// whose formats are those of Adyen's Checkout API v71 (docs/payments.md).
 //
 // It covers the seven endpoints the service uses — POST /sessions,
 // /paymentMethods, /payments, /payments/details,

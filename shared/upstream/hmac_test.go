@@ -10,7 +10,7 @@ import (
 	"github.com/yp/paysvc/shared/money"
 )
 
-// Test vector of DESIGN 4.1 (also the upstream libraries' own vector).
+// Test vector of docs/webhooks.md (also the upstream libraries' own vector).
 const (
 	vectorKey  = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 	vectorData = "pspReference:originalReference:merchantAccount:reference:1000:EUR:EVENT:true"

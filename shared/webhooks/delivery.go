@@ -1,4 +1,4 @@
-// Package webhooks delivers notifications to merchants (DESIGN 3.6): the
+// Package webhooks delivers notifications to merchants (docs/webhooks.md): the
 // delivery records and their store port, the payload sent, Standard
 // Webhooks signing, the HTTP sender with its SSRF guard, the retry
 // schedule, the dispatcher that runs one attempt per queue job (and its SQS

@@ -2,7 +2,7 @@ package webhooks
 
 import "time"
 
-// MaxAttempts is how many times one delivery is attempted (DESIGN 3.6).
+// MaxAttempts is how many times one delivery is attempted (docs/webhooks.md).
 const MaxAttempts = 10
 
 // MaxHop is the longest wait between two attempts: SQS can hide a message

@@ -20,7 +20,7 @@ import (
 	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
-// DefaultTimeout is how long a receiver has to answer (spec 6 rule 2).
+// DefaultTimeout is how long a receiver has to answer (docs/webhooks.md).
 const DefaultTimeout = 15 * time.Second
 
 // maxResponseBytes is how much of a receiver's answer is read (and dropped).

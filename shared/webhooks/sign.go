@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Delivery headers (DESIGN 3.6). The X-Webhook-* names are the
+// Delivery headers (docs/webhooks.md). The X-Webhook-* names are the
 // specification's; the webhook-* names are Standard Webhooks', carrying the
 // same values so any Standard Webhooks library verifies a delivery.
 const (

@@ -1,6 +1,6 @@
 package dynamo
 
-// Notification events and webhook deliveries (DESIGN 3.6) in the single
+// Notification events and webhook deliveries (docs/webhooks.md) in the single
 // table, following doc.go's conventions (record as JSON in data, version
 // for conditional writes, strongly consistent base-table reads, lists
 // through gsi1):

@@ -1,5 +1,5 @@
 // Package moto runs moto_server, an AWS-wire-protocol server, for tests of
-// the AWS adapters (DESIGN 2: never hand-written fakes of the SDK).
+// the AWS adapters (docs/architecture.md: never hand-written fakes of the SDK).
 //
 // Endpoint returns $PAYSVC_TEST_AWS_ENDPOINT when set (a server started by
 // CI, e.g. .ci/run). Otherwise the first call starts one `moto_server`
