@@ -188,7 +188,7 @@ func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site ten
 	}
 	resp, err := s.up.PaymentDetails(ctx, upstream.DetailsRequest{Details: details, PaymentData: paymentData}, callUpstream(ctx))
 	if err != nil {
-		return PaymentResult{}, upstreamError(err, apperr.DetailsFailed, "submitting details")
+		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), paymentData != "")
 	}
 	if resp.PSPReference != "" {
 		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
@@ -210,6 +210,23 @@ func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site ten
 		}
 	}
 	return resultOf(resp), nil
+}
+
+// detailsError names the field of a details call the upstream refused: the
+// upstream judges only the details (and paymentData, when sent) against the
+// action it is waiting for, so its refusal is about them.
+func detailsError(err error, withPaymentData bool) error {
+	e := apperr.As(err)
+	if e.Kind != apperr.Invalid || len(e.Fields) > 0 {
+		return err
+	}
+	fields := []apperr.FieldError{{Field: "details", Message: e.Message}}
+	if withPaymentData {
+		fields = append(fields, apperr.FieldError{Field: "paymentData", Message: e.Message})
+	}
+	named := apperr.InvalidFields(fields)
+	named.Cause = e.Cause
+	return named
 }
 
 // PaymentMethodsResult is the payment-methods response.
