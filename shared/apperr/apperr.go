@@ -37,6 +37,7 @@ const (
 	AmountUpdateFailed               // 500 yp_4007
 	SessionFailed                    // 500 yp_4008
 	PaymentMethodsFailed             // 500 yp_4009
+	PaymentBusy                      // 409 yp_2005: too many concurrent changes to one payment
 )
 
 // FieldError names one offending request field, e.g. "lineItems[1].description".

@@ -3,7 +3,7 @@
 //
 // Every POST carries an Idempotency-Key: the caller's (WithIdempotencyKey)
 // or one generated per call, kept across the client's own retries, so a
-// retried call never pays twice. The client retries 409 yp_2004, 429
+// retried call never pays twice. The client retries 409 yp_2004 and yp_2005, 429
 // (honouring Retry-After), 5xx and network errors with exponential backoff
 // and full jitter, up to MaxRetries, and stops when the context ends.
 // Failed calls return *Error.
@@ -129,7 +129,7 @@ func (e *Error) Error() string {
 
 // Retryable reports whether the same call may succeed later.
 func (e *Error) Retryable() bool {
-	return e.Code == "yp_2004" || e.Status == http.StatusTooManyRequests || e.Status >= 500
+	return e.Code == "yp_2004" || e.Code == "yp_2005" || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
 // do sends one API call, retrying as the package says, and decodes a 2xx

@@ -167,6 +167,7 @@ func TestClientRetries(t *testing.T) {
 		wantWaits []time.Duration
 	}{
 		{"in flight then ok", []func(http.ResponseWriter){fail(409, "yp_2004"), captured}, 2, "", []time.Duration{100 * time.Millisecond}},
+		{"payment busy then ok", []func(http.ResponseWriter){fail(409, "yp_2005"), captured}, 2, "", []time.Duration{100 * time.Millisecond}},
 		{"rate limited waits Retry-After", []func(http.ResponseWriter){fail(429, "yp_9006", "Retry-After", "3"), captured}, 2, "", []time.Duration{3 * time.Second}},
 		{"5xx backs off exponentially", []func(http.ResponseWriter){fail(500, "yp_9000"), fail(500, "yp_4003"), captured}, 3, "", []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
 		{"gives up after the retries", []func(http.ResponseWriter){fail(500, "yp_9000")}, 4, "yp_9000", []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}},

@@ -41,6 +41,7 @@ var errorTable = map[apperr.Kind]errorSpec{
 	apperr.AmountUpdateFailed:   {http.StatusInternalServerError, "yp_4007"},
 	apperr.SessionFailed:        {http.StatusInternalServerError, "yp_4008"},
 	apperr.PaymentMethodsFailed: {http.StatusInternalServerError, "yp_4009"},
+	apperr.PaymentBusy:          {http.StatusConflict, "yp_2005"},
 }
 
 // specFor returns the status and code of a kind (Internal for an unknown one).

@@ -173,12 +173,15 @@ func (s *Service) release(ctx context.Context, last Payment, op string) {
 func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) {
 	psp := last.PSPReference
 	reqwork.Go(ctx, func(ctx context.Context) {
-		_, err := MutateFrom(ctx, s.store, last, func(p *Payment) error {
+		// The upstream has accepted: this change is not given up under
+		// contention, nor when the merchant hangs up.
+		ctx = context.WithoutCancel(ctx)
+		_, err := mutate(ctx, s.store, psp, &last, nil, func(p *Payment) error {
 			fn(p)
 			delete(p.Reservations, op)
 			p.UpdatedAt = s.clock.Now()
 			return nil
-		})
+		}, maxSettleAttempts)
 		if err != nil {
 			s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
 		}
@@ -190,6 +193,9 @@ func recordError(err error) error {
 	var e *apperr.Error
 	if errors.As(err, &e) {
 		return e
+	}
+	if errors.Is(err, ErrBusy) {
+		return apperr.Wrap(apperr.PaymentBusy, "too many concurrent changes to this payment; retry with the same Idempotency-Key", err)
 	}
 	return apperr.Wrap(apperr.Internal, "internal error", err)
 }

@@ -4,12 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/yp/paysvc/shared/store"
 )
 
-// maxMutateAttempts bounds optimistic-concurrency retries of one update.
-const maxMutateAttempts = 16
+// Optimistic-concurrency retries of one update. Every conflict means another
+// writer's change landed, so retrying always makes progress; the jittered
+// backoff keeps many writers on one payment (50 parallel captures) from
+// retrying in lockstep. maxMutateAttempts (about 5 s of backoff) bounds a
+// change made before the upstream is called: past it the caller gets 409
+// yp_2005 and may retry. A change recording what the upstream already
+// accepted uses maxSettleAttempts (about 25 s) and must not be given up.
+const (
+	maxMutateAttempts = 200
+	maxSettleAttempts = 1000
+	maxConflictWait   = 25 * time.Millisecond
+)
+
+// ErrBusy is returned when an update lost to concurrent changes every time
+// it was tried.
+var ErrBusy = errors.New("payments: too many concurrent updates")
+
+// conflictWait is the jittered wait before retry attempt n (1-based).
+func conflictWait(n int) time.Duration {
+	d := time.Duration(1<<min(n, 5)) * time.Millisecond / 2 // 1 ms … 16 ms
+	d = min(d, maxConflictWait)
+	return d/2 + rand.N(d/2+1)
+}
 
 // ErrSkip tells Mutate that fn decided to change nothing.
 var ErrSkip = errors.New("payments: no change")
@@ -20,17 +43,24 @@ var ErrSkip = errors.New("payments: no change")
 // create is non-nil, fn is applied to create() and the record is created.
 // fn returning ErrSkip saves nothing and returns the current record.
 func Mutate(ctx context.Context, st Store, psp string, create func() Payment, fn func(*Payment) error) (Payment, error) {
-	return mutate(ctx, st, psp, nil, create, fn)
+	return mutate(ctx, st, psp, nil, create, fn, maxMutateAttempts)
 }
 
 // MutateFrom is Mutate starting from a record the caller has just read,
 // saving the first read; a concurrent change still re-reads and re-applies.
 func MutateFrom(ctx context.Context, st Store, p Payment, fn func(*Payment) error) (Payment, error) {
-	return mutate(ctx, st, p.PSPReference, &p, nil, fn)
+	return mutate(ctx, st, p.PSPReference, &p, nil, fn, maxMutateAttempts)
 }
 
-func mutate(ctx context.Context, st Store, psp string, first *Payment, create func() Payment, fn func(*Payment) error) (Payment, error) {
-	for attempt := 0; attempt < maxMutateAttempts; attempt++ {
+func mutate(ctx context.Context, st Store, psp string, first *Payment, create func() Payment, fn func(*Payment) error, attempts int) (Payment, error) {
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return Payment{}, fmt.Errorf("save payment %s: %w (%w)", psp, ctx.Err(), ErrBusy)
+			case <-time.After(conflictWait(attempt)):
+			}
+		}
 		var p Payment
 		var err error
 		if attempt == 0 && first != nil {
@@ -61,7 +91,7 @@ func mutate(ctx context.Context, st Store, psp string, first *Payment, create fu
 			return Payment{}, fmt.Errorf("save payment %s: %w", psp, err)
 		}
 	}
-	return Payment{}, fmt.Errorf("save payment %s: too many concurrent updates: %w", psp, store.ErrConflict)
+	return Payment{}, fmt.Errorf("save payment %s: %w: %w", psp, ErrBusy, store.ErrConflict)
 }
 
 // HasEvent reports whether the history holds an event of kind with the

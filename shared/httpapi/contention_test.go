@@ -1,0 +1,118 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/testenv"
+)
+
+// Many parallel modifications of one payment: every request ends in success
+// or a documented 4xx (never 5xx), captures never exceed the authorisation,
+// every capture that fits is accepted (contention alone refuses none), and
+// the record ends equal to what the upstream holds — no update after an
+// accepted upstream call is dropped. On both stores.
+func TestParallelModificationsOfOnePayment(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		name := "embedded"
+		if dyn {
+			name = "dynamo"
+		}
+		t.Run(name+"/captures", func(t *testing.T) {
+			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
+			psp := authorise(t, e, 1000)
+			statuses := parallel(t, e, 50, func(i int) (string, string) {
+				return "/captures", `{"amount":{"value":34,"currency":"EUR"},"reference":"cap-` + fmt.Sprint(i) + `"}`
+			}, psp)
+			if statuses[200] != 29 || statuses[400] != 21 || len(statuses) != 2 {
+				t.Fatalf("statuses %v, want 29 × 200 (29 × 34 ≤ 1000) and 21 × 400", statuses)
+			}
+			rec := record(t, e, psp)
+			sim, _ := e.Sim.Payment(psp)
+			if rec.CapturedValue != 29*34 || sim.CapturedValue != rec.CapturedValue || len(rec.Reservations) != 0 {
+				t.Fatalf("record captured %d (reservations %v), upstream %d; want %d", rec.CapturedValue, rec.Reservations, sim.CapturedValue, 29*34)
+			}
+		})
+		t.Run(name+"/mixed", func(t *testing.T) {
+			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
+			psp := authorise(t, e, 1000)
+			statuses := parallel(t, e, 50, func(i int) (string, string) {
+				switch i % 10 {
+				case 0:
+					return "/reversals", `{"reference":"rev-` + fmt.Sprint(i) + `"}`
+				case 1, 2:
+					return "/amount-updates", `{"pspReference":"` + psp + `","amount":{"value":` + fmt.Sprint(1000+i) + `,"currency":"EUR"}}`
+				}
+				return "/captures", `{"amount":{"value":34,"currency":"EUR"}}`
+			}, psp)
+			for st := range statuses {
+				if st >= 500 {
+					t.Fatalf("statuses %v: a 5xx under contention", statuses)
+				}
+			}
+			rec := record(t, e, psp)
+			sim, _ := e.Sim.Payment(psp)
+			if rec.CapturedValue > rec.AuthorisedValue && rec.AuthorisedValue > 0 {
+				t.Fatalf("captured %d of %d", rec.CapturedValue, rec.AuthorisedValue)
+			}
+			if len(rec.Reservations) != 0 || rec.CapturedValue != sim.CapturedValue {
+				t.Fatalf("record captured %d (reservations %v), upstream %d; statuses %v", rec.CapturedValue, rec.Reservations, sim.CapturedValue, statuses)
+			}
+		})
+	}
+}
+
+// authorise makes an authorised, manually captured payment of value.
+func authorise(t *testing.T, e *testenv.Env, value int) string {
+	t.Helper()
+	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A",
+		strings.Replace(payBody(""), `"value":1000`, fmt.Sprintf(`"value":%d`, value), 1))
+	var out struct{ PSPReference, ResultCode string }
+	if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || out.ResultCode != "Authorised" {
+		t.Fatalf("payment: %d %s", r.Status, r.Body)
+	}
+	return out.PSPReference
+}
+
+// parallel sends n modification requests at once, each with its own
+// Idempotency-Key, and counts the answers by status.
+func parallel(t *testing.T, e *testenv.Env, n int, req func(i int) (suffix, body string), psp string) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			suffix, body := req(i)
+			r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+suffix, "A", body,
+				"Idempotency-Key", fmt.Sprintf("contention-%d", i))
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
+			if r.Status >= 500 {
+				t.Errorf("%s: %d %s", suffix, r.Status, r.Body)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return statuses
+}
+
+func record(t *testing.T, e *testenv.Env, psp string) payments.Payment {
+	t.Helper()
+	p, err := e.Store.GetPayment(context.Background(), psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
