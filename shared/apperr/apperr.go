@@ -11,34 +11,46 @@ import (
 // Kind is a class of failure a caller can act on.
 type Kind int
 
-// The kinds. Their HTTP status and errorCode live in httpapi.
+// The kinds. Their HTTP status and errorCode live in one place, httpapi's
+// error table; a test there proves every kind has a row.
 const (
-	Internal             Kind = iota // 500 yp_9000: a bug or a store failure
-	Unauthenticated                  // 401 yp_1001
-	Forbidden                        // 403 yp_1002
-	Invalid                          // 400 yp_2002
-	TooLarge                         // 413 yp_2002
-	IdempotencyMismatch              // 422 yp_2003
-	IdempotencyInFlight              // 409 yp_2004
-	SiteIDMalformed                  // 400 yp_3003
-	SiteNotFound                     // 404 yp_3004
-	SiteFlowNotEnabled               // 409 yp_3004
-	MerchantNotFound                 // 404 yp_3005
-	PaymentNotFound                  // 404 yp_3006
-	MerchantNotEcommerce             // 422 yp_5003
-	RateLimited                      // 429 yp_9006
-	NotFound                         // 404 yp_9004: no such route
-	MethodNotAllowed                 // 405 yp_9005
-	UnsupportedMediaType             // 415 yp_2002
-	CaptureFailed                    // 500 yp_4003
-	DetailsFailed                    // 500 yp_4004
-	ReversalFailed                   // 500 yp_4005
-	PaymentFailed                    // 500 yp_4006
-	AmountUpdateFailed               // 500 yp_4007
-	SessionFailed                    // 500 yp_4008
-	PaymentMethodsFailed             // 500 yp_4009
-	PaymentBusy                      // 409 yp_2005: too many concurrent changes to one payment
+	Internal             Kind = iota // a bug or a store failure
+	Unauthenticated                  // no valid API key or notification credentials
+	Forbidden                        // the key lacks the permission or site
+	Invalid                          // the request is invalid (fields name what)
+	TooLarge                         // the body is too large
+	IdempotencyMismatch              // an Idempotency-Key reused with another request
+	IdempotencyInFlight              // a request with the same Idempotency-Key is running
+	SiteIDMalformed                  // the siteId is malformed
+	SiteNotFound                     // no such site for this key
+	SiteFlowNotEnabled               // the site lacks the flow
+	MerchantNotFound                 // the merchant is missing or deactivated
+	PaymentNotFound                  // no such payment for this site
+	MerchantNotEcommerce             // the merchant is not set up for ecommerce
+	RateLimited                      // over the key's rate limit
+	NotFound                         // no such route
+	MethodNotAllowed                 // the route lacks the method
+	UnsupportedMediaType             // the body is not JSON
+	CaptureFailed                    // the upstream capture failed
+	DetailsFailed                    // the upstream details call failed
+	ReversalFailed                   // the upstream reversal failed
+	PaymentFailed                    // the upstream payment failed
+	AmountUpdateFailed               // the upstream amount update failed
+	SessionFailed                    // the upstream session creation failed
+	PaymentMethodsFailed             // the upstream payment-methods call failed
+	PaymentBusy                      // too many concurrent changes to one payment
+
+	kindEnd // after the last kind: new kinds go above
 )
+
+// Kinds returns every kind, for tests that walk them all.
+func Kinds() []Kind {
+	out := make([]Kind, 0, kindEnd)
+	for k := Kind(0); k < kindEnd; k++ {
+		out = append(out, k)
+	}
+	return out
+}
 
 // FieldError names one offending request field, e.g. "lineItems[1].description".
 type FieldError struct {

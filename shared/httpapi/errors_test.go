@@ -40,3 +40,20 @@ func TestRenderErrorHidesInternalCause(t *testing.T) {
 		t.Fatal("no JSON content type")
 	}
 }
+
+// TestEveryKindHasARow: an error kind without a row would silently become
+// 500 yp_9000; every kind must be mapped on purpose.
+func TestEveryKindHasARow(t *testing.T) {
+	kinds := apperr.Kinds()
+	if len(kinds) < 20 {
+		t.Fatalf("only %d kinds: apperr.Kinds is broken", len(kinds))
+	}
+	for _, k := range kinds {
+		if _, ok := errorTable[k]; !ok {
+			t.Errorf("kind %d has no row in errorTable", k)
+		}
+	}
+	if len(errorTable) != len(kinds) {
+		t.Errorf("errorTable has %d rows for %d kinds", len(errorTable), len(kinds))
+	}
+}
