@@ -88,6 +88,7 @@ var (
 type Store struct {
 	rate   rateWindows // rate-limit windows (in memory, see ratelimit.go)
 	db     *bolt.DB
+	commit *committer // group commit of update
 	clock  clock.Clock
 	writes atomic.Uint64 // writes of expiring records, for opportunistic sweeps
 }
@@ -138,7 +139,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
-	return &Store{db: db, clock: o.clock}, nil
+	return &Store{db: db, commit: &committer{db: db}, clock: o.clock}, nil
 }
 
 // Close releases the file.
@@ -289,12 +290,14 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
-// update runs fn in a read-write transaction after checking ctx.
+// update runs fn in a read-write transaction after checking ctx, committed
+// together with concurrent writers' (group commit: one fsync for all). fn
+// must depend only on tx: it may run twice (see committer).
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.commit.update(fn)
 }
 
 // errEmpty reports a missing identifier.

@@ -1,0 +1,92 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestGroupCommit(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "g.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var commits, grouped atomic.Int64
+	c := &committer{db: db, committed: func(n int) {
+		commits.Add(1)
+		if n > 1 {
+			grouped.Add(1)
+		}
+	}}
+
+	// A lone writer commits at once, alone.
+	if err := c.update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte("solo"), []byte("1")) }); err != nil {
+		t.Fatal(err)
+	}
+	if commits.Load() != 1 {
+		t.Fatalf("commits = %d", commits.Load())
+	}
+
+	// Many writers: every fourth fails after writing, one panics. Each
+	// caller gets its own result, failed writes leave nothing, and the rest
+	// land, sharing commits.
+	const n = 200
+	errFail := errors.New("refused")
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = c.update(func(tx *bolt.Tx) error {
+				if err := tx.Bucket([]byte("b")).Put(fmt.Appendf(nil, "k%03d", i), []byte("v")); err != nil {
+					return err
+				}
+				switch {
+				case i == 77:
+					panic("bug")
+				case i%4 == 0:
+					return errFail
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	err = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("b"))
+		for i := range n {
+			got := b.Get(fmt.Appendf(nil, "k%03d", i))
+			wantStored := i%4 != 0 && i != 77
+			switch {
+			case wantStored && results[i] != nil:
+				t.Errorf("writer %d: %v", i, results[i])
+			case wantStored && got == nil:
+				t.Errorf("writer %d succeeded but its write is missing", i)
+			case !wantStored && got != nil:
+				t.Errorf("writer %d failed but its write is stored", i)
+			case i == 77 && (results[i] == nil || errors.Is(results[i], errFail)):
+				t.Errorf("the panicking writer got %v", results[i])
+			case i != 77 && i%4 == 0 && !errors.Is(results[i], errFail):
+				t.Errorf("writer %d got %v, want its own error", i, results[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grouped.Load() == 0 {
+		t.Errorf("%d writers made %d commits, none grouped", n, commits.Load())
+	}
+	t.Logf("%d writers: %d commits, %d of them groups", n+1, commits.Load(), grouped.Load())
+}
