@@ -69,8 +69,13 @@ func TestClientE2ELocalServer(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Equal(served, docs.OpenAPI) {
 		t.Fatalf("GET /openapi.yaml: %d, %d bytes", resp.StatusCode, len(served))
 	}
-	if !strings.Contains(s.outText()+s.errText(), "/openapi.yaml") {
-		t.Error("the banner does not say where the contract is served")
+	// The banner reaches us through a pipe copied by another goroutine: wait
+	// for it rather than read it at one instant.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.outText()+s.errText(), "/openapi.yaml"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the banner does not say where the contract is served")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	checker, err := openapicheck.Repository()

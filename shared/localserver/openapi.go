@@ -10,15 +10,20 @@ import (
 // OpenAPIPath is where the local server serves docs/openapi.yaml (no key).
 const OpenAPIPath = "/openapi.yaml"
 
-// withOpenAPI serves the contract at OpenAPIPath and everything else with next.
+// withOpenAPI serves the contract at OpenAPIPath and everything else with
+// next. An exact match, not a ServeMux: a mux would answer unclean paths
+// with a redirect instead of the API's JSON 404.
 func withOpenAPI(next http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+OpenAPIPath, func(w http.ResponseWriter, _ *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != OpenAPIPath || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		h := w.Header()
 		h.Set("Content-Type", "application/yaml")
 		h.Set("Content-Length", strconv.Itoa(len(docs.OpenAPI)))
-		_, _ = w.Write(docs.OpenAPI)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(docs.OpenAPI)
+		}
 	})
-	mux.Handle("/", next)
-	return mux
 }
