@@ -232,7 +232,7 @@ func (r *report) latencyTargets() []target {
 			if sw := r.storeWrite; sw != nil && sw.P99 > 0 {
 				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request makes 3 of them (captures 4, plus a read), while the notifications the simulator sends back after each payment write concurrently through the same single writer", dur(sw.P99))
 			}
-			t99.Miss += ". The same changes (group commit or no fsync for the local store) address it."
+			t99.Miss += ". The same changes (fewer sequential writes, or no fsync for the local store) address it."
 			if ok50 {
 				t99.Miss = why
 			}
@@ -282,10 +282,10 @@ func (r *report) latencyTargets() []target {
 func (r *report) storeWriteWhy() string {
 	var b strings.Builder
 	if r.storeWrite != nil && r.storeWrite.P50 > 0 {
-		fmt.Fprintf(&b, "every embedded-store write is a bbolt transaction committed with fdatasync, %s (p50) per write on this disk (%s), "+
-			"and bbolt commits one write transaction at a time. An idempotent POST payments makes 3 writes (idempotency claim, "+
-			"then idempotency complete ‖ payment record, which bbolt serialises; rate-limit windows are in memory), ≈ %s of fsync alone; "+
-			"sessions are alike and captures make 4. ",
+		fmt.Fprintf(&b, "every embedded-store write is a bbolt transaction committed with fdatasync, %s (p50) per write on this disk (%s). "+
+			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), but one request's writes are "+
+			"sequential: an idempotent POST payments makes 3 (idempotency claim, then idempotency complete ‖ payment record; "+
+			"rate-limit windows are in memory), ≈ %s of fsync alone at concurrency 1; sessions are alike and captures make 4. ",
 			dur(r.storeWrite.P50), r.storeWrite.FS, dur(3*r.storeWrite.P50))
 	} else {
 		b.WriteString("the embedded store commits every write with fsync and one writer at a time. ")
@@ -293,10 +293,10 @@ func (r *report) storeWriteWhy() string {
 	if cpu, ok := r.requestCPU(); ok {
 		fmt.Fprintf(&b, "Without store I/O the whole pipeline costs %s of CPU per payments request (BenchmarkRequestCPU/payments). ", dur(cpu))
 	}
-	b.WriteString("What it would take: group commit in `shared/store/embedded` (bbolt `DB.Batch`, so concurrent writers share one fsync) and/or " +
-		"`NoSync` for this development-only store (a machine crash could lose or corrupt the last writes; production uses DynamoDB); " +
-		"then the added latency is CPU and loopback HTTP, a few hundred µs. We keep fsync: local data that survives a crash is worth " +
-		"a millisecond on a development machine.")
+	b.WriteString("What it would take: fewer sequential writes per request (the idempotency claim and the rate-limit step in one, " +
+		"the record write folded into the completion) or `NoSync` for this development-only store (a machine crash could lose or " +
+		"corrupt the last writes; production uses DynamoDB). We keep fsync: local data that survives a crash is worth a millisecond " +
+		"on a development machine.")
 	return b.String()
 }
 
