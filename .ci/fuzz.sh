@@ -7,14 +7,16 @@
 #
 # The seed corpora also run as plain tests in every `go test`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$self")/.."
 fuzztime=${FUZZTIME:-2s}
 
 run() {
   echo "fuzz $1 $2 ($fuzztime)"
-  go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" >/tmp/paysvc-fuzz.$$ 2>&1 || {
-    cat /tmp/paysvc-fuzz.$$ >&2; rm -f /tmp/paysvc-fuzz.$$; exit 1; }
-  rm -f /tmp/paysvc-fuzz.$$
+  out=$(mktemp)
+  go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" >"$out" 2>&1 || {
+    cat "$out" >&2; rm -f "$out"; exit 1; }
+  rm -f "$out"
 }
 
 if [ $# -eq 2 ]; then
@@ -22,9 +24,10 @@ if [ $# -eq 2 ]; then
   exit 0
 fi
 
-# Every package with a Fuzz target, and its targets.
+# Every package with a Fuzz target, and its targets; two at a time (most of
+# a brief run is building each package's instrumented test binary).
 go list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
-    run "$pkg" "$target"
+    echo "$pkg $target"
   done
-done
+done | xargs -P "${FUZZJOBS:-2}" -L 1 bash "$self"
