@@ -39,10 +39,10 @@ type Store interface {
 	// Claim writes rec (Status in_progress) if no record exists for
 	// (rec.Scope, rec.Key), or the existing one has expired (ExpiresAt <= now),
 	// or it is in progress with an ended lease (LeaseUntil <= now). Otherwise
-	// it writes nothing and returns the existing record with store.ErrConflict.
+	// it writes nothing and returns the existing record with storeerr.ErrConflict.
 	Claim(ctx context.Context, rec Record, now time.Time) (Record, error)
 	// Complete stores resp and marks the record completed until expiresAt,
-	// provided the record still holds leaseToken; store.ErrConflict otherwise.
+	// provided the record still holds leaseToken; storeerr.ErrConflict otherwise.
 	Complete(ctx context.Context, scope, key, leaseToken string, resp Response, expiresAt time.Time) error
 	// Release deletes the record if it still holds leaseToken. Releasing a
 	// record that is gone or was re-claimed by another lease is not an error.

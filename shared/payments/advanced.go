@@ -8,7 +8,7 @@ import (
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -114,7 +114,7 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 		fresh.Version = 1
 		if err := s.store.SavePayment(ctx, fresh, 0); err == nil {
 			return nil
-		} else if !errors.Is(err, store.ErrConflict) {
+		} else if !errors.Is(err, storeerr.ErrConflict) {
 			return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
 		}
 	}
@@ -181,7 +181,7 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 			s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
 				"pspReference", resp.PSPReference, "site", site.ID)
 			return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-		case err != nil && !errors.Is(err, store.ErrNotFound):
+		case err != nil && !errors.Is(err, storeerr.ErrNotFound):
 			// The upstream has answered: its result stands, and the
 			// notification records the payment.
 			c.fail(fmt.Errorf("read payment %s after details: %w", resp.PSPReference, err))

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -35,7 +35,7 @@ func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tena
 		return Payment{}, notFound
 	}
 	p, err := s.store.GetPayment(ctx, psp)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return Payment{}, notFound
 	}
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -42,7 +42,7 @@ func (m *memStore) GetSession(_ context.Context, id string) (payments.Session, e
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return s, store.ErrNotFound
+		return s, storeerr.ErrNotFound
 	}
 	return s, nil
 }
@@ -52,7 +52,7 @@ func (m *memStore) GetPayment(_ context.Context, psp string) (payments.Payment, 
 	defer m.mu.Unlock()
 	raw, ok := m.payments[psp]
 	if !ok {
-		return payments.Payment{}, store.ErrNotFound
+		return payments.Payment{}, storeerr.ErrNotFound
 	}
 	var p payments.Payment
 	err := json.Unmarshal(raw, &p)
@@ -68,7 +68,7 @@ func (m *memStore) SavePayment(_ context.Context, p payments.Payment, prev int64
 		_ = json.Unmarshal(raw, &cur)
 	}
 	if (prev == 0 && found) || (prev != 0 && (!found || cur.Version != prev)) || p.Version != prev+1 {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	b, err := json.Marshal(p)
 	m.payments[p.PSPReference] = b

@@ -93,12 +93,12 @@ type Session struct {
 type Store interface {
 	// PutSession writes a session (overwrites one with the same id).
 	PutSession(ctx context.Context, s Session) error
-	// GetSession returns store.ErrNotFound for an unknown or expired session.
+	// GetSession returns storeerr.ErrNotFound for an unknown or expired session.
 	GetSession(ctx context.Context, id string) (Session, error)
-	// GetPayment returns store.ErrNotFound for an unknown pspReference.
+	// GetPayment returns storeerr.ErrNotFound for an unknown pspReference.
 	GetPayment(ctx context.Context, pspReference string) (Payment, error)
 	// SavePayment writes p if the stored record's version is prevVersion
 	// (prevVersion 0: no record may exist). p.Version must be prevVersion+1.
-	// store.ErrConflict when the condition fails.
+	// storeerr.ErrConflict when the condition fails.
 	SavePayment(ctx context.Context, p Payment, prevVersion int64) error
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of session and payment items (see doc.go).
@@ -37,12 +37,12 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	return nil
 }
 
-// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
 	sess, err := getData[payments.Session](ctx, s, pfxSession+id, skMeta)
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = store.ErrNotFound
+		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
@@ -50,7 +50,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment (strongly consistent), or store.ErrNotFound.
+// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
 	p, err := getData[payments.Payment](ctx, s, pfxPayment+pspReference, skMeta)
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.P
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist): one PutItem conditional on the version; store.ErrConflict if
+// may exist): one PutItem conditional on the version; storeerr.ErrConflict if
 // the condition fails. p.Version must be prevVersion+1.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
@@ -87,7 +87,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	}
 	_, err = s.client.PutItem(ctx, in)
 	if _, failed := conditionFailed(err); failed {
-		err = store.ErrConflict
+		err = storeerr.ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)

@@ -38,7 +38,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -303,14 +303,14 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }
 
-// mustGet decodes b[key] into v, or returns store.ErrNotFound.
+// mustGet decodes b[key] into v, or returns storeerr.ErrNotFound.
 func mustGet(b *bolt.Bucket, key []byte, v any) error {
 	ok, err := getJSON(b, key, v)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return store.ErrNotFound
+		return storeerr.ErrNotFound
 	}
 	return nil
 }

@@ -9,13 +9,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Claim writes rec as an in-progress record unless a live one exists for
 // (rec.Scope, rec.Key); see idempotency.Store. On conflict it returns the
-// existing record with store.ErrConflict.
+// existing record with storeerr.ErrConflict.
 func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key: %w", errEmpty("scope or key"))
@@ -30,7 +30,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 			return err
 		}
 		if found && !claimable(existing, now) {
-			return store.ErrConflict
+			return storeerr.ErrConflict
 		}
 		if err := putJSON(b, key, rec); err != nil {
 			return err
@@ -54,14 +54,14 @@ func claimable(r idempotency.Record, now time.Time) bool {
 
 // existingOnConflict returns existing when err is a conflict, else a zero record.
 func existingOnConflict(existing idempotency.Record, err error) idempotency.Record {
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, storeerr.ErrConflict) {
 		return existing
 	}
 	return idempotency.Record{}
 }
 
 // Complete stores resp and marks the record completed until expiresAt,
-// dropping its lease; store.ErrConflict unless the record holds leaseToken.
+// dropping its lease; storeerr.ErrConflict unless the record holds leaseToken.
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
@@ -71,7 +71,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 			return err
 		}
 		if !found || leaseToken == "" || rec.LeaseToken != leaseToken {
-			return store.ErrConflict
+			return storeerr.ErrConflict
 		}
 		rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = idempotency.StatusCompleted, "", expiresAt.UTC(), &resp
 		if err := putJSON(b, k, rec); err != nil {

@@ -7,8 +7,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // PutSession writes a session, replacing one with the same id.
@@ -28,7 +28,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	return nil
 }
 
-// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
 	var sess payments.Session
@@ -36,7 +36,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 		return mustGet(bucket(tx, bktSessions), []byte(id), &sess)
 	})
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = store.ErrNotFound
+		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Session{}, fmt.Errorf("embedded: get session %q: %w", id, err)
@@ -44,7 +44,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment, or store.ErrNotFound.
+// GetPayment returns a payment, or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
 	var p payments.Payment
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -57,7 +57,7 @@ func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.P
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist); store.ErrConflict otherwise. p.Version must be prevVersion+1.
+// may exist); storeerr.ErrConflict otherwise. p.Version must be prevVersion+1.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
 	case p.PSPReference == "":
@@ -73,7 +73,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 			return err
 		}
 		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return store.ErrConflict
+			return storeerr.ErrConflict
 		}
 		return putJSON(b, key, utc.Payment(p))
 	})
