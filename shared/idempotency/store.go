@@ -16,21 +16,21 @@ const (
 
 // Response is a stored result, replayed byte-for-byte.
 type Response struct {
-	Status int               `json:"status"`
-	Header map[string]string `json:"header,omitempty"`
-	Body   []byte            `json:"body"`
+	Status int
+	Header map[string]string
+	Body   []byte
 }
 
 // Record is one claimed Idempotency-Key, scoped to a merchant.
 type Record struct {
-	Scope       string    `json:"scope"` // merchant id
-	Key         string    `json:"key"`
-	Fingerprint string    `json:"fingerprint"` // hash of method, path and canonical body
-	Status      Status    `json:"status"`
-	LeaseToken  string    `json:"leaseToken,omitempty"`
-	LeaseUntil  time.Time `json:"leaseUntil"` // an in-progress claim is abandoned after this
-	ExpiresAt   time.Time `json:"expiresAt"`  // the record is gone after this (TTL)
-	Response    *Response `json:"response,omitempty"`
+	Scope       string // merchant id
+	Key         string
+	Fingerprint string // hash of method, path and canonical body
+	Status      Status
+	LeaseToken  string
+	LeaseUntil  time.Time // an in-progress claim is abandoned after this
+	ExpiresAt   time.Time // the record is gone after this (TTL)
+	Response    *Response
 }
 
 // Store is the port that keeps idempotency records. Each method is one

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -37,7 +37,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = utc.Record(rec)
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
 	rec.Status, rec.Response = idempotency.StatusInProgress, nil
 	item := idemKey(rec.Scope, rec.Key)
 	item[attrScope], item[attrKey], item[attrFP], item[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
@@ -106,11 +106,11 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 		return idempotency.Record{}, err
 	}
 	if raw := getS(item, attrResponse); raw != "" {
-		var resp idempotency.Response
+		var resp records.Response
 		if err := json.Unmarshal([]byte(raw), &resp); err != nil {
 			return idempotency.Record{}, fmt.Errorf("attribute %s: %w", attrResponse, err)
 		}
-		rec.Response = &resp
+		rec.Response = resp.ToResponse()
 	}
 	return rec, nil
 }
@@ -125,7 +125,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	if leaseToken == "" {
 		return wrap(storeerr.ErrConflict)
 	}
-	raw, err := json.Marshal(resp)
+	raw, err := json.Marshal(records.FromResponse(&resp))
 	if err != nil {
 		return wrap(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -25,10 +25,10 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	sess = utc.Session(sess)
-	item, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	rec := records.FromSession(sess)
+	item, err := dataItem(pfxSession+sess.ID, skMeta, rec)
 	if err == nil {
-		item[attrTTL] = ttlOf(sess.ExpiresAt)
+		item[attrTTL] = ttlOf(rec.ExpiresAt)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -40,7 +40,8 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 // GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	sess, err := getData[payments.Session](ctx, s, pfxSession+id, skMeta)
+	rec, err := getData[records.Session](ctx, s, pfxSession+id, skMeta)
+	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
 		err = storeerr.ErrNotFound
 	}
@@ -52,11 +53,11 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 
 // GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	p, err := getData[payments.Payment](ctx, s, pfxPayment+pspReference, skMeta)
+	rec, err := getData[records.Payment](ctx, s, pfxPayment+pspReference, skMeta)
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: %w", pspReference, err)
 	}
-	return p, nil
+	return rec.ToPayment(), nil
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
@@ -69,7 +70,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
+	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, records.FromPayment(p))
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q: %w", p.PSPReference, err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -172,12 +173,12 @@ func sweep(tx *bolt.Tx, now time.Time) (int, error) {
 		expires func(v []byte) (time.Time, error)
 	}{
 		{bktIdempotency, func(v []byte) (time.Time, error) {
-			var r idempotency.Record
+			var r records.Idempotency
 			err := json.Unmarshal(v, &r)
 			return r.ExpiresAt, err
 		}},
 		{bktSessions, func(v []byte) (time.Time, error) {
-			var ss payments.Session
+			var ss records.Session
 			err := json.Unmarshal(v, &ss)
 			return ss.ExpiresAt, err
 		}},

@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -20,19 +20,22 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = utc.Record(rec)
-	rec.Status, rec.Response = idempotency.StatusInProgress, nil
+	stored := records.FromIdempotency(rec)
+	stored.Status, stored.Response = string(idempotency.StatusInProgress), nil
+	rec = stored.ToIdempotency()
 	var existing idempotency.Record
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, key := bucket(tx, bktIdempotency), compositeKey(rec.Scope, rec.Key)
-		found, err := getJSON(b, key, &existing)
+		var cur records.Idempotency
+		found, err := getJSON(b, key, &cur)
 		if err != nil {
 			return err
 		}
+		existing = cur.ToIdempotency()
 		if found && !claimable(existing, now) {
 			return storeerr.ErrConflict
 		}
-		if err := putJSON(b, key, rec); err != nil {
+		if err := putJSON(b, key, stored); err != nil {
 			return err
 		}
 		return s.maybeSweep(tx)
@@ -65,7 +68,7 @@ func existingOnConflict(existing idempotency.Record, err error) idempotency.Reco
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
-		var rec idempotency.Record
+		var rec records.Idempotency
 		found, err := getJSON(b, k, &rec)
 		if err != nil {
 			return err
@@ -73,7 +76,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 		if !found || leaseToken == "" || rec.LeaseToken != leaseToken {
 			return storeerr.ErrConflict
 		}
-		rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = idempotency.StatusCompleted, "", expiresAt.UTC(), &resp
+		rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
 		if err := putJSON(b, k, rec); err != nil {
 			return err
 		}
@@ -89,7 +92,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 func (s *Store) Release(ctx context.Context, scope, key, leaseToken string) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
-		var rec idempotency.Record
+		var rec records.Idempotency
 		found, err := getJSON(b, k, &rec)
 		if err != nil || !found || leaseToken == "" || rec.LeaseToken != leaseToken {
 			return err

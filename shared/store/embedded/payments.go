@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -17,7 +17,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), utc.Session(sess)); err != nil {
+		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess)); err != nil {
 			return err
 		}
 		return s.maybeSweep(tx)
@@ -31,10 +31,11 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 // GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	var sess payments.Session
+	var rec records.Session
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSessions), []byte(id), &sess)
+		return mustGet(bucket(tx, bktSessions), []byte(id), &rec)
 	})
+	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
 		err = storeerr.ErrNotFound
 	}
@@ -46,14 +47,14 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 
 // GetPayment returns a payment, or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	var p payments.Payment
+	var rec records.Payment
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &p)
+		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &rec)
 	})
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
 	}
-	return p, nil
+	return rec.ToPayment(), nil
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
@@ -67,7 +68,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
-		var cur payments.Payment
+		var cur records.Payment
 		found, err := getJSON(b, key, &cur)
 		if err != nil {
 			return err
@@ -75,7 +76,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
 			return storeerr.ErrConflict
 		}
-		return putJSON(b, key, utc.Payment(p))
+		return putJSON(b, key, records.FromPayment(p))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
