@@ -438,416 +438,451 @@ var errorCodeRE = regexp.MustCompile(`^yp_[0-9]{4}$`)
 // under the Lambda Runtime API harness against DynamoDB and Secrets Manager
 // on moto and the upstream simulator, feeds it the events/ samples, and
 // checks the proxy responses, the request logs, the EMF metrics, the X-Ray
-// segments and that no secret reaches a log.
+// segments and that no secret reaches a log. The steps run in order: the
+// last ones check what every earlier invocation logged and traced.
 func TestLambdaFunctionsServeSampleEvents(t *testing.T) {
-	e := newLambdaEnv(t)
+	r := &lambdaRun{e: newLambdaEnv(t), fns: map[string]*function{}}
 
 	// Start every function of the template first: their cold starts
 	// overlap. A function whose package does not exist yet (still being
 	// written, tests/template_env_test.go pendingFunctions) is reported and
 	// its events are skipped.
-	fns := map[string]*function{}
 	for id := range loadTemplate(t).functions() {
 		dir := wantFunctions[id]
 		if _, err := os.Stat(repoRoot + "/functions/" + dir + "/main.go"); err != nil && pendingFunctions[dir] {
 			t.Logf("pending: %s (functions/%s does not exist yet) is not exercised", id, dir)
 			continue
 		}
-		fns[id] = e.start(t, id)
+		r.fns[id] = r.e.start(t, id)
 	}
-	need := func(t *testing.T, id string) *function {
-		t.Helper()
-		if fns[id] == nil {
-			t.Skipf("%s does not exist yet (pending)", id)
+	for _, step := range lambdaSteps {
+		t.Run(step.name, func(t *testing.T) { step.run(r, t) })
+	}
+}
+
+// lambdaSteps are the steps of TestLambdaFunctionsServeSampleEvents, in order.
+var lambdaSteps = []struct {
+	name string
+	run  func(r *lambdaRun, t *testing.T)
+}{
+	{"config", (*lambdaRun).config},
+	{"sessions", (*lambdaRun).sessions},
+	{"payment-methods", (*lambdaRun).paymentMethods},
+	{"payments", (*lambdaRun).payments},
+	{"payments-details", (*lambdaRun).paymentsDetails},
+	{"stored-payment-methods", (*lambdaRun).storedPaymentMethods},
+	{"captures", (*lambdaRun).captures},
+	{"amount-updates", (*lambdaRun).amountUpdates},
+	{"reversals", (*lambdaRun).reversals},
+	{"notifications", (*lambdaRun).notifications},
+	{"dispatcher", (*lambdaRun).dispatcher},
+	{"init-duration", (*lambdaRun).initDuration},
+	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
+	{"x-ray", (*lambdaRun).xRay},
+	{"no-secrets-in-logs", (*lambdaRun).noSecretsInLogs},
+}
+
+// lambdaRun is the state the steps share: the environment, the running
+// functions and every invocation made so far.
+type lambdaRun struct {
+	e           *lambdaEnv
+	fns         map[string]*function
+	invocations []invocation
+}
+
+// need returns the function id, skipping the step while it is pending.
+func (r *lambdaRun) need(t *testing.T, id string) *function {
+	t.Helper()
+	if r.fns[id] == nil {
+		t.Skipf("%s does not exist yet (pending)", id)
+	}
+	return r.fns[id]
+}
+
+// record keeps inv for the steps that check every invocation.
+func (r *lambdaRun) record(inv invocation) invocation {
+	r.invocations = append(r.invocations, inv)
+	return inv
+}
+
+// pay creates an authorised (not captured: manual capture) payment with
+// the payments sample and returns its pspReference.
+func (r *lambdaRun) pay(t *testing.T, tag string) string {
+	t.Helper()
+	inv := r.record(r.fns["PaymentsFunction"].invoke(t, variant(t, sampleEvent(t, "payments"), tag, "")))
+	body := wantStatus(t, inv, http.StatusOK)
+	psp, _ := body["pspReference"].(string)
+	if body["resultCode"] != "Authorised" || psp == "" || body["merchantReference"] != "order-1002" {
+		t.Fatalf("payment %s: %v", tag, body)
+	}
+	return psp
+}
+
+// modification applies the sample event to a fresh payment and checks
+// the simulator received the modification (kind, amount).
+func (r *lambdaRun) modification(t *testing.T, event, tag, kind string, value int64) {
+	t.Helper()
+	psp := r.pay(t, tag)
+	inv := r.record(r.fns["ModificationsFunction"].invoke(t, variant(t, sampleEvent(t, event), tag, psp)))
+	body := wantStatus(t, inv, http.StatusOK)
+	modPSP, _ := body["pspReference"].(string)
+	if body["paymentPspReference"] != psp || body["status"] != "received" || modPSP == "" || modPSP == psp {
+		t.Errorf("%s: %v", event, body)
+	}
+	p, _ := r.e.sim.Payment(psp)
+	for _, m := range p.Modifications {
+		if m.PSPReference == modPSP {
+			if m.Kind != kind || (value != 0 && m.Amount.Value != value) {
+				t.Errorf("simulator: modification %+v, want %s of %d", m, kind, value)
+			}
+			return
 		}
-		return fns[id]
+	}
+	t.Errorf("simulator: payment %s has no modification %s: %+v", psp, modPSP, p.Modifications)
+}
+
+func (r *lambdaRun) config(t *testing.T) {
+	inv := r.record(r.fns["ConfigFunction"].invoke(t, sampleEvent(t, "config")))
+	body := wantStatus(t, inv, http.StatusOK)
+	if body["clientToken"] != "test_DEMOCLIENTKEY0000000000000000" || body["environment"] != "test" {
+		t.Errorf("config body %v", body)
+	}
+}
+
+func (r *lambdaRun) sessions(t *testing.T) {
+	raw := sampleEvent(t, "sessions")
+	inv := r.record(r.fns["SessionsFunction"].invoke(t, raw))
+	body := wantStatus(t, inv, http.StatusOK)
+	if id, _ := body["id"].(string); id == "" || body["sessionData"] == "" || body["reference"] != "order-1001" || body["expiresAt"] == nil {
+		t.Errorf("session body %v", body)
+	}
+	if _, ok := r.e.sim.Session(body["id"].(string)); !ok {
+		t.Errorf("the simulator has no session %v", body["id"])
+	}
+	// The same event again is an idempotent replay.
+	again := r.record(r.fns["SessionsFunction"].invoke(t, raw))
+	if again.resp.StatusCode != http.StatusOK || again.resp.Body != inv.resp.Body || !again.resp.isReplay() {
+		t.Errorf("replay: %d %s (Idempotent-Replayed %q)", again.resp.StatusCode, again.resp.Body, again.resp.header("Idempotent-Replayed"))
+	}
+}
+
+func (r *lambdaRun) paymentMethods(t *testing.T) {
+	inv := r.record(r.fns["PaymentsFunction"].invoke(t, sampleEvent(t, "payment-methods")))
+	body := wantStatus(t, inv, http.StatusOK)
+	methods, _ := body["paymentMethods"].([]any)
+	if len(methods) == 0 {
+		t.Errorf("no payment methods: %v", body)
+	}
+}
+
+func (r *lambdaRun) payments(t *testing.T) {
+	inv := r.record(r.fns["PaymentsFunction"].invoke(t, sampleEvent(t, "payments")))
+	body := wantStatus(t, inv, http.StatusOK)
+	psp, _ := body["pspReference"].(string)
+	if body["resultCode"] != "Authorised" || psp == "" {
+		t.Fatalf("payment: %v", body)
+	}
+	if p, ok := r.e.sim.Payment(psp); !ok || p.MerchantAccount != "DemoShopECOM" {
+		t.Errorf("simulator payment %s: %+v (found %v)", psp, p, ok)
+	}
+}
+
+func (r *lambdaRun) paymentsDetails(t *testing.T) {
+	// A 3-D Secure challenge, then the details sample carrying the
+	// challenge's result.
+	start := eventBody(t, sampleEvent(t, "payments"))
+	pm := start["paymentMethod"].(map[string]any)
+	pm["encryptedCardNumber"] = "test_5454545454545454"
+	delete(pm, "holderName")
+	start["reference"] = "order-1002-3ds"
+	inv := r.record(r.fns["PaymentsFunction"].invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "3ds", ""), start)))
+	body := wantStatus(t, inv, http.StatusOK)
+	action, _ := json.Marshal(body["action"])
+	if body["resultCode"] != "ChallengeShopper" || body["action"] == nil {
+		t.Fatalf("3DS payment: %v", body)
+	}
+	details, err := simulator.DetailsFor(action, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(details, &d); err != nil {
+		t.Fatal(err)
+	}
+	raw := withBody(t, sampleEvent(t, "payments-details"), map[string]any{"details": d})
+	inv = r.record(r.fns["PaymentsFunction"].invoke(t, raw))
+	body = wantStatus(t, inv, http.StatusOK)
+	if body["resultCode"] != "Authorised" || body["pspReference"] == "" {
+		t.Errorf("details: %v", body)
 	}
 
-	var allInvocations []invocation
-	record := func(inv invocation) invocation {
-		allInvocations = append(allInvocations, inv)
-		return inv
+	// The sample as it is (a threeDSResult for no payment of the
+	// simulator) is refused with a service error.
+	inv = r.record(r.fns["PaymentsFunction"].invoke(t, variant(t, sampleEvent(t, "payments-details"), "asis", "")))
+	if inv.resp.StatusCode < 400 {
+		t.Fatalf("sample details without a challenge: %d %s", inv.resp.StatusCode, inv.resp.Body)
 	}
-
-	t.Run("config", func(t *testing.T) {
-		inv := record(fns["ConfigFunction"].invoke(t, sampleEvent(t, "config")))
-		body := wantStatus(t, inv, http.StatusOK)
-		if body["clientToken"] != "test_DEMOCLIENTKEY0000000000000000" || body["environment"] != "test" {
-			t.Errorf("config body %v", body)
-		}
-	})
-
-	t.Run("sessions", func(t *testing.T) {
-		raw := sampleEvent(t, "sessions")
-		inv := record(fns["SessionsFunction"].invoke(t, raw))
-		body := wantStatus(t, inv, http.StatusOK)
-		if id, _ := body["id"].(string); id == "" || body["sessionData"] == "" || body["reference"] != "order-1001" || body["expiresAt"] == nil {
-			t.Errorf("session body %v", body)
-		}
-		if _, ok := e.sim.Session(body["id"].(string)); !ok {
-			t.Errorf("the simulator has no session %v", body["id"])
-		}
-		// The same event again is an idempotent replay.
-		again := record(fns["SessionsFunction"].invoke(t, raw))
-		if again.resp.StatusCode != http.StatusOK || again.resp.Body != inv.resp.Body || !again.resp.isReplay() {
-			t.Errorf("replay: %d %s (Idempotent-Replayed %q)", again.resp.StatusCode, again.resp.Body, again.resp.header("Idempotent-Replayed"))
-		}
-	})
-
-	payments := fns["PaymentsFunction"]
-	// pay creates an authorised (not captured: manual capture) payment with
-	// the payments sample and returns its pspReference.
-	pay := func(t *testing.T, tag string) string {
-		t.Helper()
-		inv := record(payments.invoke(t, variant(t, sampleEvent(t, "payments"), tag, "")))
-		body := wantStatus(t, inv, http.StatusOK)
-		psp, _ := body["pspReference"].(string)
-		if body["resultCode"] != "Authorised" || psp == "" || body["merchantReference"] != "order-1002" {
-			t.Fatalf("payment %s: %v", tag, body)
-		}
-		return psp
+	if code, _ := inv.resp.json(t)["errorCode"].(string); !errorCodeRE.MatchString(code) {
+		t.Errorf("error body %s", inv.resp.Body)
 	}
+}
 
-	t.Run("payment-methods", func(t *testing.T) {
-		inv := record(payments.invoke(t, sampleEvent(t, "payment-methods")))
-		body := wantStatus(t, inv, http.StatusOK)
-		methods, _ := body["paymentMethods"].([]any)
-		if len(methods) == 0 {
-			t.Errorf("no payment methods: %v", body)
-		}
-	})
-
-	t.Run("payments", func(t *testing.T) {
-		inv := record(payments.invoke(t, sampleEvent(t, "payments")))
-		body := wantStatus(t, inv, http.StatusOK)
-		psp, _ := body["pspReference"].(string)
-		if body["resultCode"] != "Authorised" || psp == "" {
-			t.Fatalf("payment: %v", body)
-		}
-		if p, ok := e.sim.Payment(psp); !ok || p.MerchantAccount != "DemoShopECOM" {
-			t.Errorf("simulator payment %s: %+v (found %v)", psp, p, ok)
-		}
-	})
-
-	t.Run("payments-details", func(t *testing.T) {
-		// A 3-D Secure challenge, then the details sample carrying the
-		// challenge's result.
-		start := eventBody(t, sampleEvent(t, "payments"))
-		pm := start["paymentMethod"].(map[string]any)
-		pm["encryptedCardNumber"] = "test_5454545454545454"
-		delete(pm, "holderName")
-		start["reference"] = "order-1002-3ds"
-		inv := record(payments.invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "3ds", ""), start)))
-		body := wantStatus(t, inv, http.StatusOK)
-		action, _ := json.Marshal(body["action"])
-		if body["resultCode"] != "ChallengeShopper" || body["action"] == nil {
-			t.Fatalf("3DS payment: %v", body)
-		}
-		details, err := simulator.DetailsFor(action, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d map[string]any
-		if err := json.Unmarshal(details, &d); err != nil {
-			t.Fatal(err)
-		}
-		raw := withBody(t, sampleEvent(t, "payments-details"), map[string]any{"details": d})
-		inv = record(payments.invoke(t, raw))
-		body = wantStatus(t, inv, http.StatusOK)
-		if body["resultCode"] != "Authorised" || body["pspReference"] == "" {
-			t.Errorf("details: %v", body)
-		}
-
-		// The sample as it is (a threeDSResult for no payment of the
-		// simulator) is refused with a service error.
-		inv = record(payments.invoke(t, variant(t, sampleEvent(t, "payments-details"), "asis", "")))
-		if inv.resp.StatusCode < 400 {
-			t.Fatalf("sample details without a challenge: %d %s", inv.resp.StatusCode, inv.resp.Body)
-		}
-		if code, _ := inv.resp.json(t)["errorCode"].(string); !errorCodeRE.MatchString(code) {
-			t.Errorf("error body %s", inv.resp.Body)
-		}
-	})
-
-	t.Run("stored-payment-methods", func(t *testing.T) {
-		// Store a card for the sample's shopper, then delete it with the
-		// sample (its id replaced by the stored one).
-		const shopper = "guest-7f3a9c"
-		start := eventBody(t, sampleEvent(t, "payments"))
-		start["shopperReference"] = shopper
-		start["storePaymentMethod"] = true
-		start["reference"] = "order-1002-store"
-		inv := record(payments.invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "store", ""), start)))
-		wantStatus(t, inv, http.StatusOK)
-		ids := e.sim.StoredPaymentMethods("DemoShopECOM", shopper)
-		if len(ids) != 1 {
-			t.Fatalf("stored methods of %s: %v", shopper, ids)
-		}
-		raw := bytes.ReplaceAll(sampleEvent(t, "stored-payment-methods-delete"), []byte("M5N7TQ4TG5PFWR50"), []byte(ids[0]))
-		inv = record(payments.invoke(t, raw))
-		body := wantStatus(t, inv, http.StatusOK)
-		if body["storedPaymentMethodId"] != ids[0] || body["status"] != "deleted" {
-			t.Errorf("delete: %v", body)
-		}
-		if left := e.sim.StoredPaymentMethods("DemoShopECOM", shopper); len(left) != 0 {
-			t.Errorf("still stored: %v", left)
-		}
-	})
-
-	mods := fns["ModificationsFunction"]
-	// modification applies the sample event to a fresh payment and checks
-	// the simulator received the modification (kind, amount).
-	modification := func(t *testing.T, event, tag, kind string, value int64) {
-		t.Helper()
-		psp := pay(t, tag)
-		inv := record(mods.invoke(t, variant(t, sampleEvent(t, event), tag, psp)))
-		body := wantStatus(t, inv, http.StatusOK)
-		modPSP, _ := body["pspReference"].(string)
-		if body["paymentPspReference"] != psp || body["status"] != "received" || modPSP == "" || modPSP == psp {
-			t.Errorf("%s: %v", event, body)
-		}
-		p, _ := e.sim.Payment(psp)
-		for _, m := range p.Modifications {
-			if m.PSPReference == modPSP {
-				if m.Kind != kind || (value != 0 && m.Amount.Value != value) {
-					t.Errorf("simulator: modification %+v, want %s of %d", m, kind, value)
-				}
-				return
-			}
-		}
-		t.Errorf("simulator: payment %s has no modification %s: %+v", psp, modPSP, p.Modifications)
+func (r *lambdaRun) storedPaymentMethods(t *testing.T) {
+	// Store a card for the sample's shopper, then delete it with the
+	// sample (its id replaced by the stored one).
+	const shopper = "guest-7f3a9c"
+	start := eventBody(t, sampleEvent(t, "payments"))
+	start["shopperReference"] = shopper
+	start["storePaymentMethod"] = true
+	start["reference"] = "order-1002-store"
+	inv := r.record(r.fns["PaymentsFunction"].invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "store", ""), start)))
+	wantStatus(t, inv, http.StatusOK)
+	ids := r.e.sim.StoredPaymentMethods("DemoShopECOM", shopper)
+	if len(ids) != 1 {
+		t.Fatalf("stored methods of %s: %v", shopper, ids)
 	}
-	t.Run("captures", func(t *testing.T) {
-		modification(t, "captures", "cap", simulator.ModCapture, 1000)
-	})
-	t.Run("amount-updates", func(t *testing.T) {
-		modification(t, "amount-updates", "upd", simulator.ModAmountUpdate, 1500)
-	})
-	t.Run("reversals", func(t *testing.T) {
-		modification(t, "reversals", "rev", simulator.ModCancel, 0)
-		// The sample as it is names a payment this deployment does not know.
-		inv := record(mods.invoke(t, variant(t, sampleEvent(t, "reversals"), "unknown", "")))
-		body := wantStatus(t, inv, http.StatusNotFound)
-		if body["errorCode"] != "yp_3006" {
-			t.Errorf("unknown payment: %v", body)
-		}
-	})
+	raw := bytes.ReplaceAll(sampleEvent(t, "stored-payment-methods-delete"), []byte("M5N7TQ4TG5PFWR50"), []byte(ids[0]))
+	inv = r.record(r.fns["PaymentsFunction"].invoke(t, raw))
+	body := wantStatus(t, inv, http.StatusOK)
+	if body["storedPaymentMethodId"] != ids[0] || body["status"] != "deleted" {
+		t.Errorf("delete: %v", body)
+	}
+	if left := r.e.sim.StoredPaymentMethods("DemoShopECOM", shopper); len(left) != 0 {
+		t.Errorf("still stored: %v", left)
+	}
+}
 
-	t.Run("notifications", func(t *testing.T) {
-		f := need(t, "NotificationsFunction")
-		for _, name := range []string{"notification-authorisation", "notification-capture"} {
-			inv := record(f.invoke(t, sampleEvent(t, name)))
-			if inv.resp.StatusCode != http.StatusOK {
-				t.Fatalf("%s: %d %s", name, inv.resp.StatusCode, inv.resp.Body)
-			}
-		}
-		inv := record(f.invoke(t, sampleEvent(t, "notification-bad-hmac")))
-		body := wantStatus(t, inv, http.StatusUnauthorized)
-		if code, _ := body["errorCode"].(string); !errorCodeRE.MatchString(code) {
-			t.Errorf("bad HMAC: %v", body)
-		}
-		// Wrong basic auth is refused before the signature is looked at.
-		raw := editEvent(t, variant(t, sampleEvent(t, "notification-authorisation"), "badauth", ""), func(ev map[string]any) {
-			setHeader(ev, "Authorization", "Basic cGF5c3ZjLW5vdGlmeTp3cm9uZw==") // paysvc-notify:wrong
-		})
-		wantStatus(t, record(f.invoke(t, raw)), http.StatusUnauthorized)
-	})
+func (r *lambdaRun) captures(t *testing.T) {
+	r.modification(t, "captures", "cap", simulator.ModCapture, 1000)
+}
 
-	t.Run("dispatcher", func(t *testing.T) {
-		f := need(t, "WebhookDispatcherFunction")
-		// The sample batch names deliveries that do not exist: dropped, so
-		// no item failure (nothing to retry).
-		payload, _ := f.invokeRaw(t, sampleEvent(t, "sqs-deliveries"))
-		var resp struct {
-			BatchItemFailures []struct {
-				ItemIdentifier string `json:"itemIdentifier"`
-			} `json:"batchItemFailures"`
-		}
-		if err := json.Unmarshal(payload, &resp); err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
-			t.Errorf("sample batch: %s (%v)", payload, err)
-		}
-		if fns["NotificationsFunction"] == nil {
-			t.Skip("no notifications function: no real deliveries to dispatch")
-		}
-		// The deliveries the notifications enqueued, as the event source
-		// mapping would pass them (the sample's shape, real messages).
-		recs := e.receiveDeliveries(t, 2)
-		raw := editEvent(t, sampleEvent(t, "sqs-deliveries"), func(ev map[string]any) {
-			tmpl := ev["Records"].([]any)[0].(map[string]any)
-			var out []any
-			for _, m := range recs {
-				r := map[string]any{}
-				for k, v := range tmpl {
-					r[k] = v
-				}
-				r["messageId"], r["receiptHandle"], r["body"], r["md5OfBody"] = aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle), aws.ToString(m.Body), aws.ToString(m.MD5OfBody)
-				r["attributes"] = map[string]any{"ApproximateReceiveCount": m.Attributes["ApproximateReceiveCount"]}
-				out = append(out, r)
-			}
-			ev["Records"] = out
-		})
-		payload, _ = f.invokeRaw(t, raw)
-		if err := json.Unmarshal(payload, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
-			t.Errorf("batch of real deliveries: %s (%v)", payload, err)
-		}
-		got := e.webhooks.received()
-		if len(got) != 2 {
-			t.Fatalf("the merchant endpoint received %d webhooks, want 2 (AUTHORISATION, CAPTURE)", len(got))
-		}
-		for _, w := range got {
-			if w.err != nil {
-				t.Errorf("webhook signature: %v", w.err)
-			}
-		}
-		metrics := emfLines(f.h.Logs(), "WebhookDeliveries")
-		var delivered, failures float64
-		for _, m := range metrics {
-			delivered += m["WebhookDeliveries"].(float64)
-			failures += m["WebhookFailures"].(float64)
-		}
-		if delivered != 2 || failures != 0 {
-			t.Errorf("EMF: %v deliveries, %v failures; want 2 and 0", delivered, failures)
-		}
-	})
+func (r *lambdaRun) amountUpdates(t *testing.T) {
+	r.modification(t, "amount-updates", "upd", simulator.ModAmountUpdate, 1500)
+}
 
-	t.Run("init-duration", func(t *testing.T) {
-		for id, f := range fns {
-			if d := f.h.InitDuration(); d <= 0 {
-				t.Errorf("%s: no init duration", id)
-			}
-			init := logLines(t, f.h.Logs(), func(l map[string]any) bool { return l["msg"] == "init" })
-			if len(init) != 1 {
-				t.Errorf("%s: %d init log lines, want 1", id, len(init))
-			} else if ms, _ := init[0]["initDurationMs"].(float64); ms <= 0 || init[0]["tracing"] != true {
-				t.Errorf("%s: init line %v", id, init[0])
-			}
-			cold := emfLines(f.h.Logs(), "InitDuration")
-			if len(cold) != 1 || cold[0]["ColdStarts"] != float64(1) {
-				t.Errorf("%s: EMF InitDuration documents %v", id, cold)
-			}
-		}
-	})
+func (r *lambdaRun) reversals(t *testing.T) {
+	r.modification(t, "reversals", "rev", simulator.ModCancel, 0)
+	// The sample as it is names a payment this deployment does not know.
+	inv := r.record(r.fns["ModificationsFunction"].invoke(t, variant(t, sampleEvent(t, "reversals"), "unknown", "")))
+	body := wantStatus(t, inv, http.StatusNotFound)
+	if body["errorCode"] != "yp_3006" {
+		t.Errorf("unknown payment: %v", body)
+	}
+}
 
-	t.Run("request-logs-and-metrics", func(t *testing.T) {
-		byTrace := map[string]invocation{}
-		for _, inv := range allInvocations {
-			byTrace[inv.traceRoot] = inv
+func (r *lambdaRun) notifications(t *testing.T) {
+	f := r.need(t, "NotificationsFunction")
+	for _, name := range []string{"notification-authorisation", "notification-capture"} {
+		inv := r.record(f.invoke(t, sampleEvent(t, name)))
+		if inv.resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, inv.resp.StatusCode, inv.resp.Body)
 		}
-		seen := 0
-		for id, f := range fns {
-			fnName := "paysvc-it-" + id
-			for _, l := range logLines(t, f.h.Logs(), func(l map[string]any) bool { return l["msg"] == "request" }) {
-				tr, _ := l["traceId"].(string)
-				inv, ok := byTrace[tr]
-				if !ok {
-					t.Errorf("%s: request log traceId %q is not an invocation's trace (the Lambda trace header wins over the event's)", id, tr)
-					continue
-				}
-				seen++
-				if l["requestId"] != inv.event.RequestContext.RequestID || l["status"] != float64(inv.resp.StatusCode) {
-					t.Errorf("%s: log %v for response %d of %s", id, l, inv.resp.StatusCode, inv.event.RequestContext.RequestID)
-				}
-				if inv.event.PathParameters["siteId"] != "" && (l["site"] != "site_demo" || l["merchant"] != "m_demo") {
-					t.Errorf("%s: log without site/merchant: %v", id, l)
-				}
-			}
-			reqs := emfLines(f.h.Logs(), "Requests")
-			if len(reqs) == 0 && id != "WebhookDispatcherFunction" {
-				t.Errorf("%s: no EMF Requests metric", id)
-			}
-			for _, m := range reqs {
-				if m["Service"] != "paysvc" || m["Function"] != fnName {
-					t.Errorf("%s: EMF dimensions %v", id, m)
-				}
-			}
-			up := emfLines(f.h.Logs(), "UpstreamRequests")
-			if upstreamCallers[id] == (len(up) == 0) {
-				t.Errorf("%s: %d EMF UpstreamRequests documents", id, len(up))
-			}
-			for _, m := range up {
-				if m["Function"] != fnName || m["UpstreamErrors"] != float64(0) {
-					t.Errorf("%s: upstream metric %v", id, m)
-				}
-			}
-		}
-		if seen != len(allInvocations) {
-			t.Errorf("%d request log lines for %d invocations", seen, len(allInvocations))
-		}
+	}
+	inv := r.record(f.invoke(t, sampleEvent(t, "notification-bad-hmac")))
+	body := wantStatus(t, inv, http.StatusUnauthorized)
+	if code, _ := body["errorCode"].(string); !errorCodeRE.MatchString(code) {
+		t.Errorf("bad HMAC: %v", body)
+	}
+	// Wrong basic auth is refused before the signature is looked at.
+	raw := editEvent(t, variant(t, sampleEvent(t, "notification-authorisation"), "badauth", ""), func(ev map[string]any) {
+		setHeader(ev, "Authorization", "Basic cGF5c3ZjLW5vdGlmeTp3cm9uZw==") // paysvc-notify:wrong
 	})
+	wantStatus(t, r.record(f.invoke(t, raw)), http.StatusUnauthorized)
+}
 
-	t.Run("x-ray", func(t *testing.T) {
-		// Every sampled invocation sent its request subsegment with the
-		// DynamoDB and (but for config) upstream subsegments under it.
-		segs := e.daemon.waitFor(t, len(allInvocations), 10*time.Second)
-		byTrace := map[string]xraySegment{}
-		for _, s := range segs {
-			if s.Type == "subsegment" && s.ParentID != "" {
-				byTrace[s.TraceID] = s
+func (r *lambdaRun) dispatcher(t *testing.T) {
+	f := r.need(t, "WebhookDispatcherFunction")
+	// The sample batch names deliveries that do not exist: dropped, so
+	// no item failure (nothing to retry).
+	payload, _ := f.invokeRaw(t, sampleEvent(t, "sqs-deliveries"))
+	var resp struct {
+		BatchItemFailures []struct {
+			ItemIdentifier string `json:"itemIdentifier"`
+		} `json:"batchItemFailures"`
+	}
+	if err := json.Unmarshal(payload, &resp); err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
+		t.Errorf("sample batch: %s (%v)", payload, err)
+	}
+	if r.fns["NotificationsFunction"] == nil {
+		t.Skip("no notifications function: no real deliveries to dispatch")
+	}
+	// The deliveries the notifications enqueued, as the event source
+	// mapping would pass them (the sample's shape, real messages).
+	recs := r.e.receiveDeliveries(t, 2)
+	raw := editEvent(t, sampleEvent(t, "sqs-deliveries"), func(ev map[string]any) {
+		tmpl := ev["Records"].([]any)[0].(map[string]any)
+		var out []any
+		for _, m := range recs {
+			r := map[string]any{}
+			for k, v := range tmpl {
+				r[k] = v
 			}
+			r["messageId"], r["receiptHandle"], r["body"], r["md5OfBody"] = aws.ToString(m.MessageId), aws.ToString(m.ReceiptHandle), aws.ToString(m.Body), aws.ToString(m.MD5OfBody)
+			r["attributes"] = map[string]any{"ApproximateReceiveCount": m.Attributes["ApproximateReceiveCount"]}
+			out = append(out, r)
 		}
-		for _, inv := range allInvocations {
-			s, ok := byTrace[inv.traceRoot]
+		ev["Records"] = out
+	})
+	payload, _ = f.invokeRaw(t, raw)
+	if err := json.Unmarshal(payload, &resp); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batch of real deliveries: %s (%v)", payload, err)
+	}
+	got := r.e.webhooks.received()
+	if len(got) != 2 {
+		t.Fatalf("the merchant endpoint received %d webhooks, want 2 (AUTHORISATION, CAPTURE)", len(got))
+	}
+	for _, w := range got {
+		if w.err != nil {
+			t.Errorf("webhook signature: %v", w.err)
+		}
+	}
+	metrics := emfLines(f.h.Logs(), "WebhookDeliveries")
+	var delivered, failures float64
+	for _, m := range metrics {
+		delivered += m["WebhookDeliveries"].(float64)
+		failures += m["WebhookFailures"].(float64)
+	}
+	if delivered != 2 || failures != 0 {
+		t.Errorf("EMF: %v deliveries, %v failures; want 2 and 0", delivered, failures)
+	}
+}
+
+func (r *lambdaRun) initDuration(t *testing.T) {
+	for id, f := range r.fns {
+		if d := f.h.InitDuration(); d <= 0 {
+			t.Errorf("%s: no init duration", id)
+		}
+		init := logLines(t, f.h.Logs(), func(l map[string]any) bool { return l["msg"] == "init" })
+		if len(init) != 1 {
+			t.Errorf("%s: %d init log lines, want 1", id, len(init))
+		} else if ms, _ := init[0]["initDurationMs"].(float64); ms <= 0 || init[0]["tracing"] != true {
+			t.Errorf("%s: init line %v", id, init[0])
+		}
+		cold := emfLines(f.h.Logs(), "InitDuration")
+		if len(cold) != 1 || cold[0]["ColdStarts"] != float64(1) {
+			t.Errorf("%s: EMF InitDuration documents %v", id, cold)
+		}
+	}
+}
+
+func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
+	byTrace := map[string]invocation{}
+	for _, inv := range r.invocations {
+		byTrace[inv.traceRoot] = inv
+	}
+	seen := 0
+	for id, f := range r.fns {
+		fnName := "paysvc-it-" + id
+		for _, l := range logLines(t, f.h.Logs(), func(l map[string]any) bool { return l["msg"] == "request" }) {
+			tr, _ := l["traceId"].(string)
+			inv, ok := byTrace[tr]
 			if !ok {
-				t.Errorf("no segment for %s %s (trace %s)", inv.event.HTTPMethod, inv.event.Path, inv.traceRoot)
+				t.Errorf("%s: request log traceId %q is not an invocation's trace (the Lambda trace header wins over the event's)", id, tr)
 				continue
 			}
-			var dynamoOps, upstreamCalls int
-			for _, c := range s.flatten(t)[1:] {
-				if c.Name == "DynamoDB" && c.Namespace == "aws" {
-					dynamoOps++
-				}
-				if c.Namespace == "remote" && c.HTTP != nil && strings.HasPrefix(c.HTTP.Request.URL, e.simURL) {
-					upstreamCalls++
-				}
+			seen++
+			if l["requestId"] != inv.event.RequestContext.RequestID || l["status"] != float64(inv.resp.StatusCode) {
+				t.Errorf("%s: log %v for response %d of %s", id, l, inv.resp.StatusCode, inv.event.RequestContext.RequestID)
 			}
-			if dynamoOps == 0 && inv.resp.StatusCode < 300 {
-				t.Errorf("%s %s: no DynamoDB subsegment", inv.event.HTTPMethod, inv.event.Path)
-			}
-			callsUpstream := strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() && inv.resp.StatusCode != http.StatusNotFound
-			if callsUpstream && upstreamCalls == 0 {
-				t.Errorf("%s %s: no upstream subsegment", inv.event.HTTPMethod, inv.event.Path)
-			}
-			if s.Annotations["status"] != float64(inv.resp.StatusCode) || (inv.event.PathParameters["siteId"] != "" && s.Annotations["siteId"] != "site_demo") {
-				t.Errorf("%s %s: annotations %v", inv.event.HTTPMethod, inv.event.Path, s.Annotations)
-			}
-			if inv.accepted() {
-				continue
-			}
-			body := inv.resp.json(t)
-			if rc, _ := body["resultCode"].(string); rc != "" && s.Annotations["resultCode"] != rc {
-				t.Errorf("%s: resultCode annotation %v, want %s", inv.event.Path, s.Annotations["resultCode"], rc)
-			}
-			if ec, _ := body["errorCode"].(string); ec != "" && s.Annotations["errorCode"] != ec {
-				t.Errorf("%s: errorCode annotation %v, want %s", inv.event.Path, s.Annotations["errorCode"], ec)
-			}
-			if psp, _ := body["pspReference"].(string); psp != "" && s.Annotations["pspReference"] == nil {
-				t.Errorf("%s: no pspReference annotation: %v", inv.event.Path, s.Annotations)
+			if inv.event.PathParameters["siteId"] != "" && (l["site"] != "site_demo" || l["merchant"] != "m_demo") {
+				t.Errorf("%s: log without site/merchant: %v", id, l)
 			}
 		}
-	})
+		reqs := emfLines(f.h.Logs(), "Requests")
+		if len(reqs) == 0 && id != "WebhookDispatcherFunction" {
+			t.Errorf("%s: no EMF Requests metric", id)
+		}
+		for _, m := range reqs {
+			if m["Service"] != "paysvc" || m["Function"] != fnName {
+				t.Errorf("%s: EMF dimensions %v", id, m)
+			}
+		}
+		up := emfLines(f.h.Logs(), "UpstreamRequests")
+		if upstreamCallers[id] == (len(up) == 0) {
+			t.Errorf("%s: %d EMF UpstreamRequests documents", id, len(up))
+		}
+		for _, m := range up {
+			if m["Function"] != fnName || m["UpstreamErrors"] != float64(0) {
+				t.Errorf("%s: upstream metric %v", id, m)
+			}
+		}
+	}
+	if seen != len(r.invocations) {
+		t.Errorf("%d request log lines for %d invocations", seen, len(r.invocations))
+	}
+}
 
-	// Last: every line every function wrote.
-	t.Run("no-secrets-in-logs", func(t *testing.T) {
-		for id, f := range fns {
-			logs := f.h.Logs()
-			if !strings.Contains(logs, `"msg":"init"`) {
-				t.Fatalf("%s: no logs captured", id)
+func (r *lambdaRun) xRay(t *testing.T) {
+	// Every sampled invocation sent its request subsegment with the
+	// DynamoDB and (but for config) upstream subsegments under it.
+	segs := r.e.daemon.waitFor(t, len(r.invocations), 10*time.Second)
+	byTrace := map[string]xraySegment{}
+	for _, s := range segs {
+		if s.Type == "subsegment" && s.ParentID != "" {
+			byTrace[s.TraceID] = s
+		}
+	}
+	for _, inv := range r.invocations {
+		s, ok := byTrace[inv.traceRoot]
+		if !ok {
+			t.Errorf("no segment for %s %s (trace %s)", inv.event.HTTPMethod, inv.event.Path, inv.traceRoot)
+			continue
+		}
+		var dynamoOps, upstreamCalls int
+		for _, c := range s.flatten(t)[1:] {
+			if c.Name == "DynamoDB" && c.Namespace == "aws" {
+				dynamoOps++
 			}
-			for what, secret := range e.secrets {
-				if strings.Contains(logs, secret) {
-					t.Errorf("%s: the %s appears in the logs", id, what)
-				}
-			}
-			// Every line is JSON (structured logs and EMF alike).
-			sc := bufio.NewScanner(strings.NewReader(logs))
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
-			for sc.Scan() {
-				if !json.Valid(sc.Bytes()) {
-					t.Errorf("%s: log line is not JSON: %q", id, sc.Text())
-				}
+			if c.Namespace == "remote" && c.HTTP != nil && strings.HasPrefix(c.HTTP.Request.URL, r.e.simURL) {
+				upstreamCalls++
 			}
 		}
-	})
+		if dynamoOps == 0 && inv.resp.StatusCode < 300 {
+			t.Errorf("%s %s: no DynamoDB subsegment", inv.event.HTTPMethod, inv.event.Path)
+		}
+		callsUpstream := strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() && inv.resp.StatusCode != http.StatusNotFound
+		if callsUpstream && upstreamCalls == 0 {
+			t.Errorf("%s %s: no upstream subsegment", inv.event.HTTPMethod, inv.event.Path)
+		}
+		if s.Annotations["status"] != float64(inv.resp.StatusCode) || (inv.event.PathParameters["siteId"] != "" && s.Annotations["siteId"] != "site_demo") {
+			t.Errorf("%s %s: annotations %v", inv.event.HTTPMethod, inv.event.Path, s.Annotations)
+		}
+		if inv.accepted() {
+			continue
+		}
+		body := inv.resp.json(t)
+		if rc, _ := body["resultCode"].(string); rc != "" && s.Annotations["resultCode"] != rc {
+			t.Errorf("%s: resultCode annotation %v, want %s", inv.event.Path, s.Annotations["resultCode"], rc)
+		}
+		if ec, _ := body["errorCode"].(string); ec != "" && s.Annotations["errorCode"] != ec {
+			t.Errorf("%s: errorCode annotation %v, want %s", inv.event.Path, s.Annotations["errorCode"], ec)
+		}
+		if psp, _ := body["pspReference"].(string); psp != "" && s.Annotations["pspReference"] == nil {
+			t.Errorf("%s: no pspReference annotation: %v", inv.event.Path, s.Annotations)
+		}
+	}
+}
+
+func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
+	for id, f := range r.fns {
+		logs := f.h.Logs()
+		if !strings.Contains(logs, `"msg":"init"`) {
+			t.Fatalf("%s: no logs captured", id)
+		}
+		for what, secret := range r.e.secrets {
+			if strings.Contains(logs, secret) {
+				t.Errorf("%s: the %s appears in the logs", id, what)
+			}
+		}
+		// Every line is JSON (structured logs and EMF alike).
+		sc := bufio.NewScanner(strings.NewReader(logs))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if !json.Valid(sc.Bytes()) {
+				t.Errorf("%s: log line is not JSON: %q", id, sc.Text())
+			}
+		}
+	}
 }
 
 // upstreamCallers are the functions that call the upstream checkout API.
