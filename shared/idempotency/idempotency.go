@@ -3,8 +3,9 @@
 //
 // A request with an Idempotency-Key claims (merchant, key) with one
 // conditional write. A duplicate of a finished request gets the stored
-// response byte-for-byte; a duplicate of a running one gets 409 yp_2004; a
-// different request with the same key gets 422 yp_2003. Results are stored
+// response byte-for-byte; a duplicate of a running one gets
+// apperr.IdempotencyInFlight; a different request with the same key gets
+// apperr.IdempotencyMismatch. Results are stored
 // only once the upstream has been called (its answer would not change);
 // otherwise the key is released so a corrected request or a retry after a
 // 5xx runs again, and the upstream call carries a key derived from
@@ -111,7 +112,7 @@ type Lease struct {
 
 // Begin claims key for the request fingerprinted fp. Exactly one of the
 // results is set: a Lease (run the request, then Finish), a Response to
-// replay, or an error (409 yp_2004, 422 yp_2003, or a store failure).
+// replay, or an error (apperr.IdempotencyInFlight, apperr.IdempotencyMismatch, or a store failure).
 func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Response, error) {
 	now := s.clock.Now()
 	token, err := newToken()

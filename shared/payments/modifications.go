@@ -27,8 +27,8 @@ func modificationResult(psp string, resp upstream.ModificationResponse) Modifica
 	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}
 }
 
-// ownedPayment returns the payment psp of this merchant and site, or 404
-// yp_3006 for an unknown one and for one of another merchant or site alike.
+// ownedPayment returns the payment psp of this merchant and site, or
+// apperr.PaymentNotFound for an unknown one and for one of another merchant or site alike.
 func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (Payment, error) {
 	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
 	if psp == "" || len(psp) > 64 {

@@ -14,8 +14,8 @@ import (
 // writer's change landed, so retrying always makes progress; the jittered
 // backoff keeps many writers on one payment (50 parallel captures) from
 // retrying in lockstep. maxMutateAttempts (about 5 s of backoff) bounds a
-// change made before the upstream is called: past it the caller gets 409
-// yp_2005 and may retry. A change recording what the upstream already
+// change made before the upstream is called: past it the caller gets
+// ErrBusy (apperr.PaymentBusy) and may retry. A change recording what the upstream already
 // accepted uses maxSettleAttempts (about 25 s) and must not be given up.
 const (
 	maxMutateAttempts = 200

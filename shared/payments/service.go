@@ -70,10 +70,10 @@ func reference(c *Call, given, prefix string) string {
 }
 
 // upstreamError maps an upstream failure to the endpoint's error: the
-// upstream's deterministic 4xx rejections become 400 yp_2002 with its
-// message; an in-flight duplicate 409 yp_2004; everything else (5xx,
-// timeouts, connection errors, our own credentials refused) the endpoint's
-// 500 code.
+// upstream's deterministic rejections become apperr.Invalid with its
+// message; an in-flight duplicate apperr.IdempotencyInFlight; everything
+// else (5xx, timeouts, connection errors, our own credentials refused) the
+// endpoint's failure kind.
 func upstreamError(err error, failed apperr.Kind, what string) error {
 	if upstream.IsInFlight(err) {
 		return apperr.Wrap(apperr.IdempotencyInFlight, "the upstream is still processing a request with this Idempotency-Key; retry later", err)

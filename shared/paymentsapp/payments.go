@@ -30,7 +30,7 @@ func additionalDataKey(k string) string {
 var stateDataObjects = []string{"browserInfo", "riskData", "billingAddress", "deliveryAddress", "authenticationData"}
 
 // DecodePayment decodes and validates a POST payments body strictly, in
-// one pass: every problem is reported with its field path in one 400 yp_2002.
+// one pass: every problem is reported with its field path in one apperr.Invalid error.
 func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	var errs jsonin.Errors
 	o := jsonin.Parse(body, &errs)

@@ -6,7 +6,7 @@ import (
 )
 
 // DecodeSession decodes and validates a POST sessions body strictly, in
-// one pass: every problem is reported with its field path in one 400 yp_2002.
+// one pass: every problem is reported with its field path in one apperr.Invalid error.
 func DecodeSession(body []byte) (payments.SessionInput, error) {
 	var errs jsonin.Errors
 	o := jsonin.Parse(body, &errs)

@@ -51,7 +51,7 @@ func window(rate, burst int) time.Duration {
 }
 
 // Allow counts one request of keyID, with per-key rate and burst overrides
-// (≤ 0: the limiter's). It returns a 429 yp_9006 error with RetryAfter when
+// (≤ 0: the limiter's). It returns an apperr.RateLimited error with RetryAfter when
 // the key's window is full. A store failure lets the request through and is
 // logged: the limiter protects capacity, it must not take the API down.
 func (l *Limiter) Allow(ctx context.Context, keyID string, rate, burst int) error {

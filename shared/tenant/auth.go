@@ -63,7 +63,7 @@ func NewAuthenticator(s Store, env Environment, clk clock.Clock, ttl time.Durati
 func (a *Authenticator) Environment() Environment { return a.env }
 
 // Authenticate checks an Authorization header value. Missing, malformed,
-// unknown, revoked and wrong-environment keys are 401 yp_1001.
+// unknown, revoked and wrong-environment keys are apperr.Unauthenticated.
 func (a *Authenticator) Authenticate(ctx context.Context, authorization string) (Principal, error) {
 	const bearer = "Bearer "
 	if authorization == "" {
@@ -96,7 +96,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 	return Principal{Key: k}, nil
 }
 
-// Authorize checks the key's permission for an endpoint (403 yp_1002).
+// Authorize checks the key's permission for an endpoint (apperr.Forbidden).
 func (a *Authenticator) Authorize(p Principal, perm Permission) error {
 	if !p.Key.Allows(perm) {
 		return apperr.Newf(apperr.Forbidden, "API key not allowed to call this endpoint (needs permission %q)", perm)
@@ -104,8 +104,9 @@ func (a *Authenticator) Authorize(p Principal, perm Permission) error {
 	return nil
 }
 
-// Merchant returns the caller's merchant: 404 yp_3005 when missing or
-// deactivated, 422 yp_5003 when not set up for ecommerce.
+// Merchant returns the caller's merchant: apperr.MerchantNotFound when
+// missing or deactivated, apperr.MerchantNotEcommerce when not set up for
+// ecommerce.
 func (a *Authenticator) Merchant(ctx context.Context, p Principal) (Merchant, error) {
 	m, err := a.merchant(ctx, p.MerchantID())
 	if errors.Is(err, storeerr.ErrNotFound) || (err == nil && !m.Active) {
@@ -120,8 +121,8 @@ func (a *Authenticator) Merchant(ctx context.Context, p Principal) (Merchant, er
 	return m, nil
 }
 
-// Site resolves siteID for the caller: 400 yp_3003 when malformed; 404
-// yp_3004 when unknown, not an ecommerce site, another merchant's, or outside
+// Site resolves siteID for the caller: apperr.SiteIDMalformed when
+// malformed; apperr.SiteNotFound when unknown, not an ecommerce site, another merchant's, or outside
 // the key's sites (one answer for all, so existence never leaks); then the
 // merchant checks of Merchant.
 func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (Site, Merchant, error) {
@@ -149,7 +150,7 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	return s, m, nil
 }
 
-// RequireFlow returns 409 yp_3004 when the site is not enabled for f.
+// RequireFlow returns apperr.SiteFlowNotEnabled when the site is not enabled for f.
 func RequireFlow(s Site, f Flow) error {
 	if !s.HasFlow(f) {
 		return apperr.Newf(apperr.SiteFlowNotEnabled, "site type cannot be used for this: site not enabled for the %s flow", f)

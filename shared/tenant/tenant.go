@@ -52,11 +52,11 @@ type Merchant struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Country string `json:"country"` // ISO 3166-1 alpha-2, the registered country
-	// Active is false for a deactivated merchant (its keys get 404 yp_3005).
+	// Active is false for a deactivated merchant (its keys get apperr.MerchantNotFound).
 	Active      bool        `json:"active"`
 	CaptureMode CaptureMode `json:"captureMode"`
 	// Ecommerce is true once the merchant is set up for ecommerce; with
-	// UpstreamAccount, ClientKey and SplitAccount it is required (422 yp_5003).
+	// UpstreamAccount, ClientKey and SplitAccount it is required (apperr.MerchantNotEcommerce).
 	Ecommerce       bool   `json:"ecommerce"`
 	UpstreamAccount string `json:"upstreamAccount"` // the upstream merchantAccount
 	ClientKey       string `json:"clientKey"`       // the upstream client key, returned as clientToken
