@@ -18,14 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/yp/paysvc/internal/lambdaharness"
+	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
-	"github.com/yp/paysvc/tests/lambdaharness"
 )
 
 // Values the sample events of events/ carry (events/README.md; test only).
@@ -192,7 +192,7 @@ type coldEnv struct {
 
 // newColdEnv sets up the functions' AWS side, secret and X-Ray sink on top
 // of an rtEnv (which brings the table, queues, simulator and receiver).
-func newColdEnv(t *benchTB, root string) *coldEnv {
+func newColdEnv(t *section, root string) *coldEnv {
 	rt := newRTEnv(t)
 	ctx := context.Background()
 	// The events' API key, next to the demo tenant's own.
@@ -306,7 +306,7 @@ func pspPath(ev map[string]any, psp string) {
 
 // notificationBody is a signed AUTHORISATION notification for a payment
 // started through the service (its record exists).
-func (c *coldEnv) notificationBody(t *benchTB) (string, upstream.NotificationRequestItem) {
+func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationRequestItem) {
 	psp := c.rt.pay(t, fmt.Sprintf("bench-cold-notif-%d-%d", time.Now().UnixNano(), c.seq))
 	if err := c.rt.sim.Sim.Flush(context.Background()); err != nil {
 		t.Logf("simulator flush: %v", err)
@@ -326,7 +326,7 @@ func (c *coldEnv) notificationBody(t *benchTB) (string, upstream.NotificationReq
 
 // request returns the event of a representative request of function fn and
 // what it is; a new input (payment, notification, delivery) each call.
-func (c *coldEnv) request(t *benchTB, fn string) ([]byte, string, error) {
+func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 	switch fn {
 	case "config":
 		b, err := c.apiEvent("config", nil)
@@ -363,7 +363,7 @@ func (c *coldEnv) request(t *benchTB, fn string) ([]byte, string, error) {
 		b, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{
 			MessageId: fmt.Sprintf("bench-%d", c.seq), ReceiptHandle: "bench-receipt", Body: job,
 			Attributes: map[string]string{"ApproximateReceiveCount": "1"}, EventSource: "aws:sqs",
-			EventSourceARN: "arn:aws:sqs:" + moto.Region + ":123456789012:bench-deliveries", AWSRegion: moto.Region,
+			EventSourceARN: "arn:aws:sqs:" + motoserver.Region + ":123456789012:bench-deliveries", AWSRegion: motoserver.Region,
 		}}})
 		return b, "SQS batch of 1 delivery (webhook POST to 127.0.0.1)", err
 	case "echo":
@@ -412,7 +412,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 	if len(fns) == 0 {
 		return res, errors.New("no function to measure")
 	}
-	err = runSection("coldstart", cfg.progress, func(t *benchTB) error {
+	err = runSection("coldstart", cfg.progress, func(t *section) error {
 		bin := t.TempDir()
 		for i := range fns {
 			f := &fns[i]
@@ -475,7 +475,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 
 // measureStarts starts f cfg.Starts times: init time, the first request,
 // the request after it, and the peak RSS of the process.
-func measureStarts(ctx context.Context, t *benchTB, cfg *config, c *coldEnv, f *fnResult, bin string) error {
+func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *fnResult, bin string) error {
 	env := map[string]string{}
 	if c != nil {
 		env = c.env
@@ -492,10 +492,13 @@ func measureStarts(ctx context.Context, t *benchTB, cfg *config, c *coldEnv, f *
 				return err
 			}
 		}
-		h := lambdaharness.StartWithOptions(t, bin, env, lambdaharness.Options{
-			FunctionName: "paysvc-bench-" + f.Name, Region: moto.Region, MemoryMB: 128,
+		h, startErr := lambdaharness.Start(bin, env, lambdaharness.Options{
+			FunctionName: "paysvc-bench-" + f.Name, Region: motoserver.Region, MemoryMB: 128,
 			Timeout: 30 * time.Second, InitTimeout: 20 * time.Second, Dir: t.TempDir(),
 		})
+		if startErr != nil {
+			return startErr
+		}
 		err := func() error {
 			defer h.Close()
 			init := h.InitDuration()

@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/yp/paysvc/shared/testutil/moto"
+	"github.com/yp/paysvc/internal/motoserver"
 )
 
 // Sections of the report, in order.
@@ -236,7 +236,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	rep, runErr := run(ctx, cfg)
 	stop()
-	moto.Stop() // the moto_server this process started, if any
+	motoserver.Stop() // the moto_server this process started, if any
 	if err := writeReport(cfg, rep); err != nil {
 		fmt.Fprintln(os.Stderr, "paysvc-bench:", err)
 		os.Exit(1)

@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/yp/paysvc/internal/bodies"
 	"github.com/yp/paysvc/shared/localserver"
-	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
@@ -31,8 +31,8 @@ const (
 // Request bodies of the overhead runs: testenv's typical Drop-in payment
 // (state data included) and sessions request; reference is filled per request.
 const (
-	payBodyFmt     = testenv.PaymentBodyFmt
-	sessionBodyFmt = testenv.SessionBodyFmt
+	payBodyFmt     = bodies.PaymentBodyFmt
+	sessionBodyFmt = bodies.SessionBodyFmt
 	captureBody    = `{"amount":{"value":12950,"currency":"EUR"}}`
 )
 
@@ -471,7 +471,7 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 		if lat > 0 {
 			n, levels = cfg.RequestsSlow, []int{cfg.ConcurrencySlow}
 		}
-		err := runSection(fmt.Sprintf("overhead-%s", lat), cfg.progress, func(t *benchTB) error {
+		err := runSection(fmt.Sprintf("overhead-%s", lat), cfg.progress, func(t *section) error {
 			sim, err := startSimFront(lat)
 			if err != nil {
 				return err

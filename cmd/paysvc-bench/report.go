@@ -640,7 +640,7 @@ func (r *report) coldStartSection(w func(string, ...any)) {
 	w("## 3. Cold start\n\n")
 	w("Each function built as the Makefile builds it (`CGO_ENABLED=0 -tags lambda.norpc -trimpath -ldflags='-s -w'`) for arm64\n")
 	w("(deployed) and amd64, then the amd64 `bootstrap` started %d times under the Lambda Runtime API harness\n", r.cfg.Starts)
-	w("(`tests/lambdaharness`) with its production environment: DynamoDB, SQS and Secrets Manager on moto (the upstream secret is\n")
+	w("(`internal/lambdaharness`) with its production environment: DynamoDB, SQS and Secrets Manager on moto (the upstream secret is\n")
 	w("read at init, as deployed), X-Ray daemon address set (a UDP sink), 128 MB. *Init* = process start → first call to\n")
 	w("`/invocation/next`; *first request* = the first event after init, handed over → answered; *next* = the event after it;\n")
 	w("*peak RSS* = VmHWM of the process after both. Each start gets a fresh input (payment, notification, delivery).\n\n")

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
@@ -34,7 +35,6 @@ import (
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -335,12 +335,15 @@ type rtEnv struct {
 // newRTEnv builds the stores, upstream and handlers the way shared/app
 // does for a Lambda function (tenant cache 5 s, default rate limits), but
 // with its own DynamoDB and SQS clients carrying the timeline middleware.
-func newRTEnv(t *benchTB) *rtEnv {
+func newRTEnv(t *section) *rtEnv {
 	ctx := context.Background()
-	endpoint := moto.Endpoint(t)
+	endpoint, err := motoserver.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &callRecorder{}
 	awsCfg := aws.Config{
-		Region:       moto.Region,
+		Region:       motoserver.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
 		HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
@@ -351,7 +354,10 @@ func newRTEnv(t *benchTB) *rtEnv {
 	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
 		o.APIOptions = append(o.APIOptions, rec.apiOption("SQS"))
 	})
-	table := moto.TableName(t)
+	table, err := motoserver.TableName(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
 		t.Fatalf("create table: %v", err)
 	}
@@ -448,7 +454,7 @@ func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
 }
 
 // pay starts a payment through the service and returns its pspReference.
-func (e *rtEnv) pay(t *benchTB, ref string) string {
+func (e *rtEnv) pay(t *section, ref string) string {
 	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", fmt.Sprintf(payBodyFmt, ref), ref)
 	var out struct{ ResultCode, PSPReference string }
 	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ResultCode != "Authorised" {
@@ -459,7 +465,7 @@ func (e *rtEnv) pay(t *benchTB, ref string) string {
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
 // calls of each request's timeline.
-func (e *rtEnv) measureOp(t *benchTB, name string, n int, op func(i int) error) rtRow {
+func (e *rtEnv) measureOp(t *section, name string, n int, op func(i int) error) rtRow {
 	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
@@ -489,7 +495,7 @@ func (e *rtEnv) measureOp(t *benchTB, name string, n int, op func(i int) error) 
 // the instrumented client, one request at a time.
 func runRoundTrips(cfg *config) (*roundTripResult, error) {
 	res := &roundTripResult{}
-	err := runSection("roundtrips", cfg.progress, func(t *benchTB) error {
+	err := runSection("roundtrips", cfg.progress, func(t *section) error {
 		e := newRTEnv(t)
 		n := cfg.RTRequests
 		api := func(method, path, body string, idem func(i int) string, want int) func(i int) error {

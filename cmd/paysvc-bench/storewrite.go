@@ -29,7 +29,7 @@ func measureStoreWrite(cfg *config) (*storeWriteResult, error) {
 	if cfg.Smoke {
 		res.Writes = 20
 	}
-	err := runSection("store-write", cfg.progress, func(t *benchTB) error {
+	err := runSection("store-write", cfg.progress, func(t *section) error {
 		dir := t.TempDir()
 		res.FS = fsType(dir)
 		st, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/provision"
@@ -26,7 +27,6 @@ import (
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -119,7 +119,7 @@ type webhookBench struct {
 
 // newWebhookBench seeds st (demo tenant, a fast and a hanging subscription)
 // and wires the dispatcher under the SQS Lambda handler.
-func newWebhookBench(t *benchTB, st webhookStore, recv *receivers) *webhookBench {
+func newWebhookBench(t *section, st webhookStore, recv *receivers) *webhookBench {
 	ctx := context.Background()
 	clk := clock.System{}
 	demo, err := provision.Demo(tenant.EnvTest)
@@ -163,7 +163,7 @@ func newWebhookBench(t *benchTB, st webhookStore, recv *receivers) *webhookBench
 }
 
 // create stores n pending deliveries to subscription sub.
-func (w *webhookBench) create(t *benchTB, sub string, n int) []string {
+func (w *webhookBench) create(t *section, sub string, n int) []string {
 	ctx := context.Background()
 	ids := make([]string, n)
 	now := time.Now().UTC()
@@ -208,7 +208,7 @@ func (w *webhookBench) batch(ctx context.Context, ids []string) (time.Duration, 
 
 // throughput sends n deliveries in batches of ten, one batch at a time
 // (one dispatcher instance handles one SQS batch per invocation).
-func (w *webhookBench) throughput(ctx context.Context, t *benchTB, run *webhookRun, recv *receivers, n int) error {
+func (w *webhookBench) throughput(ctx context.Context, t *section, run *webhookRun, recv *receivers, n int) error {
 	ids := w.create(t, "sub_fast", n)
 	before := recv.fast.Load()
 	var lat []time.Duration
@@ -247,7 +247,7 @@ func (w *webhookBench) slowestOf(ids []string, start time.Time) (time.Duration, 
 
 // hanging measures nine fast deliveries in a batch whose tenth receiver
 // hangs, against batches of ten fast ones.
-func (w *webhookBench) hanging(ctx context.Context, t *benchTB, run *webhookRun, hang time.Duration) error {
+func (w *webhookBench) hanging(ctx context.Context, t *section, run *webhookRun, hang time.Duration) error {
 	run.HangFor = hang
 	var base []time.Duration
 	for range 3 {
@@ -277,7 +277,7 @@ func (w *webhookBench) hanging(ctx context.Context, t *benchTB, run *webhookRun,
 // runWebhooks is item 4, on the embedded store and on DynamoDB (moto).
 func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 	res := &webhookResult{}
-	err := runSection("webhooks", cfg.progress, func(t *benchTB) error {
+	err := runSection("webhooks", cfg.progress, func(t *section) error {
 		recv := newReceivers(cfg.HangFor)
 		defer recv.srv.Close()
 
@@ -287,13 +287,19 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 		}
 		defer es.Close()
 
-		endpoint := moto.Endpoint(t)
+		endpoint, err := motoserver.Endpoint()
+		if err != nil {
+			return err
+		}
 		ddb := dynamodb.NewFromConfig(aws.Config{
-			Region: moto.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+			Region: motoserver.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 			BaseEndpoint: aws.String(endpoint),
 			HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
 		})
-		table := moto.TableName(t)
+		table, err := motoserver.TableName(t.Name())
+		if err != nil {
+			return err
+		}
 		if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
 			return err
 		}

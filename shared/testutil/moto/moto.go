@@ -1,92 +1,37 @@
-// Package moto runs moto_server, an AWS-wire-protocol server, for tests of
-// the AWS adapters (docs/architecture.md: never hand-written fakes of the SDK).
-//
-// Endpoint returns $PAYSVC_TEST_AWS_ENDPOINT when set (a server started by
-// CI, e.g. .ci/run). Otherwise the first call starts one `moto_server`
-// process for the whole test binary, on 127.0.0.1 and a free port; Stop (or
-// Run from TestMain) kills it:
+// Package moto ties moto_server (internal/motoserver) to tests of the AWS
+// adapters: Endpoint fails the test when no server can be started (never
+// a skip), and Run from TestMain stops the server the test binary started:
 //
 //	func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
-//
-// A missing moto_server fails the test: it is never skipped.
 package moto
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"strconv"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/yp/paysvc/internal/motoserver"
 )
 
 // EnvEndpoint names the variable that points tests at a running server.
-const EnvEndpoint = "PAYSVC_TEST_AWS_ENDPOINT"
+const EnvEndpoint = motoserver.EnvEndpoint
 
 // Region is the region every test client uses.
-const Region = "us-east-1"
-
-const (
-	startTimeout  = 20 * time.Second
-	pollInterval  = 50 * time.Millisecond
-	startAttempts = 3 // a free port can be taken between probe and bind
-)
-
-// server is the moto_server process shared by the test binary.
-type server struct {
-	once     sync.Once
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	endpoint string
-	err      error
-}
-
-// shared is the one moto_server of this test binary.
-var shared server
+const Region = motoserver.Region
 
 // Endpoint returns the URL of a moto server for t, starting one if needed.
 // It fails t if the server cannot be started.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if ep := os.Getenv(EnvEndpoint); ep != "" {
-		return ep
+	ep, err := motoserver.Endpoint()
+	if err != nil {
+		t.Fatal(err)
 	}
-	shared.once.Do(shared.start)
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.err != nil {
-		t.Fatalf("moto: %v", shared.err)
-	}
-	if shared.cmd == nil {
-		t.Fatal("moto: server already stopped (Stop was called before this test)")
-	}
-	return shared.endpoint
+	return ep
 }
 
-// Stop kills the moto_server started by Endpoint, if any. It is safe to call
-// more than once and when no server was started.
-func Stop() {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.cmd == nil {
-		return
-	}
-	killGroup(shared.cmd)
-	<-shared.exited
-	shared.cmd = nil
-}
+// Stop kills the moto_server started by Endpoint, if any.
+func Stop() { motoserver.Stop() }
 
 // Run runs the tests and then stops the server; use it from TestMain.
 func Run(m *testing.M) int {
@@ -94,159 +39,19 @@ func Run(m *testing.M) int {
 	return m.Run()
 }
 
-// start launches moto_server and waits until it answers.
-func (s *server) start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
-		s.err = fmt.Errorf("moto_server is not on PATH (install it with `pip install 'moto[server]'`, "+
-			"or set %s to a running AWS-compatible endpoint): %w", EnvEndpoint, err)
-		return
-	}
-	for range startAttempts {
-		s.err = s.launch(bin)
-		if s.err == nil {
-			return
-		}
-	}
-}
-
-// launch starts one moto_server on a free port and waits for it.
-func (s *server) launch(bin string) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	out := &tailBuffer{max: 16 << 10}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	cmd.Stdout, cmd.Stderr = out, out
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitReady(endpoint, exited); err != nil {
-		killGroup(cmd)
-		<-exited
-		return fmt.Errorf("moto_server on %s: %w; output:\n%s", endpoint, err, out)
-	}
-	s.cmd, s.exited, s.endpoint = cmd, exited, endpoint
-	return nil
-}
-
-// waitReady polls endpoint until it answers HTTP, the process exits, or
-// startTimeout passes.
-func waitReady(endpoint string, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			_ = resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return errors.New("exited before answering")
-		case <-ctx.Done():
-			return fmt.Errorf("no answer within %s", startTimeout)
-		case <-time.After(pollInterval):
-		}
-	}
-}
-
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it, for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
-// DynamoClient returns a DynamoDB client for endpoint with static test
-// credentials in Region.
-//
-// The client sends one request at a time (a single connection). moto checks
-// a condition expression and then writes without a lock, so two concurrent
-// conditional writes to one item can both succeed there — e.g. two UpdateItem
-// calls that each create the missing item. DynamoDB applies every write to an
-// item atomically; serialising requests gives tests that atomicity, while
-// goroutines still interleave at request granularity exactly as they would
-// against DynamoDB.
+// DynamoClient returns a DynamoDB client for endpoint (motoserver.DynamoClient).
 func DynamoClient(t testing.TB, endpoint string) *dynamodb.Client {
 	t.Helper()
-	return dynamodb.New(dynamodb.Options{
-		Region:       Region,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(endpoint),
-		HTTPClient: &http.Client{Transport: &http.Transport{
-			MaxConnsPerHost:     1,
-			MaxIdleConnsPerHost: 1,
-			IdleConnTimeout:     30 * time.Second,
-		}},
-	})
+	return motoserver.DynamoClient(endpoint)
 }
 
-// TableName returns a table name unique to this run of t: derived from
-// t.Name() (so it is recognisable) plus random hex (so parallel tests and
-// repeated runs against a shared server never collide).
+// TableName returns a table name unique to this run of t, derived from
+// t.Name().
 func TableName(t testing.TB) string {
 	t.Helper()
-	var rnd [6]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
-		t.Fatalf("moto: random table name: %v", err)
+	name, err := motoserver.TableName(t.Name())
+	if err != nil {
+		t.Fatal(err)
 	}
-	base := tableSafe(t.Name())
-	const maxBase = 200 // table names are at most 255 characters
-	if len(base) > maxBase {
-		base = base[len(base)-maxBase:]
-	}
-	return "t_" + base + "_" + hex.EncodeToString(rnd[:])
-}
-
-// tableSafe replaces what a DynamoDB table name may not contain with '_'.
-func tableSafe(s string) string {
-	out := []byte(s)
-	for i, c := range out {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
-		if !ok {
-			out[i] = '_'
-		}
-	}
-	return string(out)
+	return name
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package moto
+package motoserver
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package moto
+package motoserver
 
 import (
 	"os/exec"

@@ -1,0 +1,238 @@
+// Package motoserver runs moto_server, an AWS-wire-protocol server, for the
+// tests of the AWS adapters and for the bench command (never hand-written
+// fakes of the SDK). shared/testutil/moto ties it to a test.
+//
+// Endpoint returns $PAYSVC_TEST_AWS_ENDPOINT when set (a server started by
+// CI, e.g. .ci/run). Otherwise the first call starts one `moto_server`
+// process for the whole process, on 127.0.0.1 and a free port; Stop kills
+// it. A missing moto_server is an error, never a skip.
+package motoserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// EnvEndpoint names the variable that points tests at a running server.
+const EnvEndpoint = "PAYSVC_TEST_AWS_ENDPOINT"
+
+// Region is the region every test client uses.
+const Region = "us-east-1"
+
+const (
+	startTimeout  = 20 * time.Second
+	pollInterval  = 50 * time.Millisecond
+	startAttempts = 3 // a free port can be taken between probe and bind
+)
+
+// server is the moto_server process shared by the test binary.
+type server struct {
+	once     sync.Once
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	endpoint string
+	err      error
+}
+
+// shared is the one moto_server of this process.
+var shared server
+
+// Endpoint returns the URL of a moto server, starting one if needed.
+func Endpoint() (string, error) {
+	if ep := os.Getenv(EnvEndpoint); ep != "" {
+		return ep, nil
+	}
+	shared.once.Do(shared.start)
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.err != nil {
+		return "", fmt.Errorf("moto: %w", shared.err)
+	}
+	if shared.cmd == nil {
+		return "", errors.New("moto: server already stopped (Stop was called before)")
+	}
+	return shared.endpoint, nil
+}
+
+// Stop kills the moto_server started by Endpoint, if any. It is safe to call
+// more than once and when no server was started.
+func Stop() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.cmd == nil {
+		return
+	}
+	killGroup(shared.cmd)
+	<-shared.exited
+	shared.cmd = nil
+}
+
+// start launches moto_server and waits until it answers.
+func (s *server) start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		s.err = fmt.Errorf("moto_server is not on PATH (install it with `pip install 'moto[server]'`, "+
+			"or set %s to a running AWS-compatible endpoint): %w", EnvEndpoint, err)
+		return
+	}
+	for range startAttempts {
+		s.err = s.launch(bin)
+		if s.err == nil {
+			return
+		}
+	}
+}
+
+// launch starts one moto_server on a free port and waits for it.
+func (s *server) launch(bin string) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	out := &tailBuffer{max: 16 << 10}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = out, out
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitReady(endpoint, exited); err != nil {
+		killGroup(cmd)
+		<-exited
+		return fmt.Errorf("moto_server on %s: %w; output:\n%s", endpoint, err, out)
+	}
+	s.cmd, s.exited, s.endpoint = cmd, exited, endpoint
+	return nil
+}
+
+// waitReady polls endpoint until it answers HTTP, the process exits, or
+// startTimeout passes.
+func waitReady(endpoint string, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("exited before answering")
+		case <-ctx.Done():
+			return fmt.Errorf("no answer within %s", startTimeout)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tailBuffer keeps the last max bytes written to it, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// DynamoClient returns a DynamoDB client for endpoint with static test
+// credentials in Region.
+//
+// The client sends one request at a time (a single connection). moto checks
+// a condition expression and then writes without a lock, so two concurrent
+// conditional writes to one item can both succeed there — e.g. two UpdateItem
+// calls that each create the missing item. DynamoDB applies every write to an
+// item atomically; serialising requests gives tests that atomicity, while
+// goroutines still interleave at request granularity exactly as they would
+// against DynamoDB.
+func DynamoClient(endpoint string) *dynamodb.Client {
+	return dynamodb.New(dynamodb.Options{
+		Region:       Region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			MaxConnsPerHost:     1,
+			MaxIdleConnsPerHost: 1,
+			IdleConnTimeout:     30 * time.Second,
+		}},
+	})
+}
+
+// TableName returns a table name unique to this run: derived from name (so
+// it is recognisable) plus random hex (so parallel tests and repeated runs
+// against a shared server never collide).
+func TableName(name string) (string, error) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", fmt.Errorf("moto: random table name: %w", err)
+	}
+	base := tableSafe(name)
+	const maxBase = 200 // table names are at most 255 characters
+	if len(base) > maxBase {
+		base = base[len(base)-maxBase:]
+	}
+	return "t_" + base + "_" + hex.EncodeToString(rnd[:]), nil
+}
+
+// tableSafe replaces what a DynamoDB table name may not contain with '_'.
+func tableSafe(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		if !ok {
+			out[i] = '_'
+		}
+	}
+	return string(out)
+}
