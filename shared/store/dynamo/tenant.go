@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -32,7 +32,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	if m.ID == "" {
 		return fmt.Errorf("dynamo: put merchant: %w", errEmpty("id"))
 	}
-	item, err := dataItem(pfxMerchant+m.ID, skMeta, utc.Merchant(m))
+	item, err := dataItem(pfxMerchant+m.ID, skMeta, records.FromMerchant(m))
 	if err == nil {
 		item[attrGSI1PK], item[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
 		err = s.putItem(ctx, item)
@@ -45,7 +45,8 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 
 // GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
-	m, err := getData[tenant.Merchant](ctx, s, pfxMerchant+id, skMeta)
+	rec, err := getData[records.Merchant](ctx, s, pfxMerchant+id, skMeta)
+	m := rec.ToMerchant()
 	if err != nil {
 		return tenant.Merchant{}, fmt.Errorf("dynamo: get merchant %q: %w", id, err)
 	}
@@ -55,7 +56,8 @@ func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, er
 // ListMerchants returns every merchant, sorted by ID. It reads gsi1, so a
 // merchant written a moment ago may be missing.
 func (s *Store) ListMerchants(ctx context.Context) ([]tenant.Merchant, error) {
-	ms, err := queryData[tenant.Merchant](ctx, s, indexQuery(gsiMerchants, pfxMerchant))
+	recs, err := queryData[records.Merchant](ctx, s, indexQuery(gsiMerchants, pfxMerchant))
+	ms := records.Convert(recs, records.Merchant.ToMerchant)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list merchants: %w", err)
 	}
@@ -71,7 +73,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	case site.MerchantID == "":
 		return fmt.Errorf("dynamo: put site %q: %w", site.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxSite+site.ID, skMeta, utc.Site(site))
+	item, err := dataItem(pfxSite+site.ID, skMeta, records.FromSite(site))
 	if err == nil {
 		item[attrGSI1PK], item[attrGSI1SK] = str(pfxMerchant+site.MerchantID), str(pfxSite+site.ID)
 		err = s.putItem(ctx, item)
@@ -84,7 +86,8 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 
 // GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
-	site, err := getData[tenant.Site](ctx, s, pfxSite+id, skMeta)
+	rec, err := getData[records.Site](ctx, s, pfxSite+id, skMeta)
+	site := rec.ToSite()
 	if err != nil {
 		return tenant.Site{}, fmt.Errorf("dynamo: get site %q: %w", id, err)
 	}
@@ -94,7 +97,8 @@ func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
 // ListSites returns the merchant's sites, sorted by ID. It reads gsi1, so a
 // site written a moment ago may be missing.
 func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site, error) {
-	sites, err := queryData[tenant.Site](ctx, s, indexQuery(pfxMerchant+merchantID, pfxSite))
+	recs, err := queryData[records.Site](ctx, s, indexQuery(pfxMerchant+merchantID, pfxSite))
+	sites := records.Convert(recs, records.Site.ToSite)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list sites of merchant %q: %w", merchantID, err)
 	}
@@ -104,11 +108,12 @@ func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site
 
 // apiKeyItems returns the two items of a key: by hash and under its merchant.
 func apiKeyItems(k tenant.APIKey) (byHash, byOwner map[string]types.AttributeValue, err error) {
-	k = utc.APIKey(k)
-	if byHash, err = dataItem(pfxAPIKey+k.Hash, skMeta, k); err != nil {
+	rec := records.FromAPIKey(k)
+	k = rec.ToAPIKey() // times in UTC
+	if byHash, err = dataItem(pfxAPIKey+k.Hash, skMeta, rec); err != nil {
 		return nil, nil, err
 	}
-	if byOwner, err = dataItem(pfxMerchant+k.MerchantID, pfxKeyRef+k.ID, k); err != nil {
+	if byOwner, err = dataItem(pfxMerchant+k.MerchantID, pfxKeyRef+k.ID, rec); err != nil {
 		return nil, nil, err
 	}
 	byOwner[attrHash] = str(k.Hash)
@@ -162,7 +167,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 
 // GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
-	k, err := getData[tenant.APIKey](ctx, s, pfxAPIKey+hash, skMeta)
+	rec, err := getData[records.APIKey](ctx, s, pfxAPIKey+hash, skMeta)
+	k := rec.ToAPIKey()
 	if err != nil {
 		// The hash identifies a secret: keep it out of errors and logs.
 		return tenant.APIKey{}, fmt.Errorf("dynamo: get api key by hash: %w", err)
@@ -172,7 +178,8 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey
 
 // ListAPIKeys returns the merchant's keys (revoked ones included), sorted by ID.
 func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.APIKey, error) {
-	keys, err := queryData[tenant.APIKey](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxKeyRef))
+	recs, err := queryData[records.APIKey](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxKeyRef))
+	keys := records.Convert(recs, records.APIKey.ToAPIKey)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list api keys of merchant %q: %w", merchantID, err)
 	}
@@ -187,8 +194,9 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at t
 	const attempts = 3
 	var err error
 	for range attempts {
-		var k tenant.APIKey
-		k, err = getData[tenant.APIKey](ctx, s, pfxMerchant+merchantID, pfxKeyRef+keyID)
+		var rec records.APIKey
+		rec, err = getData[records.APIKey](ctx, s, pfxMerchant+merchantID, pfxKeyRef+keyID)
+		k := rec.ToAPIKey()
 		if err != nil || k.Revoked() {
 			break
 		}
@@ -214,7 +222,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	case sub.MerchantID == "":
 		return fmt.Errorf("dynamo: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, utc.Subscription(sub))
+	item, err := dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, records.FromSubscription(sub))
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}
@@ -226,7 +234,8 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 
 // GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
-	sub, err := getData[tenant.Subscription](ctx, s, pfxMerchant+merchantID, pfxSub+id)
+	rec, err := getData[records.Subscription](ctx, s, pfxMerchant+merchantID, pfxSub+id)
+	sub := rec.ToSubscription()
 	if err != nil {
 		return tenant.Subscription{}, fmt.Errorf("dynamo: get subscription %q of merchant %q: %w", id, merchantID, err)
 	}
@@ -235,7 +244,8 @@ func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (ten
 
 // ListSubscriptions returns the merchant's subscriptions, sorted by ID.
 func (s *Store) ListSubscriptions(ctx context.Context, merchantID string) ([]tenant.Subscription, error) {
-	subs, err := queryData[tenant.Subscription](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxSub))
+	recs, err := queryData[records.Subscription](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxSub))
+	subs := records.Convert(recs, records.Subscription.ToSubscription)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list subscriptions of merchant %q: %w", merchantID, err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -18,7 +18,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 		return fmt.Errorf("embedded: put merchant: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktMerchants), []byte(m.ID), utc.Merchant(m))
+		return putJSON(bucket(tx, bktMerchants), []byte(m.ID), records.FromMerchant(m))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: put merchant %q: %w", m.ID, err)
@@ -28,10 +28,11 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 
 // GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
-	var m tenant.Merchant
+	var rec records.Merchant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktMerchants), []byte(id), &m)
+		return mustGet(bucket(tx, bktMerchants), []byte(id), &rec)
 	})
+	m := rec.ToMerchant()
 	if err != nil {
 		return tenant.Merchant{}, fmt.Errorf("embedded: get merchant %q: %w", id, err)
 	}
@@ -40,16 +41,16 @@ func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, er
 
 // ListMerchants returns every merchant, sorted by ID.
 func (s *Store) ListMerchants(ctx context.Context) ([]tenant.Merchant, error) {
-	var out []tenant.Merchant
+	var out []records.Merchant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		out, err = listJSON[tenant.Merchant](bucket(tx, bktMerchants), nil, nil)
+		out, err = listJSON[records.Merchant](bucket(tx, bktMerchants), nil, nil)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list merchants: %w", err)
 	}
-	return out, nil
+	return records.Convert(out, records.Merchant.ToMerchant), nil
 }
 
 // PutSite creates or replaces a site, moving it between merchants' lists if
@@ -63,7 +64,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		sites, index := bucket(tx, bktSites), bucket(tx, bktSitesByMerchant)
-		var old tenant.Site
+		var old records.Site
 		found, err := getJSON(sites, []byte(site.ID), &old)
 		if err != nil {
 			return err
@@ -73,7 +74,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 				return err
 			}
 		}
-		if err := putJSON(sites, []byte(site.ID), utc.Site(site)); err != nil {
+		if err := putJSON(sites, []byte(site.ID), records.FromSite(site)); err != nil {
 			return err
 		}
 		return index.Put(compositeKey(site.MerchantID, site.ID), []byte{})
@@ -86,10 +87,11 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 
 // GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
-	var site tenant.Site
+	var rec records.Site
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSites), []byte(id), &site)
+		return mustGet(bucket(tx, bktSites), []byte(id), &rec)
 	})
+	site := rec.ToSite()
 	if err != nil {
 		return tenant.Site{}, fmt.Errorf("embedded: get site %q: %w", id, err)
 	}
@@ -98,11 +100,11 @@ func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
 
 // ListSites returns the merchant's sites, sorted by ID.
 func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site, error) {
-	var out []tenant.Site
+	var out []records.Site
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		sites, prefix := bucket(tx, bktSites), prefixOf(merchantID)
 		var err error
-		out, err = listJSON[tenant.Site](bucket(tx, bktSitesByMerchant), prefix, func(k, _ []byte) []byte {
+		out, err = listJSON[records.Site](bucket(tx, bktSitesByMerchant), prefix, func(k, _ []byte) []byte {
 			return sites.Get(k[len(prefix):])
 		})
 		return err
@@ -110,7 +112,7 @@ func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list sites of merchant %q: %w", merchantID, err)
 	}
-	return out, nil
+	return records.Convert(out, records.Site.ToSite), nil
 }
 
 // CreateAPIKey stores a new key; storeerr.ErrConflict if its hash, or its ID
@@ -130,7 +132,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		if keys.Get([]byte(k.Hash)) != nil || index.Get(ref) != nil {
 			return storeerr.ErrConflict
 		}
-		if err := putJSON(keys, []byte(k.Hash), utc.APIKey(k)); err != nil {
+		if err := putJSON(keys, []byte(k.Hash), records.FromAPIKey(k)); err != nil {
 			return err
 		}
 		return index.Put(ref, []byte(k.Hash))
@@ -143,10 +145,11 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 
 // GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
-	var k tenant.APIKey
+	var rec records.APIKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktAPIKeys), []byte(hash), &k)
+		return mustGet(bucket(tx, bktAPIKeys), []byte(hash), &rec)
 	})
+	k := rec.ToAPIKey()
 	if err != nil {
 		// The hash identifies a secret: keep it out of errors and logs.
 		return tenant.APIKey{}, fmt.Errorf("embedded: get api key by hash: %w", err)
@@ -156,11 +159,11 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey
 
 // ListAPIKeys returns the merchant's keys (revoked ones included), sorted by ID.
 func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.APIKey, error) {
-	var out []tenant.APIKey
+	var out []records.APIKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		keys := bucket(tx, bktAPIKeys)
 		var err error
-		out, err = listJSON[tenant.APIKey](bucket(tx, bktAPIKeysByMerchant), prefixOf(merchantID), func(_, hash []byte) []byte {
+		out, err = listJSON[records.APIKey](bucket(tx, bktAPIKeysByMerchant), prefixOf(merchantID), func(_, hash []byte) []byte {
 			return keys.Get(hash)
 		})
 		return err
@@ -168,7 +171,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.AP
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list api keys of merchant %q: %w", merchantID, err)
 	}
-	return out, nil
+	return records.Convert(out, records.APIKey.ToAPIKey), nil
 }
 
 // RevokeAPIKey marks the merchant's key revoked at `at`. Revoking a revoked
@@ -181,11 +184,11 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at t
 		if hash == nil {
 			return storeerr.ErrNotFound
 		}
-		var k tenant.APIKey
+		var k records.APIKey
 		if err := mustGet(keys, hash, &k); err != nil {
 			return fmt.Errorf("dangling key index: %w", err)
 		}
-		if k.Revoked() {
+		if k.RevokedAt != nil {
 			return nil
 		}
 		at := at.UTC()
@@ -207,7 +210,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 		return fmt.Errorf("embedded: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktSubscriptions), compositeKey(sub.MerchantID, sub.ID), utc.Subscription(sub))
+		return putJSON(bucket(tx, bktSubscriptions), compositeKey(sub.MerchantID, sub.ID), records.FromSubscription(sub))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: put subscription %q of merchant %q: %w", sub.ID, sub.MerchantID, err)
@@ -217,10 +220,11 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 
 // GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
-	var sub tenant.Subscription
+	var rec records.Subscription
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSubscriptions), compositeKey(merchantID, id), &sub)
+		return mustGet(bucket(tx, bktSubscriptions), compositeKey(merchantID, id), &rec)
 	})
+	sub := rec.ToSubscription()
 	if err != nil {
 		return tenant.Subscription{}, fmt.Errorf("embedded: get subscription %q of merchant %q: %w", id, merchantID, err)
 	}
@@ -229,14 +233,14 @@ func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (ten
 
 // ListSubscriptions returns the merchant's subscriptions, sorted by ID.
 func (s *Store) ListSubscriptions(ctx context.Context, merchantID string) ([]tenant.Subscription, error) {
-	var out []tenant.Subscription
+	var out []records.Subscription
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		out, err = listJSON[tenant.Subscription](bucket(tx, bktSubscriptions), prefixOf(merchantID), nil)
+		out, err = listJSON[records.Subscription](bucket(tx, bktSubscriptions), prefixOf(merchantID), nil)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list subscriptions of merchant %q: %w", merchantID, err)
 	}
-	return out, nil
+	return records.Convert(out, records.Subscription.ToSubscription), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 var (
@@ -46,6 +47,20 @@ var samples = []struct {
 		`{"scope":"m_a","key":"k","fingerprint":"fp","status":"completed","leaseToken":"t","leaseUntil":"2026-05-04T10:00:00.123Z","expiresAt":"2026-05-04T10:00:00.123Z","response":{"status":200,"header":{"Content-Type":"application/json"},"body":"eyJhIjoxfQ=="}}`},
 	{"idempotency in progress", idempotency.Record{Scope: "m_a", Key: "k", Fingerprint: "fp", Status: idempotency.StatusInProgress, LeaseUntil: at, ExpiresAt: at},
 		`{"scope":"m_a","key":"k","fingerprint":"fp","status":"in_progress","leaseUntil":"2026-05-04T10:00:00.123Z","expiresAt":"2026-05-04T10:00:00.123Z"}`},
+	{"merchant", tenant.Merchant{ID: "m_a", Name: "Acme", Country: "NL", Active: true, CaptureMode: tenant.CaptureManual, Ecommerce: true,
+		UpstreamAccount: "AcmeECOM", ClientKey: "test_CK", SplitAccount: "BA_a", CommissionAccount: "BA_p", CommissionBps: 150, CommissionFixed: 10, CreatedAt: at},
+		`{"id":"m_a","name":"Acme","country":"NL","active":true,"captureMode":"manual","ecommerce":true,"upstreamAccount":"AcmeECOM","clientKey":"test_CK","splitAccount":"BA_a","commissionAccount":"BA_p","commissionBps":150,"commissionFixed":10,"createdAt":"2026-05-04T10:00:00.123Z"}`},
+	{"site", tenant.Site{ID: "site_a", MerchantID: "m_a", Name: "acme.example", Type: tenant.SiteEcommerce, Flows: []tenant.Flow{tenant.FlowSessions, tenant.FlowAdvanced}, CreatedAt: at},
+		`{"id":"site_a","merchantId":"m_a","name":"acme.example","type":"ecommerce","flows":["sessions","advanced"],"createdAt":"2026-05-04T10:00:00.123Z"}`},
+	{"api key", tenant.APIKey{ID: "key_1", Hash: "abc", Hint: "yp_test_…wxyz", Name: "dev", MerchantID: "m_a", Environment: tenant.EnvTest,
+		Permissions: []tenant.Permission{tenant.PermPayments}, SiteIDs: []string{"site_a"}, RatePerSecond: 5, Burst: 10, CreatedAt: at, RevokedAt: &at},
+		`{"id":"key_1","hash":"abc","hint":"yp_test_…wxyz","name":"dev","merchantId":"m_a","environment":"test","permissions":["payments"],"siteIds":["site_a"],"ratePerSecond":5,"burst":10,"createdAt":"2026-05-04T10:00:00.123Z","revokedAt":"2026-05-04T10:00:00.123Z"}`},
+	{"api key, optional fields empty", tenant.APIKey{ID: "key_2", Hash: "def", MerchantID: "m_a", Environment: tenant.EnvLive, CreatedAt: at},
+		`{"id":"key_2","hash":"def","hint":"","merchantId":"m_a","environment":"live","permissions":null,"createdAt":"2026-05-04T10:00:00.123Z"}`},
+	{"subscription", tenant.Subscription{ID: "sub_1", MerchantID: "m_a", URL: "https://acme.example/wh",
+		Secrets:    []tenant.Secret{{Value: "whsec_old", CreatedAt: at, ExpiresAt: &at}, {Value: "whsec_new", CreatedAt: at}},
+		EventCodes: []string{"AUTHORISATION"}, Enabled: false, DisabledReason: "410", CreatedAt: at, UpdatedAt: &at},
+		`{"id":"sub_1","merchantId":"m_a","url":"https://acme.example/wh","secrets":[{"value":"whsec_old","createdAt":"2026-05-04T10:00:00.123Z","expiresAt":"2026-05-04T10:00:00.123Z"},{"value":"whsec_new","createdAt":"2026-05-04T10:00:00.123Z"}],"eventCodes":["AUTHORISATION"],"enabled":false,"disabledReason":"410","createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
 }
 
 // TestStoredFormatUnchanged: each record's stored JSON is the golden
@@ -62,6 +77,22 @@ func TestStoredFormatUnchanged(t *testing.T) {
 			case payments.Session:
 				stored = FromSession(d)
 				back = func(b []byte) (any, error) { var r Session; err := json.Unmarshal(b, &r); return r.ToSession(), err }
+			case tenant.Merchant:
+				stored = FromMerchant(d)
+				back = func(b []byte) (any, error) { var r Merchant; err := json.Unmarshal(b, &r); return r.ToMerchant(), err }
+			case tenant.Site:
+				stored = FromSite(d)
+				back = func(b []byte) (any, error) { var r Site; err := json.Unmarshal(b, &r); return r.ToSite(), err }
+			case tenant.APIKey:
+				stored = FromAPIKey(d)
+				back = func(b []byte) (any, error) { var r APIKey; err := json.Unmarshal(b, &r); return r.ToAPIKey(), err }
+			case tenant.Subscription:
+				stored = FromSubscription(d)
+				back = func(b []byte) (any, error) {
+					var r Subscription
+					err := json.Unmarshal(b, &r)
+					return r.ToSubscription(), err
+				}
 			case idempotency.Record:
 				stored = FromIdempotency(d)
 				back = func(b []byte) (any, error) {
