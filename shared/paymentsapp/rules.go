@@ -14,16 +14,15 @@ import (
 
 // Field bounds (docs/openapi.yaml, docs/payments.md).
 const (
-	maxReference     = 80
-	maxReturnURL     = 8000
-	maxLineItems     = 100
-	maxBlocked       = 50
-	maxAdditional    = 50
-	maxURL           = 2000
-	maxName          = 80
-	maxEmail         = 320
-	maxPhone         = 32
-	maxStateDataText = 4096
+	maxReference  = 80
+	maxReturnURL  = 8000
+	maxLineItems  = 100
+	maxBlocked    = 50
+	maxAdditional = 50
+	maxURL        = 2000
+	maxName       = 80
+	maxEmail      = 320
+	maxPhone      = 32
 )
 
 // Fields set by the service on every upstream call; a caller sending them

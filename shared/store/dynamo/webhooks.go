@@ -25,7 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -51,11 +51,11 @@ func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 // GetEvent returns a notification event (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
-	e, err := getData[notifications.Event](ctx, s, pfxEvent+id, skRecord)
+	rec, err := getData[records.Notification](ctx, s, pfxEvent+id, skRecord)
 	if err != nil {
 		return notifications.Event{}, fmt.Errorf("dynamo: get event %q: %w", id, err)
 	}
-	return e, nil
+	return rec.ToEvent(), nil
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
@@ -66,13 +66,13 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utc.Ptr(e.ProcessedAt)
-	item, err := dataItem(pfxEvent+e.ID, skRecord, e)
+	rec := records.FromEvent(e)
+	item, err := dataItem(pfxEvent+e.ID, skRecord, rec)
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
 	item[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
-	item[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
+	item[attrGSI1SK] = str(pfxEvent + sortTime(rec.ReceivedAt) + "#" + e.ID)
 	if err := s.putVersioned(ctx, item, e.Version, prevVersion); err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
@@ -82,21 +82,21 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 // ListPaymentEvents returns the events of payment psp, oldest first
 // (gsi1, eventually consistent).
 func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {
-	out, err := queryData[notifications.Event](ctx, s, indexQuery(pfxPaymentEvents+psp, pfxEvent))
+	recs, err := queryData[records.Notification](ctx, s, indexQuery(pfxPaymentEvents+psp, pfxEvent))
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list events of payment %q: %w", psp, err)
 	}
-	return out, nil
+	return records.Convert(recs, records.Notification.ToEvent), nil
 }
 
 // GetDelivery returns a webhook delivery (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
-	d, err := getData[webhooks.Delivery](ctx, s, pfxDelivery+id, skRecord)
+	rec, err := getData[records.Delivery](ctx, s, pfxDelivery+id, skRecord)
 	if err != nil {
 		return webhooks.Delivery{}, fmt.Errorf("dynamo: get delivery %q: %w", id, err)
 	}
-	return d, nil
+	return rec.ToDelivery(), nil
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: absent).
@@ -109,9 +109,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.LastAttemptAt, d.NextAttemptAt, d.DeliveredAt = utc.Ptr(d.LastAttemptAt), utc.Ptr(d.NextAttemptAt), utc.Ptr(d.DeliveredAt)
-	item, err := dataItem(pfxDelivery+d.ID, skRecord, d)
+	item, err := dataItem(pfxDelivery+d.ID, skRecord, records.FromDelivery(d))
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
 	}

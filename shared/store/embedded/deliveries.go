@@ -7,7 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -16,18 +16,18 @@ var _ webhooks.DeliveryStore = (*Store)(nil)
 
 // GetDelivery returns a webhook delivery, or storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
-	var d webhooks.Delivery
+	var rec records.Delivery
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktDeliveries)
 		if b == nil {
 			return storeerr.ErrNotFound
 		}
-		return mustGet(b, []byte(id), &d)
+		return mustGet(b, []byte(id), &rec)
 	})
 	if err != nil {
 		return webhooks.Delivery{}, fmt.Errorf("embedded: get delivery %q: %w", id, err)
 	}
-	return d, nil
+	return rec.ToDelivery(), nil
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: no
@@ -42,7 +42,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	d = utcDelivery(d)
+	d = records.FromDelivery(d).ToDelivery() // times in UTC
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := writeBucket(tx, bktDeliveries)
 		if err != nil {
@@ -52,8 +52,9 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 		if err != nil {
 			return err
 		}
-		var cur webhooks.Delivery
-		found, err := getJSON(b, []byte(d.ID), &cur)
+		var stored records.Delivery
+		found, err := getJSON(b, []byte(d.ID), &stored)
+		cur := stored.ToDelivery()
 		if err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 		if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
 			return err
 		}
-		return putJSON(b, []byte(d.ID), d)
+		return putJSON(b, []byte(d.ID), records.FromDelivery(d))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save delivery %q (version %d): %w", d.ID, prevVersion, err)
@@ -94,11 +95,11 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 			c := idx.Cursor()
 			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 				id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
-				var d webhooks.Delivery
-				if err := mustGet(b, id, &d); err != nil {
+				var rec records.Delivery
+				if err := mustGet(b, id, &rec); err != nil {
 					return fmt.Errorf("index entry %q: %w", k, err)
 				}
-				out = append(out, d)
+				out = append(out, rec.ToDelivery())
 			}
 		}
 		return nil
@@ -116,13 +117,4 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 // deliveryIndexKey is d's entry in the per-merchant index.
 func deliveryIndexKey(d webhooks.Delivery) []byte {
 	return indexKey(d.MerchantID, string(d.Status), timeKey(d.CreatedAt), d.ID)
-}
-
-// utcDelivery returns d with every time in UTC.
-func utcDelivery(d webhooks.Delivery) webhooks.Delivery {
-	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
-	d.LastAttemptAt = utc.Ptr(d.LastAttemptAt)
-	d.NextAttemptAt = utc.Ptr(d.NextAttemptAt)
-	d.DeliveredAt = utc.Ptr(d.DeliveredAt)
-	return d
 }

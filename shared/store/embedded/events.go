@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -16,18 +16,18 @@ var _ notifications.EventStore = (*Store)(nil)
 
 // GetEvent returns a notification event, or storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
-	var e notifications.Event
+	var rec records.Notification
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktEvents)
 		if b == nil {
 			return storeerr.ErrNotFound
 		}
-		return mustGet(b, []byte(id), &e)
+		return mustGet(b, []byte(id), &rec)
 	})
 	if err != nil {
 		return notifications.Event{}, fmt.Errorf("embedded: get event %q: %w", id, err)
 	}
-	return e, nil
+	return rec.ToEvent(), nil
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: no event may
@@ -39,7 +39,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e = utcEvent(e)
+	e = records.FromEvent(e).ToEvent() // times in UTC
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := writeBucket(tx, bktEvents)
 		if err != nil {
@@ -49,8 +49,9 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 		if err != nil {
 			return err
 		}
-		var cur notifications.Event
-		found, err := getJSON(b, []byte(e.ID), &cur)
+		var stored records.Notification
+		found, err := getJSON(b, []byte(e.ID), &stored)
+		cur := stored.ToEvent()
 		if err != nil {
 			return err
 		}
@@ -65,7 +66,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 		if err := idx.Put(eventIndexKey(e), nil); err != nil {
 			return err
 		}
-		return putJSON(b, []byte(e.ID), e)
+		return putJSON(b, []byte(e.ID), records.FromEvent(e))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save event %q (version %d): %w", e.ID, prevVersion, err)
@@ -85,11 +86,11 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 		c := idx.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 			id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
-			var e notifications.Event
-			if err := mustGet(b, id, &e); err != nil {
+			var rec records.Notification
+			if err := mustGet(b, id, &rec); err != nil {
 				return fmt.Errorf("index entry %q: %w", k, err)
 			}
-			out = append(out, e)
+			out = append(out, rec.ToEvent())
 		}
 		return nil
 	})
@@ -102,12 +103,4 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 // eventIndexKey is e's entry in the by-payment index.
 func eventIndexKey(e notifications.Event) []byte {
 	return indexKey(e.PaymentPSP, timeKey(e.ReceivedAt), e.ID)
-}
-
-// utcEvent returns e with every time in UTC.
-func utcEvent(e notifications.Event) notifications.Event {
-	e.ReceivedAt = e.ReceivedAt.UTC()
-	e.UpdatedAt = e.UpdatedAt.UTC()
-	e.ProcessedAt = utc.Ptr(e.ProcessedAt)
-	return e
 }

@@ -8,8 +8,11 @@ import (
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 var (
@@ -61,6 +64,16 @@ var samples = []struct {
 		Secrets:    []tenant.Secret{{Value: "whsec_old", CreatedAt: at, ExpiresAt: &at}, {Value: "whsec_new", CreatedAt: at}},
 		EventCodes: []string{"AUTHORISATION"}, Enabled: false, DisabledReason: "410", CreatedAt: at, UpdatedAt: &at},
 		`{"id":"sub_1","merchantId":"m_a","url":"https://acme.example/wh","secrets":[{"value":"whsec_old","createdAt":"2026-05-04T10:00:00.123Z","expiresAt":"2026-05-04T10:00:00.123Z"},{"value":"whsec_new","createdAt":"2026-05-04T10:00:00.123Z"}],"eventCodes":["AUTHORISATION"],"enabled":false,"disabledReason":"410","createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
+	{"delivery", webhooks.Delivery{ID: "msg_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1", EventCode: "CAPTURE",
+		PSPReference: "PSP1", Payload: json.RawMessage(`{"type":"CAPTURE"}`), Status: webhooks.StatusFailed, Enqueued: true, Attempts: 3,
+		LastStatusCode: 500, LastError: "HTTP 500", LastAttemptAt: &at, NextAttemptAt: &at, DeliveredAt: &at, Redrives: 1,
+		CreatedAt: at, UpdatedAt: at, Version: 4},
+		`{"id":"msg_1","merchantId":"m_a","subscriptionId":"sub_1","eventId":"evt_1","eventCode":"CAPTURE","pspReference":"PSP1","payload":{"type":"CAPTURE"},"status":"failed","enqueued":true,"attempts":3,"lastStatusCode":500,"lastError":"HTTP 500","lastAttemptAt":"2026-05-04T10:00:00.123Z","nextAttemptAt":"2026-05-04T10:00:00.123Z","deliveredAt":"2026-05-04T10:00:00.123Z","redrives":1,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":4}`},
+	{"notification event", notifications.Event{ID: "evt_1", Key: "CAPTURE|PSP2|true|PSP1", Live: "false",
+		Item:       upstream.NotificationRequestItem{EventCode: "CAPTURE", PSPReference: "PSP2", OriginalReference: "PSP1", Success: "true", Amount: eur},
+		PaymentPSP: "PSP1", Status: notifications.EventProcessed, MerchantID: "m_a", DeliveryIDs: []string{"msg_1"}, Received: 2,
+		ReceivedAt: at, ProcessedAt: &at, UpdatedAt: at, Version: 2},
+		`{"id":"evt_1","key":"CAPTURE|PSP2|true|PSP1","live":"false","item":{"amount":{"value":600,"currency":"EUR"},"eventCode":"CAPTURE","eventDate":"","merchantAccountCode":"","merchantReference":"","originalReference":"PSP1","pspReference":"PSP2","success":"true"},"paymentPspReference":"PSP1","status":"processed","merchantId":"m_a","deliveryIds":["msg_1"],"received":2,"receivedAt":"2026-05-04T10:00:00.123Z","processedAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":2}`},
 }
 
 // TestStoredFormatUnchanged: each record's stored JSON is the golden
@@ -93,6 +106,12 @@ func TestStoredFormatUnchanged(t *testing.T) {
 					err := json.Unmarshal(b, &r)
 					return r.ToSubscription(), err
 				}
+			case webhooks.Delivery:
+				stored = FromDelivery(d)
+				back = func(b []byte) (any, error) { var r Delivery; err := json.Unmarshal(b, &r); return r.ToDelivery(), err }
+			case notifications.Event:
+				stored = FromEvent(d)
+				back = func(b []byte) (any, error) { var r Notification; err := json.Unmarshal(b, &r); return r.ToEvent(), err }
 			case idempotency.Record:
 				stored = FromIdempotency(d)
 				back = func(b []byte) (any, error) {

@@ -1,0 +1,92 @@
+package records
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Delivery is a stored webhook delivery.
+type Delivery struct {
+	ID             string          `json:"id"`
+	MerchantID     string          `json:"merchantId"`
+	SubscriptionID string          `json:"subscriptionId"`
+	EventID        string          `json:"eventId"`
+	EventCode      string          `json:"eventCode"`
+	PSPReference   string          `json:"pspReference"`
+	Payload        json.RawMessage `json:"payload"`
+	Status         string          `json:"status"`
+	Enqueued       bool            `json:"enqueued"`
+	Attempts       int             `json:"attempts"`
+	LastStatusCode int             `json:"lastStatusCode,omitempty"`
+	LastError      string          `json:"lastError,omitempty"`
+	LastAttemptAt  *time.Time      `json:"lastAttemptAt,omitempty"`
+	NextAttemptAt  *time.Time      `json:"nextAttemptAt,omitempty"`
+	DeliveredAt    *time.Time      `json:"deliveredAt,omitempty"`
+	Redrives       int             `json:"redrives,omitempty"`
+	CreatedAt      time.Time       `json:"createdAt"`
+	UpdatedAt      time.Time       `json:"updatedAt"`
+	Version        int64           `json:"version"`
+}
+
+// FromDelivery converts a delivery to its stored form.
+func FromDelivery(d webhooks.Delivery) Delivery {
+	return Delivery{
+		ID: d.ID, MerchantID: d.MerchantID, SubscriptionID: d.SubscriptionID, EventID: d.EventID, EventCode: d.EventCode,
+		PSPReference: d.PSPReference, Payload: d.Payload, Status: string(d.Status), Enqueued: d.Enqueued, Attempts: d.Attempts,
+		LastStatusCode: d.LastStatusCode, LastError: d.LastError, LastAttemptAt: utcPtr(d.LastAttemptAt),
+		NextAttemptAt: utcPtr(d.NextAttemptAt), DeliveredAt: utcPtr(d.DeliveredAt), Redrives: d.Redrives,
+		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), Version: d.Version,
+	}
+}
+
+// ToDelivery converts a stored delivery to the domain's.
+func (r Delivery) ToDelivery() webhooks.Delivery {
+	return webhooks.Delivery{
+		ID: r.ID, MerchantID: r.MerchantID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventCode: r.EventCode,
+		PSPReference: r.PSPReference, Payload: r.Payload, Status: webhooks.Status(r.Status), Enqueued: r.Enqueued, Attempts: r.Attempts,
+		LastStatusCode: r.LastStatusCode, LastError: r.LastError, LastAttemptAt: r.LastAttemptAt,
+		NextAttemptAt: r.NextAttemptAt, DeliveredAt: r.DeliveredAt, Redrives: r.Redrives,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+	}
+}
+
+// Notification is a stored inbound notification item (notifications.Event);
+// the item itself is kept in the upstream's own format.
+type Notification struct {
+	ID          string                           `json:"id"`
+	Key         string                           `json:"key"`
+	Live        string                           `json:"live"`
+	Item        upstream.NotificationRequestItem `json:"item"`
+	PaymentPSP  string                           `json:"paymentPspReference"`
+	Status      string                           `json:"status"`
+	MerchantID  string                           `json:"merchantId,omitempty"`
+	DeliveryIDs []string                         `json:"deliveryIds,omitempty"`
+	Received    int                              `json:"received"`
+	ReceivedAt  time.Time                        `json:"receivedAt"`
+	ProcessedAt *time.Time                       `json:"processedAt,omitempty"`
+	UpdatedAt   time.Time                        `json:"updatedAt"`
+	Version     int64                            `json:"version"`
+}
+
+// FromEvent converts a notification event to its stored form.
+func FromEvent(e notifications.Event) Notification {
+	return Notification{
+		ID: e.ID, Key: e.Key, Live: e.Live, Item: e.Item, PaymentPSP: e.PaymentPSP, Status: string(e.Status),
+		MerchantID: e.MerchantID, DeliveryIDs: slices.Clone(e.DeliveryIDs), Received: e.Received,
+		ReceivedAt: e.ReceivedAt.UTC(), ProcessedAt: utcPtr(e.ProcessedAt), UpdatedAt: e.UpdatedAt.UTC(), Version: e.Version,
+	}
+}
+
+// ToEvent converts a stored notification event to the domain's.
+func (r Notification) ToEvent() notifications.Event {
+	return notifications.Event{
+		ID: r.ID, Key: r.Key, Live: r.Live, Item: r.Item, PaymentPSP: r.PaymentPSP, Status: notifications.EventStatus(r.Status),
+		MerchantID: r.MerchantID, DeliveryIDs: r.DeliveryIDs, Received: r.Received,
+		ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+	}
+}
