@@ -192,15 +192,18 @@ type coldEnv struct {
 
 // newColdEnv sets up the functions' AWS side, secret and X-Ray sink on top
 // of an rtEnv (which brings the table, queues, simulator and receiver).
-func newColdEnv(t *section, root string) *coldEnv {
-	rt := newRTEnv(t)
+func newColdEnv(t *section, root string) (*coldEnv, error) {
+	rt, err := newRTEnv(t)
+	if err != nil {
+		return nil, err
+	}
 	ctx := context.Background()
 	// The events' API key, next to the demo tenant's own.
 	prov := &provision.Provisioner{Store: rt.st, Env: tenant.EnvTest, Clock: rt.disp.Clock}
 	if err := prov.ApplySeed(ctx, provision.Seed{APIKeys: []provision.SeedKey{{
 		Key: sampleAPIKey, MerchantID: "m_demo", Name: "sample events", Permissions: []tenant.Permission{"*"},
 	}}}); err != nil {
-		t.Fatalf("seed sample key: %v", err)
+		return nil, fmt.Errorf("seed sample key: %w", err)
 	}
 	// The upstream secret, as deployed: read by every function at init.
 	secretJSON, _ := json.Marshal(map[string]string{
@@ -212,7 +215,7 @@ func newColdEnv(t *section, root string) *coldEnv {
 		Name: aws.String("paysvc/bench/" + rt.table), SecretString: aws.String(string(secretJSON)),
 	})
 	if err != nil {
-		t.Fatalf("create secret: %v", err)
+		return nil, fmt.Errorf("create secret: %w", err)
 	}
 	t.Cleanup(func() {
 		_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{
@@ -221,7 +224,7 @@ func newColdEnv(t *section, root string) *coldEnv {
 	// X-Ray: the daemon address Lambda sets; a UDP sink here.
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { _ = udp.Close() })
 	go func() {
@@ -249,7 +252,7 @@ func newColdEnv(t *section, root string) *coldEnv {
 		"AWS_ACCESS_KEY_ID":          "test",
 		"AWS_SECRET_ACCESS_KEY":      "test",
 		"AWS_XRAY_DAEMON_ADDRESS":    udp.LocalAddr().String(),
-	}}
+	}}, nil
 }
 
 // sampleEvent reads events/<name>.json as a generic document.
@@ -306,22 +309,21 @@ func pspPath(ev map[string]any, psp string) {
 
 // notificationBody is a signed AUTHORISATION notification for a payment
 // started through the service (its record exists).
-func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationRequestItem) {
-	psp := c.rt.pay(t, fmt.Sprintf("bench-cold-notif-%d-%d", time.Now().UnixNano(), c.seq))
+func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationRequestItem, error) {
+	psp, err := c.rt.pay(fmt.Sprintf("bench-cold-notif-%d-%d", time.Now().UnixNano(), c.seq))
+	if err != nil {
+		return "", upstream.NotificationRequestItem{}, err
+	}
 	if err := c.rt.sim.Sim.Flush(context.Background()); err != nil {
 		t.Logf("simulator flush: %v", err)
 	}
 	for _, it := range c.rt.sim.Sim.NotificationsFor(psp) {
 		if it.EventCode == upstream.EventAuthorisation {
 			b, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(b), it
+			return string(b), it, err
 		}
 	}
-	t.Fatalf("no AUTHORISATION notification for %s", psp)
-	return "", upstream.NotificationRequestItem{}
+	return "", upstream.NotificationRequestItem{}, fmt.Errorf("no AUTHORISATION notification for %s", psp)
 }
 
 // request returns the event of a representative request of function fn and
@@ -338,16 +340,25 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 		b, err := c.apiEvent("payments", nil)
 		return b, "POST payments", err
 	case "modifications":
-		psp := c.rt.pay(t, fmt.Sprintf("bench-cold-cap-%d-%d", time.Now().UnixNano(), c.seq))
+		psp, err := c.rt.pay(fmt.Sprintf("bench-cold-cap-%d-%d", time.Now().UnixNano(), c.seq))
+		if err != nil {
+			return nil, "", err
+		}
 		b, err := c.apiEvent("captures", func(ev map[string]any) { pspPath(ev, psp) })
 		return b, "POST captures", err
 	case "notifications":
-		body, _ := c.notificationBody(t)
+		body, _, err := c.notificationBody(t)
+		if err != nil {
+			return nil, "", err
+		}
 		b, err := c.apiEvent("notification-authorisation", func(ev map[string]any) { ev["body"] = body })
 		return b, "POST notification (AUTHORISATION)", err
 	case "dispatcher":
 		// A delivery made by the receiver in process, as one SQS message.
-		body, item := c.notificationBody(t)
+		body, item, err := c.notificationBody(t)
+		if err != nil {
+			return nil, "", err
+		}
 		var n upstream.Notification
 		if err := json.Unmarshal([]byte(body), &n); err != nil {
 			return nil, "", err
@@ -413,7 +424,10 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		return res, errors.New("no function to measure")
 	}
 	err = runSection("coldstart", cfg.progress, func(t *section) error {
-		bin := t.TempDir()
+		bin, err := t.TempDir()
+		if err != nil {
+			return err
+		}
 		for i := range fns {
 			f := &fns[i]
 			arches := []string{"amd64"}
@@ -436,7 +450,11 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 			}
 		}
 		if !cfg.Smoke && cfg.Arm64 {
-			probes, err := buildProbes(ctx, root, t.TempDir())
+			dir, err := t.TempDir()
+			if err != nil {
+				return err
+			}
+			probes, err := buildProbes(ctx, root, dir)
 			if err != nil {
 				cfg.logf("coldstart: size probes: %v", err)
 			}
@@ -449,7 +467,9 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 				continue
 			}
 			if cenv == nil && f.Name != "echo" {
-				cenv = newColdEnv(t, root)
+				if cenv, err = newColdEnv(t, root); err != nil {
+					return err
+				}
 			}
 			if err := measureStarts(ctx, t, cfg, cenv, f, filepath.Join(bin, "amd64", f.Name, "bootstrap")); err != nil {
 				f.Err = err.Error()
@@ -494,7 +514,7 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 		}
 		h, startErr := lambdaharness.Start(bin, env, lambdaharness.Options{
 			FunctionName: "paysvc-bench-" + f.Name, Region: motoserver.Region, MemoryMB: 128,
-			Timeout: 30 * time.Second, InitTimeout: 20 * time.Second, Dir: t.TempDir(),
+			Timeout: 30 * time.Second, InitTimeout: 20 * time.Second,
 		})
 		if startErr != nil {
 			return startErr

@@ -477,7 +477,10 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 				return err
 			}
 			defer sim.close()
-			dataDir := t.TempDir()
+			dataDir, err := t.TempDir()
+			if err != nil {
+				return err
+			}
 			if res.StoreFS == "" {
 				res.StoreFS = fsType(dataDir)
 			}

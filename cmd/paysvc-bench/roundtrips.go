@@ -335,11 +335,11 @@ type rtEnv struct {
 // newRTEnv builds the stores, upstream and handlers the way shared/app
 // does for a Lambda function (tenant cache 5 s, default rate limits), but
 // with its own DynamoDB and SQS clients carrying the timeline middleware.
-func newRTEnv(t *section) *rtEnv {
+func newRTEnv(t *section) (*rtEnv, error) {
 	ctx := context.Background()
 	endpoint, err := motoserver.Endpoint()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	rec := &callRecorder{}
 	awsCfg := aws.Config{
@@ -356,24 +356,24 @@ func newRTEnv(t *section) *rtEnv {
 	})
 	table, err := motoserver.TableName(t.Name())
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
-		t.Fatalf("create table: %v", err)
+		return nil, fmt.Errorf("create table: %w", err)
 	}
 	t.Cleanup(func() {
 		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
 	if err != nil {
-		t.Fatalf("create queues: %v", err)
+		return nil, fmt.Errorf("create queues: %w", err)
 	}
 	clk := clock.System{}
 	st := dynamo.New(ddb, table, clk)
 
 	sim, err := startSimFront(0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(sim.close)
 
@@ -388,14 +388,14 @@ func newRTEnv(t *section) *rtEnv {
 
 	demo, err := provision.Demo(tenant.EnvTest)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
 	if err := prov.ApplySeed(ctx, demo); err != nil {
-		t.Fatalf("seed: %v", err)
+		return nil, fmt.Errorf("seed: %w", err)
 	}
 	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}); err != nil {
-		t.Fatalf("subscription: %v", err)
+		return nil, fmt.Errorf("subscription: %w", err)
 	}
 
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -416,7 +416,7 @@ func newRTEnv(t *section) *rtEnv {
 	}
 	signer, err := upstream.NewSigner(benchSimHMACKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	q := sqsqueue.New(sqsClient, qURL, dlqURL)
 	return &rtEnv{
@@ -431,7 +431,7 @@ func newRTEnv(t *section) *rtEnv {
 			Deliveries: st, Tenants: st, Clock: clk, Log: log,
 			Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true, Timeout: 10 * time.Second}),
 		},
-	}
+	}, nil
 }
 
 // do serves one API request in process and returns status and body.
@@ -454,23 +454,23 @@ func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
 }
 
 // pay starts a payment through the service and returns its pspReference.
-func (e *rtEnv) pay(t *section, ref string) string {
+func (e *rtEnv) pay(ref string) (string, error) {
 	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", fmt.Sprintf(payBodyFmt, ref), ref)
 	var out struct{ ResultCode, PSPReference string }
 	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ResultCode != "Authorised" {
-		t.Fatalf("setup payment %s: %d %s", ref, code, b)
+		return "", fmt.Errorf("setup payment %s: %d %s", ref, code, b)
 	}
-	return out.PSPReference
+	return out.PSPReference, nil
 }
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
 // calls of each request's timeline.
-func (e *rtEnv) measureOp(t *section, name string, n int, op func(i int) error) rtRow {
+func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, error) {
 	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
 		if err := op(i); err != nil {
-			t.Fatalf("%s: %v", name, err)
+			return rtRow{}, fmt.Errorf("%s: %w", name, err)
 		}
 		calls := e.rec.take()
 		ss := steps(calls)
@@ -488,7 +488,7 @@ func (e *rtEnv) measureOp(t *section, name string, n int, op func(i int) error) 
 		}
 		row.Chain = chain(ss)
 	}
-	return row
+	return row, nil
 }
 
 // runRoundTrips is item 2: every operation against DynamoDB on moto with
@@ -496,8 +496,20 @@ func (e *rtEnv) measureOp(t *section, name string, n int, op func(i int) error) 
 func runRoundTrips(cfg *config) (*roundTripResult, error) {
 	res := &roundTripResult{}
 	err := runSection("roundtrips", cfg.progress, func(t *section) error {
-		e := newRTEnv(t)
+		e, err := newRTEnv(t)
+		if err != nil {
+			return err
+		}
 		n := cfg.RTRequests
+		// measure adds the row of an operation measured n times.
+		measure := func(name string, n int, op func(i int) error) error {
+			row, err := e.measureOp(name, n, op)
+			if err != nil {
+				return err
+			}
+			res.Rows = append(res.Rows, row)
+			return nil
+		}
 		api := func(method, path, body string, idem func(i int) string, want int) func(i int) error {
 			return func(i int) error {
 				k := ""
@@ -520,42 +532,56 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		payPath := "/v1/ecom/" + benchSite + "/payments"
 
 		// A new instance: the first request reads the key, site and merchant.
-		res.Rows = append(res.Rows, e.measureOp(t, "first request of an instance (config, caches empty)", 1,
-			api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)))
+		if err := measure("first request of an instance (config, caches empty)", 1,
+			api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)); err != nil {
+			return err
+		}
 		cfg.logf("roundtrips: first request done")
 		// Warm the site cache too (config resolves no site).
 		if err := api(http.MethodPost, payPath, payBodyFmt, unique("warm"), http.StatusOK)(0); err != nil {
 			return err
 		}
 		e.rec.take()
-		res.Rows = append(res.Rows,
-			e.measureOp(t, "GET config", n, api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)),
-			e.measureOp(t, "POST sessions (Idempotency-Key)", n,
-				api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)),
-			e.measureOp(t, "POST payments (Idempotency-Key)", n, api(http.MethodPost, payPath, payBodyFmt, unique("pay"), http.StatusOK)),
-		)
+		for _, m := range []struct {
+			name string
+			op   func(i int) error
+		}{
+			{"GET config", api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
+			{"POST sessions (Idempotency-Key)", api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
+			{"POST payments (Idempotency-Key)", api(http.MethodPost, payPath, payBodyFmt, unique("pay"), http.StatusOK)},
+		} {
+			if err := measure(m.name, n, m.op); err != nil {
+				return err
+			}
+		}
 		replayKey := unique("replay")(0)
 		if err := api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)(0); err != nil {
 			return err
 		}
-		res.Rows = append(res.Rows,
-			e.measureOp(t, "POST payments, replay of a finished key", n,
-				api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)),
-			e.measureOp(t, "POST payments (no Idempotency-Key)", n, func(i int) error {
-				code, out := e.do(http.MethodPost, payPath, fmt.Sprintf(payBodyFmt, unique("nokey")(i)), "")
-				if code != http.StatusOK {
-					return fmt.Errorf("status %d: %s", code, out)
-				}
-				return nil
-			}),
-		)
+		if err := measure("POST payments, replay of a finished key", n,
+			api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)); err != nil {
+			return err
+		}
+		if err := measure("POST payments (no Idempotency-Key)", n, func(i int) error {
+			code, out := e.do(http.MethodPost, payPath, fmt.Sprintf(payBodyFmt, unique("nokey")(i)), "")
+			if code != http.StatusOK {
+				return fmt.Errorf("status %d: %s", code, out)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		psps := make([]string, n)
 		for i := range psps {
-			psps[i] = e.pay(t, unique("cap-setup")(i))
+			if psps[i], err = e.pay(unique("cap-setup")(i)); err != nil {
+				return err
+			}
 		}
-		res.Rows = append(res.Rows, e.measureOp(t, "POST captures (Idempotency-Key)", n, func(i int) error {
+		if err := measure("POST captures (Idempotency-Key)", n, func(i int) error {
 			return api(http.MethodPost, payPath+"/"+psps[i]+"/captures", captureBody, unique("cap"), http.StatusOK)(i)
-		}))
+		}); err != nil {
+			return err
+		}
 		cfg.logf("roundtrips: API operations done")
 
 		// Notifications: the simulator's signed AUTHORISATION of a payment
@@ -563,13 +589,15 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		// payment record, delivery, SQS job).
 		notifPSP := make([]string, n)
 		for i := range notifPSP {
-			notifPSP[i] = e.pay(t, unique("notif-setup")(i))
+			if notifPSP[i], err = e.pay(unique("notif-setup")(i)); err != nil {
+				return err
+			}
 		}
 		if err := e.sim.Sim.Flush(context.Background()); err != nil {
 			t.Logf("simulator flush: %v", err)
 		}
 		jobs := make([]queue.Job, 0, n)
-		res.Rows = append(res.Rows, e.measureOp(t, "notification AUTHORISATION (receiver)", n, func(i int) error {
+		if err := measure("notification AUTHORISATION (receiver)", n, func(i int) error {
 			var item *upstream.NotificationRequestItem
 			for _, it := range e.sim.Sim.NotificationsFor(notifPSP[i]) {
 				if it.EventCode == upstream.EventAuthorisation {
@@ -586,13 +614,17 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			ev := notifications.EventID(notifications.DedupKey(*item))
 			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1})
 			return nil
-		}))
-		res.Rows = append(res.Rows, e.measureOp(t, "webhook delivery attempt (dispatcher)", n, func(i int) error {
+		}); err != nil {
+			return err
+		}
+		if err := measure("webhook delivery attempt (dispatcher)", n, func(i int) error {
 			if out := e.disp.Process(context.Background(), jobs[i], 1); out.Kind != queue.Done {
 				return fmt.Errorf("delivery %s: outcome %s", jobs[i].DeliveryID, out.Kind)
 			}
 			return nil
-		}))
+		}); err != nil {
+			return err
+		}
 		cfg.logf("roundtrips: notifications and deliveries done")
 		return nil
 	})

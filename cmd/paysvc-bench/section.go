@@ -9,10 +9,8 @@ import (
 	"sync"
 )
 
-// section is one section of the bench run: where its progress is logged,
-// the cleanups to run when it ends, and a way to end it early. Fatal and
-// Fatalf end the section (runSection turns them into the section's error)
-// and must be called from the goroutine running it.
+// section is one section of the bench run: where its progress is logged
+// and the cleanups to run when it ends. Failures are returned as errors.
 type section struct {
 	name string
 	log  io.Writer
@@ -20,9 +18,6 @@ type section struct {
 	mu       sync.Mutex
 	cleanups []func()
 }
-
-// sectionFailure is the value Fatal ends a section with.
-type sectionFailure struct{ msg string }
 
 // close runs the cleanups, last registered first.
 func (t *section) close() {
@@ -47,14 +42,6 @@ func (t *section) Cleanup(f func()) {
 	t.mu.Unlock()
 }
 
-// Fatal ends the section with a message.
-func (t *section) Fatal(args ...any) { panic(sectionFailure{msg: fmt.Sprint(args...)}) }
-
-// Fatalf ends the section with a message.
-func (t *section) Fatalf(format string, args ...any) {
-	panic(sectionFailure{msg: fmt.Sprintf(format, args...)})
-}
-
 // Logf writes to the progress log.
 func (t *section) Logf(format string, args ...any) {
 	fmt.Fprintf(t.log, t.name+": "+strings.TrimSuffix(format, "\n")+"\n", args...)
@@ -64,28 +51,18 @@ func (t *section) Logf(format string, args ...any) {
 func (t *section) Name() string { return t.name }
 
 // TempDir returns a new temporary directory removed when the section ends.
-func (t *section) TempDir() string {
+func (t *section) TempDir() (string, error) {
 	dir, err := os.MkdirTemp("", "paysvc-bench-"+filepath.Base(t.name)+"-")
 	if err != nil {
-		t.Fatalf("TempDir: %v", err)
+		return "", fmt.Errorf("temporary directory: %w", err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
+	return dir, nil
 }
 
-// runSection runs fn with a fresh section, turning its Fatal into an error
-// and always running its cleanups.
-func runSection(name string, log io.Writer, fn func(t *section) error) (err error) {
+// runSection runs fn with a fresh section and then its cleanups.
+func runSection(name string, log io.Writer, fn func(t *section) error) error {
 	t := &section{name: name, log: log}
 	defer t.close()
-	defer func() {
-		if v := recover(); v != nil {
-			f, ok := v.(sectionFailure)
-			if !ok {
-				panic(v)
-			}
-			err = fmt.Errorf("%s: %s", name, f.msg)
-		}
-	}()
 	return fn(t)
 }

@@ -30,7 +30,10 @@ func measureStoreWrite(cfg *config) (*storeWriteResult, error) {
 		res.Writes = 20
 	}
 	err := runSection("store-write", cfg.progress, func(t *section) error {
-		dir := t.TempDir()
+		dir, err := t.TempDir()
+		if err != nil {
+			return err
+		}
 		res.FS = fsType(dir)
 		st, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))
 		if err != nil {

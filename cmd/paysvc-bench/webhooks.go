@@ -119,20 +119,20 @@ type webhookBench struct {
 
 // newWebhookBench seeds st (demo tenant, a fast and a hanging subscription)
 // and wires the dispatcher under the SQS Lambda handler.
-func newWebhookBench(t *section, st webhookStore, recv *receivers) *webhookBench {
+func newWebhookBench(st webhookStore, recv *receivers) (*webhookBench, error) {
 	ctx := context.Background()
 	clk := clock.System{}
 	demo, err := provision.Demo(tenant.EnvTest)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
 	if err := prov.ApplySeed(ctx, demo); err != nil {
-		t.Fatalf("seed: %v", err)
+		return nil, fmt.Errorf("seed: %w", err)
 	}
 	for id, path := range map[string]string{"sub_fast": "/fast", "sub_hang": "/hang"} {
 		if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: id, MerchantID: "m_demo", URL: recv.srv.URL + path, AllowLocal: true}); err != nil {
-			t.Fatalf("subscription: %v", err)
+			return nil, fmt.Errorf("subscription: %w", err)
 		}
 	}
 	item := upstream.NotificationRequestItem{
@@ -143,7 +143,7 @@ func newWebhookBench(t *section, st webhookStore, recv *receivers) *webhookBench
 	}
 	payload, err := webhooks.BuildPayload(false, item, "advanced")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	// As the dispatcher function wires it: the production sender (its
@@ -159,11 +159,11 @@ func newWebhookBench(t *section, st webhookStore, recv *receivers) *webhookBench
 		return out
 	}
 	wb.handler = sqsqueue.LambdaHandler(&noBackoff{}, process, log)
-	return wb
+	return wb, nil
 }
 
 // create stores n pending deliveries to subscription sub.
-func (w *webhookBench) create(t *section, sub string, n int) []string {
+func (w *webhookBench) create(sub string, n int) ([]string, error) {
 	ctx := context.Background()
 	ids := make([]string, n)
 	now := time.Now().UTC()
@@ -182,9 +182,9 @@ func (w *webhookBench) create(t *section, sub string, n int) []string {
 	})
 	w.seq++
 	if s.Errors > 0 {
-		t.Fatalf("creating deliveries: %s", s.FirstErr)
+		return nil, fmt.Errorf("creating deliveries: %s", s.FirstErr)
 	}
-	return ids
+	return ids, nil
 }
 
 // batch runs one SQS batch of the deliveries ids and returns its duration
@@ -208,8 +208,11 @@ func (w *webhookBench) batch(ctx context.Context, ids []string) (time.Duration, 
 
 // throughput sends n deliveries in batches of ten, one batch at a time
 // (one dispatcher instance handles one SQS batch per invocation).
-func (w *webhookBench) throughput(ctx context.Context, t *section, run *webhookRun, recv *receivers, n int) error {
-	ids := w.create(t, "sub_fast", n)
+func (w *webhookBench) throughput(ctx context.Context, run *webhookRun, recv *receivers, n int) error {
+	ids, err := w.create("sub_fast", n)
+	if err != nil {
+		return err
+	}
 	before := recv.fast.Load()
 	var lat []time.Duration
 	start := time.Now()
@@ -247,11 +250,14 @@ func (w *webhookBench) slowestOf(ids []string, start time.Time) (time.Duration, 
 
 // hanging measures nine fast deliveries in a batch whose tenth receiver
 // hangs, against batches of ten fast ones.
-func (w *webhookBench) hanging(ctx context.Context, t *section, run *webhookRun, hang time.Duration) error {
+func (w *webhookBench) hanging(ctx context.Context, run *webhookRun, hang time.Duration) error {
 	run.HangFor = hang
 	var base []time.Duration
 	for range 3 {
-		ids := w.create(t, "sub_fast", batchSize)
+		ids, err := w.create("sub_fast", batchSize)
+		if err != nil {
+			return err
+		}
 		start := time.Now()
 		if _, failed, err := w.batch(ctx, ids); err != nil || failed > 0 {
 			return fmt.Errorf("baseline batch: %d failed, %v", failed, err)
@@ -260,8 +266,14 @@ func (w *webhookBench) hanging(ctx context.Context, t *section, run *webhookRun,
 		base = append(base, worst)
 	}
 	run.BaselineNine = median(base)
-	fast := w.create(t, "sub_fast", batchSize-1)
-	slow := w.create(t, "sub_hang", 1)
+	fast, err := w.create("sub_fast", batchSize-1)
+	if err != nil {
+		return err
+	}
+	slow, err := w.create("sub_hang", 1)
+	if err != nil {
+		return err
+	}
 	// The hanging one first, so it is on its way before the others start.
 	ids := append(slices.Clone(slow), fast...)
 	start := time.Now()
@@ -281,7 +293,11 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 		recv := newReceivers(cfg.HangFor)
 		defer recv.srv.Close()
 
-		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clock.System{}))
+		dir, err := t.TempDir()
+		if err != nil {
+			return err
+		}
+		es, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))
 		if err != nil {
 			return err
 		}
@@ -316,13 +332,16 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 			{"embedded (bbolt)", es, true},
 		} {
 			run := webhookRun{Store: s.name}
-			wb := newWebhookBench(t, s.st, recv)
+			wb, err := newWebhookBench(s.st, recv)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
 			cfg.logf("webhooks: %s: %d deliveries in batches of %d", s.name, cfg.Deliveries, batchSize)
 			runCtx, cancel := context.WithTimeout(ctx, 5*time.Minute+cfg.HangFor)
-			err := wb.throughput(runCtx, t, &run, recv, cfg.Deliveries)
+			err = wb.throughput(runCtx, &run, recv, cfg.Deliveries)
 			if err == nil && s.hang {
 				cfg.logf("webhooks: %s: a batch whose tenth receiver hangs %s", s.name, cfg.HangFor)
-				err = wb.hanging(runCtx, t, &run, cfg.HangFor)
+				err = wb.hanging(runCtx, &run, cfg.HangFor)
 			}
 			cancel()
 			if err != nil {
