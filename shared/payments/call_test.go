@@ -1,0 +1,138 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// paymentsUpstream answers payments and sessions, or err when set, and
+// records the requests and keys it was sent.
+type paymentsUpstream struct {
+	payments.Upstream
+	mu       sync.Mutex
+	err      error
+	payments []upstream.PaymentRequest
+	sessions []upstream.SessionRequest
+	keys     []string
+}
+
+func (u *paymentsUpstream) Payments(_ context.Context, req upstream.PaymentRequest, key string) (upstream.PaymentResponse, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.payments, u.keys = append(u.payments, req), append(u.keys, key)
+	if u.err != nil {
+		return upstream.PaymentResponse{}, u.err
+	}
+	return upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: req.Reference}, nil
+}
+
+func (u *paymentsUpstream) CreateSession(_ context.Context, req upstream.SessionRequest, key string) (upstream.SessionResponse, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.sessions, u.keys = append(u.sessions, req), append(u.keys, key)
+	if u.err != nil {
+		return upstream.SessionResponse{}, u.err
+	}
+	return upstream.SessionResponse{ID: "CS1", SessionData: "data"}, nil
+}
+
+// TestCallCarriesTheUpstreamKey: the key on the Call is what the upstream
+// gets, and a reference the merchant did not give is derived from it, so
+// a retry sends the upstream the same request; without a key, a random
+// reference and no key.
+func TestCallCarriesTheUpstreamKey(t *testing.T) {
+	const key = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFG"
+	for _, tc := range []struct {
+		name, key, wantRef string
+	}{
+		{"under an Idempotency-Key", key, "pay_" + key[:24]},
+		{"without", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, up := newMemStore(), &paymentsUpstream{}
+			svc := newCaptureService(st, up)
+			c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: tc.key}
+			res, err := svc.StartPayment(context.Background(), c, payments.PaymentInput{Amount: eur(1000)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			ref := up.payments[0].Reference
+			if up.keys[0] != tc.key || (tc.wantRef != "" && ref != tc.wantRef) || !strings.HasPrefix(ref, "pay_") || res.MerchantReference != ref {
+				t.Fatalf("upstream key %q reference %q (answer %q)", up.keys[0], ref, res.MerchantReference)
+			}
+			if !c.UpstreamCalled() {
+				t.Fatal("not marked as having called the upstream")
+			}
+			// The record was written before Wait returned.
+			if p := record(t, st); p.Reference != ref || p.State != payments.StateAuthorised || p.MerchantID != merchant.ID {
+				t.Fatalf("record %+v", p)
+			}
+		})
+	}
+}
+
+// TestUpstreamRefusalIsTheUpstreamsAnswer: a refusal by the upstream is
+// Invalid with its message and the call is marked, so idempotency keeps
+// the answer; an unavailable upstream is the endpoint's failure kind.
+func TestUpstreamRefusalIsTheUpstreamsAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want apperr.Kind
+	}{
+		{"refused", &upstream.Error{HTTPStatus: 422, ErrorCode: "14_030", Message: "Return URL is missing."}, apperr.Invalid},
+		{"our credentials refused", &upstream.Error{HTTPStatus: 401}, apperr.SessionFailed},
+		{"unavailable", &upstream.Error{HTTPStatus: 503}, apperr.SessionFailed},
+		{"in flight", &upstream.Error{HTTPStatus: 409, ErrorCode: upstream.ErrorCodeInFlight}, apperr.IdempotencyInFlight},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := &paymentsUpstream{err: tc.err}
+			c := &payments.Call{Merchant: merchant, Site: site}
+			_, err := newCaptureService(newMemStore(), up).CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
+			if e := apperr.As(err); e.Kind != tc.want {
+				t.Fatalf("err %v (kind %d), want %d", err, e.Kind, tc.want)
+			}
+			if !c.UpstreamCalled() {
+				t.Fatal("the upstream was called")
+			}
+			if tc.want == apperr.Invalid && !strings.Contains(err.Error(), "Return URL is missing.") {
+				t.Fatalf("the upstream's message is lost: %v", err)
+			}
+			if err := c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestSessionRecordErrorReachesTheCaller: the session stands when its
+// record cannot be written; Wait reports why.
+func TestSessionRecordErrorReachesTheCaller(t *testing.T) {
+	st := &failingSessions{memStore: newMemStore()}
+	c := &payments.Call{Merchant: merchant, Site: site}
+	res, err := newCaptureService(st, &paymentsUpstream{}).CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
+	if err != nil || res.ID != "CS1" {
+		t.Fatalf("session %+v, %v", res, err)
+	}
+	if werr := c.Wait(); werr == nil || !strings.Contains(werr.Error(), "store session record CS1") {
+		t.Fatalf("Wait = %v", werr)
+	}
+}
+
+type failingSessions struct{ *memStore }
+
+func (failingSessions) PutSession(context.Context, payments.Session) error {
+	return errSessionsDown
+}
+
+var errSessionsDown = errors.New("sessions table down")
