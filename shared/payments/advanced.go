@@ -66,18 +66,33 @@ func (s *Service) StartPayment(ctx context.Context, m tenant.Merchant, site tena
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
-	if resp.PSPReference != "" {
+	record := func() Payment {
+		return Payment{
+			MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
+			Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
+			StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
+			CreatedAt: s.clock.Now(),
+		}
+	}
+	switch {
+	case resp.PSPReference != "":
 		reqwork.Go(ctx, func(ctx context.Context) {
-			s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
-				return Payment{
-					MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
-					Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
-					CreatedAt: s.clock.Now(),
-				}
-			})
+			s.recordPayment(ctx, m, site, resp, "payment", record)
+		})
+	case resp.Action != nil || unfinished(State(resp.ResultCode)):
+		// An action answer without pspReference (pending.go): recorded now,
+		// bound when details or the notification name the pspReference.
+		reqwork.Go(ctx, func(ctx context.Context) {
+			p := record()
+			applyResult(&p, resp.ResultCode, m.CaptureMode)
+			p.History = []Event{{At: p.CreatedAt, Kind: "payment", Origin: OriginAPI, Detail: resp.ResultCode}}
+			p.UpdatedAt = p.CreatedAt
+			s.savePending(ctx, p)
 		})
 	}
-	return resultOf(resp), nil
+	out := resultOf(resp)
+	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
+	return out, nil
 }
 
 // routingMetadata identifies merchant, site and flow in upstream calls.
@@ -89,6 +104,12 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 // upstream answer. The upstream has already acted, so a store failure is
 // logged rather than failing the call: the notification repairs the record.
 func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) {
+	s.recordPaymentMerging(ctx, m, site, resp, kind, create, nil)
+}
+
+// recordPaymentMerging is recordPayment applying merge (when not nil) to a
+// record that already exists.
+func (s *Service) recordPaymentMerging(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment, merge func(*Payment)) {
 	now := s.clock.Now()
 	apply := func(p *Payment) error {
 		if p.MerchantID != m.ID || (p.SiteID != "" && p.SiteID != site.ID) {
@@ -96,6 +117,9 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 		}
 		if p.SiteID == "" {
 			p.SiteID = site.ID
+		}
+		if merge != nil {
+			merge(p)
 		}
 		applyResult(p, resp.ResultCode, m.CaptureMode)
 		if resp.RefusalReason != "" {
@@ -182,6 +206,7 @@ func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site ten
 	}
 	details := o.RawObject("details", true)
 	paymentData, _ := o.String("paymentData", false, jsonin.MaxLen(100_000))
+	ref, _ := o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
 	o.Done()
 	if err := errs.Err(); err != nil {
 		return PaymentResult{}, err
@@ -200,16 +225,50 @@ func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site ten
 		case err != nil && !errors.Is(err, store.ErrNotFound):
 			s.log.ErrorContext(ctx, "reading payment failed", "pspReference", resp.PSPReference, "err", err.Error())
 		default:
-			s.recordPayment(ctx, m, site, resp, "details", func() Payment {
-				p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
-				if resp.Amount != nil {
-					p.Amount = *resp.Amount
-				}
-				return p
-			})
+			s.recordDetails(ctx, m, site, resp, firstNonEmpty(ref, resp.MerchantReference))
 		}
 	}
-	return resultOf(resp), nil
+	out := resultOf(resp)
+	if out.MerchantReference == "" {
+		out.MerchantReference = ref
+	}
+	return out, nil
+}
+
+// recordDetails records a details answer naming pspReference: the record
+// starts from the payment's pending record (found by the reference the
+// merchant sent, else the one the upstream echoed) and the pending record
+// is marked bound; without one, from what the answer carries.
+func (s *Service) recordDetails(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, ref string) {
+	pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference)
+	if err != nil {
+		s.log.ErrorContext(ctx, "reading pending payment failed", "pspReference", resp.PSPReference, "err", err.Error())
+	}
+	create := func() Payment {
+		if found {
+			return fromPending(pend, resp.PSPReference)
+		}
+		p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
+		if resp.Amount != nil {
+			p.Amount = *resp.Amount
+		}
+		return p
+	}
+	var merge func(*Payment)
+	if found {
+		merge = func(p *Payment) { mergePending(p, pend) }
+	}
+	s.recordPaymentMerging(ctx, m, site, resp, "details", create, merge)
+	if found {
+		s.markBound(ctx, pend, resp.PSPReference)
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // detailsError names the field of a details call the upstream refused: the

@@ -119,8 +119,9 @@ func readName(o *jsonin.Obj, name string) *upstream.Name {
 	if n == nil {
 		return nil
 	}
-	first, _ := n.String("firstName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
-	last, _ := n.String("lastName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
+	// The platform needs both names (it refuses one alone with a 422).
+	first, _ := n.String("firstName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
+	last, _ := n.String("lastName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
 	n.Done()
 	return &upstream.Name{FirstName: first, LastName: last}
 }

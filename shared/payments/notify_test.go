@@ -305,7 +305,8 @@ func TestAutoCaptureMerchant(t *testing.T) {
 func (f *fixture) advancedPayment(resultCode string) {
 	f.t.Helper()
 	f.up.result = upstream.PaymentResponse{ResultCode: resultCode, PSPReference: psp, MerchantReference: "order-1"}
-	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111"},"returnUrl":"https://shop.example/return","reference":"order-1"}`
+	// A pre-authorisation, so that its amount can be updated.
+	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111"},"returnUrl":"https://shop.example/return","reference":"order-1","additionalData":{"authorisationType":"PreAuth"}}`
 	if _, err := f.svc.StartPayment(f.ctx, merchant, site, []byte(body)); err != nil {
 		f.t.Fatalf("StartPayment: %v", err)
 	}

@@ -84,10 +84,39 @@ func ParsePayment(body []byte) (PaymentInput, error) {
 	} else if in.StoredMethodID != "" && !o.Has("shopperReference") {
 		o.Fail("shopperReference", "is required with paymentMethod.storedPaymentMethodId")
 	}
-	if string(in.StateData["storePaymentMethod"]) == "true" && !o.Has("shopperReference") {
-		o.Fail("shopperReference", "is required when storePaymentMethod is true")
+	if in.StorePaymentMethod() {
+		if !o.Has("shopperReference") {
+			o.Fail("shopperReference", "is required when storePaymentMethod is true")
+		}
+		if in.RecurringProcessingModel == "" {
+			o.Fail("recurringProcessingModel", "is required when storePaymentMethod is true (how the stored card will be used: "+strings.Join(recurringModels, ", ")+")")
+		}
+	}
+	if v, ok := in.AdditionalData[KeyAuthorisationType]; ok && v != AuthorisationPreAuth && v != AuthorisationFinalAuth {
+		o.Fail("additionalData."+KeyAuthorisationType, "must be "+AuthorisationPreAuth+" or "+AuthorisationFinalAuth)
 	}
 	return in, errs.Err()
+}
+
+// Authorisation types (additionalData.authorisationType): only a
+// pre-authorisation's amount can be updated.
+const (
+	KeyAuthorisationType   = "authorisationType"
+	AuthorisationPreAuth   = "PreAuth"
+	AuthorisationFinalAuth = "FinalAuth"
+)
+
+// StorePaymentMethod reports whether the payment asks to store its method.
+func (in PaymentInput) StorePaymentMethod() bool {
+	return string(in.StateData["storePaymentMethod"]) == "true"
+}
+
+// AuthorisationType is "PreAuth" for a pre-authorisation, else "".
+func (in PaymentInput) AuthorisationType() string {
+	if in.AdditionalData[KeyAuthorisationType] == AuthorisationPreAuth {
+		return AuthorisationPreAuth
+	}
+	return ""
 }
 
 // readPaymentMethod reads the component's paymentMethod object, unchanged,
