@@ -576,6 +576,7 @@ func TestLambdaFunctionsServeSampleEvents(t *testing.T) {
 		start := eventBody(t, sampleEvent(t, "payments"))
 		start["shopperReference"] = shopper
 		start["storePaymentMethod"] = true
+		start["recurringProcessingModel"] = "CardOnFile"
 		start["reference"] = "order-1002-store"
 		inv := record(payments.invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "store", ""), start)))
 		wantStatus(t, inv, http.StatusOK)
