@@ -22,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/tenant"
@@ -222,7 +223,13 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	}
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
-	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	// Every exchange with the service (the merchant's API calls and the
+	// simulator's notifications) is checked against docs/openapi.yaml.
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := checker.Handler(t, httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api))
 	handler.Store(&h)
 
 	e := &whEnv{t: t, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
