@@ -12,7 +12,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// Field bounds (docs/openapi.yaml, docs/payments.md).
+// Field bounds (docs/openapi.yaml, docs/limits.md).
 const (
 	maxReference     = 80
 	maxReturnURL     = 8000
@@ -26,11 +26,11 @@ const (
 	maxStateDataText = 4096
 )
 
-// AlwaysBlocked are the payment methods never offered on sessions (docs/payments.md).
+// AlwaysBlocked are the payment methods never offered on sessions (docs/upstream.md).
 var AlwaysBlocked = []string{"sepadirectdebit", "bacs", "directdebit_GB"}
 
 // Fields set by the service on every upstream call; a caller sending them
-// gets 400 "set by the service" (docs/payments.md).
+// gets 400 "set by the service" (docs/upstream.md).
 var serverControlled = []string{
 	"merchantAccount", "splits", "metadata", "store", "platformChargebackLogic", "applicationInfo",
 }

@@ -70,7 +70,7 @@ func ParsePayment(body []byte) (PaymentInput, error) {
 	if in.ShopperInteraction == "" {
 		in.ShopperInteraction = upstream.ShopperInteractionEcommerce
 	}
-	// Merchant-initiated stored-card charge (docs/payments.md).
+	// Merchant-initiated stored-card charge (docs/upstream.md).
 	if in.ShopperInteraction == upstream.ShopperInteractionContAuth {
 		need := func(field string, ok bool, msg string) {
 			if !ok {
