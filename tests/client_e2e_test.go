@@ -26,11 +26,18 @@ import (
 func TestClientE2ELocalServer(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	events := make(chan client.WebhookItem, 20)
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
+		}
+		if v := checker.CheckWebhook("paymentEvent", r.Header, body); len(v) > 0 {
+			t.Errorf("webhook violates docs/openapi.yaml: %v", v)
 		}
 		if err := client.VerifyWebhook(secret, r.Header, body, time.Now(), client.DefaultWebhookTolerance); err != nil {
 			t.Errorf("webhook signature: %v", err)
@@ -78,10 +85,6 @@ func TestClientE2ELocalServer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := client.New(s.base, seedKey, client.WithHTTPClient(&http.Client{Transport: checker.Transport(t, nil), Timeout: 30 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

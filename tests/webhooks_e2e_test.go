@@ -66,8 +66,16 @@ type hookRequest struct {
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	h := &hookReceiver{}
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		// Every webhook is held to the document's webhooks section.
+		if v := checker.CheckWebhook("paymentEvent", r.Header, body); len(v) > 0 {
+			t.Errorf("webhook violates docs/openapi.yaml: %s\n  body: %s", strings.Join(v, "\n  "), body)
+		}
 		h.mu.Lock()
 		h.got = append(h.got, hookRequest{r.Header.Clone(), body})
 		n, answer, hold := len(h.got), h.answer, h.hold
