@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // trackedTextFiles lists the repository's files under git, text only.
@@ -100,6 +102,31 @@ func TestDocsCoverTheDesign(t *testing.T) {
 		}
 		if !strings.Contains(string(index), "]("+file+")") {
 			t.Errorf("%s: docs/README.md does not list %s", topic, file)
+		}
+	}
+}
+
+// README's test-card table lists every card of the simulator (the
+// simulator's own README, tested beside it, has the full tables).
+func TestReadmeTestCards(t *testing.T) {
+	root, _ := filepath.Abs(repoRoot)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, c := range simulator.TestCards() {
+		var groups []string
+		for i := 0; i < len(c.Number); i += 4 {
+			groups = append(groups, c.Number[i:min(i+4, len(c.Number))])
+		}
+		if spaced := strings.Join(groups, " "); !strings.Contains(readme, spaced) {
+			t.Errorf("README.md's test-card table lacks %s (%s)", spaced, c.Behaviour)
+		}
+	}
+	for _, name := range []string{"INVALID_CARD_NUMBER", "CANCELLED", "SHOPPER_CANCELLED", "RequestedTestAcquirerResponseCode", "capture failed", "refund failed"} {
+		if !strings.Contains(readme, name) {
+			t.Errorf("README.md does not document %s", name)
 		}
 	}
 }
