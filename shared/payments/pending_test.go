@@ -1,0 +1,140 @@
+package payments_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// detailsUpstream answers /payments/details with a fixed answer.
+type detailsUpstream struct {
+	*fakeUpstream
+	details upstream.PaymentResponse
+}
+
+func (d *detailsUpstream) PaymentDetails(context.Context, upstream.DetailsRequest, string) (upstream.PaymentResponse, error) {
+	return d.details, nil
+}
+
+// pendingFixture starts a 3-D Secure payment the platform answers without
+// pspReference (the published shape); details answer only resultCode and
+// pspReference.
+func pendingFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	up := &detailsUpstream{fakeUpstream: f.up, details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp}}
+	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint"}`)}
+	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454"},
+		"returnUrl":"https://shop.example/return","reference":"order-1","shopperReference":"shopper-1","storePaymentMethod":true,
+		"recurringProcessingModel":"CardOnFile","additionalData":{"authorisationType":"PreAuth"}}`
+	out, err := f.svc.StartPayment(f.ctx, merchant, site, []byte(body))
+	if err != nil || out.PSPReference != "" || out.MerchantReference != "order-1" {
+		t.Fatalf("StartPayment: %+v %v", out, err)
+	}
+	return f
+}
+
+func (f *fixture) details(ref string) {
+	f.t.Helper()
+	body := `{"details":{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}}`
+	if ref != "" {
+		body = `{"details":{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="},"reference":"` + ref + `"}`
+	}
+	out, err := f.svc.SubmitDetails(f.ctx, merchant, site, []byte(body))
+	if err != nil || out.ResultCode != "Authorised" || out.PSPReference != psp {
+		f.t.Fatalf("SubmitDetails: %+v %v", out, err)
+	}
+}
+
+// The AUTHORISATION notification of an advanced payment names its owner
+// through the routing metadata.
+func (f *fixture) applyAdvancedAuthorisation() {
+	f.t.Helper()
+	it := item(upstream.EventAuthorisation, psp, "", "true", 1000, nil)
+	advanced := &payments.NotificationOwner{MerchantID: merchant.ID, SiteID: site.ID, Source: payments.SourceAdvanced}
+	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{Now: f.clk.Now(), Owner: advanced}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// wantBound checks the record holds everything the request knew, once.
+func (f *fixture) wantBound(state payments.State) {
+	f.t.Helper()
+	p := f.payment()
+	if p.Reference != "order-1" || p.Amount.Value != 1000 || p.Amount.Currency != "EUR" || p.AuthorisedValue != 1000 ||
+		p.ShopperReference != "shopper-1" || !p.StorePaymentMethod || p.AuthorisationType != payments.AuthorisationPreAuth ||
+		p.Source != payments.SourceAdvanced || p.SiteID != site.ID || p.State != state {
+		f.t.Fatalf("record: %+v", p)
+	}
+	bound := 0
+	for _, e := range p.History {
+		if e.Kind == "bound" {
+			bound++
+		}
+	}
+	if bound != 1 {
+		f.t.Fatalf("merged %d times: %+v", bound, p.History)
+	}
+	pend, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
+	if err != nil || pend.BoundTo != psp {
+		f.t.Fatalf("pending record: %+v %v", pend, err)
+	}
+}
+
+func TestPendingPaymentRecordedAtOnce(t *testing.T) {
+	f := pendingFixture(t)
+	p, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
+	if err != nil || p.State != payments.StateIdentifyShopper || p.Amount.Value != 1000 || p.BoundTo != "" || p.AuthorisationType != payments.AuthorisationPreAuth {
+		t.Fatalf("pending record: %+v %v", p, err)
+	}
+	// Not a payment: no modification reaches it.
+	if _, err := f.svc.Capture(f.ctx, merchant, site, p.PSPReference, []byte(`{"amount":{"value":1,"currency":"EUR"}}`)); err == nil {
+		t.Fatal("a capture of a pending record was accepted")
+	}
+}
+
+func TestPendingBoundByDetailsThenNotification(t *testing.T) {
+	f := pendingFixture(t)
+	f.details("order-1")
+	f.wantBound(payments.StateAuthorised)
+	// Right after details: the amount of the pre-authorisation can change.
+	if _, err := f.svc.UpdateAmount(f.ctx, merchant, site, psp, []byte(`{"pspReference":"`+psp+`","amount":{"value":1200,"currency":"EUR"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.applyAdvancedAuthorisation()
+	p := f.payment()
+	if p.AuthorisedValue != 1200 || p.ShopperReference != "shopper-1" {
+		t.Fatalf("after the notification: %+v", p)
+	}
+}
+
+func TestPendingBoundByNotificationThenDetails(t *testing.T) {
+	f := pendingFixture(t)
+	f.applyAdvancedAuthorisation()
+	f.wantBound(payments.StateAuthorised)
+	f.details("order-1")
+	f.wantBound(payments.StateAuthorised)
+}
+
+func TestPendingDetailsWithoutReferenceBoundByNotification(t *testing.T) {
+	f := pendingFixture(t)
+	f.details("") // the published details request: nothing names the payment
+	if p := f.payment(); p.Amount.Value != 0 {
+		t.Fatalf("the details answer carried no amount, yet: %+v", p)
+	}
+	f.applyAdvancedAuthorisation()
+	f.wantBound(payments.StateAuthorised)
+}
+
+func TestPendingDetailsWithEchoedReference(t *testing.T) {
+	f := pendingFixture(t)
+	f.svc = payments.NewService(f.st, &detailsUpstream{fakeUpstream: f.up,
+		details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	f.details("")
+	f.wantBound(payments.StateAuthorised)
+}
