@@ -20,8 +20,8 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -136,7 +136,7 @@ func (e *notifyEnv) post(body any, user, pass string) *httptest.ResponseRecorder
 
 func (e *notifyEnv) stored(it upstream.NotificationRequestItem) bool {
 	_, err := e.st.GetEvent(context.Background(), notifications.EventID(notifications.DedupKey(it)))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 		e.t.Fatal(err)
 	}
 	return err == nil

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -138,7 +138,7 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 		p.UpdatedAt = opts.Now
 		return nil
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
 	}
 	if err != nil {
@@ -148,7 +148,7 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 		res.Created = false
 	}
 	if bound != nil {
-		markBound(ctx, st, *bound, psp, nil) // best effort: the payment's record is complete
+		_ = markBound(ctx, st, *bound, psp) // best effort: the payment's record is complete
 	}
 	res.Payment = p
 	return res, nil

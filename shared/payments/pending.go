@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // A payment that starts with an action (3-D Secure, a redirect) may be
@@ -40,7 +41,7 @@ const kindBound = "bound"
 // savePending writes the pending record p (keyed by PendingKey), replacing
 // an earlier payment's with the same reference: the latest payment started
 // with a reference is the one its details and notification bind.
-func (s *Service) savePending(ctx context.Context, p Payment) {
+func (s *Service) savePending(ctx context.Context, p Payment) error {
 	key := PendingKey(p.MerchantID, p.SiteID, p.Reference)
 	_, err := Mutate(ctx, s.store, key, func() Payment { return p }, func(cur *Payment) error {
 		if cur.Version != 0 {
@@ -51,8 +52,9 @@ func (s *Service) savePending(ctx context.Context, p Payment) {
 		return nil
 	})
 	if err != nil {
-		s.log.ErrorContext(ctx, "recording pending payment failed", "reference", p.Reference, "err", err.Error())
+		return fmt.Errorf("record pending payment %s: %w", p.Reference, err)
 	}
+	return nil
 }
 
 // pendingFor returns the unbound (or bound to psp) pending record of the
@@ -62,7 +64,7 @@ func pendingFor(ctx context.Context, st Store, merchantID, siteID, ref, psp stri
 		return Payment{}, false, nil
 	}
 	p, err := st.GetPayment(ctx, PendingKey(merchantID, siteID, ref))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return Payment{}, false, nil
 	}
 	if err != nil {
@@ -120,14 +122,10 @@ func mergePending(p *Payment, pend Payment) {
 }
 
 // markBound records on a pending record the pspReference its payment got.
-// A failure is logged: the payment's own record is already complete.
-func (s *Service) markBound(ctx context.Context, pend Payment, psp string) {
-	markBound(ctx, s.store, pend, psp, s.log.ErrorContext)
-}
-
-func markBound(ctx context.Context, st Store, pend Payment, psp string, logErr func(context.Context, string, ...any)) {
+// Its failure does not matter much: the payment's own record is complete.
+func markBound(ctx context.Context, st Store, pend Payment, psp string) error {
 	if pend.BoundTo == psp {
-		return
+		return nil
 	}
 	_, err := MutateFrom(ctx, st, pend, func(p *Payment) error {
 		if p.BoundTo == psp {
@@ -136,9 +134,10 @@ func markBound(ctx context.Context, st Store, pend Payment, psp string, logErr f
 		p.BoundTo = psp
 		return nil
 	})
-	if err != nil && logErr != nil {
-		logErr(ctx, "binding pending payment failed", "pspReference", psp, "err", err.Error())
+	if err != nil {
+		return fmt.Errorf("bind pending payment to %s: %w", psp, err)
 	}
+	return nil
 }
 
 // mayHavePending reports whether a record could still take over a pending

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -29,25 +30,34 @@ func pendingFixture(t *testing.T) *fixture {
 	up := &detailsUpstream{fakeUpstream: f.up, details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp}}
 	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint"}`)}
-	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454"},
-		"returnUrl":"https://shop.example/return","reference":"order-1","shopperReference":"shopper-1","storePaymentMethod":true,
-		"recurringProcessingModel":"CardOnFile","additionalData":{"authorisationType":"PreAuth"}}`
-	out, err := f.svc.StartPayment(f.ctx, merchant, site, []byte(body))
+	in := payments.PaymentInput{
+		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
+		ReturnURL:     "https://shop.example/return", Reference: "order-1", ShopperReference: "shopper-1",
+		ShopperInteraction: upstream.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
+		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
+		StateData:      map[string]json.RawMessage{"storePaymentMethod": json.RawMessage(`true`)},
+	}
+	c := f.call()
+	out, err := f.svc.StartPayment(f.ctx, c, in)
 	if err != nil || out.PSPReference != "" || out.MerchantReference != "order-1" {
 		t.Fatalf("StartPayment: %+v %v", out, err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("StartPayment's record: %v", err)
 	}
 	return f
 }
 
 func (f *fixture) details(ref string) {
 	f.t.Helper()
-	body := `{"details":{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}}`
-	if ref != "" {
-		body = `{"details":{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="},"reference":"` + ref + `"}`
-	}
-	out, err := f.svc.SubmitDetails(f.ctx, merchant, site, []byte(body))
+	c := f.call()
+	out, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`), Reference: ref})
 	if err != nil || out.ResultCode != "Authorised" || out.PSPReference != psp {
 		f.t.Fatalf("SubmitDetails: %+v %v", out, err)
+	}
+	if err := c.Wait(); err != nil {
+		f.t.Fatalf("SubmitDetails' record: %v", err)
 	}
 }
 
@@ -93,7 +103,7 @@ func TestPendingPaymentRecordedAtOnce(t *testing.T) {
 		t.Fatalf("pending record: %+v %v", p, err)
 	}
 	// Not a payment: no modification reaches it.
-	if _, err := f.svc.Capture(f.ctx, merchant, site, p.PSPReference, []byte(`{"amount":{"value":1,"currency":"EUR"}}`)); err == nil {
+	if _, err := f.svc.Capture(f.ctx, f.call(), p.PSPReference, payments.CaptureInput{Amount: money.Amount{Value: 1, Currency: "EUR"}}); err == nil {
 		t.Fatal("a capture of a pending record was accepted")
 	}
 }
@@ -103,7 +113,7 @@ func TestPendingBoundByDetailsThenNotification(t *testing.T) {
 	f.details("order-1")
 	f.wantBound(payments.StateAuthorised)
 	// Right after details: the amount of the pre-authorisation can change.
-	if _, err := f.svc.UpdateAmount(f.ctx, merchant, site, psp, []byte(`{"pspReference":"`+psp+`","amount":{"value":1200,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.updateAmount(1200); err != nil {
 		t.Fatal(err)
 	}
 	f.applyAdvancedAuthorisation()
