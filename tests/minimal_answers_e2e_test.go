@@ -87,6 +87,21 @@ func (m *minimalEnv) details(out map[string]any, ref string, withRef bool) map[s
 	return m.api("/payments/details", string(raw), 200)
 }
 
+// authorise starts a payment whose answers, each without pspReference,
+// are the steps (result codes) given, completes each action with details
+// carrying the reference, and returns the reference and the pspReference
+// of the final Authorised answer.
+func (m *minimalEnv) authorise(number, extra string, steps ...string) (string, string) {
+	m.t.Helper()
+	ref, out := m.start(number, extra)
+	for _, step := range steps {
+		m.wantAnswer(out, step, false)
+		out = m.details(out, ref, true)
+	}
+	m.wantAnswer(out, "Authorised", true)
+	return ref, out["pspReference"].(string)
+}
+
 func (m *minimalEnv) wantAnswer(out map[string]any, resultCode string, withPSP bool) {
 	m.t.Helper()
 	_, hasPSP := out["pspReference"]
@@ -152,13 +167,7 @@ const preAuthData = `,"additionalData":{"authorisationType":"PreAuth"}`
 func TestMinimalAnswers(t *testing.T) {
 	t.Run("3DS2 fingerprint then challenge, capture right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, out := m.start("5454545454545454", nativeThreeDS)
-		m.wantAnswer(out, "IdentifyShopper", false)
-		out = m.details(out, ref, true)
-		m.wantAnswer(out, "ChallengeShopper", false)
-		out = m.details(out, ref, true)
-		m.wantAnswer(out, "Authorised", true)
-		psp := out["pspReference"].(string)
+		ref, psp := m.authorise("5454545454545454", nativeThreeDS, "IdentifyShopper", "ChallengeShopper")
 		m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
 		// At once, before any notification.
 		m.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
@@ -168,11 +177,7 @@ func TestMinimalAnswers(t *testing.T) {
 	})
 	t.Run("frictionless, reversal right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, out := m.start("4000000000002701", nativeThreeDS)
-		m.wantAnswer(out, "IdentifyShopper", false)
-		out = m.details(out, ref, true)
-		m.wantAnswer(out, "Authorised", true)
-		psp := out["pspReference"].(string)
+		ref, psp := m.authorise("4000000000002701", nativeThreeDS, "IdentifyShopper")
 		m.api("/payments/"+psp+"/reversals", `{}`, 200)
 		m.settle()
 		m.check(psp, ref, payments.StateCancelled, 1000, 0, false)
@@ -180,11 +185,7 @@ func TestMinimalAnswers(t *testing.T) {
 	})
 	t.Run("3DS redirect, amount update of a pre-authorisation right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, out := m.start("5454545454545454", preAuthData)
-		m.wantAnswer(out, "RedirectShopper", false)
-		out = m.details(out, ref, true)
-		m.wantAnswer(out, "Authorised", true)
-		psp := out["pspReference"].(string)
+		ref, psp := m.authorise("5454545454545454", preAuthData, "RedirectShopper")
 		m.check(psp, ref, payments.StateAuthorised, 1000, 0, true)
 		m.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
 		m.settle()
@@ -215,10 +216,7 @@ func TestMinimalAnswers(t *testing.T) {
 	t.Run("stored card: stored through 3DS2, then charged", func(t *testing.T) {
 		m := newMinimalEnv(t)
 		const shopper = `,"shopperReference":"shopper-min","recurringProcessingModel":"CardOnFile","storePaymentMethod":true`
-		ref, out := m.start("5454545454545454", nativeThreeDS+shopper)
-		out = m.details(m.details(out, ref, true), ref, true)
-		m.wantAnswer(out, "Authorised", true)
-		psp := out["pspReference"].(string)
+		ref, psp := m.authorise("5454545454545454", nativeThreeDS+shopper, "IdentifyShopper", "ChallengeShopper")
 		p := m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
 		if p.ShopperReference != "shopper-min" || !p.StorePaymentMethod {
 			t.Fatalf("storage intent not recorded: %+v", p)
