@@ -175,6 +175,21 @@ func TestMinimalAnswers(t *testing.T) {
 		m.check(psp, ref, payments.StateCaptured, 1000, 1000, false)
 		m.wantWebhooks(psp, ref, "AUTHORISATION", "CAPTURE")
 	})
+	t.Run("3DS2 details with the action's paymentData and no reference, capture right after", func(t *testing.T) {
+		m := newMinimalEnv(t)
+		ref, out := m.start("5454545454545454", nativeThreeDS)
+		for _, step := range []string{"IdentifyShopper", "ChallengeShopper"} {
+			m.wantAnswer(out, step, false)
+			out = m.details(out, ref, false) // the component's state data: details and paymentData
+		}
+		m.wantAnswer(out, "Authorised", true)
+		psp := out["pspReference"].(string)
+		m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
+		m.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+		m.settle()
+		m.check(psp, ref, payments.StateCaptured, 1000, 1000, false)
+		m.wantWebhooks(psp, ref, "AUTHORISATION", "CAPTURE")
+	})
 	t.Run("frictionless, reversal right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
 		ref, psp := m.authorise("4000000000002701", nativeThreeDS, "IdentifyShopper")

@@ -81,7 +81,7 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 			applyResult(&p, resp.ResultCode, m.CaptureMode)
 			p.History = []Event{{At: p.CreatedAt, Kind: "payment", Origin: OriginAPI, Detail: resp.ResultCode}}
 			p.UpdatedAt = p.CreatedAt
-			return s.savePending(ctx, p)
+			return errors.Join(s.savePending(ctx, p), s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
 		})
 	}
 	out := resultOf(resp)
@@ -198,6 +198,21 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
+	// The payment these details complete: the reference the merchant sent,
+	// else the one its action's paymentData leads to, else the one the
+	// upstream echoes.
+	ref := in.Reference
+	if ref == "" {
+		var err error
+		if ref, err = s.referenceOfAction(ctx, m.ID, site.ID, in.PaymentData); err != nil {
+			c.fail(err) // the reference the upstream echoes, or the notification, binds it
+		}
+	}
+	ref = firstNonEmpty(ref, resp.MerchantReference)
+	if resp.PSPReference == "" && resp.Action != nil {
+		// Another step (3-D Secure 2: the challenge after the fingerprint).
+		c.fail(s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
+	}
 	if resp.PSPReference != "" {
 		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
 		switch {
@@ -210,12 +225,12 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 			// notification records the payment.
 			c.fail(fmt.Errorf("read payment %s after details: %w", resp.PSPReference, err))
 		default:
-			c.fail(s.recordDetails(ctx, m, site, resp, firstNonEmpty(in.Reference, resp.MerchantReference)))
+			c.fail(s.recordDetails(ctx, m, site, resp, ref))
 		}
 	}
 	out := resultOf(resp)
 	if out.MerchantReference == "" {
-		out.MerchantReference = in.Reference
+		out.MerchantReference = ref
 	}
 	return out, nil
 }

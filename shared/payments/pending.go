@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,6 +29,61 @@ const pendingPrefix = "pending_"
 func PendingKey(merchantID, siteID, ref string) string {
 	h := sha256.Sum256([]byte(merchantID + "\x00" + siteID + "\x00" + ref))
 	return pendingPrefix + hex.EncodeToString(h[:20])
+}
+
+// actionKey is the store key of the alias that leads from an action's
+// paymentData to its payment's pending record: a component that sends the
+// paymentData back with the details binds the payment without the
+// reference.
+func actionKey(paymentData string) string {
+	h := sha256.Sum256([]byte(paymentData))
+	return pendingPrefix + "action_" + hex.EncodeToString(h[:20])
+}
+
+// actionPaymentData returns the paymentData of an action ("" for none).
+func actionPaymentData(action json.RawMessage) string {
+	var a struct {
+		PaymentData string `json:"paymentData"`
+	}
+	if len(action) == 0 || json.Unmarshal(action, &a) != nil {
+		return ""
+	}
+	return a.PaymentData
+}
+
+// saveActionAlias records that the action with paymentData belongs to the
+// payment with reference ref of a site (no paymentData: nothing).
+func (s *Service) saveActionAlias(ctx context.Context, merchantID, siteID, ref string, action json.RawMessage) error {
+	pd := actionPaymentData(action)
+	if pd == "" || ref == "" {
+		return nil
+	}
+	now := s.clock.Now()
+	alias := Payment{PSPReference: actionKey(pd), MerchantID: merchantID, SiteID: siteID, Reference: ref,
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.SavePayment(ctx, alias, 0); err != nil && !errors.Is(err, storeerr.ErrConflict) {
+		return fmt.Errorf("record action of %s: %w", ref, err)
+	}
+	return nil
+}
+
+// referenceOfAction returns the reference of the payment an action's
+// paymentData belongs to, on this site ("" when unknown).
+func (s *Service) referenceOfAction(ctx context.Context, merchantID, siteID, paymentData string) (string, error) {
+	if paymentData == "" {
+		return "", nil
+	}
+	a, err := s.store.GetPayment(ctx, actionKey(paymentData))
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read action: %w", err)
+	}
+	if a.MerchantID != merchantID || a.SiteID != siteID {
+		return "", nil
+	}
+	return a.Reference, nil
 }
 
 // IsPendingKey reports whether key names a pending record rather than a

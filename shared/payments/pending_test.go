@@ -29,7 +29,7 @@ func pendingFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	up := &detailsUpstream{fakeUpstream: f.up, details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp}}
 	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint"}`)}
+	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`)}
 	in := payments.PaymentInput{
 		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
 		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
@@ -49,10 +49,13 @@ func pendingFixture(t *testing.T) *fixture {
 	return f
 }
 
-func (f *fixture) details(ref string) {
+func (f *fixture) details(ref string) { f.detailsWith(payments.DetailsInput{Reference: ref}) }
+
+func (f *fixture) detailsWith(in payments.DetailsInput) {
 	f.t.Helper()
 	c := f.call()
-	out, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`), Reference: ref})
+	in.Details = json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)
+	out, err := f.svc.SubmitDetails(f.ctx, c, in)
 	if err != nil || out.ResultCode != "Authorised" || out.PSPReference != psp {
 		f.t.Fatalf("SubmitDetails: %+v %v", out, err)
 	}
@@ -147,4 +150,25 @@ func TestPendingDetailsWithEchoedReference(t *testing.T) {
 		details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	f.details("")
 	f.wantBound(payments.StateAuthorised)
+}
+
+// The component sends the action's paymentData back: that alone binds the
+// payment at once.
+func TestPendingBoundByTheActionsPaymentData(t *testing.T) {
+	f := pendingFixture(t)
+	f.detailsWith(payments.DetailsInput{PaymentData: "Ab02b4c0!fingerprint"})
+	f.wantBound(payments.StateAuthorised)
+	// Another site's paymentData leads nowhere.
+	g := pendingFixture(t)
+	other := g.call()
+	other.Site.ID = "site_b"
+	if _, err := g.svc.SubmitDetails(g.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{}`), PaymentData: "Ab02b4c0!fingerprint"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.st.GetPayment(g.ctx, psp); err != nil || p.SiteID != "site_b" || p.Amount.Value != 0 || p.Reference != "" {
+		t.Fatalf("another site's details bound this site's payment: %+v %v", p, err)
+	}
 }
