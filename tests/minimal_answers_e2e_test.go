@@ -89,14 +89,14 @@ func (m *minimalEnv) details(out map[string]any, ref string, withRef bool) map[s
 
 // authorise starts a payment whose answers, each without pspReference,
 // are the steps (result codes) given, completes each action with details
-// carrying the reference, and returns the reference and the pspReference
-// of the final Authorised answer.
-func (m *minimalEnv) authorise(number, extra string, steps ...string) (string, string) {
+// (carrying the reference when withRef), and returns the reference and the
+// pspReference of the final Authorised answer.
+func (m *minimalEnv) authorise(number, extra string, withRef bool, steps ...string) (string, string) {
 	m.t.Helper()
 	ref, out := m.start(number, extra)
 	for _, step := range steps {
 		m.wantAnswer(out, step, false)
-		out = m.details(out, ref, true)
+		out = m.details(out, ref, withRef)
 	}
 	m.wantAnswer(out, "Authorised", true)
 	return ref, out["pspReference"].(string)
@@ -165,34 +165,23 @@ const nativeThreeDS = `,"authenticationData":{"threeDSRequestData":{"nativeThree
 const preAuthData = `,"additionalData":{"authorisationType":"PreAuth"}`
 
 func TestMinimalAnswers(t *testing.T) {
-	t.Run("3DS2 fingerprint then challenge, capture right after details", func(t *testing.T) {
-		m := newMinimalEnv(t)
-		ref, psp := m.authorise("5454545454545454", nativeThreeDS, "IdentifyShopper", "ChallengeShopper")
-		m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
-		// At once, before any notification.
-		m.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		m.settle()
-		m.check(psp, ref, payments.StateCaptured, 1000, 1000, false)
-		m.wantWebhooks(psp, ref, "AUTHORISATION", "CAPTURE")
-	})
-	t.Run("3DS2 details with the action's paymentData and no reference, capture right after", func(t *testing.T) {
-		m := newMinimalEnv(t)
-		ref, out := m.start("5454545454545454", nativeThreeDS)
-		for _, step := range []string{"IdentifyShopper", "ChallengeShopper"} {
-			m.wantAnswer(out, step, false)
-			out = m.details(out, ref, false) // the component's state data: details and paymentData
-		}
-		m.wantAnswer(out, "Authorised", true)
-		psp := out["pspReference"].(string)
-		m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
-		m.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		m.settle()
-		m.check(psp, ref, payments.StateCaptured, 1000, 1000, false)
-		m.wantWebhooks(psp, ref, "AUTHORISATION", "CAPTURE")
-	})
+	// Details with the payment's reference, or with the component's state
+	// data only (details and the action's paymentData).
+	for _, withRef := range []bool{true, false} {
+		t.Run(fmt.Sprintf("3DS2 fingerprint then challenge, capture right after details (reference sent: %v)", withRef), func(t *testing.T) {
+			m := newMinimalEnv(t)
+			ref, psp := m.authorise("5454545454545454", nativeThreeDS, withRef, "IdentifyShopper", "ChallengeShopper")
+			m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
+			// At once, before any notification.
+			m.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+			m.settle()
+			m.check(psp, ref, payments.StateCaptured, 1000, 1000, false)
+			m.wantWebhooks(psp, ref, "AUTHORISATION", "CAPTURE")
+		})
+	}
 	t.Run("frictionless, reversal right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, psp := m.authorise("4000000000002701", nativeThreeDS, "IdentifyShopper")
+		ref, psp := m.authorise("4000000000002701", nativeThreeDS, true, "IdentifyShopper")
 		m.api("/payments/"+psp+"/reversals", `{}`, 200)
 		m.settle()
 		m.check(psp, ref, payments.StateCancelled, 1000, 0, false)
@@ -200,7 +189,7 @@ func TestMinimalAnswers(t *testing.T) {
 	})
 	t.Run("3DS redirect, amount update of a pre-authorisation right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, psp := m.authorise("5454545454545454", preAuthData, "RedirectShopper")
+		ref, psp := m.authorise("5454545454545454", preAuthData, true, "RedirectShopper")
 		m.check(psp, ref, payments.StateAuthorised, 1000, 0, true)
 		m.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
 		m.settle()
@@ -231,7 +220,7 @@ func TestMinimalAnswers(t *testing.T) {
 	t.Run("stored card: stored through 3DS2, then charged", func(t *testing.T) {
 		m := newMinimalEnv(t)
 		const shopper = `,"shopperReference":"shopper-min","recurringProcessingModel":"CardOnFile","storePaymentMethod":true`
-		ref, psp := m.authorise("5454545454545454", nativeThreeDS+shopper, "IdentifyShopper", "ChallengeShopper")
+		ref, psp := m.authorise("5454545454545454", nativeThreeDS+shopper, true, "IdentifyShopper", "ChallengeShopper")
 		p := m.check(psp, ref, payments.StateAuthorised, 1000, 0, false)
 		if p.ShopperReference != "shopper-min" || !p.StorePaymentMethod {
 			t.Fatalf("storage intent not recorded: %+v", p)
