@@ -207,6 +207,8 @@ EVENTS = {
             "amount": AMOUNT,
             "reference": "order-1002",
             "returnUrl": RETURN_URL,
+            # A pre-authorisation: amount-updates.json can change its amount.
+            "additionalData": {"authorisationType": "PreAuth"},
             "paymentMethod": {
                 "type": "scheme",
                 "encryptedCardNumber": "test_4111111111111111",

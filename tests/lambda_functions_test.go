@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/store/dynamo"
@@ -477,6 +479,7 @@ var lambdaSteps = []struct {
 	{"notifications", (*lambdaRun).notifications},
 	{"dispatcher", (*lambdaRun).dispatcher},
 	{"init-duration", (*lambdaRun).initDuration},
+	{"contract", (*lambdaRun).contract},
 	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
 	{"x-ray", (*lambdaRun).xRay},
 	{"no-secrets-in-logs", (*lambdaRun).noSecretsInLogs},
@@ -634,6 +637,7 @@ func (r *lambdaRun) storedPaymentMethods(t *testing.T) {
 	start := eventBody(t, sampleEvent(t, "payments"))
 	start["shopperReference"] = shopper
 	start["storePaymentMethod"] = true
+	start["recurringProcessingModel"] = "CardOnFile"
 	start["reference"] = "order-1002-store"
 	inv := r.record(r.fns["PaymentsFunction"].invoke(t, withBody(t, variant(t, sampleEvent(t, "payments"), "store", ""), start)))
 	wantStatus(t, inv, http.StatusOK)
@@ -762,6 +766,45 @@ func (r *lambdaRun) initDuration(t *testing.T) {
 		if len(cold) != 1 || cold[0]["ColdStarts"] != float64(1) {
 			t.Errorf("%s: EMF InitDuration documents %v", id, cold)
 		}
+	}
+}
+
+// contract checks every API invocation's request and answer, as API
+// Gateway carries them, against docs/openapi.yaml.
+func (r *lambdaRun) contract(t *testing.T) {
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inv := range r.invocations {
+		u := url.URL{Path: inv.event.Path}
+		q := url.Values{}
+		for k, v := range inv.event.QueryParameters {
+			q.Set(k, v)
+		}
+		u.RawQuery = q.Encode()
+		x := openapicheck.Exchange{Method: inv.event.HTTPMethod, URL: u.String(), Header: http.Header{}, RespHeader: http.Header{},
+			Status: inv.resp.StatusCode, RespBody: []byte(inv.resp.Body)}
+		for k, v := range inv.event.Headers {
+			x.Header.Set(k, v)
+		}
+		if inv.event.Body != nil {
+			x.Body = []byte(*inv.event.Body)
+		}
+		for k, v := range inv.resp.Headers {
+			x.RespHeader.Set(k, v)
+		}
+		for k, vs := range inv.resp.MultiValueHeaders {
+			for _, v := range vs {
+				x.RespHeader.Add(k, v)
+			}
+		}
+		if v := checker.Check(x); len(v) > 0 {
+			t.Errorf("%s %s → %d violates docs/openapi.yaml:\n  %s\n  answer: %s", x.Method, x.URL, x.Status, strings.Join(v, "\n  "), inv.resp.Body)
+		}
+	}
+	if len(r.invocations) == 0 {
+		t.Fatal("no invocation to check")
 	}
 }
 

@@ -3,6 +3,7 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/upstream/simulator"
@@ -77,7 +78,8 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 		}
 	})
 	t.Run("amount update then capture of the new amount", func(t *testing.T) {
-		psp := post("/payments", card("4111111111111111", "Jo", 1000), 200)["pspReference"].(string)
+		preAuth := strings.Replace(card("4111111111111111", "Jo", 1000), `"returnUrl"`, `"additionalData":{"authorisationType":"PreAuth"},"returnUrl"`, 1)
+		psp := post("/payments", preAuth, 200)["pspReference"].(string)
 		post("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1800,"currency":"EUR"}}`, 200)
 		post("/payments/"+psp+"/captures", amount(1800), 200)
 	})

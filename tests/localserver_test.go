@@ -246,8 +246,15 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 		body   []byte
 	}
 	deliveries := make(chan got, 10)
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		if v := checker.CheckWebhook("paymentEvent", r.Header, b); len(v) > 0 {
+			t.Errorf("webhook violates docs/openapi.yaml: %v", v)
+		}
 		deliveries <- got{r.Header.Clone(), b}
 		w.WriteHeader(http.StatusNoContent)
 	}))

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // trackedTextFiles lists the repository's files under git, text only.
@@ -31,7 +33,7 @@ func trackedTextFiles(t *testing.T, root string) []string {
 // outside it), and every relative link of README and docs/ resolves.
 func TestNoReferencesOutsideTheRepository(t *testing.T) {
 	root, _ := filepath.Abs(repoRoot)
-	outside := regexp.MustCompile(`\.\./shared/|DESIGN(\.md)? ?(section )?[0-9]|\bspec (section )?[0-9]`)
+	outside := regexp.MustCompile(`\.\./shared/|DESIGN(\.md)? ?(section )?[0-9]|DESIGN\.md|payments-service-spec|\bspec (section )?[0-9]`)
 	for _, f := range trackedTextFiles(t, root) {
 		if f == "tests/repository_docs_test.go" {
 			continue // the patterns themselves
@@ -72,6 +74,59 @@ func TestMarkdownLinksResolve(t *testing.T) {
 			if _, err := os.Stat(p); err != nil {
 				t.Errorf("%s links to a missing file: %s", f, target)
 			}
+		}
+	}
+}
+
+// docs/ holds the design in the project's own words: one document per
+// topic, each listed in docs/README.md.
+func TestDocsCoverTheDesign(t *testing.T) {
+	root, _ := filepath.Abs(repoRoot)
+	index, err := os.ReadFile(filepath.Join(root, "docs", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for topic, file := range map[string]string{
+		"architecture and the request pipeline": "architecture.md",
+		"idempotency":                           "idempotency.md",
+		"payment records":                       "payments.md",
+		"notifications and webhooks":            "webhooks.md",
+		"security model":                        "security.md",
+		"upstream mapping":                      "upstream.md",
+		"limits and retention":                  "limits.md",
+		"the contract":                          "openapi.yaml",
+	} {
+		b, err := os.ReadFile(filepath.Join(root, "docs", file))
+		if err != nil || len(b) < 500 {
+			t.Errorf("%s: docs/%s missing or nearly empty (%v)", topic, file, err)
+		}
+		if !strings.Contains(string(index), "]("+file+")") {
+			t.Errorf("%s: docs/README.md does not list %s", topic, file)
+		}
+	}
+}
+
+// README's test-card table lists every card of the simulator (the
+// simulator's own README, tested beside it, has the full tables).
+func TestReadmeTestCards(t *testing.T) {
+	root, _ := filepath.Abs(repoRoot)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, c := range simulator.TestCards() {
+		var groups []string
+		for i := 0; i < len(c.Number); i += 4 {
+			groups = append(groups, c.Number[i:min(i+4, len(c.Number))])
+		}
+		if spaced := strings.Join(groups, " "); !strings.Contains(readme, spaced) {
+			t.Errorf("README.md's test-card table lacks %s (%s)", spaced, c.Behaviour)
+		}
+	}
+	for _, name := range []string{"INVALID_CARD_NUMBER", "CANCELLED", "SHOPPER_CANCELLED", "RequestedTestAcquirerResponseCode", "capture failed", "refund failed"} {
+		if !strings.Contains(readme, name) {
+			t.Errorf("README.md does not document %s", name)
 		}
 	}
 }

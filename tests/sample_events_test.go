@@ -65,6 +65,7 @@ type apiEvent struct {
 	Headers           map[string]string   `json:"headers"`
 	MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
 	PathParameters    map[string]string   `json:"pathParameters"`
+	QueryParameters   map[string]string   `json:"queryStringParameters"`
 	Body              *string             `json:"body"`
 	IsBase64Encoded   bool                `json:"isBase64Encoded"`
 	RequestContext    struct {

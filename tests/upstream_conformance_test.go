@@ -295,6 +295,10 @@ func runFlowSuite(t *testing.T, c *conformance, opts simulator.Options) {
 		if _, err := c.client.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{MerchantAccount: confMerchant, Amount: eurAmount(1200), Reference: ref(), IndustryUsage: "delayedCharge"}, ""); err != nil {
 			t.Fatalf("amount update: %v", err)
 		}
+		// Without a reference (the published answer still has one).
+		if _, err := c.client.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{MerchantAccount: confMerchant, Amount: eurAmount(1200)}, ""); err != nil {
+			t.Fatalf("amount update without reference: %v", err)
+		}
 		if _, err := c.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: confMerchant, Amount: eurAmount(200), Reference: ref()}, ""); err != nil {
 			t.Fatalf("capture: %v", err)
 		}

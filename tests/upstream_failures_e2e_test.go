@@ -16,7 +16,8 @@ func TestUpstreamFailuresMapToEndpointCodes(t *testing.T) {
 	site := "/v1/ecom/" + testenv.SiteA
 	authorised := func(e *testenv.Env) string {
 		t.Helper()
-		r := e.Do("POST", payPath, "A", cardPayment(1000), "Idempotency-Key", "setup-pay")
+		// A pre-authorisation, so that its amount can be updated.
+		r := e.Do("POST", payPath, "A", strings.Replace(cardPayment(1000), `"returnUrl"`, `"additionalData":{"authorisationType":"PreAuth"},"returnUrl"`, 1), "Idempotency-Key", "setup-pay")
 		psp, _ := r.JSON(t)["pspReference"].(string)
 		if r.Status != 200 || psp == "" {
 			t.Fatalf("setup payment: %d %s", r.Status, r.Body)

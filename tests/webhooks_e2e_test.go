@@ -22,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/tenant"
@@ -65,8 +66,16 @@ type hookRequest struct {
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	h := &hookReceiver{}
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		// Every webhook is held to the document's webhooks section.
+		if v := checker.CheckWebhook("paymentEvent", r.Header, body); len(v) > 0 {
+			t.Errorf("webhook violates docs/openapi.yaml: %s\n  body: %s", strings.Join(v, "\n  "), body)
+		}
 		h.mu.Lock()
 		h.got = append(h.got, hookRequest{r.Header.Clone(), body})
 		n, answer, hold := len(h.got), h.answer, h.hold
@@ -137,6 +146,13 @@ type whEnv struct {
 type whOptions struct {
 	allowLocal bool
 	timeout    time.Duration
+	// sim sets the simulator's platform-like options (PublishedShapes,
+	// WebThreeDS2, PlatformRules, …); keys, clock and notifier are set here.
+	sim simulator.Options
+	// simHandler wraps the simulator's HTTP handler (nil: none).
+	simHandler func(http.Handler) http.Handler
+	// onNotify sees every notification body before it is posted.
+	onNotify func(body []byte)
 }
 
 func newWHEnv(t *testing.T, o whOptions) *whEnv {
@@ -160,11 +176,23 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := simulator.New(simulator.Options{APIKey: e2eSimKey, HMACKeyHex: e2eHMACKey, Clock: clk, Notifier: notifier})
+	simOpts := o.sim
+	simOpts.APIKey, simOpts.HMACKeyHex, simOpts.Clock, simOpts.Notifier = e2eSimKey, e2eHMACKey, clk, notifier
+	if o.onNotify != nil {
+		simOpts.Notifier = simulator.NotifierFunc(func(ctx context.Context, body []byte) error {
+			o.onNotify(body)
+			return notifier.Notify(ctx, body)
+		})
+	}
+	sim, err := simulator.New(simOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	simSrv := httptest.NewServer(sim)
+	var simHandler http.Handler = sim
+	if o.simHandler != nil {
+		simHandler = o.simHandler(sim)
+	}
+	simSrv := httptest.NewServer(simHandler)
 	t.Cleanup(func() { simSrv.Close(); _ = sim.Close() })
 
 	env := map[string]string{
@@ -203,7 +231,13 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	}
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
-	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	// Every exchange with the service (the merchant's API calls and the
+	// simulator's notifications) is checked against docs/openapi.yaml.
+	checker, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := checker.Handler(t, httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api))
 	handler.Store(&h)
 
 	e := &whEnv{t: t, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
@@ -259,11 +293,17 @@ func (e *whEnv) api(path, body string, want int) map[string]any {
 // pay starts an authorised card payment and returns its pspReference.
 func (e *whEnv) pay(value int, holder string) string {
 	e.t.Helper()
+	return e.payWith(value, holder, "")
+}
+
+// payWith is pay with more top-level fields (raw JSON, each followed by a comma).
+func (e *whEnv) payWith(value int, holder, extra string) string {
+	e.t.Helper()
 	pm := e2eCard
 	if holder != "" {
 		pm = strings.Replace(pm, `"type":"scheme"`, `"type":"scheme","holderName":"`+holder+`"`, 1)
 	}
-	out := e.api("/payments", fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, value, pm), 200)
+	out := e.api("/payments", fmt.Sprintf(`{%s"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, extra, value, pm), 200)
 	psp, _ := out["pspReference"].(string)
 	if out["resultCode"] != "Authorised" || psp == "" {
 		e.t.Fatalf("payment: %v", out)
@@ -488,7 +528,7 @@ func TestWebhooksE2ELoopbackRefusedWithoutDevSetting(t *testing.T) {
 func TestWebhooksE2EDuplicateAndReorderedNotifications(t *testing.T) {
 	e := newWHEnv(t, whOptions{allowLocal: true})
 	e.sim.SetFaults(simulator.Faults{Duplicate: 1, Reorder: 3})
-	psp := e.pay(1000, "")
+	psp := e.payWith(1000, "", `"additionalData":{"authorisationType":"PreAuth"},`)
 	e.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
 	e.api("/payments/"+psp+"/captures", `{"amount":{"value":600,"currency":"EUR"}}`, 200)
 	e.settle()

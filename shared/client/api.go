@@ -108,10 +108,12 @@ func (c *Client) PaymentMethods(ctx context.Context, siteID string, p PaymentMet
 // PaymentParams starts a payment. PaymentMethod (and BrowserInfo and the
 // other raw fields) are the checkout component's state data, unchanged.
 type PaymentParams struct {
-	Amount                   Amount            `json:"amount"`
-	PaymentMethod            json.RawMessage   `json:"paymentMethod"`
-	ReturnURL                string            `json:"returnUrl"`
-	Reference                string            `json:"reference,omitempty"`
+	Amount        Amount          `json:"amount"`
+	PaymentMethod json.RawMessage `json:"paymentMethod"`
+	ReturnURL     string          `json:"returnUrl"`
+	Reference     string          `json:"reference,omitempty"`
+	// AdditionalData: {"authorisationType": "PreAuth"} makes a
+	// pre-authorisation, the only kind of payment whose amount can be updated.
 	AdditionalData           map[string]string `json:"additionalData,omitempty"`
 	ShopperReference         string            `json:"shopperReference,omitempty"`
 	ShopperInteraction       string            `json:"shopperInteraction,omitempty"` // Ecommerce (default) or ContAuth
@@ -169,6 +171,11 @@ func (c *Client) CreatePayment(ctx context.Context, siteID string, p PaymentPara
 type DetailsParams struct {
 	Details     json.RawMessage `json:"details"`
 	PaymentData string          `json:"paymentData,omitempty"`
+	// Reference is the payment's reference (PaymentResult.MerchantReference
+	// of CreatePayment). Sent, the payment's record is complete as soon as
+	// the details answer, even when the platform's answer carries nothing
+	// but resultCode and pspReference.
+	Reference string `json:"reference,omitempty"`
 }
 
 // SubmitDetails submits additional details of a payment.

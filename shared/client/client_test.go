@@ -49,15 +49,17 @@ func TestClientEveryEndpoint(t *testing.T) {
 		t.Fatalf("payment methods %+v %v", pms, err)
 	}
 	// 3-D Secure: a challenge, its details, then Authorised.
-	pay, err := c.CreatePayment(ctx, testenv.SiteA, client.PaymentParams{Amount: eur(1000), PaymentMethod: card("5454545454545454"), ReturnURL: "https://shop.example/r", Reference: "order-2"})
-	if err != nil || pay.ResultCode != client.ChallengeShopper || len(pay.Action) == 0 {
+	// A pre-authorisation, so that its amount can be updated.
+	pay, err := c.CreatePayment(ctx, testenv.SiteA, client.PaymentParams{Amount: eur(1000), PaymentMethod: card("5454545454545454"), ReturnURL: "https://shop.example/r", Reference: "order-2",
+		AdditionalData: map[string]string{"authorisationType": "PreAuth"}})
+	if err != nil || pay.ResultCode != client.ChallengeShopper || len(pay.Action) == 0 || pay.MerchantReference != "order-2" {
 		t.Fatalf("payment %+v %v", pay, err)
 	}
 	details, err := simulator.DetailsFor(pay.Action, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := c.SubmitDetails(ctx, testenv.SiteA, client.DetailsParams{Details: details})
+	done, err := c.SubmitDetails(ctx, testenv.SiteA, client.DetailsParams{Details: details, Reference: pay.MerchantReference})
 	if err != nil || done.ResultCode != client.Authorised || done.PSPReference == "" {
 		t.Fatalf("details %+v %v", done, err)
 	}

@@ -67,11 +67,12 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 	}
 }
 
-// authorise makes an authorised, manually captured payment of value.
+// authorise makes an authorised, manually captured pre-authorisation of
+// value (so amount updates apply).
 func authorise(t *testing.T, e *testenv.Env, value int) string {
 	t.Helper()
 	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A",
-		strings.Replace(payBody(""), `"value":1000`, fmt.Sprintf(`"value":%d`, value), 1))
+		preAuth(strings.Replace(payBody(""), `"value":1000`, fmt.Sprintf(`"value":%d`, value), 1)))
 	var out struct{ PSPReference, ResultCode string }
 	if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || out.ResultCode != "Authorised" {
 		t.Fatalf("payment: %d %s", r.Status, r.Body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/payments"
@@ -16,6 +17,12 @@ func cardBody(number, cvc, holder string, value int) string {
 	return fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"},"reference":"ord-%s","returnUrl":"https://shop.example/r",
 		"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_%s","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_%s","holderName":%q}}`,
 		value, number[len(number)-4:], number, cvc, holder)
+}
+
+// preAuth makes a payments body a pre-authorisation (its amount can be
+// updated).
+func preAuth(body string) string {
+	return strings.Replace(body, `"returnUrl":`, `"additionalData":{"authorisationType":"PreAuth"},"returnUrl":`, 1)
 }
 
 type flow struct {
@@ -211,7 +218,10 @@ func TestFlowForeignPaymentIsNotFound(t *testing.T) {
 
 func TestFlowAmountUpdateThenCaptureNewAmount(t *testing.T) {
 	f := newFlow(t)
-	psp := f.pay(cardBody("4111111111111111", "737", "Jo", 1000))["pspReference"].(string)
+	psp := f.pay(preAuth(cardBody("4111111111111111", "737", "Jo", 1000)))["pspReference"].(string)
+	if p := f.record(psp); p.AuthorisationType != payments.AuthorisationPreAuth {
+		t.Fatalf("the pre-authorisation is not recorded: %+v", p)
+	}
 	upd := f.post("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"},"reference":"stay-ext"}`, 200)
 	if upd["status"] != "received" {
 		t.Fatalf("update %v", upd)

@@ -18,6 +18,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/storeerr"
@@ -85,7 +86,25 @@ func newNotifyEnv(t *testing.T, key string, auth httpapi.BasicAuth) *notifyEnv {
 	if err := st.PutSubscription(ctx, tenant.Subscription{ID: "sub_1", MerchantID: "m_a", URL: "https://a.example/", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	return &notifyEnv{t: t, st: st, q: q, recv: recv, h: httpapi.Notifications(d, recv, auth, next), logs: logs}
+	return &notifyEnv{t: t, st: st, q: q, recv: recv, h: contractCheckedNotifications(t, httpapi.Notifications(d, recv, auth, next)), logs: logs}
+}
+
+// contractCheckedNotifications validates every exchange with the
+// notifications endpoint against docs/openapi.yaml (the other paths reach
+// the test's stand-in API, which is not the service's).
+func contractCheckedNotifications(t *testing.T, h http.Handler) http.Handler {
+	c, err := openapicheck.Repository()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := c.Handler(t, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == httpapi.NotificationsPath {
+			checked.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 type syncBuffer struct {

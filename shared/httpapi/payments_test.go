@@ -1,10 +1,12 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/testenv"
 )
 
@@ -52,6 +54,12 @@ func TestPaymentValidation(t *testing.T) {
 		bad("origin relative", payBody(`"origin":"/x"`), "origin"),
 		bad("lineItems description", payBody(`"lineItems":[{"quantity":1,"description":"`+strings.Repeat("d", 128)+`"}]`), "lineItems[0].description"),
 		bad("storePaymentMethod without shopperReference", payBody(`"storePaymentMethod":true`), "shopperReference"),
+		// Rules the platform enforces with an opaque 422, refused before the call.
+		bad("storePaymentMethod without recurringProcessingModel", payBody(`"storePaymentMethod":true,"shopperReference":"guest-123"`), "recurringProcessingModel"),
+		bad("shopperName without lastName", payBody(`"shopperName":{"firstName":"Jo"}`), "shopperName.lastName"),
+		bad("shopperName without firstName", payBody(`"shopperName":{"lastName":"Doe"}`), "shopperName.firstName"),
+		bad("shopperName empty lastName", payBody(`"shopperName":{"firstName":"Jo","lastName":""}`), "shopperName.lastName"),
+		bad("authorisationType unknown", payBody(`"additionalData":{"authorisationType":"PreAuthorisation"}`), "additionalData.authorisationType"),
 		bad("stored id without shopperReference", stored+`"recurringProcessingModel":"CardOnFile"}`, "shopperReference"),
 		bad("ContAuth without shopperReference", stored+`"shopperInteraction":"ContAuth","recurringProcessingModel":"UnscheduledCardOnFile","industryUsage":"noShow"}`, "shopperReference"),
 		bad("ContAuth without model", stored+`"shopperInteraction":"ContAuth","shopperReference":"guest-123","industryUsage":"noShow"}`, "recurringProcessingModel"),
@@ -105,6 +113,45 @@ func TestPaymentAddsServiceFieldsAndPassesStateData(t *testing.T) {
 	}
 }
 
+// An amount update applies only to a pre-authorisation
+// (additionalData.authorisationType PreAuth, recorded on the payment):
+// another payment's is refused with 400 naming pspReference, before the
+// upstream is called.
+func TestAmountUpdateOnlyForPreAuthorisations(t *testing.T) {
+	e := testenv.New(t)
+	base := "/v1/ecom/" + testenv.SiteA + "/payments"
+	pay := func(extra string) string {
+		r := e.Do("POST", base, "A", payBody(extra))
+		if r.Status != 200 {
+			t.Fatalf("payment: %d %s", r.Status, r.Body)
+		}
+		return r.JSON(t)["pspReference"].(string)
+	}
+	update := func(psp string) testenv.Response {
+		return e.Do("POST", base+"/"+psp+"/amount-updates", "A", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`)
+	}
+	for _, extra := range []string{"", `"additionalData":{"authorisationType":"FinalAuth"}`} {
+		psp := pay(extra)
+		r := update(psp)
+		out := r.JSON(t)
+		if r.Status != 400 || out["errorCode"] != "yp_2002" || !strings.Contains(string(r.Body), `"field":"pspReference"`) ||
+			!strings.Contains(out["message"].(string), "pre-authorisation") {
+			t.Fatalf("amount update of a payment that is not a pre-authorisation (%s): %d %s", extra, r.Status, r.Body)
+		}
+	}
+	if n := len(e.Upstream.Requests("/amountUpdates")); n != 0 {
+		t.Fatalf("%d refused amount updates reached the upstream", n)
+	}
+	psp := pay(`"additionalData":{"authorisationType":"PreAuth"}`)
+	rec, err := e.Store.GetPayment(context.Background(), psp)
+	if err != nil || rec.AuthorisationType != payments.AuthorisationPreAuth {
+		t.Fatalf("pre-authorisation not recorded: %+v %v", rec, err)
+	}
+	if r := update(psp); r.Status != 200 {
+		t.Fatalf("amount update of a pre-authorisation: %d %s", r.Status, r.Body)
+	}
+}
+
 func TestModificationValidation(t *testing.T) {
 	e := testenv.New(t)
 	base := "/v1/ecom/" + testenv.SiteA + "/payments/"
@@ -118,6 +165,7 @@ func TestModificationValidation(t *testing.T) {
 		bad("reversal unknown field", "PSP1/reversals", `{"amount":{"value":1,"currency":"EUR"}}`, "amount"),
 		bad("amount update psp mismatch", "PSP1/amount-updates", `{"pspReference":"PSP2","amount":{"value":1,"currency":"EUR"}}`, "pspReference"),
 		bad("amount update psp missing", "PSP1/amount-updates", `{"amount":{"value":1,"currency":"EUR"}}`, "pspReference"),
+		{name: "capture of a pending record key", method: "POST", path: base + payments.PendingKey(testenv.MerchantA, testenv.SiteA, "x") + "/captures", key: "A", body: `{"amount":{"value":1,"currency":"EUR"}}`, status: 404, code: "yp_3006"},
 		{name: "capture unknown payment", method: "POST", path: base + "PSPUNKNOWN/captures", key: "A", body: `{"amount":{"value":1,"currency":"EUR"}}`, status: 404, code: "yp_3006"},
 		{name: "reversal unknown payment", method: "POST", path: base + "PSPUNKNOWN/reversals", key: "A", body: `{}`, status: 404, code: "yp_3006"},
 		{name: "amount update unknown payment", method: "POST", path: base + "PSPUNKNOWN/amount-updates", key: "A", body: `{"pspReference":"PSPUNKNOWN","amount":{"value":1,"currency":"EUR"}}`, status: 404, code: "yp_3006"},

@@ -75,6 +75,10 @@ func TestSessionValidation(t *testing.T) {
 		bad("storePaymentMethod without shopperReference", withField("storePaymentMethod", `true`), "shopperReference"),
 		bad("storePaymentMethodMode invalid", withField("storePaymentMethodMode", `"always"`), "storePaymentMethodMode"),
 		bad("storePaymentMethodMode enabled without shopperReference", withField("storePaymentMethodMode", `"enabled"`), "shopperReference"),
+		bad("storePaymentMethod without recurringProcessingModel", withField("storePaymentMethod", `true`), "recurringProcessingModel"),
+		bad("storePaymentMethodMode enabled without recurringProcessingModel", withField("storePaymentMethodMode", `"enabled"`), "recurringProcessingModel"),
+		bad("shopperName without lastName", withField("shopperName", `{"firstName":"Jo"}`), "shopperName.lastName"),
+		bad("shopperName without firstName", withField("shopperName", `{"lastName":"Doe"}`), "shopperName.firstName"),
 		bad("recurringProcessingModel invalid", withField("recurringProcessingModel", `"Sometimes"`), "recurringProcessingModel"),
 	})
 	if n := len(e.Upstream.Requests("/sessions")); n != 0 {

@@ -6,7 +6,7 @@ import (
 	"golang.org/x/text/currency"
 )
 
-// MaxValue is the largest amount accepted, in minor units (docs/payments.md).
+// MaxValue is the largest amount accepted, in minor units (docs/limits.md).
 const MaxValue int64 = 1_000_000_000_000
 
 // Amount is a value in minor units of a currency.

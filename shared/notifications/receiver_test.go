@@ -331,3 +331,42 @@ func TestEmptyOrInvalidNotification(t *testing.T) {
 		t.Fatalf("no event code: %v", err)
 	}
 }
+
+// Modification notifications carry no metadata (the platform's webhook
+// document has none for them): every modification event code is routed to
+// the payment's merchant through the payment record (originalReference).
+func TestModificationsWithoutMetadataRoutedByRecord(t *testing.T) {
+	for _, code := range []string{
+		upstream.EventCapture, upstream.EventCaptureFailed, upstream.EventRefund, upstream.EventRefundFailed,
+		upstream.EventCancelOrRefund, upstream.EventCancellation, upstream.EventAuthorisationAdjustment,
+	} {
+		t.Run(code, func(t *testing.T) {
+			f := newFixture(t)
+			f.r.Grace = -1 // a failure of an operation the service did not make applies at once
+			f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+			mod := upstream.NotificationRequestItem{EventCode: code, PSPReference: "MOD1", OriginalReference: "PSP1", Success: "true",
+				MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 400, Currency: "EUR"}}
+			signed := f.signed(mod)
+			for k := range signed.AdditionalData {
+				if strings.HasPrefix(k, "metadata.") {
+					t.Fatalf("the item has metadata: %v", signed.AdditionalData)
+				}
+			}
+			f.must(f.r.Accept(f.ctx, note(signed)))
+			ev := f.event(signed)
+			if ev.MerchantID != "m_a" || !ev.DeliveriesEnqueued() || ev.PaymentPSP != "PSP1" {
+				t.Fatalf("%s without metadata not routed by the record: %+v", code, ev)
+			}
+			found := false
+			for _, d := range f.deliveries("m_a") {
+				found = found || d.EventCode == code && d.PSPReference == "PSP1"
+			}
+			if !found || len(f.deliveries("m_b")) != 0 {
+				t.Fatalf("%s: deliveries %+v", code, f.deliveries("m_a"))
+			}
+			if !strings.Contains(f.logs.String(), `"routedBy":"payment"`) {
+				t.Fatalf("%s not routed by the payment record: %s", code, f.logs.String())
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/yp/paysvc/docs"
@@ -347,4 +348,62 @@ func Diff(document, code []string) (notInDocument, notInCode []string) {
 		}
 	}
 	return notInDocument, notInCode
+}
+
+// CheckWebhook returns every violation (none: nil) of a webhook the
+// service sent, with its headers and body, by the document's webhook name
+// (its `webhooks` section): each header parameter present when required and
+// valid, the body valid against the request body's schema.
+func (c *Checker) CheckWebhook(name string, header http.Header, body []byte) []string {
+	item := c.model.Webhooks.GetOrZero(name)
+	if item == nil || item.Post == nil {
+		return []string{"the document has no webhook " + name}
+	}
+	op := item.Post
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sv := schema_validation.NewSchemaValidator()
+	var out []string
+	for _, p := range op.Parameters {
+		if p.In != "header" {
+			continue
+		}
+		v := header.Get(p.Name)
+		if v == "" {
+			if p.Required != nil && *p.Required {
+				out = append(out, "header "+p.Name+" missing")
+			}
+			continue
+		}
+		if p.Schema == nil {
+			continue
+		}
+		if ok, errs := sv.ValidateSchemaObject(p.Schema.Schema(), v); !ok {
+			for _, e := range errs {
+				out = append(out, "header "+p.Name+": "+validationText(e.Reason, e.SchemaValidationErrors))
+			}
+		}
+	}
+	if op.RequestBody == nil {
+		return out
+	}
+	mt := op.RequestBody.Content.GetOrZero("application/json")
+	if mt == nil || mt.Schema == nil {
+		return append(out, "webhook "+name+" documents no application/json body")
+	}
+	if ok, errs := sv.ValidateSchemaBytes(mt.Schema.Schema(), body); !ok {
+		for _, e := range errs {
+			out = append(out, "body: "+validationText(e.Reason, e.SchemaValidationErrors))
+		}
+	}
+	return out
+}
+
+// validationText joins a schema validation error's reason and details.
+func validationText[T interface{ Error() string }](reason string, details []T) string {
+	parts := []string{reason}
+	for _, d := range details {
+		parts = append(parts, d.Error())
+	}
+	return strings.Join(parts, "; ")
 }

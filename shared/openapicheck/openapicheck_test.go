@@ -252,3 +252,49 @@ func TestTransportHookFailsOnViolation(t *testing.T) {
 		t.Fatalf("status %d, failures %v", resp.StatusCode, tb.failed)
 	}
 }
+
+// The outgoing webhooks are held to the document's webhooks section:
+// headers and body; a deliberately wrong one is caught.
+func TestCheckWebhook(t *testing.T) {
+	c := repository(t)
+	header := func() http.Header {
+		h := http.Header{}
+		for k, v := range map[string]string{
+			"X-Webhook-Id": "evt_1", "X-Webhook-Timestamp": "1763892000", "X-Webhook-HMAC-Signature": "v1,c2lnbmF0dXJl",
+			"X-Webhook-Delivery-Attempt": "1", "X-Webhook-Payload-Version": "1",
+			"webhook-id": "evt_1", "webhook-timestamp": "1763892000", "webhook-signature": "v1,c2lnbmF0dXJl",
+		} {
+			h.Set(k, v)
+		}
+		return h
+	}
+	body := `{"live":false,"notificationItems":[{"NotificationRequestItem":{"additionalData":{"paymentSource":"advanced"},
+		"amount":{"value":1000,"currency":"EUR"},"eventCode":"AUTHORISATION","eventDate":"2026-11-23T10:00:00+01:00",
+		"merchantAccountCode":"ShopECOM","merchantReference":"order-1","pspReference":"QFQTPCQ8HXSKGK82","success":"true"}}]}`
+	if v := c.CheckWebhook("paymentEvent", header(), []byte(body)); len(v) != 0 {
+		t.Fatalf("a valid webhook: %v", v)
+	}
+	noAttempt := header()
+	noAttempt.Del("X-Webhook-Delivery-Attempt")
+	badSig := header()
+	badSig.Set("X-Webhook-HMAC-Signature", "sha256=abc")
+	for name, tc := range map[string]struct {
+		h    http.Header
+		body string
+		want string
+	}{
+		"missing header":       {noAttempt, body, "X-Webhook-Delivery-Attempt"},
+		"bad signature header": {badSig, body, "X-Webhook-HMAC-Signature"},
+		"live as a string":     {header(), strings.Replace(body, `"live":false`, `"live":"false"`, 1), "body"},
+		"hmacSignature kept":   {header(), strings.Replace(body, `"paymentSource":"advanced"`, `"paymentSource":"advanced","hmacSignature":"x"`, 1), "body"},
+		"non-string value":     {header(), strings.Replace(body, `"paymentSource":"advanced"`, `"paymentSource":"advanced","score":1`, 1), "body"},
+	} {
+		v := c.CheckWebhook("paymentEvent", tc.h, []byte(tc.body))
+		if len(v) == 0 || !strings.Contains(strings.Join(v, " "), tc.want) {
+			t.Errorf("%s: violations %v, want one naming %s", name, v, tc.want)
+		}
+	}
+	if v := c.CheckWebhook("noSuchWebhook", header(), []byte(body)); len(v) == 0 {
+		t.Error("an undocumented webhook passed")
+	}
+}

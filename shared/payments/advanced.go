@@ -60,18 +60,33 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
-	if resp.PSPReference != "" {
+	record := func() Payment {
+		return Payment{
+			MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
+			Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
+			StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
+			CreatedAt: s.clock.Now(),
+		}
+	}
+	switch {
+	case resp.PSPReference != "":
 		c.record(ctx, func(ctx context.Context) error {
-			return s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
-				return Payment{
-					MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
-					Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
-					CreatedAt: s.clock.Now(),
-				}
-			})
+			return s.recordPayment(ctx, m, site, resp, "payment", record)
+		})
+	case resp.Action != nil || unfinished(State(resp.ResultCode)):
+		// An action answer without pspReference (pending.go): recorded now,
+		// bound when details or the notification name the pspReference.
+		c.record(ctx, func(ctx context.Context) error {
+			p := record()
+			applyResult(&p, resp.ResultCode, m.CaptureMode)
+			p.History = []Event{{At: p.CreatedAt, Kind: "payment", Origin: OriginAPI, Detail: resp.ResultCode}}
+			p.UpdatedAt = p.CreatedAt
+			return errors.Join(s.savePending(ctx, p), s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
 		})
 	}
-	return resultOf(resp), nil
+	out := resultOf(resp)
+	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
+	return out, nil
 }
 
 // routingMetadata identifies merchant, site and flow in upstream calls.
@@ -84,6 +99,12 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 // fail the call on the error it returns: the notification repairs the
 // record.
 func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) error {
+	return s.recordPaymentMerging(ctx, m, site, resp, kind, create, nil)
+}
+
+// recordPaymentMerging is recordPayment applying merge (when not nil) to a
+// record that already exists.
+func (s *Service) recordPaymentMerging(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment, merge func(*Payment)) error {
 	now := s.clock.Now()
 	apply := func(p *Payment) error {
 		if p.MerchantID != m.ID || (p.SiteID != "" && p.SiteID != site.ID) {
@@ -91,6 +112,9 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 		}
 		if p.SiteID == "" {
 			p.SiteID = site.ID
+		}
+		if merge != nil {
+			merge(p)
 		}
 		applyResult(p, resp.ResultCode, m.CaptureMode)
 		if resp.RefusalReason != "" {
@@ -174,6 +198,21 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
+	// The payment these details complete: the reference the merchant sent,
+	// else the one its action's paymentData leads to, else the one the
+	// upstream echoes.
+	ref := in.Reference
+	if ref == "" {
+		var err error
+		if ref, err = s.referenceOfAction(ctx, m.ID, site.ID, in.PaymentData); err != nil {
+			c.fail(err) // the reference the upstream echoes, or the notification, binds it
+		}
+	}
+	ref = firstNonEmpty(ref, resp.MerchantReference)
+	if resp.PSPReference == "" && resp.Action != nil {
+		// Another step (3-D Secure 2: the challenge after the fingerprint).
+		c.fail(s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
+	}
 	if resp.PSPReference != "" {
 		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
 		switch {
@@ -186,17 +225,51 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 			// notification records the payment.
 			c.fail(fmt.Errorf("read payment %s after details: %w", resp.PSPReference, err))
 		default:
-			err := s.recordPayment(ctx, m, site, resp, "details", func() Payment {
-				p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
-				if resp.Amount != nil {
-					p.Amount = *resp.Amount
-				}
-				return p
-			})
-			c.fail(err)
+			c.fail(s.recordDetails(ctx, m, site, resp, ref))
 		}
 	}
-	return resultOf(resp), nil
+	out := resultOf(resp)
+	if out.MerchantReference == "" {
+		out.MerchantReference = ref
+	}
+	return out, nil
+}
+
+// recordDetails records a details answer naming pspReference: the record
+// starts from the payment's pending record (found by the reference the
+// merchant sent, else the one the upstream echoed) and the pending record
+// is marked bound; without one, from what the answer carries.
+func (s *Service) recordDetails(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, ref string) error {
+	pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference)
+	if err != nil {
+		err = fmt.Errorf("read pending payment %s: %w", ref, err) // recorded from the answer; the notification binds it
+	}
+	create := func() Payment {
+		if found {
+			return fromPending(pend, resp.PSPReference)
+		}
+		p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
+		if resp.Amount != nil {
+			p.Amount = *resp.Amount
+		}
+		return p
+	}
+	var merge func(*Payment)
+	if found {
+		merge = func(p *Payment) { mergePending(p, pend) }
+	}
+	errs := []error{err, s.recordPaymentMerging(ctx, m, site, resp, "details", create, merge)}
+	if found {
+		errs = append(errs, markBound(ctx, s.store, pend, resp.PSPReference))
+	}
+	return errors.Join(errs...)
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // detailsError names the field of a details call the upstream refused: the

@@ -46,10 +46,34 @@ type PaymentInput struct {
 	StateData map[string]json.RawMessage
 }
 
+// Authorisation types (additionalData.authorisationType): only a
+// pre-authorisation's amount can be updated.
+const (
+	KeyAuthorisationType   = "authorisationType"
+	AuthorisationPreAuth   = "PreAuth"
+	AuthorisationFinalAuth = "FinalAuth"
+)
+
+// StorePaymentMethod reports whether the payment asks to store its method.
+func (in PaymentInput) StorePaymentMethod() bool {
+	return string(in.StateData["storePaymentMethod"]) == "true"
+}
+
+// AuthorisationType is "PreAuth" for a pre-authorisation, else "".
+func (in PaymentInput) AuthorisationType() string {
+	if in.AdditionalData[KeyAuthorisationType] == AuthorisationPreAuth {
+		return AuthorisationPreAuth
+	}
+	return ""
+}
+
 // DetailsInput is a validated POST payments/details body.
 type DetailsInput struct {
 	Details     json.RawMessage
 	PaymentData string
+	// Reference is the payment's reference, when the merchant sends it:
+	// it binds a payment that started with an action (pending.go).
+	Reference string
 }
 
 // PaymentMethodsInput is a validated POST payment-methods body.

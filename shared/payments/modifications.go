@@ -31,7 +31,7 @@ func modificationResult(psp string, resp upstream.ModificationResponse) Modifica
 // apperr.PaymentNotFound for an unknown one and for one of another merchant or site alike.
 func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (Payment, error) {
 	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-	if psp == "" || len(psp) > 64 {
+	if psp == "" || len(psp) > 64 || IsPendingKey(psp) {
 		return Payment{}, notFound
 	}
 	p, err := s.store.GetPayment(ctx, psp)
@@ -221,6 +221,10 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	p, err := s.ownedPayment(ctx, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
+	}
+	if p.AuthorisationType != AuthorisationPreAuth {
+		return ModificationResult{}, apperr.InvalidField("pspReference",
+			"the payment is not a pre-authorisation: only a payment started with additionalData.authorisationType PreAuth can have its amount updated")
 	}
 	if p.State != StateAuthorised || p.CapturedValue > 0 {
 		return ModificationResult{}, apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)

@@ -111,10 +111,24 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 		create = func() Payment { return recordFromNotification(item, *opts.Owner, opts.Now) }
 	}
 	var res NotificationResult
+	var bound *Payment // the pending record merged (pending.go)
 	p, err := Mutate(ctx, st, psp, create, func(p *Payment) error {
 		res.Created, res.Applied = p.Version == 0, false
 		if p.hasNotification(item) {
 			return ErrSkip
+		}
+		if item.EventCode == upstream.EventAuthorisation && p.mayHavePending() {
+			pend, found, err := pendingFor(ctx, st, p.MerchantID, p.SiteID, p.Reference, psp)
+			if err == nil && !found && item.MerchantReference != p.Reference {
+				pend, found, err = pendingFor(ctx, st, p.MerchantID, p.SiteID, item.MerchantReference, psp)
+			}
+			if err != nil {
+				return err
+			}
+			if found {
+				mergePending(p, pend)
+				bound = &pend
+			}
 		}
 		if err := applyItem(p, item, opts); err != nil {
 			return err
@@ -132,6 +146,9 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 	}
 	if !res.Applied {
 		res.Created = false
+	}
+	if bound != nil {
+		_ = markBound(ctx, st, *bound, psp) // best effort: the payment's record is complete
 	}
 	res.Payment = p
 	return res, nil

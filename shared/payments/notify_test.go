@@ -335,6 +335,8 @@ func (f *fixture) advancedPayment(resultCode string) {
 		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_4111111111111111"}`),
 		ReturnURL:     "https://shop.example/return", Reference: "order-1",
 		ShopperInteraction: upstream.ShopperInteractionEcommerce,
+		// A pre-authorisation, so that its amount can be updated.
+		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
 	}
 	c := f.call()
 	if _, err := f.svc.StartPayment(f.ctx, c, in); err != nil {

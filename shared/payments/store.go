@@ -66,6 +66,15 @@ type Payment struct {
 	PaymentMethod    string
 	ShopperReference string
 	StoredMethodID   string
+	// StorePaymentMethod: the request asked to store the payment method.
+	StorePaymentMethod bool
+	// AuthorisationType is "PreAuth" for a pre-authorisation (the only kind
+	// of payment whose amount can be updated), else empty.
+	AuthorisationType string
+	// BoundTo is set on a pending record (PendingKey) once its payment's
+	// pspReference is known: the record under that pspReference is the
+	// payment's from then on.
+	BoundTo string
 	// Reservations are amounts of captures sent upstream but not yet
 	// answered, by operation reference, so a retried capture counts once.
 	Reservations map[string]int64

@@ -55,7 +55,7 @@ func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	if in.ShopperInteraction == "" {
 		in.ShopperInteraction = upstream.ShopperInteractionEcommerce
 	}
-	// Merchant-initiated stored-card charge (docs/payments.md).
+	// Merchant-initiated stored-card charge (docs/upstream.md).
 	if in.ShopperInteraction == upstream.ShopperInteractionContAuth {
 		need := func(field string, ok bool, msg string) {
 			if !ok {
@@ -69,8 +69,16 @@ func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	} else if in.StoredMethodID != "" && !o.Has("shopperReference") {
 		o.Fail("shopperReference", "is required with paymentMethod.storedPaymentMethodId")
 	}
-	if string(in.StateData["storePaymentMethod"]) == "true" && !o.Has("shopperReference") {
-		o.Fail("shopperReference", "is required when storePaymentMethod is true")
+	if in.StorePaymentMethod() {
+		if !o.Has("shopperReference") {
+			o.Fail("shopperReference", "is required when storePaymentMethod is true")
+		}
+		if in.RecurringProcessingModel == "" {
+			o.Fail("recurringProcessingModel", "is required when storePaymentMethod is true (how the stored card will be used: "+strings.Join(recurringModels, ", ")+")")
+		}
+	}
+	if v, ok := in.AdditionalData[payments.KeyAuthorisationType]; ok && v != payments.AuthorisationPreAuth && v != payments.AuthorisationFinalAuth {
+		o.Fail("additionalData."+payments.KeyAuthorisationType, "must be "+payments.AuthorisationPreAuth+" or "+payments.AuthorisationFinalAuth)
 	}
 	return in, errs.Err()
 }
@@ -144,6 +152,7 @@ func DecodeDetails(body []byte) (payments.DetailsInput, error) {
 	var in payments.DetailsInput
 	in.Details = o.RawObject("details", true)
 	in.PaymentData, _ = o.String("paymentData", false, jsonin.MaxLen(100_000))
+	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
 	o.Done()
 	return in, errs.Err()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// Field bounds (docs/openapi.yaml, docs/payments.md).
+// Field bounds (docs/openapi.yaml, docs/limits.md).
 const (
 	maxReference  = 80
 	maxReturnURL  = 8000
@@ -26,7 +26,7 @@ const (
 )
 
 // Fields set by the service on every upstream call; a caller sending them
-// gets 400 "set by the service" (docs/payments.md).
+// gets 400 "set by the service" (docs/upstream.md).
 var serverControlled = []string{
 	"merchantAccount", "splits", "metadata", "store", "platformChargebackLogic", "applicationInfo",
 }
@@ -115,8 +115,9 @@ func readName(o *jsonin.Obj, name string) *upstream.Name {
 	if n == nil {
 		return nil
 	}
-	first, _ := n.String("firstName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
-	last, _ := n.String("lastName", false, jsonin.MaxLen(maxName), jsonin.NoControl)
+	// The platform needs both names (it refuses one alone with a 422).
+	first, _ := n.String("firstName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
+	last, _ := n.String("lastName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
 	n.Done()
 	return &upstream.Name{FirstName: first, LastName: last}
 }

@@ -1,6 +1,8 @@
 package paymentsapp
 
 import (
+	"strings"
+
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/payments"
 )
@@ -42,6 +44,9 @@ func DecodeSession(body []byte) (payments.SessionInput, error) {
 		o.Fail("shopperReference", "is required when storePaymentMethod is true or storePaymentMethodMode is enabled or askForConsent")
 	} else if in.RecurringProcessingModel != "" && !o.Has("shopperReference") {
 		o.Fail("shopperReference", "is required with recurringProcessingModel")
+	}
+	if (in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled") && in.RecurringProcessingModel == "" {
+		o.Fail("recurringProcessingModel", "is required when storePaymentMethod is true or storePaymentMethodMode is enabled (how the stored card will be used: "+strings.Join(recurringModels, ", ")+")")
 	}
 	if amountOK && in.Amount.Value == 0 && !in.StorePaymentMethod {
 		o.Fail("amount.value", "must be greater than 0 (0 only for a zero-amount session with storePaymentMethod true)")

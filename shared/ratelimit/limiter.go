@@ -18,7 +18,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 )
 
-// Defaults (docs/security.md).
+// Defaults (docs/limits.md).
 const (
 	DefaultRate  = 100
 	DefaultBurst = 200

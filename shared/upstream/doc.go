@@ -1,5 +1,5 @@
 // Package upstream is a small typed client for the upstream checkout API,
-// whose formats are those of Adyen's Checkout API v71 (docs/payments.md).
+// whose formats are those of Adyen's Checkout API v71 (docs/upstream.md).
 //
 // It covers the seven endpoints the service uses — POST /sessions,
 // /paymentMethods, /payments, /payments/details,

@@ -81,6 +81,9 @@ func (s *Simulator) reject(p *payment, kind, event, ref string, amount money.Amo
 	if kind == ModCapture || kind == ModAmountUpdate {
 		out.Amount = &amount
 	}
+	if kind == ModAmountUpdate {
+		out.Reference = firstNonEmpty(ref, p.Reference) // required in the published answer
+	}
 	return jsonResult(http.StatusCreated, out)
 }
 
@@ -217,8 +220,10 @@ func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
 	p.Authorised = amount.Value
 	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModAmountUpdate, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: s.clock.Now()})
 	s.emit(s.modificationItem(p, psp, upstream.EventAuthorisationAdjustment, in.Reference, amount, true, ""))
+	// The published answer always has a reference: without one in the
+	// request, the payment's.
 	return jsonResult(http.StatusCreated, modificationOut{
 		Amount: &amount, IndustryUsage: in.IndustryUsage, MerchantAccount: p.MerchantAccount,
-		PaymentPSPReference: p.PSP, PSPReference: psp, Reference: in.Reference, Status: upstream.StatusReceived,
+		PaymentPSPReference: p.PSP, PSPReference: psp, Reference: firstNonEmpty(in.Reference, p.Reference), Status: upstream.StatusReceived,
 	})
 }

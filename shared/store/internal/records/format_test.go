@@ -40,6 +40,15 @@ var samples = []struct {
 		Version: 3, CreatedAt: at, UpdatedAt: at,
 	},
 		`{"pspReference":"PSP1","merchantId":"m_a","siteId":"site_a","reference":"order-1","source":"advanced","sessionId":"CS1","amount":{"value":1000,"currency":"EUR"},"authorisedValue":1000,"capturedValue":600,"refundedValue":100,"state":"PartiallyCaptured","resultCode":"Authorised","refusalReason":"none","paymentMethod":"visa","shopperReference":"shopper-1","storedPaymentMethodId":"SPM1","reservations":{"op_x":600},"history":[{"at":"2026-05-04T10:00:00.123Z","kind":"capture","origin":"api","pspReference":"CAP1","amount":{"value":600,"currency":"EUR"},"success":true,"detail":"received"},{"at":"2026-05-04T10:00:00.123Z","kind":"payment","origin":"api"}],"version":3,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
+	// A pending record of a payment that started with an action, bound
+	// (the fields added with it are omitted when empty, so older records
+	// read the same).
+	{"pending payment, pre-authorisation that stores the card", payments.Payment{
+		PSPReference: "pending_0123", MerchantID: "m_a", SiteID: "site_a", Reference: "order-2", Source: payments.SourceAdvanced,
+		Amount: eur, State: payments.StateIdentifyShopper, StorePaymentMethod: true, AuthorisationType: payments.AuthorisationPreAuth,
+		BoundTo: "PSP3", Version: 2, CreatedAt: at, UpdatedAt: at,
+	},
+		`{"pspReference":"pending_0123","merchantId":"m_a","siteId":"site_a","reference":"order-2","source":"advanced","amount":{"value":600,"currency":"EUR"},"authorisedValue":0,"capturedValue":0,"refundedValue":0,"state":"IdentifyShopper","storePaymentMethod":true,"authorisationType":"PreAuth","boundTo":"PSP3","history":null,"version":2,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
 	{"payment, optional fields empty", payments.Payment{PSPReference: "PSP2", Version: 1, CreatedAt: at, UpdatedAt: at},
 		`{"pspReference":"PSP2","merchantId":"","siteId":"","source":"","amount":{"value":0,"currency":""},"authorisedValue":0,"capturedValue":0,"refundedValue":0,"state":"","history":null,"version":1,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
 	{"session", payments.Session{ID: "CS1", MerchantID: "m_a", SiteID: "site_a", Reference: "ses_1", Amount: eur,

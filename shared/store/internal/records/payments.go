@@ -25,6 +25,9 @@ type Payment struct {
 	PaymentMethod    string           `json:"paymentMethod,omitempty"`
 	ShopperReference string           `json:"shopperReference,omitempty"`
 	StoredMethodID   string           `json:"storedPaymentMethodId,omitempty"`
+	StorePayment     bool             `json:"storePaymentMethod,omitempty"`
+	AuthType         string           `json:"authorisationType,omitempty"`
+	BoundTo          string           `json:"boundTo,omitempty"`
 	Reservations     map[string]int64 `json:"reservations,omitempty"`
 	History          []Event          `json:"history"`
 	Version          int64            `json:"version"`
@@ -51,6 +54,7 @@ func FromPayment(p payments.Payment) Payment {
 		AuthorisedValue: p.AuthorisedValue, CapturedValue: p.CapturedValue, RefundedValue: p.RefundedValue,
 		State: string(p.State), ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, PaymentMethod: p.PaymentMethod,
 		ShopperReference: p.ShopperReference, StoredMethodID: p.StoredMethodID, Reservations: maps.Clone(p.Reservations),
+		StorePayment: p.StorePaymentMethod, AuthType: p.AuthorisationType, BoundTo: p.BoundTo,
 		Version: p.Version, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
 	if p.History != nil {
@@ -73,6 +77,7 @@ func (r Payment) ToPayment() payments.Payment {
 		AuthorisedValue: r.AuthorisedValue, CapturedValue: r.CapturedValue, RefundedValue: r.RefundedValue,
 		State: payments.State(r.State), ResultCode: r.ResultCode, RefusalReason: r.RefusalReason, PaymentMethod: r.PaymentMethod,
 		ShopperReference: r.ShopperReference, StoredMethodID: r.StoredMethodID, Reservations: r.Reservations,
+		StorePaymentMethod: r.StorePayment, AuthorisationType: r.AuthType, BoundTo: r.BoundTo,
 		Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if r.History != nil {

@@ -1,0 +1,174 @@
+package payments_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// detailsUpstream answers /payments/details with a fixed answer.
+type detailsUpstream struct {
+	*fakeUpstream
+	details upstream.PaymentResponse
+}
+
+func (d *detailsUpstream) PaymentDetails(context.Context, upstream.DetailsRequest, string) (upstream.PaymentResponse, error) {
+	return d.details, nil
+}
+
+// pendingFixture starts a 3-D Secure payment the platform answers without
+// pspReference (the published shape); details answer only resultCode and
+// pspReference.
+func pendingFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	up := &detailsUpstream{fakeUpstream: f.up, details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp}}
+	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`)}
+	in := payments.PaymentInput{
+		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
+		ReturnURL:     "https://shop.example/return", Reference: "order-1", ShopperReference: "shopper-1",
+		ShopperInteraction: upstream.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
+		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
+		StateData:      map[string]json.RawMessage{"storePaymentMethod": json.RawMessage(`true`)},
+	}
+	c := f.call()
+	out, err := f.svc.StartPayment(f.ctx, c, in)
+	if err != nil || out.PSPReference != "" || out.MerchantReference != "order-1" {
+		t.Fatalf("StartPayment: %+v %v", out, err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatalf("StartPayment's record: %v", err)
+	}
+	return f
+}
+
+func (f *fixture) details(ref string) { f.detailsWith(payments.DetailsInput{Reference: ref}) }
+
+func (f *fixture) detailsWith(in payments.DetailsInput) {
+	f.t.Helper()
+	c := f.call()
+	in.Details = json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)
+	out, err := f.svc.SubmitDetails(f.ctx, c, in)
+	if err != nil || out.ResultCode != "Authorised" || out.PSPReference != psp {
+		f.t.Fatalf("SubmitDetails: %+v %v", out, err)
+	}
+	if err := c.Wait(); err != nil {
+		f.t.Fatalf("SubmitDetails' record: %v", err)
+	}
+}
+
+// The AUTHORISATION notification of an advanced payment names its owner
+// through the routing metadata.
+func (f *fixture) applyAdvancedAuthorisation() {
+	f.t.Helper()
+	it := item(upstream.EventAuthorisation, psp, "", "true", 1000, nil)
+	advanced := &payments.NotificationOwner{MerchantID: merchant.ID, SiteID: site.ID, Source: payments.SourceAdvanced}
+	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{Now: f.clk.Now(), Owner: advanced}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// wantBound checks the record holds everything the request knew, once.
+func (f *fixture) wantBound(state payments.State) {
+	f.t.Helper()
+	p := f.payment()
+	if p.Reference != "order-1" || p.Amount.Value != 1000 || p.Amount.Currency != "EUR" || p.AuthorisedValue != 1000 ||
+		p.ShopperReference != "shopper-1" || !p.StorePaymentMethod || p.AuthorisationType != payments.AuthorisationPreAuth ||
+		p.Source != payments.SourceAdvanced || p.SiteID != site.ID || p.State != state {
+		f.t.Fatalf("record: %+v", p)
+	}
+	bound := 0
+	for _, e := range p.History {
+		if e.Kind == "bound" {
+			bound++
+		}
+	}
+	if bound != 1 {
+		f.t.Fatalf("merged %d times: %+v", bound, p.History)
+	}
+	pend, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
+	if err != nil || pend.BoundTo != psp {
+		f.t.Fatalf("pending record: %+v %v", pend, err)
+	}
+}
+
+func TestPendingPaymentRecordedAtOnce(t *testing.T) {
+	f := pendingFixture(t)
+	p, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
+	if err != nil || p.State != payments.StateIdentifyShopper || p.Amount.Value != 1000 || p.BoundTo != "" || p.AuthorisationType != payments.AuthorisationPreAuth {
+		t.Fatalf("pending record: %+v %v", p, err)
+	}
+	// Not a payment: no modification reaches it.
+	if _, err := f.svc.Capture(f.ctx, f.call(), p.PSPReference, payments.CaptureInput{Amount: money.Amount{Value: 1, Currency: "EUR"}}); err == nil {
+		t.Fatal("a capture of a pending record was accepted")
+	}
+}
+
+func TestPendingBoundByDetailsThenNotification(t *testing.T) {
+	f := pendingFixture(t)
+	f.details("order-1")
+	f.wantBound(payments.StateAuthorised)
+	// Right after details: the amount of the pre-authorisation can change.
+	if _, err := f.updateAmount(1200); err != nil {
+		t.Fatal(err)
+	}
+	f.applyAdvancedAuthorisation()
+	p := f.payment()
+	if p.AuthorisedValue != 1200 || p.ShopperReference != "shopper-1" {
+		t.Fatalf("after the notification: %+v", p)
+	}
+}
+
+func TestPendingBoundByNotificationThenDetails(t *testing.T) {
+	f := pendingFixture(t)
+	f.applyAdvancedAuthorisation()
+	f.wantBound(payments.StateAuthorised)
+	f.details("order-1")
+	f.wantBound(payments.StateAuthorised)
+}
+
+func TestPendingDetailsWithoutReferenceBoundByNotification(t *testing.T) {
+	f := pendingFixture(t)
+	f.details("") // the published details request: nothing names the payment
+	if p := f.payment(); p.Amount.Value != 0 {
+		t.Fatalf("the details answer carried no amount, yet: %+v", p)
+	}
+	f.applyAdvancedAuthorisation()
+	f.wantBound(payments.StateAuthorised)
+}
+
+func TestPendingDetailsWithEchoedReference(t *testing.T) {
+	f := pendingFixture(t)
+	f.svc = payments.NewService(f.st, &detailsUpstream{fakeUpstream: f.up,
+		details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	f.details("")
+	f.wantBound(payments.StateAuthorised)
+}
+
+// The component sends the action's paymentData back: that alone binds the
+// payment at once.
+func TestPendingBoundByTheActionsPaymentData(t *testing.T) {
+	f := pendingFixture(t)
+	f.detailsWith(payments.DetailsInput{PaymentData: "Ab02b4c0!fingerprint"})
+	f.wantBound(payments.StateAuthorised)
+	// Another site's paymentData leads nowhere.
+	g := pendingFixture(t)
+	other := g.call()
+	other.Site.ID = "site_b"
+	if _, err := g.svc.SubmitDetails(g.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{}`), PaymentData: "Ab02b4c0!fingerprint"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := g.st.GetPayment(g.ctx, psp); err != nil || p.SiteID != "site_b" || p.Amount.Value != 0 || p.Reference != "" {
+		t.Fatalf("another site's details bound this site's payment: %+v %v", p, err)
+	}
+}
