@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/idempotency"
@@ -113,6 +114,9 @@ func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Si
 		if _, ok := p.Reservations[op]; ok {
 			return ErrSkip // this retry's amount is already reserved
 		}
+		if p.amountUpdateInFlight("", now) {
+			return errWait // capture against the amount the upstream settles on
+		}
 		if p.State != StateAuthorised && p.State != StatePartiallyCaptured {
 			return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", p.State)
 		}
@@ -142,7 +146,16 @@ func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Si
 		return ModificationResult{}, upstreamError(err, apperr.CaptureFailed, "capture")
 	}
 	s.settle(ctx, reserved, op, func(p *Payment) {
-		p.State = capturedState(p)
+		switch p.State {
+		case StateCancelled, StateRefunded, StatePartiallyRefunded:
+			// A reversal was recorded first, but the upstream accepted this
+			// capture, so it came before the reversal there: the reversal
+			// refunded it.
+			p.RefundedValue += amount.Value
+			p.State = StateRefunded
+		default:
+			p.State = capturedState(p)
+		}
 		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
 	})
 	return modificationResult(psp, resp), nil
@@ -167,26 +180,42 @@ func (s *Service) release(ctx context.Context, last Payment, op string) {
 
 // settle ends a reservation and applies fn, starting from last, the
 // record as this request last saw it (one write unless a notification
-// changed it meanwhile). Failures are logged: the upstream has answered,
-// and its notification reconciles the record. It runs alongside the rest of
-// the request (reqwork).
+// changed it meanwhile). The upstream has accepted, so the change is not
+// given up: conflicts are retried (maxSettleAttempts) and so are store
+// failures, with backoff, for settleRetryFor; only then is it logged and
+// left to the upstream's notification to reconcile. It runs alongside the
+// rest of the request (reqwork), and survives the merchant hanging up.
 func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) {
 	psp := last.PSPReference
 	reqwork.Go(ctx, func(ctx context.Context) {
-		// The upstream has accepted: this change is not given up under
-		// contention, nor when the merchant hangs up.
 		ctx = context.WithoutCancel(ctx)
-		_, err := mutate(ctx, s.store, psp, &last, nil, func(p *Payment) error {
-			fn(p)
-			delete(p.Reservations, op)
-			p.UpdatedAt = s.clock.Now()
-			return nil
-		}, maxSettleAttempts)
-		if err != nil {
-			s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
+		start, first := time.Now(), &last
+		for attempt := 1; ; attempt++ {
+			_, err := mutate(ctx, s.store, psp, first, nil, func(p *Payment) error {
+				fn(p)
+				delete(p.Reservations, op)
+				p.UpdatedAt = s.clock.Now()
+				return nil
+			}, maxSettleAttempts)
+			if err == nil {
+				return
+			}
+			if time.Since(start) >= settleRetryFor {
+				s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "attempts", attempt, "err", err.Error())
+				return
+			}
+			s.log.WarnContext(ctx, "updating payment record failed; retrying", "pspReference", psp, "attempt", attempt, "err", err.Error())
+			time.Sleep(min(settleBackoff<<min(attempt-1, 6), time.Second))
+			first = nil // re-read the record
 		}
 	})
 }
+
+// How long settle keeps retrying store failures, and its first backoff.
+const (
+	settleRetryFor = 2 * time.Minute
+	settleBackoff  = 20 * time.Millisecond
+)
 
 // recordError passes domain errors through and wraps store failures.
 func recordError(err error) error {
@@ -229,10 +258,13 @@ func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Si
 		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
 	}
 	s.settle(ctx, p, "", func(p *Payment) {
+		// Captures still in flight are not counted: one the upstream
+		// accepted before this reversal adds itself to the refund when it
+		// settles (Capture), one it refuses after is released.
 		kind := "cancel"
-		if p.CapturedValue > 0 {
+		if captured := p.settledCaptures(); captured > 0 {
 			kind = "refund"
-			p.RefundedValue = p.CapturedValue
+			p.RefundedValue = captured
 			p.State = StateRefunded
 		} else {
 			p.State = StateCancelled
@@ -257,19 +289,41 @@ func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tena
 	if err != nil {
 		return ModificationResult{}, err
 	}
-	if p.State != StateAuthorised || p.CapturedValue > 0 {
-		return ModificationResult{}, apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)
+	// Mark the update in flight: captures and other amount updates of the
+	// payment wait until it is answered, so the record ends on the amount
+	// the upstream ends on (409 yp_2005 if the wait is too long).
+	op := opReference(ctx)
+	now := s.clock.Now()
+	marked, err := MutateFrom(ctx, s.store, p, func(p *Payment) error {
+		if p.amountUpdateInFlight(op, now) {
+			return errWait
+		}
+		if p.State != StateAuthorised || p.CapturedValue > 0 {
+			return apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)
+		}
+		if amount.Currency != p.Amount.Currency {
+			return apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+		}
+		p.AmountUpdate = &InFlight{Op: op, Since: now}
+		return nil
+	})
+	if err != nil {
+		return ModificationResult{}, recordError(err)
 	}
-	if amount.Currency != p.Amount.Currency {
-		return ModificationResult{}, apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+	done := func(p *Payment) {
+		if p.AmountUpdate != nil && p.AmountUpdate.Op == op {
+			p.AmountUpdate = nil
+		}
 	}
 	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
 	}, callUpstream(ctx))
 	if err != nil {
+		s.settle(ctx, marked, "", done)
 		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
 	}
-	s.settle(ctx, p, "", func(p *Payment) {
+	s.settle(ctx, marked, "", func(p *Payment) {
+		done(p)
 		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
 		p.AuthorisedValue = amount.Value
 		p.Amount.Value = amount.Value

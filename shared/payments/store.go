@@ -69,10 +69,21 @@ type Payment struct {
 	// Reservations are amounts of captures sent upstream but not yet
 	// answered, by operation reference, so a retried capture counts once.
 	Reservations map[string]int64 `json:"reservations,omitempty"`
-	History      []Event          `json:"history"`
-	Version      int64            `json:"version"`
-	CreatedAt    time.Time        `json:"createdAt"`
-	UpdatedAt    time.Time        `json:"updatedAt"`
+	// AmountUpdate is the amount update sent upstream and not yet
+	// answered. While it is in flight, captures and other amount updates of
+	// the payment wait for it, so the record applies amount changes in the
+	// order the upstream did.
+	AmountUpdate *InFlight `json:"amountUpdate,omitempty"`
+	History      []Event   `json:"history"`
+	Version      int64     `json:"version"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// InFlight marks an operation sent upstream and not yet answered.
+type InFlight struct {
+	Op    string    `json:"op"` // the operation reference (opReference)
+	Since time.Time `json:"since"`
 }
 
 // Session is the service's record of a checkout session it created, used to

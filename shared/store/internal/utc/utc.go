@@ -72,6 +72,11 @@ func Session(s payments.Session) payments.Session {
 func Payment(p payments.Payment) payments.Payment {
 	p.CreatedAt = p.CreatedAt.UTC()
 	p.UpdatedAt = p.UpdatedAt.UTC()
+	if p.AmountUpdate != nil {
+		a := *p.AmountUpdate
+		a.Since = a.Since.UTC()
+		p.AmountUpdate = &a
+	}
 	if p.History != nil {
 		history := make([]payments.Event, len(p.History))
 		for i, e := range p.History {
