@@ -52,8 +52,19 @@ type Stores struct {
 	Events     notifications.EventStore
 	Deliveries webhooks.DeliveryStore
 	Jobs       localqueue.JobStore
-	closeFn    func() error
+	// Sweeper deletes records past their retention periodically (embedded
+	// store only; DynamoDB's TTL does it there).
+	Sweeper Sweeper
+	closeFn func() error
 }
+
+// Sweeper runs the embedded store's retention sweep until ctx ends.
+type Sweeper interface {
+	SweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger)
+}
+
+// SweepInterval is how often the local server sweeps the embedded store.
+const SweepInterval = time.Hour
 
 // Close releases the adapter (the embedded store's file lock).
 func (s *Stores) Close() error {
@@ -85,7 +96,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		if err != nil {
 			return nil, err
 		}
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, closeFn: st.Close}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {

@@ -73,6 +73,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	}
 	item[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
 	item[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
+	item[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
 	if err := s.putVersioned(ctx, item, e.Version, prevVersion); err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
@@ -117,6 +118,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	}
 	item[attrGSI1PK] = str(pfxMerchantIndex + d.MerchantID)
 	item[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
+	item[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
 	if err := s.putVersioned(ctx, item, d.Version, prevVersion); err != nil {
 		return fmt.Errorf("dynamo: save delivery %q (version %d): %w", d.ID, prevVersion, err)
 	}

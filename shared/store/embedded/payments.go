@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -44,12 +45,16 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment, or store.ErrNotFound.
+// GetPayment returns a payment, or store.ErrNotFound (also once it is past
+// its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
 	var p payments.Payment
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &p)
 	})
+	if err == nil && paymentExpired(p, s.clock.Now()) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
 	}
@@ -72,6 +77,9 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		if err != nil {
 			return err
 		}
+		if found && prevVersion == 0 && paymentExpired(cur, s.clock.Now()) {
+			found = false // past its retention: a new record may take its place
+		}
 		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
 			return store.ErrConflict
 		}
@@ -81,4 +89,16 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
+}
+
+// paymentExpired reports whether p is past its retention at now.
+func paymentExpired(p payments.Payment, now time.Time) bool { return !paymentExpiry(p).After(now) }
+
+// paymentExpiry is when p's retention ends (never for a record without
+// CreatedAt).
+func paymentExpiry(p payments.Payment) time.Time {
+	if p.CreatedAt.IsZero() {
+		return time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return p.CreatedAt.Add(store.PaymentRetention)
 }
