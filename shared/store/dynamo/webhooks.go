@@ -8,6 +8,7 @@ package dynamo
 //	record     pk                   sk    gsi1pk                 gsi1sk
 //	event      EVENT#<id>           META  PAYMENT#<pspReference>  EVENT#<receivedAt>#<id>
 //	delivery   DELIVERY#<id>        META  MERCHANT#<merchant>     DELIVERY#<status>#<createdAt>#<id>
+//	unroutable UNROUTABLE#EVENT     <receivedAt>#<id>   (a copy of an unroutable event, see SaveEvent)
 //
 // Times in sort keys are fixed-width UTC (2006-01-02T15:04:05.000000000Z)
 // so they sort as strings. SaveEvent and SaveDelivery are one PutItem
@@ -59,6 +60,10 @@ func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, e
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
+// An event that is, or once was, unroutable (UnroutableAt set) is written
+// in one transaction with its entry in the unroutable list
+// (UNROUTABLE#EVENT / <receivedAt>#<id>, a copy of the event): put while it
+// is unroutable, deleted once it is routed.
 func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
 	switch {
 	case e.ID == "":
@@ -66,18 +71,93 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utc.Ptr(e.ProcessedAt)
+	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt, e.UnroutableAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utc.Ptr(e.ProcessedAt), utc.Ptr(e.UnroutableAt)
 	item, err := dataItem(pfxEvent+e.ID, skRecord, e)
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
+	ttl := ttlOf(e.ReceivedAt.Add(store.EventRetention))
 	item[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
 	item[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
-	item[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
-	if err := s.putVersioned(ctx, item, e.Version, prevVersion); err != nil {
+	item[attrTTL] = ttl
+	if e.UnroutableAt == nil {
+		err = s.putVersioned(ctx, item, e.Version, prevVersion)
+	} else {
+		err = s.saveUnroutable(ctx, e, item, prevVersion, ttl)
+	}
+	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
 	return nil
+}
+
+// Key of the unroutable list's entries.
+const pkUnroutable = "UNROUTABLE#EVENT"
+
+func unroutableSK(e notifications.Event) string { return sortTime(e.ReceivedAt) + "#" + e.ID }
+
+// saveUnroutable writes an event's item and its unroutable-list entry in
+// one transaction, the item conditional on its version.
+func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64, ttl types.AttributeValue) error {
+	item[attrVersion] = num(e.Version)
+	put := &types.Put{
+		TableName:                aws.String(s.table),
+		Item:                     item,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+	if prev != 0 {
+		put.ConditionExpression = aws.String("#version = :prev")
+		put.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev)}
+	}
+	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pkUnroutable, unroutableSK(e))}}
+	if e.Status == notifications.EventUnroutable {
+		listed, err := dataItem(pkUnroutable, unroutableSK(e), e)
+		if err != nil {
+			return err
+		}
+		listed[attrTTL] = ttl
+		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
+	})
+	if transactionConditionFailed(err) {
+		return store.ErrConflict
+	}
+	return err
+}
+
+// ListUnroutableEvents returns the unroutable events, oldest first, at
+// most limit (<= 0: all): one Query of the unroutable list.
+func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkUnroutable)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	out := []notifications.Event{}
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() && (limit <= 0 || len(out) < limit) {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+		}
+		for _, item := range page.Items {
+			e, err := decodeData[notifications.Event](item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+			}
+			out = append(out, e)
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // ListPaymentEvents returns the events of payment psp, oldest first
