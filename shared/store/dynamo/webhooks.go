@@ -100,17 +100,9 @@ func unroutableSK(e notifications.Event) string { return sortTime(e.ReceivedAt) 
 // one transaction, the item conditional on its version.
 func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64, ttl types.AttributeValue) error {
 	item[attrVersion] = num(e.Version)
-	put := &types.Put{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	}
-	if prev != 0 {
-		put.ConditionExpression = aws.String("#version = :prev")
-		put.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev)}
-	}
+	expr, names, values := versionCondition(prev)
+	put := &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values}
 	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pkUnroutable, unroutableSK(e))}}
 	if e.Status == notifications.EventUnroutable {
 		listed, err := dataItem(pkUnroutable, unroutableSK(e), e)
@@ -261,20 +253,20 @@ func (s *Store) queryNewest(ctx context.Context, gsi1pk, prefix string, limit in
 // stored version being prev (absence when prev is 0).
 func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, version, prev int64) error {
 	item[attrVersion] = num(version)
-	in := &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	}
-	if prev != 0 {
-		in.ConditionExpression = aws.String("#version = :prev")
-		in.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev)}
-	}
-	_, err := s.client.PutItem(ctx, in)
+	expr, names, values := versionCondition(prev)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values})
 	if _, failed := conditionFailed(err); failed {
 		return store.ErrConflict
 	}
 	return err
+}
+
+// versionCondition is the condition of a versioned write: the item is
+// absent (prev 0) or its stored version is prev.
+func versionCondition(prev int64) (expr *string, names map[string]string, values map[string]types.AttributeValue) {
+	if prev == 0 {
+		return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
+	}
+	return aws.String("#version = :prev"), map[string]string{"#version": attrVersion}, map[string]types.AttributeValue{":prev": num(prev)}
 }

@@ -220,27 +220,9 @@ var sweepKinds = []sweepKind{
 	{bucket: bktSessions, expires: expiresAt(func(ss payments.Session) time.Time { return ss.ExpiresAt })},
 	{bucket: bktPayments, expires: expiresAt(paymentExpiry)},
 	{bucket: bktEvents, expires: expiresAt(func(e notifications.Event) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
-		also: func(tx *bolt.Tx, _, v []byte) error {
-			var e notifications.Event
-			if err := json.Unmarshal(v, &e); err != nil {
-				return err
-			}
-			if idx := readBucket(tx, bktEventsByPayment); idx != nil {
-				return idx.Delete(eventIndexKey(e))
-			}
-			return nil
-		}},
+		also: deleteIndexEntry(bktEventsByPayment, eventIndexKey)},
 	{bucket: bktDeliveries, expires: expiresAt(func(d webhooks.Delivery) time.Time { return d.CreatedAt.Add(store.DeliveryRetention) }),
-		also: func(tx *bolt.Tx, _, v []byte) error {
-			var d webhooks.Delivery
-			if err := json.Unmarshal(v, &d); err != nil {
-				return err
-			}
-			if idx := readBucket(tx, bktDeliveriesByMerch); idx != nil {
-				return idx.Delete(deliveryIndexKey(d))
-			}
-			return nil
-		}},
+		also: deleteIndexEntry(bktDeliveriesByMerch, deliveryIndexKey)},
 	{bucket: bktQueueDead, expires: expiresAt(func(j localqueue.StoredJob) time.Time { return j.CreatedAt.Add(store.DeadJobRetention) }),
 		also: func(tx *bolt.Tx, key, _ []byte) error {
 			if idx := readBucket(tx, bktQueueJobIndex); idx != nil {
@@ -248,6 +230,20 @@ var sweepKinds = []sweepKind{
 			}
 			return nil
 		}},
+}
+
+// deleteIndexEntry deletes a swept T's entry in index bucket idx.
+func deleteIndexEntry[T any](idx string, key func(T) []byte) func(tx *bolt.Tx, _, v []byte) error {
+	return func(tx *bolt.Tx, _, v []byte) error {
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return err
+		}
+		if b := readBucket(tx, idx); b != nil {
+			return b.Delete(key(x))
+		}
+		return nil
+	}
 }
 
 // sweep deletes expired records inside tx.
