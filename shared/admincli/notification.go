@@ -9,7 +9,7 @@ import (
 
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // notificationRouter returns the receiver that lists and routes unroutable
@@ -114,7 +114,7 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 			ev, err := r.Route(ctx, x, to)
 			res := result{ID: x, Routed: err == nil, MerchantID: ev.MerchantID, Deliveries: ev.DeliveryIDs}
 			switch {
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, storeerr.ErrNotFound):
 				res.Error = "unknown notification event"
 			case err != nil:
 				res.Error = err.Error()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -61,7 +61,7 @@ func (r *Receiver) Route(ctx context.Context, id string, to *RouteTo) (Event, er
 // routeTo checks the owner an operator gives ev.
 func (r *Receiver) routeTo(ctx context.Context, ev Event, to RouteTo) (owner, string, error) {
 	m, err := r.Tenants.GetMerchant(ctx, to.MerchantID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return owner{}, "unknown merchant " + to.MerchantID, nil
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (r *Receiver) routeTo(ctx context.Context, ev Event, to RouteTo) (owner, st
 	}
 	if to.SiteID != "" {
 		site, err := r.Tenants.GetSite(ctx, to.SiteID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && site.MerchantID != m.ID) {
+		if errors.Is(err, storeerr.ErrNotFound) || (err == nil && site.MerchantID != m.ID) {
 			return owner{}, "site " + to.SiteID + " is not a site of merchant " + m.ID, nil
 		}
 		if err != nil {

@@ -1,19 +1,10 @@
-// Package store holds what every storage adapter shares: the sentinel errors
-// the domain ports promise. Adapters live in store/dynamo and store/embedded;
-// the contract suite every adapter must pass lives in store/storetest.
+// Package store holds what the storage adapters (store/dynamo,
+// store/embedded) share: how long each kind of record is kept. Their
+// contract suite lives in store/storetest; the sentinel errors the ports
+// promise in shared/storeerr.
 package store
 
-import (
-	"errors"
-	"time"
-)
-
-var (
-	// ErrNotFound: no record with that key.
-	ErrNotFound = errors.New("store: not found")
-	// ErrConflict: a conditional write failed (record exists, or its version moved).
-	ErrConflict = errors.New("store: conflict")
-)
+import "time"
 
 // Retention of the records that do not expire by themselves
 // (docs/security.md): how long after the instant named each is deleted —

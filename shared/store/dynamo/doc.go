@@ -71,7 +71,7 @@
 // store.EventRetention, deliveries CreatedAt + store.DeliveryRetention
 // (docs/security.md). Expiry is also checked in code where a lagging
 // deletion matters (idempotency, rate limit, sessions, payment records).
-// ConditionalCheckFailed maps to store.ErrConflict, a missing item to
-// store.ErrNotFound; errors name the operation and key but never a secret
+// ConditionalCheckFailed maps to storeerr.ErrConflict, a missing item to
+// storeerr.ErrNotFound; errors name the operation and key but never a secret
 // (API key hashes, lease tokens).
 package dynamo

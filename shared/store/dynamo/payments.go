@@ -13,7 +13,8 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of session and payment items (see doc.go).
@@ -28,10 +29,10 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	sess = utc.Session(sess)
-	item, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	rec := records.FromSession(sess)
+	item, err := dataItem(pfxSession+sess.ID, skMeta, rec)
 	if err == nil {
-		item[attrTTL] = ttlOf(sess.ExpiresAt)
+		item[attrTTL] = ttlOf(rec.ExpiresAt)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -40,12 +41,13 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	return nil
 }
 
-// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	sess, err := getData[payments.Session](ctx, s, pfxSession+id, skMeta)
+	rec, err := getData[records.Session](ctx, s, pfxSession+id, skMeta)
+	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = store.ErrNotFound
+		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
@@ -72,7 +74,7 @@ const (
 
 func historySK(i int) string { return fmt.Sprintf("%s%010d", skHistory, i) }
 
-// GetPayment returns a payment (strongly consistent), or store.ErrNotFound
+// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound
 // (also once it is past its retention, before DynamoDB's TTL deletes it).
 // One Query of the record's partition, META first (descending), then its
 // history; entries past META's count (a save that lost its condition never
@@ -93,6 +95,12 @@ func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.P
 // readPayment reads the record once; complete is false when the history
 // read does not match META's count.
 func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, bool, error) {
+	r, complete, err := s.readRecord(ctx, psp)
+	return r.ToPayment(), complete, err
+}
+
+// readRecord reads the stored record once (see readPayment).
+func (s *Store) readRecord(ctx context.Context, psp string) (records.Payment, bool, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
@@ -102,10 +110,10 @@ func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, 
 		ScanIndexForward:          aws.Bool(false),
 	}
 	var (
-		p       payments.Payment
+		p       records.Payment
 		meta    bool
 		n       int
-		history []payments.Event
+		history []records.Event
 		filled  []bool
 	)
 	pages := dynamodb.NewQueryPaginator(s.client, in)
@@ -118,18 +126,18 @@ func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, 
 			sk := getS(item, attrSK)
 			switch {
 			case sk == skMeta:
-				if p, err = decodeData[payments.Payment](item); err != nil {
+				if p, err = decodeData[records.Payment](item); err != nil {
 					return p, false, err
 				}
 				if !p.CreatedAt.IsZero() && !p.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
-					return p, false, store.ErrNotFound
+					return p, false, storeerr.ErrNotFound
 				}
 				meta = true
 				if _, split := item[attrHistoryN]; !split {
 					return p, true, nil // written before history items: all in data
 				}
 				n = int(getN(item, attrHistoryN))
-				history, filled = make([]payments.Event, n), make([]bool, n)
+				history, filled = make([]records.Event, n), make([]bool, n)
 			case !meta:
 				// History items without META: a record being created.
 			case strings.HasPrefix(sk, skHistory):
@@ -140,7 +148,7 @@ func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, 
 				if i >= n {
 					continue // a save landing after META was read
 				}
-				if history[i], err = decodeData[payments.Event](item); err != nil {
+				if history[i], err = decodeData[records.Event](item); err != nil {
 					return p, false, err
 				}
 				filled[i] = true
@@ -148,7 +156,7 @@ func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, 
 		}
 	}
 	if !meta {
-		return p, false, store.ErrNotFound
+		return p, false, storeerr.ErrNotFound
 	}
 	for _, ok := range filled {
 		if !ok {
@@ -165,7 +173,7 @@ func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, 
 // Which entries are new is not passed in: the save assumes one (the domain
 // appends one per change), conditional on META's count being at least
 // that; if the condition fails only because more were added, it reads the
-// count and saves again. store.ErrConflict if the version moved.
+// count and saves again. storeerr.ErrConflict if the version moved.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
 	case p.PSPReference == "":
@@ -173,21 +181,21 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	p = utc.Payment(p)
+	r := records.FromPayment(p)
 	from := 0
 	if prevVersion != 0 {
-		from = max(len(p.History)-1, 0)
+		from = max(len(r.History)-1, 0)
 	}
-	err := s.savePayment(ctx, p, prevVersion, from, false)
+	err := s.savePayment(ctx, r, prevVersion, from, false)
 	if errors.Is(err, errHistoryMoved) {
 		var legacy bool
-		from, legacy, err = s.storedHistory(ctx, p, prevVersion)
+		from, legacy, err = s.storedHistory(ctx, r, prevVersion)
 		if err == nil {
-			err = s.savePayment(ctx, p, prevVersion, from, legacy)
+			err = s.savePayment(ctx, r, prevVersion, from, legacy)
 		}
 	}
 	if errors.Is(err, errHistoryMoved) {
-		err = store.ErrConflict
+		err = storeerr.ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
@@ -202,7 +210,7 @@ var errHistoryMoved = errors.New("condition failed")
 // one transaction conditional on the stored version being prev and its
 // history count at least from (legacy: META has no count, its history is
 // in data and was copied to items by storedHistory).
-func (s *Store) savePayment(ctx context.Context, p payments.Payment, prev int64, from int, legacy bool) error {
+func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, from int, legacy bool) error {
 	n := len(p.History)
 	if n-from > maxNewEntries {
 		return fmt.Errorf("%d new history entries in one save (at most %d)", n-from, maxNewEntries)
@@ -246,39 +254,38 @@ func (s *Store) savePayment(ctx context.Context, p payments.Payment, prev int64,
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	if transactionConditionFailed(err) {
 		if prev == 0 {
-			return store.ErrConflict
+			return storeerr.ErrConflict
 		}
 		return errHistoryMoved
 	}
 	return err
 }
 
-// storedHistory reads META after a failed save: store.ErrConflict if its
+// storedHistory reads META after a failed save: storeerr.ErrConflict if its
 // version is not prev, else how many history entries are stored as items.
 // A record written before history items (its history in data) has its
 // entries written as items first — they are the stored ones, the same for
 // every writer — and then counts as having none.
-func (s *Store) storedHistory(ctx context.Context, p payments.Payment, prev int64) (from int, legacy bool, err error) {
+func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64) (from int, legacy bool, err error) {
 	item, err := s.getItem(ctx, pfxPayment+p.PSPReference, skMeta)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, false, store.ErrConflict
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return 0, false, storeerr.ErrConflict
 	}
 	if err != nil {
 		return 0, false, err
 	}
 	if getN(item, attrVersion) != prev {
-		return 0, false, store.ErrConflict
+		return 0, false, storeerr.ErrConflict
 	}
 	if _, split := item[attrHistoryN]; split {
 		return int(getN(item, attrHistoryN)), false, nil
 	}
-	old, err := decodeData[payments.Payment](item)
+	old, err := decodeData[records.Payment](item)
 	if err != nil {
 		return 0, false, err
 	}
 	ttl := paymentTTL(p)
 	for i, e := range old.History {
-		e.At = e.At.UTC()
 		h, err := dataItem(pfxPayment+p.PSPReference, historySK(i), e)
 		if err == nil {
 			setTTL(h, ttl)
@@ -302,7 +309,7 @@ func getN(item map[string]types.AttributeValue, name string) int64 {
 
 // paymentTTL is the ttl of every item of p's record (nil for a record
 // without CreatedAt: kept).
-func paymentTTL(p payments.Payment) types.AttributeValue {
+func paymentTTL(p records.Payment) types.AttributeValue {
 	if p.CreatedAt.IsZero() {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -97,7 +98,7 @@ func TestPaymentItemsBoundedAndExpiring(t *testing.T) {
 	}
 
 	clk.Set(t0.Add(store.PaymentRetention))
-	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("GetPayment past retention: %v, want ErrNotFound", err)
 	}
 	again := record("PSP1")

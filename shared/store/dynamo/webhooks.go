@@ -28,6 +28,7 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -50,7 +51,7 @@ const (
 func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 
 // GetEvent returns a notification event (strongly consistent), or
-// store.ErrNotFound.
+// storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
 	e, err := getData[notifications.Event](ctx, s, pfxEvent+id, skRecord)
 	if err != nil {
@@ -116,7 +117,7 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
 	})
 	if transactionConditionFailed(err) {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	return err
 }
@@ -163,7 +164,7 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 }
 
 // GetDelivery returns a webhook delivery (strongly consistent), or
-// store.ErrNotFound.
+// storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
 	d, err := getData[webhooks.Delivery](ctx, s, pfxDelivery+id, skRecord)
 	if err != nil {
@@ -257,7 +258,7 @@ func (s *Store) putVersioned(ctx context.Context, item map[string]types.Attribut
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
 		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values})
 	if _, failed := conditionFailed(err); failed {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	return err
 }

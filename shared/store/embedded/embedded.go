@@ -45,6 +45,8 @@ import (
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -216,9 +218,9 @@ func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
 }
 
 var sweepKinds = []sweepKind{
-	{bucket: bktIdempotency, expires: expiresAt(func(r idempotency.Record) time.Time { return r.ExpiresAt })},
-	{bucket: bktSessions, expires: expiresAt(func(ss payments.Session) time.Time { return ss.ExpiresAt })},
-	{bucket: bktPayments, expires: expiresAt(paymentExpiry)},
+	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
+	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
+	{bucket: bktPayments, expires: expiresAt(func(p records.Payment) time.Time { return paymentExpiry(p.CreatedAt) })},
 	{bucket: bktEvents, expires: expiresAt(func(e notifications.Event) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
 		also: deleteIndexEntry(bktEventsByPayment, eventIndexKey)},
 	{bucket: bktDeliveries, expires: expiresAt(func(d webhooks.Delivery) time.Time { return d.CreatedAt.Add(store.DeliveryRetention) }),
@@ -378,14 +380,14 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }
 
-// mustGet decodes b[key] into v, or returns store.ErrNotFound.
+// mustGet decodes b[key] into v, or returns storeerr.ErrNotFound.
 func mustGet(b *bolt.Bucket, key []byte, v any) error {
 	ok, err := getJSON(b, key, v)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return store.ErrNotFound
+		return storeerr.ErrNotFound
 	}
 	return nil
 }

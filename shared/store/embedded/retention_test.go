@@ -14,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -55,7 +56,7 @@ func TestSweepRetention(t *testing.T) {
 				t.Fatalf("dead jobs after their retention: %v, %v", dead, err)
 			}
 		case 2:
-			if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, storeerr.ErrNotFound) {
 				t.Fatalf("event after its retention: %v", err)
 			}
 			if evs, err := s.ListPaymentEvents(ctx, "PSP1"); err != nil || len(evs) != 0 {
@@ -67,7 +68,7 @@ func TestSweepRetention(t *testing.T) {
 		}
 	}
 	clk.Set(t0)
-	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("payment after the sweep: %v", err)
 	}
 }
@@ -92,7 +93,7 @@ func TestSweepEvery(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := s.GetEvent(ctx, "evt_1")
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, storeerr.ErrNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
