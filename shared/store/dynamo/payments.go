@@ -187,14 +187,15 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		from = max(len(r.History)-1, 0)
 	}
 	err := s.savePayment(ctx, r, prevVersion, from, false)
-	if errors.Is(err, errHistoryMoved) {
+	var moved *historyMoved
+	if errors.As(err, &moved) {
 		var legacy bool
-		from, legacy, err = s.storedHistory(ctx, r, prevVersion)
+		from, legacy, err = s.storedHistory(ctx, r, prevVersion, moved.old)
 		if err == nil {
 			err = s.savePayment(ctx, r, prevVersion, from, legacy)
 		}
 	}
-	if errors.Is(err, errHistoryMoved) {
+	if errors.As(err, &moved) {
 		err = storeerr.ErrConflict
 	}
 	if err != nil {
@@ -203,8 +204,13 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	return nil
 }
 
-// errHistoryMoved: the save's condition failed (version or history count).
-var errHistoryMoved = errors.New("condition failed")
+// historyMoved: the save's condition failed (version or history count);
+// old is the stored META item when DynamoDB returned it.
+type historyMoved struct {
+	old map[string]types.AttributeValue
+}
+
+func (*historyMoved) Error() string { return "condition failed" }
 
 // savePayment writes META and the history entries from index from on, in
 // one transaction conditional on the stored version being prev and its
@@ -225,10 +231,11 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 	item[attrVersion], item[attrHistoryN] = num(p.Version), num(int64(n))
 	setTTL(item, ttl)
 	put := &types.Put{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk) OR #ttl <= :now"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#ttl": attrTTL},
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #ttl <= :now"),
+		ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#ttl": attrTTL},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": ttlOf(s.clock.Now()),
 		},
@@ -252,22 +259,33 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 		writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: h}})
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	if transactionConflict(err) {
+		return storeerr.ErrConflict // a concurrent save: re-read and retry
+	}
 	if transactionConditionFailed(err) {
 		if prev == 0 {
 			return storeerr.ErrConflict
 		}
-		return errHistoryMoved
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
+			return &historyMoved{old: tce.CancellationReasons[0].Item}
+		}
+		return &historyMoved{}
 	}
 	return err
 }
 
-// storedHistory reads META after a failed save: storeerr.ErrConflict if its
+// storedHistory reads META after a failed save (or takes old, the item
+// DynamoDB returned with the failure): storeerr.ErrConflict if its
 // version is not prev, else how many history entries are stored as items.
 // A record written before history items (its history in data) has its
 // entries written as items first — they are the stored ones, the same for
 // every writer — and then counts as having none.
-func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64) (from int, legacy bool, err error) {
-	item, err := s.getItem(ctx, pfxPayment+p.PSPReference, skMeta)
+func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64, old map[string]types.AttributeValue) (from int, legacy bool, err error) {
+	item := old
+	if item == nil {
+		item, err = s.getItem(ctx, pfxPayment+p.PSPReference, skMeta)
+	}
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return 0, false, storeerr.ErrConflict
 	}
@@ -280,12 +298,12 @@ func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64
 	if _, split := item[attrHistoryN]; split {
 		return int(getN(item, attrHistoryN)), false, nil
 	}
-	old, err := decodeData[records.Payment](item)
+	inline, err := decodeData[records.Payment](item)
 	if err != nil {
 		return 0, false, err
 	}
 	ttl := paymentTTL(p)
-	for i, e := range old.History {
+	for i, e := range inline.History {
 		h, err := dataItem(pfxPayment+p.PSPReference, historySK(i), e)
 		if err == nil {
 			setTTL(h, ttl)
@@ -295,7 +313,7 @@ func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64
 			return 0, false, fmt.Errorf("move history entry %d to its item: %w", i, err)
 		}
 	}
-	return len(old.History), true, nil
+	return len(inline.History), true, nil
 }
 
 // getN returns item[name] as an integer (0 if absent or not a number).

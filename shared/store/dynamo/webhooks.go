@@ -116,7 +116,7 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
 	})
-	if transactionConditionFailed(err) {
+	if transactionConditionFailed(err) || transactionConflict(err) {
 		return storeerr.ErrConflict
 	}
 	return err
