@@ -17,6 +17,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
@@ -81,7 +82,21 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("load AWS config: %w", err)
 	}
+	c.Logger = sdkLogger{NewLogger(os.Stdout, slog.LevelInfo)}
 	return c, nil
+}
+
+// sdkLogger writes the AWS SDK's own messages (such as a retried
+// response's unread body) as JSON log lines like every other; the SDK's
+// default logger writes plain text.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelInfo
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	l.log.Log(context.Background(), level, "aws sdk", "detail", fmt.Sprintf(format, v...))
 }
 
 // OpenStores opens the configured store adapter; instrument (e.g.
