@@ -53,6 +53,7 @@ var layerOf = map[string]int{
 	"shared/queue/localqueue":     adapter,
 	"shared/upstream/simulator":   adapter,
 	"shared/client":               adapter,
+	"shared/eventreplay":          adapter,
 	"shared/config":               wiring,
 	"shared/app":                  wiring,
 	"shared/localserver":          wiring,

@@ -90,6 +90,8 @@ func (c *cli) commands() []command {
 		{"delivery list", "list a merchant's webhook deliveries with status and last error", c.deliveryList},
 		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
+		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},
+		{"notification route", "route unroutable notifications once their merchant exists", c.notificationRoute},
 		{"seed", "apply a seed file (idempotent)", c.seed},
 	}
 }

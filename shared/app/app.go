@@ -17,6 +17,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
@@ -52,8 +53,19 @@ type Stores struct {
 	Events     notifications.EventStore
 	Deliveries webhooks.DeliveryStore
 	Jobs       localqueue.JobStore
-	closeFn    func() error
+	// Sweeper deletes records past their retention periodically (embedded
+	// store only; DynamoDB's TTL does it there).
+	Sweeper Sweeper
+	closeFn func() error
 }
+
+// Sweeper runs the embedded store's retention sweep until ctx ends.
+type Sweeper interface {
+	SweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger)
+}
+
+// SweepInterval is how often the local server sweeps the embedded store.
+const SweepInterval = time.Hour
 
 // Close releases the adapter (the embedded store's file lock).
 func (s *Stores) Close() error {
@@ -70,7 +82,21 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("load AWS config: %w", err)
 	}
+	c.Logger = sdkLogger{NewLogger(os.Stdout, slog.LevelInfo)}
 	return c, nil
+}
+
+// sdkLogger writes the AWS SDK's own messages (such as a retried
+// response's unread body) as JSON log lines like every other; the SDK's
+// default logger writes plain text.
+type sdkLogger struct{ log *slog.Logger }
+
+func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
+	level := slog.LevelInfo
+	if c == logging.Warn {
+		level = slog.LevelWarn
+	}
+	l.log.Log(context.Background(), level, "aws sdk", "detail", fmt.Sprintf(format, v...))
 }
 
 // OpenStores opens the configured store adapter; instrument (e.g.
@@ -85,7 +111,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		if err != nil {
 			return nil, err
 		}
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, closeFn: st.Close}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {

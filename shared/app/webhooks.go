@@ -133,6 +133,20 @@ func NewWebhookAdmin(ctx context.Context, cfg config.Config, stores *Stores, clk
 	return &webhooks.Admin{Deliveries: stores.Deliveries, Queue: q.Queue, DeadLetters: q.DeadLetters, Clock: clk}, nil
 }
 
+// NewNotificationRouter wires what paysvc-admin needs to list and route
+// unroutable notifications: a Receiver over the stores and the configured
+// queues, without the HMAC key (the events were verified on arrival).
+func NewNotificationRouter(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger) (*notifications.Receiver, error) {
+	q, err := OpenQueues(ctx, cfg, stores, clk, log)
+	if err != nil {
+		return nil, err
+	}
+	return &notifications.Receiver{
+		Events: stores.Events, Payments: stores.Payments, Tenants: stores.Tenants, Deliveries: stores.Deliveries,
+		Queue: q.Queue, Clock: clk, Log: log, Live: cfg.Environment == tenant.EnvLive,
+	}, nil
+}
+
 // NotificationsHandler is the notifications function's HTTP handler:
 // POST /v1/notifications/upstream, JSON 404s elsewhere.
 func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {

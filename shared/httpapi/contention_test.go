@@ -41,6 +41,8 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 		t.Run(name+"/mixed", func(t *testing.T) {
 			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
 			psp := authorise(t, e, 1000)
+			var mu sync.Mutex
+			accepted := map[string]int{}
 			statuses := parallel(t, e, 50, func(i int) (string, string) {
 				switch i % 10 {
 				case 0:
@@ -49,7 +51,13 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 					return "/amount-updates", `{"pspReference":"` + psp + `","amount":{"value":` + fmt.Sprint(1000+i) + `,"currency":"EUR"}}`
 				}
 				return "/captures", `{"amount":{"value":34,"currency":"EUR"}}`
-			}, psp)
+			}, psp, func(suffix string, status int) {
+				if status == 200 {
+					mu.Lock()
+					accepted[suffix]++
+					mu.Unlock()
+				}
+			})
 			for st := range statuses {
 				if st >= 500 {
 					t.Fatalf("statuses %v: a 5xx under contention", statuses)
@@ -57,11 +65,25 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 			}
 			rec := record(t, e, psp)
 			sim, _ := e.Sim.Payment(psp)
-			if rec.CapturedValue > rec.AuthorisedValue && rec.AuthorisedValue > 0 {
-				t.Fatalf("captured %d of %d", rec.CapturedValue, rec.AuthorisedValue)
+			// The accepted captures are exactly what the upstream captured,
+			// within what it authorised; the record holds the same amounts.
+			captured := int64(34 * accepted["/captures"])
+			if captured != sim.CapturedValue || captured > sim.AuthorisedValue {
+				t.Fatalf("accepted captures sum to %d; upstream captured %d of %d (accepted %v)", captured, sim.CapturedValue, sim.AuthorisedValue, accepted)
 			}
-			if len(rec.Reservations) != 0 || rec.CapturedValue != sim.CapturedValue {
-				t.Fatalf("record captured %d (reservations %v), upstream %d; statuses %v", rec.CapturedValue, rec.Reservations, sim.CapturedValue, statuses)
+			if len(rec.Reservations) != 0 || rec.CapturedValue != sim.CapturedValue || rec.AuthorisedValue != sim.AuthorisedValue ||
+				rec.RefundedValue != sim.RefundedValue || rec.Amount != sim.Amount {
+				t.Fatalf("record authorised %d captured %d refunded %d amount %v (reservations %v); upstream authorised %d captured %d refunded %d amount %v; accepted %v",
+					rec.AuthorisedValue, rec.CapturedValue, rec.RefundedValue, rec.Amount, rec.Reservations,
+					sim.AuthorisedValue, sim.CapturedValue, sim.RefundedValue, sim.Amount, accepted)
+			}
+			// Every accepted modification is in the record's history.
+			kinds := map[string]int{}
+			for _, ev := range rec.History {
+				kinds[ev.Kind]++
+			}
+			if kinds["capture"] != accepted["/captures"] || kinds["reversal"] != accepted["/reversals"] || kinds["amount-update"] != accepted["/amount-updates"] {
+				t.Fatalf("history kinds %v, accepted %v", kinds, accepted)
 			}
 		})
 	}
@@ -82,7 +104,7 @@ func authorise(t *testing.T, e *testenv.Env, value int) string {
 
 // parallel sends n modification requests at once, each with its own
 // Idempotency-Key, and counts the answers by status.
-func parallel(t *testing.T, e *testenv.Env, n int, req func(i int) (suffix, body string), psp string) map[int]int {
+func parallel(t *testing.T, e *testenv.Env, n int, req func(i int) (suffix, body string), psp string, seen ...func(suffix string, status int)) map[int]int {
 	t.Helper()
 	var mu sync.Mutex
 	statuses := map[int]int{}
@@ -99,6 +121,9 @@ func parallel(t *testing.T, e *testenv.Env, n int, req func(i int) (suffix, body
 			mu.Lock()
 			statuses[r.Status]++
 			mu.Unlock()
+			for _, f := range seen {
+				f(suffix, r.Status)
+			}
 			if r.Status >= 500 {
 				t.Errorf("%s: %d %s", suffix, r.Status, r.Body)
 			}

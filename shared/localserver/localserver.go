@@ -130,6 +130,15 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		queues.SQS.Poll(workerCtx, dispatcher.Process, log)
 	}()
 	defer func() { stopWorker(); <-workerDone }()
+	if a.Stores.Sweeper != nil {
+		// Retention (docs/security.md): DynamoDB's TTL in AWS, this sweep here.
+		sweepDone := make(chan struct{})
+		go func() {
+			defer close(sweepDone)
+			a.Stores.Sweeper.SweepEvery(workerCtx, app.SweepInterval, log)
+		}()
+		defer func() { stopWorker(); <-sweepDone }()
+	}
 
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))

@@ -50,8 +50,12 @@ type Event struct {
 	Received    int        `json:"received"`
 	ReceivedAt  time.Time  `json:"receivedAt"` // first arrival
 	ProcessedAt *time.Time `json:"processedAt,omitempty"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
-	Version     int64      `json:"version"`
+	// UnroutableAt is when the event was first kept unroutable (kept once
+	// it is routed); UnroutableReason why no owner was found last.
+	UnroutableAt     *time.Time `json:"unroutableAt,omitempty"`
+	UnroutableReason string     `json:"unroutableReason,omitempty"`
+	UpdatedAt        time.Time  `json:"updatedAt"`
+	Version          int64      `json:"version"`
 }
 
 // DeliveriesEnqueued reports whether the event's deliveries were all
@@ -70,6 +74,10 @@ type EventStore interface {
 	// PaymentPSP), oldest first (ReceivedAt, then ID). The list may lag a
 	// write briefly.
 	ListPaymentEvents(ctx context.Context, psp string) ([]Event, error)
+	// ListUnroutableEvents returns the events in status EventUnroutable,
+	// oldest first (ReceivedAt, then ID), at most limit (<= 0: all). The
+	// list may lag a write briefly.
+	ListUnroutableEvents(ctx context.Context, limit int) ([]Event, error)
 }
 
 // DedupKey is the identity of a notification item: the upstream sends the

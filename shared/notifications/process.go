@@ -17,9 +17,11 @@ import (
 // processOpts tune one processing of an event.
 type processOpts struct {
 	// replay: an unroutable event processed again because its payment's
-	// record appeared; the upstream will not retry it, so failures are
-	// applied without waiting (no ErrNotReady).
+	// record appeared (or an operator routes it); the upstream will not
+	// retry it, so failures are applied without waiting (no ErrNotReady).
 	replay bool
+	// to: the owner an operator gives the event (Route); nil: route it.
+	to *RouteTo
 }
 
 // process routes ev, applies it to its payment, creates and enqueues its
@@ -28,6 +30,9 @@ type processOpts struct {
 func (r *Receiver) process(ctx context.Context, ev Event, opts processOpts) error {
 	log := r.Log.With("eventId", ev.ID, "eventCode", ev.Item.EventCode, "pspReference", ev.PaymentPSP)
 	o, unroutable, err := r.route(ctx, ev)
+	if opts.to != nil && err == nil && unroutable != "" {
+		o, unroutable, err = r.routeTo(ctx, ev, *opts.to)
+	}
 	if err != nil {
 		return err
 	}
@@ -65,7 +70,7 @@ func (r *Receiver) process(ctx context.Context, ev Event, opts processOpts) erro
 	if err != nil {
 		return err
 	}
-	if ev.Item.EventCode == upstream.EventAuthorisation && !opts.replay {
+	if ev.Item.EventCode == upstream.EventAuthorisation && (!opts.replay || opts.to != nil) {
 		if err := r.replayUnroutable(ctx, ev); err != nil {
 			return err
 		}
@@ -170,10 +175,13 @@ func (r *Receiver) markProcessed(ctx context.Context, id, merchantID string, del
 func (r *Receiver) markUnroutable(ctx context.Context, ev Event, why string) error {
 	now := r.Clock.Now()
 	_, err := mutateEvent(ctx, r.Events, ev.ID, func(e *Event) error {
-		if e.Status == EventProcessed || e.Status == EventUnroutable {
+		if e.Status == EventProcessed || (e.Status == EventUnroutable && e.UnroutableReason == why) {
 			return errSkip
 		}
-		e.Status, e.UpdatedAt = EventUnroutable, now
+		e.Status, e.UnroutableReason, e.UpdatedAt = EventUnroutable, why, now
+		if e.UnroutableAt == nil {
+			e.UnroutableAt = &now
+		}
 		return nil
 	})
 	if err != nil {

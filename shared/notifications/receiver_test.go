@@ -370,3 +370,66 @@ func TestModificationsWithoutMetadataRoutedByRecord(t *testing.T) {
 		})
 	}
 }
+
+// An unroutable notification is listed with its reason and routed by an
+// operator once its merchant exists: by its metadata, or to a merchant
+// named explicitly when nothing names one; its payment record and
+// deliveries follow, and it leaves the list.
+func TestUnroutableListedThenRoutedByOperator(t *testing.T) {
+	f := newFixture(t)
+	// Metadata names a merchant that does not exist yet.
+	auth := authorisation("PSP7", true)
+	auth.AdditionalData["metadata.merchantId"], auth.MerchantAccountCode = "m_new", "NewECOM"
+	auth = f.signed(auth)
+	f.must(f.r.Accept(f.ctx, note(auth)))
+	f.clk.Advance(time.Minute)
+	// Nothing names the merchant of this one.
+	orphan := capture("PSP8", "CAP8")
+	orphan.MerchantAccountCode = "NewECOM"
+	orphan = f.signed(orphan)
+	f.must(f.r.Accept(f.ctx, note(orphan)))
+
+	list, err := f.r.ListUnroutable(f.ctx, 0)
+	f.must(err)
+	if len(list) != 2 || list[0].ID != f.event(auth).ID || list[0].UnroutableReason != "unknown merchant m_new" ||
+		list[1].UnroutableReason != "no payment record, routing metadata or session names the merchant" || list[0].UnroutableAt == nil {
+		t.Fatalf("unroutable list: %+v", list)
+	}
+	if _, err := f.r.Route(f.ctx, list[0].ID, nil); err == nil || !strings.Contains(err.Error(), "still unroutable: unknown merchant m_new") {
+		t.Fatalf("route before the merchant exists: %v", err)
+	}
+	if _, err := f.r.Route(f.ctx, list[1].ID, &notifications.RouteTo{MerchantID: "m_a"}); err == nil ||
+		!strings.Contains(err.Error(), "merchantAccountCode NewECOM is not the upstream account of merchant m_a") {
+		t.Fatalf("route to a merchant of another upstream account: %v", err)
+	}
+
+	f.must(f.st.PutMerchant(f.ctx, tenant.Merchant{ID: "m_new", Name: "New", Country: "NL", Active: true,
+		CaptureMode: tenant.CaptureManual, UpstreamAccount: "NewECOM"}))
+	f.must(f.st.PutSite(f.ctx, tenant.Site{ID: "site_new", MerchantID: "m_new", Name: "New"}))
+	sub := tenant.Subscription{ID: "sub_new", MerchantID: "m_new", URL: "https://new.example/", Enabled: true,
+		Secrets: []tenant.Secret{{Value: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw5cCuyBpMt2o="}}}
+	f.must(f.st.PutSubscription(f.ctx, sub))
+
+	ev, err := f.r.Route(f.ctx, list[0].ID, nil)
+	f.must(err)
+	if ev.Status != notifications.EventProcessed || ev.MerchantID != "m_new" || len(ev.DeliveryIDs) != 1 {
+		t.Fatalf("routed by metadata: %+v", ev)
+	}
+	if p, err := f.st.GetPayment(f.ctx, "PSP7"); err != nil || p.MerchantID != "m_new" || p.State != payments.StateAuthorised {
+		t.Fatalf("payment record: %+v, %v", p, err)
+	}
+	ev, err = f.r.Route(f.ctx, list[1].ID, &notifications.RouteTo{MerchantID: "m_new", SiteID: "site_new"})
+	f.must(err)
+	if ev.Status != notifications.EventProcessed || ev.MerchantID != "m_new" || len(ev.DeliveryIDs) != 1 {
+		t.Fatalf("routed to the merchant given: %+v", ev)
+	}
+	if n := len(f.deliveries("m_new")); n != 2 || f.q.count() != 2 {
+		t.Fatalf("%d deliveries, %d jobs; want 2 and 2", n, f.q.count())
+	}
+	if list, err := f.r.ListUnroutable(f.ctx, 0); err != nil || len(list) != 0 {
+		t.Fatalf("unroutable after routing: %+v, %v", list, err)
+	}
+	if _, err := f.r.Route(f.ctx, list[0].ID, nil); !errors.Is(err, notifications.ErrNotUnroutable) {
+		t.Fatalf("routing a processed event again: %v", err)
+	}
+}

@@ -23,6 +23,7 @@ const (
 	viaPayment  = "payment"
 	viaMetadata = "metadata"
 	viaSession  = "session"
+	viaOperator = "operator" // paysvc-admin notification route --merchant
 )
 
 // owner is the merchant (and site) a notification belongs to.

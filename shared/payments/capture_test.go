@@ -235,7 +235,7 @@ func TestRecordErrorAfterTheUpstreamReturnsToTheCaller(t *testing.T) {
 	st := &failingSaves{memStore: newMemStore()}
 	authorised(t, st)
 	// The reservation is saved; every save after the upstream's answer fails.
-	svc := newCaptureService(st, &armingUpstream{captureUpstream: &captureUpstream{}, arm: &st.armed})
+	svc := newCaptureService(st, &armingUpstream{captureUpstream: &captureUpstream{}, arm: &st.armed}).RetryRecordWritesFor(0)
 	c := &payments.Call{Merchant: merchant, Site: site}
 	res, err := svc.Capture(context.Background(), c, psp, payments.CaptureInput{Amount: eur(300)})
 	if err != nil || res.Status != "received" || res.PaymentPSPReference != psp {

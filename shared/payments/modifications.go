@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/storeerr"
@@ -86,6 +87,9 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 		if _, ok := p.Reservations[op]; ok {
 			return ErrSkip // this retry's amount is already reserved
 		}
+		if p.amountUpdateInFlight("", now) {
+			return errWait // capture against the amount the upstream settles on
+		}
 		if p.State != StateAuthorised && p.State != StatePartiallyCaptured {
 			return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", p.State)
 		}
@@ -116,7 +120,16 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	}
 	c.record(ctx, func(ctx context.Context) error {
 		return s.settle(ctx, reserved, op, func(p *Payment) {
-			p.State = capturedState(p)
+			switch p.State {
+			case StateCancelled, StateRefunded, StatePartiallyRefunded:
+				// A reversal was recorded first, but the upstream accepted
+				// this capture, so it came before the reversal there: the
+				// reversal refunded it.
+				p.RefundedValue += amount.Value
+				p.State = StateRefunded
+			default:
+				p.State = capturedState(p)
+			}
 			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
 		})
 	})
@@ -143,22 +156,36 @@ func (s *Service) release(ctx context.Context, last Payment, op string) error {
 // settle ends a reservation and applies fn, starting from last, the
 // record as this request last saw it (one write unless a notification
 // changed it meanwhile). The upstream has answered, so the change is not
-// given up under contention (maxSettleAttempts) nor when the merchant hangs
-// up (ctx loses its cancellation); an error that remains is returned to the
-// caller, and the upstream's notification reconciles the record.
+// given up: conflicts are retried (maxSettleAttempts), not given up when
+// the merchant hangs up (ctx loses its cancellation), and store failures
+// are retried with backoff for s.recordRetry; an error that remains is
+// returned to the caller, and the upstream's notification reconciles the
+// record.
 func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) error {
 	psp := last.PSPReference
-	_, err := mutate(context.WithoutCancel(ctx), s.store, psp, &last, nil, func(p *Payment) error {
-		fn(p)
-		delete(p.Reservations, op)
-		p.UpdatedAt = s.clock.Now()
-		return nil
-	}, maxSettleAttempts)
-	if err != nil {
-		return fmt.Errorf("update payment record %s after the upstream answered: %w", psp, err)
+	ctx = context.WithoutCancel(ctx)
+	start, first := time.Now(), &last
+	for attempt := 1; ; attempt++ {
+		_, err := mutate(ctx, s.store, psp, first, nil, func(p *Payment) error {
+			fn(p)
+			delete(p.Reservations, op)
+			p.UpdatedAt = s.clock.Now()
+			return nil
+		}, maxSettleAttempts)
+		if err == nil {
+			return nil
+		}
+		if time.Since(start) >= s.recordRetry {
+			return fmt.Errorf("update payment record %s after the upstream answered (%d attempts): %w", psp, attempt, err)
+		}
+		s.log.WarnContext(ctx, "updating payment record failed; retrying", "pspReference", psp, "attempt", attempt, "err", err.Error())
+		time.Sleep(min(settleBackoff<<min(attempt-1, 6), time.Second))
+		first = nil // re-read the record
 	}
-	return nil
 }
+
+// settleBackoff is settle's first wait after a store failure.
+const settleBackoff = 20 * time.Millisecond
 
 // recordError passes domain errors through and wraps store failures.
 func recordError(err error) error {
@@ -199,10 +226,13 @@ func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalI
 	}
 	c.record(ctx, func(ctx context.Context) error {
 		return s.settle(ctx, p, "", func(p *Payment) {
+			// Captures still in flight are not counted: one the upstream
+			// accepted before this reversal adds itself to the refund when
+			// it settles (Capture), one it refuses after is released.
 			kind := "cancel"
-			if p.CapturedValue > 0 {
+			if captured := p.settledCaptures(); captured > 0 {
 				kind = "refund"
-				p.RefundedValue = p.CapturedValue
+				p.RefundedValue = captured
 				p.State = StateRefunded
 			} else {
 				p.State = StateCancelled
@@ -226,20 +256,42 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 		return ModificationResult{}, apperr.InvalidField("pspReference",
 			"the payment is not a pre-authorisation: only a payment started with additionalData.authorisationType PreAuth can have its amount updated")
 	}
-	if p.State != StateAuthorised || p.CapturedValue > 0 {
-		return ModificationResult{}, apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)
+	// Mark the update in flight: captures and other amount updates of the
+	// payment wait until it is answered, so the record ends on the amount
+	// the upstream ends on (409 yp_2005 if the wait is too long).
+	op := opReference(c)
+	now := s.clock.Now()
+	marked, err := MutateFrom(ctx, s.store, p, func(p *Payment) error {
+		if p.amountUpdateInFlight(op, now) {
+			return errWait
+		}
+		if p.State != StateAuthorised || p.CapturedValue > 0 {
+			return apperr.Newf(apperr.Invalid, "the amount of a payment in state %s cannot be updated (only authorised, not yet captured)", p.State)
+		}
+		if amount.Currency != p.Amount.Currency {
+			return apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+		}
+		p.AmountUpdate = &InFlight{Op: op, Since: now}
+		return nil
+	})
+	if err != nil {
+		return ModificationResult{}, recordError(err)
 	}
-	if amount.Currency != p.Amount.Currency {
-		return ModificationResult{}, apperr.InvalidField("amount.currency", "must be the payment's currency, "+p.Amount.Currency)
+	done := func(p *Payment) {
+		if p.AmountUpdate != nil && p.AmountUpdate.Op == op {
+			p.AmountUpdate = nil
+		}
 	}
 	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
 	}, c.callUpstream())
 	if err != nil {
+		c.record(ctx, func(ctx context.Context) error { return s.settle(ctx, marked, "", done) })
 		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
 	}
 	c.record(ctx, func(ctx context.Context) error {
-		return s.settle(ctx, p, "", func(p *Payment) {
+		return s.settle(ctx, marked, "", func(p *Payment) {
+			done(p)
 			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
 			p.AuthorisedValue = amount.Value
 			p.Amount.Value = amount.Value

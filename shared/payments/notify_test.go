@@ -24,6 +24,8 @@ type memStore struct {
 	mu       sync.Mutex
 	payments map[string][]byte
 	sessions map[string]payments.Session
+	// failSaves makes that many SavePayment calls fail (not a conflict).
+	failSaves int
 }
 
 func newMemStore() *memStore {
@@ -62,6 +64,10 @@ func (m *memStore) GetPayment(_ context.Context, psp string) (payments.Payment, 
 func (m *memStore) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.failSaves > 0 {
+		m.failSaves--
+		return errors.New("store unavailable")
+	}
 	var cur payments.Payment
 	raw, found := m.payments[p.PSPReference]
 	if found {
@@ -364,6 +370,28 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 	p = f.payment()
 	if p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 || p.Version != 2 {
 		t.Fatalf("notification first: %+v", p)
+	}
+}
+
+// A record update after the upstream accepted is not dropped when the store
+// fails for a while: settle retries until it lands.
+func TestSettleSurvivesStoreFailures(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	f.up.during = func(string) {
+		f.st.mu.Lock()
+		f.st.failSaves = 4
+		f.st.mu.Unlock()
+	}
+	if _, err := f.capture(400); err != nil {
+		t.Fatal(err)
+	}
+	p := f.payment()
+	if p.State != payments.StatePartiallyCaptured || p.CapturedValue != 400 || len(p.Reservations) != 0 || !p.HasEvent("capture", "MOD0000000000001") {
+		t.Fatalf("record %s captured %d reservations %v history %+v", p.State, p.CapturedValue, p.Reservations, p.History)
+	}
+	if f.st.failSaves != 0 {
+		t.Fatalf("%d failures left", f.st.failSaves)
 	}
 }
 

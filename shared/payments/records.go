@@ -37,6 +37,11 @@ func conflictWait(n int) time.Duration {
 // ErrSkip tells Mutate that fn decided to change nothing.
 var ErrSkip = errors.New("payments: no change")
 
+// errWait tells mutate that fn cannot apply yet because another operation
+// on the payment is in flight: mutate waits, re-reads and tries again, as
+// after a conflict (ErrBusy once the attempts are used up).
+var errWait = errors.New("payments: another operation on the payment is in flight")
+
 // Mutate applies fn to the payment pspReference and saves it conditionally
 // on its version, re-reading and re-applying on a concurrent change, so no
 // writer ever loses another's change. When the record does not exist and
@@ -80,6 +85,9 @@ func mutate(ctx context.Context, st Store, psp string, first *Payment, create fu
 			if errors.Is(err, ErrSkip) {
 				return p, nil
 			}
+			if errors.Is(err, errWait) {
+				continue
+			}
 			return p, err
 		}
 		p.Version = prev + 1
@@ -92,6 +100,28 @@ func mutate(ctx context.Context, st Store, psp string, first *Payment, create fu
 		}
 	}
 	return Payment{}, fmt.Errorf("save payment %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
+}
+
+// amountUpdateLease bounds how long an amount update in flight holds the
+// payment: the upstream call times out well before, so only the marker of
+// a request that crashed lives this long.
+const amountUpdateLease = time.Minute
+
+// amountUpdateInFlight reports whether an amount update other than op is
+// in flight at now.
+func (p *Payment) amountUpdateInFlight(op string, now time.Time) bool {
+	a := p.AmountUpdate
+	return a != nil && a.Op != op && now.Sub(a.Since) < amountUpdateLease
+}
+
+// settledCaptures is the captured amount the upstream has accepted:
+// captured minus the reservations of captures still in flight.
+func (p *Payment) settledCaptures() int64 {
+	n := p.CapturedValue
+	for _, v := range p.Reservations {
+		n -= v
+	}
+	return max(n, 0)
 }
 
 // HasEvent reports whether the history holds an event of kind with the
@@ -117,6 +147,10 @@ func clonePayment(p Payment) Payment {
 			r[k] = v
 		}
 		p.Reservations = r
+	}
+	if p.AmountUpdate != nil {
+		a := *p.AmountUpdate
+		p.AmountUpdate = &a
 	}
 	return p
 }

@@ -43,15 +43,28 @@ var _ Upstream = (*upstream.Client)(nil)
 
 // Service runs the payment operations.
 type Service struct {
-	store Store
-	up    Upstream
-	clock clock.Clock
-	log   *slog.Logger
+	store       Store
+	up          Upstream
+	clock       clock.Clock
+	log         *slog.Logger
+	recordRetry time.Duration // see RetryRecordWritesFor
 }
 
 // NewService returns a Service.
 func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Service {
-	return &Service{store: s, up: up, clock: clk, log: log}
+	return &Service{store: s, up: up, clock: clk, log: log, recordRetry: DefaultRecordRetry}
+}
+
+// DefaultRecordRetry is how long a record write after the upstream's
+// answer keeps retrying store failures: the answer waits for it (Call.Wait),
+// so it stays well inside API Gateway's 29 s.
+const DefaultRecordRetry = 10 * time.Second
+
+// RetryRecordWritesFor sets how long a record write after the upstream's
+// answer retries store failures (0: once; conflicts are always retried).
+func (s *Service) RetryRecordWritesFor(d time.Duration) *Service {
+	s.recordRetry = d
+	return s
 }
 
 // reference returns the caller's reference or generates one. Under an

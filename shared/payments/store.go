@@ -78,10 +78,21 @@ type Payment struct {
 	// Reservations are amounts of captures sent upstream but not yet
 	// answered, by operation reference, so a retried capture counts once.
 	Reservations map[string]int64
+	// AmountUpdate is the amount update sent upstream and not yet
+	// answered. While it is in flight, captures and other amount updates of
+	// the payment wait for it, so the record applies amount changes in the
+	// order the upstream did.
+	AmountUpdate *InFlight
 	History      []Event
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+}
+
+// InFlight marks an operation sent upstream and not yet answered.
+type InFlight struct {
+	Op    string // the operation reference (opReference)
+	Since time.Time
 }
 
 // Session is the service's record of a checkout session it created, used to

@@ -20,6 +20,7 @@
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
 //	payment             PAYMENT#<pspReference>    META
+//	payment history     PAYMENT#<pspReference>    H#<index, 10 digits>
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version (payments), revokedAt (API
@@ -47,15 +48,29 @@
 //   - Rate-limit Hit is one UpdateItem ADD conditional on the count being
 //     below the limit in a live window. Only when the window has expired
 //     (TTL deletion lags) does a second conditional write restart it.
-//   - SavePayment is one PutItem conditional on the stored version.
+//   - A payment record is bounded: META holds the record without its
+//     history and the count hn; each history entry is its own item
+//     (H#0000000000, …), written once. SavePayment is one
+//     TransactWriteItems — META conditional on the stored version and on hn
+//     covering what the save assumes is stored, plus the new entries (one
+//     per save as the domain appends them; when more, it reads hn and saves
+//     again). GetPayment is one strongly consistent Query of the partition,
+//     descending so META comes first; entries past its hn are ignored. A
+//     record written with its history inline in data (before history items)
+//     is read as it is and converted on its next save.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
 //     merchant and status through gsi1 MERCHANT#<m> / DELIVERY#<status>#…)
 //     are described in webhooks.go; both are versioned PutItems.
 //
-// Every base-table read is strongly consistent. Idempotency records,
-// rate-limit windows and sessions carry ttl for DynamoDB's TTL deletion,
-// and their expiry is also checked in code, since TTL deletion lags.
+// Every base-table read is strongly consistent. Every item but the
+// tenant's (merchants, sites, keys, subscriptions) carries ttl for
+// DynamoDB's TTL deletion: idempotency records, rate-limit windows and
+// sessions at their own expiry, payment records (every item of one record
+// the same) CreatedAt + store.PaymentRetention, events ReceivedAt +
+// store.EventRetention, deliveries CreatedAt + store.DeliveryRetention
+// (docs/security.md). Expiry is also checked in code where a lagging
+// deletion matters (idempotency, rate limit, sessions, payment records).
 // ConditionalCheckFailed maps to storeerr.ErrConflict, a missing item to
 // storeerr.ErrNotFound; errors name the operation and key but never a secret
 // (API key hashes, lease tokens).

@@ -266,5 +266,22 @@ func transactionConditionFailed(err error) bool {
 	return strings.Contains(aws.ToString(tce.Message), "ConditionalCheckFailed")
 }
 
+// transactionConflict reports whether a transaction was cancelled because
+// another transaction was changing one of its items at the same moment
+// (reason TransactionConflict, or TransactionConflictException): the write
+// lost a race, as a failed condition does, and may be retried.
+func transactionConflict(err error) bool {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	var tc *types.TransactionConflictException
+	return errors.As(err, &tc)
+}
+
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }

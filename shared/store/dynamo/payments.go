@@ -2,13 +2,17 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
@@ -51,18 +55,125 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound.
+// A payment record is one item per partition PAYMENT#<pspReference>: the
+// record without its history under META (attribute hn: how many history
+// entries it has), and each history entry as its own item under
+// H#<index, 10 digits> (see doc.go), so the META item stays small however
+// long the history grows. Every item of a record carries the same ttl
+// (CreatedAt + store.PaymentRetention).
+const (
+	skHistory    = "H#"
+	attrHistoryN = "hn"
+	// maxNewEntries bounds the history entries one SavePayment may add: a
+	// transaction holds at most 100 writes, one of them the META item.
+	maxNewEntries = 99
+	// readAttempts bounds GetPayment's re-reads of a record whose history
+	// was read while a save was landing.
+	readAttempts = 5
+)
+
+func historySK(i int) string { return fmt.Sprintf("%s%010d", skHistory, i) }
+
+// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound
+// (also once it is past its retention, before DynamoDB's TTL deletes it).
+// One Query of the record's partition, META first (descending), then its
+// history; entries past META's count (a save that lost its condition never
+// writes any, but a newer save may land while the query runs) are ignored.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	rec, err := getData[records.Payment](ctx, s, pfxPayment+pspReference, skMeta)
-	if err != nil {
-		return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: %w", pspReference, err)
+	for range readAttempts {
+		p, complete, err := s.readPayment(ctx, pspReference)
+		if err != nil {
+			return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: %w", pspReference, err)
+		}
+		if complete {
+			return p, nil
+		}
 	}
-	return rec.ToPayment(), nil
+	return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: history incomplete after %d reads", pspReference, readAttempts)
+}
+
+// readPayment reads the record once; complete is false when the history
+// read does not match META's count.
+func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, bool, error) {
+	r, complete, err := s.readRecord(ctx, psp)
+	return r.ToPayment(), complete, err
+}
+
+// readRecord reads the stored record once (see readPayment).
+func (s *Store) readRecord(ctx context.Context, psp string) (records.Payment, bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxPayment + psp)},
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(false),
+	}
+	var (
+		p       records.Payment
+		meta    bool
+		n       int
+		history []records.Event
+		filled  []bool
+	)
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return p, false, err
+		}
+		for _, item := range page.Items {
+			sk := getS(item, attrSK)
+			switch {
+			case sk == skMeta:
+				if p, err = decodeData[records.Payment](item); err != nil {
+					return p, false, err
+				}
+				if !p.CreatedAt.IsZero() && !p.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
+					return p, false, storeerr.ErrNotFound
+				}
+				meta = true
+				if _, split := item[attrHistoryN]; !split {
+					return p, true, nil // written before history items: all in data
+				}
+				n = int(getN(item, attrHistoryN))
+				history, filled = make([]records.Event, n), make([]bool, n)
+			case !meta:
+				// History items without META: a record being created.
+			case strings.HasPrefix(sk, skHistory):
+				i, err := strconv.Atoi(sk[len(skHistory):])
+				if err != nil {
+					return p, false, fmt.Errorf("history item %q: %w", sk, err)
+				}
+				if i >= n {
+					continue // a save landing after META was read
+				}
+				if history[i], err = decodeData[records.Event](item); err != nil {
+					return p, false, err
+				}
+				filled[i] = true
+			}
+		}
+	}
+	if !meta {
+		return p, false, storeerr.ErrNotFound
+	}
+	for _, ok := range filled {
+		if !ok {
+			return p, false, nil
+		}
+	}
+	p.History = history
+	return p, true, nil
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist): one PutItem conditional on the version; storeerr.ErrConflict if
-// the condition fails. p.Version must be prevVersion+1.
+// may exist, or only one past its retention): one TransactWriteItems of the
+// META item, conditional on the version, and of the history entries p adds.
+// Which entries are new is not passed in: the save assumes one (the domain
+// appends one per change), conditional on META's count being at least
+// that; if the condition fails only because more were added, it reads the
+// count and saves again. storeerr.ErrConflict if the version moved.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
 	case p.PSPReference == "":
@@ -70,28 +181,162 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, records.FromPayment(p))
-	if err != nil {
-		return fmt.Errorf("dynamo: save payment %q: %w", p.PSPReference, err)
-	}
-	item[attrVersion] = num(p.Version)
-	in := &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	}
+	r := records.FromPayment(p)
+	from := 0
 	if prevVersion != 0 {
-		in.ConditionExpression = aws.String("#version = :prev")
-		in.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prevVersion)}
+		from = max(len(r.History)-1, 0)
 	}
-	_, err = s.client.PutItem(ctx, in)
-	if _, failed := conditionFailed(err); failed {
+	err := s.savePayment(ctx, r, prevVersion, from, false)
+	var moved *historyMoved
+	if errors.As(err, &moved) {
+		var legacy bool
+		from, legacy, err = s.storedHistory(ctx, r, prevVersion, moved.old)
+		if err == nil {
+			err = s.savePayment(ctx, r, prevVersion, from, legacy)
+		}
+	}
+	if errors.As(err, &moved) {
 		err = storeerr.ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
+}
+
+// historyMoved: the save's condition failed (version or history count);
+// old is the stored META item when DynamoDB returned it.
+type historyMoved struct {
+	old map[string]types.AttributeValue
+}
+
+func (*historyMoved) Error() string { return "condition failed" }
+
+// savePayment writes META and the history entries from index from on, in
+// one transaction conditional on the stored version being prev and its
+// history count at least from (legacy: META has no count, its history is
+// in data and was copied to items by storedHistory).
+func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, from int, legacy bool) error {
+	n := len(p.History)
+	if n-from > maxNewEntries {
+		return fmt.Errorf("%d new history entries in one save (at most %d)", n-from, maxNewEntries)
+	}
+	pk, ttl := pfxPayment+p.PSPReference, paymentTTL(p)
+	meta := p
+	meta.History = nil
+	item, err := dataItem(pk, skMeta, meta)
+	if err != nil {
+		return err
+	}
+	item[attrVersion], item[attrHistoryN] = num(p.Version), num(int64(n))
+	setTTL(item, ttl)
+	put := &types.Put{
+		TableName:                           aws.String(s.table),
+		Item:                                item,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #ttl <= :now"),
+		ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#ttl": attrTTL},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": ttlOf(s.clock.Now()),
+		},
+	}
+	if prev != 0 {
+		put.ConditionExpression = aws.String("#version = :prev AND #hn >= :from")
+		put.ExpressionAttributeNames = map[string]string{"#version": attrVersion, "#hn": attrHistoryN}
+		put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev), ":from": num(int64(from))}
+		if legacy {
+			put.ConditionExpression = aws.String("#version = :prev AND attribute_not_exists(#hn)")
+			delete(put.ExpressionAttributeValues, ":from")
+		}
+	}
+	writes := []types.TransactWriteItem{{Put: put}}
+	for i := from; i < n; i++ {
+		h, err := dataItem(pk, historySK(i), p.History[i])
+		if err != nil {
+			return err
+		}
+		setTTL(h, ttl)
+		writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: h}})
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
+	if transactionConflict(err) {
+		return storeerr.ErrConflict // a concurrent save: re-read and retry
+	}
+	if transactionConditionFailed(err) {
+		if prev == 0 {
+			return storeerr.ErrConflict
+		}
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
+			return &historyMoved{old: tce.CancellationReasons[0].Item}
+		}
+		return &historyMoved{}
+	}
+	return err
+}
+
+// storedHistory reads META after a failed save (or takes old, the item
+// DynamoDB returned with the failure): storeerr.ErrConflict if its
+// version is not prev, else how many history entries are stored as items.
+// A record written before history items (its history in data) has its
+// entries written as items first — they are the stored ones, the same for
+// every writer — and then counts as having none.
+func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64, old map[string]types.AttributeValue) (from int, legacy bool, err error) {
+	item := old
+	if item == nil {
+		item, err = s.getItem(ctx, pfxPayment+p.PSPReference, skMeta)
+	}
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return 0, false, storeerr.ErrConflict
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if getN(item, attrVersion) != prev {
+		return 0, false, storeerr.ErrConflict
+	}
+	if _, split := item[attrHistoryN]; split {
+		return int(getN(item, attrHistoryN)), false, nil
+	}
+	inline, err := decodeData[records.Payment](item)
+	if err != nil {
+		return 0, false, err
+	}
+	ttl := paymentTTL(p)
+	for i, e := range inline.History {
+		h, err := dataItem(pfxPayment+p.PSPReference, historySK(i), e)
+		if err == nil {
+			setTTL(h, ttl)
+			err = s.putItem(ctx, h)
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("move history entry %d to its item: %w", i, err)
+		}
+	}
+	return len(inline.History), true, nil
+}
+
+// getN returns item[name] as an integer (0 if absent or not a number).
+func getN(item map[string]types.AttributeValue, name string) int64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// paymentTTL is the ttl of every item of p's record (nil for a record
+// without CreatedAt: kept).
+func paymentTTL(p records.Payment) types.AttributeValue {
+	if p.CreatedAt.IsZero() {
+		return nil
+	}
+	return ttlOf(p.CreatedAt.Add(store.PaymentRetention))
+}
+
+// setTTL sets item's ttl unless ttl is nil.
+func setTTL(item map[string]types.AttributeValue, ttl types.AttributeValue) {
+	if ttl != nil {
+		item[attrTTL] = ttl
+	}
 }

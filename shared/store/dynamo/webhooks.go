@@ -8,6 +8,7 @@ package dynamo
 //	record     pk                   sk    gsi1pk                 gsi1sk
 //	event      EVENT#<id>           META  PAYMENT#<pspReference>  EVENT#<receivedAt>#<id>
 //	delivery   DELIVERY#<id>        META  MERCHANT#<merchant>     DELIVERY#<status>#<createdAt>#<id>
+//	unroutable UNROUTABLE#EVENT     <receivedAt>#<id>   (a copy of an unroutable event, see SaveEvent)
 //
 // Times in sort keys are fixed-width UTC (2006-01-02T15:04:05.000000000Z)
 // so they sort as strings. SaveEvent and SaveDelivery are one PutItem
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -59,6 +61,10 @@ func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, e
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
+// An event that is, or once was, unroutable (UnroutableAt set) is written
+// in one transaction with its entry in the unroutable list
+// (UNROUTABLE#EVENT / <receivedAt>#<id>, a copy of the event): put while it
+// is unroutable, deleted once it is routed.
 func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
 	switch {
 	case e.ID == "":
@@ -71,12 +77,80 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
+	ttl := ttlOf(e.ReceivedAt.Add(store.EventRetention))
 	item[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
 	item[attrGSI1SK] = str(pfxEvent + sortTime(rec.ReceivedAt) + "#" + e.ID)
-	if err := s.putVersioned(ctx, item, e.Version, prevVersion); err != nil {
+	item[attrTTL] = ttl
+	if e.UnroutableAt == nil {
+		err = s.putVersioned(ctx, item, e.Version, prevVersion)
+	} else {
+		err = s.saveUnroutable(ctx, e, rec, item, prevVersion, ttl)
+	}
+	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
 	return nil
+}
+
+// Key of the unroutable list's entries.
+const pkUnroutable = "UNROUTABLE#EVENT"
+
+func unroutableSK(e notifications.Event) string { return sortTime(e.ReceivedAt) + "#" + e.ID }
+
+// saveUnroutable writes an event's item and its unroutable-list entry in
+// one transaction, the item conditional on its version.
+func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec records.Notification, item map[string]types.AttributeValue, prev int64, ttl types.AttributeValue) error {
+	item[attrVersion] = num(e.Version)
+	expr, names, values := versionCondition(prev)
+	put := &types.Put{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values}
+	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pkUnroutable, unroutableSK(e))}}
+	if e.Status == notifications.EventUnroutable {
+		listed, err := dataItem(pkUnroutable, unroutableSK(e), rec)
+		if err != nil {
+			return err
+		}
+		listed[attrTTL] = ttl
+		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
+	}
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
+	})
+	if transactionConditionFailed(err) || transactionConflict(err) {
+		return storeerr.ErrConflict
+	}
+	return err
+}
+
+// ListUnroutableEvents returns the unroutable events, oldest first, at
+// most limit (<= 0: all): one Query of the unroutable list.
+func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkUnroutable)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	out := []notifications.Event{}
+	pages := dynamodb.NewQueryPaginator(s.client, in)
+	for pages.HasMorePages() && (limit <= 0 || len(out) < limit) {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+		}
+		for _, item := range page.Items {
+			rec, err := decodeData[records.Notification](item)
+			if err != nil {
+				return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+			}
+			out = append(out, rec.ToEvent())
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }
 
 // ListPaymentEvents returns the events of payment psp, oldest first
@@ -115,6 +189,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	}
 	item[attrGSI1PK] = str(pfxMerchantIndex + d.MerchantID)
 	item[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
+	item[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
 	if err := s.putVersioned(ctx, item, d.Version, prevVersion); err != nil {
 		return fmt.Errorf("dynamo: save delivery %q (version %d): %w", d.ID, prevVersion, err)
 	}
@@ -163,11 +238,11 @@ func (s *Store) queryNewest(ctx context.Context, gsi1pk, prefix string, limit in
 			return nil, err
 		}
 		for _, item := range page.Items {
-			d, err := decodeData[webhooks.Delivery](item)
+			rec, err := decodeData[records.Delivery](item)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, d)
+			out = append(out, rec.ToDelivery())
 		}
 	}
 	return out, nil
@@ -177,20 +252,20 @@ func (s *Store) queryNewest(ctx context.Context, gsi1pk, prefix string, limit in
 // stored version being prev (absence when prev is 0).
 func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, version, prev int64) error {
 	item[attrVersion] = num(version)
-	in := &dynamodb.PutItemInput{
-		TableName:                aws.String(s.table),
-		Item:                     item,
-		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
-		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	}
-	if prev != 0 {
-		in.ConditionExpression = aws.String("#version = :prev")
-		in.ExpressionAttributeNames = map[string]string{"#version": attrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev)}
-	}
-	_, err := s.client.PutItem(ctx, in)
+	expr, names, values := versionCondition(prev)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values})
 	if _, failed := conditionFailed(err); failed {
 		return storeerr.ErrConflict
 	}
 	return err
+}
+
+// versionCondition is the condition of a versioned write: the item is
+// absent (prev 0) or its stored version is prev.
+func versionCondition(prev int64) (expr *string, names map[string]string, values map[string]types.AttributeValue) {
+	if prev == 0 {
+		return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
+	}
+	return aws.String("#version = :prev"), map[string]string{"#version": attrVersion}, map[string]types.AttributeValue{":prev": num(prev)}
 }

@@ -13,7 +13,10 @@
 // Records with a lifetime (idempotency records, rate-limit windows, sessions)
 // are treated as absent once expired, checked in code on every read, and
 // deleted by Sweep, which also runs opportunistically (inside the write's
-// transaction) once every 1024 writes of such records.
+// transaction) once every 1024 writes of such records. Sweep also deletes
+// payment records, notification events, webhook deliveries and dead queue
+// jobs past their retention (store.*Retention); the local server runs it
+// periodically (SweepEvery).
 //
 // bbolt locks the file: a second process (or a second Open in the same
 // process) gets ErrInUse after the lock timeout instead of hanging.
@@ -26,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -37,7 +41,9 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
@@ -151,8 +157,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Sweep deletes idempotency records, rate-limit windows and sessions that
-// expired at or before now, and reports how many it deleted.
+// Sweep deletes what is past its expiry or retention at now: idempotency
+// records and sessions at their expiry; payment records, notification
+// events, webhook deliveries and dead queue jobs store.*Retention after
+// their creation (docs/security.md). It reports how many it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -166,42 +174,108 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 	return n, nil
 }
 
+// SweepEvery runs Sweep at the store's clock at once and then every
+// interval until ctx ends, logging what it did (the local server's
+// periodic retention).
+func (s *Store) SweepEvery(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		n, err := s.Sweep(s.clock.Now())
+		switch {
+		case err != nil:
+			log.ErrorContext(ctx, "retention sweep failed", "err", err.Error())
+		case n > 0:
+			log.InfoContext(ctx, "retention sweep", "deleted", n)
+		}
+	}
+}
+
+// sweepKind is one kind of record sweep deletes: when a stored value
+// expires, and what else goes with it (index entries).
+type sweepKind struct {
+	bucket  string
+	expires func(v []byte) (time.Time, error)
+	also    func(tx *bolt.Tx, key, v []byte) error
+}
+
+// expiresAt decodes v as T and returns f of it.
+func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
+	return func(v []byte) (time.Time, error) {
+		var x T
+		err := json.Unmarshal(v, &x)
+		return f(x), err
+	}
+}
+
+var sweepKinds = []sweepKind{
+	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
+	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
+	{bucket: bktPayments, expires: expiresAt(func(p records.Payment) time.Time { return paymentExpiry(p.CreatedAt) })},
+	{bucket: bktEvents, expires: expiresAt(func(e records.Notification) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
+		also: deleteIndexEntry(bktEventsByPayment, func(r records.Notification) []byte { return eventIndexKey(r.ToEvent()) })},
+	{bucket: bktDeliveries, expires: expiresAt(func(d records.Delivery) time.Time { return d.CreatedAt.Add(store.DeliveryRetention) }),
+		also: deleteIndexEntry(bktDeliveriesByMerch, func(r records.Delivery) []byte { return deliveryIndexKey(r.ToDelivery()) })},
+	{bucket: bktQueueDead, expires: expiresAt(func(j localqueue.StoredJob) time.Time { return j.CreatedAt.Add(store.DeadJobRetention) }),
+		also: func(tx *bolt.Tx, key, _ []byte) error {
+			if idx := readBucket(tx, bktQueueJobIndex); idx != nil {
+				return idx.Delete(key)
+			}
+			return nil
+		}},
+}
+
+// deleteIndexEntry deletes a swept T's entry in index bucket idx.
+func deleteIndexEntry[T any](idx string, key func(T) []byte) func(tx *bolt.Tx, _, v []byte) error {
+	return func(tx *bolt.Tx, _, v []byte) error {
+		var x T
+		if err := json.Unmarshal(v, &x); err != nil {
+			return err
+		}
+		if b := readBucket(tx, idx); b != nil {
+			return b.Delete(key(x))
+		}
+		return nil
+	}
+}
+
 // sweep deletes expired records inside tx.
 func sweep(tx *bolt.Tx, now time.Time) (int, error) {
-	kinds := []struct {
-		bucket  string
-		expires func(v []byte) (time.Time, error)
-	}{
-		{bktIdempotency, func(v []byte) (time.Time, error) {
-			var r records.Idempotency
-			err := json.Unmarshal(v, &r)
-			return r.ExpiresAt, err
-		}},
-		{bktSessions, func(v []byte) (time.Time, error) {
-			var ss records.Session
-			err := json.Unmarshal(v, &ss)
-			return ss.ExpiresAt, err
-		}},
-	}
 	deleted := 0
-	for _, k := range kinds {
-		b := bucket(tx, k.bucket)
-		var expired [][]byte
+	for _, k := range sweepKinds {
+		b := readBucket(tx, k.bucket)
+		if b == nil {
+			continue
+		}
+		type entry struct{ key, v []byte }
+		var expired []entry
 		err := b.ForEach(func(key, v []byte) error {
 			exp, err := k.expires(v)
 			if err != nil {
 				return fmt.Errorf("decode %s/%q: %w", k.bucket, key, err)
 			}
 			if !exp.After(now) {
-				expired = append(expired, bytes.Clone(key))
+				expired = append(expired, entry{bytes.Clone(key), bytes.Clone(v)})
 			}
 			return nil
 		})
 		if err != nil {
 			return 0, err
 		}
-		for _, key := range expired {
-			if err := b.Delete(key); err != nil {
+		for _, e := range expired {
+			if k.also != nil {
+				if err := k.also(tx, e.key, e.v); err != nil {
+					return 0, fmt.Errorf("sweep %s/%q: %w", k.bucket, e.key, err)
+				}
+			}
+			if err := b.Delete(e.key); err != nil {
 				return 0, err
 			}
 		}

@@ -3,7 +3,9 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -96,6 +98,42 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list events of payment %q: %w", psp, err)
+	}
+	return out, nil
+}
+
+// ListUnroutableEvents returns the unroutable events, oldest first, at
+// most limit (<= 0: all). It reads every event: unroutable ones are rare,
+// and the embedded store serves one developer's machine.
+func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
+	out := []notifications.Event{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktEvents)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var rec records.Notification
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("decode event %q: %w", k, err)
+			}
+			if rec.Status == string(notifications.EventUnroutable) {
+				out = append(out, rec.ToEvent())
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list unroutable events: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ReceivedAt.Equal(out[j].ReceivedAt) {
+			return out[i].ReceivedAt.Before(out[j].ReceivedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out, nil
 }

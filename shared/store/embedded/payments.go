@@ -3,10 +3,12 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
@@ -45,12 +47,16 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment, or storeerr.ErrNotFound.
+// GetPayment returns a payment, or storeerr.ErrNotFound (also once it is
+// past its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
 	var rec records.Payment
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &rec)
 	})
+	if err == nil && paymentExpired(rec.CreatedAt, s.clock.Now()) {
+		err = storeerr.ErrNotFound
+	}
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
 	}
@@ -73,6 +79,9 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		if err != nil {
 			return err
 		}
+		if found && prevVersion == 0 && paymentExpired(cur.CreatedAt, s.clock.Now()) {
+			found = false // past its retention: a new record may take its place
+		}
 		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
 			return storeerr.ErrConflict
 		}
@@ -82,4 +91,17 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
+}
+
+// paymentExpired reports whether a record created at created is past its
+// retention at now.
+func paymentExpired(created, now time.Time) bool { return !paymentExpiry(created).After(now) }
+
+// paymentExpiry is when the retention of a record created at created ends
+// (never for a record without CreatedAt).
+func paymentExpiry(created time.Time) time.Time {
+	if created.IsZero() {
+		return time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return created.Add(store.PaymentRetention)
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -31,6 +33,8 @@ func TestPaymentStore(t *testing.T, newStore Factory[payments.Store]) {
 		{"PaymentOptimisticVersion", testPaymentVersion},
 		{"ConcurrentUpdatersLoseNothing", testPaymentConcurrentUpdates},
 		{"TimesStoredAsUTC", testPaymentTimesUTC},
+		{"LongHistoryKeptInOrder", testPaymentLongHistory},
+		{"PaymentExpiresAfterRetention", testPaymentRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,4 +244,64 @@ func testPaymentTimesUTC(t *testing.T, s payments.Store, _ *clock.Fake) {
 	if p.History[0].At.Location() == time.UTC {
 		t.Fatal("store modified the caller's history")
 	}
+}
+
+// A history far longer than fits one DynamoDB item comes back whole and in
+// order, whether entries are added one per save or several at once.
+func testPaymentLongHistory(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	p := payment("PSP1")
+	noErr(t, s.SavePayment(ctx, p, 0), "create")
+	const appends = 30
+	long := strings.Repeat("x", 16000) // 30 × 16 KB: beyond one 400 KB item
+	for i := range appends {
+		noErr(t, appendEvent(ctx, s, "PSP1", payments.Event{
+			At: epoch().Add(time.Duration(i+1) * time.Second), Kind: "amount-update", Origin: "api", Detail: name("entry", i) + long,
+		}), name("append", i))
+	}
+	got, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	prev := got.Version
+	for i := range 3 {
+		got.History = append(got.History, payments.Event{At: epoch().Add(time.Hour), Kind: "capture", Origin: "api", Detail: name("batch", i)})
+	}
+	got.Version = prev + 1
+	noErr(t, s.SavePayment(ctx, got, prev), "save adding three entries")
+	got, err = s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	if len(got.History) != 1+appends+3 || got.Version != appends+2 {
+		t.Fatalf("%d history entries, version %d; want %d and %d", len(got.History), got.Version, 1+appends+3, appends+2)
+	}
+	same(t, got.History[0], p.History[0], "first entry")
+	for i := range appends {
+		if want := name("entry", i) + long; got.History[1+i].Detail != want {
+			t.Fatalf("entry %d: %.20q, want %.20q", 1+i, got.History[1+i].Detail, want)
+		}
+	}
+	for i := range 3 {
+		if want := name("batch", i); got.History[1+appends+i].Detail != want {
+			t.Fatalf("entry %d: %q, want %q", 1+appends+i, got.History[1+appends+i].Detail, want)
+		}
+	}
+}
+
+// A payment record is kept store.PaymentRetention after its creation, then
+// reads as absent (before the TTL or sweep deletes it) and a record with
+// the same pspReference can be created.
+func testPaymentRetention(t *testing.T, s payments.Store, clk *clock.Fake) {
+	ctx := context.Background()
+	p := payment("PSP1")
+	noErr(t, s.SavePayment(ctx, p, 0), "create")
+	clk.Set(epoch().Add(store.PaymentRetention - time.Second))
+	_, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment just before the end of retention")
+	clk.Set(epoch().Add(store.PaymentRetention))
+	_, err = s.GetPayment(ctx, "PSP1")
+	wantErr(t, err, storeerr.ErrNotFound, "GetPayment at the end of retention")
+	again := payment("PSP1")
+	again.Reference, again.CreatedAt, again.UpdatedAt = "order-2", clk.Now(), clk.Now()
+	noErr(t, s.SavePayment(ctx, again, 0), "create over an expired record")
+	got, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment of the new record")
+	same(t, got, again, "new record")
 }

@@ -48,6 +48,7 @@ func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 		{"OptimisticVersion", testEventVersion},
 		{"ConcurrentUpdatersLoseNothing", testEventConcurrent},
 		{"ListByPayment", testEventListByPayment},
+		{"ListUnroutable", testEventListUnroutable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
@@ -305,3 +306,53 @@ func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
 
 // isConflict reports a storeerr.ErrConflict.
 func isConflict(err error) bool { return errors.Is(err, storeerr.ErrConflict) }
+
+// Unroutable events are listed oldest first until they are routed.
+func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	got, err := s.ListUnroutableEvents(ctx, 0)
+	noErr(t, err, "ListUnroutableEvents (none)")
+	if len(got) != 0 {
+		t.Fatalf("%d unroutable events in an empty store", len(got))
+	}
+	unroutable := func(id string, at time.Time) notifications.Event {
+		e := event(id, "PSP1", at)
+		e.Status, e.UnroutableAt, e.UnroutableReason = notifications.EventUnroutable, &at, "unknown merchant m_x"
+		return e
+	}
+	noErr(t, s.SaveEvent(ctx, event("evt_routed", "PSP1", epoch()), 0), "SaveEvent routed")
+	newer, older := unroutable("evt_newer", epoch().Add(time.Minute)), unroutable("evt_older", epoch())
+	noErr(t, s.SaveEvent(ctx, newer, 0), "SaveEvent newer")
+	noErr(t, s.SaveEvent(ctx, older, 0), "SaveEvent older")
+	ids := func(limit int) []string {
+		t.Helper()
+		var out []string
+		var got []notifications.Event
+		var err error
+		for range 50 { // the list may lag a write briefly
+			if got, err = s.ListUnroutableEvents(ctx, limit); err == nil && (len(got) > 0 || limit == -1) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		noErr(t, err, "ListUnroutableEvents")
+		for _, e := range got {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	same(t, ids(0), []string{"evt_older", "evt_newer"}, "unroutable events")
+	same(t, ids(1), []string{"evt_older"}, "unroutable events, limit 1")
+	full, err := s.ListUnroutableEvents(ctx, 1)
+	noErr(t, err, "ListUnroutableEvents")
+	same(t, full[0], older, "listed event")
+
+	routed := older
+	routed.Status, routed.MerchantID, routed.Version = notifications.EventProcessed, "m_x", 2
+	noErr(t, s.SaveEvent(ctx, routed, 1), "SaveEvent routed")
+	same(t, ids(0), []string{"evt_newer"}, "unroutable events after routing one")
+	stale := newer
+	stale.Status, stale.Version = notifications.EventProcessed, 3
+	wantErr(t, s.SaveEvent(ctx, stale, 2), storeerr.ErrConflict, "stale SaveEvent of an unroutable event")
+	same(t, ids(0), []string{"evt_newer"}, "unroutable events after a conflict")
+}

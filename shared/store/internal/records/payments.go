@@ -29,10 +29,17 @@ type Payment struct {
 	AuthType         string           `json:"authorisationType,omitempty"`
 	BoundTo          string           `json:"boundTo,omitempty"`
 	Reservations     map[string]int64 `json:"reservations,omitempty"`
+	AmountUpdate     *InFlight        `json:"amountUpdate,omitempty"`
 	History          []Event          `json:"history"`
 	Version          int64            `json:"version"`
 	CreatedAt        time.Time        `json:"createdAt"`
 	UpdatedAt        time.Time        `json:"updatedAt"`
+}
+
+// InFlight is a stored mark of an operation in flight.
+type InFlight struct {
+	Op    string    `json:"op"`
+	Since time.Time `json:"since"`
 }
 
 // Event is a stored entry of a payment's history.
@@ -57,6 +64,9 @@ func FromPayment(p payments.Payment) Payment {
 		StorePayment: p.StorePaymentMethod, AuthType: p.AuthorisationType, BoundTo: p.BoundTo,
 		Version: p.Version, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
+	if a := p.AmountUpdate; a != nil {
+		r.AmountUpdate = &InFlight{Op: a.Op, Since: a.Since.UTC()}
+	}
 	if p.History != nil {
 		r.History = make([]Event, len(p.History))
 		for i, e := range p.History {
@@ -79,6 +89,9 @@ func (r Payment) ToPayment() payments.Payment {
 		ShopperReference: r.ShopperReference, StoredMethodID: r.StoredMethodID, Reservations: r.Reservations,
 		StorePaymentMethod: r.StorePayment, AuthorisationType: r.AuthType, BoundTo: r.BoundTo,
 		Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+	if a := r.AmountUpdate; a != nil {
+		p.AmountUpdate = &payments.InFlight{Op: a.Op, Since: a.Since}
 	}
 	if r.History != nil {
 		p.History = make([]payments.Event, len(r.History))

@@ -69,8 +69,11 @@ type Notification struct {
 	Received    int                              `json:"received"`
 	ReceivedAt  time.Time                        `json:"receivedAt"`
 	ProcessedAt *time.Time                       `json:"processedAt,omitempty"`
-	UpdatedAt   time.Time                        `json:"updatedAt"`
-	Version     int64                            `json:"version"`
+	// UnroutableAt and UnroutableReason: see notifications.Event.
+	UnroutableAt     *time.Time `json:"unroutableAt,omitempty"`
+	UnroutableReason string     `json:"unroutableReason,omitempty"`
+	UpdatedAt        time.Time  `json:"updatedAt"`
+	Version          int64      `json:"version"`
 }
 
 // FromEvent converts a notification event to its stored form.
@@ -78,7 +81,8 @@ func FromEvent(e notifications.Event) Notification {
 	return Notification{
 		ID: e.ID, Key: e.Key, Live: e.Live, Item: e.Item, PaymentPSP: e.PaymentPSP, Status: string(e.Status),
 		MerchantID: e.MerchantID, DeliveryIDs: slices.Clone(e.DeliveryIDs), Received: e.Received,
-		ReceivedAt: e.ReceivedAt.UTC(), ProcessedAt: utcPtr(e.ProcessedAt), UpdatedAt: e.UpdatedAt.UTC(), Version: e.Version,
+		ReceivedAt: e.ReceivedAt.UTC(), ProcessedAt: utcPtr(e.ProcessedAt), UnroutableAt: utcPtr(e.UnroutableAt),
+		UnroutableReason: e.UnroutableReason, UpdatedAt: e.UpdatedAt.UTC(), Version: e.Version,
 	}
 }
 
@@ -87,6 +91,7 @@ func (r Notification) ToEvent() notifications.Event {
 	return notifications.Event{
 		ID: r.ID, Key: r.Key, Live: r.Live, Item: r.Item, PaymentPSP: r.PaymentPSP, Status: notifications.EventStatus(r.Status),
 		MerchantID: r.MerchantID, DeliveryIDs: r.DeliveryIDs, Received: r.Received,
-		ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+		ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UnroutableAt: r.UnroutableAt,
+		UnroutableReason: r.UnroutableReason, UpdatedAt: r.UpdatedAt, Version: r.Version,
 	}
 }

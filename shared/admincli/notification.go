@@ -1,0 +1,145 @@
+package admincli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/yp/paysvc/shared/app"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/storeerr"
+)
+
+// notificationRouter returns the receiver that lists and routes unroutable
+// notifications over the session's store and the configured queues.
+func (c *cli) notificationRouter(ctx context.Context, s *session) (*notifications.Receiver, error) {
+	return app.NewNotificationRouter(ctx, s.cfg, s.stores, c.clock, slog.New(slog.DiscardHandler))
+}
+
+func (c *cli) notificationList(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--unroutable [--limit N] [--json]",
+		"Lists the upstream notifications no merchant could be found for (unroutable), oldest\n"+
+			"first, with why. Route them with `notification route` once their merchant exists.")
+	unroutable := f.boolean("unroutable", false, "list the unroutable notifications (required)")
+	limit := f.integer("limit", 100, "at most `N` notifications")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if !*unroutable {
+		return usagef(path, "--unroutable is required (the only list there is)")
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef(path, "--limit must be 1 to 1000")
+	}
+	return c.withStore(ctx, func(s *session) error {
+		r, err := c.notificationRouter(ctx, s)
+		if err != nil {
+			return err
+		}
+		list, err := r.ListUnroutable(ctx, *limit)
+		if err != nil {
+			return err
+		}
+		if *f.json {
+			return c.printJSON(list)
+		}
+		t := newTable(c.stdout)
+		t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
+		for _, e := range list {
+			t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
+		}
+		return t.flush()
+	})
+}
+
+func (c *cli) notificationRoute(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "(--id EVENT_ID | --all) [--merchant ID [--site ID]] [--json]",
+		"Processes unroutable notifications again: each is routed as on arrival (payment record,\n"+
+			"routing metadata, session) — its merchant may exist now — and, when that still finds\n"+
+			"no owner and --merchant is given, to that merchant (its upstream account must be the\n"+
+			"notification's merchantAccountCode). The payment record is updated and the webhook\n"+
+			"deliveries are created and queued. With the embedded store, stop `make run` first; its\n"+
+			"next start delivers them.")
+	id := f.str("id", "", "the unroutable notification's `EVENT_ID` (see `notification list --unroutable`)")
+	all := f.boolean("all", false, "every unroutable notification")
+	merchantID := f.str("merchant", "", "route to this merchant `ID` when nothing else names one")
+	siteID := f.str("site", "", "with --merchant: the payment's site `ID`")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	*id = strings.TrimSpace(*id)
+	if (*id == "") == !*all {
+		return usagef(path, "give exactly one of --id and --all")
+	}
+	if *siteID != "" && *merchantID == "" {
+		return usagef(path, "--site needs --merchant")
+	}
+	var to *notifications.RouteTo
+	if m := strings.TrimSpace(*merchantID); m != "" {
+		to = &notifications.RouteTo{MerchantID: m, SiteID: strings.TrimSpace(*siteID)}
+	}
+	return c.withStore(ctx, func(s *session) error {
+		if to != nil {
+			if _, err := s.merchant(ctx, to.MerchantID); err != nil {
+				return err
+			}
+		}
+		r, err := c.notificationRouter(ctx, s)
+		if err != nil {
+			return err
+		}
+		ids := []string{*id}
+		if *all {
+			list, err := r.ListUnroutable(ctx, 0)
+			if err != nil {
+				return err
+			}
+			ids = ids[:0]
+			for _, e := range list {
+				ids = append(ids, e.ID)
+			}
+		}
+		type result struct {
+			ID         string   `json:"id"`
+			Routed     bool     `json:"routed"`
+			MerchantID string   `json:"merchantId,omitempty"`
+			Deliveries []string `json:"deliveryIds,omitempty"`
+			Error      string   `json:"error,omitempty"`
+		}
+		results := []result{}
+		failed := 0
+		for _, x := range ids {
+			ev, err := r.Route(ctx, x, to)
+			res := result{ID: x, Routed: err == nil, MerchantID: ev.MerchantID, Deliveries: ev.DeliveryIDs}
+			switch {
+			case errors.Is(err, storeerr.ErrNotFound):
+				res.Error = "unknown notification event"
+			case err != nil:
+				res.Error = err.Error()
+			}
+			if err != nil {
+				failed++
+			}
+			results = append(results, res)
+		}
+		if *f.json {
+			if err := c.printJSON(results); err != nil {
+				return err
+			}
+		} else {
+			for _, res := range results {
+				if res.Routed {
+					fmt.Fprintf(c.stdout, "routed %s to %s (%d deliveries)\n", res.ID, res.MerchantID, len(res.Deliveries))
+				} else {
+					fmt.Fprintf(c.stdout, "not routed %s: %s\n", res.ID, res.Error)
+				}
+			}
+		}
+		if failed > 0 {
+			return fmt.Errorf("%d of %d notifications not routed", failed, len(ids))
+		}
+		return nil
+	})
+}

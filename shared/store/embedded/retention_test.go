@@ -1,0 +1,106 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/localqueue"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Every kind of record without an expiry of its own is deleted by the
+// sweep once past its retention, with its index entries, and not before.
+func TestSweepRetention(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	s := openTemp(t, clk)
+	must(t, s.SavePayment(ctx, payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		History: []payments.Event{{At: t0, Kind: "payment", Origin: "api"}}}, 0))
+	must(t, s.SaveEvent(ctx, notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", Status: notifications.EventUnroutable,
+		ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
+	must(t, s.SaveDelivery(ctx, webhooks.Delivery{ID: "dlv_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1",
+		Status: webhooks.StatusFailed, CreatedAt: t0, UpdatedAt: t0, Version: 1}, 0))
+	must(t, s.PutJob(ctx, localqueue.StoredJob{ID: "job_1", Job: queue.Job{DeliveryID: "dlv_1", Attempt: 10}, Due: t0, Dead: true, CreatedAt: t0}))
+
+	steps := []struct {
+		at      time.Time
+		deleted int
+	}{
+		{t0.Add(store.DeadJobRetention - time.Second), 0},
+		{t0.Add(store.DeadJobRetention), 1}, // the dead job
+		{t0.Add(store.EventRetention - time.Second), 0},
+		{t0.Add(max(store.EventRetention, store.DeliveryRetention)), 2}, // the event and the delivery
+		{t0.Add(store.PaymentRetention - time.Second), 0},
+		{t0.Add(store.PaymentRetention), 1}, // the payment record
+	}
+	for _, st := range steps {
+		n, err := s.Sweep(st.at)
+		must(t, err)
+		if n != st.deleted {
+			t.Fatalf("Sweep at t0+%s deleted %d, want %d", st.at.Sub(t0), n, st.deleted)
+		}
+		switch st.deleted {
+		case 1:
+			if dead, err := s.DeadJobs(ctx, 10); err != nil || len(dead) != 0 {
+				t.Fatalf("dead jobs after their retention: %v, %v", dead, err)
+			}
+		case 2:
+			if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, storeerr.ErrNotFound) {
+				t.Fatalf("event after its retention: %v", err)
+			}
+			if evs, err := s.ListPaymentEvents(ctx, "PSP1"); err != nil || len(evs) != 0 {
+				t.Fatalf("events of PSP1 after their retention: %v, %v", evs, err)
+			}
+			if ds, err := s.ListDeliveries(ctx, "m_a", "", 0); err != nil || len(ds) != 0 {
+				t.Fatalf("deliveries after their retention: %v, %v", ds, err)
+			}
+		}
+	}
+	clk.Set(t0)
+	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
+		t.Fatalf("payment after the sweep: %v", err)
+	}
+}
+
+// SweepEvery sweeps at the store's clock until its context ends.
+func TestSweepEvery(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	s := openTemp(t, clk)
+	must(t, s.SaveEvent(ctx, notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.SweepEvery(ctx, time.Millisecond, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	}()
+	time.Sleep(20 * time.Millisecond) // several sweeps before the retention ends
+	if _, err := s.GetEvent(ctx, "evt_1"); err != nil {
+		t.Fatalf("event swept before its retention: %v", err)
+	}
+	clk.Set(t0.Add(store.EventRetention))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := s.GetEvent(ctx, "evt_1")
+		if errors.Is(err, storeerr.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event not swept: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,84 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/eventreplay"
+)
+
+// Every sample event works against the local server (make run) seeded with
+// events/seed.json, sent with cmd/paysvc-event's code, as events/README.md
+// describes: the payment events with the pspReference of a payment made
+// first, details after a challenge was started; the SQS event is refused
+// with the reason.
+func TestSampleEventsAgainstLocalServer(t *testing.T) {
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+filepath.Join("..", "events", "seed.json"))
+	client := &http.Client{Timeout: 30 * time.Second}
+	send := func(file, psp string) (int, map[string]any, string) {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join("..", "events", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, body, err := eventreplay.Send(context.Background(), client, s.base, raw, psp)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		return status, m, string(body)
+	}
+	want := func(file, psp string, status int, contains string) map[string]any {
+		t.Helper()
+		got, m, body := send(file, psp)
+		if got != status || !strings.Contains(body, contains) {
+			t.Fatalf("%s: %d %s, want %d with %q", file, got, body, status, contains)
+		}
+		return m
+	}
+	want("config.json", "", 200, `"clientToken"`)
+	want("sessions.json", "", 200, `"sessionData"`)
+	want("payment-methods.json", "", 200, `"paymentMethods"`)
+	paid := want("payments.json", "", 200, `"resultCode":"Authorised"`)
+	psp, _ := paid["pspReference"].(string)
+	want("amount-updates.json", psp, 200, `"status":"received"`)
+	want("captures.json", psp, 200, `"status":"received"`)
+	want("reversals.json", psp, 200, `"status":"received"`)
+
+	// details: after a challenge is started (events/README.md).
+	req, _ := http.NewRequest("POST", s.base+"/v1/ecom/site_demo/payments", strings.NewReader(
+		`{"amount":{"value":1000,"currency":"EUR"},"reference":"order-3ds","returnUrl":"https://shop.example/return",`+
+			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03",`+
+			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`))
+	req.Header.Set("Authorization", "Bearer yp_test_demoKey000000000000000000000000000000000000")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "order-3ds")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want("payments-details.json", "", 200, `"resultCode":"Authorised"`)
+
+	want("notification-authorisation.json", "", 200, "[accepted]")
+	want("notification-capture.json", "", 200, "[accepted]")
+	want("notification-bad-hmac.json", "", 401, `"yp_1001"`)
+	// A stored card of shopper guest-7f3a9c is needed to delete one.
+	want("stored-payment-methods-delete.json", "", 404, `"yp_3006"`)
+
+	raw, err := os.ReadFile(filepath.Join("..", "events", "sqs-deliveries.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := eventreplay.Send(context.Background(), client, s.base, raw, ""); !errors.Is(err, eventreplay.ErrNotAnAPIEvent) {
+		t.Fatalf("sqs-deliveries.json: %v, want ErrNotAnAPIEvent", err)
+	}
+}
