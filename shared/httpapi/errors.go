@@ -42,6 +42,7 @@ var errorTable = map[apperr.Kind]errorSpec{
 	apperr.SessionFailed:        {http.StatusInternalServerError, "yp_4008"},
 	apperr.PaymentMethodsFailed: {http.StatusInternalServerError, "yp_4009"},
 	apperr.PaymentBusy:          {http.StatusConflict, "yp_2005"},
+	apperr.RefundFailed:         {http.StatusInternalServerError, "yp_4010"},
 }
 
 // specFor returns the status and code of a kind (Internal for an unknown one).

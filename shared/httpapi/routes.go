@@ -17,6 +17,7 @@ type PaymentsAPI interface {
 	Capture(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
 	Reverse(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
 	UpdateAmount(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
+	Refund(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, in payments.RefundInput) (payments.ModificationResult, error)
 	DeleteStoredMethod(ctx context.Context, m tenant.Merchant, id, shopperReference string) error
 }
 
@@ -99,5 +100,6 @@ func ModificationsRoutes(d *Deps) []Route {
 		mod("captures", "captures", tenant.PermCaptures, d.Payments.Capture),
 		mod("reversals", "reversals", tenant.PermReversals, d.Payments.Reverse),
 		mod("amount-updates", "amount-updates", tenant.PermAmountUpdates, d.Payments.UpdateAmount),
+		refundRoute(d),
 	}
 }

@@ -46,6 +46,10 @@ func (u *countingUpstream) UpdateAmount(context.Context, string, upstream.Amount
 	u.calls.Add(1)
 	return upstream.ModificationResponse{}, nil
 }
+func (u *countingUpstream) Refund(context.Context, string, upstream.RefundRequest, string) (upstream.ModificationResponse, error) {
+	u.calls.Add(1)
+	return upstream.ModificationResponse{}, nil
+}
 func (u *countingUpstream) DeleteStoredPaymentMethod(context.Context, upstream.DeleteStoredPaymentMethodRequest) error {
 	u.calls.Add(1)
 	return nil
@@ -107,6 +111,16 @@ func FuzzModificationBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, wantAmount bool) {
 		_, _, err := modificationBody(body, wantAmount, nil)
+		checkParsed(t, body, err)
+	})
+}
+
+func FuzzParseRefund(f *testing.F) {
+	for _, s := range []string{`{"amount":{"value":34,"currency":"EUR"},"reference":"r-1"}`, `{"amount":{"value":1,"currency":"EUR"},"lineItems":[{"quantity":1}]}`, `{}`, `{"splits":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := ParseRefund(body)
 		checkParsed(t, body, err)
 	})
 }

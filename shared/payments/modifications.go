@@ -58,11 +58,11 @@ func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tena
 // from the Idempotency-Key when there is one, so a retry matches.
 func opReference(ctx context.Context) string {
 	if k := idempotency.UpstreamKeyFrom(ctx); k != "" {
-		return "op_" + k
+		return opPrefix + k
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	return "op_" + hex.EncodeToString(b)
+	return opPrefix + hex.EncodeToString(b)
 }
 
 // modificationBody reads the common fields: amount (when wanted) and reference.

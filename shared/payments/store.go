@@ -69,10 +69,14 @@ type Payment struct {
 	// Reservations are amounts of captures sent upstream but not yet
 	// answered, by operation reference, so a retried capture counts once.
 	Reservations map[string]int64 `json:"reservations,omitempty"`
-	History      []Event          `json:"history"`
-	Version      int64            `json:"version"`
-	CreatedAt    time.Time        `json:"createdAt"`
-	UpdatedAt    time.Time        `json:"updatedAt"`
+	// RefundReservations are refunds in flight: by operation reference
+	// while the upstream call runs, then by the refund's own pspReference
+	// until its REFUND or REFUND_FAILED notification (refunds.go).
+	RefundReservations map[string]int64 `json:"refundReservations,omitempty"`
+	History            []Event          `json:"history"`
+	Version            int64            `json:"version"`
+	CreatedAt          time.Time        `json:"createdAt"`
+	UpdatedAt          time.Time        `json:"updatedAt"`
 }
 
 // Session is the service's record of a checkout session it created, used to
