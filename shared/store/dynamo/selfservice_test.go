@@ -1,0 +1,29 @@
+package dynamo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/store/storetest"
+	"github.com/yp/paysvc/shared/testutil/moto"
+)
+
+func TestSelfServiceContract(t *testing.T) {
+	storetest.RunSelfService(t, func(t *testing.T, clk clock.Clock) storetest.SelfServiceStores {
+		client := moto.DynamoClient(t, moto.Endpoint(t))
+		table := moto.TableName(t)
+		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+			t.Fatalf("CreateTable: %v", err)
+		}
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
+		s := dynamo.New(client, table, clk)
+		return storetest.SelfServiceStores{History: s, Deliveries: s}
+	})
+}
