@@ -161,4 +161,3 @@ func testDeliveryPages(t *testing.T, s DeliveryPages) {
 	check(webhooks.StatusPending, 10, "[[msg_05 msg_03 msg_00]]")
 	check(webhooks.StatusDelivered, 10, "[]")
 }
-
