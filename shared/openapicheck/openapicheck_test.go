@@ -34,6 +34,8 @@ var routeGroups = map[string]func(*httpapi.Deps) []httpapi.Route{
 	"SessionsRoutes":      httpapi.SessionsRoutes,
 	"PaymentsRoutes":      httpapi.PaymentsRoutes,
 	"ModificationsRoutes": httpapi.ModificationsRoutes,
+	"LookupsRoutes":       httpapi.LookupsRoutes,
+	"WebhooksRoutes":      httpapi.WebhooksRoutes,
 }
 
 // mountedGroups returns the httpapi.*Routes the Lambda functions mount and
