@@ -710,6 +710,73 @@ func TestLambdaFunctionsServeSampleEvents(t *testing.T) {
 		}
 	})
 
+	t.Run("refunds", func(t *testing.T) {
+		psp := pay(t, "rfd")
+		wantStatus(t, record(mods.invoke(t, variant(t, sampleEvent(t, "captures"), "rfd", psp))), http.StatusOK)
+		modification := func(tag string) map[string]any {
+			return wantStatus(t, record(mods.invoke(t, variant(t, sampleEvent(t, "refunds"), tag, psp))), http.StatusOK)
+		}
+		body := modification("rfd")
+		refund, _ := body["pspReference"].(string)
+		if body["paymentPspReference"] != psp || body["status"] != "received" || refund == "" || refund == psp {
+			t.Errorf("refund: %v", body)
+		}
+		if p, _ := e.sim.Payment(psp); p.RefundedValue != 400 {
+			t.Errorf("simulator refunded %d, want 400", p.RefundedValue)
+		}
+		modification("rfd2")
+		// 1000 captured, 800 refunded or in flight: 400 more is refused.
+		over := wantStatus(t, record(mods.invoke(t, variant(t, sampleEvent(t, "refunds"), "rfd3", psp))), http.StatusBadRequest)
+		if over["errorCode"] != "yp_2002" {
+			t.Errorf("over-refund: %v", over)
+		}
+	})
+
+	t.Run("lookups", func(t *testing.T) {
+		f := need(t, "LookupsFunction")
+		psp := pay(t, "look")
+		body := wantStatus(t, record(f.invoke(t, variant(t, sampleEvent(t, "payment-lookup"), "look", psp))), http.StatusOK)
+		if body["pspReference"] != psp || body["state"] != "Authorised" || len(body["timeline"].([]any)) == 0 {
+			t.Errorf("lookup: %v", body)
+		}
+		// The sample as it is names a payment this deployment does not know.
+		if b := wantStatus(t, record(f.invoke(t, sampleEvent(t, "payment-lookup"))), http.StatusNotFound); b["errorCode"] != "yp_3006" {
+			t.Errorf("unknown payment: %v", b)
+		}
+		// The notifications subtest routed the sample payment's events to m_demo.
+		events := wantStatus(t, record(f.invoke(t, sampleEvent(t, "events"))), http.StatusOK)
+		if data, _ := events["data"].([]any); fns["NotificationsFunction"] != nil && len(data) != 2 {
+			t.Errorf("events: %v", events)
+		}
+		deliveries := wantStatus(t, record(f.invoke(t, sampleEvent(t, "webhook-deliveries"))), http.StatusOK)
+		if _, ok := deliveries["data"].([]any); !ok {
+			t.Errorf("deliveries: %v", deliveries)
+		}
+	})
+
+	t.Run("webhooks", func(t *testing.T) {
+		f := need(t, "WebhooksFunction")
+		// The sample names a delivery this deployment does not have.
+		if b := wantStatus(t, record(f.invoke(t, sampleEvent(t, "webhook-delivery-retry"))), http.StatusNotFound); b["errorCode"] != "yp_3007" {
+			t.Errorf("unknown delivery: %v", b)
+		}
+		// The demo subscription is on 127.0.0.1: a deployed function refuses
+		// it (SSRF rules) and says so, sending nothing.
+		before := len(e.webhooks.received())
+		body := wantStatus(t, record(f.invoke(t, sampleEvent(t, "webhooks-test"))), http.StatusOK)
+		results, _ := body["results"].([]any)
+		if body["eventCode"] != "TEST" || len(results) != 1 {
+			t.Fatalf("webhook test: %v", body)
+		}
+		res := results[0].(map[string]any)
+		if res["subscriptionId"] != "sub_demo" || res["delivered"] != false || !strings.Contains(fmt.Sprint(res["error"]), "refused") {
+			t.Errorf("webhook test of a loopback target: %v", res)
+		}
+		if len(e.webhooks.received()) != before {
+			t.Error("a refused target received the test event")
+		}
+	})
+
 	t.Run("init-duration", func(t *testing.T) {
 		for id, f := range fns {
 			if d := f.h.InitDuration(); d <= 0 {
