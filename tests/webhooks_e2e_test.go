@@ -201,8 +201,12 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := app.WireWebhookSelfService(ctx, a, queues.Queue, nil); err != nil {
+		t.Fatal(err)
+	}
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
-		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
+		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps), httpapi.LookupsRoutes(a.Deps),
+		httpapi.WebhooksRoutes(a.Deps))
 	h := httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
 	handler.Store(&h)
 
