@@ -109,10 +109,7 @@ func timelineKinds(v map[string]any) string {
 func TestEventHistoryAndDeliveries(t *testing.T) {
 	stores(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		p := &provision.Provisioner{Store: e.Store, Clock: e.Clock}
-		if _, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_a", MerchantID: testenv.MerchantA, URL: "https://a.example/hooks"}); err != nil {
-			t.Fatal(err)
-		}
+		subscribe(t, e, "sub_a", testenv.MerchantA, "https://a.example/hooks")
 		f := &flow{t: t, e: e, site: testenv.SiteA, key: "A"}
 		psp1 := f.captured(1000)
 		f.post("/payments/"+psp1+"/refunds", amountBody(100), 200)
@@ -211,4 +208,15 @@ func compactJSON(t *testing.T, raw []byte) string {
 		t.Fatal(err)
 	}
 	return string(mustJSON(t, v))
+}
+
+// subscribe adds a webhook subscription and returns its secret.
+func subscribe(t *testing.T, e *testenv.Env, id, merchant, url string) string {
+	t.Helper()
+	p := &provision.Provisioner{Store: e.Store, Clock: e.Clock}
+	_, secret, err := p.PutSubscription(context.Background(), provision.SubscriptionSpec{ID: id, MerchantID: merchant, URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }

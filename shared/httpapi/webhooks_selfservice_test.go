@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -19,10 +18,7 @@ import (
 func TestWebhookDeliveryRetry(t *testing.T) {
 	stores(t, func(t *testing.T, e *testenv.Env) {
 		ctx := context.Background()
-		p := &provision.Provisioner{Store: e.Store, Clock: e.Clock}
-		if _, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_a", MerchantID: testenv.MerchantA, URL: "https://a.example/hooks"}); err != nil {
-			t.Fatal(err)
-		}
+		subscribe(t, e, "sub_a", testenv.MerchantA, "https://a.example/hooks")
 		f := &flow{t: t, e: e, site: testenv.SiteA, key: "A"}
 		f.pay(cardBody("4111111111111111", "737", "Jo", 1000))
 		e.Notify()
@@ -88,18 +84,9 @@ func TestWebhookDeliveryRetry(t *testing.T) {
 // and reports each answer; SSRF-refused targets are reported, not called.
 func TestWebhookTest(t *testing.T) {
 	stores(t, func(t *testing.T, e *testenv.Env) {
-		ctx := context.Background()
-		p := &provision.Provisioner{Store: e.Store, Clock: e.Clock}
-		_, secret, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_ok", MerchantID: testenv.MerchantA, URL: "https://ok.example/hooks"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_down", MerchantID: testenv.MerchantA, URL: "https://down.example/hooks"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_b", MerchantID: testenv.MerchantB, URL: "https://b.example/hooks"}); err != nil {
-			t.Fatal(err)
-		}
+		secret := subscribe(t, e, "sub_ok", testenv.MerchantA, "https://ok.example/hooks")
+		subscribe(t, e, "sub_down", testenv.MerchantA, "https://down.example/hooks")
+		subscribe(t, e, "sub_b", testenv.MerchantB, "https://b.example/hooks")
 		e.Hooks.Answer = func(req webhooks.Request) webhooks.Result {
 			if strings.Contains(req.URL, "down") {
 				return webhooks.Result{Err: errors.New("timeout: no complete answer within 15s"), Timeout: true, Duration: 15 * time.Second}
@@ -171,10 +158,7 @@ func TestWebhookTest(t *testing.T) {
 func TestWebhookTestRefusesPrivateTargets(t *testing.T) {
 	e := testenv.New(t)
 	ctx := context.Background()
-	p := &provision.Provisioner{Store: e.Store, Clock: e.Clock}
-	if _, _, err := p.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_pub", MerchantID: testenv.MerchantA, URL: "https://hooks.example/"}); err != nil {
-		t.Fatal(err)
-	}
+	subscribe(t, e, "sub_pub", testenv.MerchantA, "https://hooks.example/")
 	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: time.Second})
 	e.Hooks.Answer = func(req webhooks.Request) webhooks.Result {
 		req.URL = "https://10.0.0.1/hooks" // what a subscription to a private address would send to

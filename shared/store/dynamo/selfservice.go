@@ -111,9 +111,5 @@ func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webho
 			}
 		}
 	}
-	webhooks.SortNewestFirst(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return webhooks.NewestFirst(out, q.Limit), nil
 }

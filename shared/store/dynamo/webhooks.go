@@ -141,11 +141,7 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 		}
 		out = append(out, ds...)
 	}
-	webhooks.SortNewestFirst(out)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return webhooks.NewestFirst(out, limit), nil
 }
 
 // queryNewest reads gsi1 items of gsi1pk whose gsi1sk starts with prefix,

@@ -108,11 +108,7 @@ func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webho
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list deliveries of %q: %w", merchantID, err)
 	}
-	webhooks.SortNewestFirst(out)
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return webhooks.NewestFirst(out, q.Limit), nil
 }
 
 // scanBack visits the keys starting with prefix in descending order, from
