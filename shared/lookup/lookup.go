@@ -13,20 +13,20 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // Payments is the port to payment records.
 type Payments interface {
-	// GetPayment returns store.ErrNotFound for an unknown pspReference.
+	// GetPayment returns storeerr.ErrNotFound for an unknown pspReference.
 	GetPayment(ctx context.Context, pspReference string) (payments.Payment, error)
 }
 
 // Events is the port to notification events and merchants' histories.
 type Events interface {
-	// GetEvent returns store.ErrNotFound for an unknown id.
+	// GetEvent returns storeerr.ErrNotFound for an unknown id.
 	GetEvent(ctx context.Context, id string) (notifications.Event, error)
 	// ListMerchantEvents returns a page of the merchant's events, newest first.
 	ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error)
@@ -34,7 +34,7 @@ type Events interface {
 
 // Deliveries is the port to webhook deliveries.
 type Deliveries interface {
-	// GetDelivery returns store.ErrNotFound for an unknown id.
+	// GetDelivery returns storeerr.ErrNotFound for an unknown id.
 	GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error)
 	// ListDeliveryPage returns a page of the merchant's deliveries, newest first.
 	ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error)
@@ -64,7 +64,7 @@ func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Si
 		return PaymentView{}, notFound
 	}
 	p, err := s.payments.GetPayment(ctx, psp)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return PaymentView{}, notFound
 	}
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *Service) EventHistory(ctx context.Context, m tenant.Merchant, in Events
 	q := notifications.EventQuery{Limit: in.Limit + 1, PSPReference: in.PSPReference, EventCode: in.EventCode}
 	if in.StartingAfter != "" {
 		ev, err := s.events.GetEvent(ctx, in.StartingAfter)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && ev.MerchantID != m.ID) {
+		if errors.Is(err, storeerr.ErrNotFound) || (err == nil && ev.MerchantID != m.ID) {
 			return EventPage{}, apperr.InvalidField("startingAfter", "no such event")
 		}
 		if err != nil {
@@ -105,7 +105,7 @@ func (s *Service) DeliveryList(ctx context.Context, m tenant.Merchant, in Delive
 	q := webhooks.DeliveryQuery{Status: in.Status, Limit: in.Limit + 1}
 	if in.StartingAfter != "" {
 		d, err := s.deliveries.GetDelivery(ctx, in.StartingAfter)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && d.MerchantID != m.ID) {
+		if errors.Is(err, storeerr.ErrNotFound) || (err == nil && d.MerchantID != m.ID) {
 			return DeliveryPage{}, apperr.InvalidField("startingAfter", "no such webhook delivery")
 		}
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -53,6 +53,13 @@ func (p *Payment) Refundable() int64 {
 	return max(p.CapturedValue-p.RefundedValue-p.RefundsInFlight(), 0)
 }
 
+// RefundInput is a validated POST refunds body (shared/paymentsapp decodes it).
+type RefundInput struct {
+	Amount    money.Amount
+	Reference string
+	LineItems []upstream.LineItem
+}
+
 // refundableState reports whether a payment in state st may be refunded.
 func refundableState(st State) bool {
 	switch st {
@@ -64,13 +71,16 @@ func refundableState(st State) bool {
 
 // Refund refunds (part of) a captured payment (docs/openapi.yaml). Allowed
 // while captured − refunded − refunds in flight ≥ amount, in the payment's
-// currency.
-func (s *Service) Refund(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, in RefundInput) (ModificationResult, error) {
-	owned, err := s.ownedPayment(ctx, m, site, psp)
+// currency. Like a capture, the amount is reserved before the upstream call
+// and released when it fails; the record's update after the upstream's
+// answer runs alongside the rest of the request (c.Wait).
+func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInput) (ModificationResult, error) {
+	m := c.Merchant
+	owned, err := s.ownedPayment(ctx, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
-	op := opReference(ctx)
+	op := opReference(c)
 	now := s.clock.Now()
 	amount := in.Amount
 	reserved, err := MutateFrom(ctx, s.store, owned, func(p *Payment) error {
@@ -100,26 +110,30 @@ func (s *Service) Refund(ctx context.Context, m tenant.Merchant, site tenant.Sit
 	resp, err := s.up.Refund(ctx, psp, upstream.RefundRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: in.Reference, LineItems: in.LineItems,
 		Splits: Splits(m, amount, orRef(in.Reference, psp)),
-	}, callUpstream(ctx))
+	}, c.callUpstream())
 	if err != nil {
-		s.settle(ctx, reserved, op, func(p *Payment) {
-			if _, ok := p.RefundReservations[op]; ok {
-				delete(p.RefundReservations, op)
-				p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefundReleased, Origin: OriginAPI, PSPReference: op})
-			}
+		c.record(ctx, func(ctx context.Context) error {
+			return s.settle(ctx, reserved, op, func(p *Payment) {
+				if _, ok := p.RefundReservations[op]; ok {
+					delete(p.RefundReservations, op)
+					p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefundReleased, Origin: OriginAPI, PSPReference: op})
+				}
+			})
 		})
 		return ModificationResult{}, upstreamError(err, apperr.RefundFailed, "refund")
 	}
 	refund := resp.PSPReference
-	s.settle(ctx, reserved, op, func(p *Payment) {
-		delete(p.RefundReservations, op)
-		if !p.notifiedAny(upstream.EventRefund, refund) && !p.notifiedAny(upstream.EventRefundFailed, refund) {
-			if p.RefundReservations == nil {
-				p.RefundReservations = map[string]int64{}
+	c.record(ctx, func(ctx context.Context) error {
+		return s.settle(ctx, reserved, op, func(p *Payment) {
+			delete(p.RefundReservations, op)
+			if !p.notifiedAny(upstream.EventRefund, refund) && !p.notifiedAny(upstream.EventRefundFailed, refund) {
+				if p.RefundReservations == nil {
+					p.RefundReservations = map[string]int64{}
+				}
+				p.RefundReservations[refund] = amount.Value
 			}
-			p.RefundReservations[refund] = amount.Value
-		}
-		p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefund, Origin: OriginAPI, PSPReference: refund, Amount: &amount, Detail: resp.Status})
+			p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefund, Origin: OriginAPI, PSPReference: refund, Amount: &amount, Detail: resp.Status})
+		})
 	})
 	return modificationResult(psp, resp), nil
 }

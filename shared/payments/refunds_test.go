@@ -17,7 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-func eur(v int64) payments.RefundInput {
+func refundOf(v int64) payments.RefundInput {
 	return payments.RefundInput{Amount: money.Amount{Value: v, Currency: "EUR"}}
 }
 
@@ -25,14 +25,22 @@ func eur(v int64) payments.RefundInput {
 func captured(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":1000,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.capture(1000); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
+// refund refunds value EUR of the payment through the service and waits
+// for its record update.
 func (f *fixture) refund(v int64) (payments.ModificationResult, error) {
-	return f.svc.Refund(f.ctx, merchant, site, psp, eur(v))
+	return refundWith(f, f.svc, merchant, site, refundOf(v))
+}
+
+func refundWith(f *fixture, svc *payments.Service, m tenant.Merchant, s tenant.Site, in payments.RefundInput) (payments.ModificationResult, error) {
+	c := &payments.Call{Merchant: m, Site: s}
+	r, err := svc.Refund(f.ctx, c, psp, in)
+	return r, errors.Join(err, c.Wait())
 }
 
 // checkRefunds checks the refunded amount, the refunds in flight and the state.
@@ -105,15 +113,15 @@ func TestRefundRefused(t *testing.T) {
 	wantInvalid(t, err, "") // authorised, not captured
 
 	f = captured(t)
-	_, err = f.svc.Refund(f.ctx, merchant, site, psp, payments.RefundInput{Amount: money.Amount{Value: 100, Currency: "USD"}})
+	_, err = refundWith(f, f.svc, merchant, site, payments.RefundInput{Amount: money.Amount{Value: 100, Currency: "USD"}})
 	wantInvalid(t, err, "amount.currency")
 	other := tenant.Site{ID: "site_b", MerchantID: "m_a"}
-	if _, err := f.svc.Refund(f.ctx, merchant, other, psp, eur(100)); apperr.KindOf(err) != apperr.PaymentNotFound {
+	if _, err := refundWith(f, f.svc, merchant, other, refundOf(100)); apperr.KindOf(err) != apperr.PaymentNotFound {
 		t.Fatalf("another site's payment: %v", err)
 	}
 	m2 := merchant
 	m2.ID = "m_b"
-	if _, err := f.svc.Refund(f.ctx, m2, tenant.Site{ID: "site_a", MerchantID: "m_b"}, psp, eur(100)); apperr.KindOf(err) != apperr.PaymentNotFound {
+	if _, err := refundWith(f, f.svc, m2, tenant.Site{ID: "site_a", MerchantID: "m_b"}, refundOf(100)); apperr.KindOf(err) != apperr.PaymentNotFound {
 		t.Fatalf("another merchant's payment: %v", err)
 	}
 	f.checkRefunds(payments.StateCaptured, 0, 0)
@@ -130,7 +138,7 @@ func (failingRefunds) Refund(context.Context, string, upstream.RefundRequest, st
 func TestRefundUpstreamFailureReleases(t *testing.T) {
 	f := captured(t)
 	svc := payments.NewService(f.st, failingRefunds{f.up}, f.clk, discardLog())
-	_, err := svc.Refund(f.ctx, merchant, site, psp, eur(400))
+	_, err := refundWith(f, svc, merchant, site, refundOf(400))
 	if apperr.KindOf(err) != apperr.RefundFailed {
 		t.Fatalf("err %v, want RefundFailed", err)
 	}
@@ -238,32 +246,6 @@ func TestConcurrentRefundsNeverExceedCaptured(t *testing.T) {
 		t.Fatalf("%d accepted, %d refused; want 10 and 15", ok.Load(), refused.Load())
 	}
 	f.checkRefunds(payments.StateCaptured, 0, 1000)
-}
-
-func TestParseRefund(t *testing.T) {
-	for _, tc := range []struct {
-		body, field string
-	}{
-		{`{"amount":{"value":100,"currency":"EUR"},"reference":"r-1","lineItems":[{"quantity":1,"description":"Shoe"}]}`, ""},
-		{`{"reference":"r-1"}`, "amount"},
-		{`{"amount":{"value":0,"currency":"EUR"}}`, "amount.value"},
-		{`{"amount":{"value":100,"currency":"EUR"},"merchantAccount":"X"}`, "merchantAccount"},
-		{`{"amount":{"value":100,"currency":"EUR"},"splits":[]}`, "splits"},
-		{`{"amount":{"value":100,"currency":"EUR"},"unknown":1}`, "unknown"},
-		{`{"amount":{"value":100,"currency":"EUR"},"lineItems":[{}]}`, "lineItems[0].quantity"},
-	} {
-		in, err := payments.ParseRefund([]byte(tc.body))
-		if tc.field == "" {
-			if err != nil || in.Amount.Value != 100 || in.Reference != "r-1" || len(in.LineItems) != 1 {
-				t.Errorf("%s: %+v %v", tc.body, in, err)
-			}
-			continue
-		}
-		e := apperr.As(err)
-		if e.Kind != apperr.Invalid || len(e.Fields) == 0 || e.Fields[0].Field != tc.field {
-			t.Errorf("%s: %v %+v, want 400 naming %s", tc.body, err, e.Fields, tc.field)
-		}
-	}
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }

@@ -14,7 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -62,7 +62,7 @@ func (s *SelfService) Retry(ctx context.Context, merchantID, id string) (Retried
 	notFound := apperr.New(apperr.WebhookNotFound, "webhook delivery not found")
 	d, err := s.Deliveries.GetDelivery(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, storeerr.ErrNotFound):
 		return Retried{}, notFound
 	case err != nil:
 		return Retried{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read delivery %s: %w", id, err))
@@ -134,7 +134,7 @@ func (s *SelfService) SendTest(ctx context.Context, m tenant.Merchant, subscript
 	var subs []tenant.Subscription
 	if subscriptionID != "" {
 		sub, err := s.Subscriptions.GetSubscription(ctx, m.ID, subscriptionID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, storeerr.ErrNotFound) {
 			return TestReport{}, apperr.New(apperr.WebhookNotFound, "webhook subscription not found")
 		}
 		if err != nil {
