@@ -20,6 +20,7 @@
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
 //	payment             PAYMENT#<pspReference>    META
+//	merchant event      EVENTLOG#<merchant>       <receivedAt>#<eventId>
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version (payments), revokedAt (API
@@ -48,6 +49,10 @@
 //     below the limit in a live window. Only when the window has expired
 //     (TTL deletion lags) does a second conditional write restart it.
 //   - SavePayment is one PutItem conditional on the stored version.
+//   - A merchant's event history (EVENTLOG#<merchant>, written once per
+//     routed event) is one strongly consistent Query newest first, below
+//     the cursor's sort key; its filters (pspReference, eventCode) are
+//     applied while reading, so a rare match reads more of the partition.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
 //     merchant and status through gsi1 MERCHANT#<m> / DELIVERY#<status>#…)
