@@ -5,10 +5,10 @@ import (
 	"net/http"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooksapp"
 )
 
 // LookupAPI is the port to the read-only merchant lookups.
@@ -94,7 +94,7 @@ func WebhooksRoutes(d *Deps) []Route {
 				if err := merchantWide(c); err != nil {
 					return nil, err
 				}
-				if err := parseEmpty(c.Body); err != nil {
+				if err := webhooksapp.DecodeRetry(c.Body); err != nil {
 					return nil, err
 				}
 				r, err := d.Webhooks.Retry(ctx, c.Merchant.ID, c.PathValue("deliveryId"))
@@ -110,7 +110,7 @@ func WebhooksRoutes(d *Deps) []Route {
 				if err := merchantWide(c); err != nil {
 					return nil, err
 				}
-				sub, err := parseWebhookTest(c.Body)
+				sub, err := webhooksapp.DecodeTest(c.Body)
 				if err != nil {
 					return nil, err
 				}
@@ -118,32 +118,4 @@ func WebhooksRoutes(d *Deps) []Route {
 			},
 		},
 	}
-}
-
-// parseEmpty accepts an empty body or an empty JSON object.
-func parseEmpty(body []byte) error {
-	if len(body) == 0 {
-		return nil
-	}
-	var errs jsonin.Errors
-	if o := jsonin.Parse(body, &errs); o != nil {
-		o.Done()
-	}
-	return errs.Err()
-}
-
-// parseWebhookTest reads {subscriptionId?} (an empty body: every enabled
-// subscription).
-func parseWebhookTest(body []byte) (string, error) {
-	if len(body) == 0 {
-		return "", nil
-	}
-	var errs jsonin.Errors
-	o := jsonin.Parse(body, &errs)
-	if o == nil {
-		return "", errs.Err()
-	}
-	sub, _ := o.String("subscriptionId", false, jsonin.MaxLen(64), jsonin.NotEmpty, jsonin.NoControl)
-	o.Done()
-	return sub, errs.Err()
 }
