@@ -86,3 +86,26 @@ func TestPaymentView(t *testing.T) {
 		t.Fatalf("timeline %v", kinds)
 	}
 }
+
+// Any query: a refusal is a 400 naming a field, an accepted one is in range.
+func FuzzParseQueries(f *testing.F) {
+	for _, s := range []string{"", "limit=10&startingAfter=evt_1", "limit=0", "status=failed&limit=100", "eventCode=REFUND&pspReference=P", "a=%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		ev, err1 := ParseEvents(v)
+		dl, err2 := ParseDeliveries(v)
+		for _, err := range []error{err1, err2} {
+			if e := apperr.As(err); err != nil && (e.Kind != apperr.Invalid || len(e.Fields) == 0) {
+				t.Fatalf("%q: %v", raw, err)
+			}
+		}
+		if err1 == nil && (ev.Limit < 1 || ev.Limit > MaxLimit) || err2 == nil && (dl.Limit < 1 || dl.Limit > MaxLimit) {
+			t.Fatalf("%q: limits %d %d", raw, ev.Limit, dl.Limit)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package webhooksapp
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -23,4 +24,23 @@ func TestDecode(t *testing.T) {
 			t.Errorf("test %q: %v, want 400", body, err)
 		}
 	}
+}
+
+// A refused body is always a 400; an accepted one is valid JSON (or empty).
+func FuzzDecodeTest(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"subscriptionId":"sub_1"}`, `{"subscriptionId":""}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := DecodeTest(body)
+		errRetry := DecodeRetry(body)
+		for _, err := range []error{err, errRetry} {
+			if err != nil && apperr.KindOf(err) != apperr.Invalid {
+				t.Fatalf("%q: %v, want a 400", body, err)
+			}
+		}
+		if err == nil && len(body) > 0 && !json.Valid(body) {
+			t.Fatalf("%q accepted", body)
+		}
+	})
 }
