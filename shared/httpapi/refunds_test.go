@@ -127,13 +127,18 @@ func TestParallelRefundsOfOnePayment(t *testing.T) {
 			statuses := parallel(t, e, 50, func(i int) (string, string) {
 				return "/refunds", fmt.Sprintf(`{"amount":{"value":34,"currency":"EUR"},"reference":"rf-%d"}`, i)
 			}, psp)
-			if statuses[200] != 29 || statuses[400] != 21 || len(statuses) != 2 {
-				t.Fatalf("statuses %v, want 29 × 200 and 21 × 400", statuses)
+			// 29 × 34 ≤ 1000. A 409 yp_2005 (nothing sent upstream) is the
+			// documented answer when a reservation keeps losing for about 5 s,
+			// which only a starved machine shows; it may cost one refund that fit.
+			ok, busy := statuses[200], statuses[409]
+			if ok+busy < 29 || ok > 29 || statuses[200]+statuses[400]+busy != 50 || busy > 2 {
+				t.Fatalf("statuses %v, want 29 × 200 (29 × 34 ≤ 1000) and the rest 400 (a rare 409 yp_2005 allowed)", statuses)
 			}
 			rec := record(t, e, psp)
 			sim, _ := e.Sim.Payment(psp)
-			if rec.RefundsInFlight() != 29*34 || sim.RefundedValue != 29*34 || len(rec.RefundReservations) != 29 {
-				t.Fatalf("record in flight %d (%d reservations), upstream refunded %d; want %d", rec.RefundsInFlight(), len(rec.RefundReservations), sim.RefundedValue, 29*34)
+			want := int64(ok) * 34
+			if rec.RefundsInFlight() != want || sim.RefundedValue != want || len(rec.RefundReservations) != ok {
+				t.Fatalf("record in flight %d (%d reservations), upstream refunded %d; want %d", rec.RefundsInFlight(), len(rec.RefundReservations), sim.RefundedValue, want)
 			}
 			for k := range rec.RefundReservations {
 				if strings.HasPrefix(k, "op_") {
