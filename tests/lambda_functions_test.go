@@ -33,6 +33,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream/simulator"
+	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 	"github.com/yp/paysvc/tests/lambdaharness"
 )
@@ -784,6 +785,32 @@ func TestLambdaFunctionsServeSampleEvents(t *testing.T) {
 		if len(e.webhooks.received()) != before {
 			t.Error("a refused target received the test event")
 		}
+		// A real delivery (the dispatcher subtest delivered it), failed
+		// after its attempt: the merchant's retry queues the next attempt.
+		if fns["NotificationsFunction"] == nil || fns["WebhookDispatcherFunction"] == nil {
+			t.Skip("no notifications or dispatcher function: no real delivery to retry")
+		}
+		st := dynamo.New(moto.DynamoClient(t, e.endpoint), e.table, clock.System{})
+		ds, err := st.ListDeliveryPage(context.Background(), "m_demo", webhooks.DeliveryQuery{Status: webhooks.StatusDelivered, Limit: 1})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("delivered deliveries: %v, %v", ds, err)
+		}
+		id := ds[0].ID
+		if _, err := webhooks.MutateDelivery(context.Background(), st, id, func(d *webhooks.Delivery) error {
+			d.Status = webhooks.StatusFailed
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		raw := bytes.ReplaceAll(sampleEvent(t, "webhook-delivery-retry"), []byte(sampleDeliveryID), []byte(id))
+		body = wantStatus(t, record(f.invoke(t, raw)), http.StatusOK)
+		if body["id"] != id || body["status"] != "pending" || body["nextAttempt"] != float64(ds[0].Attempts+1) {
+			t.Errorf("retry: %v", body)
+		}
+		msgs := e.receiveDeliveries(t, 1)
+		if !strings.Contains(aws.ToString(msgs[0].Body), id) {
+			t.Errorf("queued %s, want a job of %s", aws.ToString(msgs[0].Body), id)
+		}
 	})
 
 	t.Run("init-duration", func(t *testing.T) {
@@ -1130,6 +1157,9 @@ func (d *xrayDaemon) waitFor(t *testing.T, n int, timeout time.Duration) []xrayS
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// sampleDeliveryID is the placeholder delivery id of events/webhook-delivery-retry.json.
+const sampleDeliveryID = "msg_q4x7m2k9v3p5r8t1y6w0z2b4c6"
 
 // timeline lists the kinds of a payment lookup's timeline.
 func timeline(body map[string]any) string {

@@ -131,6 +131,9 @@ type DeliveryView struct {
 	UpdatedAt      time.Time  `json:"updatedAt"`
 }
 
+// PSP reports the delivery's payment for the request log.
+func (v DeliveryView) PSP() string { return v.PSPReference }
+
 // DeliveryViewOf is d as its merchant sees it.
 func DeliveryViewOf(d webhooks.Delivery) DeliveryView {
 	utc := func(t *time.Time) *time.Time {
