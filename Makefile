@@ -19,15 +19,15 @@ GO ?= go
 BIN ?= bin
 
 # Lambda function logical id -> Go main package under ./functions
-FUNCTIONS := config sessions payments modifications notifications dispatcher
+FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher
 
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
 .PHONY: all build build-amd64 run test lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
-	build-ModificationsFunction build-NotificationsFunction build-WebhookDispatcherFunction \
-	check-artifacts-dir
+	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
+	build-NotificationsFunction build-WebhookDispatcherFunction check-artifacts-dir
 
 all: build
 
@@ -53,6 +53,12 @@ build-PaymentsFunction: check-artifacts-dir
 
 build-ModificationsFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/modifications
+
+build-LookupsFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/lookups
+
+build-WebhooksFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/webhooks
 
 build-NotificationsFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/notifications

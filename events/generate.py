@@ -174,6 +174,9 @@ AMOUNT = {"value": 1000, "currency": "EUR"}
 RETURN_URL = "https://shop.example.com/checkout/return"
 SITE = {"siteId": SITE_ID}
 PAYMENT = {"siteId": SITE_ID, "pspReference": PSP_REFERENCE}
+# A webhook delivery of the demo payment's AUTHORISATION (the format of
+# webhooks.DeliveryID: "msg_" and 26 base32 characters).
+DELIVERY_ID = "msg_q4x7m2k9v3p5r8t1y6w0z2b4c6"
 METADATA = {"metadata.merchantId": MERCHANT_ID, "metadata.siteId": SITE_ID, "metadata.paymentSource": "advanced"}
 
 
@@ -247,6 +250,25 @@ EVENTS = {
         9, "POST", "/v1/ecom/{siteId}/payments/{pspReference}/amount-updates", PAYMENT,
         {"pspReference": PSP_REFERENCE, "amount": {"value": 1500, "currency": "EUR"}, "reference": "adjust-1002"},
         headers=idem("adjust-order-1002"))),
+    "refunds.json": ("ModificationsFunction", api_event(
+        13, "POST", "/v1/ecom/{siteId}/payments/{pspReference}/refunds", PAYMENT,
+        {"amount": {"value": 400, "currency": "EUR"}, "reference": "refund-1002",
+         "lineItems": [{"id": "sku-1", "description": "Room, 1 night", "quantity": 1, "amountIncludingTax": 400}]},
+        headers=idem("refund-order-1002"))),
+    "payment-lookup.json": ("LookupsFunction", api_event(
+        14, "GET", "/v1/ecom/{siteId}/payments/{pspReference}", PAYMENT, None)),
+    "events.json": ("LookupsFunction", api_event(
+        15, "GET", "/v1/ecom/events", None, None,
+        query={"limit": "20", "pspReference": PSP_REFERENCE})),
+    "webhook-deliveries.json": ("LookupsFunction", api_event(
+        16, "GET", "/v1/ecom/webhook-deliveries", None, None,
+        query={"status": "failed", "limit": "20"})),
+    "webhook-delivery-retry.json": ("WebhooksFunction", api_event(
+        17, "POST", "/v1/ecom/webhook-deliveries/{deliveryId}/retry", {"deliveryId": DELIVERY_ID}, {},
+        headers=idem("retry-" + DELIVERY_ID))),
+    "webhooks-test.json": ("WebhooksFunction", api_event(
+        18, "POST", "/v1/ecom/webhooks/test", None, {},
+        headers=idem("webhooks-test-1"))),
     "notification-authorisation.json": ("NotificationsFunction", notification_event(10, {
         "additionalData": dict(METADATA),
         "amount": AMOUNT,

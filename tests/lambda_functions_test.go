@@ -35,6 +35,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream/simulator"
+	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 	"github.com/yp/paysvc/tests/lambdaharness"
 )
@@ -478,6 +479,9 @@ var lambdaSteps = []struct {
 	{"reversals", (*lambdaRun).reversals},
 	{"notifications", (*lambdaRun).notifications},
 	{"dispatcher", (*lambdaRun).dispatcher},
+	{"refunds", (*lambdaRun).refunds},
+	{"lookups", (*lambdaRun).lookups},
+	{"webhooks", (*lambdaRun).webhooks},
 	{"init-duration", (*lambdaRun).initDuration},
 	{"contract", (*lambdaRun).contract},
 	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
@@ -671,6 +675,110 @@ func (r *lambdaRun) reversals(t *testing.T) {
 	body := wantStatus(t, inv, http.StatusNotFound)
 	if body["errorCode"] != "yp_3006" {
 		t.Errorf("unknown payment: %v", body)
+	}
+}
+
+func (r *lambdaRun) refunds(t *testing.T) {
+	mods := r.fns["ModificationsFunction"]
+	psp := r.pay(t, "rfd")
+	wantStatus(t, r.record(mods.invoke(t, variant(t, sampleEvent(t, "captures"), "rfd", psp))), http.StatusOK)
+	modification := func(tag string) map[string]any {
+		return wantStatus(t, r.record(mods.invoke(t, variant(t, sampleEvent(t, "refunds"), tag, psp))), http.StatusOK)
+	}
+	body := modification("rfd")
+	refund, _ := body["pspReference"].(string)
+	if body["paymentPspReference"] != psp || body["status"] != "received" || refund == "" || refund == psp {
+		t.Errorf("refund: %v", body)
+	}
+	if p, _ := r.e.sim.Payment(psp); p.RefundedValue != 400 {
+		t.Errorf("simulator refunded %d, want 400", p.RefundedValue)
+	}
+	modification("rfd2")
+	// 1000 captured, 800 refunded or in flight: 400 more is refused.
+	over := wantStatus(t, r.record(mods.invoke(t, variant(t, sampleEvent(t, "refunds"), "rfd3", psp))), http.StatusBadRequest)
+	if over["errorCode"] != "yp_2002" {
+		t.Errorf("over-refund: %v", over)
+	}
+}
+
+func (r *lambdaRun) lookups(t *testing.T) {
+	f := r.need(t, "LookupsFunction")
+	psp := r.pay(t, "look")
+	body := wantStatus(t, r.record(f.invoke(t, variant(t, sampleEvent(t, "payment-lookup"), "look", psp))), http.StatusOK)
+	if body["pspReference"] != psp || body["state"] != "Authorised" || len(body["timeline"].([]any)) == 0 {
+		t.Errorf("lookup: %v", body)
+	}
+	// The sample's payment exists once its sample notifications (the
+	// notifications step) created its record; another merchant's
+	// payment is 404 yp_3006.
+	if r.fns["NotificationsFunction"] != nil {
+		b := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "payment-lookup"))), http.StatusOK)
+		if b["state"] != "Captured" || timeline(b) != "AUTHORISATION CAPTURE" {
+			t.Errorf("the sample payment: %v", b)
+		}
+	}
+	other := variant(t, sampleEvent(t, "payment-lookup"), "other", "NOSUCHPAYMENT000")
+	if b := wantStatus(t, r.record(f.invoke(t, other)), http.StatusNotFound); b["errorCode"] != "yp_3006" {
+		t.Errorf("unknown payment: %v", b)
+	}
+	// The notifications step routed the sample payment's events to m_demo.
+	events := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "events"))), http.StatusOK)
+	if data, _ := events["data"].([]any); r.fns["NotificationsFunction"] != nil && len(data) != 2 {
+		t.Errorf("events: %v", events)
+	}
+	deliveries := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "webhook-deliveries"))), http.StatusOK)
+	if _, ok := deliveries["data"].([]any); !ok {
+		t.Errorf("deliveries: %v", deliveries)
+	}
+}
+
+func (r *lambdaRun) webhooks(t *testing.T) {
+	f := r.need(t, "WebhooksFunction")
+	e := r.e
+	// The sample names a delivery this deployment does not have.
+	if b := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "webhook-delivery-retry"))), http.StatusNotFound); b["errorCode"] != "yp_3007" {
+		t.Errorf("unknown delivery: %v", b)
+	}
+	// The demo subscription is on 127.0.0.1: a deployed function refuses
+	// it (SSRF rules) and says so, sending nothing.
+	before := len(e.webhooks.received())
+	body := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "webhooks-test"))), http.StatusOK)
+	results, _ := body["results"].([]any)
+	if body["eventCode"] != "TEST" || len(results) != 1 {
+		t.Fatalf("webhook test: %v", body)
+	}
+	res := results[0].(map[string]any)
+	if res["subscriptionId"] != "sub_demo" || res["delivered"] != false || !strings.Contains(fmt.Sprint(res["error"]), "refused") {
+		t.Errorf("webhook test of a loopback target: %v", res)
+	}
+	if len(e.webhooks.received()) != before {
+		t.Error("a refused target received the test event")
+	}
+	// A real delivery (the dispatcher step delivered it), failed after its
+	// attempt: the merchant's retry queues the next attempt.
+	if r.fns["NotificationsFunction"] == nil || r.fns["WebhookDispatcherFunction"] == nil {
+		t.Skip("no notifications or dispatcher function: no real delivery to retry")
+	}
+	st := dynamo.New(moto.DynamoClient(t, e.endpoint), e.table, clock.System{})
+	ds, err := st.ListDeliveryPage(context.Background(), "m_demo", webhooks.DeliveryQuery{Status: webhooks.StatusDelivered, Limit: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("delivered deliveries: %v, %v", ds, err)
+	}
+	id := ds[0].ID
+	if _, err := webhooks.MutateDelivery(context.Background(), st, id, func(d *webhooks.Delivery) error {
+		d.Status = webhooks.StatusFailed
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw := bytes.ReplaceAll(sampleEvent(t, "webhook-delivery-retry"), []byte(sampleDeliveryID), []byte(id))
+	body = wantStatus(t, r.record(f.invoke(t, raw)), http.StatusOK)
+	if body["id"] != id || body["status"] != "pending" || body["nextAttempt"] != float64(ds[0].Attempts+1) {
+		t.Errorf("retry: %v", body)
+	}
+	msgs := e.receiveDeliveries(t, 1)
+	if !strings.Contains(aws.ToString(msgs[0].Body), id) {
+		t.Errorf("queued %s, want a job of %s", aws.ToString(msgs[0].Body), id)
 	}
 }
 
@@ -883,7 +991,11 @@ func (r *lambdaRun) xRay(t *testing.T) {
 		if dynamoOps == 0 && inv.resp.StatusCode < 300 {
 			t.Errorf("%s %s: no DynamoDB subsegment", inv.event.HTTPMethod, inv.event.Path)
 		}
-		callsUpstream := strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() && inv.resp.StatusCode != http.StatusNotFound
+		// Lookups never call the upstream; a refund over what is left is
+		// refused before it.
+		refusedRefund := strings.HasSuffix(inv.event.Resource, "/refunds") && inv.resp.StatusCode == http.StatusBadRequest
+		callsUpstream := strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() &&
+			inv.resp.StatusCode != http.StatusNotFound && inv.event.HTTPMethod != http.MethodGet && !refusedRefund
 		if callsUpstream && upstreamCalls == 0 {
 			t.Errorf("%s %s: no upstream subsegment", inv.event.HTTPMethod, inv.event.Path)
 		}
@@ -1127,4 +1239,16 @@ func (d *xrayDaemon) waitFor(t *testing.T, n int, timeout time.Duration) []xrayS
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// sampleDeliveryID is the placeholder delivery id of events/webhook-delivery-retry.json.
+const sampleDeliveryID = "msg_q4x7m2k9v3p5r8t1y6w0z2b4c6"
+
+// timeline lists the kinds of a payment lookup's timeline.
+func timeline(body map[string]any) string {
+	var kinds []string
+	for _, x := range body["timeline"].([]any) {
+		kinds = append(kinds, x.(map[string]any)["kind"].(string))
+	}
+	return strings.Join(kinds, " ")
 }

@@ -68,7 +68,7 @@ func (s statement) leadingKeys() []string {
 func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	roles := roleStatements(t, exp)
-	want := []string{"ConfigRole", "DeployRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "SessionsRole", "WebhookDispatcherRole"}
+	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "SessionsRole", "WebhookDispatcherRole", "WebhooksRole"}
 	var got []string
 	for id := range exp.ofType("AWS::IAM::Role") {
 		got = append(got, id)

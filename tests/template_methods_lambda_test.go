@@ -21,6 +21,12 @@ func TestLambdaWrongMethodIs405(t *testing.T) {
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/captures":                 "captures",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/reversals":                "reversals",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/amount-updates":           "amount-updates",
+		"POST /v1/ecom/{siteId}/payments/{pspReference}/refunds":                  "refunds",
+		"GET /v1/ecom/{siteId}/payments/{pspReference}":                           "payment-lookup",
+		"GET /v1/ecom/events":                                                     "events",
+		"GET /v1/ecom/webhook-deliveries":                                         "webhook-deliveries",
+		"POST /v1/ecom/webhook-deliveries/{deliveryId}/retry":                     "webhook-delivery-retry",
+		"POST /v1/ecom/webhooks/test":                                             "webhooks-test",
 		"POST /v1/notifications/upstream":                                         "notification-authorisation",
 	}
 	if len(events) != len(wantRoutes) {

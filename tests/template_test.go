@@ -24,6 +24,12 @@ var wantRoutes = map[string]string{
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/captures":                 "ModificationsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/reversals":                "ModificationsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/amount-updates":           "ModificationsFunction",
+	"POST /v1/ecom/{siteId}/payments/{pspReference}/refunds":                  "ModificationsFunction",
+	"GET /v1/ecom/{siteId}/payments/{pspReference}":                           "LookupsFunction",
+	"GET /v1/ecom/events":                                                     "LookupsFunction",
+	"GET /v1/ecom/webhook-deliveries":                                         "LookupsFunction",
+	"POST /v1/ecom/webhook-deliveries/{deliveryId}/retry":                     "WebhooksFunction",
+	"POST /v1/ecom/webhooks/test":                                             "WebhooksFunction",
 	"POST /v1/notifications/upstream":                                         "NotificationsFunction",
 }
 
@@ -33,6 +39,8 @@ var wantFunctions = map[string]string{
 	"SessionsFunction":          "sessions",
 	"PaymentsFunction":          "payments",
 	"ModificationsFunction":     "modifications",
+	"LookupsFunction":           "lookups",
+	"WebhooksFunction":          "webhooks",
 	"NotificationsFunction":     "notifications",
 	"WebhookDispatcherFunction": "dispatcher",
 }

@@ -143,7 +143,7 @@ func TestUpstreamConformance(t *testing.T) {
 					t.Errorf("%s was not exercised (checked: %v)", ep, checked)
 				}
 			}
-			for _, prefix := range []string{"/captures", "/reversals", "/amountUpdates", "DELETE /v71/storedPaymentMethods/"} {
+			for _, prefix := range []string{"/captures", "/reversals", "/amountUpdates", "/refunds", "DELETE /v71/storedPaymentMethods/"} {
 				found := false
 				for k := range checked {
 					found = found || strings.HasPrefix(k, "response ") && strings.Contains(k, prefix)
@@ -152,7 +152,7 @@ func TestUpstreamConformance(t *testing.T) {
 					t.Errorf("no answer of %s was validated", prefix)
 				}
 			}
-			events := []string{"AUTHORISATION", "CAPTURE", "CAPTURE_FAILED", "CANCEL_OR_REFUND", "REFUND_FAILED", "AUTHORISATION_ADJUSTMENT", "OFFER_CLOSED"}
+			events := []string{"AUTHORISATION", "CAPTURE", "CAPTURE_FAILED", "CANCEL_OR_REFUND", "REFUND", "REFUND_FAILED", "AUTHORISATION_ADJUSTMENT", "OFFER_CLOSED"}
 			for _, ev := range events {
 				if checked["notification "+ev] == 0 {
 					t.Errorf("no %s notification was validated", ev)
@@ -290,7 +290,7 @@ func runFlowSuite(t *testing.T, c *conformance, opts simulator.Options) {
 	preAuth := func(req *upstream.PaymentRequest) {
 		req.AdditionalData = map[string]string{"authorisationType": "PreAuth"}
 	}
-	mod := func(psp string) {
+	mod := func(psp, holder string) {
 		ctx := context.Background()
 		if _, err := c.client.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{MerchantAccount: confMerchant, Amount: eurAmount(1200), Reference: ref(), IndustryUsage: "delayedCharge"}, ""); err != nil {
 			t.Fatalf("amount update: %v", err)
@@ -305,6 +305,15 @@ func runFlowSuite(t *testing.T, c *conformance, opts simulator.Options) {
 		if _, err := c.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: confMerchant, Amount: eurAmount(1000), Reference: ref()}, ""); err != nil {
 			t.Fatalf("capture: %v", err)
 		}
+		// Partial refunds (one with line items), one above what is left.
+		// (Nothing is captured after "capture failed": refused then.)
+		qty := upstream.LineItem{ID: "sku-1", Description: "Shoe", Quantity: 1}
+		_, err1 := c.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: confMerchant, Amount: eurAmount(300), Reference: ref(), LineItems: []upstream.LineItem{qty}}, "")
+		_, err2 := c.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: confMerchant, Amount: eurAmount(200), Reference: ref()}, "")
+		if holder != "capture failed" && (err1 != nil || err2 != nil) {
+			t.Fatalf("refunds: %v, %v", err1, err2)
+		}
+		_, _ = c.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: confMerchant, Amount: eurAmount(5000), Reference: ref()}, "")
 		if _, err := c.client.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: confMerchant, Reference: ref()}, ""); err != nil {
 			t.Fatalf("refund: %v", err)
 		}
@@ -317,7 +326,7 @@ func runFlowSuite(t *testing.T, c *conformance, opts simulator.Options) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mod(r.PSPReference)
+		mod(r.PSPReference, holder)
 	}
 	r, err = c.pay(ref(), card("4111111111111111", "737", ""))
 	if err != nil {
@@ -356,8 +365,9 @@ func runFlowSuite(t *testing.T, c *conformance, opts simulator.Options) {
 	_, err5 := c.client.Capture(ctx, "UNKNOWNPSPREF000", upstream.CaptureRequest{MerchantAccount: confMerchant, Amount: eurAmount(1)}, "")
 	_, err6 := c.client.Reverse(ctx, "UNKNOWNPSPREF000", upstream.ReversalRequest{MerchantAccount: confMerchant}, "")
 	_, err7 := c.client.UpdateAmount(ctx, "UNKNOWNPSPREF000", upstream.AmountUpdateRequest{MerchantAccount: confMerchant, Amount: eurAmount(1)}, "")
-	err8 := c.client.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{StoredPaymentMethodID: "X", MerchantAccount: confMerchant, ShopperReference: "s"})
-	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8} {
+	_, err8 := c.client.Refund(ctx, "UNKNOWNPSPREF000", upstream.RefundRequest{MerchantAccount: confMerchant, Amount: eurAmount(1)}, "")
+	err9 := c.client.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{StoredPaymentMethodID: "X", MerchantAccount: confMerchant, ShopperReference: "s"})
+	for i, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
 		var ue *upstream.Error
 		if !asUpstream(err, &ue) || ue.HTTPStatus != http.StatusInternalServerError {
 			t.Errorf("%s: err = %v, want the injected 500", simulator.Endpoints[i], err)

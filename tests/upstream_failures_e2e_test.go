@@ -55,6 +55,20 @@ func TestUpstreamFailuresMapToEndpointCodes(t *testing.T) {
 		{"paymentMethods", "yp_4009", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
 			return "POST", site + "/payment-methods", `{"amount":{"value":1000,"currency":"EUR"}}`
 		}},
+		{"refunds", "yp_4010", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
+			psp := authorised(e)
+			if r := e.Do("POST", site+"/payments/"+psp+"/captures", "A", `{"amount":{"value":1000,"currency":"EUR"}}`); r.Status != 200 {
+				t.Fatalf("setup capture: %d %s", r.Status, r.Body)
+			}
+			return "POST", site + "/payments/" + psp + "/refunds", `{"amount":{"value":400,"currency":"EUR"}}`
+		}},
+		{"refunds", "yp_4010", simulator.FailTimeout, func(e *testenv.Env) (string, string, string) {
+			psp := authorised(e)
+			if r := e.Do("POST", site+"/payments/"+psp+"/captures", "A", `{"amount":{"value":1000,"currency":"EUR"}}`); r.Status != 200 {
+				t.Fatalf("setup capture: %d %s", r.Status, r.Body)
+			}
+			return "POST", site + "/payments/" + psp + "/refunds", `{"amount":{"value":400,"currency":"EUR"}}`
+		}},
 		{"storedPaymentMethods", "yp_4006", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
 			return "DELETE", site + "/stored-payment-methods/TOKEN0001?shopperReference=shopper-1", ""
 		}},

@@ -229,8 +229,12 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := app.WireWebhookSelfService(ctx, a, queues.Queue, nil); err != nil {
+		t.Fatal(err)
+	}
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
-		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
+		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps), httpapi.LookupsRoutes(a.Deps),
+		httpapi.WebhooksRoutes(a.Deps))
 	// Every exchange with the service (the merchant's API calls and the
 	// simulator's notifications) is checked against docs/openapi.yaml.
 	checker, err := openapicheck.Repository()
@@ -268,26 +272,11 @@ func (e *whEnv) seed() {
 	e.key, e.secret = key, secret
 }
 
-// api calls the service's API and decodes the JSON answer.
+// api POSTs to the service's API under the merchant's site and decodes
+// the JSON answer.
 func (e *whEnv) api(path, body string, want int) map[string]any {
 	e.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.base+"/v1/ecom/"+e2eSite+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		e.t.Fatalf("POST %s: %d %s, want %d", path, resp.StatusCode, raw, want)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		e.t.Fatalf("POST %s: %s: %v", path, raw, err)
-	}
-	return out
+	return e.call(http.MethodPost, "/v1/ecom/"+e2eSite+path, body, want)
 }
 
 // pay starts an authorised card payment and returns its pspReference.

@@ -1,4 +1,4 @@
-// Command modifications is the Lambda function serving POST /v1/ecom/{siteId}/payments/{pspReference}/captures, /reversals and /amount-updates.
+// Command modifications is the Lambda function serving POST /v1/ecom/{siteId}/payments/{pspReference}/captures, /refunds, /reversals and /amount-updates.
 package main
 
 import (

@@ -44,7 +44,9 @@ var layerOf = map[string]int{
 	"shared/webhooks":             domain,
 	"shared/notifications":        domain,
 	"shared/paymentsapp":          appLayer,
+	"shared/lookup":               appLayer, // the merchant's read-only views: query decoding, reads, answers
 	"shared/provision":            appLayer,
+	"shared/webhooksapp":          appLayer,
 	"shared/httpapi":              transport,
 	"shared/lambdaapi":            transport,
 	"shared/tracing":              transport,

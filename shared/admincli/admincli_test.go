@@ -465,7 +465,7 @@ func TestErrors(t *testing.T) {
 		{"site exists", []string{"site", "create", "--merchant", "m_shop", "--id", "site_other", "--name", "W"}, 1, "already exists"},
 		{"site list unknown merchant", []string{"site", "list", "--merchant", "m_nope"}, 1, "unknown merchant"},
 		{"key missing permissions", []string{"key", "create", "--merchant", "m_shop"}, 2, "--permissions is required"},
-		{"key bad permission", []string{"key", "create", "--merchant", "m_shop", "--permissions", "config,refunds"}, 2, `unknown permission "refunds"`},
+		{"key bad permission", []string{"key", "create", "--merchant", "m_shop", "--permissions", "config,refundz"}, 2, `unknown permission "refundz"`},
 		{"key star and more", []string{"key", "create", "--merchant", "m_shop", "--permissions", "*,config"}, 2, "give it alone"},
 		{"key unknown merchant", []string{"key", "create", "--merchant", "m_nope", "--permissions", "*"}, 1, `unknown merchant "m_nope"`},
 		{"key other merchant's site", []string{"key", "create", "--merchant", "m_shop", "--permissions", "*", "--sites", "site_other"}, 1, `has no site "site_other"`},
@@ -584,5 +584,21 @@ func TestDynamoRoundTrip(t *testing.T) {
 	rec, err := st.GetAPIKeyByHash(ctx, tenant.HashKey(created.Key))
 	if err != nil || rec.ID != created.APIKey.ID || !slices.Equal(rec.SiteIDs, []string{"site_web"}) {
 		t.Fatalf("stored key = %+v, %v", rec, err)
+	}
+}
+
+// The permissions of refunds, payment lookup and the webhook self-service
+// endpoints are known to the CLI.
+func TestAPIKeyNewPermissions(t *testing.T) {
+	h := newEmbedded(t)
+	h.ok(shopArgs...)
+	var created createdKeyOut
+	h.jsonOK(&created, "key", "create", "--merchant", "m_shop", "--permissions", "refunds,payments-read,webhooks")
+	want := []tenant.Permission{tenant.PermRefunds, tenant.PermPaymentsRead, tenant.PermWebhooks}
+	if !slices.Equal(created.APIKey.Permissions, want) {
+		t.Fatalf("permissions %v, want %v", created.APIKey.Permissions, want)
+	}
+	if out := h.ok("help", "key", "create"); !strings.Contains(out, "payments-read") || !strings.Contains(out, "webhooks") {
+		t.Fatalf("help does not list the new permissions:\n%s", out)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
@@ -56,7 +57,18 @@ type Stores struct {
 	// Sweeper deletes records past their retention periodically (embedded
 	// store only; DynamoDB's TTL does it there).
 	Sweeper Sweeper
-	closeFn func() error
+	// History keeps merchants' event histories; DeliveryPages lists their
+	// deliveries in pages (the lookups).
+	History       History
+	DeliveryPages lookup.Deliveries
+	closeFn       func() error
+}
+
+// History is the store of merchants' event histories: written by the
+// notifications receiver, read by the lookups.
+type History interface {
+	notifications.EventLog
+	lookup.Events
 }
 
 // Sweeper runs the embedded store's retention sweep until ctx ends.
@@ -111,7 +123,8 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		if err != nil {
 			return nil, err
 		}
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st, closeFn: st.Close}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
+			History: st, DeliveryPages: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -121,7 +134,8 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 			f(&ac)
 		}
 		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk)
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st,
+			History: st, DeliveryPages: st}, nil
 	}
 	return nil, fmt.Errorf("unknown store %q", cfg.Store)
 }
@@ -186,6 +200,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		Limiter:  ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
 		Idem:     idempotency.New(stores.Idem, clk, 0, 0, log),
 		Payments: payments.NewService(stores.Payments, up, clk, log),
+		Lookup:   lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
 		Log:      log,
 		Clock:    clk,
 	}

@@ -83,7 +83,7 @@ func newReceiver(a *App, q queue.Queue, s config.Secrets) (*notifications.Receiv
 	}
 	return &notifications.Receiver{
 		Signer: signer, Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
-		Deliveries: a.Stores.Deliveries, Queue: q, Clock: a.Clock, Log: a.Log,
+		Deliveries: a.Stores.Deliveries, History: a.Stores.History, Queue: q, Clock: a.Clock, Log: a.Log,
 		Live: a.Config.Environment == tenant.EnvLive,
 	}, nil
 }
@@ -110,16 +110,43 @@ func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
 	}
 	sender := opts.Sender
 	if sender == nil {
-		cfg := webhooks.SenderConfig{Timeout: opts.Timeout, AllowLocal: a.Config.WebhookAllowLocal}
-		if a.Tracer.Enabled() {
-			cfg.Wrap = a.Tracer.Transport
-		}
-		sender = webhooks.NewSender(cfg)
+		sender = newSender(a, opts.Timeout)
 	}
 	return &webhooks.Dispatcher{
 		Deliveries: a.Stores.Deliveries, Tenants: a.Stores.Tenants, Sender: sender,
 		Clock: a.Clock, Rand: opts.Rand, Log: a.Log, Metrics: opts.Metrics,
 	}
+}
+
+// newSender is the webhook sender of deliveries and tests (SSRF rules,
+// traced in Lambda).
+func newSender(a *App, timeout time.Duration) *webhooks.Sender {
+	cfg := webhooks.SenderConfig{Timeout: timeout, AllowLocal: a.Config.WebhookAllowLocal}
+	if a.Tracer.Enabled() {
+		cfg.Wrap = a.Tracer.Transport
+	}
+	return webhooks.NewSender(cfg)
+}
+
+// WireWebhookSelfService sets a.Deps.Webhooks (retry a delivery, send a
+// test event) over q; with q nil the configured queue is opened. sender
+// nil: the production sender.
+func WireWebhookSelfService(ctx context.Context, a *App, q queue.Queue, sender webhooks.Poster) error {
+	if q == nil {
+		qs, err := OpenQueues(ctx, a.Config, a.Stores, a.Clock, a.Log, a.Tracer.InstrumentAWS)
+		if err != nil {
+			return err
+		}
+		q = qs.Queue
+	}
+	if sender == nil {
+		sender = newSender(a, 0)
+	}
+	a.Deps.Webhooks = &webhooks.SelfService{
+		Deliveries: a.Stores.Deliveries, Subscriptions: a.Stores.Tenants, Queue: q, Sender: sender,
+		Clock: a.Clock, Live: a.Config.Environment == tenant.EnvLive,
+	}
+	return nil
 }
 
 // NewWebhookAdmin returns the operator functions (list and redrive

@@ -39,6 +39,8 @@ const (
 	SessionFailed                    // the upstream session creation failed
 	PaymentMethodsFailed             // the upstream payment-methods call failed
 	PaymentBusy                      // too many concurrent changes to one payment
+	RefundFailed                     // the upstream refund failed
+	WebhookNotFound                  // no such webhook delivery or subscription for this merchant
 
 	kindEnd // after the last kind: new kinds go above
 )

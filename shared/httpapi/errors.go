@@ -42,6 +42,8 @@ var errorTable = map[apperr.Kind]errorSpec{
 	apperr.SessionFailed:        {http.StatusInternalServerError, "yp_4008"},
 	apperr.PaymentMethodsFailed: {http.StatusInternalServerError, "yp_4009"},
 	apperr.PaymentBusy:          {http.StatusConflict, "yp_2005"},
+	apperr.RefundFailed:         {http.StatusInternalServerError, "yp_4010"},
+	apperr.WebhookNotFound:      {http.StatusNotFound, "yp_3007"},
 }
 
 // specFor returns the status and code of a kind (Internal for an unknown one).

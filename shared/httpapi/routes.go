@@ -19,6 +19,7 @@ type PaymentsAPI interface {
 	Capture(ctx context.Context, c *payments.Call, psp string, in payments.CaptureInput) (payments.ModificationResult, error)
 	Reverse(ctx context.Context, c *payments.Call, psp string, in payments.ReversalInput) (payments.ModificationResult, error)
 	UpdateAmount(ctx context.Context, c *payments.Call, psp string, in payments.AmountUpdateInput) (payments.ModificationResult, error)
+	Refund(ctx context.Context, c *payments.Call, psp string, in payments.RefundInput) (payments.ModificationResult, error)
 	DeleteStoredMethod(ctx context.Context, c *payments.Call, in payments.DeleteStoredMethodInput) error
 }
 
@@ -112,7 +113,8 @@ func PaymentsRoutes(d *Deps) []Route {
 	}
 }
 
-// ModificationsRoutes is the modifications function's route group (docs/openapi.yaml).
+// ModificationsRoutes is the modifications function's route group (docs/openapi.yaml):
+// the money movements after a payment, refunds included.
 func ModificationsRoutes(d *Deps) []Route {
 	mod := func(suffix, name string, perm tenant.Permission, h func(ctx context.Context, c *Call) (any, error)) Route {
 		return Route{
@@ -129,5 +131,7 @@ func ModificationsRoutes(d *Deps) []Route {
 			endpoint(func(c *Call) (payments.AmountUpdateInput, error) {
 				return paymentsapp.DecodeAmountUpdate(c.Body, c.PathValue("pspReference"))
 			}, onPayment(d.Payments.UpdateAmount), paymentsapp.Modification)),
+		mod("refunds", "refunds", tenant.PermRefunds,
+			endpoint(body(paymentsapp.DecodeRefund), onPayment(d.Payments.Refund), paymentsapp.Modification)),
 	}
 }

@@ -33,6 +33,8 @@ type Deps struct {
 	Limiter  *ratelimit.Limiter
 	Idem     *idempotency.Service
 	Payments PaymentsAPI
+	Lookup   LookupAPI   // the lookups group only
+	Webhooks WebhooksAPI // the webhooks group only
 	Log      *slog.Logger
 	Clock    clock.Clock
 	Metrics  Metrics
@@ -68,7 +70,6 @@ func (c *Call) PathValue(name string) string { return c.Req.PathValue(name) }
 
 // NewHandler mounts the given routes on one ServeMux, with JSON 404/405s.
 func NewHandler(d *Deps, routes ...[]Route) http.Handler {
-	mux := http.NewServeMux()
 	byPattern := map[string][]Route{}
 	var order []string
 	for _, group := range routes {
@@ -79,13 +80,14 @@ func NewHandler(d *Deps, routes ...[]Route) http.Handler {
 			byPattern[rt.Pattern] = append(byPattern[rt.Pattern], rt)
 		}
 	}
+	handlers := make(map[string]http.Handler, len(order))
 	for _, p := range order {
-		mux.Handle(p, d.pattern(byPattern[p]))
+		handlers[p] = d.pattern(byPattern[p])
 	}
+	mux := newRouteMux(order, handlers)
 	unknown := d.wrap("unknown", func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		writeError(w, info, apperr.New(apperr.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
 	})
-	mux.Handle("/", unknown)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux answers a path it would clean ("//", "/./", "/../") with a
 		// redirect that has no JSON body and no X-Request-Id; no route of the
@@ -94,7 +96,11 @@ func NewHandler(d *Deps, routes ...[]Route) http.Handler {
 			unknown.ServeHTTP(w, r)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		if h := mux.handler(r); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		unknown.ServeHTTP(w, r)
 	})
 }
 

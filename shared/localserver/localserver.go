@@ -140,8 +140,12 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		defer func() { stopWorker(); <-sweepDone }()
 	}
 
+	if err := app.WireWebhookSelfService(ctx, a, queues.Queue, nil); err != nil {
+		return err
+	}
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
-		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps))
+		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps), httpapi.LookupsRoutes(a.Deps),
+		httpapi.WebhooksRoutes(a.Deps))
 	var h http.Handler = httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
 	if sim != nil {
 		h = withSimulatorHooks(h, sim.Sim, cfg.Secrets.APIKey)

@@ -66,6 +66,14 @@ func (r *Receiver) process(ctx context.Context, ev Event, opts processOpts) erro
 	if err != nil {
 		return err
 	}
+	if r.History != nil {
+		if err := r.History.PutMerchantEvent(ctx, MerchantEvent{
+			ID: ev.ID, MerchantID: o.merchant.ID, EventCode: ev.Item.EventCode, PSPReference: ev.Item.PSPReference,
+			PaymentPSP: ev.PaymentPSP, Payload: payload, CreatedAt: ev.ReceivedAt,
+		}); err != nil {
+			return fmt.Errorf("keep event %s in the history of %s: %w", ev.ID, o.merchant.ID, err)
+		}
+	}
 	ids, err := r.deliver(ctx, ev, o.merchant.ID, payload)
 	if err != nil {
 		return err

@@ -28,9 +28,12 @@ type Receiver struct {
 	Payments   payments.Store
 	Tenants    tenant.Store
 	Deliveries webhooks.DeliveryStore
-	Queue      queue.Queue
-	Clock      clock.Clock
-	Log        *slog.Logger
+	// History keeps each routed event for its merchant's event history
+	// (nil: none kept).
+	History EventLog
+	Queue   queue.Queue
+	Clock   clock.Clock
+	Log     *slog.Logger
 	// Live is the deployment's environment: webhooks carry "live": true
 	// only in production (docs/security.md).
 	Live bool

@@ -52,11 +52,11 @@ func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tena
 // from the Idempotency-Key when there is one, so a retry matches.
 func opReference(c *Call) string {
 	if k := c.UpstreamKey; k != "" {
-		return "op_" + k
+		return opPrefix + k
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	return "op_" + hex.EncodeToString(b)
+	return opPrefix + hex.EncodeToString(b)
 }
 
 func capturedState(p *Payment) State {

@@ -231,10 +231,8 @@ func applyItem(p *Payment, item upstream.NotificationRequestItem, opts Notificat
 		return applyCaptureFailed(p, item, opts)
 	case upstream.EventCancellation:
 		return applyReversal(p, item, false, item.Succeeded(), opts)
-	case upstream.EventRefund:
-		return applyReversal(p, item, true, true, opts)
-	case upstream.EventRefundFailed:
-		return applyReversal(p, item, true, false, opts)
+	case upstream.EventRefund, upstream.EventRefundFailed:
+		return applyRefundItem(p, item, opts)
 	case upstream.EventCancelOrRefund:
 		refund := p.CapturedValue > 0
 		switch item.AdditionalData[upstream.KeyModificationAction] {

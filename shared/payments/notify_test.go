@@ -122,6 +122,10 @@ func (f *fakeUpstream) UpdateAmount(context.Context, string, upstream.AmountUpda
 	return f.modify()
 }
 
+func (f *fakeUpstream) Refund(context.Context, string, upstream.RefundRequest, string) (upstream.ModificationResponse, error) {
+	return f.modify()
+}
+
 const psp = "PSP0000000000001"
 
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -141,13 +142,8 @@ func (p *Payment) Remaining() int64 { return max(p.AuthorisedValue-p.CapturedVal
 // clonePayment copies the parts of p that fn may change in place.
 func clonePayment(p Payment) Payment {
 	p.History = append([]Event(nil), p.History...)
-	if p.Reservations != nil {
-		r := make(map[string]int64, len(p.Reservations))
-		for k, v := range p.Reservations {
-			r[k] = v
-		}
-		p.Reservations = r
-	}
+	p.Reservations = maps.Clone(p.Reservations)
+	p.RefundReservations = maps.Clone(p.RefundReservations)
 	if p.AmountUpdate != nil {
 		a := *p.AmountUpdate
 		p.AmountUpdate = &a

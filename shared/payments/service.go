@@ -36,6 +36,7 @@ type Upstream interface {
 	Capture(ctx context.Context, pspReference string, req upstream.CaptureRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	Reverse(ctx context.Context, pspReference string, req upstream.ReversalRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	UpdateAmount(ctx context.Context, pspReference string, req upstream.AmountUpdateRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	Refund(ctx context.Context, pspReference string, req upstream.RefundRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	DeleteStoredPaymentMethod(ctx context.Context, req upstream.DeleteStoredPaymentMethodRequest) error
 }
 

@@ -83,10 +83,14 @@ type Payment struct {
 	// the payment wait for it, so the record applies amount changes in the
 	// order the upstream did.
 	AmountUpdate *InFlight
-	History      []Event
-	Version      int64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// RefundReservations are refunds in flight: by operation reference
+	// while the upstream call runs, then by the refund's own pspReference
+	// until its REFUND or REFUND_FAILED notification (refunds.go).
+	RefundReservations map[string]int64
+	History            []Event
+	Version            int64
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 // InFlight marks an operation sent upstream and not yet answered.

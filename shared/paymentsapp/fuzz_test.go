@@ -84,3 +84,13 @@ func FuzzDetailsAndPaymentMethods(f *testing.F) {
 		checkParsed(t, body, err)
 	})
 }
+
+func FuzzDecodeRefund(f *testing.F) {
+	for _, s := range []string{`{"amount":{"value":34,"currency":"EUR"},"reference":"r-1"}`, `{"amount":{"value":1,"currency":"EUR"},"lineItems":[{"quantity":1}]}`, `{}`, `{"splits":[]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, err := DecodeRefund(body)
+		checkParsed(t, body, err)
+	})
+}

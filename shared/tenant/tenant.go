@@ -30,12 +30,16 @@ const (
 	PermReversals      Permission = "reversals"
 	PermAmountUpdates  Permission = "amount-updates"
 	PermStoredMethods  Permission = "stored-payment-methods"
+	PermRefunds        Permission = "refunds"
+	PermPaymentsRead   Permission = "payments-read"
+	PermWebhooks       Permission = "webhooks"
 )
 
 // AllPermissions lists every permission, in documentation order.
 var AllPermissions = []Permission{
 	PermConfig, PermSessions, PermPaymentMethods, PermPayments, PermDetails,
 	PermCaptures, PermReversals, PermAmountUpdates, PermStoredMethods,
+	PermRefunds, PermPaymentsRead, PermWebhooks,
 }
 
 // CaptureMode is how a merchant's authorisations are captured.

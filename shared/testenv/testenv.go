@@ -22,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
@@ -32,6 +33,7 @@ import (
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/simulator"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // Well-known ids of the seeded tenants.
@@ -71,14 +73,20 @@ type Options struct {
 
 // Env is a running in-process service.
 type Env struct {
-	T        testing.TB
-	Handler  http.Handler
-	Deps     *httpapi.Deps
-	Clock    *clock.Fake
-	Store    Stores
-	Upstream *Recorder
-	Sim      *simulator.Simulator
-	Logs     *bytes.Buffer
+	T       testing.TB
+	Handler http.Handler
+	Deps    *httpapi.Deps
+	Clock   *clock.Fake
+	Store   Stores
+	// SelfService is the same store as its event history and delivery
+	// store; Queue records the webhook jobs the self-service enqueues and
+	// Hooks the test events it sends.
+	SelfService selfServiceStores
+	Queue       *MemQueue
+	Hooks       *RecordingPoster
+	Upstream    *Recorder
+	Sim         *simulator.Simulator
+	Logs        *bytes.Buffer
 	// Keys by name: "A" (all permissions), "AConfigOnly", "ARestricted"
 	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
 	// "B", "NotEcom", "Inactive".
@@ -170,6 +178,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 	t.Helper()
 	clk := clock.NewFake(Start)
 	var st Stores
+	var sst selfServiceStores
 	if opts.Dynamo {
 		endpoint := moto.Endpoint(t)
 		client := moto.DynamoClient(t, endpoint)
@@ -177,14 +186,15 @@ func NewWith(t testing.TB, opts Options) *Env {
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
 		}
-		st = dynamo.New(client, table, clk)
+		ds := dynamo.New(client, table, clk)
+		st, sst = ds, ds
 	} else {
 		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = es.Close() })
-		st = es
+		st, sst = es, es
 	}
 	var idem idempotency.Store = st
 	if opts.WrapIdem != nil {
@@ -205,13 +215,17 @@ func NewWith(t testing.TB, opts Options) *Env {
 		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
 		Idem:     idempotency.New(idem, clk, 0, 0, log),
 		Payments: payments.NewService(st, up, clk, log),
+		Lookup:   lookup.New(st, sst, sst),
 		Log:      log,
 		Clock:    clk,
 	}
+	q := &MemQueue{}
+	hooks := &RecordingPoster{}
+	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: q, Sender: hooks, Clock: clk}
 	e := &Env{
-		T: t, Deps: d, Clock: clk, Store: st, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
+		T: t, Deps: d, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
 		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
+			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
 	}
 	e.Handler = contractChecked(t, e.Handler)
 	e.seed()

@@ -15,3 +15,13 @@ func SortNewestFirst(ds []Delivery) {
 		return strings.Compare(b.ID, a.ID)
 	})
 }
+
+// NewestFirst sorts ds newest first (SortNewestFirst) and keeps the first
+// limit of them (limit <= 0: all): the lists of the delivery stores.
+func NewestFirst(ds []Delivery, limit int) []Delivery {
+	SortNewestFirst(ds)
+	if limit > 0 && len(ds) > limit {
+		ds = ds[:limit]
+	}
+	return ds
+}

@@ -21,6 +21,7 @@
 //	session             SESSION#<id>              META
 //	payment             PAYMENT#<pspReference>    META
 //	payment history     PAYMENT#<pspReference>    H#<index, 10 digits>
+//	merchant event      EVENTLOG#<merchant>       <receivedAt>#<eventId>
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version (payments), revokedAt (API
@@ -58,6 +59,10 @@
 //     descending so META comes first; entries past its hn are ignored. A
 //     record written with its history inline in data (before history items)
 //     is read as it is and converted on its next save.
+//   - A merchant's event history (EVENTLOG#<merchant>, written once per
+//     routed event) is one strongly consistent Query newest first, below
+//     the cursor's sort key; its filters (pspReference, eventCode) are
+//     applied while reading, so a rare match reads more of the partition.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
 //     merchant and status through gsi1 MERCHANT#<m> / DELIVERY#<status>#…)

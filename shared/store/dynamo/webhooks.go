@@ -214,17 +214,18 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 		}
 		out = append(out, ds...)
 	}
-	webhooks.SortNewestFirst(out)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return webhooks.NewestFirst(out, limit), nil
 }
 
 // queryNewest reads gsi1 items of gsi1pk whose gsi1sk starts with prefix,
 // newest first, stopping after limit (limit <= 0: all).
 func (s *Store) queryNewest(ctx context.Context, gsi1pk, prefix string, limit int) ([]webhooks.Delivery, error) {
-	in := indexQuery(gsi1pk, prefix)
+	return s.queryDeliveries(ctx, indexQuery(gsi1pk, prefix), limit)
+}
+
+// queryDeliveries runs a gsi1 query of deliveries newest first, stopping
+// after limit (limit <= 0: all).
+func (s *Store) queryDeliveries(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]webhooks.Delivery, error) {
 	in.TableName = aws.String(s.table)
 	in.ScanIndexForward = aws.Bool(false)
 	if limit > 0 {

@@ -15,15 +15,27 @@ import (
 
 func TestWebhookContract(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T, clk clock.Clock) storetest.WebhookStores {
-		client := moto.DynamoClient(t, moto.Endpoint(t))
-		table := moto.TableName(t)
-		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
-			t.Fatalf("CreateTable: %v", err)
-		}
-		t.Cleanup(func() {
-			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		})
-		s := dynamo.New(client, table, clk)
+		s := newTableStore(t, clk)
 		return storetest.WebhookStores{Events: s, Deliveries: s}
 	})
+}
+
+func TestSelfServiceContract(t *testing.T) {
+	storetest.RunSelfService(t, func(t *testing.T, clk clock.Clock) storetest.SelfServiceStores {
+		s := newTableStore(t, clk)
+		return storetest.SelfServiceStores{History: s, Deliveries: s}
+	})
+}
+
+// newTableStore is a store on a fresh table of moto's, dropped after t.
+func newTableStore(t *testing.T, clk clock.Clock) *dynamo.Store {
+	client := moto.DynamoClient(t, moto.Endpoint(t))
+	table := moto.TableName(t)
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return dynamo.New(client, table, clk)
 }

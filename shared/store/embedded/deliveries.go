@@ -107,11 +107,7 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 	if err != nil {
 		return nil, fmt.Errorf("embedded: list deliveries of %q: %w", merchantID, err)
 	}
-	webhooks.SortNewestFirst(out)
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return webhooks.NewestFirst(out, limit), nil
 }
 
 // deliveryIndexKey is d's entry in the per-merchant index.

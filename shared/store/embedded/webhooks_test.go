@@ -26,3 +26,10 @@ func TestWebhookContract(t *testing.T) {
 		return storetest.WebhookStores{Events: s, Deliveries: s}
 	})
 }
+
+func TestSelfServiceContract(t *testing.T) {
+	storetest.RunSelfService(t, func(t *testing.T, clk clock.Clock) storetest.SelfServiceStores {
+		s := openWebhookStore(t, clk)
+		return storetest.SelfServiceStores{History: s, Deliveries: s}
+	})
+}

@@ -12,6 +12,7 @@
 //	POST   {base}/payments/{psp}/captures          201
 //	POST   {base}/payments/{psp}/reversals         201
 //	POST   {base}/payments/{psp}/amountUpdates     201
+//	POST   {base}/payments/{psp}/refunds           201
 //	DELETE {base}/storedPaymentMethods/{id}        204
 //
 // plus test hooks under /_sim/ (see hooks.go and README.md). It checks

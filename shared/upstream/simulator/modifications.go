@@ -9,13 +9,15 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// modificationIn is a capture, reversal or amount-update request.
+// modificationIn is a capture, reversal, amount-update or refund request.
 type modificationIn struct {
 	MerchantAccount string    `json:"merchantAccount"`
 	Amount          *amountIn `json:"amount"`
 	Reference       string    `json:"reference"`
 	IndustryUsage   string    `json:"industryUsage"`
 	Splits          []splitIn `json:"splits"`
+	// LineItems (refunds) are echoed in the answer.
+	LineItems []map[string]any `json:"lineItems"`
 }
 
 // modificationOut is the 201 answer of a modification.
@@ -78,7 +80,7 @@ func (s *Simulator) reject(p *payment, kind, event, ref string, amount money.Amo
 	}
 	s.emit(item)
 	out := modificationOut{MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp, Reference: ref, Status: upstream.StatusReceived}
-	if kind == ModCapture || kind == ModAmountUpdate {
+	if kind == ModCapture || kind == ModAmountUpdate || kind == ModRefund {
 		out.Amount = &amount
 	}
 	if kind == ModAmountUpdate {

@@ -10,7 +10,7 @@ import (
 
 // step is one modification in a state-machine scenario.
 type step struct {
-	op        string // capture, reverse, update
+	op        string // capture, reverse, refund, update
 	amount    money.Amount
 	wantErr   string // errorCode of a 422, "" for success
 	wantState string
@@ -36,6 +36,8 @@ func runSteps(t *testing.T, e *env, psp string, steps []step) {
 			resp, err = e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: st.amount, Reference: "cap"}, "")
 		case "reverse":
 			resp, err = e.client.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: testMerchant, Reference: "rev"}, "")
+		case "refund":
+			resp, err = e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: st.amount, Reference: "ref"}, "")
 		case "update":
 			resp, err = e.client.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{MerchantAccount: testMerchant, Amount: st.amount, IndustryUsage: "delayedCharge"}, "")
 		}
@@ -119,6 +121,19 @@ func TestModificationStateMachine(t *testing.T) {
 		{"capture failed", "capture failed", false, []step{
 			{op: "capture", amount: eur(1000), wantState: StateAuthorised, wantAuth: 1000, wantEvent: "CAPTURE", wantOK: true},
 			{op: "reverse", wantState: StateCancelled, wantAuth: 1000, wantEvent: "CANCEL_OR_REFUND", wantOK: true, wantAct: "cancel"},
+		}},
+		{"partial refunds", "", false, []step{
+			{op: "refund", amount: eur(100), wantErr: "000", wantState: StateAuthorised, wantAuth: 1000},
+			{op: "capture", amount: eur(600), wantState: StatePartiallyCaptured, wantCapt: 600, wantAuth: 1000, wantEvent: "CAPTURE", wantOK: true},
+			{op: "refund", amount: eur(200), wantState: StatePartiallyCaptured, wantCapt: 600, wantRefd: 200, wantAuth: 1000, wantEvent: "REFUND", wantOK: true},
+			{op: "refund", amount: eur(401), wantErr: "137", wantState: StatePartiallyCaptured, wantCapt: 600, wantRefd: 200, wantAuth: 1000},
+			{op: "refund", amount: money.Amount{Value: 100, Currency: "USD"}, wantErr: "000", wantState: StatePartiallyCaptured, wantCapt: 600, wantRefd: 200, wantAuth: 1000},
+			{op: "refund", amount: eur(400), wantState: StateRefunded, wantCapt: 600, wantRefd: 600, wantAuth: 1000, wantEvent: "REFUND", wantOK: true},
+			{op: "refund", amount: eur(1), wantErr: "137", wantState: StateRefunded, wantCapt: 600, wantRefd: 600, wantAuth: 1000},
+		}},
+		{"refund of a refund failed payment", "refund failed", false, []step{
+			{op: "capture", amount: eur(1000), wantState: StateCaptured, wantCapt: 1000, wantAuth: 1000, wantEvent: "CAPTURE", wantOK: true},
+			{op: "refund", amount: eur(300), wantState: StateCaptured, wantCapt: 1000, wantAuth: 1000, wantEvent: "REFUND", wantOK: true},
 		}},
 		{"refund failed", "refund failed", false, []step{
 			{op: "capture", amount: eur(1000), wantState: StateCaptured, wantCapt: 1000, wantAuth: 1000, wantEvent: "CAPTURE", wantOK: true},

@@ -137,6 +137,7 @@ func (s *Simulator) routes() {
 	s.mux.Handle("POST "+b+"/payments/{psp}/captures", s.api("captures", s.handleCapture))
 	s.mux.Handle("POST "+b+"/payments/{psp}/reversals", s.api("reversals", s.handleReversal))
 	s.mux.Handle("POST "+b+"/payments/{psp}/amountUpdates", s.api("amountUpdates", s.handleAmountUpdate))
+	s.mux.Handle("POST "+b+"/payments/{psp}/refunds", s.api("refunds", s.handleRefund))
 	s.mux.Handle("DELETE "+b+"/storedPaymentMethods/{id}", s.api("storedPaymentMethods", s.handleDeleteStored))
 	s.hookRoutes()
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeResult(w, errorResult(errNotFound())) })
@@ -228,7 +229,7 @@ func (s *Simulator) count(name string) {
 
 // Requests returns how many requests reached an endpoint: "sessions",
 // "paymentMethods", "payments", "payments/details", "captures",
-// "reversals", "amountUpdates" or "storedPaymentMethods" (idempotent
+// "reversals", "amountUpdates", "refunds" or "storedPaymentMethods" (idempotent
 // replays and rejected requests included).
 func (s *Simulator) Requests(endpoint string) int {
 	s.mu.Lock()
@@ -332,7 +333,7 @@ const (
 
 // Endpoints are the names of the upstream endpoints, as Requests and
 // FailNext take them.
-var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "amountUpdates", "storedPaymentMethods"}
+var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "amountUpdates", "refunds", "storedPaymentMethods"}
 
 // FailNext makes the next request to endpoint (one of Endpoints) fail
 // with f; calls queue up, one failure per request.

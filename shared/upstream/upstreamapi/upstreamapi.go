@@ -51,6 +51,9 @@ func load() (*Validator, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec, err = normaliseNullable(spec); err != nil {
+		return nil, err
+	}
 	doc, err := libopenapi.NewDocument(spec)
 	if err != nil {
 		return nil, fmt.Errorf("upstreamapi: checkout document: %w", err)

@@ -76,3 +76,15 @@ func TestNotificationValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestNormaliseNullable(t *testing.T) {
+	in := []byte(`{"a" : {"type" : "string", "enum" : [ "X", "Y" ], "nullable" : true}, "b" : {"nullable" : true, "type" : "integer"}}`)
+	got, err := normaliseNullable(in)
+	want := `{"a" : {"type" : [ "string", "null" ], "enum" : [ "X", "Y" , null ]}, "b" : { "type" : [ "integer", "null" ]}}`
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v\nwant %s", got, err, want)
+	}
+	if _, err := normaliseNullable([]byte(`{"a" : {"nullable" : true, "b" : {}}}`)); err == nil {
+		t.Fatal("a nested nullable object was accepted")
+	}
+}

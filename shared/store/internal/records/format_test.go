@@ -35,11 +35,12 @@ var samples = []struct {
 		SessionID: "CS1", Amount: money.Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, CapturedValue: 600,
 		RefundedValue: 100, State: payments.StatePartiallyCaptured, ResultCode: "Authorised", RefusalReason: "none",
 		PaymentMethod: "visa", ShopperReference: "shopper-1", StoredMethodID: "SPM1", Reservations: map[string]int64{"op_x": 600},
+		RefundReservations: map[string]int64{"REF1": 100},
 		History: []payments.Event{{At: at, Kind: "capture", Origin: "api", PSPReference: "CAP1", Amount: &eur, Success: &success, Detail: "received"},
 			{At: at, Kind: "payment", Origin: "api"}},
 		Version: 3, CreatedAt: at, UpdatedAt: at,
 	},
-		`{"pspReference":"PSP1","merchantId":"m_a","siteId":"site_a","reference":"order-1","source":"advanced","sessionId":"CS1","amount":{"value":1000,"currency":"EUR"},"authorisedValue":1000,"capturedValue":600,"refundedValue":100,"state":"PartiallyCaptured","resultCode":"Authorised","refusalReason":"none","paymentMethod":"visa","shopperReference":"shopper-1","storedPaymentMethodId":"SPM1","reservations":{"op_x":600},"history":[{"at":"2026-05-04T10:00:00.123Z","kind":"capture","origin":"api","pspReference":"CAP1","amount":{"value":600,"currency":"EUR"},"success":true,"detail":"received"},{"at":"2026-05-04T10:00:00.123Z","kind":"payment","origin":"api"}],"version":3,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
+		`{"pspReference":"PSP1","merchantId":"m_a","siteId":"site_a","reference":"order-1","source":"advanced","sessionId":"CS1","amount":{"value":1000,"currency":"EUR"},"authorisedValue":1000,"capturedValue":600,"refundedValue":100,"state":"PartiallyCaptured","resultCode":"Authorised","refusalReason":"none","paymentMethod":"visa","shopperReference":"shopper-1","storedPaymentMethodId":"SPM1","reservations":{"op_x":600},"refundReservations":{"REF1":100},"history":[{"at":"2026-05-04T10:00:00.123Z","kind":"capture","origin":"api","pspReference":"CAP1","amount":{"value":600,"currency":"EUR"},"success":true,"detail":"received"},{"at":"2026-05-04T10:00:00.123Z","kind":"payment","origin":"api"}],"version":3,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
 	// A pending record of a payment that started with an action, bound
 	// (the fields added with it are omitted when empty, so older records
 	// read the same).

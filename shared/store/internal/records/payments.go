@@ -30,10 +30,13 @@ type Payment struct {
 	BoundTo          string           `json:"boundTo,omitempty"`
 	Reservations     map[string]int64 `json:"reservations,omitempty"`
 	AmountUpdate     *InFlight        `json:"amountUpdate,omitempty"`
-	History          []Event          `json:"history"`
-	Version          int64            `json:"version"`
-	CreatedAt        time.Time        `json:"createdAt"`
-	UpdatedAt        time.Time        `json:"updatedAt"`
+	// RefundReservations: refunds in flight (added with refunds; absent
+	// from records written before).
+	RefundReservations map[string]int64 `json:"refundReservations,omitempty"`
+	History            []Event          `json:"history"`
+	Version            int64            `json:"version"`
+	CreatedAt          time.Time        `json:"createdAt"`
+	UpdatedAt          time.Time        `json:"updatedAt"`
 }
 
 // InFlight is a stored mark of an operation in flight.
@@ -62,7 +65,8 @@ func FromPayment(p payments.Payment) Payment {
 		State: string(p.State), ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, PaymentMethod: p.PaymentMethod,
 		ShopperReference: p.ShopperReference, StoredMethodID: p.StoredMethodID, Reservations: maps.Clone(p.Reservations),
 		StorePayment: p.StorePaymentMethod, AuthType: p.AuthorisationType, BoundTo: p.BoundTo,
-		Version: p.Version, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
+		RefundReservations: maps.Clone(p.RefundReservations),
+		Version:            p.Version, CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(),
 	}
 	if a := p.AmountUpdate; a != nil {
 		r.AmountUpdate = &InFlight{Op: a.Op, Since: a.Since.UTC()}
@@ -88,7 +92,8 @@ func (r Payment) ToPayment() payments.Payment {
 		State: payments.State(r.State), ResultCode: r.ResultCode, RefusalReason: r.RefusalReason, PaymentMethod: r.PaymentMethod,
 		ShopperReference: r.ShopperReference, StoredMethodID: r.StoredMethodID, Reservations: r.Reservations,
 		StorePaymentMethod: r.StorePayment, AuthorisationType: r.AuthType, BoundTo: r.BoundTo,
-		Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		RefundReservations: r.RefundReservations,
+		Version:            r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 	if a := r.AmountUpdate; a != nil {
 		p.AmountUpdate = &payments.InFlight{Op: a.Op, Since: a.Since}

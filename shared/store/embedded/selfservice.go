@@ -1,0 +1,134 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+var _ notifications.EventLog = (*Store)(nil)
+
+// bktMerchantEvents keeps merchants' event histories:
+// indexKey(merchant, timeKey(createdAt), id) → notifications.MerchantEvent.
+const bktMerchantEvents = "merchant_events"
+
+// PutMerchantEvent stores e in its merchant's history.
+func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("embedded: put merchant event: %w", errEmpty("id"))
+	case e.MerchantID == "":
+		return fmt.Errorf("embedded: put merchant event %q: %w", e.ID, errEmpty("merchantId"))
+	}
+	e.CreatedAt = e.CreatedAt.UTC()
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := writeBucket(tx, bktMerchantEvents)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, indexKey(e.MerchantID, timeKey(e.CreatedAt), e.ID), e)
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: put merchant event %q of %q: %w", e.ID, e.MerchantID, err)
+	}
+	return nil
+}
+
+// ListMerchantEvents returns a page of the merchant's events, newest first.
+func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
+	out := []notifications.MerchantEvent{}
+	prefix := indexKey(merchantID, "")
+	var from []byte
+	if q.After != nil {
+		from = indexKey(merchantID, timeKey(q.After.CreatedAt), q.After.ID)
+	}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktMerchantEvents)
+		if b == nil {
+			return nil
+		}
+		return scanBack(b.Cursor(), prefix, from, func(_, v []byte) (bool, error) {
+			var e notifications.MerchantEvent
+			if err := json.Unmarshal(v, &e); err != nil {
+				return false, err
+			}
+			if q.Matches(e) {
+				out = append(out, e)
+			}
+			return len(out) < q.Limit, nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list events of %q: %w", merchantID, err)
+	}
+	return out, nil
+}
+
+// ListDeliveryPage returns a page of the merchant's deliveries in q.Status
+// (every status when ""), newest first, after q.After.
+func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
+	statuses := []webhooks.Status{q.Status}
+	if q.Status == "" {
+		statuses = webhooks.Statuses
+	}
+	out := []webhooks.Delivery{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		idx, b := readBucket(tx, bktDeliveriesByMerch), readBucket(tx, bktDeliveries)
+		if idx == nil || b == nil {
+			return nil
+		}
+		for _, st := range statuses {
+			prefix := indexKey(merchantID, string(st), "")
+			var from []byte
+			if q.After != nil {
+				from = indexKey(merchantID, string(st), timeKey(q.After.CreatedAt), q.After.ID)
+			}
+			n := 0
+			err := scanBack(idx.Cursor(), prefix, from, func(k, _ []byte) (bool, error) {
+				var d webhooks.Delivery
+				if err := mustGet(b, k[len(prefix)+9:], &d); err != nil {
+					return false, fmt.Errorf("index entry %q: %w", k, err)
+				}
+				out = append(out, d)
+				n++
+				return n < q.Limit, nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list deliveries of %q: %w", merchantID, err)
+	}
+	return webhooks.NewestFirst(out, q.Limit), nil
+}
+
+// scanBack visits the keys starting with prefix in descending order, from
+// the last one below from (nil: the last one of the prefix), while fn
+// returns true.
+func scanBack(c *bolt.Cursor, prefix, from []byte, fn func(k, v []byte) (bool, error)) error {
+	if from == nil {
+		from = append(bytes.Clone(prefix), 0xff)
+	}
+	k, v := c.Seek(from)
+	if k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/verify"
+)
+
+// call sends a request to the service's API and decodes its JSON answer.
+func (e *whEnv) call(method, path, body string, want int) map[string]any {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, e.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		e.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, raw, want)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("%s %s: %s: %v", method, path, raw, err)
+	}
+	return out
+}
+
+// TestSelfServiceE2E, through the whole service (real HTTP, the
+// simulator's signed notifications, the local queue and dispatcher):
+// partial refunds reach the merchant as REFUND webhooks and settle the
+// record; the payment lookup shows it; the event history holds exactly
+// the delivered bodies; a failed delivery retried by the merchant arrives
+// with the same X-Webhook-Id and the next attempt number; the TEST event
+// reaches the endpoint signed.
+func TestSelfServiceE2E(t *testing.T) {
+	e := newWHEnv(t, whOptions{allowLocal: true})
+	psp := e.pay(1000, "")
+	e.settle()
+	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+	e.settle()
+	r1 := e.api("/payments/"+psp+"/refunds", `{"amount":{"value":300,"currency":"EUR"},"reference":"rma-1"}`, 200)
+	r2 := e.api("/payments/"+psp+"/refunds", `{"amount":{"value":200,"currency":"EUR"},"reference":"rma-2"}`, 200)
+	e.api("/payments/"+psp+"/refunds", `{"amount":{"value":501,"currency":"EUR"}}`, 400)
+	e.settle()
+
+	var codes []string
+	for _, r := range e.hooks.requests() {
+		codes = append(codes, r.item(t)["eventCode"].(string)+"/"+r.item(t)["pspReference"].(string))
+	}
+	if len(codes) != 4 || !strings.HasPrefix(codes[2], "REFUND/") || !strings.HasPrefix(codes[3], "REFUND/") {
+		t.Fatalf("delivered %v", codes)
+	}
+	if p := e.payment(psp); p.State != payments.StatePartiallyRefunded || p.RefundedValue != 500 || p.RefundsInFlight() != 0 {
+		t.Fatalf("record after the REFUND webhooks: %+v", p)
+	}
+	v := e.call("GET", "/v1/ecom/"+e2eSite+"/payments/"+psp, "", 200)
+	if v["state"] != "PartiallyRefunded" || v["refundableAmount"].(map[string]any)["value"].(float64) != 500 {
+		t.Fatalf("lookup %v", v)
+	}
+	seen := map[string]bool{}
+	for _, x := range v["timeline"].([]any) {
+		entry := x.(map[string]any)
+		seen[fmt.Sprint(entry["pspReference"])+"/"+fmt.Sprint(entry["kind"])] = true
+	}
+	for _, r := range []map[string]any{r1, r2} {
+		if !seen[r["pspReference"].(string)+"/refund"] || !seen[r["pspReference"].(string)+"/REFUND"] {
+			t.Fatalf("timeline lacks refund %s: %v", r["pspReference"], v["timeline"])
+		}
+	}
+
+	// The event history is what the webhooks received.
+	events := e.call("GET", "/v1/ecom/events?pspReference="+psp, "", 200)["data"].([]any)
+	reqs := e.hooks.requests()
+	if len(events) != len(reqs) {
+		t.Fatalf("%d events, %d webhooks", len(events), len(reqs))
+	}
+	// (This test's clock stands still, so their order is by id: compare as sets.)
+	delivered := map[string]bool{}
+	for _, r := range reqs {
+		delivered[compact(t, r.body)] = true
+	}
+	for i, x := range events {
+		got, _ := json.Marshal(x.(map[string]any)["payload"])
+		if !delivered[string(got)] {
+			t.Fatalf("event %d is not a delivered webhook body: %s", i, got)
+		}
+	}
+
+	// A delivery that failed: the merchant retries it.
+	e.hooks.answer = func(int) int { return http.StatusServiceUnavailable }
+	e.api("/payments/"+psp+"/refunds", `{"amount":{"value":100,"currency":"EUR"}}`, 200)
+	e.settle()
+	pending := e.deliveries(webhooks.StatusPending)
+	if len(pending) != 1 {
+		t.Fatalf("pending deliveries %+v", pending)
+	}
+	id := pending[0].ID
+	if _, err := webhooks.MutateDelivery(e.ctx, e.a.Stores.Deliveries, id, func(d *webhooks.Delivery) error {
+		d.Status, d.NextAttemptAt = webhooks.StatusFailed, nil // as after its last attempt
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.runDue() // its scheduled job finds it failed and is dropped
+	failed := e.call("GET", "/v1/ecom/webhook-deliveries?status=failed", "", 200)["data"].([]any)
+	if len(failed) != 1 || failed[0].(map[string]any)["lastStatusCode"].(float64) != 503 {
+		t.Fatalf("failed deliveries %v", failed)
+	}
+	e.hooks.answer = nil
+	before := len(e.hooks.requests())
+	out := e.call("POST", "/v1/ecom/webhook-deliveries/"+id+"/retry", `{}`, 200)
+	if out["nextAttempt"].(float64) != 2 {
+		t.Fatalf("retry %v", out)
+	}
+	e.runDue()
+	reqs = e.hooks.requests()
+	if len(reqs) != before+1 || reqs[before].header.Get("X-Webhook-Id") != id || reqs[before].header.Get("X-Webhook-Delivery-Attempt") != "2" {
+		t.Fatalf("retried delivery: %d requests, headers %v", len(reqs)-before, reqs[len(reqs)-1].header)
+	}
+	if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 5 {
+		t.Fatalf("%d delivered, want 5", len(ds))
+	}
+
+	// The TEST event, signed like every delivery.
+	rep := e.call("POST", "/v1/ecom/webhooks/test", `{}`, 200)
+	res := rep["results"].([]any)[0].(map[string]any)
+	if rep["eventCode"] != "TEST" || res["delivered"] != true || res["statusCode"].(float64) != 200 {
+		t.Fatalf("test %v", rep)
+	}
+	last := e.hooks.requests()[len(e.hooks.requests())-1]
+	if err := verify.Verify(e.secret, last.header, last.body, e.clk.Now(), 0); err != nil || last.item(t)["eventCode"] != "TEST" ||
+		last.header.Get("X-Webhook-Id") != res["webhookId"] {
+		t.Fatalf("test event: %v %v", err, last.header)
+	}
+}
+
+func compact(t *testing.T, raw []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
