@@ -266,5 +266,14 @@ func transactionConditionFailed(err error) bool {
 	return strings.Contains(aws.ToString(tce.Message), "ConditionalCheckFailed")
 }
 
+// checkSize refuses an item over DynamoDB's 400 KB limit with an error that
+// says so (DynamoDB's own is a generic ValidationException).
+func checkSize(it map[string]types.AttributeValue) error {
+	if n := ItemSize(it); n > MaxItemBytes {
+		return fmt.Errorf("item of %d bytes exceeds DynamoDB's %d-byte limit", n, MaxItemBytes)
+	}
+	return nil
+}
+
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }

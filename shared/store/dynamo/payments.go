@@ -10,7 +10,6 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
-	"github.com/yp/paysvc/shared/store/internal/utc"
 )
 
 // Key parts of session and payment items (see doc.go).
@@ -25,10 +24,8 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	sess = utc.Session(sess)
-	item, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	item, err := SessionItem(sess)
 	if err == nil {
-		item[attrTTL] = ttlOf(sess.ExpiresAt)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -69,11 +66,13 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
+	item, err := PaymentItem(p)
+	if err == nil {
+		err = checkSize(item)
+	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q: %w", p.PSPReference, err)
 	}
-	item[attrVersion] = num(p.Version)
 	in := &dynamodb.PutItemInput{
 		TableName:                aws.String(s.table),
 		Item:                     item,

@@ -1,0 +1,244 @@
+package dynamo
+
+// The item builders of the adapter, exported so the capacity model
+// (shared/capacity) sizes and places exactly the items the adapter writes:
+// the adapter's own writes go through these functions, and
+// TestItemBuildersMatchStoredItems checks on moto that what an update
+// leaves stored is what the builder returns.
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Item is one DynamoDB item as the adapter stores it.
+type Item = map[string]types.AttributeValue
+
+// MaxItemBytes is DynamoDB's item size limit (400 KB).
+const MaxItemBytes = 400 * 1024
+
+// Indexes are the table's global secondary indexes (template.yaml and
+// CreateTable), each with its partition and sort key attributes.
+var Indexes = []struct{ Name, PK, SK string }{{indexGSI1, attrGSI1PK, attrGSI1SK}}
+
+// DeliveryShards is how many gsi1 partitions a merchant's deliveries are
+// spread over (write sharding; ListDeliveries reads them all). A delivery's
+// shard is a hash of its id, so it keeps its shard when its status moves.
+// Sized by the capacity model (docs/scale.md): one merchant at 10,000
+// payments/s writes ~100,000 delivery index units/s.
+const DeliveryShards = 256
+
+// Keys returns an item's primary key.
+func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
+
+// IndexKey returns the item's partition and sort key in the named index;
+// ok is false when the item is not in that index (sparse index).
+func IndexKey(it Item, index string) (pk, sk string, ok bool) {
+	for _, ix := range Indexes {
+		if ix.Name == index {
+			pk, sk = getS(it, ix.PK), getS(it, ix.SK)
+			return pk, sk, pk != "" && sk != ""
+		}
+	}
+	return "", "", false
+}
+
+// ItemSize is an item's size as DynamoDB meters it: the UTF-8 length of
+// every attribute name plus the size of its value (strings: UTF-8 length;
+// numbers: 1 byte per two significant digits plus 1; booleans and nulls: 1;
+// lists and maps: 3 bytes plus their elements, 1 byte per element).
+func ItemSize(it Item) int {
+	n := 0
+	for name, v := range it {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize is 1 byte per two significant digits, plus 1 (leading and
+// trailing zeros are not significant).
+func numberSize(s string) int {
+	s, _, _ = strings.Cut(strings.ToLower(strings.TrimLeft(s, "+-")), "e")
+	digits := strings.Trim(strings.Replace(s, ".", "", 1), "0")
+	return (len(digits)+1)/2 + 1
+}
+
+// PaymentItem is the item SavePayment writes for p.
+func PaymentItem(p payments.Payment) (Item, error) {
+	if p.PSPReference == "" {
+		return nil, errEmpty("pspReference")
+	}
+	it, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
+	if err != nil {
+		return nil, err
+	}
+	it[attrVersion] = num(p.Version)
+	return it, nil
+}
+
+// SessionItem is the item PutSession writes for sess.
+func SessionItem(sess payments.Session) (Item, error) {
+	if sess.ID == "" {
+		return nil, errEmpty("id")
+	}
+	sess = utc.Session(sess)
+	it, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = ttlOf(sess.ExpiresAt)
+	return it, nil
+}
+
+// EventItem is the item SaveEvent writes for e.
+func EventItem(e notifications.Event) (Item, error) {
+	if e.ID == "" {
+		return nil, errEmpty("id")
+	}
+	e.ReceivedAt, e.UpdatedAt, e.ProcessedAt = e.ReceivedAt.UTC(), e.UpdatedAt.UTC(), utc.Ptr(e.ProcessedAt)
+	it, err := dataItem(pfxEvent+e.ID, skRecord, e)
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
+	it[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
+	it[attrVersion] = num(e.Version)
+	return it, nil
+}
+
+// DeliveryItem is the item SaveDelivery writes for d: in gsi1 under its
+// merchant's delivery shard (DeliveryIndexPartition).
+func DeliveryItem(d webhooks.Delivery) (Item, error) {
+	switch {
+	case d.ID == "":
+		return nil, errEmpty("id")
+	case d.MerchantID == "":
+		return nil, errEmpty("merchantId")
+	}
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	d.LastAttemptAt, d.NextAttemptAt, d.DeliveredAt = utc.Ptr(d.LastAttemptAt), utc.Ptr(d.NextAttemptAt), utc.Ptr(d.DeliveredAt)
+	it, err := dataItem(pfxDelivery+d.ID, skRecord, d)
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID))
+	it[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
+	it[attrVersion] = num(d.Version)
+	return it, nil
+}
+
+// DeliveryIndexPartition is the gsi1 partition of a merchant's delivery:
+// MERCHANT#<merchant>#DELIVERIES#<shard>, shard = FNV-1a(id) mod
+// DeliveryShards.
+func DeliveryIndexPartition(merchantID, deliveryID string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(deliveryID))
+	return deliveryShardPartition(merchantID, int(h.Sum32()%DeliveryShards))
+}
+
+func deliveryShardPartition(merchantID string, shard int) string {
+	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
+}
+
+// IdempotencyItem is the item of an idempotency record: what Claim writes
+// for an in-progress record, and what Complete leaves for a completed one.
+func IdempotencyItem(rec idempotency.Record) (Item, error) {
+	if rec.Scope == "" || rec.Key == "" {
+		return nil, errEmpty("scope or key")
+	}
+	rec = utc.Record(rec)
+	it := idemKey(rec.Scope, rec.Key)
+	it[attrScope], it[attrKey], it[attrFP], it[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
+	it[attrLeaseTill], it[attrLeaseN] = rfc3339(rec.LeaseUntil), instant(rec.LeaseUntil)
+	it[attrExpiresAt], it[attrExpiresN], it[attrTTL] = rfc3339(rec.ExpiresAt), instant(rec.ExpiresAt), ttlOf(rec.ExpiresAt)
+	if rec.LeaseToken != "" {
+		it[attrLease] = str(rec.LeaseToken)
+	}
+	if rec.Response != nil {
+		raw, err := json.Marshal(rec.Response)
+		if err != nil {
+			return nil, fmt.Errorf("encode response: %w", err)
+		}
+		it[attrResponse] = str(string(raw))
+	}
+	return it, nil
+}
+
+// RateWindowItem is the rate-limit window item of bucket as Hit leaves it
+// after counting `count` requests.
+func RateWindowItem(bucket string, count int, expiresAt time.Time) Item {
+	it := rateKey(bucket)
+	it[attrCount] = num(int64(count))
+	it[attrExpiresN], it[attrExpiresAt], it[attrTTL] = instant(expiresAt), rfc3339(expiresAt), ttlOf(expiresAt)
+	return it
+}
+
+// MerchantItem is the item PutMerchant writes.
+func MerchantItem(m tenant.Merchant) (Item, error) {
+	it, err := dataItem(pfxMerchant+m.ID, skMeta, utc.Merchant(m))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK], it[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
+	return it, nil
+}
+
+// SubscriptionItem is the item PutSubscription writes.
+func SubscriptionItem(sub tenant.Subscription) (Item, error) {
+	return dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, utc.Subscription(sub))
+}
+
+// APIKeyItems are the two items of an API key: by hash and under its
+// merchant.
+func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) { return apiKeyItems(k) }
