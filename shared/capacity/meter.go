@@ -213,7 +213,7 @@ func (m *Meter) FailedPut(existing dynamo.Item) {
 func (m *Meter) Get(it dynamo.Item) {
 	m.ops++
 	pk, _ := dynamo.Keys(it)
-	m.add(Part{Table, pk}, readUnits(dynamo.ItemSize(it), true), 0)
+	m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
 }
 
 // Query meters one Query of partition pk in index ("" for the table)

@@ -63,16 +63,32 @@ type Store struct {
 	client *dynamodb.Client
 	table  string
 	clock  clock.Clock
+	shards int // delivery shards of gsi1
+}
+
+// Option configures New.
+type Option func(*Store)
+
+// WithDeliveryShards spreads each merchant's deliveries over n gsi1
+// partitions instead of DeliveryShards. Every writer and reader of a table
+// must use the same n; tests use a few to keep scatter-gather listings
+// quick on moto.
+func WithDeliveryShards(n int) Option {
+	return func(s *Store) { s.shards = max(n, 1) }
 }
 
 // New returns a Store on table. clk supplies "now" for expiry checks that
 // take no explicit time (sessions, rate-limit windows); nil means
 // clock.System.
-func New(client *dynamodb.Client, table string, clk clock.Clock) *Store {
+func New(client *dynamodb.Client, table string, clk clock.Clock, opts ...Option) *Store {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Store{client: client, table: table, clock: clk}
+	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // attribute value constructors.

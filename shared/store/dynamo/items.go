@@ -38,8 +38,13 @@ var Indexes = []struct{ Name, PK, SK string }{{indexGSI1, attrGSI1PK, attrGSI1SK
 // spread over (write sharding; ListDeliveries reads them all). A delivery's
 // shard is a hash of its id, so it keeps its shard when its status moves.
 // Sized by the capacity model (docs/scale.md): one merchant at 10,000
-// payments/s writes ~100,000 delivery index units/s.
-const DeliveryShards = 256
+// payments/s writes about 320,000 delivery index units/s (~31,600
+// deliveries/s, each written four times, a status move costing a delete
+// and an insert, 2 units per write of a ~1.2 KB item): ~310 per shard on
+// average, ~500 in the busiest shard's busiest second, half of
+// DynamoDB's 1,000. Writers and readers must agree on it: changing it is a
+// migration (MigrateKeys re-shards every delivery).
+const DeliveryShards = 1024
 
 // Keys returns an item's primary key.
 func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
@@ -158,8 +163,8 @@ func EventItem(e notifications.Event) (Item, error) {
 }
 
 // DeliveryItem is the item SaveDelivery writes for d: in gsi1 under its
-// merchant's delivery shard (DeliveryIndexPartition).
-func DeliveryItem(d webhooks.Delivery) (Item, error) {
+// merchant's delivery shard of shards (DeliveryIndexPartition).
+func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	switch {
 	case d.ID == "":
 		return nil, errEmpty("id")
@@ -172,22 +177,23 @@ func DeliveryItem(d webhooks.Delivery) (Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID))
+	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID, shards))
 	it[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
 	it[attrVersion] = num(d.Version)
 	return it, nil
 }
 
 // DeliveryIndexPartition is the gsi1 partition of a merchant's delivery:
-// MERCHANT#<merchant>#DELIVERIES#<shard>, shard = FNV-1a(id) mod
-// DeliveryShards.
-func DeliveryIndexPartition(merchantID, deliveryID string) string {
+// MERCHANT#<merchant>#DELIVERIES#<shard>, shard = FNV-1a(id) mod shards.
+func DeliveryIndexPartition(merchantID, deliveryID string, shards int) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(deliveryID))
-	return deliveryShardPartition(merchantID, int(h.Sum32()%DeliveryShards))
+	return DeliveryShardPartition(merchantID, int(h.Sum32()%uint32(max(shards, 1))))
 }
 
-func deliveryShardPartition(merchantID string, shard int) string {
+// DeliveryShardPartition is shard number shard of a merchant's deliveries
+// in gsi1.
+func DeliveryShardPartition(merchantID string, shard int) string {
 	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
 }
 
@@ -231,6 +237,16 @@ func MerchantItem(m tenant.Merchant) (Item, error) {
 		return nil, err
 	}
 	it[attrGSI1PK], it[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
+	return it, nil
+}
+
+// SiteItem is the item PutSite writes.
+func SiteItem(site tenant.Site) (Item, error) {
+	it, err := dataItem(pfxSite+site.ID, skMeta, utc.Site(site))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK], it[attrGSI1SK] = str(pfxMerchant+site.MerchantID), str(pfxSite+site.ID)
 	return it, nil
 }
 

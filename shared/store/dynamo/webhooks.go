@@ -113,7 +113,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	item, err := DeliveryItem(d)
+	item, err := DeliveryItem(d, s.shards)
 	if err == nil {
 		err = checkSize(item)
 	}
@@ -141,8 +141,8 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 		shard int
 		st    webhooks.Status
 	}
-	queries := make([]query, 0, DeliveryShards*len(statuses))
-	for shard := range DeliveryShards {
+	queries := make([]query, 0, s.shards*len(statuses))
+	for shard := range s.shards {
 		for _, st := range statuses {
 			queries = append(queries, query{shard, st})
 		}
@@ -150,7 +150,7 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 	results := make([][]webhooks.Delivery, len(queries))
 	err := scatter(ctx, len(queries), func(ctx context.Context, i int) error {
 		q := queries[i]
-		ds, err := s.queryNewest(ctx, deliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st), limit)
+		ds, err := s.queryNewest(ctx, DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st), limit)
 		results[i] = ds
 		return err
 	})
