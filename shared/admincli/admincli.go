@@ -91,6 +91,7 @@ func (c *cli) commands() []command {
 		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
 		{"seed", "apply a seed file (idempotent)", c.seed},
+		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
 	}
 }
 
