@@ -76,9 +76,8 @@ func PaymentHistoryBound() (int, error) {
 
 // Report renders the model's results: the trace, the busiest partition
 // of every key family, item sizes, units and requests per payment, and
-// the cost. measuredCalls (may be nil) are the DynamoDB calls per request
-// counted on moto, set beside the model's.
-func (t *TraceResult) Report(c Cost, m Measured, measuredCalls map[string]float64) (string, error) {
+// the cost.
+func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 	var b strings.Builder
 	mx := t.Mix
 	fmt.Fprintf(&b, "### Trace\n\nOne merchant, one API key (rate limit %d/s), %d payments/s for %d s", mx.KeyRate, mx.Rate, mx.Seconds)
@@ -117,25 +116,17 @@ func (t *TraceResult) Report(c Cost, m Measured, measuredCalls map[string]float6
 	}
 	fmt.Fprintf(&b, "\nWorst case: the payment record's history is not bounded; with capture entries it reaches 400 KB at **%d history entries** (about %d partial captures with their notifications). `SavePayment` refuses a larger item with an error naming the limit.\n", bound, bound/3)
 
-	b.WriteString("\n### Per payment\n\n| request | per payment | DynamoDB calls each (model) | counted on moto |\n|---|---|---|---|\n")
+	b.WriteString("\n### Per payment\n\n| request | per payment | DynamoDB calls each |\n|---|---|---|\n")
 	for _, r := range sortedKeys(t.Requests) {
-		calls, measured := "", ""
+		calls := ""
 		if v, ok := t.Calls[r]; ok {
 			calls = fmt.Sprintf("%.1f", v)
 		}
-		if v, ok := measuredCalls[r]; ok {
-			measured = fmt.Sprintf("%.1f", v)
-		}
-		fmt.Fprintf(&b, "| %s | %.3f | %s | %s |\n", r, t.Requests[r]/t.Payments, calls, measured)
+		fmt.Fprintf(&b, "| %s | %.3f | %s |\n", r, t.Requests[r]/t.Payments, calls)
 	}
 	for _, code := range eventCodes {
-		l := "notification " + code
-		if v, ok := t.Calls[l]; ok {
-			measured := ""
-			if x, ok := measuredCalls[l]; ok {
-				measured = fmt.Sprintf("%.1f", x)
-			}
-			fmt.Fprintf(&b, "| ↳ %s | | %.1f | %s |\n", l, v, measured)
+		if v, ok := t.Calls["notification "+code]; ok {
+			fmt.Fprintf(&b, "| ↳ notification %s | | %.1f |\n", code, v)
 		}
 	}
 	fmt.Fprintf(&b, "\nDynamoDB per payment: **%.1f WRU** (table %.1f, gsi1 %.1f) and **%.1f RRU**.\n",

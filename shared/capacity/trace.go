@@ -361,7 +361,7 @@ func (r *replay) reads(it dynamo.Item, n float64) {
 func (r *replay) rateHit(now time.Time) {
 	win := ratelimit.Plan(traceKeyID, r.mix.KeyRate, r.mix.KeyRate, now)
 	r.rr++
-	b := win.Buckets[r.rr%len(win.Buckets)]
+	b := win.Bucket(r.rr % win.Shards)
 	r.rateCounts[b] += r.mix.Sample
 	n := r.rateCounts[b]
 	var old dynamo.Item

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
@@ -159,18 +158,12 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 			return
 		}
 		idempotent := r.Method == http.MethodPost && len(r.Header.Values(idempotency.Header)) > 0
-		limited := noLimit
+		var limit *verdict // the rate limit's, on its way (idempotent POSTs)
 		if idempotent {
-			limited = d.allowAsync(ctx, p)
+			limit = d.allowAsync(ctx, p)
 		} else if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
 			WriteError(w, r, err)
 			return
-		}
-		fail := func(err error) {
-			if lerr := limited(); lerr != nil {
-				err = lerr
-			}
-			WriteError(w, r, err)
 		}
 		c := &Call{Req: r, Principal: p}
 		if rt.Site {
@@ -183,12 +176,12 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 			c.Merchant, err = d.Auth.Merchant(ctx, p)
 		}
 		if err != nil {
-			fail(err)
+			WriteError(w, r, limit.or(err))
 			return
 		}
 		if r.Method == http.MethodPost {
 			if c.Body, err = readBody(w, r); err != nil {
-				fail(err)
+				WriteError(w, r, limit.or(err))
 				return
 			}
 		}
@@ -201,25 +194,54 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 			resp.write(w, r)
 			return
 		}
-		d.serveIdempotent(w, r, rt, c, limited)
+		d.serveIdempotent(w, r, rt, c, limit)
 	}
 }
 
-// noLimit is the verdict of a rate limit already passed.
-func noLimit() error { return nil }
-
-// allowAsync starts the caller's rate-limit hit and returns its verdict,
-// waited for on first use.
-func (d *Deps) allowAsync(ctx context.Context, p tenant.Principal) func() error {
-	done := make(chan error, 1)
-	go func() { done <- d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst) }()
-	return sync.OnceValue(func() error { return <-done })
+// verdict is a rate-limit decision still on its way. It is read by the
+// request's goroutine only.
+type verdict struct {
+	done chan error
+	err  error
+	got  bool
 }
 
-// serveIdempotent runs a POST under its Idempotency-Key. limited is the
+// wait returns the decision (nil: allowed; also for a nil verdict, a limit
+// already passed).
+func (v *verdict) wait() error {
+	if v == nil {
+		return nil
+	}
+	if !v.got {
+		v.err, v.got = <-v.done, true
+	}
+	return v.err
+}
+
+// or returns the rate limit's error if the request is limited, else err:
+// a limited request gets its 429 whatever else went wrong.
+func (v *verdict) or(err error) error {
+	if lerr := v.wait(); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// allowAsync starts the caller's rate-limit hit.
+func (d *Deps) allowAsync(ctx context.Context, p tenant.Principal) *verdict {
+	v := &verdict{done: make(chan error, 1)}
+	go d.allowInto(ctx, p, v.done)
+	return v
+}
+
+func (d *Deps) allowInto(ctx context.Context, p tenant.Principal, done chan<- error) {
+	done <- d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst)
+}
+
+// serveIdempotent runs a POST under its Idempotency-Key. limit is the
 // rate limiter's verdict, possibly still on its way: it decides before the
 // claim's outcome does.
-func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route, c *Call, limited func() error) {
+func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route, c *Call, limit *verdict) {
 	ctx := r.Context()
 	info := infoFrom(ctx)
 	vals := r.Header.Values(idempotency.Header)
@@ -228,15 +250,12 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route,
 		err = apperr.InvalidField(idempotency.Header, "must be sent once")
 	}
 	if err != nil {
-		if lerr := limited(); lerr != nil {
-			err = lerr
-		}
-		WriteError(w, r, err)
+		WriteError(w, r, limit.or(err))
 		return
 	}
 	scope := c.Principal.MerchantID()
 	lease, replay, err := d.Idem.Begin(ctx, scope, key, idempotency.Fingerprint(r.Method, r.URL.Path, c.Body))
-	if lerr := limited(); lerr != nil {
+	if lerr := limit.wait(); lerr != nil {
 		if lease != nil { // limited: the request never ran
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
 		}

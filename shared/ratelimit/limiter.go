@@ -66,26 +66,30 @@ func window(rate, burst int) time.Duration {
 
 // Window is where a key's requests of one instant are counted.
 type Window struct {
-	Buckets []string  // the counters: one, or ceil(rate/ShardRate)
-	Limit   int       // requests each counter allows
-	Start   time.Time // the fixed window [Start, End)
-	End     time.Time
+	Base   string    // the counter's bucket name, or the prefix of its shards'
+	Shards int       // counters: 1, or ceil(rate/ShardRate)
+	Limit  int       // requests each counter allows
+	Start  time.Time // the fixed window [Start, End)
+	End    time.Time
+}
+
+// Bucket is the name of counter i (0 ≤ i < Shards).
+func (w Window) Bucket(i int) string {
+	if w.Shards <= 1 {
+		return w.Base
+	}
+	return w.Base + "#s" + strconv.Itoa(i)
 }
 
 // Plan returns the window of keyID at now for rate and burst (both > 0).
 func Plan(keyID string, rate, burst int, now time.Time) Window {
 	w := window(rate, burst)
 	start := now.Truncate(w)
-	base := "rl#" + keyID + "#" + strconv.FormatInt(start.Unix(), 10)
-	shards := (rate + ShardRate - 1) / ShardRate
-	if shards <= 1 {
-		return Window{Buckets: []string{base}, Limit: burst, Start: start, End: start.Add(w)}
+	shards := max((rate+ShardRate-1)/ShardRate, 1)
+	return Window{
+		Base:   "rl#" + keyID + "#" + strconv.FormatInt(start.Unix(), 10),
+		Shards: shards, Limit: (burst + shards - 1) / shards, Start: start, End: start.Add(w),
 	}
-	buckets := make([]string, shards)
-	for i := range buckets {
-		buckets[i] = base + "#s" + strconv.Itoa(i)
-	}
-	return Window{Buckets: buckets, Limit: (burst + shards - 1) / shards, Start: start, End: start.Add(w)}
 }
 
 // Allow counts one request of keyID, with per-key rate and burst overrides
@@ -118,15 +122,15 @@ func (l *Limiter) Allow(ctx context.Context, keyID string, rate, burst int) erro
 // hit counts the request in the window's next counter, or in the one after
 // it when that one is full.
 func (l *Limiter) hit(ctx context.Context, win Window) (bool, error) {
-	n := len(win.Buckets)
+	n := win.Shards
 	first := 0
 	if n > 1 {
 		first = int(l.next.Add(1) % uint64(n))
 	}
 	expires := win.End.Add(time.Minute)
-	ok, err := l.store.Hit(ctx, win.Buckets[first], win.Limit, expires)
+	ok, err := l.store.Hit(ctx, win.Bucket(first), win.Limit, expires)
 	if ok || err != nil || n == 1 {
 		return ok, err
 	}
-	return l.store.Hit(ctx, win.Buckets[(first+1)%n], win.Limit, expires)
+	return l.store.Hit(ctx, win.Bucket((first+1)%n), win.Limit, expires)
 }
