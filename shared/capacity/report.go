@@ -106,6 +106,12 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 		b.WriteString("\nNo partition key over 1,000 WCU/s or 3,000 RCU/s, no item over 400 KB.\n")
 	}
 
+	inflight := "within"
+	if t.SQSInFlight > SQSInFlightQuota {
+		inflight = "**over**"
+	}
+	fmt.Fprintf(&b, "\nSQS: sustained, this traffic keeps **%.0f messages in flight** in the deliveries queue (failed attempts wait out their backoff as received messages), %s the standard queue's ~%d.\n",
+		t.SQSInFlight, inflight, SQSInFlightQuota)
 	b.WriteString("\n### Items\n\n| key family | largest item written |\n|---|---|\n")
 	for _, f := range sortedKeys(t.MaxItem) {
 		fmt.Fprintf(&b, "| %s | %d bytes |\n", f, t.MaxItem[f])

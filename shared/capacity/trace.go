@@ -114,8 +114,16 @@ type TraceResult struct {
 	// Calls are the DynamoDB calls of one request of each kind, tenant
 	// reads (cached) aside: what cmd/paysvc-bench counts on moto.
 	Calls map[string]float64
+	// SQSInFlight is the deliveries queue's in-flight messages under this
+	// traffic sustained: a failed attempt's message stays received (in
+	// flight) for its whole backoff (ChangeMessageVisibility).
+	SQSInFlight float64
 	Result
 }
+
+// SQSInFlightQuota is SQS's in-flight limit of a standard queue (about
+// 120,000; raised on request to AWS support).
+const SQSInFlightQuota = 120_000
 
 type taskKind uint8
 
@@ -186,7 +194,10 @@ func Run(m Mix) (*TraceResult, error) {
 	for label, n := range r.runs {
 		calls[label] = float64(r.calls[label]) / float64(n)
 	}
-	return &TraceResult{Mix: m, Payments: payments, Requests: r.requests, Calls: calls, Result: r.meter.Result()}, nil
+	return &TraceResult{
+		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
+		SQSInFlight: r.hidden / float64(m.Seconds), Result: r.meter.Result(),
+	}, nil
 }
 
 // label names a task's request kind in TraceResult.Calls.
@@ -215,6 +226,7 @@ type replay struct {
 	requests   map[string]float64
 	rateCounts map[string]int // hits per rate-limit counter
 	rr         int            // round robin over a sharded window
+	hidden     float64        // message-seconds hidden by backoffs
 	calls      map[string]int // DynamoDB calls per task label
 	runs       map[string]int // tasks per label
 	// cached tenant items, refreshed per instance and TTL
@@ -702,6 +714,7 @@ func (r *replay) attempt(s int, t task) error {
 	if failing {
 		r.count(ReqSQSVisibility)
 		wait := int(webhooks.NominalDelay(n + 1).Seconds())
+		r.hidden += float64(wait * r.mix.Sample)
 		r.later(s+max(wait, 1), task{kind: kAttempt, code: t.code, sub: t.sub, attempt: uint8(n + 1), i: i})
 	}
 	return nil
