@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -53,14 +53,14 @@ func (r *Receiver) route(ctx context.Context, ev Event) (o owner, unroutable str
 			r.Log.WarnContext(ctx, "notification metadata names another merchant than the payment record; the record wins",
 				"eventId", ev.ID, "pspReference", ev.PaymentPSP, "merchant", p.MerchantID, "metadataMerchant", m)
 		}
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, storeerr.ErrNotFound):
 		return owner{}, "", fmt.Errorf("read payment %s: %w", ev.PaymentPSP, err)
 	case ad[keyMetaMerchant] != "":
 		merchantID = ad[keyMetaMerchant]
 		o = owner{siteID: ad[keyMetaSite], source: sourceOf(ad[keyMetaSource]), sessionID: sessionID, via: viaMetadata}
 	case sessionID != "":
 		s, err := r.Payments.GetSession(ctx, sessionID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 			return owner{}, "", fmt.Errorf("read session %s: %w", sessionID, err)
 		}
 		if err == nil {
@@ -72,7 +72,7 @@ func (r *Receiver) route(ctx context.Context, ev Event) (o owner, unroutable str
 		return owner{}, "no payment record, routing metadata or session names the merchant", nil
 	}
 	m, err := r.Tenants.GetMerchant(ctx, merchantID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return owner{}, "unknown merchant " + merchantID, nil
 	}
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // countingStore serves one merchant and its subscriptions and counts reads.
@@ -19,7 +19,7 @@ type countingStore struct {
 func (s *countingStore) GetMerchant(_ context.Context, id string) (Merchant, error) {
 	s.reads++
 	if id != "m_1" {
-		return Merchant{}, store.ErrNotFound
+		return Merchant{}, storeerr.ErrNotFound
 	}
 	return Merchant{ID: id}, nil
 }
@@ -31,7 +31,7 @@ func (s *countingStore) GetSubscription(_ context.Context, merchantID, id string
 			return sub, nil
 		}
 	}
-	return Subscription{}, store.ErrNotFound
+	return Subscription{}, storeerr.ErrNotFound
 }
 
 func (s *countingStore) ListSubscriptions(_ context.Context, merchantID string) ([]Subscription, error) {
@@ -71,7 +71,7 @@ func TestReadCache(t *testing.T) {
 	}
 	// Not-found is not cached.
 	for range 2 {
-		if _, err := c.GetMerchant(ctx, "m_none"); err != store.ErrNotFound {
+		if _, err := c.GetMerchant(ctx, "m_none"); err != storeerr.ErrNotFound {
 			t.Fatalf("unknown merchant: %v", err)
 		}
 	}

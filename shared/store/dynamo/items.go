@@ -19,6 +19,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/store/internal/utc"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -124,7 +125,7 @@ func PaymentItem(p payments.Payment) (Item, error) {
 	if p.PSPReference == "" {
 		return nil, errEmpty("pspReference")
 	}
-	it, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
+	it, err := dataItem(pfxPayment+p.PSPReference, skMeta, records.FromPayment(p))
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +138,12 @@ func SessionItem(sess payments.Session) (Item, error) {
 	if sess.ID == "" {
 		return nil, errEmpty("id")
 	}
-	sess = utc.Session(sess)
-	it, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	rec := records.FromSession(sess)
+	it, err := dataItem(pfxSession+sess.ID, skMeta, rec)
 	if err != nil {
 		return nil, err
 	}
-	it[attrTTL] = ttlOf(sess.ExpiresAt)
+	it[attrTTL] = ttlOf(rec.ExpiresAt)
 	return it, nil
 }
 
@@ -203,7 +204,7 @@ func IdempotencyItem(rec idempotency.Record) (Item, error) {
 	if rec.Scope == "" || rec.Key == "" {
 		return nil, errEmpty("scope or key")
 	}
-	rec = utc.Record(rec)
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
 	it := idemKey(rec.Scope, rec.Key)
 	it[attrScope], it[attrKey], it[attrFP], it[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
 	it[attrLeaseTill], it[attrLeaseN] = rfc3339(rec.LeaseUntil), instant(rec.LeaseUntil)
@@ -212,7 +213,7 @@ func IdempotencyItem(rec idempotency.Record) (Item, error) {
 		it[attrLease] = str(rec.LeaseToken)
 	}
 	if rec.Response != nil {
-		raw, err := json.Marshal(rec.Response)
+		raw, err := json.Marshal(records.FromResponse(rec.Response))
 		if err != nil {
 			return nil, fmt.Errorf("encode response: %w", err)
 		}

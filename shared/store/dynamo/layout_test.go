@@ -18,8 +18,8 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -136,7 +136,7 @@ func TestSavePaymentRefusesOversizeItem(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exceeds DynamoDB's 409600-byte limit") {
 		t.Fatalf("SavePayment of an oversize record: %v", err)
 	}
-	if _, err := s.GetPayment(context.Background(), "PSP_BIG"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetPayment(context.Background(), "PSP_BIG"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("oversize record written: %v", err)
 	}
 }
@@ -193,13 +193,13 @@ func TestMigrateKeys(t *testing.T) {
 	}
 	got, err := s.Claim(ctx, idempotency.Record{Scope: "m_1", Key: "done", Fingerprint: "fp1", Status: idempotency.StatusInProgress,
 		LeaseToken: "t2", LeaseUntil: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour)}, t0)
-	if !errors.Is(err, store.ErrConflict) || got.Status != idempotency.StatusCompleted || got.Response == nil ||
+	if !errors.Is(err, storeerr.ErrConflict) || got.Status != idempotency.StatusCompleted || got.Response == nil ||
 		string(got.Response.Body) != string(resp.Body) {
 		t.Fatalf("claim of a migrated completed key: %+v, %v; want the stored response", got, err)
 	}
 	raced, err := s.Claim(ctx, idempotency.Record{Scope: "m_1", Key: "raced", Fingerprint: "x", LeaseToken: "t3",
 		LeaseUntil: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour)}, t0)
-	if !errors.Is(err, store.ErrConflict) || raced.Fingerprint != "new" {
+	if !errors.Is(err, storeerr.ErrConflict) || raced.Fingerprint != "new" {
 		t.Fatalf("the claim made after the deploy was overwritten: %+v, %v", raced, err)
 	}
 	if old := rawGet(t, client, table, "IDEM#m_1", "KEY#done"); len(old) != 0 {
