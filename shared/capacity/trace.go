@@ -383,6 +383,17 @@ func (r *replay) rateHit(now time.Time) {
 	r.meter.Put(old, dynamo.RateWindowItem(b, n, win.End.Add(time.Minute)))
 }
 
+// request meters the start of an idempotent API request about payment i
+// in second s: its rate-limit hit and its idempotency claim.
+func (r *replay) request(req, what string, s, i int) (now time.Time, key string, claimed dynamo.Item, err error) {
+	now = r.at(s, i)
+	r.count(req)
+	r.rateHit(now)
+	key = idemKey(i, what)
+	claimed, err = r.claim(key, now)
+	return now, key, claimed, err
+}
+
 // claim meters an idempotency claim and returns the claimed item.
 func (r *replay) claim(key string, now time.Time) (dynamo.Item, error) {
 	rec := idempotency.Record{
@@ -428,12 +439,8 @@ func modificationResponse(i int, status string) []byte {
 }
 
 func (r *replay) pay(s, i int) error {
-	now := r.at(s, i)
 	l := r.life(i)
-	r.count(ReqPayments)
-	r.rateHit(now)
-	key := idemKey(i, "pay")
-	claimed, err := r.claim(key, now)
+	now, key, claimed, err := r.request(ReqPayments, "pay", s, i)
 	if err != nil {
 		return err
 	}
@@ -483,12 +490,8 @@ func (r *replay) replayPay(s, i int) error {
 }
 
 func (r *replay) details(s, i int) error {
-	now := r.at(s, i)
 	l := r.life(i)
-	r.count(ReqDetails)
-	r.rateHit(now)
-	key := idemKey(i, "details")
-	claimed, err := r.claim(key, now)
+	now, key, claimed, err := r.request(ReqDetails, "details", s, i)
 	if err != nil {
 		return err
 	}
@@ -516,11 +519,7 @@ func (r *replay) details(s, i int) error {
 }
 
 func (r *replay) capture(s, i int) error {
-	now := r.at(s, i)
-	r.count(ReqCaptures)
-	r.rateHit(now)
-	key := idemKey(i, "capture")
-	claimed, err := r.claim(key, now)
+	now, key, claimed, err := r.request(ReqCaptures, "capture", s, i)
 	if err != nil {
 		return err
 	}
@@ -542,11 +541,7 @@ func (r *replay) capture(s, i int) error {
 }
 
 func (r *replay) refund(s, i int) error {
-	now := r.at(s, i)
-	r.count(ReqReversals)
-	r.rateHit(now)
-	key := idemKey(i, "refund")
-	claimed, err := r.claim(key, now)
+	now, key, claimed, err := r.request(ReqReversals, "refund", s, i)
 	if err != nil {
 		return err
 	}
