@@ -17,8 +17,9 @@
 //  4. webhooks: deliveries/s of one dispatcher instance to a loopback
 //     receiver, and how long nine deliveries take when the tenth receiver
 //     of their batch hangs;
-//  5. scale: the DynamoDB capacity model (shared/capacity) on one
-//     merchant's 10,000 payments/s for 60 s, checked against DynamoDB's
+//  6. scale (reported after item 5, the hot paths): the DynamoDB
+//     capacity model (shared/capacity) on one merchant's 10,000
+//     payments/s for 60 s, checked against DynamoDB's
 //     per-partition limits and against item 2's counts, and the cost of a
 //     payment from item 2's measured durations and log bytes
 //     (-scale-out docs/scale.md writes its generated part).

@@ -47,7 +47,7 @@ func TestSmoke(t *testing.T) {
 		"## Targets", "Smoke run", "## 1. Overhead per endpoint", "## 2. Store round trips", "## 3. Cold start",
 		"## 4. Webhook dispatch", "| 0 ms | 1 | payments | 40 |", "POST payments (Idempotency-Key)",
 		"idempotency: claim", "webhook delivery attempt (dispatcher)", fn, "embedded (bbolt)",
-		"## 5. Scale: DynamoDB capacity model", "| gsi1 MERCHANT | `MERCHANT#m_bigshop#DELIVERIES#",
+		"## 6. Scale: DynamoDB capacity model", "| gsi1 MERCHANT | `MERCHANT#m_bigshop#DELIVERIES#",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

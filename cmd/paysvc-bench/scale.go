@@ -14,7 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/capacity"
 )
 
-// Item 5: the capacity model (shared/capacity) on the full trace, checked
+// Item 6: the capacity model (shared/capacity) on the full trace, checked
 // against DynamoDB's per-partition limits, its DynamoDB calls per request
 // checked against those counted on moto (item 2), and the cost of a
 // payment from the measured durations, log bytes and the model's units,
@@ -27,7 +27,7 @@ const (
 	platformLogBytes = 600
 )
 
-// scaleResult is item 5.
+// scaleResult is item 6.
 type scaleResult struct {
 	Trace    *capacity.TraceResult
 	Cost     capacity.Cost
@@ -71,7 +71,7 @@ func storeCalls(r rtRow) float64 {
 	return float64(n) / float64(max(r.Requests, 1))
 }
 
-// runScale runs item 5; rt is item 2's result (measured here when nil).
+// runScale runs item 6; rt is item 2's result (measured here when nil).
 func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 	start := time.Now()
 	if rt == nil {
@@ -300,12 +300,12 @@ func accessLogBytes(path string) (float64, error) {
 	return float64(len(line) + 1), nil
 }
 
-// scaleSection renders item 5 (a summary; docs/scale.md has the whole).
+// scaleSection renders item 6 (a summary; docs/scale.md has the whole).
 func (r *report) scaleSection(w func(string, ...any)) {
 	if !r.cfg.sectionWanted(secScale) {
 		return
 	}
-	w("## 5. Scale: DynamoDB capacity model and cost of a payment\n\n")
+	w("## 6. Scale: DynamoDB capacity model and cost of a payment\n\n")
 	w("The capacity model (`shared/capacity`) replays one merchant's trace through the store adapter's own item builders and\n")
 	w("meters write and read units per partition key and second on the table and gsi1; the whole report, with the quotas to\n")
 	w("raise for 10,000 payments/s, is [docs/scale.md](docs/scale.md).\n\n")
