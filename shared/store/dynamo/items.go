@@ -39,10 +39,10 @@ var Indexes = []struct{ Name, PK, SK string }{{indexGSI1, attrGSI1PK, attrGSI1SK
 // spread over (write sharding; ListDeliveries reads them all). A delivery's
 // shard is a hash of its id, so it keeps its shard when its status moves.
 // Sized by the capacity model (docs/scale.md): one merchant at 10,000
-// payments/s writes about 320,000 delivery index units/s (~31,600
+// payments/s writes about 330,000 delivery index units/s (~31,600
 // deliveries/s, each written four times, a status move costing a delete
-// and an insert, 2 units per write of a ~1.2 KB item): ~310 per shard on
-// average, ~500 in the busiest shard's busiest second, half of
+// and an insert, 2 units per write of a ~1.2 KB item): ~320 per shard on
+// average, ~550 in the busiest shard's busiest second, about half of
 // DynamoDB's 1,000. Writers and readers must agree on it: changing it is a
 // migration (MigrateKeys re-shards every delivery).
 const DeliveryShards = 1024
