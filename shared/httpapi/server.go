@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
@@ -196,12 +197,11 @@ func (d *Deps) serve(rt Route) handler {
 	}
 }
 
-// verdict is a rate-limit decision still on its way. It is read by the
-// request's goroutine only.
+// verdict is a rate-limit decision still on its way: the hit's goroutine
+// sets err, then marks done.
 type verdict struct {
-	done chan error
+	done sync.WaitGroup
 	err  error
-	got  bool
 }
 
 // wait returns the decision (nil: allowed; also for a nil verdict, a limit
@@ -210,9 +210,7 @@ func (v *verdict) wait() error {
 	if v == nil {
 		return nil
 	}
-	if !v.got {
-		v.err, v.got = <-v.done, true
-	}
+	v.done.Wait()
 	return v.err
 }
 
@@ -227,13 +225,15 @@ func (v *verdict) or(err error) error {
 
 // allowAsync starts the caller's rate-limit hit.
 func (d *Deps) allowAsync(ctx context.Context, p tenant.Principal) *verdict {
-	v := &verdict{done: make(chan error, 1)}
-	go d.allowInto(ctx, p, v.done)
+	v := &verdict{}
+	v.done.Add(1)
+	go d.allowInto(ctx, v, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst)
 	return v
 }
 
-func (d *Deps) allowInto(ctx context.Context, p tenant.Principal, done chan<- error) {
-	done <- d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst)
+func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, burst int) {
+	v.err = d.Limiter.Allow(ctx, keyID, rate, burst)
+	v.done.Done()
 }
 
 // serveIdempotent runs a POST under its Idempotency-Key. limit is the
