@@ -8,7 +8,7 @@
 #   make deploy-check   CONFIG_ENV=default|test|prod: refuse placeholders and unsafe settings
 #   make deploy         CONFIG_ENV=...: deploy-check, lint-template, sam build, sam deploy
 #   make admin          build the admin CLI for this machine -> bin/paysvc-admin
-#   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md (a few minutes)
+#   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md, docs/scale.md (a few minutes)
 #   make clean
 #
 # `sam build` calls the build-<LogicalId> targets below with ARTIFACTS_DIR set
@@ -106,15 +106,16 @@ admin:
 	@echo "built $(BIN)/paysvc-admin"
 
 # Hot-path Go benchmarks, then the overhead / round-trip / cold-start / webhook
-# measurements of cmd/paysvc-bench, written to BENCHMARKS.md.
+# measurements of cmd/paysvc-bench, written to BENCHMARKS.md, and its scale
+# section (DynamoDB capacity model, cost of a payment) into docs/scale.md.
 bench:
 	@set -e; gobench=$$(mktemp); trap 'rm -f "$$gobench"' EXIT; rc=0; \
 	echo "== go test -bench (hot paths; PAYSVC_BENCH_FULL=1 enables the DynamoDB variants)"; \
 	PAYSVC_BENCH_FULL=1 $(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
 	grep -E '^(pkg:|Benchmark|FAIL|--- FAIL|# )' "$$gobench" || true; \
 	echo "== paysvc-bench: overhead, store round trips, cold start, webhooks (a few minutes)"; \
-	$(GO) run ./cmd/paysvc-bench -gobench "$$gobench" -out BENCHMARKS.md $(BENCH_FLAGS); \
-	echo "wrote BENCHMARKS.md"; \
+	$(GO) run ./cmd/paysvc-bench -gobench "$$gobench" -out BENCHMARKS.md -scale-out docs/scale.md $(BENCH_FLAGS); \
+	echo "wrote BENCHMARKS.md and the generated part of docs/scale.md"; \
 	if [ $$rc -ne 0 ]; then echo "make bench: go test -bench failed (listed in BENCHMARKS.md)" >&2; exit $$rc; fi
 
 clean:

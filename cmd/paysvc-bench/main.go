@@ -16,15 +16,22 @@
 //     harness, over repeated starts;
 //  4. webhooks: deliveries/s of one dispatcher instance to a loopback
 //     receiver, and how long nine deliveries take when the tenth receiver
-//     of their batch hangs.
+//     of their batch hangs;
+//  6. scale (reported after item 5, the hot paths): the DynamoDB
+//     capacity model (shared/capacity) on one merchant's 10,000
+//     payments/s for 60 s, checked against DynamoDB's
+//     per-partition limits and against item 2's counts, and the cost of a
+//     payment from item 2's measured durations and log bytes
+//     (-scale-out docs/scale.md writes its generated part).
 //
 // Everything listens on 127.0.0.1 only, every run has a fixed request
 // count and a deadline, and the command stops by itself.
 //
 // Usage:
 //
-//	go run ./cmd/paysvc-bench [-smoke] [-sections overhead,roundtrips,coldstart,webhooks]
+//	go run ./cmd/paysvc-bench [-smoke] [-sections overhead,roundtrips,coldstart,webhooks,scale]
 //	    [-n 2000] [-n-slow 300] [-c 4] [-starts 10] [-out BENCHMARKS.md] [-gobench FILE]
+//	    [-scale-out docs/scale.md] [-upstream-ms 300] [-receiver-ms 150]
 package main
 
 import (
@@ -49,9 +56,10 @@ const (
 	secRoundTrips = "roundtrips"
 	secColdStart  = "coldstart"
 	secWebhooks   = "webhooks"
+	secScale      = "scale"
 )
 
-var allSections = []string{secOverhead, secRoundTrips, secColdStart, secWebhooks}
+var allSections = []string{secOverhead, secRoundTrips, secColdStart, secWebhooks, secScale}
 
 // config is what to run; see parseFlags for the meaning of each field.
 type config struct {
@@ -73,6 +81,9 @@ type config struct {
 	HangFor         time.Duration
 	GoBench         string
 	Out             string
+	ScaleOut        string
+	UpstreamMS      int
+	ReceiverMS      int
 	Timeout         time.Duration
 	Command         string // the command line, for the report
 
@@ -131,6 +142,9 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	hang := fs.Duration("hang", 15*time.Second, "webhooks: how long the hanging receiver holds its request")
 	gobench := fs.String("gobench", "", "file with `go test -bench -benchmem` output to include (hot paths)")
 	out := fs.String("out", "", "write the report to this file (default stdout)")
+	scaleOut := fs.String("scale-out", "", "scale: write the generated part of this document (docs/scale.md)")
+	upstreamMS := fs.Int("upstream-ms", 300, "scale: upstream latency assumed in the billed duration of calls that reach it")
+	receiverMS := fs.Int("receiver-ms", 150, "scale: webhook receiver answer time assumed in the dispatcher's billed duration")
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop everything after this long")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -155,6 +169,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		Requests: *n, RequestsSlow: *nSlow, ConcurrencySlow: *concSlow, Rounds: *rounds, RTRequests: *rt,
 		Starts: *starts, Functions: splitList(*functions), ColdStartPkgs: splitList(*coldPkgs), Arm64: *arm64, Deliveries: *deliveries,
 		HangFor: *hang, GoBench: *gobench, Out: *out, Timeout: *timeout, progress: progress,
+		ScaleOut: *scaleOut, UpstreamMS: *upstreamMS, ReceiverMS: *receiverMS,
 		Command: commandLine(args),
 	}
 	for _, s := range c.Sections {
@@ -188,6 +203,8 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		return nil, errors.New("-starts must be at least 1 and -deliveries at least 10")
 	case c.HangFor <= 0 || c.Timeout <= 0:
 		return nil, errors.New("-hang and -timeout must be positive")
+	case c.UpstreamMS < 0 || c.ReceiverMS < 0:
+		return nil, errors.New("-upstream-ms and -receiver-ms must not be negative")
 	}
 	return c, nil
 }
@@ -298,6 +315,8 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 			rep.coldStart, err = runColdStart(ctx, cfg)
 		case secWebhooks:
 			rep.webhooks, err = runWebhooks(ctx, cfg)
+		case secScale:
+			rep.scale, err = runScale(cfg, rep.roundTrips)
 		}
 		if err != nil {
 			rep.errs[s] = err

@@ -47,12 +47,13 @@ func TestSmoke(t *testing.T) {
 		"## Targets", "Smoke run", "## 1. Overhead per endpoint", "## 2. Store round trips", "## 3. Cold start",
 		"## 4. Webhook dispatch", "| 0 ms | 1 | payments | 40 |", "POST payments (Idempotency-Key)",
 		"idempotency: claim", "webhook delivery attempt (dispatcher)", fn, "embedded (bbolt)",
+		"## 6. Scale: DynamoDB capacity model", "| gsi1 MERCHANT | `MERCHANT#m_bigshop#DELIVERIES#",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
-	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil {
+	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil || rep.scale == nil {
 		t.Fatalf("a section has no result:\n%s", md)
 	}
 	for _, row := range rep.overhead.Rows {
@@ -128,8 +129,8 @@ func TestClassify(t *testing.T) {
 	}{
 		{"GetItem", &dynamodb.GetItemInput{Key: key("APIKEY#abc", "META")}, "auth: API key read"},
 		{"UpdateItem", &dynamodb.UpdateItemInput{Key: key("RATE#rl#k#1", "WINDOW")}, "rate limit: hit"},
-		{"PutItem", &dynamodb.PutItemInput{Item: key("IDEM#m_demo", "KEY#k")}, "idempotency: claim"},
-		{"UpdateItem", &dynamodb.UpdateItemInput{Key: key("IDEM#m_demo", "KEY#k")}, "idempotency: complete"},
+		{"PutItem", &dynamodb.PutItemInput{Item: key("IDEM#m_demo#k", "KEY")}, "idempotency: claim"},
+		{"UpdateItem", &dynamodb.UpdateItemInput{Key: key("IDEM#m_demo#k", "KEY")}, "idempotency: complete"},
 		{"PutItem", &dynamodb.PutItemInput{Item: key("PAYMENT#PSP1", "META")}, "payment record: write"},
 		{"GetItem", &dynamodb.GetItemInput{Key: key("MERCHANT#m_demo", "SUB#s")}, "tenant: subscription read"},
 		{"Query", &dynamodb.QueryInput{

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,6 +29,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
@@ -297,7 +299,24 @@ type rtRow struct {
 	DepthMax int
 	Chain    string // the steps of the last request
 	Note     string
+	// Wall is each request's duration (moto and the simulator at 0 ms on
+	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
+	Wall     []time.Duration
+	LogBytes int64
 }
+
+// medianMS is the median request duration in milliseconds.
+func (r rtRow) medianMS() float64 {
+	if len(r.Wall) == 0 {
+		return 0
+	}
+	ws := slices.Clone(r.Wall)
+	slices.Sort(ws)
+	return float64(ws[len(ws)/2].Microseconds()) / 1000
+}
+
+// logBytesPerRequest is the average log output of one request.
+func (r rtRow) logBytesPerRequest() float64 { return float64(r.LogBytes) / float64(max(r.Requests, 1)) }
 
 // roundTripResult is item 2.
 type roundTripResult struct {
@@ -317,6 +336,7 @@ func (r *roundTripResult) row(name string) (rtRow, bool) {
 // rtEnv is the service wired on DynamoDB (moto) with instrumented clients.
 type rtEnv struct {
 	rec      *callRecorder
+	logs     *countingWriter // every log line and EMF metric written
 	handler  http.Handler
 	key      string
 	receiver *notifications.Receiver
@@ -398,7 +418,10 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		return nil, fmt.Errorf("subscription: %w", err)
 	}
 
-	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Logs and metrics as in Lambda (JSON lines at info, EMF), counted.
+	logs := &countingWriter{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	metrics := observe.New(logs, "paysvc-bench", clk)
 	up := upstream.New(upstream.Config{
 		BaseURL: sim.URL + sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second,
 		HTTPClient: &http.Client{
@@ -413,6 +436,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		Payments: payments.NewService(st, up, clk, log),
 		Log:      log,
 		Clock:    clk,
+		Metrics:  metrics,
 	}
 	signer, err := upstream.NewSigner(benchSimHMACKey)
 	if err != nil {
@@ -420,7 +444,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 	}
 	q := sqsqueue.New(sqsClient, qURL, dlqURL)
 	return &rtEnv{
-		rec: rec, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key,
+		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key,
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
@@ -428,10 +452,18 @@ func newRTEnv(t *section) (*rtEnv, error) {
 			Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
 		},
 		disp: &webhooks.Dispatcher{
-			Deliveries: st, Tenants: st, Clock: clk, Log: log,
+			Deliveries: st, Tenants: st, Clock: clk, Log: log, Metrics: metrics,
 			Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true, Timeout: 10 * time.Second}),
 		},
 	}, nil
+}
+
+// countingWriter counts the bytes written to it and drops them.
+type countingWriter struct{ n atomic.Int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.n.Add(int64(len(p)))
+	return len(p), nil
 }
 
 // do serves one API request in process and returns status and body.
@@ -469,9 +501,13 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
+		logged := e.logs.n.Load()
+		start := time.Now()
 		if err := op(i); err != nil {
 			return rtRow{}, fmt.Errorf("%s: %w", name, err)
 		}
+		row.Wall = append(row.Wall, time.Since(start))
+		row.LogBytes += e.logs.n.Load() - logged
 		calls := e.rec.take()
 		ss := steps(calls)
 		depth := storeDepth(ss)

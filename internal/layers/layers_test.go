@@ -63,6 +63,7 @@ var layerOf = map[string]int{
 	"internal/motoserver":         tooling,
 	"internal/lambdaharness":      tooling,
 	"internal/bodies":             tooling,
+	"shared/capacity":             wiring, // models the assembled service over the DynamoDB adapter's items
 	"cmd":                         mains,
 	"functions":                   mains,
 	"internal/layers":             testSupport,

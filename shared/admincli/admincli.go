@@ -93,6 +93,7 @@ func (c *cli) commands() []command {
 		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},
 		{"notification route", "route unroutable notifications once their merchant exists", c.notificationRoute},
 		{"seed", "apply a seed file (idempotent)", c.seed},
+		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
 	}
 }
 

@@ -490,6 +490,7 @@ func TestErrors(t *testing.T) {
 		{"disable unknown sub", []string{"subscription", "disable", "--merchant", "m_shop", "--id", "sub_nope"}, 1, "has no subscription"},
 		{"seed missing file flag", []string{"seed"}, 2, "--file is required"},
 		{"seed missing file", []string{"seed", "--file", filepath.Join(t.TempDir(), "nope.json")}, 1, "no such file"},
+		{"migrate-keys on the embedded store", []string{"table", "migrate-keys"}, 1, "only the dynamo store has a key layout to migrate"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -584,6 +585,13 @@ func TestDynamoRoundTrip(t *testing.T) {
 	rec, err := st.GetAPIKeyByHash(ctx, tenant.HashKey(created.Key))
 	if err != nil || rec.ID != created.APIKey.ID || !slices.Equal(rec.SiteIDs, []string{"site_web"}) {
 		t.Fatalf("stored key = %+v, %v", rec, err)
+	}
+	// The key layout migration runs (nothing of the previous layout here;
+	// shared/store/dynamo's TestMigrateKeys covers the moves).
+	var rep dynamo.MigrationReport
+	h.jsonOK(&rep, "table", "migrate-keys")
+	if rep.ItemsScanned != 0 || rep.IdempotencyMoved != 0 || rep.ScanPagesProcessed == 0 {
+		t.Fatalf("migrate-keys = %+v", rep)
 	}
 }
 

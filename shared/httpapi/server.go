@@ -14,6 +14,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
@@ -143,7 +144,11 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 }
 
 // serve runs one route's pipeline: auth → permission → rate limit → site
-// and merchant → body → idempotency → handler.
+// and merchant → body → idempotency → handler. For an idempotent POST the
+// rate-limit hit runs alongside site resolution, body read and the
+// idempotency claim (one store round trip deep instead of two); its verdict
+// still comes first: a limited request gets its 429 whatever else failed,
+// and a claim it made is released.
 func (d *Deps) serve(rt Route) handler {
 	return func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		ctx := r.Context()
@@ -158,7 +163,11 @@ func (d *Deps) serve(rt Route) handler {
 			writeError(w, info, err)
 			return
 		}
-		if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
+		idempotent := r.Method == http.MethodPost && len(r.Header.Values(idempotency.Header)) > 0
+		var limit *verdict // the rate limit's, on its way (idempotent POSTs)
+		if idempotent {
+			limit = d.allowAsync(ctx, p)
+		} else if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
 			writeError(w, info, err)
 			return
 		}
@@ -173,29 +182,70 @@ func (d *Deps) serve(rt Route) handler {
 			c.Merchant, err = d.Auth.Merchant(ctx, p)
 		}
 		if err != nil {
-			writeError(w, info, err)
+			writeError(w, info, limit.or(err))
 			return
 		}
 		if r.Method == http.MethodPost {
 			if c.Body, err = readBody(w, r); err != nil {
-				writeError(w, info, err)
+				writeError(w, info, limit.or(err))
 				return
 			}
 		}
 		// A header sent empty is invalid (400), not absent.
-		if r.Method != http.MethodPost || len(r.Header.Values(idempotency.Header)) == 0 {
+		if !idempotent {
 			resp := d.run(ctx, rt, c)
 			d.awaitRecords(ctx, rt, c)
 			info.PSPReference = resp.psp
 			resp.write(w, info)
 			return
 		}
-		d.serveIdempotent(w, r, info, rt, c)
+		d.serveIdempotent(w, r, info, rt, c, limit)
 	}
 }
 
-// serveIdempotent runs a POST under its Idempotency-Key.
-func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call) {
+// verdict is a rate-limit decision still on its way: the hit's goroutine
+// sets err, then marks done.
+type verdict struct {
+	done sync.WaitGroup
+	err  error
+}
+
+// wait returns the decision (nil: allowed; also for a nil verdict, a limit
+// already passed).
+func (v *verdict) wait() error {
+	if v == nil {
+		return nil
+	}
+	v.done.Wait()
+	return v.err
+}
+
+// or returns the rate limit's error if the request is limited, else err:
+// a limited request gets its 429 whatever else went wrong.
+func (v *verdict) or(err error) error {
+	if lerr := v.wait(); lerr != nil {
+		return lerr
+	}
+	return err
+}
+
+// allowAsync starts the caller's rate-limit hit.
+func (d *Deps) allowAsync(ctx context.Context, p tenant.Principal) *verdict {
+	v := &verdict{}
+	v.done.Add(1)
+	go d.allowInto(ctx, v, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst)
+	return v
+}
+
+func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, burst int) {
+	v.err = d.Limiter.Allow(ctx, keyID, rate, burst)
+	v.done.Done()
+}
+
+// serveIdempotent runs a POST under its Idempotency-Key. limit is the
+// rate limiter's verdict, possibly still on its way: it decides before the
+// claim's outcome does.
+func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict) {
 	ctx := r.Context()
 	vals := r.Header.Values(idempotency.Header)
 	key, err := idempotency.ParseKey(vals[0])
@@ -203,11 +253,18 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 		err = apperr.InvalidField(idempotency.Header, "must be sent once")
 	}
 	if err != nil {
-		writeError(w, info, err)
+		writeError(w, info, limit.or(err))
 		return
 	}
 	scope := c.Principal.MerchantID()
 	lease, replay, err := d.Idem.Begin(ctx, scope, key, idempotency.Fingerprint(r.Method, r.URL.Path, c.Body))
+	if lerr := limit.wait(); lerr != nil {
+		if lease != nil { // limited: the request never ran
+			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
+		}
+		writeError(w, info, lerr)
+		return
+	}
 	if err != nil {
 		writeError(w, info, err)
 		return

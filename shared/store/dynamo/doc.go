@@ -16,12 +16,22 @@
 //	API key (by hash)   APIKEY#<hash>             META
 //	API key (by owner)  MERCHANT#<merchant>       KEY#<keyId>
 //	subscription        MERCHANT#<merchant>       SUB#<id>
-//	idempotency record  IDEM#<merchant>           KEY#<idempotencyKey>
+//	idempotency record  IDEM#<merchant>#<key>     KEY
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
 //	payment             PAYMENT#<pspReference>    META
 //	payment history     PAYMENT#<pspReference>    H#<index, 10 digits>
 //	merchant event      EVENTLOG#<merchant>       <receivedAt>#<eventId>
+//
+// Partition keys are chosen so that one merchant at 10,000 payments/s
+// stays under DynamoDB's 1,000 WCU/s and 3,000 RCU/s per partition key
+// (docs/scale.md; shared/capacity checks it): every idempotency record is
+// its own partition, a merchant's deliveries are write-sharded over
+// DeliveryShards gsi1 partitions (webhooks.go), and a rate-limit key above
+// 500 requests/s counts in several windows (shared/ratelimit). The item
+// builders (items.go) are exported so the capacity model sizes exactly the
+// items written. MigrateKeys moves a table of the previous layout
+// (IDEM#<merchant> / KEY#<key>, deliveries under MERCHANT#<merchant>).
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version (payments), revokedAt (API
@@ -65,7 +75,8 @@
 //     applied while reading, so a rare match reads more of the partition.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
-//     merchant and status through gsi1 MERCHANT#<m> / DELIVERY#<status>#…)
+//     merchant and status through the gsi1 shards
+//     MERCHANT#<m>#DELIVERIES#<n> / DELIVERY#<status>#…, scatter-gather)
 //     are described in webhooks.go; both are versioned PutItems.
 //
 // Every base-table read is strongly consistent. Every item but the
@@ -77,6 +88,7 @@
 // (docs/security.md). Expiry is also checked in code where a lagging
 // deletion matters (idempotency, rate limit, sessions, payment records).
 // ConditionalCheckFailed maps to storeerr.ErrConflict, a missing item to
-// storeerr.ErrNotFound; errors name the operation and key but never a secret
-// (API key hashes, lease tokens).
+// storeerr.ErrNotFound, an item over 400 KB is refused before it is sent;
+// errors name the operation and key but never a secret (API key hashes,
+// lease tokens).
 package dynamo

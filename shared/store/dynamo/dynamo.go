@@ -63,16 +63,32 @@ type Store struct {
 	client *dynamodb.Client
 	table  string
 	clock  clock.Clock
+	shards int // delivery shards of gsi1
+}
+
+// Option configures New.
+type Option func(*Store)
+
+// WithDeliveryShards spreads each merchant's deliveries over n gsi1
+// partitions instead of DeliveryShards. Every writer and reader of a table
+// must use the same n; tests use a few to keep scatter-gather listings
+// quick on moto.
+func WithDeliveryShards(n int) Option {
+	return func(s *Store) { s.shards = max(n, 1) }
 }
 
 // New returns a Store on table. clk supplies "now" for expiry checks that
 // take no explicit time (sessions, rate-limit windows); nil means
 // clock.System.
-func New(client *dynamodb.Client, table string, clk clock.Clock) *Store {
+func New(client *dynamodb.Client, table string, clk clock.Clock, opts ...Option) *Store {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Store{client: client, table: table, clock: clk}
+	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // attribute value constructors.
@@ -281,6 +297,15 @@ func transactionConflict(err error) bool {
 	}
 	var tc *types.TransactionConflictException
 	return errors.As(err, &tc)
+}
+
+// checkSize refuses an item over DynamoDB's 400 KB limit with an error that
+// says so (DynamoDB's own is a generic ValidationException).
+func checkSize(it map[string]types.AttributeValue) error {
+	if n := ItemSize(it); n > MaxItemBytes {
+		return fmt.Errorf("item of %d bytes exceeds DynamoDB's %d-byte limit", n, MaxItemBytes)
+	}
+	return nil
 }
 
 // errEmpty reports a missing identifier.

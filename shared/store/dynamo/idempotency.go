@@ -16,14 +16,21 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// Key parts of idempotency items (see doc.go).
+// Key parts of idempotency items (see doc.go). Each record is its own
+// partition, IDEM#<merchant>#<key> / KEY, so one merchant's claims spread
+// over the whole table. Merchant ids have no '#', so the key is unambiguous.
+// Tables written before this layout kept a merchant's records in one
+// partition (IDEM#<merchant> / KEY#<key>): MigrateKeys moves them.
 const (
-	pfxIdem    = "IDEM#"
-	pfxIdemKey = "KEY#"
+	pfxIdem       = "IDEM#"
+	skIdem        = "KEY"
+	pfxLegacyIdem = "KEY#" // sort key prefix of the old layout
 )
 
+func idemPK(scope, key string) string { return pfxIdem + scope + "#" + key }
+
 func idemKey(scope, key string) map[string]types.AttributeValue {
-	return itemKey(pfxIdem+scope, pfxIdemKey+key)
+	return itemKey(idemPK(scope, key), skIdem)
 }
 
 // claimCondition accepts a claim over nothing, an expired record, or an
@@ -39,12 +46,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	}
 	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
 	rec.Status, rec.Response = idempotency.StatusInProgress, nil
-	item := idemKey(rec.Scope, rec.Key)
-	item[attrScope], item[attrKey], item[attrFP], item[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
-	item[attrLeaseTill], item[attrLeaseN] = rfc3339(rec.LeaseUntil), instant(rec.LeaseUntil)
-	item[attrExpiresAt], item[attrExpiresN], item[attrTTL] = rfc3339(rec.ExpiresAt), instant(rec.ExpiresAt), ttlOf(rec.ExpiresAt)
-	if rec.LeaseToken != "" {
-		item[attrLease] = str(rec.LeaseToken)
+	item, err := IdempotencyItem(rec)
+	if err != nil {
+		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
 	}
 	in := &dynamodb.PutItemInput{
 		TableName:           aws.String(s.table),
@@ -72,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 			return idempotency.Record{}, wrap(err)
 		}
 		if len(old) == 0 { // the old item was not returned: read it
-			old, err = s.getItem(ctx, pfxIdem+rec.Scope, pfxIdemKey+rec.Key)
+			old, err = s.getItem(ctx, idemPK(rec.Scope, rec.Key), skIdem)
 			if errors.Is(err, storeerr.ErrNotFound) {
 				continue // released meanwhile: claim again
 			}

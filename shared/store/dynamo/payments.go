@@ -29,10 +29,8 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	rec := records.FromSession(sess)
-	item, err := dataItem(pfxSession+sess.ID, skMeta, rec)
+	item, err := SessionItem(sess)
 	if err == nil {
-		item[attrTTL] = ttlOf(rec.ExpiresAt)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -221,15 +219,13 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 	if n-from > maxNewEntries {
 		return fmt.Errorf("%d new history entries in one save (at most %d)", n-from, maxNewEntries)
 	}
-	pk, ttl := pfxPayment+p.PSPReference, paymentTTL(p)
-	meta := p
-	meta.History = nil
-	item, err := dataItem(pk, skMeta, meta)
+	item, err := paymentMetaItem(p)
+	if err == nil {
+		err = checkSize(item)
+	}
 	if err != nil {
 		return err
 	}
-	item[attrVersion], item[attrHistoryN] = num(p.Version), num(int64(n))
-	setTTL(item, ttl)
 	put := &types.Put{
 		TableName:                           aws.String(s.table),
 		Item:                                item,
@@ -251,11 +247,13 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 	}
 	writes := []types.TransactWriteItem{{Put: put}}
 	for i := from; i < n; i++ {
-		h, err := dataItem(pk, historySK(i), p.History[i])
+		h, err := paymentHistoryItem(p, i)
+		if err == nil {
+			err = checkSize(h)
+		}
 		if err != nil {
 			return err
 		}
-		setTTL(h, ttl)
 		writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: h}})
 	}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})

@@ -19,6 +19,8 @@ const (
 	skWindow = "WINDOW"
 )
 
+func rateKey(bucket string) map[string]types.AttributeValue { return itemKey(pfxRate+bucket, skWindow) }
+
 // Hit counts one request in bucket if its live count is below limit and
 // reports whether it did: one UpdateItem ADD conditional on the count. A
 // window that expired (by the store's clock; TTL deletion lags) counts as
@@ -37,7 +39,7 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 	}
 	count := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 itemKey(pfxRate+bucket, skWindow),
+		Key:                                 rateKey(bucket),
 		UpdateExpression:                    aws.String("ADD #c :one SET #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
 		ConditionExpression:                 aws.String("attribute_not_exists(#c) OR (#c < :limit AND #exp > :now)"),
 		ExpressionAttributeNames:            names,
@@ -46,7 +48,7 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 	}
 	restart := &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
-		Key:                      itemKey(pfxRate+bucket, skWindow),
+		Key:                      rateKey(bucket),
 		UpdateExpression:         aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
 		ConditionExpression:      aws.String("#exp <= :now"),
 		ExpressionAttributeNames: names,

@@ -23,7 +23,7 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-var t0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+var tRetain = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 
 // items returns every item of partition pk, by sort key.
 func items(t *testing.T, client *dynamodb.Client, table, pk string) map[string]map[string]types.AttributeValue {
@@ -58,7 +58,7 @@ func record(psp string) payments.Payment {
 	return payments.Payment{
 		PSPReference: psp, MerchantID: "m_a", SiteID: "site_1", Source: payments.SourceAdvanced,
 		Amount: money.Amount{Value: 100, Currency: "EUR"}, State: payments.StateAuthorised,
-		History: []payments.Event{{At: t0, Kind: "payment", Origin: "api"}}, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		History: []payments.Event{{At: tRetain, Kind: "payment", Origin: "api"}}, Version: 1, CreatedAt: tRetain, UpdatedAt: tRetain,
 	}
 }
 
@@ -68,19 +68,19 @@ func record(psp string) payments.Payment {
 func TestPaymentItemsBoundedAndExpiring(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
-	clk := clock.NewFake(t0)
+	clk := clock.NewFake(tRetain)
 	s := dynamo.New(client, table, clk)
 	p := record("PSP1")
 	if err := s.SavePayment(ctx, p, 0); err != nil {
 		t.Fatal(err)
 	}
-	p.History = append(p.History, payments.Event{At: t0, Kind: "capture", Origin: "api"})
+	p.History = append(p.History, payments.Event{At: tRetain, Kind: "capture", Origin: "api"})
 	p.Version = 2
 	if err := s.SavePayment(ctx, p, 1); err != nil {
 		t.Fatal(err)
 	}
 	got := items(t, client, table, "PAYMENT#PSP1")
-	want := t0.Add(store.PaymentRetention).Unix()
+	want := tRetain.Add(store.PaymentRetention).Unix()
 	if len(got) != 3 || got["META"] == nil || got["H#0000000000"] == nil || got["H#0000000001"] == nil {
 		t.Fatalf("items %v, want META and two history items", keys(got))
 	}
@@ -97,7 +97,7 @@ func TestPaymentItemsBoundedAndExpiring(t *testing.T) {
 		t.Fatalf("META data holds the history: %v", meta["history"])
 	}
 
-	clk.Set(t0.Add(store.PaymentRetention))
+	clk.Set(tRetain.Add(store.PaymentRetention))
 	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("GetPayment past retention: %v, want ErrNotFound", err)
 	}
@@ -117,9 +117,9 @@ func TestPaymentItemsBoundedAndExpiring(t *testing.T) {
 func TestPaymentInlineHistoryConverted(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
-	s := dynamo.New(client, table, clock.NewFake(t0))
+	s := dynamo.New(client, table, clock.NewFake(tRetain))
 	old := record("PSP1")
-	old.History = append(old.History, payments.Event{At: t0, Kind: "details", Origin: "api"})
+	old.History = append(old.History, payments.Event{At: tRetain, Kind: "details", Origin: "api"})
 	raw, _ := json.Marshal(old)
 	_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
 		"pk": &types.AttributeValueMemberS{Value: "PAYMENT#PSP1"}, "sk": &types.AttributeValueMemberS{Value: "META"},
@@ -132,7 +132,7 @@ func TestPaymentInlineHistoryConverted(t *testing.T) {
 	if err != nil || len(p.History) != 2 {
 		t.Fatalf("legacy record: %+v, %v", p, err)
 	}
-	p.History = append(p.History, payments.Event{At: t0, Kind: "capture", Origin: "api"})
+	p.History = append(p.History, payments.Event{At: tRetain, Kind: "capture", Origin: "api"})
 	p.Version = 2
 	if err := s.SavePayment(ctx, p, 1); err != nil {
 		t.Fatal(err)
@@ -150,19 +150,19 @@ func TestPaymentInlineHistoryConverted(t *testing.T) {
 func TestEventAndDeliveryItemsExpire(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
-	s := dynamo.New(client, table, clock.NewFake(t0))
-	ev := notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", Status: notifications.EventReceived, ReceivedAt: t0, UpdatedAt: t0, Version: 1}
+	s := dynamo.New(client, table, clock.NewFake(tRetain))
+	ev := notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", Status: notifications.EventReceived, ReceivedAt: tRetain, UpdatedAt: tRetain, Version: 1}
 	if err := s.SaveEvent(ctx, ev, 0); err != nil {
 		t.Fatal(err)
 	}
-	d := webhooks.Delivery{ID: "dlv_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1", Status: webhooks.StatusPending, CreatedAt: t0, UpdatedAt: t0, Version: 1}
+	d := webhooks.Delivery{ID: "dlv_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1", Status: webhooks.StatusPending, CreatedAt: tRetain, UpdatedAt: tRetain, Version: 1}
 	if err := s.SaveDelivery(ctx, d, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ttlOf(t, items(t, client, table, "EVENT#evt_1")["META"]), t0.Add(store.EventRetention).Unix(); got != want {
+	if got, want := ttlOf(t, items(t, client, table, "EVENT#evt_1")["META"]), tRetain.Add(store.EventRetention).Unix(); got != want {
 		t.Fatalf("event ttl %d, want %d", got, want)
 	}
-	if got, want := ttlOf(t, items(t, client, table, "DELIVERY#dlv_1")["META"]), t0.Add(store.DeliveryRetention).Unix(); got != want {
+	if got, want := ttlOf(t, items(t, client, table, "DELIVERY#dlv_1")["META"]), tRetain.Add(store.DeliveryRetention).Unix(); got != want {
 		t.Fatalf("delivery ttl %d, want %d", got, want)
 	}
 }

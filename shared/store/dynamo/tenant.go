@@ -32,9 +32,8 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	if m.ID == "" {
 		return fmt.Errorf("dynamo: put merchant: %w", errEmpty("id"))
 	}
-	item, err := dataItem(pfxMerchant+m.ID, skMeta, records.FromMerchant(m))
+	item, err := MerchantItem(m)
 	if err == nil {
-		item[attrGSI1PK], item[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -73,9 +72,8 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	case site.MerchantID == "":
 		return fmt.Errorf("dynamo: put site %q: %w", site.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxSite+site.ID, skMeta, records.FromSite(site))
+	item, err := SiteItem(site)
 	if err == nil {
-		item[attrGSI1PK], item[attrGSI1SK] = str(pfxMerchant+site.MerchantID), str(pfxSite+site.ID)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -222,7 +220,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	case sub.MerchantID == "":
 		return fmt.Errorf("dynamo: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
-	item, err := dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, records.FromSubscription(sub))
+	item, err := SubscriptionItem(sub)
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}

@@ -6,19 +6,23 @@ package dynamo
 // through gsi1):
 //
 //	record     pk                   sk    gsi1pk                 gsi1sk
-//	event      EVENT#<id>           META  PAYMENT#<pspReference>  EVENT#<receivedAt>#<id>
-//	delivery   DELIVERY#<id>        META  MERCHANT#<merchant>     DELIVERY#<status>#<createdAt>#<id>
+//	event      EVENT#<id>           META  PAYMENT#<pspReference>                  EVENT#<receivedAt>#<id>
+//	delivery   DELIVERY#<id>        META  MERCHANT#<merchant>#DELIVERIES#<shard>  DELIVERY#<status>#<createdAt>#<id>
 //	unroutable UNROUTABLE#EVENT     <receivedAt>#<id>   (a copy of an unroutable event, see SaveEvent)
 //
 // Times in sort keys are fixed-width UTC (2006-01-02T15:04:05.000000000Z)
 // so they sort as strings. SaveEvent and SaveDelivery are one PutItem
-// conditional on the stored version (absence for version 0); a delivery's
-// gsi1sk moves with its status, so a merchant's failed deliveries are one
-// Query of gsi1 (begins_with DELIVERY#failed#).
+// conditional on the stored version (absence for version 0). A merchant's
+// deliveries are write-sharded over DeliveryShards gsi1 partitions (shard:
+// a hash of the delivery id), so one merchant's webhook traffic never
+// concentrates on one index partition; a delivery's gsi1sk moves with its
+// status, so listing a merchant's failed deliveries is one Query per shard
+// (begins_with DELIVERY#failed#), run in parallel and merged (scatter-gather).
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,7 +30,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -43,6 +46,7 @@ const (
 	pfxDelivery      = "DELIVERY#"
 	pfxPaymentEvents = "PAYMENT#"
 	pfxMerchantIndex = "MERCHANT#"
+	pfxDeliveryShard = "#DELIVERIES#"
 	skRecord         = "META"
 	sortTimeLayout   = "2006-01-02T15:04:05.000000000Z"
 )
@@ -73,18 +77,17 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
 	rec := records.FromEvent(e)
-	item, err := dataItem(pfxEvent+e.ID, skRecord, rec)
+	item, err := EventItem(e)
+	if err == nil {
+		err = checkSize(item)
+	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
-	ttl := ttlOf(e.ReceivedAt.Add(store.EventRetention))
-	item[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
-	item[attrGSI1SK] = str(pfxEvent + sortTime(rec.ReceivedAt) + "#" + e.ID)
-	item[attrTTL] = ttl
 	if e.UnroutableAt == nil {
-		err = s.putVersioned(ctx, item, e.Version, prevVersion)
+		err = s.putVersioned(ctx, item, prevVersion)
 	} else {
-		err = s.saveUnroutable(ctx, e, rec, item, prevVersion, ttl)
+		err = s.saveUnroutable(ctx, e, rec, item, prevVersion, item[attrTTL])
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
@@ -183,14 +186,14 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	item, err := dataItem(pfxDelivery+d.ID, skRecord, records.FromDelivery(d))
+	item, err := DeliveryItem(d, s.shards)
+	if err == nil {
+		err = checkSize(item)
+	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
 	}
-	item[attrGSI1PK] = str(pfxMerchantIndex + d.MerchantID)
-	item[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
-	item[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
-	if err := s.putVersioned(ctx, item, d.Version, prevVersion); err != nil {
+	if err := s.putVersioned(ctx, item, prevVersion); err != nil {
 		return fmt.Errorf("dynamo: save delivery %q (version %d): %w", d.ID, prevVersion, err)
 	}
 	return nil
@@ -200,21 +203,70 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 func deliverySortKey(st webhooks.Status) string { return pfxDelivery + string(st) + "#" }
 
 // ListDeliveries returns the merchant's deliveries in status (all when
-// ""), newest first, at most limit (gsi1, eventually consistent).
+// ""), newest first, at most limit (gsi1, eventually consistent): one
+// newest-first Query per shard and status, in parallel, merged.
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
 	statuses := []webhooks.Status{status}
 	if status == "" {
 		statuses = webhooks.Statuses
 	}
-	out := []webhooks.Delivery{}
-	for _, st := range statuses {
-		ds, err := s.queryNewest(ctx, pfxMerchantIndex+merchantID, deliverySortKey(st), limit)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
+	type query struct {
+		shard int
+		st    webhooks.Status
+	}
+	queries := make([]query, 0, s.shards*len(statuses))
+	for shard := range s.shards {
+		for _, st := range statuses {
+			queries = append(queries, query{shard, st})
 		}
+	}
+	results := make([][]webhooks.Delivery, len(queries))
+	err := scatter(ctx, len(queries), func(ctx context.Context, i int) error {
+		q := queries[i]
+		ds, err := s.queryNewest(ctx, DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st), limit)
+		results[i] = ds
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
+	}
+	out := []webhooks.Delivery{}
+	for _, ds := range results {
 		out = append(out, ds...)
 	}
 	return webhooks.NewestFirst(out, limit), nil
+}
+
+// scatterParallel bounds the concurrent queries of one scatter-gather read.
+const scatterParallel = 16
+
+// scatter runs fn(0..n-1) with at most scatterParallel at a time and
+// returns the first error (the others are cancelled).
+func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, scatterParallel) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && err != context.Canceled {
+		return err
+	}
+	return ctx.Err()
 }
 
 // queryNewest reads gsi1 items of gsi1pk whose gsi1sk starts with prefix,
@@ -249,10 +301,9 @@ func (s *Store) queryDeliveries(ctx context.Context, in *dynamodb.QueryInput, li
 	return out, nil
 }
 
-// putVersioned writes item with its version attribute, conditional on the
-// stored version being prev (absence when prev is 0).
-func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, version, prev int64) error {
-	item[attrVersion] = num(version)
+// putVersioned writes item (which carries its version attribute),
+// conditional on the stored version being prev (absence when prev is 0).
+func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, prev int64) error {
 	expr, names, values := versionCondition(prev)
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
 		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values})

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,6 +27,7 @@ func TestRateLimitStore(t *testing.T, newStore Factory[ratelimit.Store]) {
 		{"ExpiredWindowStartsAgain", testHitExpiredWindow},
 		{"NonPositiveLimit", testHitNonPositiveLimit},
 		{"ConcurrentHitsNeverExceedLimit", testHitConcurrent},
+		{"LimiterShardedWindowAllowsTheBurst", testLimiterSharded},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -32,6 +35,43 @@ func TestRateLimitStore(t *testing.T, newStore Factory[ratelimit.Store]) {
 			tc.run(t, newStore(t, clk), clk)
 		})
 	}
+}
+
+// A key allowed more than ratelimit.ShardRate requests/s counts in several
+// window items of the store; together they allow exactly the burst, one
+// write per request, and the next window starts again.
+func testLimiterSharded(t *testing.T, s ratelimit.Store, clk *clock.Fake) {
+	ctx := context.Background()
+	counted := &countingHits{Store: s}
+	l := ratelimit.New(counted, clk, 0, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	const rate = 3 * ratelimit.ShardRate / 2 // 2 counters of 375
+	clk.Set(clk.Now().Truncate(2 * time.Second))
+	for i := range rate {
+		if err := l.Allow(ctx, "key_big", rate, rate); err != nil {
+			t.Fatalf("request %d of %d: %v", i+1, rate, err)
+		}
+	}
+	if n := counted.n.Load(); n != rate {
+		t.Fatalf("%d store writes for %d requests, want one each", n, rate)
+	}
+	if err := l.Allow(ctx, "key_big", rate, rate); err == nil {
+		t.Fatal("a request over the burst was allowed")
+	}
+	clk.Advance(time.Second)
+	if err := l.Allow(ctx, "key_big", rate, rate); err != nil {
+		t.Fatalf("next window: %v", err)
+	}
+}
+
+// countingHits counts the Hit calls reaching the store.
+type countingHits struct {
+	ratelimit.Store
+	n atomic.Int64
+}
+
+func (c *countingHits) Hit(ctx context.Context, bucket string, limit int, expiresAt time.Time) (bool, error) {
+	c.n.Add(1)
+	return c.Store.Hit(ctx, bucket, limit, expiresAt)
 }
 
 // hits calls Hit n times and returns the results.

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yp/paysvc/shared/capacity"
+)
+
+// Item 6: the capacity model (shared/capacity) on the full trace, checked
+// against DynamoDB's per-partition limits, its DynamoDB calls per request
+// checked against those counted on moto (item 2), and the cost of a
+// payment from the measured durations, log bytes and the model's units,
+// written into docs/scale.md's generated part with -scale-out.
+
+// Assumptions the measurements cannot make on loopback (flags).
+const (
+	// platformLogBytes: Lambda's own JSON records per invocation
+	// (platform.start and platform.report with its X-Ray fields).
+	platformLogBytes = 600
+)
+
+// scaleResult is item 6.
+type scaleResult struct {
+	Trace    *capacity.TraceResult
+	Cost     capacity.Cost
+	Measured capacity.Measured
+	Checks   []callCheck
+	Markdown string // the generated part of docs/scale.md
+	Wrote    string // the file written, if any
+	Took     time.Duration
+}
+
+// callCheck sets one request kind's DynamoDB calls in the model beside
+// those counted on moto.
+type callCheck struct {
+	Request, Row    string
+	Model, Measured float64
+}
+
+func (c callCheck) ok() bool { return math.Abs(c.Model-c.Measured) < 0.01 }
+
+// rowToRequest maps item 2's rows to the model's request kinds.
+var rowToRequest = []struct{ row, req string }{
+	{"POST payments (Idempotency-Key)", capacity.ReqPayments},
+	{"POST payments, replay of a finished key", capacity.ReqReplay},
+	{"POST captures (Idempotency-Key)", capacity.ReqCaptures},
+	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION"},
+	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts},
+}
+
+// storeCalls counts a row's DynamoDB calls per request, tenant and API
+// key reads aside (cached per instance in Lambda; the model meters their
+// refreshes).
+func storeCalls(r rtRow) float64 {
+	n := 0
+	for what, c := range r.Counts {
+		if strings.HasPrefix(what, "[") || strings.HasPrefix(what, "queue:") ||
+			strings.HasPrefix(what, "tenant:") || strings.HasPrefix(what, "auth:") {
+			continue
+		}
+		n += c
+	}
+	return float64(n) / float64(max(r.Requests, 1))
+}
+
+// runScale runs item 6; rt is item 2's result (measured here when nil).
+func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
+	start := time.Now()
+	if rt == nil {
+		var err error
+		if rt, err = runRoundTrips(cfg); err != nil {
+			return nil, fmt.Errorf("round trips for the cost inputs: %w", err)
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	memory, err := templateMemory(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	accessLog, err := accessLogBytes(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	res := &scaleResult{}
+	// The model with item 2's single subscription, for the call check.
+	probe := capacity.SmallMix()
+	probe.Rate, probe.Subscriptions = 200, 1
+	pt, err := capacity.Run(probe)
+	if err != nil {
+		return nil, err
+	}
+	rows := map[string]rtRow{}
+	for _, x := range rt.Rows {
+		rows[x.Name] = x
+	}
+	var mismatch []string
+	for _, m := range rowToRequest {
+		row, ok := rows[m.row]
+		if !ok {
+			return nil, fmt.Errorf("item 2 has no row %q", m.row)
+		}
+		c := callCheck{Request: m.req, Row: m.row, Model: pt.Calls[m.req], Measured: storeCalls(row)}
+		res.Checks = append(res.Checks, c)
+		if !c.ok() {
+			mismatch = append(mismatch, fmt.Sprintf("%s: model %.1f, moto %.1f", m.req, c.Model, c.Measured))
+		}
+	}
+
+	mix := capacity.FullMix()
+	if cfg.Smoke {
+		mix = capacity.SmallMix()
+		mix.Rate = 1000
+	}
+	cfg.logf("scale: replaying %d payments/s for %d s through the capacity model", mix.Rate, mix.Seconds)
+	tr, err := capacity.Run(mix)
+	if err != nil {
+		return nil, err
+	}
+	res.Trace = tr
+
+	fn := func(name string, row string, upstream bool, perBatch int) capacity.Function {
+		r := rows[row]
+		ms := r.medianMS()
+		if upstream {
+			ms += float64(cfg.UpstreamMS)
+		}
+		logs := r.logBytesPerRequest()
+		if perBatch > 1 { // one invocation handles a batch, its attempts concurrently
+			ms += float64(cfg.ReceiverMS)
+			logs *= float64(perBatch)
+		}
+		return capacity.Function{Name: name, MemoryMB: memory[name], DurationMS: math.Ceil(ms), LogBytes: logs + platformLogBytes}
+	}
+	const pay, rpl, capt = "POST payments (Idempotency-Key)", "POST payments, replay of a finished key", "POST captures (Idempotency-Key)"
+	res.Measured = capacity.Measured{
+		Functions: map[string]capacity.Function{
+			capacity.ReqPayments:      fn("PaymentsFunction", pay, true, 1),
+			capacity.ReqReplay:        fn("PaymentsFunction", rpl, false, 1),
+			capacity.ReqDetails:       fn("PaymentsFunction", pay, true, 1),
+			capacity.ReqCaptures:      fn("ModificationsFunction", capt, true, 1),
+			capacity.ReqReversals:     fn("ModificationsFunction", capt, true, 1),
+			capacity.ReqNotifications: fn("NotificationsFunction", "notification AUTHORISATION (receiver)", false, 1),
+			capacity.ReqAttempts:      fn("WebhookDispatcherFunction", "webhook delivery attempt (dispatcher)", false, capacity.SQSBatch),
+		},
+		AccessLogBytes: accessLog,
+		Source: fmt.Sprintf("measured by item 2 on moto (median of %d requests each; details priced as payments, reversals as captures), "+
+			"plus an assumed upstream latency of %d ms for the calls that reach the upstream and a receiver answering in %d ms; "+
+			"memory from template.yaml; %d bytes of Lambda platform records per invocation (estimated)",
+			cfg.RTRequests, cfg.UpstreamMS, cfg.ReceiverMS, platformLogBytes),
+	}
+	if res.Cost, err = capacity.CostOf(tr, res.Measured); err != nil {
+		return nil, err
+	}
+	md, err := tr.Report(res.Cost, res.Measured)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(md)
+	b.WriteString("\n### The model against moto\n\nDynamoDB calls per request in the model and counted by item 2's SDK middleware on moto " +
+		"(one subscription there, so the model runs with one here; tenant reads aside: cached per instance).\n\n" +
+		"| request | model | moto | |\n|---|---|---|---|\n")
+	for _, c := range res.Checks {
+		b.WriteString(fmt.Sprintf("| %s | %.1f | %.1f | %s |\n", c.Request, c.Model, c.Measured, mark(c.ok())))
+	}
+	fmt.Fprintf(&b, "\nGenerated %s by `%s`.\n", time.Now().UTC().Format("2006-01-02"), cfg.Command)
+	res.Markdown = b.String()
+	res.Took = time.Since(start)
+
+	if cfg.ScaleOut != "" {
+		doc, err := os.ReadFile(cfg.ScaleOut)
+		if err != nil {
+			return res, err
+		}
+		out, err := capacity.Splice(string(doc), res.Markdown)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", cfg.ScaleOut, err)
+		}
+		if err := os.WriteFile(cfg.ScaleOut, []byte(out), 0o644); err != nil {
+			return res, err
+		}
+		res.Wrote = cfg.ScaleOut
+	}
+	var errs []string
+	if err := tr.Check(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(mismatch) > 0 {
+		errs = append(errs, "the model's DynamoDB calls differ from those counted on moto: "+strings.Join(mismatch, "; "))
+	}
+	if len(errs) > 0 {
+		return res, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return res, nil
+}
+
+// templateMemory reads each function's MemorySize from template.yaml: the
+// Globals value unless the function sets its own.
+func templateMemory(path string) (map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	memRe := regexp.MustCompile(`^\s+MemorySize:\s*(\d+)\s*$`)
+	resRe := regexp.MustCompile(`^  ([A-Za-z0-9]+):\s*$`)
+	global, section, resource := 0, "", ""
+	own := map[string]int{}
+	var functions []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
+			section, resource = strings.TrimSuffix(strings.TrimSpace(line), ":"), ""
+			continue
+		}
+		if section == "Resources" {
+			if m := resRe.FindStringSubmatch(line); m != nil {
+				resource = m[1]
+			}
+			if strings.TrimSpace(line) == "Type: AWS::Serverless::Function" && resource != "" {
+				functions = append(functions, resource)
+			}
+		}
+		if m := memRe.FindStringSubmatch(line); m != nil {
+			v, _ := strconv.Atoi(m[1])
+			switch {
+			case section == "Globals":
+				global = v
+			case section == "Resources" && resource != "":
+				own[resource] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, fn := range functions {
+		out[fn] = global
+		if v, ok := own[fn]; ok {
+			out[fn] = v
+		}
+		if out[fn] == 0 {
+			out[fn] = 128 // Lambda's default
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no AWS::Serverless::Function found", path)
+	}
+	return out, nil
+}
+
+// accessLogBytes is the size of one API Gateway access log line: the
+// template's Format with each $context variable replaced by a typical
+// value.
+func accessLogBytes(path string) (float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.Index(s, "Format: >-")
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no access log Format", path)
+	}
+	var format strings.Builder
+	for _, line := range strings.Split(s[i+len("Format: >-"):], "\n")[1:] {
+		if !strings.HasPrefix(line, "          ") {
+			break
+		}
+		format.WriteString(strings.TrimSpace(line))
+	}
+	typical := map[string]string{
+		"requestId": "6c9e5f0a-2b7d-4c1e-9f3a-8d2b1e0c7a55", "extendedRequestId": "Ab1Cd2Ef3Gh4Ij5=",
+		"identity.sourceIp": "203.0.113.24", "identity.userAgent": "paysvc-client-go/1.4 (+https://shop.example)",
+		"requestTime": "02/Mar/2026:10:00:00 +0000", "httpMethod": "POST", "path": "/live/v1/ecom/site_bigshop_web/payments",
+		"resourcePath": "/v1/ecom/{siteId}/payments", "protocol": "HTTP/1.1", "stage": "live", "status": "200",
+		"responseLength": "412", "responseLatency": "287", "integration.latency": "281", "integration.status": "200",
+		"error.responseType": "-", "error.message": "-", "xrayTraceId": "Root=1-65e2f4a0-0123456789abcdef01234567;Sampled=0",
+	}
+	re := regexp.MustCompile(`\$context\.([A-Za-z.]+)`)
+	line := re.ReplaceAllStringFunc(format.String(), func(v string) string {
+		if t, ok := typical[strings.TrimPrefix(v, "$context.")]; ok {
+			return t
+		}
+		return "-"
+	})
+	return float64(len(line) + 1), nil
+}
+
+// scaleSection renders item 6 (a summary; docs/scale.md has the whole).
+func (r *report) scaleSection(w func(string, ...any)) {
+	if !r.cfg.sectionWanted(secScale) {
+		return
+	}
+	w("## 6. Scale: DynamoDB capacity model and cost of a payment\n\n")
+	w("The capacity model (`shared/capacity`) replays one merchant's trace through the store adapter's own item builders and\n")
+	w("meters write and read units per partition key and second on the table and gsi1; the whole report, with the quotas to\n")
+	w("raise for 10,000 payments/s, is [docs/scale.md](docs/scale.md).\n\n")
+	r.sectionError(w, secScale)
+	s := r.scale
+	if s == nil || s.Trace == nil {
+		return
+	}
+	t := s.Trace
+	w("Trace: %d payments/s for %d s (%d operations metered in %s).\n\n", t.Mix.Rate, t.Mix.Seconds, t.Ops, s.Took.Round(time.Second))
+	w("| key family | busiest partition key | peak WCU/s | peak RCU/s |\n|---|---|---|---|\n")
+	for _, f := range t.Families {
+		key := f.Part.PK
+		if f.W == 0 {
+			key = f.RPart.PK
+		}
+		w("| %s | `%s` | %.0f | %.0f |\n", f.Family, key, f.W, f.R)
+	}
+	w("\nDynamoDB per payment: %.1f WRU, %.1f RRU. Cost of one million payments at on-demand list prices (%s, %s): **$%.0f**",
+		t.Total.W/t.Payments, t.Total.R/t.Payments, capacity.PriceRegion, capacity.PriceDate, s.Cost.Total)
+	if s.Wrote != "" {
+		w(" (table in %s)", s.Wrote)
+	}
+	w(".\n\n")
+}

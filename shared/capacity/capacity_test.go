@@ -1,0 +1,209 @@
+package capacity
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/yp/paysvc/shared/store/dynamo"
+)
+
+// The small trace at the full rate of one merchant (10,000 payments/s)
+// keeps every partition key of the table and of gsi1 under DynamoDB's
+// per-partition limits, and every item under 400 KB. (`make bench` runs
+// the full 60 s trace into docs/scale.md.)
+func TestSmallTraceWithinPartitionLimits(t *testing.T) {
+	res, err := Run(SmallMix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Check(); err != nil {
+		t.Fatal(err)
+	}
+	fam := map[string]Peak{}
+	for _, f := range res.Families {
+		fam[f.Family] = f
+	}
+	// The keys that were hot before: each now spread, each still busy.
+	for _, tc := range []struct {
+		family  string
+		minW    float64 // the load is really there…
+		maxW    float64 // …and spread under the limit with headroom
+		example string
+	}{
+		{"gsi1 MERCHANT", 150, 750, "MERCHANT#m_bigshop#DELIVERIES#"},
+		{"table RATE", 200, 600, "RATE#rl#key_server_1#"},
+		{"table IDEM", 1, 10, "IDEM#m_bigshop#"},
+	} {
+		f, ok := fam[tc.family]
+		if !ok {
+			t.Errorf("no %s partition metered", tc.family)
+			continue
+		}
+		if f.W < tc.minW || f.W > tc.maxW || !strings.HasPrefix(f.Part.PK, tc.example) {
+			t.Errorf("%s: busiest %s at %.0f WCU/s, want %s… within [%.0f, %.0f]", tc.family, f.Part.PK, f.W, tc.example, tc.minW, tc.maxW)
+		}
+	}
+	if r := fam["table MERCHANT"].R; r == 0 {
+		t.Errorf("merchant partition: no cache refreshes metered")
+	}
+	// Failed attempts wait out their backoff as in-flight SQS messages:
+	// ~31,600 deliveries/s × 5 % × (5 s + 5 min + 30 min) ≈ 3.3 million,
+	// far over the queue's ~120,000 (docs/scale.md: not fixed here).
+	if res.SQSInFlight < 2e6 || res.SQSInFlight > 5e6 {
+		t.Errorf("SQS in flight: %.0f, want about 3.3 million", res.SQSInFlight)
+	}
+	per := func(req string) float64 { return res.Requests[req] / res.Payments }
+	if per(ReqPayments) != 1 || per(ReqNotifications) < 1.5 || per(ReqAttempts) < 2*per(ReqNotifications) {
+		t.Errorf("requests per payment: %v", res.Requests)
+	}
+	// DynamoDB calls per request, as the adapter makes them (and as
+	// cmd/paysvc-bench counts them on moto; tenant reads are cached).
+	for req, want := range map[string]float64{
+		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 6, ReqReversals: 5, ReqDetails: 7,
+		"notification CAPTURE": 4 + 3*2 + 2, "notification AUTHORISATION": 4 + 3*2 + 3, ReqAttempts: 5,
+	} {
+		if got := res.Calls[req]; got != want {
+			t.Errorf("%s: %.2f DynamoDB calls per request in the model, want %.0f", req, got, want)
+		}
+	}
+}
+
+// The meter finds a hot key: the old layout put every idempotency record
+// of a merchant in one partition.
+func TestMeterFindsHotKey(t *testing.T) {
+	m := NewMeter()
+	m.At(0)
+	for i := range 1200 {
+		m.Put(nil, dynamo.Item{
+			"pk": &types.AttributeValueMemberS{Value: "IDEM#m_big"},
+			"sk": &types.AttributeValueMemberS{Value: "KEY#" + strings.Repeat("k", i%30)},
+		})
+	}
+	m.Close()
+	err := m.Result().Check()
+	if err == nil || !strings.Contains(err.Error(), "table IDEM#m_big: 1200 WCU/s in second 0") {
+		t.Fatalf("Check: %v", err)
+	}
+}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
+
+// DynamoDB's rounding: writes per KB of the larger image, a GSI key move
+// costs a delete and an insert, reads per 4 KB (half when eventually
+// consistent), at least one unit.
+func TestMeterRounding(t *testing.T) {
+	item := func(gsi1sk string, pad int) dynamo.Item {
+		it := dynamo.Item{"pk": s("DELIVERY#d1"), "sk": s("META"), "gsi1pk": s("MERCHANT#m#DELIVERIES#3"), "gsi1sk": s(gsi1sk)}
+		it["data"] = s(strings.Repeat("x", pad-dynamo.ItemSize(it)-len("data")))
+		return it
+	}
+	m := NewMeter()
+	m.At(0)
+	m.Put(nil, item("DELIVERY#pending#1", 1024))                              // 1 + gsi 1
+	m.Put(item("DELIVERY#pending#1", 1024), item("DELIVERY#pending#1", 1025)) // 2 + gsi in place 2
+	m.Put(item("DELIVERY#pending#1", 1025), item("DELIVERY#delivered#1", 3000))
+	// table 3, gsi delete 2 + insert 3
+	m.Get(item("x", 4097))                            // 2
+	m.Query("gsi1", "MERCHANT#m#DELIVERIES#3", false) // 0.5
+	m.Close()
+	r := m.Result()
+	if got := r.ByIndex[Table]; got.W != 6 || got.R != 2 {
+		t.Errorf("table: %+v, want 6 WCU, 2 RCU", got)
+	}
+	if got := r.ByIndex["gsi1"]; got.W != 8 || got.R != 0.5 {
+		t.Errorf("gsi1: %+v, want 8 WCU, 0.5 RCU", got)
+	}
+}
+
+func TestItemSize(t *testing.T) {
+	for _, tc := range []struct {
+		item dynamo.Item
+		want int
+	}{
+		{dynamo.Item{"pk": s("ab")}, 4},
+		{dynamo.Item{"n": n("123.4500")}, 1 + 3 + 1},     // 5 significant digits
+		{dynamo.Item{"n": n("1772445600.5")}, 1 + 6 + 1}, // 11 digits
+		{dynamo.Item{"n": n("-0.000100")}, 1 + 1 + 1},    // 1 digit
+		{dynamo.Item{"m": &types.AttributeValueMemberBOOL{}}, 2},
+	} {
+		if got := dynamo.ItemSize(tc.item); got != tc.want {
+			t.Errorf("ItemSize(%v) = %d, want %d", tc.item, got, tc.want)
+		}
+	}
+}
+
+// The payment record's history is not bounded: the model states where it
+// would reach 400 KB (and SavePayment refuses beyond; see the dynamo
+// contract).
+func TestPaymentHistoryBound(t *testing.T) {
+	n, err := PaymentHistoryBound()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 1000 || n > 5000 {
+		t.Fatalf("a payment record reaches 400 KB at %d history entries, want a bound in [1000, 5000]", n)
+	}
+}
+
+// The report and the cost table are generated from a trace's counts and
+// the measured inputs, and spliced into docs/scale.md's generated part.
+func TestReportAndCost(t *testing.T) {
+	mix := SmallMix()
+	mix.Rate = 500
+	res, err := Run(mix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(name string, ms, logs float64) Function {
+		return Function{Name: name, MemoryMB: 128, DurationMS: ms, LogBytes: logs}
+	}
+	m := Measured{
+		Functions: map[string]Function{
+			ReqPayments: fn("PaymentsFunction", 320, 900), ReqReplay: fn("PaymentsFunction", 12, 700),
+			ReqDetails: fn("PaymentsFunction", 320, 900), ReqCaptures: fn("ModificationsFunction", 330, 950),
+			ReqReversals: fn("ModificationsFunction", 330, 950), ReqNotifications: fn("NotificationsFunction", 40, 1200),
+			ReqAttempts: fn("WebhookDispatcherFunction", 150, 4000),
+		},
+		AccessLogBytes: 700, Source: "test inputs",
+	}
+	c, err := CostOf(res, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Lines) != 8 || c.Total <= 0 {
+		t.Fatalf("cost: %+v", c)
+	}
+	for _, l := range c.Lines {
+		if l.USD <= 0 || l.Quantity <= 0 {
+			t.Errorf("cost line %+v", l)
+		}
+	}
+	md, err := res.Report(c, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Busiest partition key of each key family", "| gsi1 MERCHANT |", "**total**",
+		"API Gateway (REST) requests", "history entries", "| POST payments | 1.000 | 4.0 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	doc, err := os.ReadFile("../../docs/scale.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Splice(string(doc), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, md) || !strings.HasPrefix(out, string(doc)[:strings.Index(string(doc), BeginGenerated)]) {
+		t.Fatal("Splice did not keep the hand-written part and insert the generated one")
+	}
+	if _, err := CostOf(res, Measured{}); err == nil {
+		t.Fatal("CostOf without measurements: no error")
+	}
+}

@@ -1,0 +1,298 @@
+// Package capacity is the DynamoDB capacity model of the service
+// (docs/scale.md): it replays a synthetic trace of one merchant's traffic
+// through the store adapter's own item builders (shared/store/dynamo) and
+// meters the write and read units every partition key takes, second by
+// second, on the table and on every global secondary index, with
+// DynamoDB's rounding, using each item's real marshalled size. Check fails
+// when a partition key goes over DynamoDB's per-partition limits or an item
+// over 400 KB. The cost of a payment (cost.go) is derived from the same
+// counts.
+package capacity
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/yp/paysvc/shared/store/dynamo"
+)
+
+// DynamoDB's physical limits per partition.
+const (
+	PartitionWCU = 1000 // write units per second
+	PartitionRCU = 3000 // read units per second
+)
+
+// Table is the Part.Index of the base table.
+const Table = ""
+
+// Part is one partition key of the table or of an index.
+type Part struct {
+	Index string // "" for the table, else the GSI's name
+	PK    string
+}
+
+func (p Part) String() string {
+	if p.Index == Table {
+		return "table " + p.PK
+	}
+	return p.Index + " " + p.PK
+}
+
+// Family is a partition key with its identifiers dropped (its first
+// segment), e.g. "table PAYMENT" or "gsi1 MERCHANT".
+func (p Part) Family() string {
+	head, _, _ := strings.Cut(p.PK, "#")
+	if p.Index == Table {
+		return "table " + head
+	}
+	return p.Index + " " + head
+}
+
+// Units are capacity units in one second.
+type Units struct{ W, R float64 }
+
+// Peak is the busiest second of one partition key.
+type Peak struct {
+	Part   Part    // the partition of W (and of R, except in a family)
+	RPart  Part    // the partition of R
+	W, R   float64 // highest write and read units in one second
+	WSec   int     // the second of W
+	RSec   int
+	Family string
+}
+
+// Meter counts units per partition key and second. Record operations in
+// time order (Second moves forward only).
+type Meter struct {
+	// Weight multiplies every operation: a trace that samples 1 request
+	// in n meters each with weight n.
+	Weight float64
+
+	sec     int
+	cur     map[Part]*Units
+	keep    float64          // a partition's second is kept in peaks above this many units
+	peaks   map[Part]*Peak   // partitions that came near a limit
+	family  map[string]*Peak // the busiest partition second of each family
+	total   Units            // every unit, all seconds
+	byIndex map[string]*Units
+	maxItem map[string]int // largest item written, per family of its table key
+	ops     int
+}
+
+// NewMeter returns a meter with weight 1.
+func NewMeter() *Meter {
+	return &Meter{
+		Weight: 1, cur: map[Part]*Units{}, keep: 50, peaks: map[Part]*Peak{},
+		family: map[string]*Peak{}, byIndex: map[string]*Units{}, maxItem: map[string]int{},
+	}
+}
+
+// At moves the meter to second s, closing the seconds before it.
+func (m *Meter) At(s int) {
+	if s < m.sec {
+		panic(fmt.Sprintf("capacity: second %d after %d", s, m.sec))
+	}
+	if s > m.sec {
+		m.flush()
+		m.sec = s
+	}
+}
+
+// Close ends the last second; call it before reading results.
+func (m *Meter) Close() { m.flush() }
+
+func (m *Meter) flush() {
+	for p, u := range m.cur {
+		fam := p.Family()
+		f := m.family[fam]
+		if f == nil {
+			f = &Peak{Part: p, RPart: p, Family: fam}
+			m.family[fam] = f
+		}
+		if u.W > f.W {
+			f.W, f.WSec, f.Part = u.W, m.sec, p
+		}
+		if u.R > f.R {
+			f.R, f.RSec, f.RPart = u.R, m.sec, p
+		}
+		if u.W >= m.keep || u.R >= m.keep {
+			pk := m.peaks[p]
+			if pk == nil {
+				pk = &Peak{Part: p, RPart: p, Family: fam}
+				m.peaks[p] = pk
+			}
+			if u.W > pk.W {
+				pk.W, pk.WSec = u.W, m.sec
+			}
+			if u.R > pk.R {
+				pk.R, pk.RSec = u.R, m.sec
+			}
+		}
+	}
+	clear(m.cur)
+}
+
+func (m *Meter) add(p Part, w, r float64) {
+	w, r = w*m.Weight, r*m.Weight
+	u := m.cur[p]
+	if u == nil {
+		u = &Units{}
+		m.cur[p] = u
+	}
+	u.W += w
+	u.R += r
+	m.total.W += w
+	m.total.R += r
+	ix := m.byIndex[p.Index]
+	if ix == nil {
+		ix = &Units{}
+		m.byIndex[p.Index] = ix
+	}
+	ix.W += w
+	ix.R += r
+}
+
+// writeUnits is the WCU of writing n bytes: 1 per KB, rounded up.
+func writeUnits(n int) float64 { return math.Max(1, math.Ceil(float64(n)/1024)) }
+
+// readUnits is the RCU of reading n bytes: 1 per 4 KB rounded up
+// (strongly consistent), half that eventually consistent.
+func readUnits(n int, consistent bool) float64 {
+	u := math.Max(1, math.Ceil(float64(n)/4096))
+	if !consistent {
+		u /= 2
+	}
+	return u
+}
+
+// Put meters a write that replaces old (nil: none) by new (nil: a delete):
+// on the table, the larger of the two sizes; on each index, an update in
+// place when the item keeps its index key, else a delete of the old entry
+// and an insert of the new one (projection ALL: the entry is the item).
+func (m *Meter) Put(old, new dynamo.Item) {
+	m.ops++
+	ref := new
+	if ref == nil {
+		ref = old
+	}
+	pk, _ := dynamo.Keys(ref)
+	size := max(dynamo.ItemSize(old), dynamo.ItemSize(new))
+	m.add(Part{Table, pk}, writeUnits(size), 0)
+	if new != nil {
+		fam := Part{Table, pk}.Family()
+		m.maxItem[fam] = max(m.maxItem[fam], dynamo.ItemSize(new))
+	}
+	for _, ix := range dynamo.Indexes {
+		opk, osk, inOld := dynamo.IndexKey(old, ix.Name)
+		npk, nsk, inNew := dynamo.IndexKey(new, ix.Name)
+		switch {
+		case inOld && inNew && opk == npk && osk == nsk:
+			m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(new)), 0)
+		default:
+			if inOld {
+				m.add(Part{ix.Name, opk}, writeUnits(dynamo.ItemSize(old)), 0)
+			}
+			if inNew {
+				m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(new)), 0)
+			}
+		}
+	}
+}
+
+// FailedPut meters a conditional write whose condition failed: it
+// consumes the write units of the item it was checked against.
+func (m *Meter) FailedPut(existing dynamo.Item) {
+	m.ops++
+	pk, _ := dynamo.Keys(existing)
+	m.add(Part{Table, pk}, writeUnits(dynamo.ItemSize(existing)), 0)
+}
+
+// Get meters a GetItem of it (strongly consistent, as the adapter reads).
+func (m *Meter) Get(it dynamo.Item) {
+	m.ops++
+	pk, _ := dynamo.Keys(it)
+	m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
+}
+
+// Query meters one Query of partition pk in index ("" for the table)
+// returning items: their sizes summed, then rounded.
+func (m *Meter) Query(index, pk string, consistent bool, items ...dynamo.Item) {
+	m.ops++
+	n := 0
+	for _, it := range items {
+		n += dynamo.ItemSize(it)
+	}
+	m.add(Part{index, pk}, 0, readUnits(n, consistent))
+}
+
+// ReadUnits meters r read units on a partition (cache refreshes).
+func (m *Meter) ReadUnits(p Part, r float64) { m.ops++; m.add(p, 0, r) }
+
+// Result is what a meter counted.
+type Result struct {
+	Total   Units
+	ByIndex map[string]Units
+	// Families holds the busiest second of the busiest partition of each
+	// key family; Hot every partition second over the keep threshold.
+	Families []Peak
+	Hot      []Peak
+	MaxItem  map[string]int // largest item written, per table key family
+	Ops      int            // operations metered (unweighted)
+}
+
+// Result returns the counts, busiest first.
+func (m *Meter) Result() Result {
+	r := Result{Total: m.total, ByIndex: map[string]Units{}, MaxItem: m.maxItem, Ops: m.ops}
+	for k, v := range m.byIndex {
+		r.ByIndex[k] = *v
+	}
+	for _, f := range m.family {
+		r.Families = append(r.Families, *f)
+	}
+	for _, p := range m.peaks {
+		r.Hot = append(r.Hot, *p)
+	}
+	busiest := func(ps []Peak) {
+		sort.Slice(ps, func(i, j int) bool {
+			a, b := ps[i], ps[j]
+			la, lb := math.Max(a.W/PartitionWCU, a.R/PartitionRCU), math.Max(b.W/PartitionWCU, b.R/PartitionRCU)
+			if la != lb {
+				return la > lb
+			}
+			return a.Part.String() < b.Part.String()
+		})
+	}
+	busiest(r.Families)
+	busiest(r.Hot)
+	return r
+}
+
+// Check reports every partition key over a per-partition limit and every
+// item family over 400 KB.
+func (r Result) Check() error {
+	var bad []string
+	for _, p := range r.Hot {
+		if p.W > PartitionWCU {
+			bad = append(bad, fmt.Sprintf("%s: %.0f WCU/s in second %d (limit %d)", p.Part, p.W, p.WSec, PartitionWCU))
+		}
+		if p.R > PartitionRCU {
+			bad = append(bad, fmt.Sprintf("%s: %.0f RCU/s in second %d (limit %d)", p.Part, p.R, p.RSec, PartitionRCU))
+		}
+	}
+	fams := make([]string, 0, len(r.MaxItem))
+	for f := range r.MaxItem {
+		fams = append(fams, f)
+	}
+	sort.Strings(fams)
+	for _, f := range fams {
+		if n := r.MaxItem[f]; n > dynamo.MaxItemBytes {
+			bad = append(bad, fmt.Sprintf("%s: item of %d bytes (limit %d)", f, n, dynamo.MaxItemBytes))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("capacity: %d limit(s) exceeded:\n  %s", len(bad), strings.Join(bad, "\n  "))
+	}
+	return nil
+}

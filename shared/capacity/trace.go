@@ -1,0 +1,805 @@
+package capacity
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Mix is a synthetic trace: one merchant starting Rate payments per second
+// for Seconds seconds, through one API key, and what follows each payment.
+// Shares are of payments unless said otherwise; which payment does what is
+// a fixed function of its number, so a trace is reproducible.
+type Mix struct {
+	Rate    int // payments started per second
+	Seconds int
+	// Sample simulates one payment in Sample and weighs each of its
+	// operations by Sample (1: every payment). Partition loads of keys
+	// shared by many payments come out the same; per-payment keys are
+	// overstated by at most the factor, far below any limit.
+	Sample int
+
+	ThreeDS  float64 // answered RedirectShopper, finished by POST payments/details
+	Refused  float64 // refused (no capture)
+	Captured float64 // of the authorised: captured by POST captures (manual capture)
+	Refunded float64 // of the captured: refunded by POST reversals
+	Replayed float64 // POST payments sent again with its Idempotency-Key (a replay)
+
+	Subscriptions int     // the merchant's webhook subscriptions (every event code)
+	Failing       float64 // of the deliveries: to a failing receiver
+	FailAttempts  int     // attempts a failing receiver fails before one succeeds
+
+	KeyRate  int           // the API key's rate limit (requests/s; burst the same)
+	CacheTTL time.Duration // per-instance tenant cache (PAYSVC_AUTH_CACHE_TTL)
+	// Instances are the warm Lambda instances of each function (its
+	// concurrency): each refreshes its tenant cache once per CacheTTL.
+	Instances map[string]int
+
+	// Timing, in seconds after the step before.
+	DetailsAfter, CaptureAfter, RefundAfter, NotifyAfter int
+
+	// Listings of the merchant's failed deliveries per second (a dashboard
+	// polling): each reads every delivery shard of gsi1.
+	Listings int
+}
+
+// FullMix is issue 16's trace: 10,000 payments/s for 60 s with a realistic
+// mix. Instances follow from Little's law at the durations of docs/scale.md
+// (payments 0.35 s with the upstream, modifications 0.3 s, notifications
+// 0.05 s, dispatcher 0.1 s per batch of 10).
+func FullMix() Mix {
+	return Mix{
+		Rate: 10_000, Seconds: 60, Sample: 1,
+		ThreeDS: 0.25, Refused: 0.08, Captured: 0.6, Refunded: 0.05, Replayed: 0.01,
+		Subscriptions: 2, Failing: 0.05, FailAttempts: 3,
+		KeyRate: 20_000, CacheTTL: 5 * time.Second,
+		Instances: map[string]int{
+			"payments": 4_400, "modifications": 1_900, "notifications": 900, "dispatcher": 400,
+		},
+		DetailsAfter: 8, CaptureAfter: 2, RefundAfter: 5, NotifyAfter: 1,
+		Listings: 1,
+	}
+}
+
+// SmallMix is FullMix for 1 s with every step of a payment in the second
+// it started (retries aside): that second carries what a second of the
+// sustained full trace carries, at the full rate, for go test.
+func SmallMix() Mix {
+	m := FullMix()
+	m.Seconds = 1
+	m.DetailsAfter, m.CaptureAfter, m.RefundAfter, m.NotifyAfter = 0, 0, 0, 0
+	return m
+}
+
+// Trace identities (the merchant, its site and key).
+const (
+	traceMerchant = "m_bigshop"
+	traceSite     = "site_bigshop_web"
+	traceKeyID    = "key_server_1"
+	traceAccount  = "BigShopECOM"
+)
+
+// Request kinds counted per payment (cost.go).
+const (
+	ReqPayments      = "POST payments"
+	ReqReplay        = "POST payments (replay)"
+	ReqDetails       = "POST payments/details"
+	ReqCaptures      = "POST captures"
+	ReqReversals     = "POST reversals"
+	ReqNotifications = "notification (receiver)"
+	ReqAttempts      = "webhook attempt (dispatcher)"
+	ReqSQSSend       = "SQS SendMessage"
+	ReqSQSVisibility = "SQS ChangeMessageVisibility"
+)
+
+// TraceResult is a replayed trace: the meter's counts and the requests
+// made, weighted.
+type TraceResult struct {
+	Mix      Mix
+	Payments float64
+	Requests map[string]float64
+	// Calls are the DynamoDB calls of one request of each kind, tenant
+	// reads (cached) aside: what cmd/paysvc-bench counts on moto.
+	Calls map[string]float64
+	// SQSInFlight is the deliveries queue's in-flight messages under this
+	// traffic sustained: a failed attempt's message stays received (in
+	// flight) for its whole backoff (ChangeMessageVisibility).
+	SQSInFlight float64
+	Result
+}
+
+// SQSInFlightQuota is SQS's in-flight limit of a standard queue (about
+// 120,000; raised on request to AWS support).
+const SQSInFlightQuota = 120_000
+
+type taskKind uint8
+
+const (
+	kPay taskKind = iota
+	kReplay
+	kDetails
+	kNotify
+	kCapture
+	kRefund
+	kAttempt
+)
+
+// task is one step of one payment's life, at a second of the trace.
+type task struct {
+	kind    taskKind
+	code    uint8 // kNotify, kAttempt: index in eventCodes
+	sub     uint8 // kAttempt: subscription
+	attempt uint8 // kAttempt: 1-based
+	i       int   // the payment's number
+}
+
+var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund}
+
+// Run replays m through the adapter's item builders and meters it.
+func Run(m Mix) (*TraceResult, error) {
+	if m.Rate <= 0 || m.Seconds <= 0 || m.Sample <= 0 || m.Subscriptions <= 0 || m.KeyRate <= 0 {
+		return nil, fmt.Errorf("capacity: invalid mix %+v", m)
+	}
+	r := &replay{
+		mix: m, meter: NewMeter(), queue: map[int][]task{}, requests: map[string]float64{}, rateCounts: map[string]int{},
+		calls: map[string]int{}, runs: map[string]int{},
+	}
+	r.meter.Weight = float64(m.Sample)
+	if err := r.tenants(); err != nil {
+		return nil, err
+	}
+	for s := 0; s < m.Seconds || len(r.queue) > 0; s++ {
+		if s < m.Seconds {
+			for i := s * m.Rate; i < (s+1)*m.Rate; i += m.Sample {
+				r.queue[s] = append(r.queue[s], task{kind: kPay, i: i})
+			}
+		}
+		tasks, ok := r.queue[s]
+		if !ok {
+			continue
+		}
+		delete(r.queue, s)
+		r.meter.At(s)
+		r.cacheRefresh()
+		for k := 0; k < len(tasks); k++ {
+			ops := r.meter.ops
+			if err := r.run(s, tasks[k]); err != nil {
+				return nil, err
+			}
+			label := tasks[k].label()
+			r.calls[label] += r.meter.ops - ops
+			r.runs[label]++
+			if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
+				tasks = append(tasks, more...)
+				delete(r.queue, s)
+			}
+		}
+	}
+	r.meter.Close()
+	payments := float64(m.Rate * m.Seconds)
+	calls := map[string]float64{}
+	for label, n := range r.runs {
+		calls[label] = float64(r.calls[label]) / float64(n)
+	}
+	return &TraceResult{
+		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
+		SQSInFlight: r.hidden / float64(m.Seconds), Result: r.meter.Result(),
+	}, nil
+}
+
+// label names a task's request kind in TraceResult.Calls.
+func (t task) label() string {
+	switch t.kind {
+	case kPay:
+		return ReqPayments
+	case kReplay:
+		return ReqReplay
+	case kDetails:
+		return ReqDetails
+	case kCapture:
+		return ReqCaptures
+	case kRefund:
+		return ReqReversals
+	case kNotify:
+		return "notification " + eventCodes[t.code]
+	}
+	return ReqAttempts
+}
+
+type replay struct {
+	mix        Mix
+	meter      *Meter
+	queue      map[int][]task
+	requests   map[string]float64
+	rateCounts map[string]int // hits per rate-limit counter
+	rr         int            // round robin over a sharded window
+	hidden     float64        // message-seconds hidden by backoffs
+	calls      map[string]int // DynamoDB calls per task label
+	runs       map[string]int // tasks per label
+	// cached tenant items, refreshed per instance and TTL
+	apiKey, site, merchant, subList dynamo.Item
+	subs                            []dynamo.Item
+	subIDs                          []string
+}
+
+func (r *replay) later(s int, t task) { r.queue[s] = append(r.queue[s], t) }
+
+func (r *replay) count(req string) { r.requests[req] += float64(r.mix.Sample) }
+
+// share reports whether payment i falls in the share p for a purpose:
+// a fixed hash of both.
+func share(i int, purpose string, p float64) bool {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(i))
+	_, _ = h.Write(b[:])
+	_, _ = h.Write([]byte(purpose))
+	return float64(h.Sum64()%1_000_000)/1_000_000 < p
+}
+
+// life is what happens to payment i.
+type life struct {
+	tds, refused, captured, refunded, replayed bool
+}
+
+func (r *replay) life(i int) life {
+	m := r.mix
+	l := life{tds: share(i, "3ds", m.ThreeDS), refused: share(i, "refused", m.Refused), replayed: share(i, "replay", m.Replayed)}
+	l.captured = !l.refused && share(i, "capture", m.Captured)
+	l.refunded = l.captured && share(i, "refund", m.Refunded)
+	return l
+}
+
+// base is the trace's time 0.
+var base = time.Date(2026, time.March, 2, 10, 0, 0, 0, time.UTC)
+
+// at is second s of the trace plus payment i's offset within its second.
+func (r *replay) at(s, i int) time.Time {
+	return base.Add(time.Duration(s)*time.Second + time.Duration(i%r.mix.Rate)*time.Second/time.Duration(r.mix.Rate))
+}
+
+func psp(i int) string { return fmt.Sprintf("T%015d", i) }
+
+func idemKey(i int, what string) string {
+	return fmt.Sprintf("%08x-%04x-4%03x-8000-%012x", i, len(what), i%4096, i) // a UUID's shape
+}
+
+func (r *replay) run(s int, t task) error {
+	switch t.kind {
+	case kPay:
+		return r.pay(s, t.i)
+	case kReplay:
+		return r.replayPay(s, t.i)
+	case kDetails:
+		return r.details(s, t.i)
+	case kNotify:
+		return r.notify(s, t.i, int(t.code))
+	case kCapture:
+		return r.capture(s, t.i)
+	case kRefund:
+		return r.refund(s, t.i)
+	case kAttempt:
+		return r.attempt(s, t)
+	}
+	return fmt.Errorf("capacity: unknown task %d", t.kind)
+}
+
+// --- tenant reads (cached per instance) ------------------------------------
+
+func (r *replay) tenants() error {
+	k := tenant.APIKey{
+		ID: traceKeyID, MerchantID: traceMerchant, Hash: tenant.HashKey("yp_live_" + strings.Repeat("x", 43)),
+		Environment: tenant.EnvLive, RatePerSecond: r.mix.KeyRate, Burst: r.mix.KeyRate, CreatedAt: base,
+	}
+	var err error
+	if r.apiKey, _, err = dynamo.APIKeyItems(k); err != nil {
+		return err
+	}
+	if r.merchant, err = dynamo.MerchantItem(tenant.Merchant{
+		ID: traceMerchant, Name: "Big Shop", Active: true, UpstreamAccount: traceAccount, CreatedAt: base,
+	}); err != nil {
+		return err
+	}
+	if r.site, err = dynamo.SiteItem(tenant.Site{
+		ID: traceSite, MerchantID: traceMerchant, Name: "Big Shop web", Type: tenant.SiteEcommerce, Flows: []tenant.Flow{tenant.FlowAdvanced, tenant.FlowSessions}, CreatedAt: base,
+	}); err != nil {
+		return err
+	}
+	for n := range r.mix.Subscriptions {
+		sub := tenant.Subscription{
+			ID: fmt.Sprintf("sub_%d", n+1), MerchantID: traceMerchant, URL: fmt.Sprintf("https://hooks%d.bigshop.example/paysvc", n+1),
+			Enabled: true, Secrets: []tenant.Secret{{Value: "whsec_" + strings.Repeat("s", 43), CreatedAt: base}}, CreatedAt: base,
+		}
+		it, err := dynamo.SubscriptionItem(sub)
+		if err != nil {
+			return err
+		}
+		r.subs, r.subIDs = append(r.subs, it), append(r.subIDs, sub.ID)
+	}
+	return nil
+}
+
+// cacheRefresh meters one second of cache refreshes: every instance reads
+// each cached item once per TTL.
+func (r *replay) cacheRefresh() {
+	per := func(fn string) float64 {
+		return float64(r.mix.Instances[fn]) / math.Max(r.mix.CacheTTL.Seconds(), 1) / float64(r.mix.Sample)
+	}
+	api := per("payments") + per("modifications")
+	r.reads(r.apiKey, api)
+	r.reads(r.merchant, api+per("notifications"))
+	r.reads(r.site, api)
+	w := r.meter.Weight
+	r.meter.Weight = float64(r.mix.Listings)
+	for shard := range dynamo.DeliveryShards {
+		r.meter.Query(dynamo.Indexes[0].Name, dynamo.DeliveryShardPartition(traceMerchant, shard), false)
+	}
+	r.meter.Weight = w
+	// the receiver's subscription list and the dispatcher's subscription reads
+	mpk, _ := dynamo.Keys(r.merchant)
+	r.meter.Weight = w * per("notifications")
+	r.meter.Query(Table, mpk, true, r.subs...)
+	r.meter.Weight = w * per("dispatcher")
+	for _, it := range r.subs {
+		r.meter.Get(it)
+	}
+	r.meter.Weight = w
+}
+
+// reads meters n strongly consistent reads of it.
+func (r *replay) reads(it dynamo.Item, n float64) {
+	w := r.meter.Weight
+	r.meter.Weight = w * n
+	r.meter.Get(it)
+	r.meter.Weight = w
+}
+
+// --- API requests ----------------------------------------------------------
+
+// rateHit is the request's rate-limit write: the API key's window counter.
+func (r *replay) rateHit(now time.Time) {
+	win := ratelimit.Plan(traceKeyID, r.mix.KeyRate, r.mix.KeyRate, now)
+	r.rr++
+	b := win.Bucket(r.rr % win.Shards)
+	r.rateCounts[b] += r.mix.Sample
+	n := r.rateCounts[b]
+	var old dynamo.Item
+	if n > r.mix.Sample {
+		old = dynamo.RateWindowItem(b, n-r.mix.Sample, win.End.Add(time.Minute))
+	}
+	r.meter.Put(old, dynamo.RateWindowItem(b, n, win.End.Add(time.Minute)))
+}
+
+// request meters the start of an idempotent API request about payment i
+// in second s: its rate-limit hit and its idempotency claim.
+func (r *replay) request(req, what string, s, i int) (now time.Time, key string, claimed dynamo.Item, err error) {
+	now = r.at(s, i)
+	r.count(req)
+	r.rateHit(now)
+	key = idemKey(i, what)
+	claimed, err = r.claim(key, now)
+	return now, key, claimed, err
+}
+
+// claim meters an idempotency claim and returns the claimed item.
+func (r *replay) claim(key string, now time.Time) (dynamo.Item, error) {
+	rec := idempotency.Record{
+		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusInProgress,
+		LeaseToken: strings.Repeat("1", 32), LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
+	}
+	it, err := dynamo.IdempotencyItem(rec)
+	if err != nil {
+		return nil, err
+	}
+	r.meter.Put(nil, it)
+	return it, nil
+}
+
+// complete meters the completion of a claim with the answer body.
+func (r *replay) complete(claimed dynamo.Item, key string, now time.Time, body []byte) (dynamo.Item, error) {
+	rec := idempotency.Record{
+		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusCompleted,
+		LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
+		Response: &idempotency.Response{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: body},
+	}
+	it, err := dynamo.IdempotencyItem(rec)
+	if err != nil {
+		return nil, err
+	}
+	r.meter.Put(claimed, it)
+	return it, nil
+}
+
+// paymentResponse is a realistic answer body: the result, or for 3DS the
+// action (its token is the bulk).
+func paymentResponse(i int, resultCode string) []byte {
+	if resultCode == "RedirectShopper" || resultCode == "IdentifyShopper" {
+		return []byte(fmt.Sprintf(`{"resultCode":%q,"pspReference":%q,"action":{"type":"threeDS2","subtype":"fingerprint","paymentMethodType":"scheme","token":%q,"paymentData":%q,"authorisationToken":%q}}`,
+			resultCode, psp(i), strings.Repeat("t", 1200), strings.Repeat("d", 400), strings.Repeat("a", 120)))
+	}
+	return []byte(fmt.Sprintf(`{"resultCode":%q,"pspReference":%q,"merchantReference":"order-%09d","amount":{"currency":"EUR","value":4999},"paymentMethod":{"brand":"visa","type":"scheme"},"additionalData":{"authCode":"012345","cardSummary":"1111"}}`,
+		resultCode, psp(i), i))
+}
+
+func modificationResponse(i int, status string) []byte {
+	return []byte(fmt.Sprintf(`{"pspReference":"M%015d","paymentPspReference":%q,"reference":"op-%09d","status":%q,"amount":{"currency":"EUR","value":4999}}`, i, psp(i), i, status))
+}
+
+func (r *replay) pay(s, i int) error {
+	l := r.life(i)
+	now, key, claimed, err := r.request(ReqPayments, "pay", s, i)
+	if err != nil {
+		return err
+	}
+	code := "Authorised"
+	switch {
+	case l.tds:
+		code = "RedirectShopper"
+	case l.refused:
+		code = "Refused"
+	}
+	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
+		return err
+	}
+	p, err := r.payment(i, 1, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Put(nil, p)
+	if l.replayed {
+		r.later(s+1, task{kind: kReplay, i: i})
+	}
+	if l.tds {
+		r.later(s+r.mix.DetailsAfter, task{kind: kDetails, i: i})
+	} else {
+		r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 0, i: i})
+	}
+	return nil
+}
+
+// replayPay is a client's retry of a finished payment: the claim fails
+// and returns the stored answer.
+func (r *replay) replayPay(s, i int) error {
+	now := r.at(s, i)
+	r.count(ReqReplay)
+	r.rateHit(now)
+	key := idemKey(i, "pay")
+	done, err := dynamo.IdempotencyItem(idempotency.Record{
+		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusCompleted,
+		LeaseUntil: now, ExpiresAt: now.Add(idempotency.DefaultRetention),
+		Response: &idempotency.Response{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: paymentResponse(i, "Authorised")},
+	})
+	if err != nil {
+		return err
+	}
+	r.meter.FailedPut(done) // the claim's condition fails on the completed record
+	return nil
+}
+
+func (r *replay) details(s, i int) error {
+	l := r.life(i)
+	now, key, claimed, err := r.request(ReqDetails, "details", s, i)
+	if err != nil {
+		return err
+	}
+	v1, err := r.payment(i, 1, now)
+	if err != nil {
+		return err
+	}
+	v2, err := r.payment(i, 2, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Get(v1)       // SubmitDetails: ownership
+	r.meter.FailedPut(v1) // recordPayment: the create-only write finds the record
+	r.meter.Get(v1)       // Mutate: read
+	r.meter.Put(v1, v2)   // Mutate: write
+	code := "Authorised"
+	if l.refused {
+		code = "Refused"
+	}
+	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
+		return err
+	}
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 0, i: i})
+	return nil
+}
+
+func (r *replay) capture(s, i int) error {
+	now, key, claimed, err := r.request(ReqCaptures, "capture", s, i)
+	if err != nil {
+		return err
+	}
+	n := r.stage(i, stageCaptureRequested)
+	before, _ := r.payment(i, n-1, now)
+	reserved, _ := r.payment(i, n, now)
+	settled, err := r.payment(i, n+1, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Get(before)
+	r.meter.Put(before, reserved)
+	r.meter.Put(reserved, settled)
+	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
+		return err
+	}
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 1, i: i})
+	return nil
+}
+
+func (r *replay) refund(s, i int) error {
+	now, key, claimed, err := r.request(ReqReversals, "refund", s, i)
+	if err != nil {
+		return err
+	}
+	n := r.stage(i, stageReversal)
+	before, _ := r.payment(i, n-1, now)
+	after, err := r.payment(i, n, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Get(before)
+	r.meter.Put(before, after)
+	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
+		return err
+	}
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 2, i: i})
+	return nil
+}
+
+// --- notifications and deliveries ------------------------------------------
+
+func (r *replay) item(i, code int, now time.Time) upstream.NotificationRequestItem {
+	it := upstream.NotificationRequestItem{
+		EventCode: eventCodes[code], EventDate: now.Format(time.RFC3339), MerchantAccountCode: traceAccount,
+		MerchantReference: fmt.Sprintf("order-%09d", i), PaymentMethod: "visa", PSPReference: psp(i),
+		Amount: money.Amount{Value: 4999, Currency: "EUR"}, Success: "true",
+		AdditionalData: upstream.AdditionalData{
+			"hmacSignature": strings.Repeat("h", 44), "authCode": "012345", "cardSummary": "1111", "expiryDate": "03/2030",
+			"cardBin": "411111", "issuerCountry": "NL", "shopperInteraction": "Ecommerce",
+			upstream.MetadataPrefix + payments.MetaMerchant: traceMerchant, upstream.MetadataPrefix + payments.MetaSite: traceSite,
+			upstream.MetadataPrefix + payments.MetaSource: string(payments.SourceAdvanced),
+		},
+	}
+	if code > 0 {
+		it.PSPReference, it.OriginalReference = fmt.Sprintf("M%015d", i), psp(i)
+	}
+	if code == 0 && r.life(i).refused {
+		it.Success, it.Reason = "false", "Refused"
+	}
+	return it
+}
+
+func (r *replay) event(i, code int, now time.Time, status notifications.EventStatus) (notifications.Event, dynamo.Item, error) {
+	e := r.eventRecord(i, code, now, status)
+	it, err := dynamo.EventItem(e)
+	return e, it, err
+}
+
+// eventRecord is the stored event of payment i's notification code.
+func (r *replay) eventRecord(i, code int, now time.Time, status notifications.EventStatus) notifications.Event {
+	item := r.item(i, code, now)
+	key := notifications.DedupKey(item)
+	e := notifications.Event{
+		ID: notifications.EventID(key), Key: key, Live: "true", Item: item, PaymentPSP: psp(i),
+		Status: status, Received: 1, ReceivedAt: now, UpdatedAt: now, Version: 1,
+	}
+	if status == notifications.EventProcessed {
+		e.MerchantID, e.ProcessedAt, e.Version = traceMerchant, &now, 2
+		for _, sub := range r.subIDs {
+			e.DeliveryIDs = append(e.DeliveryIDs, webhooks.DeliveryID(e.ID, sub))
+		}
+	}
+	return e
+}
+
+// notify is the receiver's processing of one notification item.
+func (r *replay) notify(s, i, code int) error {
+	now := r.at(s, i)
+	l := r.life(i)
+	r.count(ReqNotifications)
+	ev, received, err := r.event(i, code, now, notifications.EventReceived)
+	if err != nil {
+		return err
+	}
+	_, processed, err := r.event(i, code, now, notifications.EventProcessed)
+	if err != nil {
+		return err
+	}
+	r.meter.Put(nil, received)
+	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified}[code])
+	before, _ := r.payment(i, n-1, now)
+	after, err := r.payment(i, n, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Get(before) // route
+	r.meter.Get(before) // apply: read
+	r.meter.Put(before, after)
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	if err != nil {
+		return err
+	}
+	for sub := range r.subIDs {
+		created, err := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, false, now)
+		if err != nil {
+			return err
+		}
+		enqueued, _ := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, true, now)
+		r.meter.Put(nil, created)
+		r.count(ReqSQSSend)
+		r.meter.Get(created)
+		r.meter.Put(created, enqueued)
+		r.later(s, task{kind: kAttempt, code: uint8(code), sub: uint8(sub), attempt: 1, i: i})
+	}
+	if code == 0 {
+		r.meter.Query(dynamo.Indexes[0].Name, "PAYMENT#"+psp(i), false, received) // replayUnroutable
+	}
+	r.meter.Get(received)
+	r.meter.Put(received, processed)
+	switch {
+	case code == 0 && l.captured:
+		r.later(s+r.mix.CaptureAfter, task{kind: kCapture, i: i})
+	case code == 1 && l.refunded:
+		r.later(s+r.mix.RefundAfter, task{kind: kRefund, i: i})
+	}
+	return nil
+}
+
+func (r *replay) delivery(ev notifications.Event, sub int, payload []byte, st webhooks.Status, attempts int, enqueued bool, now time.Time) (dynamo.Item, error) {
+	d := webhooks.Delivery{
+		ID: webhooks.DeliveryID(ev.ID, r.subIDs[sub]), MerchantID: traceMerchant, SubscriptionID: r.subIDs[sub],
+		EventID: ev.ID, EventCode: ev.Item.EventCode, PSPReference: ev.PaymentPSP, Payload: payload,
+		Status: st, Enqueued: enqueued, Attempts: attempts, CreatedAt: now, UpdatedAt: now, Version: int64(1 + 2*attempts),
+	}
+	if enqueued {
+		d.Version++
+	}
+	if attempts > 0 {
+		d.LastAttemptAt = &now
+		switch st {
+		case webhooks.StatusDelivered:
+			d.LastStatusCode, d.DeliveredAt = 200, &now
+		case webhooks.StatusPending:
+			d.LastStatusCode, d.LastError = 503, "HTTP 503 Service Unavailable"
+		}
+	}
+	return dynamo.DeliveryItem(d, dynamo.DeliveryShards)
+}
+
+// attempt is one dispatcher attempt of one delivery.
+func (r *replay) attempt(s int, t task) error {
+	i, code, sub, n := t.i, int(t.code), int(t.sub), int(t.attempt)
+	now := r.at(s, i)
+	r.count(ReqAttempts)
+	ev := r.eventRecord(i, code, now, notifications.EventReceived)
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	if err != nil {
+		return err
+	}
+	failing := share(i*8+code*2+sub, "failing", r.mix.Failing) && n <= r.mix.FailAttempts
+	before, err := r.delivery(ev, sub, payload, webhooks.StatusPending, n-1, true, now)
+	if err != nil {
+		return err
+	}
+	begun, _ := r.delivery(ev, sub, payload, webhooks.StatusPending, n, true, now)
+	end := webhooks.StatusDelivered
+	if failing {
+		end = webhooks.StatusPending
+	}
+	after, _ := r.delivery(ev, sub, payload, end, n, true, now)
+	r.meter.Get(before)        // Process: read
+	r.meter.Get(before)        // begin: read
+	r.meter.Put(before, begun) // begin: count the attempt
+	r.meter.Get(begun)         // record: read
+	r.meter.Put(begun, after)  // record: the result
+	if failing {
+		r.count(ReqSQSVisibility)
+		wait := int(webhooks.NominalDelay(n + 1).Seconds())
+		r.hidden += float64(wait * r.mix.Sample)
+		r.later(s+max(wait, 1), task{kind: kAttempt, code: t.code, sub: t.sub, attempt: uint8(n + 1), i: i})
+	}
+	return nil
+}
+
+// --- the payment record through its life -----------------------------------
+
+// Steps of a payment record's history, in order; a payment has those its
+// life takes.
+const (
+	stageCreated = iota
+	stageDetails
+	stageAuthorisation
+	stageCaptureRequested
+	stageCaptured
+	stageCaptureNotified
+	stageReversal
+	stageRefundNotified
+)
+
+// stages lists the steps of payment i's record.
+func (r *replay) stages(i int) []int {
+	l := r.life(i)
+	out := []int{stageCreated}
+	if l.tds {
+		out = append(out, stageDetails)
+	}
+	out = append(out, stageAuthorisation)
+	if l.captured {
+		out = append(out, stageCaptureRequested, stageCaptured, stageCaptureNotified)
+	}
+	if l.refunded {
+		out = append(out, stageReversal, stageRefundNotified)
+	}
+	return out
+}
+
+// stage is the version of payment i's record once step is applied.
+func (r *replay) stage(i, step int) int {
+	for n, st := range r.stages(i) {
+		if st == step {
+			return n + 1
+		}
+	}
+	return 0
+}
+
+// payment is payment i's record at version v (its first v steps).
+func (r *replay) payment(i, v int, now time.Time) (dynamo.Item, error) {
+	l := r.life(i)
+	amount := money.Amount{Value: 4999, Currency: "EUR"}
+	p := payments.Payment{
+		PSPReference: psp(i), MerchantID: traceMerchant, SiteID: traceSite, Reference: fmt.Sprintf("order-%09d", i),
+		Source: payments.SourceAdvanced, Amount: amount, State: payments.StatePending, PaymentMethod: "visa",
+		ShopperReference: fmt.Sprintf("shopper-%09d", i%100_000), Version: int64(v), CreatedAt: now, UpdatedAt: now,
+	}
+	ok := true
+	for _, st := range r.stages(i)[:v] {
+		e := payments.Event{At: now, Origin: "api", PSPReference: psp(i)}
+		switch st {
+		case stageCreated:
+			e.Kind, e.Detail = "payment", "Authorised"
+			if l.tds {
+				e.Detail = "RedirectShopper"
+			} else if l.refused {
+				e.Detail, p.State, p.RefusalReason = "Refused", payments.StateRefused, "Refused"
+			} else {
+				p.State, p.AuthorisedValue, p.ResultCode = payments.StateAuthorised, amount.Value, "Authorised"
+			}
+		case stageDetails:
+			e.Kind, e.Detail = "details", "Authorised"
+			if l.refused {
+				e.Detail, p.State = "Refused", payments.StateRefused
+			} else {
+				p.State, p.AuthorisedValue, p.ResultCode = payments.StateAuthorised, amount.Value, "Authorised"
+			}
+		case stageAuthorisation, stageCaptureNotified, stageRefundNotified:
+			code := map[int]string{stageAuthorisation: "AUTHORISATION", stageCaptureNotified: "CAPTURE", stageRefundNotified: "REFUND"}[st]
+			e.Kind, e.Origin, e.Success, e.Amount = code, "notification", &ok, &amount
+		case stageCaptureRequested:
+			e.Kind, e.PSPReference, e.Amount = "capture-requested", fmt.Sprintf("op-%09d", i), &amount
+			p.Reservations = map[string]int64{e.PSPReference: amount.Value}
+		case stageCaptured:
+			e.Kind, e.PSPReference, e.Amount, e.Detail = "capture", fmt.Sprintf("M%015d", i), &amount, "received"
+			p.Reservations, p.CapturedValue, p.State = nil, amount.Value, payments.StateCaptured
+		case stageReversal:
+			e.Kind, e.PSPReference, e.Detail = "reversal", fmt.Sprintf("R%015d", i), "refund"
+			p.RefundedValue, p.State = amount.Value, payments.StateRefunded
+		}
+		p.History = append(p.History, e)
+	}
+	return dynamo.PaymentItem(p)
+}

@@ -1,0 +1,288 @@
+package dynamo
+
+// The item builders of the adapter, exported so the capacity model
+// (shared/capacity) sizes and places exactly the items the adapter writes:
+// the adapter's own writes go through these functions, and
+// TestItemBuildersMatchStoredItems checks on moto that what an update
+// leaves stored is what the builder returns.
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks"
+)
+
+// Item is one DynamoDB item as the adapter stores it.
+type Item = map[string]types.AttributeValue
+
+// MaxItemBytes is DynamoDB's item size limit (400 KB).
+const MaxItemBytes = 400 * 1024
+
+// Indexes are the table's global secondary indexes (template.yaml and
+// CreateTable), each with its partition and sort key attributes.
+var Indexes = []struct{ Name, PK, SK string }{{indexGSI1, attrGSI1PK, attrGSI1SK}}
+
+// DeliveryShards is how many gsi1 partitions a merchant's deliveries are
+// spread over (write sharding; ListDeliveries reads them all). A delivery's
+// shard is a hash of its id, so it keeps its shard when its status moves.
+// Sized by the capacity model (docs/scale.md): one merchant at 10,000
+// payments/s writes about 330,000 delivery index units/s (~31,600
+// deliveries/s, each written four times, a status move costing a delete
+// and an insert, 2 units per write of a ~1.2 KB item): ~320 per shard on
+// average, ~550 in the busiest shard's busiest second, about half of
+// DynamoDB's 1,000. Writers and readers must agree on it: changing it is a
+// migration (MigrateKeys re-shards every delivery).
+const DeliveryShards = 1024
+
+// Keys returns an item's primary key.
+func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
+
+// IndexKey returns the item's partition and sort key in the named index;
+// ok is false when the item is not in that index (sparse index).
+func IndexKey(it Item, index string) (pk, sk string, ok bool) {
+	for _, ix := range Indexes {
+		if ix.Name == index {
+			pk, sk = getS(it, ix.PK), getS(it, ix.SK)
+			return pk, sk, pk != "" && sk != ""
+		}
+	}
+	return "", "", false
+}
+
+// ItemSize is an item's size as DynamoDB meters it: the UTF-8 length of
+// every attribute name plus the size of its value (strings: UTF-8 length;
+// numbers: 1 byte per two significant digits plus 1; booleans and nulls: 1;
+// lists and maps: 3 bytes plus their elements, 1 byte per element).
+func ItemSize(it Item) int {
+	n := 0
+	for name, v := range it {
+		n += len(name) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// numberSize is 1 byte per two significant digits, plus 1 (leading and
+// trailing zeros are not significant).
+func numberSize(s string) int {
+	s, _, _ = strings.Cut(strings.ToLower(strings.TrimLeft(s, "+-")), "e")
+	digits := strings.Trim(strings.Replace(s, ".", "", 1), "0")
+	return (len(digits)+1)/2 + 1
+}
+
+// PaymentItem is the META item SavePayment writes for p: the record
+// without its history, with its version, its history count and its ttl.
+func PaymentItem(p payments.Payment) (Item, error) {
+	if p.PSPReference == "" {
+		return nil, errEmpty("pspReference")
+	}
+	return paymentMetaItem(records.FromPayment(p))
+}
+
+// PaymentHistoryItem is the item SavePayment writes for p's history entry
+// number i.
+func PaymentHistoryItem(p payments.Payment, i int) (Item, error) {
+	if p.PSPReference == "" {
+		return nil, errEmpty("pspReference")
+	}
+	r := records.FromPayment(p)
+	return paymentHistoryItem(r, i)
+}
+
+func paymentMetaItem(r records.Payment) (Item, error) {
+	n := len(r.History)
+	meta := r
+	meta.History = nil
+	it, err := dataItem(pfxPayment+r.PSPReference, skMeta, meta)
+	if err != nil {
+		return nil, err
+	}
+	it[attrVersion], it[attrHistoryN] = num(r.Version), num(int64(n))
+	setTTL(it, paymentTTL(r))
+	return it, nil
+}
+
+func paymentHistoryItem(r records.Payment, i int) (Item, error) {
+	it, err := dataItem(pfxPayment+r.PSPReference, historySK(i), r.History[i])
+	if err != nil {
+		return nil, err
+	}
+	setTTL(it, paymentTTL(r))
+	return it, nil
+}
+
+// SessionItem is the item PutSession writes for sess.
+func SessionItem(sess payments.Session) (Item, error) {
+	if sess.ID == "" {
+		return nil, errEmpty("id")
+	}
+	rec := records.FromSession(sess)
+	it, err := dataItem(pfxSession+sess.ID, skMeta, rec)
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = ttlOf(rec.ExpiresAt)
+	return it, nil
+}
+
+// EventItem is the item SaveEvent writes for e.
+func EventItem(e notifications.Event) (Item, error) {
+	if e.ID == "" {
+		return nil, errEmpty("id")
+	}
+	it, err := dataItem(pfxEvent+e.ID, skRecord, records.FromEvent(e))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
+	it[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
+	it[attrVersion] = num(e.Version)
+	it[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
+	return it, nil
+}
+
+// DeliveryItem is the item SaveDelivery writes for d: in gsi1 under its
+// merchant's delivery shard of shards (DeliveryIndexPartition).
+func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
+	switch {
+	case d.ID == "":
+		return nil, errEmpty("id")
+	case d.MerchantID == "":
+		return nil, errEmpty("merchantId")
+	}
+	it, err := dataItem(pfxDelivery+d.ID, skRecord, records.FromDelivery(d))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID, shards))
+	it[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
+	it[attrVersion] = num(d.Version)
+	it[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
+	return it, nil
+}
+
+// DeliveryIndexPartition is the gsi1 partition of a merchant's delivery:
+// MERCHANT#<merchant>#DELIVERIES#<shard>, shard = FNV-1a(id) mod shards.
+func DeliveryIndexPartition(merchantID, deliveryID string, shards int) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(deliveryID))
+	return DeliveryShardPartition(merchantID, int(h.Sum32()%uint32(max(shards, 1))))
+}
+
+// DeliveryShardPartition is shard number shard of a merchant's deliveries
+// in gsi1.
+func DeliveryShardPartition(merchantID string, shard int) string {
+	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
+}
+
+// IdempotencyItem is the item of an idempotency record: what Claim writes
+// for an in-progress record, and what Complete leaves for a completed one.
+func IdempotencyItem(rec idempotency.Record) (Item, error) {
+	if rec.Scope == "" || rec.Key == "" {
+		return nil, errEmpty("scope or key")
+	}
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
+	it := idemKey(rec.Scope, rec.Key)
+	it[attrScope], it[attrKey], it[attrFP], it[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
+	it[attrLeaseTill], it[attrLeaseN] = rfc3339(rec.LeaseUntil), instant(rec.LeaseUntil)
+	it[attrExpiresAt], it[attrExpiresN], it[attrTTL] = rfc3339(rec.ExpiresAt), instant(rec.ExpiresAt), ttlOf(rec.ExpiresAt)
+	if rec.LeaseToken != "" {
+		it[attrLease] = str(rec.LeaseToken)
+	}
+	if rec.Response != nil {
+		raw, err := json.Marshal(records.FromResponse(rec.Response))
+		if err != nil {
+			return nil, fmt.Errorf("encode response: %w", err)
+		}
+		it[attrResponse] = str(string(raw))
+	}
+	return it, nil
+}
+
+// RateWindowItem is the rate-limit window item of bucket as Hit leaves it
+// after counting `count` requests.
+func RateWindowItem(bucket string, count int, expiresAt time.Time) Item {
+	it := rateKey(bucket)
+	it[attrCount] = num(int64(count))
+	it[attrExpiresN], it[attrExpiresAt], it[attrTTL] = instant(expiresAt), rfc3339(expiresAt), ttlOf(expiresAt)
+	return it
+}
+
+// MerchantItem is the item PutMerchant writes.
+func MerchantItem(m tenant.Merchant) (Item, error) {
+	it, err := dataItem(pfxMerchant+m.ID, skMeta, records.FromMerchant(m))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK], it[attrGSI1SK] = str(gsiMerchants), str(pfxMerchant+m.ID)
+	return it, nil
+}
+
+// SiteItem is the item PutSite writes.
+func SiteItem(site tenant.Site) (Item, error) {
+	it, err := dataItem(pfxSite+site.ID, skMeta, records.FromSite(site))
+	if err != nil {
+		return nil, err
+	}
+	it[attrGSI1PK], it[attrGSI1SK] = str(pfxMerchant+site.MerchantID), str(pfxSite+site.ID)
+	return it, nil
+}
+
+// SubscriptionItem is the item PutSubscription writes.
+func SubscriptionItem(sub tenant.Subscription) (Item, error) {
+	return dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, records.FromSubscription(sub))
+}
+
+// APIKeyItems are the two items of an API key: by hash and under its
+// merchant.
+func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) { return apiKeyItems(k) }
