@@ -52,7 +52,10 @@ type Stores struct {
 	Events     notifications.EventStore
 	Deliveries webhooks.DeliveryStore
 	Jobs       localqueue.JobStore
-	closeFn    func() error
+	// Outbox writes a notification item and its delivery jobs in one
+	// transaction (embedded store only: its jobs are the local queue's).
+	Outbox  notifications.Outbox
+	closeFn func() error
 }
 
 // Close releases the adapter (the embedded store's file lock).
@@ -85,7 +88,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		if err != nil {
 			return nil, err
 		}
-		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, closeFn: st.Close}, nil
+		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Outbox: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {

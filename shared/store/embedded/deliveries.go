@@ -44,36 +44,46 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	}
 	d = utcDelivery(d)
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktDeliveries)
-		if err != nil {
-			return err
-		}
-		idx, err := writeBucket(tx, bktDeliveriesByMerch)
-		if err != nil {
-			return err
-		}
-		var cur webhooks.Delivery
-		found, err := getJSON(b, []byte(d.ID), &cur)
-		if err != nil {
-			return err
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return store.ErrConflict
-		}
-		if found {
-			if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
-			return err
-		}
-		return putJSON(b, []byte(d.ID), d)
+		_, _, err := saveDelivery(tx, d, prevVersion, false)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save delivery %q (version %d): %w", d.ID, prevVersion, err)
 	}
 	return nil
+}
+
+// saveDelivery is SaveDelivery in tx (d in UTC). With ifAbsent, a stored
+// delivery when prevVersion is 0 is no conflict: nothing is written and
+// the stored record is returned (found true).
+func saveDelivery(tx *bolt.Tx, d webhooks.Delivery, prevVersion int64, ifAbsent bool) (cur webhooks.Delivery, found bool, _ error) {
+	b, err := writeBucket(tx, bktDeliveries)
+	if err != nil {
+		return cur, false, err
+	}
+	idx, err := writeBucket(tx, bktDeliveriesByMerch)
+	if err != nil {
+		return cur, false, err
+	}
+	found, err = getJSON(b, []byte(d.ID), &cur)
+	if err != nil {
+		return cur, found, err
+	}
+	if ifAbsent && prevVersion == 0 && found {
+		return cur, true, nil
+	}
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return cur, found, store.ErrConflict
+	}
+	if found {
+		if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
+			return cur, found, err
+		}
+	}
+	if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
+		return cur, found, err
+	}
+	return cur, found, putJSON(b, []byte(d.ID), d)
 }
 
 // ListDeliveries returns the merchant's deliveries in status (all when

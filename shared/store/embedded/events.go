@@ -40,37 +40,40 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 		return fmt.Errorf("embedded: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
 	e = utcEvent(e)
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := writeBucket(tx, bktEventsByPayment)
-		if err != nil {
-			return err
-		}
-		var cur notifications.Event
-		found, err := getJSON(b, []byte(e.ID), &cur)
-		if err != nil {
-			return err
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return store.ErrConflict
-		}
-		if found {
-			if err := idx.Delete(eventIndexKey(cur)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(eventIndexKey(e), nil); err != nil {
-			return err
-		}
-		return putJSON(b, []byte(e.ID), e)
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return saveEvent(tx, e, prevVersion) })
 	if err != nil {
 		return fmt.Errorf("embedded: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
 	return nil
+}
+
+// saveEvent is SaveEvent in tx (e in UTC).
+func saveEvent(tx *bolt.Tx, e notifications.Event, prevVersion int64) error {
+	b, err := writeBucket(tx, bktEvents)
+	if err != nil {
+		return err
+	}
+	idx, err := writeBucket(tx, bktEventsByPayment)
+	if err != nil {
+		return err
+	}
+	var cur notifications.Event
+	found, err := getJSON(b, []byte(e.ID), &cur)
+	if err != nil {
+		return err
+	}
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return store.ErrConflict
+	}
+	if found {
+		if err := idx.Delete(eventIndexKey(cur)); err != nil {
+			return err
+		}
+	}
+	if err := idx.Put(eventIndexKey(e), nil); err != nil {
+		return err
+	}
+	return putJSON(b, []byte(e.ID), e)
 }
 
 // ListPaymentEvents returns the events of payment psp, oldest first.

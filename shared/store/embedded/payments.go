@@ -65,20 +65,23 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
-		var cur payments.Payment
-		found, err := getJSON(b, key, &cur)
-		if err != nil {
-			return err
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return store.ErrConflict
-		}
-		return putJSON(b, key, utc.Payment(p))
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return savePayment(tx, p, prevVersion) })
 	if err != nil {
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
+}
+
+// savePayment is SavePayment in tx.
+func savePayment(tx *bolt.Tx, p payments.Payment, prevVersion int64) error {
+	b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
+	var cur payments.Payment
+	found, err := getJSON(b, key, &cur)
+	if err != nil {
+		return err
+	}
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return store.ErrConflict
+	}
+	return putJSON(b, key, utc.Payment(p))
 }
