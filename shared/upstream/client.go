@@ -46,16 +46,22 @@ type Config struct {
 // Client calls the upstream checkout API. It is safe for concurrent use.
 type Client struct {
 	baseURL string
-	apiKey  string
+	apiKey  []string // the X-API-Key header's value
 	timeout time.Duration
 	http    *http.Client
 }
+
+// Header values shared by every request (read-only).
+var (
+	hdrJSON      = []string{"application/json"}
+	hdrUserAgent = []string{"paysvc-upstream/1"}
+)
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
-		apiKey:  cfg.APIKey,
+		apiKey:  []string{cfg.APIKey},
 		timeout: cfg.Timeout,
 		http:    cfg.HTTPClient,
 	}
@@ -125,14 +131,15 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		// connection closed after the request was written). The only retry
 		// is the explicit one below.
 		req.GetBody = nil
-		req.Header.Set("X-API-Key", c.apiKey)
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("User-Agent", "paysvc-upstream/1")
+		// Canonical names, values shared: no allocation per header.
+		req.Header["X-Api-Key"] = c.apiKey
+		req.Header["Accept"] = hdrJSON
+		req.Header["User-Agent"] = hdrUserAgent
 		if payload != nil {
-			req.Header.Set("Content-Type", "application/json")
+			req.Header["Content-Type"] = hdrJSON
 		}
 		if idempotencyKey != "" {
-			req.Header.Set("Idempotency-Key", idempotencyKey)
+			req.Header["Idempotency-Key"] = []string{idempotencyKey}
 		}
 
 		resp, err := c.http.Do(req)
