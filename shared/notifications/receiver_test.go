@@ -53,7 +53,7 @@ func (q *recQueue) count() int {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	st     *embedded.Store
 	q      *recQueue
@@ -82,7 +82,7 @@ func forModes(t *testing.T, test func(t *testing.T, f *fixture)) {
 	}
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))

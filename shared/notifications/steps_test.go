@@ -2,6 +2,7 @@ package notifications_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,17 +13,20 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// callHold is how long every counted store call lasts at least, so calls
-// made concurrently overlap however the goroutines are scheduled.
-const callHold = 50 * time.Millisecond
+// testHold is how long every counted store call lasts at least in the
+// test, so calls made concurrently overlap however the goroutines are
+// scheduled.
+const testHold = 50 * time.Millisecond
 
 // stepCounter wraps every store port and the queue of a Receiver and
 // counts sequential store steps: a step starts when a call starts while no
 // other call is under way; calls that overlap belong to one step.
 type stepCounter struct {
+	hold     time.Duration
 	mu       sync.Mutex
 	inflight int
 	steps    [][]string // the calls of each step
@@ -36,7 +40,7 @@ func (c *stepCounter) call(name string, fn func()) {
 	c.inflight++
 	c.steps[len(c.steps)-1] = append(c.steps[len(c.steps)-1], name)
 	c.mu.Unlock()
-	time.Sleep(callHold)
+	time.Sleep(c.hold)
 	fn()
 	c.mu.Lock()
 	c.inflight--
@@ -157,7 +161,7 @@ func TestStoreStepsPerItem(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			c := &stepCounter{}
+			c := &stepCounter{hold: testHold}
 			w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
 			f.r.Events, f.r.Payments, f.r.Tenants, f.r.Deliveries, f.r.Queue = w, w, w, w, w
 			if tc.outbox {
@@ -194,6 +198,45 @@ func TestStoreStepsPerItem(t *testing.T) {
 			if p.CapturedValue != 400 || len(p.History) != 2 {
 				t.Fatalf("payment: %+v", p)
 			}
+		})
+	}
+}
+
+// BenchmarkNotificationItem reports the sequential store steps and the
+// writes of one notification item (an AUTHORISATION and a CAPTURE of the
+// same payment alternate), with the embedded store's Outbox and step by
+// step (as with SQS): steps/op and writes/op, for BENCHMARKS.md. Every
+// store call is held 2 ms so that concurrent calls are seen to overlap;
+// time/op is therefore not the pipeline's speed.
+func BenchmarkNotificationItem(b *testing.B) {
+	for _, outbox := range []bool{true, false} {
+		name := "stepwise"
+		if outbox {
+			name = "outbox"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := newFixture(b)
+			c := &stepCounter{hold: 2 * time.Millisecond}
+			w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
+			f.r.Events, f.r.Payments, f.r.Tenants, f.r.Deliveries, f.r.Queue = w, w, w, w, w
+			if outbox {
+				f.r.Outbox = w
+			}
+			steps, writes, items := 0, 0, 0
+			i := 0
+			for b.Loop() {
+				i++
+				psp := "PSPB" + strconv.Itoa(i)
+				for _, it := range []upstream.NotificationRequestItem{authorisation(psp, true), capture(psp, "CAPB"+strconv.Itoa(i))} {
+					c.reset()
+					f.must(f.r.Accept(f.ctx, note(f.signed(it))))
+					writes += c.writes()
+					steps += len(c.reset())
+					items++
+				}
+			}
+			b.ReportMetric(float64(steps)/float64(items), "steps/op")
+			b.ReportMetric(float64(writes)/float64(items), "writes/op")
 		})
 	}
 }
