@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/yp/paysvc/shared/app"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -98,7 +98,7 @@ func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) e
 			return err
 		}
 		ids, err := a.RedriveDeliveries(ctx, m.ID, webhooks.RedriveOptions{DeliveryID: strings.TrimSpace(*id), IncludeDisabled: *includeDisabled})
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, storeerr.ErrNotFound) {
 			return fmt.Errorf("unknown delivery %q for merchant %s", *id, m.ID)
 		}
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -163,7 +163,7 @@ func (c *cli) keyCreate(ctx context.Context, path string, args []string) error {
 		}
 		for _, id := range spec.SiteIDs {
 			site, err := s.tenants().GetSite(ctx, id)
-			if errors.Is(err, store.ErrNotFound) || (err == nil && site.MerchantID != m.ID) {
+			if errors.Is(err, storeerr.ErrNotFound) || (err == nil && site.MerchantID != m.ID) {
 				return fmt.Errorf("--sites: merchant %s has no site %q (see `%s site list --merchant %s`)", m.ID, id, prog, m.ID)
 			}
 			if err != nil {

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -213,7 +213,7 @@ func (c *cli) merchantCreate(ctx context.Context, path string, args []string) er
 			if err == nil {
 				return fmt.Errorf("merchant %q already exists (change it with `%s merchant update --id %s`)", m.ID, prog, m.ID)
 			}
-			if !errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(err, storeerr.ErrNotFound) {
 				return fmt.Errorf("read merchant %q: %w", m.ID, err)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -85,7 +85,7 @@ func (c *cli) siteCreate(ctx context.Context, path string, args []string) error 
 			if err == nil {
 				return fmt.Errorf("site %q already exists (merchant %s)", site.ID, old.MerchantID)
 			}
-			if !errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(err, storeerr.ErrNotFound) {
 				return fmt.Errorf("read site %q: %w", site.ID, err)
 			}
 		}

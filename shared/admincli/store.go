@@ -9,8 +9,8 @@ import (
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -54,7 +54,7 @@ func (c *cli) withStore(ctx context.Context, fn func(s *session) error) (err err
 // merchant returns merchant id, or an error naming it when it is unknown.
 func (s *session) merchant(ctx context.Context, id string) (tenant.Merchant, error) {
 	m, err := s.tenants().GetMerchant(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return m, fmt.Errorf("unknown merchant %q (see `%s merchant list`)", id, prog)
 	}
 	if err != nil {

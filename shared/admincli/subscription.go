@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks/target"
 )
@@ -128,7 +128,7 @@ func parseEvents(path, s string) ([]string, error) {
 // subscription returns a merchant's subscription or an error naming it.
 func (s *session) subscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
 	sub, err := s.tenants().GetSubscription(ctx, merchantID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return sub, fmt.Errorf("merchant %s has no subscription %q (see `%s subscription list --merchant %s`)", merchantID, id, prog, merchantID)
 	}
 	if err != nil {
@@ -194,7 +194,7 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 			if err == nil {
 				return fmt.Errorf("merchant %s already has subscription %q (rotate its secret with `%s subscription rotate-secret`)", m.ID, subID, prog)
 			}
-			if !errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(err, storeerr.ErrNotFound) {
 				return fmt.Errorf("read subscription %q: %w", subID, err)
 			}
 		}

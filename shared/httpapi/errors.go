@@ -59,12 +59,13 @@ type errorBody struct {
 	Fields    []apperr.FieldError `json:"fields,omitempty"`
 }
 
-// WriteError writes err as the service's JSON error. Internal errors never
-// show their cause to the caller; it is attached to the request log instead.
-func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+// writeError writes err as the service's JSON error and notes it on the
+// request's log record (info; nil for none). Internal errors never show
+// their cause to the caller; it is attached to the request log instead.
+func writeError(w http.ResponseWriter, info *reqInfo, err error) {
 	resp := renderError(err)
 	e := apperr.As(err)
-	if info := infoFrom(r.Context()); info != nil {
+	if info != nil {
 		info.ErrorCode = specFor(e.Kind).Code
 		info.Err = err
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/upstream"
@@ -78,7 +78,7 @@ func (m *memHot) Claim(_ context.Context, rec idempotency.Record, now time.Time)
 	k := rec.Scope + "\x00" + rec.Key
 	if old, ok := m.idem[k]; ok && now.Before(old.ExpiresAt) &&
 		(old.Status == idempotency.StatusCompleted || now.Before(old.LeaseUntil)) {
-		return old, store.ErrConflict
+		return old, storeerr.ErrConflict
 	}
 	m.idem[k] = rec
 	return rec, nil
@@ -91,7 +91,7 @@ func (m *memHot) Complete(_ context.Context, scope, key, token string, resp idem
 	k := scope + "\x00" + key
 	rec, ok := m.idem[k]
 	if !ok || rec.LeaseToken != token {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	rec.Status, rec.Response, rec.ExpiresAt = idempotency.StatusCompleted, &resp, exp
 	m.idem[k] = rec
@@ -114,7 +114,7 @@ func (m *memHot) GetPayment(_ context.Context, psp string) (payments.Payment, er
 	defer m.mu.Unlock()
 	p, ok := m.pay[psp]
 	if !ok {
-		return payments.Payment{}, store.ErrNotFound
+		return payments.Payment{}, storeerr.ErrNotFound
 	}
 	return p, nil
 }
@@ -124,7 +124,7 @@ func (m *memHot) SavePayment(_ context.Context, p payments.Payment, prev int64) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pay[p.PSPReference].Version != prev {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	m.pay[p.PSPReference] = p
 	return nil
@@ -144,7 +144,7 @@ func (m *memHot) GetSession(_ context.Context, id string) (payments.Session, err
 	defer m.mu.Unlock()
 	s, ok := m.ses[id]
 	if !ok {
-		return payments.Session{}, store.ErrNotFound
+		return payments.Session{}, storeerr.ErrNotFound
 	}
 	return s, nil
 }

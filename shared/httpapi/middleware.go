@@ -52,20 +52,8 @@ type reqInfo struct {
 	Err          error
 }
 
-type infoKey struct{}
-
-func infoFrom(ctx context.Context) *reqInfo {
-	i, _ := ctx.Value(infoKey{}).(*reqInfo)
-	return i
-}
-
-// RequestIDFrom returns the request id of a request being served.
-func RequestIDFrom(ctx context.Context) string {
-	if i := infoFrom(ctx); i != nil {
-		return i.RequestID
-	}
-	return ""
-}
+// handler serves one request, filling in its log record as it goes.
+type handler func(w http.ResponseWriter, r *http.Request, info *reqInfo)
 
 // statusRecorder remembers the status written (and, for a traced request,
 // the start of a successful body, to find its resultCode).
@@ -96,12 +84,13 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
-// wrap adds the request id, panic recovery and the one request log line.
-func (d *Deps) wrap(route string, h http.HandlerFunc) http.Handler {
+// wrap adds the request id, the one panic recovery and the one request log
+// line; h gets the request's log record explicitly.
+func (d *Deps) wrap(route string, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := d.Clock.Now()
 		info := &reqInfo{RequestID: requestID(r), Route: route}
-		ctx := context.WithValue(r.Context(), infoKey{}, info)
+		ctx := r.Context()
 		var endTrace func(RequestTrace)
 		if d.Tracer != nil {
 			ctx, endTrace = d.Tracer.StartRequest(ctx, route)
@@ -113,7 +102,7 @@ func (d *Deps) wrap(route string, h http.HandlerFunc) http.Handler {
 			if v := recover(); v != nil {
 				d.Log.ErrorContext(ctx, "panic", "route", route, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				if rec.status == 0 {
-					WriteError(rec, r, apperr.New(apperr.Internal, "internal error"))
+					writeError(rec, info, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
 			d.logRequest(ctx, r, rec.status, info, start)
@@ -121,7 +110,7 @@ func (d *Deps) wrap(route string, h http.HandlerFunc) http.Handler {
 				endTrace(info.trace(rec))
 			}
 		}()
-		h(rec, r)
+		h(rec, r, info)
 	})
 }
 

@@ -42,36 +42,36 @@ const acceptedBody = "[accepted]"
 // Notifications serves POST NotificationsPath with n, and every other path
 // with next (the API's handler, or NewHandler(d) for JSON 404s).
 func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handler) http.Handler {
-	notifications := d.wrap("notifications", func(w http.ResponseWriter, r *http.Request) {
+	notifications := d.wrap("notifications", func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use POST", r.Method))
+			writeError(w, info, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use POST", r.Method))
 			return
 		}
 		if !auth.allows(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="notifications"`)
-			WriteError(w, r, apperr.New(apperr.Unauthenticated, "invalid notification credentials"))
+			writeError(w, info, apperr.New(apperr.Unauthenticated, "invalid notification credentials"))
 			return
 		}
 		body, err := readBody(w, r)
 		if err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
 		var note upstream.Notification
 		if err := json.Unmarshal(body, &note); err != nil {
-			WriteError(w, r, apperr.Wrap(apperr.Invalid, "notification body is not a standard notification", err))
+			writeError(w, info, apperr.Wrap(apperr.Invalid, "notification body is not a standard notification", err))
 			return
 		}
 		if field, dup := jsonin.DuplicateKey(body); dup {
-			WriteError(w, r, apperr.InvalidField(field, "is given more than once"))
+			writeError(w, info, apperr.InvalidField(field, "is given more than once"))
 			return
 		}
 		if len(note.NotificationItems) == 1 {
-			infoFrom(r.Context()).PSPReference = note.NotificationItems[0].Item.PSPReference
+			info.PSPReference = note.NotificationItems[0].Item.PSPReference
 		}
 		if err := n.Accept(r.Context(), note); err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
 		h := w.Header()

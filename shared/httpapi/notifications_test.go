@@ -19,8 +19,8 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -117,7 +117,7 @@ func (e *notifyEnv) post(body any, user, pass string) *httptest.ResponseRecorder
 
 func (e *notifyEnv) stored(it upstream.NotificationRequestItem) bool {
 	_, err := e.st.GetEvent(context.Background(), notifications.EventID(notifications.DedupKey(it)))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 		e.t.Fatal(err)
 	}
 	return err == nil

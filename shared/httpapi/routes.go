@@ -5,22 +5,62 @@ import (
 	"net/http"
 
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/paymentsapp"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
-// PaymentsAPI is the port to the payment domain used by the route handlers.
+// PaymentsAPI is the port to the payment domain used by the route handlers:
+// typed inputs in (decoded by shared/paymentsapp), typed results out.
 type PaymentsAPI interface {
-	CreateSession(ctx context.Context, m tenant.Merchant, s tenant.Site, body []byte) (payments.SessionResult, error)
-	PaymentMethods(ctx context.Context, m tenant.Merchant, s tenant.Site, body []byte) (payments.PaymentMethodsResult, error)
-	StartPayment(ctx context.Context, m tenant.Merchant, s tenant.Site, body []byte) (payments.PaymentResult, error)
-	SubmitDetails(ctx context.Context, m tenant.Merchant, s tenant.Site, body []byte) (payments.PaymentResult, error)
-	Capture(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
-	Reverse(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
-	UpdateAmount(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)
-	DeleteStoredMethod(ctx context.Context, m tenant.Merchant, id, shopperReference string) error
+	CreateSession(ctx context.Context, c *payments.Call, in payments.SessionInput) (payments.SessionResult, error)
+	PaymentMethods(ctx context.Context, c *payments.Call, in payments.PaymentMethodsInput) (payments.PaymentMethodsResult, error)
+	StartPayment(ctx context.Context, c *payments.Call, in payments.PaymentInput) (payments.PaymentResult, error)
+	SubmitDetails(ctx context.Context, c *payments.Call, in payments.DetailsInput) (payments.PaymentResult, error)
+	Capture(ctx context.Context, c *payments.Call, psp string, in payments.CaptureInput) (payments.ModificationResult, error)
+	Reverse(ctx context.Context, c *payments.Call, psp string, in payments.ReversalInput) (payments.ModificationResult, error)
+	UpdateAmount(ctx context.Context, c *payments.Call, psp string, in payments.AmountUpdateInput) (payments.ModificationResult, error)
+	DeleteStoredMethod(ctx context.Context, c *payments.Call, in payments.DeleteStoredMethodInput) error
 }
 
 var _ PaymentsAPI = (*payments.Service)(nil)
+
+// endpoint is a payment route's handler: decode and validate the request
+// (shared/paymentsapp), call the domain, encode its result.
+func endpoint[In, Out, Resp any](
+	decode func(c *Call) (In, error),
+	op func(ctx context.Context, c *Call, in In) (Out, error),
+	encode func(Out) Resp,
+) func(ctx context.Context, c *Call) (any, error) {
+	return func(ctx context.Context, c *Call) (any, error) {
+		in, err := decode(c)
+		if err != nil {
+			return nil, err
+		}
+		out, err := op(ctx, c, in)
+		if err != nil {
+			return nil, err
+		}
+		return encode(out), nil
+	}
+}
+
+// body adapts a body decoder of shared/paymentsapp.
+func body[In any](decode func([]byte) (In, error)) func(c *Call) (In, error) {
+	return func(c *Call) (In, error) { return decode(c.Body) }
+}
+
+// onSite adapts a domain operation on the call's site.
+func onSite[In, Out any](op func(context.Context, *payments.Call, In) (Out, error)) func(context.Context, *Call, In) (Out, error) {
+	return func(ctx context.Context, c *Call, in In) (Out, error) { return op(ctx, c.Call, in) }
+}
+
+// onPayment adapts a domain operation on the payment named by the path's
+// {pspReference}.
+func onPayment[In, Out any](op func(context.Context, *payments.Call, string, In) (Out, error)) func(context.Context, *Call, In) (Out, error) {
+	return func(ctx context.Context, c *Call, in In) (Out, error) {
+		return op(ctx, c.Call, c.PathValue("pspReference"), in)
+	}
+}
 
 // configResponse is GET /config's body.
 type configResponse struct {
@@ -43,9 +83,7 @@ func SessionsRoutes(d *Deps) []Route {
 	return []Route{{
 		Method: http.MethodPost, Pattern: "/v1/ecom/{siteId}/sessions", Name: "sessions",
 		Perm: tenant.PermSessions, Site: true, Flow: tenant.FlowSessions,
-		Handle: func(ctx context.Context, c *Call) (any, error) {
-			return d.Payments.CreateSession(ctx, c.Merchant, c.Site, c.Body)
-		},
+		Handle: endpoint(body(paymentsapp.DecodeSession), onSite(d.Payments.CreateSession), paymentsapp.Session),
 	}}
 }
 
@@ -57,47 +95,39 @@ func PaymentsRoutes(d *Deps) []Route {
 	}
 	return []Route{
 		site(http.MethodPost, "/v1/ecom/{siteId}/payment-methods", "payment-methods", tenant.PermPaymentMethods,
-			func(ctx context.Context, c *Call) (any, error) {
-				return d.Payments.PaymentMethods(ctx, c.Merchant, c.Site, c.Body)
-			}),
+			endpoint(body(paymentsapp.DecodePaymentMethods), onSite(d.Payments.PaymentMethods), paymentsapp.PaymentMethods)),
 		site(http.MethodPost, "/v1/ecom/{siteId}/payments", "payments", tenant.PermPayments,
-			func(ctx context.Context, c *Call) (any, error) {
-				return d.Payments.StartPayment(ctx, c.Merchant, c.Site, c.Body)
-			}),
+			endpoint(body(paymentsapp.DecodePayment), onSite(d.Payments.StartPayment), paymentsapp.Payment)),
 		site(http.MethodPost, "/v1/ecom/{siteId}/payments/details", "payments-details", tenant.PermDetails,
-			func(ctx context.Context, c *Call) (any, error) {
-				return d.Payments.SubmitDetails(ctx, c.Merchant, c.Site, c.Body)
-			}),
+			endpoint(body(paymentsapp.DecodeDetails), onSite(d.Payments.SubmitDetails), paymentsapp.Payment)),
 		site(http.MethodDelete, "/v1/ecom/{siteId}/stored-payment-methods/{storedPaymentMethodId}", "stored-payment-methods", tenant.PermStoredMethods,
-			func(ctx context.Context, c *Call) (any, error) {
-				err := d.Payments.DeleteStoredMethod(ctx, c.Merchant, c.PathValue("storedPaymentMethodId"), c.Req.URL.Query().Get("shopperReference"))
-				if err != nil {
-					return nil, err
-				}
-				return deletedResponse{StoredPaymentMethodID: c.PathValue("storedPaymentMethodId"), Status: "deleted"}, nil
-			}),
+			endpoint(
+				func(c *Call) (payments.DeleteStoredMethodInput, error) {
+					return paymentsapp.DecodeDeleteStoredMethod(c.PathValue("storedPaymentMethodId"), c.Req.URL.Query().Get("shopperReference"))
+				},
+				func(ctx context.Context, c *Call, in payments.DeleteStoredMethodInput) (payments.DeleteStoredMethodInput, error) {
+					return in, d.Payments.DeleteStoredMethod(ctx, c.Call, in)
+				},
+				paymentsapp.Deleted)),
 	}
-}
-
-type deletedResponse struct {
-	StoredPaymentMethodID string `json:"storedPaymentMethodId"`
-	Status                string `json:"status"`
 }
 
 // ModificationsRoutes is the modifications function's route group (docs/openapi.yaml).
 func ModificationsRoutes(d *Deps) []Route {
-	mod := func(suffix, name string, perm tenant.Permission,
-		op func(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string, body []byte) (payments.ModificationResult, error)) Route {
+	mod := func(suffix, name string, perm tenant.Permission, h func(ctx context.Context, c *Call) (any, error)) Route {
 		return Route{
 			Method: http.MethodPost, Pattern: "/v1/ecom/{siteId}/payments/{pspReference}/" + suffix, Name: name, Perm: perm, Site: true,
-			Handle: func(ctx context.Context, c *Call) (any, error) {
-				return op(ctx, c.Merchant, c.Site, c.PathValue("pspReference"), c.Body)
-			},
+			Handle: h,
 		}
 	}
 	return []Route{
-		mod("captures", "captures", tenant.PermCaptures, d.Payments.Capture),
-		mod("reversals", "reversals", tenant.PermReversals, d.Payments.Reverse),
-		mod("amount-updates", "amount-updates", tenant.PermAmountUpdates, d.Payments.UpdateAmount),
+		mod("captures", "captures", tenant.PermCaptures,
+			endpoint(body(paymentsapp.DecodeCapture), onPayment(d.Payments.Capture), paymentsapp.Modification)),
+		mod("reversals", "reversals", tenant.PermReversals,
+			endpoint(body(paymentsapp.DecodeReversal), onPayment(d.Payments.Reverse), paymentsapp.Modification)),
+		mod("amount-updates", "amount-updates", tenant.PermAmountUpdates,
+			endpoint(func(c *Call) (payments.AmountUpdateInput, error) {
+				return paymentsapp.DecodeAmountUpdate(c.Body, c.PathValue("pspReference"))
+			}, onPayment(d.Payments.UpdateAmount), paymentsapp.Modification)),
 	}
 }

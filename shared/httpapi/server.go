@@ -13,14 +13,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"runtime/debug"
 	"strings"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/reqwork"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -53,14 +52,15 @@ type Route struct {
 	Handle func(ctx context.Context, c *Call) (any, error)
 }
 
-// Call is what a route handler gets: an authenticated caller, its resolved
-// merchant and site, and the raw body.
+// Call is what a route handler gets: an authenticated caller and the raw
+// body, and the domain's per-call value (its resolved merchant and site and
+// the upstream idempotency key going in; whether the upstream was called
+// and the record writes still running coming out).
 type Call struct {
 	Req       *http.Request
 	Principal tenant.Principal
-	Merchant  tenant.Merchant
-	Site      tenant.Site
 	Body      []byte
+	*payments.Call
 }
 
 // PathValue returns a path wildcard's value.
@@ -82,8 +82,8 @@ func NewHandler(d *Deps, routes ...[]Route) http.Handler {
 	for _, p := range order {
 		mux.Handle(p, d.pattern(byPattern[p]))
 	}
-	unknown := d.wrap("unknown", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, apperr.New(apperr.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
+	unknown := d.wrap("unknown", func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
+		writeError(w, info, apperr.New(apperr.NotFound, "no such endpoint: "+r.Method+" "+r.URL.Path))
 	})
 	mux.Handle("/", unknown)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,9 +123,9 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 	for _, rt := range routes {
 		handlers[rt.Method] = d.wrap(rt.Name, d.serve(rt))
 	}
-	notAllowed := d.wrap(routes[0].Name, func(w http.ResponseWriter, r *http.Request) {
+	notAllowed := d.wrap(routes[0].Name, func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		w.Header().Set("Allow", allowHdr)
-		WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use %s", r.Method, allowHdr))
+		writeError(w, info, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use %s", r.Method, allowHdr))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, ok := handlers[r.Method]; ok {
@@ -138,26 +138,25 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 
 // serve runs one route's pipeline: auth → permission → rate limit → site
 // and merchant → body → idempotency → handler.
-func (d *Deps) serve(rt Route) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (d *Deps) serve(rt Route) handler {
+	return func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		ctx := r.Context()
-		info := infoFrom(ctx)
 		p, err := d.Auth.Authenticate(ctx, r.Header.Get("Authorization"))
 		if err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
 		info.Merchant = p.MerchantID()
 		info.KeyID = p.Key.ID
 		if err := d.Auth.Authorize(p, rt.Perm); err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
 		if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
-		c := &Call{Req: r, Principal: p}
+		c := &Call{Req: r, Principal: p, Call: &payments.Call{}}
 		if rt.Site {
 			info.Site = r.PathValue("siteId")
 			c.Site, c.Merchant, err = d.Auth.Site(ctx, p, r.PathValue("siteId"))
@@ -168,45 +167,43 @@ func (d *Deps) serve(rt Route) http.HandlerFunc {
 			c.Merchant, err = d.Auth.Merchant(ctx, p)
 		}
 		if err != nil {
-			WriteError(w, r, err)
+			writeError(w, info, err)
 			return
 		}
 		if r.Method == http.MethodPost {
 			if c.Body, err = readBody(w, r); err != nil {
-				WriteError(w, r, err)
+				writeError(w, info, err)
 				return
 			}
 		}
 		// A header sent empty is invalid (400), not absent.
 		if r.Method != http.MethodPost || len(r.Header.Values(idempotency.Header)) == 0 {
-			ctx, work := reqwork.With(ctx)
 			resp := d.run(ctx, rt, c)
-			work.Wait()
+			d.awaitRecords(ctx, rt, c)
 			info.PSPReference = resp.psp
-			resp.write(w, r)
+			resp.write(w, info)
 			return
 		}
-		d.serveIdempotent(w, r, rt, c)
+		d.serveIdempotent(w, r, info, rt, c)
 	}
 }
 
 // serveIdempotent runs a POST under its Idempotency-Key.
-func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route, c *Call) {
+func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call) {
 	ctx := r.Context()
-	info := infoFrom(ctx)
 	vals := r.Header.Values(idempotency.Header)
 	key, err := idempotency.ParseKey(vals[0])
 	if err == nil && len(vals) > 1 {
 		err = apperr.InvalidField(idempotency.Header, "must be sent once")
 	}
 	if err != nil {
-		WriteError(w, r, err)
+		writeError(w, info, err)
 		return
 	}
 	scope := c.Principal.MerchantID()
 	lease, replay, err := d.Idem.Begin(ctx, scope, key, idempotency.Fingerprint(r.Method, r.URL.Path, c.Body))
 	if err != nil {
-		WriteError(w, r, err)
+		writeError(w, info, err)
 		return
 	}
 	if replay != nil {
@@ -221,19 +218,38 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, rt Route,
 		writeRaw(w, replay.Status, replay.Body)
 		return
 	}
-	ctx = idempotency.WithCall(ctx, idempotency.UpstreamKey(scope, key))
-	ctx, work := reqwork.With(ctx)
+	finished := false
+	defer func() {
+		// A handler that panicked (recovered by wrap) releases the key, so
+		// a retry runs again instead of waiting out the lease.
+		if !finished {
+			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
+		}
+	}()
+	c.UpstreamKey = idempotency.UpstreamKey(scope, key)
 	resp := d.run(ctx, rt, c)
 	info.PSPReference = resp.psp
-	keep := idempotency.Keep(resp.status, idempotency.UpstreamCalled(ctx))
+	keep := idempotency.Keep(resp.status, c.UpstreamCalled())
 	// The result write runs alongside the handler's record writes (one
 	// round trip deep, not two); the response waits for both.
 	d.Idem.Finish(ctx, lease, idempotency.Response{
 		Status: resp.status, Body: resp.body,
 		Header: map[string]string{"Content-Type": "application/json"},
 	}, keep)
-	work.Wait()
-	resp.write(w, r)
+	finished = true
+	d.awaitRecords(ctx, rt, c)
+	resp.write(w, info)
+}
+
+// awaitRecords waits for the record writes the handler started after the
+// upstream answered. Their failure does not change the answer (the
+// upstream has acted; its notification reconciles the record), so it is
+// logged here.
+func (d *Deps) awaitRecords(ctx context.Context, rt Route, c *Call) {
+	if err := c.Wait(); err != nil {
+		d.Log.ErrorContext(ctx, "record write after the upstream answered failed; the upstream's notification reconciles it",
+			"route", rt.Name, "err", err.Error())
+	}
 }
 
 // replayErrorCode extracts errorCode from a stored error body for the log.
@@ -256,22 +272,17 @@ type response struct {
 	psp    string
 }
 
-func (resp response) write(w http.ResponseWriter, r *http.Request) {
-	if resp.err != nil { // WriteError also records the error for the log
-		WriteError(w, r, resp.err)
+func (resp response) write(w http.ResponseWriter, info *reqInfo) {
+	if resp.err != nil { // writeError also records the error for the log
+		writeError(w, info, resp.err)
 		return
 	}
 	writeRaw(w, resp.status, resp.body)
 }
 
-// run calls the handler, turning a panic into a 500 and rendering the result.
-func (d *Deps) run(ctx context.Context, rt Route, c *Call) (resp response) {
-	defer func() {
-		if v := recover(); v != nil {
-			d.Log.ErrorContext(ctx, "panic in handler", "route", rt.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			resp = renderError(apperr.New(apperr.Internal, "internal error"))
-		}
-	}()
+// run calls the handler and renders its result. A panic is recovered in
+// one place, wrap.
+func (d *Deps) run(ctx context.Context, rt Route, c *Call) response {
 	out, err := rt.Handle(ctx, c)
 	if err != nil {
 		return renderError(err)

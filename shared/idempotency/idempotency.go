@@ -24,7 +24,7 @@ import (
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Header names.
@@ -126,7 +126,7 @@ func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Re
 	switch {
 	case err == nil:
 		return &Lease{scope: scope, key: key, token: token}, nil, nil
-	case !errors.Is(err, store.ErrConflict):
+	case !errors.Is(err, storeerr.ErrConflict):
 		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
 	}
 	if existing.Fingerprint != fp {

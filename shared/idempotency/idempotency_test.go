@@ -152,19 +152,3 @@ func TestKeep(t *testing.T) {
 		}
 	}
 }
-
-func TestContextCarriesUpstreamKey(t *testing.T) {
-	ctx := context.Background()
-	if idempotency.UpstreamKeyFrom(ctx) != "" || idempotency.UpstreamCalled(ctx) {
-		t.Fatal("empty context")
-	}
-	idempotency.MarkUpstreamCalled(ctx) // no call state: a no-op
-	ctx = idempotency.WithCall(ctx, "up-key")
-	if idempotency.UpstreamKeyFrom(ctx) != "up-key" || idempotency.UpstreamCalled(ctx) {
-		t.Fatal("fresh call")
-	}
-	idempotency.MarkUpstreamCalled(ctx)
-	if !idempotency.UpstreamCalled(ctx) {
-		t.Fatal("not marked")
-	}
-}

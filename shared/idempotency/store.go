@@ -16,21 +16,21 @@ const (
 
 // Response is a stored result, replayed byte-for-byte.
 type Response struct {
-	Status int               `json:"status"`
-	Header map[string]string `json:"header,omitempty"`
-	Body   []byte            `json:"body"`
+	Status int
+	Header map[string]string
+	Body   []byte
 }
 
 // Record is one claimed Idempotency-Key, scoped to a merchant.
 type Record struct {
-	Scope       string    `json:"scope"` // merchant id
-	Key         string    `json:"key"`
-	Fingerprint string    `json:"fingerprint"` // hash of method, path and canonical body
-	Status      Status    `json:"status"`
-	LeaseToken  string    `json:"leaseToken,omitempty"`
-	LeaseUntil  time.Time `json:"leaseUntil"` // an in-progress claim is abandoned after this
-	ExpiresAt   time.Time `json:"expiresAt"`  // the record is gone after this (TTL)
-	Response    *Response `json:"response,omitempty"`
+	Scope       string // merchant id
+	Key         string
+	Fingerprint string // hash of method, path and canonical body
+	Status      Status
+	LeaseToken  string
+	LeaseUntil  time.Time // an in-progress claim is abandoned after this
+	ExpiresAt   time.Time // the record is gone after this (TTL)
+	Response    *Response
 }
 
 // Store is the port that keeps idempotency records. Each method is one
@@ -39,10 +39,10 @@ type Store interface {
 	// Claim writes rec (Status in_progress) if no record exists for
 	// (rec.Scope, rec.Key), or the existing one has expired (ExpiresAt <= now),
 	// or it is in progress with an ended lease (LeaseUntil <= now). Otherwise
-	// it writes nothing and returns the existing record with store.ErrConflict.
+	// it writes nothing and returns the existing record with storeerr.ErrConflict.
 	Claim(ctx context.Context, rec Record, now time.Time) (Record, error)
 	// Complete stores resp and marks the record completed until expiresAt,
-	// provided the record still holds leaseToken; store.ErrConflict otherwise.
+	// provided the record still holds leaseToken; storeerr.ErrConflict otherwise.
 	Complete(ctx context.Context, scope, key, leaseToken string, resp Response, expiresAt time.Time) error
 	// Release deletes the record if it still holds leaseToken. Releasing a
 	// record that is gone or was re-claimed by another lease is not an error.

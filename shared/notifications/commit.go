@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -35,7 +35,7 @@ type ItemCommit struct {
 // Outbox is the port of a store that also holds the delivery queue (the
 // embedded store under the local queue): CommitItem writes c and the jobs
 // of its deliveries in one durable transaction, so an item takes one write.
-// store.ErrConflict when the event's or the payment's stored version is
+// storeerr.ErrConflict when the event's or the payment's stored version is
 // not the one given; nothing is written then.
 type Outbox interface {
 	CommitItem(ctx context.Context, c ItemCommit) error
@@ -57,7 +57,7 @@ func (r *Receiver) acceptAtOnce(ctx context.Context, live string, item upstream.
 	for range maxMutateAttempts {
 		ev, done, err := r.commitItem(ctx, live, item)
 		switch {
-		case errors.Is(err, store.ErrConflict):
+		case errors.Is(err, storeerr.ErrConflict):
 			continue
 		case err != nil:
 			return err
@@ -68,7 +68,7 @@ func (r *Receiver) acceptAtOnce(ctx context.Context, live string, item upstream.
 		}
 		return nil
 	}
-	return fmt.Errorf("store event %s: too many concurrent updates: %w", EventID(DedupKey(item)), store.ErrConflict)
+	return fmt.Errorf("store event %s: too many concurrent updates: %w", EventID(DedupKey(item)), storeerr.ErrConflict)
 }
 
 // tenantRead is a merchant and its subscriptions, read together.
@@ -136,7 +136,7 @@ func (r *Receiver) commitItem(ctx context.Context, live string, item upstream.No
 				"eventId", ev.ID, "eventCode", item.EventCode, "pspReference", item.PSPReference, "received", ev.Received)
 			return ev, false, nil
 		}
-	case !errors.Is(storedErr, store.ErrNotFound):
+	case !errors.Is(storedErr, storeerr.ErrNotFound):
 		return ev, false, fmt.Errorf("read event %s: %w", ev.ID, storedErr)
 	}
 	log := r.Log.With("eventId", ev.ID, "eventCode", item.EventCode, "pspReference", ev.PaymentPSP)

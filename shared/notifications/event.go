@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -60,11 +60,11 @@ func (e Event) DeliveriesEnqueued() bool { return e.Status == EventProcessed }
 
 // EventStore is the port that keeps notification events.
 type EventStore interface {
-	// GetEvent returns store.ErrNotFound for an unknown id.
+	// GetEvent returns storeerr.ErrNotFound for an unknown id.
 	GetEvent(ctx context.Context, id string) (Event, error)
 	// SaveEvent writes e if the stored version is prevVersion (0: no event
 	// with e.ID may exist); e.Version must be prevVersion+1.
-	// store.ErrConflict when the condition fails.
+	// storeerr.ErrConflict when the condition fails.
 	SaveEvent(ctx context.Context, e Event, prevVersion int64) error
 	// ListPaymentEvents returns the events of payment psp (their
 	// PaymentPSP), oldest first (ReceivedAt, then ID). The list may lag a
@@ -120,9 +120,9 @@ func mutateEvent(ctx context.Context, st EventStore, id string, fn func(*Event) 
 		if err == nil {
 			return e, nil
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, storeerr.ErrConflict) {
 			return Event{}, fmt.Errorf("save event %s: %w", id, err)
 		}
 	}
-	return Event{}, fmt.Errorf("save event %s: too many concurrent updates: %w", id, store.ErrConflict)
+	return Event{}, fmt.Errorf("save event %s: too many concurrent updates: %w", id, storeerr.ErrConflict)
 }

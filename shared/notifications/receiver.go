@@ -11,7 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -119,7 +119,7 @@ func (r *Receiver) store(ctx context.Context, live string, item upstream.Notific
 	if err == nil {
 		return ev, true, nil
 	}
-	if !errors.Is(err, store.ErrConflict) {
+	if !errors.Is(err, storeerr.ErrConflict) {
 		return Event{}, false, fmt.Errorf("store event %s: %w", ev.ID, err)
 	}
 	stored, err := mutateEvent(ctx, r.Events, ev.ID, func(e *Event) error {

@@ -18,8 +18,8 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -253,11 +253,11 @@ func TestBadSignatureStoresNothing(t *testing.T) {
 			}
 		}
 		for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
-			if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, store.ErrNotFound) {
+			if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, storeerr.ErrNotFound) {
 				t.Fatalf("event of %s stored: %v", it.PSPReference, err)
 			}
 		}
-		if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, store.ErrNotFound) || f.jobs() != 0 {
+		if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) || f.jobs() != 0 {
 			t.Fatalf("something was stored: %v, %d jobs", err, f.jobs())
 		}
 	})
@@ -334,7 +334,7 @@ func TestRoutingBySessionAndAccountCheck(t *testing.T) {
 		if ev := f.event(it); ev.Status != notifications.EventUnroutable {
 			t.Fatalf("account mismatch: %+v", ev)
 		}
-		if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, storeerr.ErrNotFound) {
 			t.Fatal("a record was created for an unroutable item")
 		}
 		if len(f.deliveries("m_b")) != 0 {

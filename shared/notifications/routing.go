@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -60,14 +60,14 @@ func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Payment, 
 			r.Log.WarnContext(ctx, "notification metadata names another merchant than the payment record; the record wins",
 				"eventId", ev.ID, "pspReference", ev.PaymentPSP, "merchant", p.MerchantID, "metadataMerchant", m)
 		}
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, storeerr.ErrNotFound):
 		return owner{}, "", fmt.Errorf("read payment %s: %w", ev.PaymentPSP, err)
 	case ad[keyMetaMerchant] != "":
 		merchantID = ad[keyMetaMerchant]
 		o = owner{siteID: ad[keyMetaSite], source: sourceOf(ad[keyMetaSource]), sessionID: sessionID, via: viaMetadata}
 	case sessionID != "":
 		s, err := r.Payments.GetSession(ctx, sessionID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 			return owner{}, "", fmt.Errorf("read session %s: %w", sessionID, err)
 		}
 		if err == nil {
@@ -79,7 +79,7 @@ func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Payment, 
 		return owner{}, "no payment record, routing metadata or session names the merchant", nil
 	}
 	m, err := getMerchant(ctx, merchantID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return owner{}, "unknown merchant " + merchantID, nil
 	}
 	if err != nil {

@@ -4,30 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/reqwork"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// PaymentResult is the payment response of payments and payments/details:
-// the upstream's resultCode, pspReference and action (unchanged), and the
+// PaymentResult is the result of payments and payments/details: the
+// upstream's resultCode, pspReference and action (unchanged), and the
 // refusal reason of a refused payment.
 type PaymentResult struct {
-	ResultCode        string          `json:"resultCode"`
-	PSPReference      string          `json:"pspReference,omitempty"`
-	Action            json.RawMessage `json:"action,omitempty"`
-	RefusalReason     string          `json:"refusalReason,omitempty"`
-	RefusalReasonCode string          `json:"refusalReasonCode,omitempty"`
-	MerchantReference string          `json:"merchantReference,omitempty"`
+	ResultCode        string
+	PSPReference      string
+	Action            json.RawMessage
+	RefusalReason     string
+	RefusalReasonCode string
+	MerchantReference string
 }
-
-// PSP reports the pspReference for the request log.
-func (r PaymentResult) PSP() string { return r.PSPReference }
 
 func resultOf(resp upstream.PaymentResponse) PaymentResult {
 	return PaymentResult{
@@ -37,15 +33,13 @@ func resultOf(resp upstream.PaymentResponse) PaymentResult {
 	}
 }
 
-// StartPayment validates body, adds what the service controls and starts a
-// payment upstream (docs/openapi.yaml). The payment record is created (or merged
-// with one a notification created first).
-func (s *Service) StartPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentResult, error) {
-	in, err := ParsePayment(body)
-	if err != nil {
-		return PaymentResult{}, err
-	}
-	ref := reference(ctx, in.Reference, "pay_")
+// StartPayment adds what the service controls to in and starts a payment
+// upstream (docs/openapi.yaml). The payment record is created (or merged with
+// one a notification created first) alongside the rest of the request
+// (c.Wait).
+func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (PaymentResult, error) {
+	m, site := c.Merchant, c.Site
+	ref := reference(c, in.Reference, "pay_")
 	req := upstream.PaymentRequest{
 		MerchantAccount:          m.UpstreamAccount,
 		Amount:                   in.Amount,
@@ -62,13 +56,13 @@ func (s *Service) StartPayment(ctx context.Context, m tenant.Merchant, site tena
 		PaymentMethod:            in.PaymentMethod,
 		Extra:                    in.StateData,
 	}
-	resp, err := s.up.Payments(ctx, req, callUpstream(ctx))
+	resp, err := s.up.Payments(ctx, req, c.callUpstream())
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
 	if resp.PSPReference != "" {
-		reqwork.Go(ctx, func(ctx context.Context) {
-			s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
+		c.record(ctx, func(ctx context.Context) error {
+			return s.recordPayment(ctx, m, site, resp, "payment", func() Payment {
 				return Payment{
 					MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
 					Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
@@ -86,9 +80,10 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 }
 
 // recordPayment creates or updates the record of a payment after an
-// upstream answer. The upstream has already acted, so a store failure is
-// logged rather than failing the call: the notification repairs the record.
-func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) {
+// upstream answer. The upstream has already acted, so its caller does not
+// fail the call on the error it returns: the notification repairs the
+// record.
+func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) error {
 	now := s.clock.Now()
 	apply := func(p *Payment) error {
 		if p.MerchantID != m.ID || (p.SiteID != "" && p.SiteID != site.ID) {
@@ -118,16 +113,15 @@ func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site ten
 	if err := apply(&fresh); err == nil {
 		fresh.Version = 1
 		if err := s.store.SavePayment(ctx, fresh, 0); err == nil {
-			return
-		} else if !errors.Is(err, store.ErrConflict) {
-			s.log.ErrorContext(ctx, "recording payment failed", "pspReference", resp.PSPReference, "err", err.Error())
-			return
+			return nil
+		} else if !errors.Is(err, storeerr.ErrConflict) {
+			return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
 		}
 	}
-	_, err := Mutate(ctx, s.store, resp.PSPReference, create, apply)
-	if err != nil {
-		s.log.ErrorContext(ctx, "recording payment failed", "pspReference", resp.PSPReference, "err", err.Error())
+	if _, err := Mutate(ctx, s.store, resp.PSPReference, create, apply); err != nil {
+		return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
 	}
+	return nil
 }
 
 var errForeign = errors.New("payment belongs to another merchant or site")
@@ -174,21 +168,11 @@ func outcome(s State) bool {
 // SubmitDetails submits the component's additional details (docs/openapi.yaml). The
 // payment is found from the payload; its result is recorded only when the
 // payment belongs to this site (or is new to the service).
-func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentResult, error) {
-	var errs jsonin.Errors
-	o := jsonin.Parse(body, &errs)
-	if o == nil {
-		return PaymentResult{}, errs.Err()
-	}
-	details := o.RawObject("details", true)
-	paymentData, _ := o.String("paymentData", false, jsonin.MaxLen(100_000))
-	o.Done()
-	if err := errs.Err(); err != nil {
-		return PaymentResult{}, err
-	}
-	resp, err := s.up.PaymentDetails(ctx, upstream.DetailsRequest{Details: details, PaymentData: paymentData}, callUpstream(ctx))
+func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (PaymentResult, error) {
+	m, site := c.Merchant, c.Site
+	resp, err := s.up.PaymentDetails(ctx, upstream.DetailsRequest{Details: in.Details, PaymentData: in.PaymentData}, c.callUpstream())
 	if err != nil {
-		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), paymentData != "")
+		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
 	if resp.PSPReference != "" {
 		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
@@ -197,16 +181,19 @@ func (s *Service) SubmitDetails(ctx context.Context, m tenant.Merchant, site ten
 			s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
 				"pspReference", resp.PSPReference, "site", site.ID)
 			return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			s.log.ErrorContext(ctx, "reading payment failed", "pspReference", resp.PSPReference, "err", err.Error())
+		case err != nil && !errors.Is(err, storeerr.ErrNotFound):
+			// The upstream has answered: its result stands, and the
+			// notification records the payment.
+			c.fail(fmt.Errorf("read payment %s after details: %w", resp.PSPReference, err))
 		default:
-			s.recordPayment(ctx, m, site, resp, "details", func() Payment {
+			err := s.recordPayment(ctx, m, site, resp, "details", func() Payment {
 				p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
 				if resp.Amount != nil {
 					p.Amount = *resp.Amount
 				}
 				return p
 			})
+			c.fail(err)
 		}
 	}
 	return resultOf(resp), nil
@@ -229,50 +216,29 @@ func detailsError(err error, withPaymentData bool) error {
 	return named
 }
 
-// PaymentMethodsResult is the payment-methods response.
+// PaymentMethodsResult is the payment methods offered, as the upstream
+// describes them.
 type PaymentMethodsResult struct {
-	PaymentMethods       []json.RawMessage `json:"paymentMethods"`
-	StoredPaymentMethods []json.RawMessage `json:"storedPaymentMethods"`
+	PaymentMethods       []json.RawMessage
+	StoredPaymentMethods []json.RawMessage
 }
 
 // PaymentMethods lists the payment methods for an amount (docs/openapi.yaml). The
 // always-blocked methods are never offered, here as on sessions.
-func (s *Service) PaymentMethods(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (PaymentMethodsResult, error) {
-	var errs jsonin.Errors
-	o := jsonin.Parse(body, &errs)
-	if o == nil {
-		return PaymentMethodsResult{}, errs.Err()
-	}
-	o.Forbid(serverControlled...)
-	amount, _ := readAmount(o, "amount", false)
-	country, _ := o.String("countryCode", false, countryRule)
-	locale, _ := o.String("shopperLocale", false, localeRule)
-	channel, _ := o.String("channel", false, jsonin.OneOf("Web", "iOS", "Android"))
-	allowed := o.Strings("allowedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
-	blocked := o.Strings("blockedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
-	shopperRef, _ := o.String("shopperReference", false, shopperReferenceRule)
-	o.Done()
-	if err := errs.Err(); err != nil {
-		return PaymentMethodsResult{}, err
-	}
+func (s *Service) PaymentMethods(ctx context.Context, c *Call, in PaymentMethodsInput) (PaymentMethodsResult, error) {
+	m := c.Merchant
+	country := in.CountryCode
 	if country == "" {
 		country = m.Country
 	}
 	req := upstream.PaymentMethodsRequest{
-		MerchantAccount: m.UpstreamAccount, Amount: &money.Amount{Value: amount.Value, Currency: amount.Currency},
-		CountryCode: country, ShopperLocale: locale, Channel: channel, ShopperReference: shopperRef,
-		AllowedPaymentMethods: allowed, BlockedPaymentMethods: mergeBlocked(blocked),
+		MerchantAccount: m.UpstreamAccount, Amount: &money.Amount{Value: in.Amount.Value, Currency: in.Amount.Currency},
+		CountryCode: country, ShopperLocale: in.ShopperLocale, Channel: in.Channel, ShopperReference: in.ShopperReference,
+		AllowedPaymentMethods: in.AllowedPaymentMethods, BlockedPaymentMethods: mergeBlocked(in.BlockedPaymentMethods),
 	}
-	resp, err := s.up.PaymentMethods(ctx, req, callUpstream(ctx))
+	resp, err := s.up.PaymentMethods(ctx, req, c.callUpstream())
 	if err != nil {
 		return PaymentMethodsResult{}, upstreamError(err, apperr.PaymentMethodsFailed, "listing payment methods")
 	}
-	out := PaymentMethodsResult{PaymentMethods: resp.PaymentMethods, StoredPaymentMethods: resp.StoredPaymentMethods}
-	if out.PaymentMethods == nil {
-		out.PaymentMethods = []json.RawMessage{}
-	}
-	if out.StoredPaymentMethods == nil {
-		out.StoredPaymentMethods = []json.RawMessage{}
-	}
-	return out, nil
+	return PaymentMethodsResult{PaymentMethods: resp.PaymentMethods, StoredPaymentMethods: resp.StoredPaymentMethods}, nil
 }

@@ -8,27 +8,20 @@ import (
 	"fmt"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/jsonin"
-	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/reqwork"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// ModificationResult is the response of captures, reversals and amount
+// ModificationResult is the result of captures, reversals and amount
 // updates: the operation's pspReference and status ("received"), plus the
 // payment's pspReference and the operation's reference.
 type ModificationResult struct {
-	PSPReference        string `json:"pspReference"`
-	Status              string `json:"status"`
-	PaymentPSPReference string `json:"paymentPspReference"`
-	Reference           string `json:"reference,omitempty"`
+	PSPReference        string
+	Status              string
+	PaymentPSPReference string
+	Reference           string
 }
-
-// PSP reports the payment's pspReference for the request log.
-func (r ModificationResult) PSP() string { return r.PaymentPSPReference }
 
 func modificationResult(psp string, resp upstream.ModificationResponse) ModificationResult {
 	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}
@@ -42,7 +35,7 @@ func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tena
 		return Payment{}, notFound
 	}
 	p, err := s.store.GetPayment(ctx, psp)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return Payment{}, notFound
 	}
 	if err != nil {
@@ -56,33 +49,13 @@ func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tena
 
 // opReference names one modification attempt for reservations: derived
 // from the Idempotency-Key when there is one, so a retry matches.
-func opReference(ctx context.Context) string {
-	if k := idempotency.UpstreamKeyFrom(ctx); k != "" {
+func opReference(c *Call) string {
+	if k := c.UpstreamKey; k != "" {
 		return "op_" + k
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return "op_" + hex.EncodeToString(b)
-}
-
-// modificationBody reads the common fields: amount (when wanted) and reference.
-func modificationBody(body []byte, wantAmount bool, extra func(o *jsonin.Obj)) (money.Amount, string, error) {
-	var errs jsonin.Errors
-	o := jsonin.Parse(body, &errs)
-	if o == nil {
-		return money.Amount{}, "", errs.Err()
-	}
-	o.Forbid(serverControlled...)
-	var amount money.Amount
-	if wantAmount {
-		amount, _ = readAmount(o, "amount", false)
-	}
-	ref, _ := o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
-	if extra != nil {
-		extra(o)
-	}
-	o.Done()
-	return amount, ref, errs.Err()
 }
 
 func capturedState(p *Payment) State {
@@ -97,17 +70,17 @@ func capturedState(p *Payment) State {
 
 // Capture captures (part of) an authorised payment (docs/openapi.yaml). The amount
 // is reserved on the record before the upstream call, so concurrent
-// captures can never exceed the authorised amount; a failed call releases it.
-func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
-	amount, ref, err := modificationBody(body, true, nil)
+// captures can never exceed the authorised amount; a failed call releases
+// it. The record's update after the upstream's answer runs alongside the
+// rest of the request (c.Wait).
+func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureInput) (ModificationResult, error) {
+	m := c.Merchant
+	amount, ref := in.Amount, in.Reference
+	owned, err := s.ownedPayment(ctx, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
-	owned, err := s.ownedPayment(ctx, m, site, psp)
-	if err != nil {
-		return ModificationResult{}, err
-	}
-	op := opReference(ctx)
+	op := opReference(c)
 	now := s.clock.Now()
 	reserved, err := MutateFrom(ctx, s.store, owned, func(p *Payment) error {
 		if _, ok := p.Reservations[op]; ok {
@@ -136,14 +109,16 @@ func (s *Service) Capture(ctx context.Context, m tenant.Merchant, site tenant.Si
 	}
 	resp, err := s.up.Capture(ctx, psp, upstream.CaptureRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
-	}, callUpstream(ctx))
+	}, c.callUpstream())
 	if err != nil {
-		s.release(ctx, reserved, op)
+		c.record(ctx, func(ctx context.Context) error { return s.release(ctx, reserved, op) })
 		return ModificationResult{}, upstreamError(err, apperr.CaptureFailed, "capture")
 	}
-	s.settle(ctx, reserved, op, func(p *Payment) {
-		p.State = capturedState(p)
-		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
+	c.record(ctx, func(ctx context.Context) error {
+		return s.settle(ctx, reserved, op, func(p *Payment) {
+			p.State = capturedState(p)
+			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
+		})
 	})
 	return modificationResult(psp, resp), nil
 }
@@ -156,8 +131,8 @@ func orRef(ref, psp string) string {
 }
 
 // release undoes a reservation after a failed capture call.
-func (s *Service) release(ctx context.Context, last Payment, op string) {
-	s.settle(ctx, last, op, func(p *Payment) {
+func (s *Service) release(ctx context.Context, last Payment, op string) error {
+	return s.settle(ctx, last, op, func(p *Payment) {
 		if v, ok := p.Reservations[op]; ok {
 			p.CapturedValue -= v
 			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture-released", Origin: "api", PSPReference: op})
@@ -167,25 +142,22 @@ func (s *Service) release(ctx context.Context, last Payment, op string) {
 
 // settle ends a reservation and applies fn, starting from last, the
 // record as this request last saw it (one write unless a notification
-// changed it meanwhile). Failures are logged: the upstream has answered,
-// and its notification reconciles the record. It runs alongside the rest of
-// the request (reqwork).
-func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) {
+// changed it meanwhile). The upstream has answered, so the change is not
+// given up under contention (maxSettleAttempts) nor when the merchant hangs
+// up (ctx loses its cancellation); an error that remains is returned to the
+// caller, and the upstream's notification reconciles the record.
+func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) error {
 	psp := last.PSPReference
-	reqwork.Go(ctx, func(ctx context.Context) {
-		// The upstream has accepted: this change is not given up under
-		// contention, nor when the merchant hangs up.
-		ctx = context.WithoutCancel(ctx)
-		_, err := mutate(ctx, s.store, psp, &last, nil, func(p *Payment) error {
-			fn(p)
-			delete(p.Reservations, op)
-			p.UpdatedAt = s.clock.Now()
-			return nil
-		}, maxSettleAttempts)
-		if err != nil {
-			s.log.ErrorContext(ctx, "updating payment record failed", "pspReference", psp, "err", err.Error())
-		}
-	})
+	_, err := mutate(context.WithoutCancel(ctx), s.store, psp, &last, nil, func(p *Payment) error {
+		fn(p)
+		delete(p.Reservations, op)
+		p.UpdatedAt = s.clock.Now()
+		return nil
+	}, maxSettleAttempts)
+	if err != nil {
+		return fmt.Errorf("update payment record %s after the upstream answered: %w", psp, err)
+	}
+	return nil
 }
 
 // recordError passes domain errors through and wraps store failures.
@@ -212,48 +184,41 @@ func reversible(st State) bool {
 // Reverse cancels a payment not yet captured or refunds a captured one
 // (docs/openapi.yaml); the upstream chooses, and the record follows its choice
 // optimistically until the CANCEL_OR_REFUND notification confirms it.
-func (s *Service) Reverse(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
-	_, ref, err := modificationBody(body, false, nil)
-	if err != nil {
-		return ModificationResult{}, err
-	}
-	p, err := s.ownedPayment(ctx, m, site, psp)
+func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalInput) (ModificationResult, error) {
+	m := c.Merchant
+	p, err := s.ownedPayment(ctx, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
 	if !reversible(p.State) {
 		return ModificationResult{}, apperr.Newf(apperr.Invalid, "payment in state %s cannot be reversed", p.State)
 	}
-	resp, err := s.up.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: m.UpstreamAccount, Reference: ref}, callUpstream(ctx))
+	resp, err := s.up.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: m.UpstreamAccount, Reference: in.Reference}, c.callUpstream())
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
 	}
-	s.settle(ctx, p, "", func(p *Payment) {
-		kind := "cancel"
-		if p.CapturedValue > 0 {
-			kind = "refund"
-			p.RefundedValue = p.CapturedValue
-			p.State = StateRefunded
-		} else {
-			p.State = StateCancelled
-		}
-		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "reversal", Origin: "api", PSPReference: resp.PSPReference, Detail: kind})
+	c.record(ctx, func(ctx context.Context) error {
+		return s.settle(ctx, p, "", func(p *Payment) {
+			kind := "cancel"
+			if p.CapturedValue > 0 {
+				kind = "refund"
+				p.RefundedValue = p.CapturedValue
+				p.State = StateRefunded
+			} else {
+				p.State = StateCancelled
+			}
+			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "reversal", Origin: "api", PSPReference: resp.PSPReference, Detail: kind})
+		})
 	})
 	return modificationResult(psp, resp), nil
 }
 
 // UpdateAmount changes the authorised amount of a payment not yet captured
-// (docs/openapi.yaml). The body's pspReference must equal the path's.
-func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string, body []byte) (ModificationResult, error) {
-	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) {
-		if v, ok := o.String("pspReference", true); ok && v != psp {
-			o.Fail("pspReference", "must equal the pspReference in the path")
-		}
-	})
-	if err != nil {
-		return ModificationResult{}, err
-	}
-	p, err := s.ownedPayment(ctx, m, site, psp)
+// (docs/openapi.yaml).
+func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in AmountUpdateInput) (ModificationResult, error) {
+	m := c.Merchant
+	amount, ref := in.Amount, in.Reference
+	p, err := s.ownedPayment(ctx, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
@@ -265,33 +230,27 @@ func (s *Service) UpdateAmount(ctx context.Context, m tenant.Merchant, site tena
 	}
 	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
-	}, callUpstream(ctx))
+	}, c.callUpstream())
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
 	}
-	s.settle(ctx, p, "", func(p *Payment) {
-		p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
-		p.AuthorisedValue = amount.Value
-		p.Amount.Value = amount.Value
+	c.record(ctx, func(ctx context.Context) error {
+		return s.settle(ctx, p, "", func(p *Payment) {
+			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
+			p.AuthorisedValue = amount.Value
+			p.Amount.Value = amount.Value
+		})
 	})
 	return modificationResult(psp, resp), nil
 }
 
 // DeleteStoredMethod deletes a shopper's stored payment method (extension).
-func (s *Service) DeleteStoredMethod(ctx context.Context, m tenant.Merchant, id, shopperReference string) error {
-	if msg := shopperReferenceRule(shopperReference); msg != "" {
-		return apperr.InvalidField("shopperReference", msg)
-	}
-	if id == "" || len(id) > 64 {
-		return apperr.InvalidField("storedPaymentMethodId", "must be 1 to 64 characters")
-	}
-	idempotency.MarkUpstreamCalled(ctx)
+func (s *Service) DeleteStoredMethod(ctx context.Context, c *Call, in DeleteStoredMethodInput) error {
+	c.callUpstream() // the upstream's delete takes no idempotency key
 	err := s.up.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{
-		StoredPaymentMethodID: id, MerchantAccount: m.UpstreamAccount, ShopperReference: shopperReference,
+		StoredPaymentMethodID: in.StoredPaymentMethodID, MerchantAccount: c.Merchant.UpstreamAccount, ShopperReference: in.ShopperReference,
 	})
-	// The upstream answers an unknown token with 404, or 422 errorCode 800
-	// "Contract not found".
-	if e, ok := upstream.AsError(err); ok && (e.HTTPStatus == 404 || e.ErrorCode == "800") {
+	if e, ok := upstream.AsError(err); ok && e.NotFound() {
 		return apperr.New(apperr.PaymentNotFound, "stored payment method not found for this shopper")
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -124,7 +124,7 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 		p.UpdatedAt = opts.Now
 		return nil
 	})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
 	}
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -42,7 +42,7 @@ func (m *memStore) GetSession(_ context.Context, id string) (payments.Session, e
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok {
-		return s, store.ErrNotFound
+		return s, storeerr.ErrNotFound
 	}
 	return s, nil
 }
@@ -52,7 +52,7 @@ func (m *memStore) GetPayment(_ context.Context, psp string) (payments.Payment, 
 	defer m.mu.Unlock()
 	raw, ok := m.payments[psp]
 	if !ok {
-		return payments.Payment{}, store.ErrNotFound
+		return payments.Payment{}, storeerr.ErrNotFound
 	}
 	var p payments.Payment
 	err := json.Unmarshal(raw, &p)
@@ -68,7 +68,7 @@ func (m *memStore) SavePayment(_ context.Context, p payments.Payment, prev int64
 		_ = json.Unmarshal(raw, &cur)
 	}
 	if (prev == 0 && found) || (prev != 0 && (!found || cur.Version != prev)) || p.Version != prev+1 {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	b, err := json.Marshal(p)
 	m.payments[p.PSPReference] = b
@@ -301,13 +301,47 @@ func TestAutoCaptureMerchant(t *testing.T) {
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 2})
 }
 
+// call is one API call's per-call value, without an Idempotency-Key.
+func (f *fixture) call() *payments.Call { return &payments.Call{Merchant: merchant, Site: site} }
+
+// capture captures value EUR of the payment through the service and waits
+// for its record update.
+func (f *fixture) capture(value int64) (payments.ModificationResult, error) {
+	c := f.call()
+	r, err := f.svc.Capture(f.ctx, c, psp, payments.CaptureInput{Amount: money.Amount{Value: value, Currency: "EUR"}})
+	return r, errors.Join(err, c.Wait())
+}
+
+// reverse reverses the payment through the service.
+func (f *fixture) reverse() (payments.ModificationResult, error) {
+	c := f.call()
+	r, err := f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
+	return r, errors.Join(err, c.Wait())
+}
+
+// updateAmount updates the payment's amount to value EUR through the service.
+func (f *fixture) updateAmount(value int64) (payments.ModificationResult, error) {
+	c := f.call()
+	r, err := f.svc.UpdateAmount(f.ctx, c, psp, payments.AmountUpdateInput{Amount: money.Amount{Value: value, Currency: "EUR"}})
+	return r, errors.Join(err, c.Wait())
+}
+
 // advancedPayment records an Advanced-flow payment through the service.
 func (f *fixture) advancedPayment(resultCode string) {
 	f.t.Helper()
 	f.up.result = upstream.PaymentResponse{ResultCode: resultCode, PSPReference: psp, MerchantReference: "order-1"}
-	body := `{"amount":{"value":1000,"currency":"EUR"},"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111"},"returnUrl":"https://shop.example/return","reference":"order-1"}`
-	if _, err := f.svc.StartPayment(f.ctx, merchant, site, []byte(body)); err != nil {
+	in := payments.PaymentInput{
+		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_4111111111111111"}`),
+		ReturnURL:     "https://shop.example/return", Reference: "order-1",
+		ShopperInteraction: upstream.ShopperInteractionEcommerce,
+	}
+	c := f.call()
+	if _, err := f.svc.StartPayment(f.ctx, c, in); err != nil {
 		f.t.Fatalf("StartPayment: %v", err)
+	}
+	if err := c.Wait(); err != nil {
+		f.t.Fatalf("StartPayment's record: %v", err)
 	}
 }
 
@@ -340,7 +374,7 @@ func TestCaptureNotificationDuringTheCall(t *testing.T) {
 	f.up.during = func(mod string) {
 		f.mustApply(item(upstream.EventCapture, mod, psp, "true", 1000, nil))
 	}
-	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":1000,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.capture(1000); err != nil {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
@@ -354,7 +388,7 @@ func TestCaptureNotificationDuringTheCall(t *testing.T) {
 func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":600,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.capture(600); err != nil {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StatePartiallyCaptured, 1000, 600, 0, 0})
@@ -370,7 +404,7 @@ func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 			Now: f.clk.Now(), FirstSeen: f.clk.Now(), CaptureMode: tenant.CaptureManual,
 		})
 	}
-	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":600,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.capture(600); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(during, payments.ErrNotReady) {
@@ -411,7 +445,7 @@ func TestReversalOutcomes(t *testing.T) {
 	// Cancel via the API, confirmed.
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
 	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"}))
@@ -420,7 +454,7 @@ func TestReversalOutcomes(t *testing.T) {
 	// Cancel via the API, failed: back to authorised.
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
 	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"}))
@@ -429,10 +463,10 @@ func TestReversalOutcomes(t *testing.T) {
 	// Refund via the API after a capture, failed: back to captured.
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.Capture(f.ctx, merchant, site, psp, []byte(`{"amount":{"value":1000,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.capture(1000); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateRefunded, 1000, 1000, 1000, 0})
@@ -447,7 +481,7 @@ func TestReversalOutcomes(t *testing.T) {
 	f.up.during = func(string) {
 		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now()})
 	}
-	if _, err := f.svc.Reverse(f.ctx, merchant, site, psp, []byte(`{}`)); err != nil {
+	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
 	if !errors.Is(during, payments.ErrNotReady) {
@@ -460,7 +494,7 @@ func TestReversalOutcomes(t *testing.T) {
 func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
-	if _, err := f.svc.UpdateAmount(f.ctx, merchant, site, psp, []byte(`{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`)); err != nil {
+	if _, err := f.updateAmount(1500); err != nil {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateAuthorised, 1500, 0, 0, 0})

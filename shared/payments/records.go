@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Optimistic-concurrency retries of one update. Every conflict means another
@@ -70,7 +70,7 @@ func mutate(ctx context.Context, st Store, psp string, first *Payment, create fu
 		}
 		prev := p.Version
 		switch {
-		case errors.Is(err, store.ErrNotFound) && create != nil:
+		case errors.Is(err, storeerr.ErrNotFound) && create != nil:
 			p, prev = create(), 0
 			p.PSPReference = psp
 		case err != nil:
@@ -87,11 +87,11 @@ func mutate(ctx context.Context, st Store, psp string, first *Payment, create fu
 		if err == nil {
 			return p, nil
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, storeerr.ErrConflict) {
 			return Payment{}, fmt.Errorf("save payment %s: %w", psp, err)
 		}
 	}
-	return Payment{}, fmt.Errorf("save payment %s: %w: %w", psp, ErrBusy, store.ErrConflict)
+	return Payment{}, fmt.Errorf("save payment %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
 }
 
 // HasEvent reports whether the history holds an event of kind with the

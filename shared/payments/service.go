@@ -1,7 +1,9 @@
-// Package payments is the service's payment domain: validating merchants'
-// requests, adding what the service controls (merchant account, splits,
-// country, shopper interaction, routing metadata), calling the upstream and
-// keeping session and payment records.
+// Package payments is the service's payment domain: from typed inputs (the
+// app layer, shared/paymentsapp, decodes and validates the merchant's JSON)
+// it adds what the service controls (merchant account, splits, country,
+// shopper interaction, routing metadata), calls the upstream and keeps
+// session and payment records. It knows neither HTTP nor a storage format:
+// its ports are Store and Upstream.
 package payments
 
 import (
@@ -9,12 +11,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -54,21 +54,14 @@ func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Servic
 	return &Service{store: s, up: up, clock: clk, log: log}
 }
 
-// callUpstream marks the request as having reached the upstream (so its
-// idempotent result is kept) and returns the derived idempotency key.
-func callUpstream(ctx context.Context) string {
-	idempotency.MarkUpstreamCalled(ctx)
-	return idempotency.UpstreamKeyFrom(ctx)
-}
-
 // reference returns the caller's reference or generates one. Under an
 // Idempotency-Key it is derived from the key, so a retry sends the upstream
 // the same request.
-func reference(ctx context.Context, given, prefix string) string {
+func reference(c *Call, given, prefix string) string {
 	if given != "" {
 		return given
 	}
-	if k := idempotency.UpstreamKeyFrom(ctx); k != "" {
+	if k := c.UpstreamKey; k != "" {
 		return prefix + k[:24]
 	}
 	b := make([]byte, 12)
@@ -85,8 +78,7 @@ func upstreamError(err error, failed apperr.Kind, what string) error {
 	if upstream.IsInFlight(err) {
 		return apperr.Wrap(apperr.IdempotencyInFlight, "the upstream is still processing a request with this Idempotency-Key; retry later", err)
 	}
-	if e, ok := upstream.AsError(err); ok && !e.Temporary() &&
-		e.HTTPStatus != http.StatusUnauthorized && e.HTTPStatus != http.StatusForbidden {
+	if e, ok := upstream.AsError(err); ok && e.Rejected() {
 		msg := e.Message
 		if msg == "" {
 			msg = "request rejected by the payment platform"

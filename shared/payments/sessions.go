@@ -2,32 +2,30 @@ package payments
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/reqwork"
-	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// SessionResult is the sessions response: the spec's id and sessionData,
-// plus the reference (generated when the caller gave none) and expiry.
+// SessionResult is a created session: the upstream's id and sessionData,
+// the reference (generated when the caller gave none), the upstream's
+// expiry (zero when it gave none) and the hosted page's URL.
 type SessionResult struct {
-	ID          string     `json:"id"`
-	SessionData string     `json:"sessionData"`
-	Reference   string     `json:"reference"`
-	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
-	URL         string     `json:"url,omitempty"`
+	ID          string
+	SessionData string
+	Reference   string
+	ExpiresAt   time.Time
+	URL         string
 }
 
-// CreateSession validates body, adds what the service controls and creates
-// a checkout session upstream (docs/openapi.yaml).
-func (s *Service) CreateSession(ctx context.Context, m tenant.Merchant, site tenant.Site, body []byte) (SessionResult, error) {
-	in, err := ParseSession(body)
-	if err != nil {
-		return SessionResult{}, err
-	}
-	ref := reference(ctx, in.Reference, "ses_")
+// CreateSession adds what the service controls to in and creates a
+// checkout session upstream (docs/openapi.yaml). The session record is
+// written alongside the rest of the request (c.Wait).
+func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (SessionResult, error) {
+	m, site := c.Merchant, c.Site
+	ref := reference(c, in.Reference, "ses_")
 	req := upstream.SessionRequest{
 		MerchantAccount:          m.UpstreamAccount,
 		Amount:                   in.Amount,
@@ -55,7 +53,7 @@ func (s *Service) CreateSession(ctx context.Context, m tenant.Merchant, site ten
 		t := true
 		req.StorePaymentMethod = &t
 	}
-	resp, err := s.up.CreateSession(ctx, req, callUpstream(ctx))
+	resp, err := s.up.CreateSession(ctx, req, c.callUpstream())
 	if err != nil {
 		return SessionResult{}, upstreamError(err, apperr.SessionFailed, "session creation")
 	}
@@ -66,16 +64,13 @@ func (s *Service) CreateSession(ctx context.Context, m tenant.Merchant, site ten
 		CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
 	}
 	// The session is usable upstream whatever happens here, and its
-	// notifications carry routing metadata; a lost record is logged, not fatal.
-	reqwork.Go(ctx, func(ctx context.Context) {
+	// notifications carry routing metadata: a lost record does not fail
+	// the call (c.Wait reports it).
+	c.record(ctx, func(ctx context.Context) error {
 		if err := s.store.PutSession(ctx, rec); err != nil {
-			s.log.ErrorContext(ctx, "storing session record failed", "sessionId", resp.ID, "err", err.Error())
+			return fmt.Errorf("store session record %s: %w", resp.ID, err)
 		}
+		return nil
 	})
-	out := SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, URL: resp.URL}
-	if !resp.ExpiresAt.IsZero() {
-		t := resp.ExpiresAt
-		out.ExpiresAt = &t
-	}
-	return out, nil
+	return SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, ExpiresAt: resp.ExpiresAt, URL: resp.URL}, nil
 }

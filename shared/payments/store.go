@@ -39,66 +39,66 @@ const (
 
 // Event is one entry of a payment's append-only history.
 type Event struct {
-	At           time.Time     `json:"at"`
-	Kind         string        `json:"kind"`   // e.g. "payment", "details", "capture", "AUTHORISATION"
-	Origin       string        `json:"origin"` // "api" or "notification"
-	PSPReference string        `json:"pspReference,omitempty"`
-	Amount       *money.Amount `json:"amount,omitempty"`
-	Success      *bool         `json:"success,omitempty"`
-	Detail       string        `json:"detail,omitempty"`
+	At           time.Time
+	Kind         string // e.g. "payment", "details", "capture", "AUTHORISATION"
+	Origin       string // "api" or "notification"
+	PSPReference string
+	Amount       *money.Amount
+	Success      *bool
+	Detail       string
 }
 
 // Payment is the service's record of one payment, keyed by pspReference.
 type Payment struct {
-	PSPReference     string       `json:"pspReference"`
-	MerchantID       string       `json:"merchantId"`
-	SiteID           string       `json:"siteId"`
-	Reference        string       `json:"reference,omitempty"`
-	Source           Source       `json:"source"`
-	SessionID        string       `json:"sessionId,omitempty"`
-	Amount           money.Amount `json:"amount"`          // requested amount
-	AuthorisedValue  int64        `json:"authorisedValue"` // current authorised amount (after adjustments)
-	CapturedValue    int64        `json:"capturedValue"`
-	RefundedValue    int64        `json:"refundedValue"`
-	State            State        `json:"state"`
-	ResultCode       string       `json:"resultCode,omitempty"`
-	RefusalReason    string       `json:"refusalReason,omitempty"`
-	PaymentMethod    string       `json:"paymentMethod,omitempty"`
-	ShopperReference string       `json:"shopperReference,omitempty"`
-	StoredMethodID   string       `json:"storedPaymentMethodId,omitempty"`
+	PSPReference     string
+	MerchantID       string
+	SiteID           string
+	Reference        string
+	Source           Source
+	SessionID        string
+	Amount           money.Amount // requested amount
+	AuthorisedValue  int64        // current authorised amount (after adjustments)
+	CapturedValue    int64
+	RefundedValue    int64
+	State            State
+	ResultCode       string
+	RefusalReason    string
+	PaymentMethod    string
+	ShopperReference string
+	StoredMethodID   string
 	// Reservations are amounts of captures sent upstream but not yet
 	// answered, by operation reference, so a retried capture counts once.
-	Reservations map[string]int64 `json:"reservations,omitempty"`
-	History      []Event          `json:"history"`
-	Version      int64            `json:"version"`
-	CreatedAt    time.Time        `json:"createdAt"`
-	UpdatedAt    time.Time        `json:"updatedAt"`
+	Reservations map[string]int64
+	History      []Event
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Session is the service's record of a checkout session it created, used to
 // route the session payment's notifications to the merchant.
 type Session struct {
-	ID                 string       `json:"id"`
-	MerchantID         string       `json:"merchantId"`
-	SiteID             string       `json:"siteId"`
-	Reference          string       `json:"reference"`
-	Amount             money.Amount `json:"amount"`
-	ShopperReference   string       `json:"shopperReference,omitempty"`
-	StorePaymentMethod bool         `json:"storePaymentMethod,omitempty"`
-	CreatedAt          time.Time    `json:"createdAt"`
-	ExpiresAt          time.Time    `json:"expiresAt"`
+	ID                 string
+	MerchantID         string
+	SiteID             string
+	Reference          string
+	Amount             money.Amount
+	ShopperReference   string
+	StorePaymentMethod bool
+	CreatedAt          time.Time
+	ExpiresAt          time.Time
 }
 
 // Store is the port that keeps sessions and payment records.
 type Store interface {
 	// PutSession writes a session (overwrites one with the same id).
 	PutSession(ctx context.Context, s Session) error
-	// GetSession returns store.ErrNotFound for an unknown or expired session.
+	// GetSession returns storeerr.ErrNotFound for an unknown or expired session.
 	GetSession(ctx context.Context, id string) (Session, error)
-	// GetPayment returns store.ErrNotFound for an unknown pspReference.
+	// GetPayment returns storeerr.ErrNotFound for an unknown pspReference.
 	GetPayment(ctx context.Context, pspReference string) (Payment, error)
 	// SavePayment writes p if the stored record's version is prevVersion
 	// (prevVersion 0: no record may exist). p.Version must be prevVersion+1.
-	// store.ErrConflict when the condition fails.
+	// storeerr.ErrConflict when the condition fails.
 	SavePayment(ctx context.Context, p Payment, prevVersion int64) error
 }

@@ -18,18 +18,12 @@ func ValidID(what, id string) error { return validID(what, id) }
 // SetSubscriptionEnabled enables or disables a merchant's webhook
 // subscription and returns it. Disabling records reason (shown to
 // operators); enabling clears it. Secrets are left as they are. It returns
-// store.ErrNotFound when the merchant has no such subscription.
+// storeerr.ErrNotFound when the merchant has no such subscription.
 func (p *Provisioner) SetSubscriptionEnabled(ctx context.Context, merchantID, subID string, enabled bool, reason string) (tenant.Subscription, error) {
 	s, err := p.Store.GetSubscription(ctx, merchantID, subID)
 	if err != nil {
 		return tenant.Subscription{}, err
 	}
-	now := p.Clock.Now()
-	s.Enabled = enabled
-	s.DisabledReason = ""
-	if !enabled {
-		s.DisabledReason = reason
-	}
-	s.UpdatedAt = &now
+	s.SetEnabled(enabled, reason, p.Clock.Now())
 	return s, p.Store.PutSubscription(ctx, s)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks/target"
 )
@@ -50,7 +50,7 @@ func (p *Provisioner) PutMerchant(ctx context.Context, m tenant.Merchant) (tenan
 	}
 	if old, err := p.Store.GetMerchant(ctx, m.ID); err == nil {
 		m.CreatedAt = old.CreatedAt
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, storeerr.ErrNotFound) {
 		return m, err
 	}
 	if m.CreatedAt.IsZero() {

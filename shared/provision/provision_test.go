@@ -11,8 +11,8 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/provision"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks/target"
 )
@@ -63,7 +63,7 @@ func TestValidation(t *testing.T) {
 	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "Netherlands"}); err == nil {
 		t.Fatal("bad country accepted")
 	}
-	if _, err := p.PutSite(ctx, tenant.Site{ID: "s1", MerchantID: "nobody"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := p.PutSite(ctx, tenant.Site{ID: "s1", MerchantID: "nobody"}); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("site of unknown merchant: %v", err)
 	}
 	if _, err := p.PutMerchant(ctx, tenant.Merchant{ID: "m1", Country: "NL"}); err != nil {

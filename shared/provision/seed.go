@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/yp/paysvc/shared/jsonin"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -101,7 +101,7 @@ func (p *Provisioner) ApplySeed(ctx context.Context, s Seed) error {
 			MerchantID: k.MerchantID, Name: k.Name, Permissions: expandPerms(k.Permissions),
 			SiteIDs: k.SiteIDs, RatePerSecond: k.RatePerSecond, Burst: k.Burst, Secret: k.Key,
 		})
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, storeerr.ErrConflict) {
 			continue // already seeded
 		}
 		if err != nil {

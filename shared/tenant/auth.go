@@ -11,7 +11,7 @@ import (
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Principal is an authenticated caller: a live key and its merchant id.
@@ -81,7 +81,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, authorization string) 
 		return Principal{}, apperr.Newf(apperr.Unauthenticated, "%s key sent to the %s environment", env, a.env)
 	}
 	k, err := a.key(ctx, HashKey(key))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return Principal{}, apperr.New(apperr.Unauthenticated, "invalid API key")
 	}
 	if err != nil {
@@ -108,7 +108,7 @@ func (a *Authenticator) Authorize(p Principal, perm Permission) error {
 // deactivated, 422 yp_5003 when not set up for ecommerce.
 func (a *Authenticator) Merchant(ctx context.Context, p Principal) (Merchant, error) {
 	m, err := a.merchant(ctx, p.MerchantID())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !m.Active) {
+	if errors.Is(err, storeerr.ErrNotFound) || (err == nil && !m.Active) {
 		return Merchant{}, apperr.New(apperr.MerchantNotFound, "merchant not found")
 	}
 	if err != nil {
@@ -133,7 +133,7 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 		return Site{}, Merchant{}, notFound
 	}
 	s, err := a.site(ctx, siteID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		return Site{}, Merchant{}, notFound
 	}
 	if err != nil {
@@ -190,12 +190,12 @@ func lookup[T any](a *Authenticator, m map[string]cached[T], id string, load fun
 	if ok && now.Before(c.until) {
 		if c.missing {
 			var zero T
-			return zero, store.ErrNotFound
+			return zero, storeerr.ErrNotFound
 		}
 		return c.v, nil
 	}
 	v, err := load()
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 		return v, err
 	}
 	a.mu.Lock()

@@ -178,6 +178,18 @@ type Subscription struct {
 	UpdatedAt      *time.Time `json:"updatedAt,omitempty"`
 }
 
+// SetEnabled switches the subscription on or off at now. Disabling records
+// reason (shown to operators); enabling clears it. Secrets are left as
+// they are.
+func (s *Subscription) SetEnabled(enabled bool, reason string, now time.Time) {
+	s.Enabled = enabled
+	s.DisabledReason = ""
+	if !enabled {
+		s.DisabledReason = reason
+	}
+	s.UpdatedAt = &now
+}
+
 // ActiveSecrets returns the secrets valid at now, newest first.
 func (s Subscription) ActiveSecrets(now time.Time) []Secret {
 	out := make([]Secret, 0, len(s.Secrets))
@@ -191,8 +203,8 @@ func (s Subscription) ActiveSecrets(now time.Time) []Secret {
 }
 
 // Store keeps merchants, sites, keys and subscriptions. Getters return
-// store.ErrNotFound for a missing record; CreateAPIKey returns
-// store.ErrConflict when the hash exists. Lists are sorted by ID.
+// storeerr.ErrNotFound for a missing record; CreateAPIKey returns
+// storeerr.ErrConflict when the hash exists. Lists are sorted by ID.
 type Store interface {
 	PutMerchant(ctx context.Context, m Merchant) error
 	GetMerchant(ctx context.Context, id string) (Merchant, error)
@@ -206,7 +218,7 @@ type Store interface {
 	GetAPIKeyByHash(ctx context.Context, hash string) (APIKey, error)
 	ListAPIKeys(ctx context.Context, merchantID string) ([]APIKey, error)
 	// RevokeAPIKey marks the merchant's key id revoked at `at` (idempotent);
-	// store.ErrNotFound when the merchant has no such key.
+	// storeerr.ErrNotFound when the merchant has no such key.
 	RevokeAPIKey(ctx context.Context, merchantID, keyID string, at time.Time) error
 
 	PutSubscription(ctx context.Context, s Subscription) error

@@ -21,6 +21,10 @@ var ErrInFlight = errors.New("upstream request with this idempotency key is in p
 // the same Idempotency-Key (HTTP 409).
 const ErrorCodeInFlight = "704"
 
+// ErrorCodeContractNotFound is the upstream errorCode of an unknown stored
+// payment method (HTTP 422, "Contract not found").
+const ErrorCodeContractNotFound = "800"
+
 // Error is an error answer of the upstream: its HTTP status and the fields of
 // its JSON error body {status, errorCode, message, errorType, pspReference}.
 type Error struct {
@@ -64,6 +68,21 @@ func (e *Error) Error() string {
 // 5xx and 429 answers, false for every other 4xx (a deterministic rejection).
 func (e *Error) Temporary() bool {
 	return e.HTTPStatus >= 500 || e.HTTPStatus == http.StatusTooManyRequests
+}
+
+// Rejected reports a deterministic refusal of the request itself: any
+// answer that is neither temporary nor a refusal of the service's own
+// credentials (401, 403). Sending the same request again gets the same
+// answer.
+func (e *Error) Rejected() bool {
+	return !e.Temporary() && e.HTTPStatus != http.StatusUnauthorized && e.HTTPStatus != http.StatusForbidden
+}
+
+// NotFound reports that the upstream does not know what the request names:
+// 404, or errorCode "800" (Contract not found, as it answers an unknown
+// stored payment method).
+func (e *Error) NotFound() bool {
+	return e.HTTPStatus == http.StatusNotFound || e.ErrorCode == ErrorCodeContractNotFound
 }
 
 // Is makes errors.Is(err, ErrUnavailable) true for 5xx and 429 answers and

@@ -7,7 +7,7 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Admin holds the operator functions behind the admin CLI's delivery
@@ -53,7 +53,7 @@ type RedriveOptions struct {
 // attempts: each is reset to pending with no attempts (same X-Webhook-Id)
 // and a job is enqueued for attempt 1 now. It returns the ids redriven. A
 // delivery asked for by id that is unknown or of another merchant gives
-// store.ErrNotFound; one that is pending or delivered ErrNotRedrivable.
+// storeerr.ErrNotFound; one that is pending or delivered ErrNotRedrivable.
 // Its job may still be in the dead-letter queue; redriving that later
 // finds the delivery no longer failed and drops it.
 func (a *Admin) RedriveDeliveries(ctx context.Context, merchantID string, opts RedriveOptions) ([]string, error) {
@@ -61,7 +61,7 @@ func (a *Admin) RedriveDeliveries(ctx context.Context, merchantID string, opts R
 	if opts.DeliveryID != "" {
 		d, err := a.Deliveries.GetDelivery(ctx, opts.DeliveryID)
 		if err == nil && d.MerchantID != merchantID {
-			err = store.ErrNotFound
+			err = storeerr.ErrNotFound
 		}
 		if err != nil {
 			return nil, fmt.Errorf("delivery %s of %s: %w", opts.DeliveryID, merchantID, err)
@@ -211,7 +211,7 @@ func (a *Admin) redriveDeadLetter(ctx context.Context, m queue.DeadLetterMsg, ou
 	}
 	d, err := a.Deliveries.GetDelivery(ctx, m.Job.DeliveryID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, storeerr.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("delivery %s: %w", m.Job.DeliveryID, err)
 	case d.Status == StatusFailed || (d.Status == StatusPending && !d.Enqueued):

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Status of a delivery.
@@ -77,11 +77,11 @@ type Delivery struct {
 
 // DeliveryStore is the port that keeps delivery records.
 type DeliveryStore interface {
-	// GetDelivery returns store.ErrNotFound for an unknown id.
+	// GetDelivery returns storeerr.ErrNotFound for an unknown id.
 	GetDelivery(ctx context.Context, id string) (Delivery, error)
 	// SaveDelivery writes d if the stored record's version is prevVersion
 	// (prevVersion 0: no record with d.ID may exist). d.Version must be
-	// prevVersion+1. store.ErrConflict when the condition fails.
+	// prevVersion+1. storeerr.ErrConflict when the condition fails.
 	SaveDelivery(ctx context.Context, d Delivery, prevVersion int64) error
 	// ListDeliveries returns the merchant's deliveries in status (every
 	// status when status is ""), newest first (CreatedAt, then ID), at most
@@ -126,11 +126,11 @@ func MutateDelivery(ctx context.Context, st DeliveryStore, id string, fn func(*D
 		if err == nil {
 			return d, nil
 		}
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, storeerr.ErrConflict) {
 			return Delivery{}, fmt.Errorf("save delivery %s: %w", id, err)
 		}
 	}
-	return Delivery{}, fmt.Errorf("save delivery %s: too many concurrent updates: %w", id, store.ErrConflict)
+	return Delivery{}, fmt.Errorf("save delivery %s: too many concurrent updates: %w", id, storeerr.ErrConflict)
 }
 
 // CreateDelivery stores d (a new delivery, Version 1) unless a delivery with
@@ -142,7 +142,7 @@ func CreateDelivery(ctx context.Context, st DeliveryStore, d Delivery) (stored D
 	if err == nil {
 		return d, true, nil
 	}
-	if !errors.Is(err, store.ErrConflict) {
+	if !errors.Is(err, storeerr.ErrConflict) {
 		return Delivery{}, false, err
 	}
 	stored, err = st.GetDelivery(ctx, d.ID)

@@ -10,9 +10,8 @@ import (
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/observe"
-	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -58,7 +57,7 @@ var _ queue.Handler = (*Dispatcher)(nil).Process
 func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) queue.Outcome {
 	log := d.Log.With("deliveryId", job.DeliveryID, "queuedAttempt", attempt)
 	dl, err := d.Deliveries.GetDelivery(ctx, job.DeliveryID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		log.WarnContext(ctx, "webhook job for an unknown delivery dropped")
 		return queue.Outcome{Kind: queue.Done}
 	}
@@ -73,7 +72,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 		return queue.Outcome{Kind: queue.Done}
 	}
 	sub, err := d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeerr.ErrNotFound) {
 		d.end(ctx, log, dl.ID, "subscription deleted")
 		return queue.Outcome{Kind: queue.Done}
 	}
@@ -227,9 +226,13 @@ func (d *Dispatcher) end(ctx context.Context, log *slog.Logger, id, reason strin
 
 // disableSubscription turns off a subscription whose receiver answered 410.
 func (d *Dispatcher) disableSubscription(ctx context.Context, log *slog.Logger, sub tenant.Subscription, now time.Time) {
-	p := &provision.Provisioner{Store: d.Tenants, Clock: d.Clock}
 	reason := "receiver answered 410 Gone at " + now.UTC().Format(time.RFC3339)
-	if _, err := p.SetSubscriptionEnabled(ctx, sub.MerchantID, sub.ID, false, reason); err != nil {
+	cur, err := d.Tenants.GetSubscription(ctx, sub.MerchantID, sub.ID)
+	if err == nil {
+		cur.SetEnabled(false, reason, d.Clock.Now())
+		err = d.Tenants.PutSubscription(ctx, cur)
+	}
+	if err != nil {
 		log.ErrorContext(ctx, "disabling subscription after 410 Gone failed", "err", err.Error())
 		return
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/localqueue"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/verify"
@@ -279,7 +279,7 @@ func TestRedriveDeliveries(t *testing.T) {
 	if _, err := e.admin.RedriveDeliveries(e.ctx, "m_a", webhooks.RedriveOptions{DeliveryID: "msg_3"}); !errors.Is(err, webhooks.ErrNotRedrivable) {
 		t.Fatalf("redrive of a pending delivery: %v, want ErrNotRedrivable", err)
 	}
-	if _, err := e.admin.RedriveDeliveries(e.ctx, "m_other", webhooks.RedriveOptions{DeliveryID: "msg_1"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.admin.RedriveDeliveries(e.ctx, "m_other", webhooks.RedriveOptions{DeliveryID: "msg_1"}); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("redrive of another merchant's delivery: %v, want not found", err)
 	}
 	ids, err := e.admin.RedriveDeliveries(e.ctx, "m_a", webhooks.RedriveOptions{DeliveryID: "msg_1"})

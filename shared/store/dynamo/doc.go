@@ -56,7 +56,7 @@
 // Every base-table read is strongly consistent. Idempotency records,
 // rate-limit windows and sessions carry ttl for DynamoDB's TTL deletion,
 // and their expiry is also checked in code, since TTL deletion lags.
-// ConditionalCheckFailed maps to store.ErrConflict, a missing item to
-// store.ErrNotFound; errors name the operation and key but never a secret
+// ConditionalCheckFailed maps to storeerr.ErrConflict, a missing item to
+// storeerr.ErrNotFound; errors name the operation and key but never a secret
 // (API key hashes, lease tokens).
 package dynamo

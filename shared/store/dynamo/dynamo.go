@@ -17,7 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -165,7 +165,7 @@ func decodeData[T any](item map[string]types.AttributeValue) (T, error) {
 	return v, nil
 }
 
-// getItem reads an item with a strongly consistent read; store.ErrNotFound
+// getItem reads an item with a strongly consistent read; storeerr.ErrNotFound
 // if it is absent.
 func (s *Store) getItem(ctx context.Context, pk, sk string) (map[string]types.AttributeValue, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -177,7 +177,7 @@ func (s *Store) getItem(ctx context.Context, pk, sk string) (map[string]types.At
 		return nil, err
 	}
 	if len(out.Item) == 0 {
-		return nil, store.ErrNotFound
+		return nil, storeerr.ErrNotFound
 	}
 	return out.Item, nil
 }

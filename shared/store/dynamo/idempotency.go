@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/store"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of idempotency items (see doc.go).
@@ -32,12 +32,12 @@ const claimCondition = "attribute_not_exists(#pk) OR #exp <= :now OR (#st = :inp
 
 // Claim writes rec as an in-progress record unless a live one exists for
 // (rec.Scope, rec.Key): one conditional PutItem. On conflict it returns the
-// existing record with store.ErrConflict.
+// existing record with storeerr.ErrConflict.
 func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = utc.Record(rec)
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
 	rec.Status, rec.Response = idempotency.StatusInProgress, nil
 	item := idemKey(rec.Scope, rec.Key)
 	item[attrScope], item[attrKey], item[attrFP], item[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
@@ -73,7 +73,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 		}
 		if len(old) == 0 { // the old item was not returned: read it
 			old, err = s.getItem(ctx, pfxIdem+rec.Scope, pfxIdemKey+rec.Key)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, storeerr.ErrNotFound) {
 				continue // released meanwhile: claim again
 			}
 			if err != nil {
@@ -84,9 +84,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 		if err != nil {
 			return idempotency.Record{}, wrap(err)
 		}
-		return existing, wrap(store.ErrConflict)
+		return existing, wrap(storeerr.ErrConflict)
 	}
-	return idempotency.Record{}, wrap(fmt.Errorf("%w: record kept changing", store.ErrConflict))
+	return idempotency.Record{}, wrap(fmt.Errorf("%w: record kept changing", storeerr.ErrConflict))
 }
 
 // decodeRecord rebuilds a record from an idempotency item.
@@ -106,26 +106,26 @@ func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, err
 		return idempotency.Record{}, err
 	}
 	if raw := getS(item, attrResponse); raw != "" {
-		var resp idempotency.Response
+		var resp records.Response
 		if err := json.Unmarshal([]byte(raw), &resp); err != nil {
 			return idempotency.Record{}, fmt.Errorf("attribute %s: %w", attrResponse, err)
 		}
-		rec.Response = &resp
+		rec.Response = resp.ToResponse()
 	}
 	return rec, nil
 }
 
 // Complete stores resp and marks the record completed until expiresAt,
 // dropping its lease: one UpdateItem conditional on the lease token;
-// store.ErrConflict if the record does not hold leaseToken.
+// storeerr.ErrConflict if the record does not hold leaseToken.
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	wrap := func(err error) error {
 		return fmt.Errorf("dynamo: complete idempotency key %q of %q: %w", key, scope, err)
 	}
 	if leaseToken == "" {
-		return wrap(store.ErrConflict)
+		return wrap(storeerr.ErrConflict)
 	}
-	raw, err := json.Marshal(resp)
+	raw, err := json.Marshal(records.FromResponse(&resp))
 	if err != nil {
 		return wrap(err)
 	}
@@ -145,7 +145,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 		},
 	})
 	if _, failed := conditionFailed(err); failed {
-		return wrap(store.ErrConflict)
+		return wrap(storeerr.ErrConflict)
 	}
 	if err != nil {
 		return wrap(err)

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of session and payment items (see doc.go).
@@ -25,10 +25,10 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
 	}
-	sess = utc.Session(sess)
-	item, err := dataItem(pfxSession+sess.ID, skMeta, sess)
+	rec := records.FromSession(sess)
+	item, err := dataItem(pfxSession+sess.ID, skMeta, rec)
 	if err == nil {
-		item[attrTTL] = ttlOf(sess.ExpiresAt)
+		item[attrTTL] = ttlOf(rec.ExpiresAt)
 		err = s.putItem(ctx, item)
 	}
 	if err != nil {
@@ -37,12 +37,13 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	return nil
 }
 
-// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	sess, err := getData[payments.Session](ctx, s, pfxSession+id, skMeta)
+	rec, err := getData[records.Session](ctx, s, pfxSession+id, skMeta)
+	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = store.ErrNotFound
+		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
@@ -50,17 +51,17 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment (strongly consistent), or store.ErrNotFound.
+// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	p, err := getData[payments.Payment](ctx, s, pfxPayment+pspReference, skMeta)
+	rec, err := getData[records.Payment](ctx, s, pfxPayment+pspReference, skMeta)
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: %w", pspReference, err)
 	}
-	return p, nil
+	return rec.ToPayment(), nil
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist): one PutItem conditional on the version; store.ErrConflict if
+// may exist): one PutItem conditional on the version; storeerr.ErrConflict if
 // the condition fails. p.Version must be prevVersion+1.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
@@ -69,7 +70,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, utc.Payment(p))
+	item, err := dataItem(pfxPayment+p.PSPReference, skMeta, records.FromPayment(p))
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q: %w", p.PSPReference, err)
 	}
@@ -87,7 +88,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	}
 	_, err = s.client.PutItem(ctx, in)
 	if _, failed := conditionFailed(err); failed {
-		err = store.ErrConflict
+		err = storeerr.ErrConflict
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of rate-limit items (see doc.go).
@@ -67,7 +67,7 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 		}
 		if len(old) == 0 { // the old item was not returned: read it
 			old, err = s.getItem(ctx, pfxRate+bucket, skWindow)
-			if errors.Is(err, store.ErrNotFound) {
+			if errors.Is(err, storeerr.ErrNotFound) {
 				continue // deleted meanwhile: count again
 			}
 			if err != nil {

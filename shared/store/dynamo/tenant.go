@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -43,7 +43,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	return nil
 }
 
-// GetMerchant returns a merchant, or store.ErrNotFound.
+// GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
 	m, err := getData[tenant.Merchant](ctx, s, pfxMerchant+id, skMeta)
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	return nil
 }
 
-// GetSite returns a site, or store.ErrNotFound.
+// GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
 	site, err := getData[tenant.Site](ctx, s, pfxSite+id, skMeta)
 	if err != nil {
@@ -137,12 +137,12 @@ func (s *Store) writeAPIKey(ctx context.Context, k tenant.APIKey, cond string, n
 		TransactItems: []types.TransactWriteItem{put(byHash), put(byOwner)},
 	})
 	if transactionConditionFailed(err) {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	return err
 }
 
-// CreateAPIKey stores a new key; store.ErrConflict if its hash, or its ID
+// CreateAPIKey stores a new key; storeerr.ErrConflict if its hash, or its ID
 // for the same merchant, exists.
 func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 	switch {
@@ -160,7 +160,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 	return nil
 }
 
-// GetAPIKeyByHash returns the key with that hash, or store.ErrNotFound.
+// GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
 	k, err := getData[tenant.APIKey](ctx, s, pfxAPIKey+hash, skMeta)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.AP
 
 // RevokeAPIKey marks the merchant's key revoked at `at`, in both its items.
 // Revoking a revoked key succeeds and keeps the first time;
-// store.ErrNotFound if the merchant has no such key.
+// storeerr.ErrNotFound if the merchant has no such key.
 func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at time.Time) error {
 	const attempts = 3
 	var err error
@@ -196,7 +196,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at t
 		k.RevokedAt = &at
 		err = s.writeAPIKey(ctx, k, "attribute_exists(#pk) AND attribute_not_exists(#revoked)",
 			map[string]string{"#pk": attrPK, "#revoked": attrRevokedAt})
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, storeerr.ErrConflict) {
 			break // done, or failed; on conflict someone else wrote: look again
 		}
 	}
@@ -224,7 +224,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	return nil
 }
 
-// GetSubscription returns the merchant's subscription, or store.ErrNotFound.
+// GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
 	sub, err := getData[tenant.Subscription](ctx, s, pfxMerchant+merchantID, pfxSub+id)
 	if err != nil {

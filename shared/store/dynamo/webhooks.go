@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -49,7 +49,7 @@ const (
 func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 
 // GetEvent returns a notification event (strongly consistent), or
-// store.ErrNotFound.
+// storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
 	e, err := getData[notifications.Event](ctx, s, pfxEvent+id, skRecord)
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 }
 
 // GetDelivery returns a webhook delivery (strongly consistent), or
-// store.ErrNotFound.
+// storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
 	d, err := getData[webhooks.Delivery](ctx, s, pfxDelivery+id, skRecord)
 	if err != nil {
@@ -192,7 +192,7 @@ func (s *Store) putVersioned(ctx context.Context, item map[string]types.Attribut
 	}
 	_, err := s.client.PutItem(ctx, in)
 	if _, failed := conditionFailed(err); failed {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	return err
 }

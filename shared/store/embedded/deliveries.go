@@ -7,20 +7,20 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
 var _ webhooks.DeliveryStore = (*Store)(nil)
 
-// GetDelivery returns a webhook delivery, or store.ErrNotFound.
+// GetDelivery returns a webhook delivery, or storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
 	var d webhooks.Delivery
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktDeliveries)
 		if b == nil {
-			return store.ErrNotFound
+			return storeerr.ErrNotFound
 		}
 		return mustGet(b, []byte(id), &d)
 	})
@@ -31,7 +31,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, 
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: no
-// delivery may exist); store.ErrConflict otherwise. d.Version must be
+// delivery may exist); storeerr.ErrConflict otherwise. d.Version must be
 // prevVersion+1. The per-merchant index moves with the status.
 func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersion int64) error {
 	switch {
@@ -73,7 +73,7 @@ func saveDelivery(tx *bolt.Tx, d webhooks.Delivery, prevVersion int64, ifAbsent 
 		return cur, true, nil
 	}
 	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-		return cur, found, store.ErrConflict
+		return cur, found, storeerr.ErrConflict
 	}
 	if found {
 		if err := idx.Delete(deliveryIndexKey(cur)); err != nil {

@@ -38,7 +38,8 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -172,12 +173,12 @@ func sweep(tx *bolt.Tx, now time.Time) (int, error) {
 		expires func(v []byte) (time.Time, error)
 	}{
 		{bktIdempotency, func(v []byte) (time.Time, error) {
-			var r idempotency.Record
+			var r records.Idempotency
 			err := json.Unmarshal(v, &r)
 			return r.ExpiresAt, err
 		}},
 		{bktSessions, func(v []byte) (time.Time, error) {
-			var ss payments.Session
+			var ss records.Session
 			err := json.Unmarshal(v, &ss)
 			return ss.ExpiresAt, err
 		}},
@@ -303,14 +304,14 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }
 
-// mustGet decodes b[key] into v, or returns store.ErrNotFound.
+// mustGet decodes b[key] into v, or returns storeerr.ErrNotFound.
 func mustGet(b *bolt.Bucket, key []byte, v any) error {
 	ok, err := getJSON(b, key, v)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return store.ErrNotFound
+		return storeerr.ErrNotFound
 	}
 	return nil
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/store/storetest"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -88,7 +88,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 	}
 	_, err = s.GetSession(ctx, "CS1")
 	must(t, err)
-	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("Claim after reopen: %v, want conflict", err)
 	}
 	// Rate-limit windows live in memory (seconds long): a reopened store
@@ -133,7 +133,7 @@ func TestSweepDeletesExpired(t *testing.T) {
 	if n, err := s.Sweep(now.Add(time.Second)); err != nil || n != 0 {
 		t.Fatalf("second Sweep: %d, %v; want 0, nil", n, err)
 	}
-	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "long", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, store.ErrConflict) {
+	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "long", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("live record swept: Claim got %v", err)
 	}
 	if _, err := s.GetSession(ctx, "long"); err != nil {

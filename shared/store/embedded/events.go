@@ -8,19 +8,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 var _ notifications.EventStore = (*Store)(nil)
 
-// GetEvent returns a notification event, or store.ErrNotFound.
+// GetEvent returns a notification event, or storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
 	var e notifications.Event
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktEvents)
 		if b == nil {
-			return store.ErrNotFound
+			return storeerr.ErrNotFound
 		}
 		return mustGet(b, []byte(id), &e)
 	})
@@ -31,7 +31,7 @@ func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, e
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: no event may
-// exist); store.ErrConflict otherwise. e.Version must be prevVersion+1.
+// exist); storeerr.ErrConflict otherwise. e.Version must be prevVersion+1.
 func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
 	switch {
 	case e.ID == "":
@@ -63,7 +63,7 @@ func saveEvent(tx *bolt.Tx, e notifications.Event, prevVersion int64) error {
 		return err
 	}
 	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
 	if found {
 		if err := idx.Delete(eventIndexKey(cur)); err != nil {

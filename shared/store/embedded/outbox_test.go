@@ -9,7 +9,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -52,20 +52,20 @@ func TestCommitItem(t *testing.T) {
 	stale := c
 	stale.PrevPaymentVersion = 5
 	stale.Payment = &payments.Payment{PSPReference: "PSP1", Version: 6}
-	if err := s.CommitItem(ctx, stale); !errors.Is(err, store.ErrConflict) {
+	if err := s.CommitItem(ctx, stale); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("stale payment version: %v, want a conflict", err)
 	}
-	if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("event written by a failed commit: %v", err)
 	}
-	if _, err := s.GetDelivery(ctx, "msg_new"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetDelivery(ctx, "msg_new"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("delivery written by a failed commit: %v", err)
 	}
 
 	if err := s.CommitItem(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CommitItem(ctx, c); !errors.Is(err, store.ErrConflict) {
+	if err := s.CommitItem(ctx, c); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("the same commit again: %v, want a conflict (the event exists)", err)
 	}
 	if e, err := s.GetEvent(ctx, "evt_1"); err != nil || e.Status != notifications.EventProcessed {

@@ -7,8 +7,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
-	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/store/internal/records"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // PutSession writes a session, replacing one with the same id.
@@ -17,7 +17,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), utc.Session(sess)); err != nil {
+		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess)); err != nil {
 			return err
 		}
 		return s.maybeSweep(tx)
@@ -28,15 +28,16 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	return nil
 }
 
-// GetSession returns a session, or store.ErrNotFound if it is unknown or
+// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	var sess payments.Session
+	var rec records.Session
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSessions), []byte(id), &sess)
+		return mustGet(bucket(tx, bktSessions), []byte(id), &rec)
 	})
+	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = store.ErrNotFound
+		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Session{}, fmt.Errorf("embedded: get session %q: %w", id, err)
@@ -44,20 +45,20 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment, or store.ErrNotFound.
+// GetPayment returns a payment, or storeerr.ErrNotFound.
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	var p payments.Payment
+	var rec records.Payment
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &p)
+		return mustGet(bucket(tx, bktPayments), []byte(pspReference), &rec)
 	})
 	if err != nil {
 		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
 	}
-	return p, nil
+	return rec.ToPayment(), nil
 }
 
 // SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist); store.ErrConflict otherwise. p.Version must be prevVersion+1.
+// may exist); storeerr.ErrConflict otherwise. p.Version must be prevVersion+1.
 func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
 	switch {
 	case p.PSPReference == "":
@@ -75,13 +76,13 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 // savePayment is SavePayment in tx.
 func savePayment(tx *bolt.Tx, p payments.Payment, prevVersion int64) error {
 	b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
-	var cur payments.Payment
+	var cur records.Payment
 	found, err := getJSON(b, key, &cur)
 	if err != nil {
 		return err
 	}
 	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-		return store.ErrConflict
+		return storeerr.ErrConflict
 	}
-	return putJSON(b, key, utc.Payment(p))
+	return putJSON(b, key, records.FromPayment(p))
 }

@@ -7,8 +7,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/utc"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -26,7 +26,7 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	return nil
 }
 
-// GetMerchant returns a merchant, or store.ErrNotFound.
+// GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
 	var m tenant.Merchant
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -84,7 +84,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	return nil
 }
 
-// GetSite returns a site, or store.ErrNotFound.
+// GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
 	var site tenant.Site
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -113,7 +113,7 @@ func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site
 	return out, nil
 }
 
-// CreateAPIKey stores a new key; store.ErrConflict if its hash, or its ID
+// CreateAPIKey stores a new key; storeerr.ErrConflict if its hash, or its ID
 // for the same merchant, exists.
 func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 	switch {
@@ -128,7 +128,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		keys, index := bucket(tx, bktAPIKeys), bucket(tx, bktAPIKeysByMerchant)
 		ref := compositeKey(k.MerchantID, k.ID)
 		if keys.Get([]byte(k.Hash)) != nil || index.Get(ref) != nil {
-			return store.ErrConflict
+			return storeerr.ErrConflict
 		}
 		if err := putJSON(keys, []byte(k.Hash), utc.APIKey(k)); err != nil {
 			return err
@@ -141,7 +141,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 	return nil
 }
 
-// GetAPIKeyByHash returns the key with that hash, or store.ErrNotFound.
+// GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
 	var k tenant.APIKey
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -172,14 +172,14 @@ func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.AP
 }
 
 // RevokeAPIKey marks the merchant's key revoked at `at`. Revoking a revoked
-// key succeeds and keeps the first time; store.ErrNotFound if the merchant
+// key succeeds and keeps the first time; storeerr.ErrNotFound if the merchant
 // has no such key.
 func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		keys := bucket(tx, bktAPIKeys)
 		hash := bucket(tx, bktAPIKeysByMerchant).Get(compositeKey(merchantID, keyID))
 		if hash == nil {
-			return store.ErrNotFound
+			return storeerr.ErrNotFound
 		}
 		var k tenant.APIKey
 		if err := mustGet(keys, hash, &k); err != nil {
@@ -215,7 +215,7 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	return nil
 }
 
-// GetSubscription returns the merchant's subscription, or store.ErrNotFound.
+// GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
 	var sub tenant.Subscription
 	err := s.view(ctx, func(tx *bolt.Tx) error {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Lease and retention used by the idempotency tests.
@@ -18,7 +18,7 @@ const (
 
 // TestIdempotencyStore checks the idempotency.Store contract: Claim succeeds
 // on an absent, expired or abandoned record and otherwise returns the
-// existing record with store.ErrConflict; Complete and Release act only for
+// existing record with storeerr.ErrConflict; Complete and Release act only for
 // the lease holder; responses replay byte-for-byte; concurrent claims of one
 // key have exactly one winner.
 func TestIdempotencyStore(t *testing.T, newStore Factory[idempotency.Store]) {
@@ -121,13 +121,13 @@ func testClaimCases(t *testing.T, newStore Factory[idempotency.Store]) {
 			rec := claimAt("m_a", "key-1", "new", tc.now)
 			got, err := s.Claim(ctx, rec, tc.now)
 			if tc.wantConflict {
-				wantErr(t, err, store.ErrConflict, "Claim")
+				wantErr(t, err, storeerr.ErrConflict, "Claim")
 				same(t, got, tc.wantExisting, "existing record returned by Claim")
 				// Nothing was written: the holder of the old lease can still finish.
 				if tc.wantExisting.Status == idempotency.StatusInProgress {
 					noErr(t, s.Complete(ctx, "m_a", "key-1", "old", testResponse(), t0.Add(testRetention)), "Complete by the old holder")
 				}
-				wantErr(t, s.Complete(ctx, "m_a", "key-1", "new", testResponse(), t0.Add(testRetention)), store.ErrConflict, "Complete by the loser")
+				wantErr(t, s.Complete(ctx, "m_a", "key-1", "new", testResponse(), t0.Add(testRetention)), storeerr.ErrConflict, "Complete by the loser")
 				return
 			}
 			noErr(t, err, "Claim")
@@ -135,9 +135,9 @@ func testClaimCases(t *testing.T, newStore Factory[idempotency.Store]) {
 			// The new claim holds the key: a second claim conflicts with it,
 			// the old holder (if any) can no longer complete, the new one can.
 			again, err := s.Claim(ctx, claimAt("m_a", "key-1", "other", tc.now), tc.now)
-			wantErr(t, err, store.ErrConflict, "second Claim")
+			wantErr(t, err, storeerr.ErrConflict, "second Claim")
 			same(t, again, rec, "record returned by second Claim")
-			wantErr(t, s.Complete(ctx, "m_a", "key-1", "old", testResponse(), tc.now.Add(testRetention)), store.ErrConflict, "Complete with the replaced lease")
+			wantErr(t, s.Complete(ctx, "m_a", "key-1", "old", testResponse(), tc.now.Add(testRetention)), storeerr.ErrConflict, "Complete with the replaced lease")
 			noErr(t, s.Complete(ctx, "m_a", "key-1", "new", testResponse(), tc.now.Add(testRetention)), "Complete with the new lease")
 		})
 	}
@@ -174,25 +174,25 @@ func testIdemScoped(t *testing.T, s idempotency.Store) {
 		noErr(t, err, "Claim in scope "+scope)
 		same(t, got, rec, "Claim in scope "+scope)
 	}
-	wantErr(t, s.Complete(ctx, "m_b", "shared-key", "tok-m_a", testResponse(), now.Add(time.Hour)), store.ErrConflict,
+	wantErr(t, s.Complete(ctx, "m_b", "shared-key", "tok-m_a", testResponse(), now.Add(time.Hour)), storeerr.ErrConflict,
 		"Complete with another scope's lease")
 	noErr(t, s.Release(ctx, "m_a", "shared-key", "tok-m_a"), "Release m_a")
 	got, err := s.Claim(ctx, claimAt("m_b", "shared-key", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "m_b's record survives m_a's release")
+	wantErr(t, err, storeerr.ErrConflict, "m_b's record survives m_a's release")
 	same(t, got.LeaseToken, "tok-m_b", "m_b's lease")
 }
 
 func testCompleteRequiresLease(t *testing.T, s idempotency.Store) {
 	ctx := context.Background()
 	now := epoch()
-	wantErr(t, s.Complete(ctx, "m_a", "missing", "tok", testResponse(), now.Add(time.Hour)), store.ErrConflict, "Complete of a missing record")
+	wantErr(t, s.Complete(ctx, "m_a", "missing", "tok", testResponse(), now.Add(time.Hour)), storeerr.ErrConflict, "Complete of a missing record")
 	_, err := s.Claim(ctx, claimAt("m_a", "key-1", "tok", now), now)
 	noErr(t, err, "Claim")
 	for _, token := range []string{"wrong", ""} {
-		wantErr(t, s.Complete(ctx, "m_a", "key-1", token, testResponse(), now.Add(time.Hour)), store.ErrConflict, "Complete with lease "+token)
+		wantErr(t, s.Complete(ctx, "m_a", "key-1", token, testResponse(), now.Add(time.Hour)), storeerr.ErrConflict, "Complete with lease "+token)
 	}
 	got, err := s.Claim(ctx, claimAt("m_a", "key-1", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "Claim after failed Complete")
+	wantErr(t, err, storeerr.ErrConflict, "Claim after failed Complete")
 	same(t, got, claimAt("m_a", "key-1", "tok", now), "record after failed Complete")
 }
 
@@ -207,7 +207,7 @@ func testReleaseRequiresLease(t *testing.T, s idempotency.Store) {
 		noErr(t, s.Release(ctx, "m_a", "key-1", token), "Release with lease "+token)
 	}
 	got, err := s.Claim(ctx, claimAt("m_a", "key-1", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "Claim after Release with a wrong lease")
+	wantErr(t, err, storeerr.ErrConflict, "Claim after Release with a wrong lease")
 	same(t, got, rec, "record after Release with a wrong lease")
 
 	noErr(t, s.Release(ctx, "m_a", "key-1", "tok"), "Release by the holder")
@@ -217,16 +217,16 @@ func testReleaseRequiresLease(t *testing.T, s idempotency.Store) {
 	same(t, got, next, "Claim after Release")
 	noErr(t, s.Release(ctx, "m_a", "key-1", "tok"), "Release with a stale lease")
 	_, err = s.Claim(ctx, claimAt("m_a", "key-1", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "a stale Release must not delete the new claim")
+	wantErr(t, err, storeerr.ErrConflict, "a stale Release must not delete the new claim")
 }
 
 func testReleaseAfterComplete(t *testing.T, s idempotency.Store) {
 	ctx := context.Background()
 	completeOld(t, s)
 	noErr(t, s.Release(ctx, "m_a", "key-1", "old"), "Release after Complete")
-	wantErr(t, s.Complete(ctx, "m_a", "key-1", "old", testResponse(), epoch()), store.ErrConflict, "second Complete")
+	wantErr(t, s.Complete(ctx, "m_a", "key-1", "old", testResponse(), epoch()), storeerr.ErrConflict, "second Complete")
 	got, err := s.Claim(ctx, claimAt("m_a", "key-1", "new", epoch()), epoch())
-	wantErr(t, err, store.ErrConflict, "Claim of a completed record")
+	wantErr(t, err, storeerr.ErrConflict, "Claim of a completed record")
 	same(t, got, completedOld(), "completed record")
 }
 
@@ -255,7 +255,7 @@ func testResponseRoundTrip(t *testing.T, s idempotency.Store) {
 			}
 			noErr(t, s.Complete(ctx, "m_a", key, "tok", resp, now.Add(time.Hour)), "Complete")
 			got, err := s.Claim(ctx, claimAt("m_a", key, "x", now), now)
-			wantErr(t, err, store.ErrConflict, "Claim of a completed record")
+			wantErr(t, err, storeerr.ErrConflict, "Claim of a completed record")
 			if got.Response == nil {
 				t.Fatal("completed record has no response")
 			}
@@ -275,12 +275,12 @@ func testIdemTimesUTC(t *testing.T, s idempotency.Store) {
 	_, err := s.Claim(ctx, claimAt("m_a", "key-1", "tok", now), now)
 	noErr(t, err, "Claim")
 	got, err := s.Claim(ctx, claimAt("m_a", "key-1", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "Claim")
+	wantErr(t, err, storeerr.ErrConflict, "Claim")
 	sameTime(t, got.LeaseUntil, epoch().Add(testLease), "LeaseUntil")
 	sameTime(t, got.ExpiresAt, epoch().Add(testRetention), "ExpiresAt")
 	noErr(t, s.Complete(ctx, "m_a", "key-1", "tok", testResponse(), now.Add(time.Hour)), "Complete")
 	got, err = s.Claim(ctx, claimAt("m_a", "key-1", "x", now), now)
-	wantErr(t, err, store.ErrConflict, "Claim")
+	wantErr(t, err, storeerr.ErrConflict, "Claim")
 	sameTime(t, got.ExpiresAt, epoch().Add(time.Hour), "ExpiresAt after Complete")
 }
 
@@ -305,7 +305,7 @@ func testConcurrentClaims(t *testing.T, s idempotency.Store) {
 				t.Fatalf("two concurrent claims succeeded: %d and %d", winner, i)
 			}
 			winner = i
-		case !errors.Is(r.err, store.ErrConflict):
+		case !errors.Is(r.err, storeerr.ErrConflict):
 			t.Fatalf("claim %d: unexpected error %v", i, r.err)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // TestPaymentStore checks the payments.Store contract: sessions are
@@ -67,9 +67,9 @@ func payment(psp string) payments.Payment {
 func testPaymentsNotFound(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
 	_, err := s.GetPayment(ctx, "PSP_MISSING")
-	wantErr(t, err, store.ErrNotFound, "GetPayment")
+	wantErr(t, err, storeerr.ErrNotFound, "GetPayment")
 	_, err = s.GetSession(ctx, "CS_MISSING")
-	wantErr(t, err, store.ErrNotFound, "GetSession")
+	wantErr(t, err, storeerr.ErrNotFound, "GetSession")
 }
 
 func testSessionPutGet(t *testing.T, s payments.Store, _ *clock.Fake) {
@@ -99,7 +99,7 @@ func testSessionExpires(t *testing.T, s payments.Store, clk *clock.Fake) {
 	noErr(t, err, "GetSession just before expiry")
 	clk.Set(epoch().Add(time.Hour))
 	_, err = s.GetSession(ctx, "CS1")
-	wantErr(t, err, store.ErrNotFound, "GetSession at expiry")
+	wantErr(t, err, storeerr.ErrNotFound, "GetSession at expiry")
 	// Overwriting an expired session with a new expiry revives the id.
 	revived := session("CS1")
 	revived.ExpiresAt = epoch().Add(2 * time.Hour)
@@ -119,7 +119,7 @@ func testPaymentCreateOnce(t *testing.T, s payments.Store, _ *clock.Fake) {
 
 	dup := payment("PSP1")
 	dup.Reference = "someone-else"
-	wantErr(t, s.SavePayment(ctx, dup, 0), store.ErrConflict, "second create")
+	wantErr(t, s.SavePayment(ctx, dup, 0), storeerr.ErrConflict, "second create")
 	got, err = s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment after conflict")
 	same(t, got, p, "payment after a conflicting create")
@@ -129,7 +129,7 @@ func testPaymentVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
 	missing := payment("PSP_MISSING")
 	missing.Version = 2
-	wantErr(t, s.SavePayment(ctx, missing, 1), store.ErrConflict, "update of a missing payment")
+	wantErr(t, s.SavePayment(ctx, missing, 1), storeerr.ErrConflict, "update of a missing payment")
 
 	p := payment("PSP1")
 	noErr(t, s.SavePayment(ctx, p, 0), "create")
@@ -150,7 +150,7 @@ func testPaymentVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 		{"future version", func() payments.Payment { x := v2; x.Version = 6; return x }(), 5},
 	}
 	for _, tc := range tests {
-		wantErr(t, s.SavePayment(ctx, tc.p, tc.prev), store.ErrConflict, tc.name)
+		wantErr(t, s.SavePayment(ctx, tc.p, tc.prev), storeerr.ErrConflict, tc.name)
 	}
 	bad := v2
 	bad.Version = 4 // must be prevVersion+1
@@ -209,7 +209,7 @@ func appendEvent(ctx context.Context, s payments.Store, psp string, e payments.E
 		p.Version = prev + 1
 		p.UpdatedAt = e.At
 		err = s.SavePayment(ctx, p, prev)
-		if !errors.Is(err, store.ErrConflict) {
+		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
 // TestTenantStore checks the tenant.Store contract: getters return
-// store.ErrNotFound, puts are upserts, lists are sorted by ID and scoped to
+// storeerr.ErrNotFound, puts are upserts, lists are sorted by ID and scoped to
 // one merchant, API keys are unique by hash and revocation is idempotent.
 func TestTenantStore(t *testing.T, newStore Factory[tenant.Store]) {
 	t.Helper()
@@ -90,7 +90,7 @@ func testTenantNotFound(t *testing.T, s tenant.Store) {
 		{"RevokeAPIKey/unknown merchant", func() error { return s.RevokeAPIKey(ctx, "m_missing", "key_1", epoch()) }},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.call(), store.ErrNotFound, tc.name) })
+		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.call(), storeerr.ErrNotFound, tc.name) })
 	}
 	// Empty lists are not errors.
 	for name, call := range map[string]func() (int, error){
@@ -229,14 +229,14 @@ func testAPIKeyConflict(t *testing.T, s tenant.Store) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			wantErr(t, s.CreateAPIKey(ctx, tc.key), store.ErrConflict, "CreateAPIKey duplicate")
+			wantErr(t, s.CreateAPIKey(ctx, tc.key), storeerr.ErrConflict, "CreateAPIKey duplicate")
 		})
 	}
 	got, err := s.GetAPIKeyByHash(ctx, "hash_1")
 	noErr(t, err, "GetAPIKeyByHash after conflicts")
 	same(t, got, orig, "key after conflicting creates")
 	_, err = s.GetAPIKeyByHash(ctx, "hash_2")
-	wantErr(t, err, store.ErrNotFound, "a rejected key must not be stored")
+	wantErr(t, err, storeerr.ErrNotFound, "a rejected key must not be stored")
 	for _, m := range []string{"m_a", "m_b"} {
 		list, err := s.ListAPIKeys(ctx, m)
 		noErr(t, err, "ListAPIKeys "+m)
@@ -275,7 +275,7 @@ func testAPIKeyRevoke(t *testing.T, s tenant.Store) {
 	sameTime(t, *got.RevokedAt, at, "RevokedAt after second revoke")
 
 	// Another merchant cannot revoke (or even see) the key.
-	wantErr(t, s.RevokeAPIKey(ctx, "m_b", "key_02", at), store.ErrNotFound, "RevokeAPIKey by another merchant")
+	wantErr(t, s.RevokeAPIKey(ctx, "m_b", "key_02", at), storeerr.ErrNotFound, "RevokeAPIKey by another merchant")
 	got, err = s.GetAPIKeyByHash(ctx, "hash_2")
 	noErr(t, err, "GetAPIKeyByHash key_02")
 	if got.Revoked() {

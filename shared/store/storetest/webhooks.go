@@ -11,7 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
-	"github.com/yp/paysvc/shared/store"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -68,7 +68,7 @@ func event(id, psp string, at time.Time) notifications.Event {
 
 func testEventNotFound(t *testing.T, s notifications.EventStore) {
 	_, err := s.GetEvent(context.Background(), "evt_missing")
-	wantErr(t, err, store.ErrNotFound, "GetEvent")
+	wantErr(t, err, storeerr.ErrNotFound, "GetEvent")
 	got, err := s.ListPaymentEvents(context.Background(), "PSP_NONE")
 	noErr(t, err, "ListPaymentEvents")
 	if len(got) != 0 {
@@ -80,7 +80,7 @@ func testEventCreateOnce(t *testing.T, s notifications.EventStore) {
 	ctx := context.Background()
 	e := event("evt_1", "PSP1", epoch().In(elsewhere()))
 	noErr(t, s.SaveEvent(ctx, e, 0), "SaveEvent create")
-	wantErr(t, s.SaveEvent(ctx, e, 0), store.ErrConflict, "SaveEvent create twice")
+	wantErr(t, s.SaveEvent(ctx, e, 0), storeerr.ErrConflict, "SaveEvent create twice")
 	got, err := s.GetEvent(ctx, "evt_1")
 	noErr(t, err, "GetEvent")
 	sameTime(t, got.ReceivedAt, epoch(), "ReceivedAt")
@@ -101,12 +101,12 @@ func testEventVersion(t *testing.T, s notifications.EventStore) {
 	e.DeliveryIDs = []string{"msg_a", "msg_b"}
 	wrong := e
 	wrong.Version = 8
-	wantErr(t, s.SaveEvent(ctx, wrong, 7), store.ErrConflict, "update from a wrong version")
+	wantErr(t, s.SaveEvent(ctx, wrong, 7), storeerr.ErrConflict, "update from a wrong version")
 	noErr(t, s.SaveEvent(ctx, e, 1), "update from version 1")
-	wantErr(t, s.SaveEvent(ctx, e, 1), store.ErrConflict, "update from a stale version")
+	wantErr(t, s.SaveEvent(ctx, e, 1), storeerr.ErrConflict, "update from a stale version")
 	missing := event("evt_2", "PSP1", epoch())
 	missing.Version = 2
-	wantErr(t, s.SaveEvent(ctx, missing, 1), store.ErrConflict, "update of a missing event")
+	wantErr(t, s.SaveEvent(ctx, missing, 1), storeerr.ErrConflict, "update of a missing event")
 	got, err := s.GetEvent(ctx, "evt_1")
 	noErr(t, err, "GetEvent")
 	if got.Version != 2 || got.Status != notifications.EventProcessed || len(got.DeliveryIDs) != 2 || got.ProcessedAt == nil {
@@ -202,7 +202,7 @@ func delivery(id, merchant string, at time.Time) webhooks.Delivery {
 
 func testDeliveryNotFound(t *testing.T, s webhooks.DeliveryStore) {
 	_, err := s.GetDelivery(context.Background(), "msg_missing")
-	wantErr(t, err, store.ErrNotFound, "GetDelivery")
+	wantErr(t, err, storeerr.ErrNotFound, "GetDelivery")
 	got, err := s.ListDeliveries(context.Background(), "m_none", "", 0)
 	noErr(t, err, "ListDeliveries")
 	if len(got) != 0 {
@@ -214,7 +214,7 @@ func testDeliveryCreateOnce(t *testing.T, s webhooks.DeliveryStore) {
 	ctx := context.Background()
 	d := delivery("msg_1", "m_a", epoch().In(elsewhere()))
 	noErr(t, s.SaveDelivery(ctx, d, 0), "create")
-	wantErr(t, s.SaveDelivery(ctx, d, 0), store.ErrConflict, "create twice")
+	wantErr(t, s.SaveDelivery(ctx, d, 0), storeerr.ErrConflict, "create twice")
 	got, err := s.GetDelivery(ctx, "msg_1")
 	noErr(t, err, "GetDelivery")
 	sameTime(t, got.CreatedAt, epoch(), "CreatedAt")
@@ -234,9 +234,9 @@ func testDeliveryVersion(t *testing.T, s webhooks.DeliveryStore) {
 	d.Version, d.Attempts, d.Status, d.LastStatusCode, d.LastError, d.LastAttemptAt = 2, 1, webhooks.StatusFailed, 500, "HTTP 500", &at
 	wrong := d
 	wrong.Version = 4
-	wantErr(t, s.SaveDelivery(ctx, wrong, 3), store.ErrConflict, "update from a wrong version")
+	wantErr(t, s.SaveDelivery(ctx, wrong, 3), storeerr.ErrConflict, "update from a wrong version")
 	noErr(t, s.SaveDelivery(ctx, d, 1), "update")
-	wantErr(t, s.SaveDelivery(ctx, d, 1), store.ErrConflict, "update from a stale version")
+	wantErr(t, s.SaveDelivery(ctx, d, 1), storeerr.ErrConflict, "update from a stale version")
 	got, err := s.GetDelivery(ctx, "msg_1")
 	noErr(t, err, "GetDelivery")
 	if got.Version != 2 || got.Status != webhooks.StatusFailed || got.LastStatusCode != 500 || got.LastAttemptAt == nil {
@@ -303,5 +303,5 @@ func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
 	check(webhooks.StatusDelivered, 0)
 }
 
-// isConflict reports a store.ErrConflict.
-func isConflict(err error) bool { return errors.Is(err, store.ErrConflict) }
+// isConflict reports a storeerr.ErrConflict.
+func isConflict(err error) bool { return errors.Is(err, storeerr.ErrConflict) }

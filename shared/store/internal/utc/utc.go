@@ -5,8 +5,6 @@ package utc
 import (
 	"time"
 
-	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -52,33 +50,4 @@ func Subscription(s tenant.Subscription) tenant.Subscription {
 		s.Secrets = secrets
 	}
 	return s
-}
-
-// Record returns r in UTC.
-func Record(r idempotency.Record) idempotency.Record {
-	r.LeaseUntil = r.LeaseUntil.UTC()
-	r.ExpiresAt = r.ExpiresAt.UTC()
-	return r
-}
-
-// Session returns s in UTC.
-func Session(s payments.Session) payments.Session {
-	s.CreatedAt = s.CreatedAt.UTC()
-	s.ExpiresAt = s.ExpiresAt.UTC()
-	return s
-}
-
-// Payment returns p in UTC.
-func Payment(p payments.Payment) payments.Payment {
-	p.CreatedAt = p.CreatedAt.UTC()
-	p.UpdatedAt = p.UpdatedAt.UTC()
-	if p.History != nil {
-		history := make([]payments.Event, len(p.History))
-		for i, e := range p.History {
-			e.At = e.At.UTC()
-			history[i] = e
-		}
-		p.History = history
-	}
-	return p
 }

@@ -1,4 +1,4 @@
-package payments
+package paymentsapp
 
 import (
 	"encoding/json"
@@ -6,25 +6,9 @@ import (
 	"strings"
 
 	"github.com/yp/paysvc/shared/jsonin"
-	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/upstream"
 )
-
-// PaymentInput is a validated POST payments body (docs/openapi.yaml).
-type PaymentInput struct {
-	Amount                   money.Amount
-	PaymentMethod            json.RawMessage
-	StoredMethodID           string
-	ReturnURL                string
-	Reference                string
-	AdditionalData           map[string]string
-	ShopperReference         string
-	ShopperInteraction       string
-	RecurringProcessingModel string
-	IndustryUsage            string
-	// StateData are the client component's other fields, passed through.
-	StateData map[string]json.RawMessage
-}
 
 // serverPrefixes are additionalData key prefixes the service controls.
 var serverPrefixes = []string{"metadata.", "tokenization.", "recurring."}
@@ -45,14 +29,15 @@ func additionalDataKey(k string) string {
 // stateDataObjects are component state-data fields passed through as objects.
 var stateDataObjects = []string{"browserInfo", "riskData", "billingAddress", "deliveryAddress", "authenticationData"}
 
-// ParsePayment decodes and validates a payments body strictly.
-func ParsePayment(body []byte) (PaymentInput, error) {
+// DecodePayment decodes and validates a POST payments body strictly, in
+// one pass: every problem is reported with its field path in one 400 yp_2002.
+func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	var errs jsonin.Errors
 	o := jsonin.Parse(body, &errs)
 	if o == nil {
-		return PaymentInput{}, errs.Err()
+		return payments.PaymentInput{}, errs.Err()
 	}
-	var in PaymentInput
+	var in payments.PaymentInput
 	o.Forbid(serverControlled...)
 	o.Forbid("countryCode")
 	in.Amount, _ = readAmount(o, "amount", false)
@@ -92,7 +77,7 @@ func ParsePayment(body []byte) (PaymentInput, error) {
 
 // readPaymentMethod reads the component's paymentMethod object, unchanged,
 // noting a stored payment method id.
-func readPaymentMethod(o *jsonin.Obj, in *PaymentInput) json.RawMessage {
+func readPaymentMethod(o *jsonin.Obj, in *payments.PaymentInput) json.RawMessage {
 	pm := o.Object("paymentMethod", true)
 	if pm == nil {
 		return nil
@@ -147,4 +132,38 @@ func readStateData(o *jsonin.Obj) map[string]json.RawMessage {
 		out["lineItems"] = o.Raw("lineItems", false)
 	}
 	return out
+}
+
+// DecodeDetails decodes and validates a POST payments/details body.
+func DecodeDetails(body []byte) (payments.DetailsInput, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return payments.DetailsInput{}, errs.Err()
+	}
+	var in payments.DetailsInput
+	in.Details = o.RawObject("details", true)
+	in.PaymentData, _ = o.String("paymentData", false, jsonin.MaxLen(100_000))
+	o.Done()
+	return in, errs.Err()
+}
+
+// DecodePaymentMethods decodes and validates a POST payment-methods body.
+func DecodePaymentMethods(body []byte) (payments.PaymentMethodsInput, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return payments.PaymentMethodsInput{}, errs.Err()
+	}
+	var in payments.PaymentMethodsInput
+	o.Forbid(serverControlled...)
+	in.Amount, _ = readAmount(o, "amount", false)
+	in.CountryCode, _ = o.String("countryCode", false, countryRule)
+	in.ShopperLocale, _ = o.String("shopperLocale", false, localeRule)
+	in.Channel, _ = o.String("channel", false, jsonin.OneOf("Web", "iOS", "Android"))
+	in.AllowedPaymentMethods = o.Strings("allowedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
+	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
+	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
+	o.Done()
+	return in, errs.Err()
 }

@@ -1,9 +1,9 @@
-package payments_test
+package paymentsapp_test
 
 import (
 	"testing"
 
-	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/paymentsapp"
 )
 
 // benchPaymentBody is a typical Drop-in payments request: the component's
@@ -49,13 +49,13 @@ const benchSessionBody = `{
 // payments request body (hot path of POST payments).
 func BenchmarkParsePayment(b *testing.B) {
 	body := []byte(benchPaymentBody)
-	if _, err := payments.ParsePayment(body); err != nil {
+	if _, err := paymentsapp.DecodePayment(body); err != nil {
 		b.Fatalf("sample body rejected: %v", err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := payments.ParsePayment(body); err != nil {
+		if _, err := paymentsapp.DecodePayment(body); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -65,13 +65,13 @@ func BenchmarkParsePayment(b *testing.B) {
 // sessions request body (hot path of POST sessions).
 func BenchmarkParseSession(b *testing.B) {
 	body := []byte(benchSessionBody)
-	if _, err := payments.ParseSession(body); err != nil {
+	if _, err := paymentsapp.DecodeSession(body); err != nil {
 		b.Fatalf("sample body rejected: %v", err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := payments.ParseSession(body); err != nil {
+		if _, err := paymentsapp.DecodeSession(body); err != nil {
 			b.Fatal(err)
 		}
 	}

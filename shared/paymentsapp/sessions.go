@@ -1,39 +1,19 @@
-package payments
+package paymentsapp
 
 import (
 	"github.com/yp/paysvc/shared/jsonin"
-	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/payments"
 )
 
-// SessionInput is a validated POST sessions body (docs/openapi.yaml).
-type SessionInput struct {
-	Amount                   money.Amount
-	ReturnURL                string
-	Reference                string
-	ShopperEmail             string
-	TelephoneNumber          string
-	ShopperName              *upstream.Name
-	Mode                     string
-	BlockedPaymentMethods    []string
-	ShopperLocale            string
-	CountryCode              string
-	LineItems                []upstream.LineItem
-	ShopperReference         string
-	StorePaymentMethod       bool
-	StorePaymentMethodMode   string
-	RecurringProcessingModel string
-}
-
-// ParseSession decodes and validates a sessions body strictly. Every
-// problem is reported with its field path in one 400 yp_2002.
-func ParseSession(body []byte) (SessionInput, error) {
+// DecodeSession decodes and validates a POST sessions body strictly, in
+// one pass: every problem is reported with its field path in one 400 yp_2002.
+func DecodeSession(body []byte) (payments.SessionInput, error) {
 	var errs jsonin.Errors
 	o := jsonin.Parse(body, &errs)
 	if o == nil {
-		return SessionInput{}, errs.Err()
+		return payments.SessionInput{}, errs.Err()
 	}
-	var in SessionInput
+	var in payments.SessionInput
 	o.Forbid(serverControlled...)
 	o.Forbid("shopperInteraction")
 	var amountOK bool

@@ -1,4 +1,4 @@
-package payments
+package paymentsapp
 
 import (
 	"net/mail"
@@ -25,9 +25,6 @@ const (
 	maxPhone         = 32
 	maxStateDataText = 4096
 )
-
-// AlwaysBlocked are the payment methods never offered on sessions (docs/payments.md).
-var AlwaysBlocked = []string{"sepadirectdebit", "bacs", "directdebit_GB"}
 
 // Fields set by the service on every upstream call; a caller sending them
 // gets 400 "set by the service" (docs/payments.md).
@@ -150,21 +147,6 @@ func readLineItems(o *jsonin.Obj) []upstream.LineItem {
 		it.ImageURL, _ = li.String("imageUrl", false, jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
 		li.Done()
 		out = append(out, it)
-	}
-	return out
-}
-
-// mergeBlocked returns AlwaysBlocked ∪ extra, without duplicates, in order.
-func mergeBlocked(extra []string) []string {
-	out := make([]string, 0, len(AlwaysBlocked)+len(extra))
-	seen := make(map[string]bool, cap(out))
-	for _, list := range [][]string{AlwaysBlocked, extra} {
-		for _, m := range list {
-			if !seen[m] {
-				seen[m] = true
-				out = append(out, m)
-			}
-		}
 	}
 	return out
 }

@@ -1,0 +1,75 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/yp/paysvc/shared/tenant"
+)
+
+// Call is one request's per-call facts, passed explicitly to every payment
+// operation (never through the context): who calls and the upstream
+// idempotency key going in; whether the upstream was called and the record
+// writes that follow its answer coming out. One Call serves one operation;
+// use it by pointer.
+type Call struct {
+	Merchant tenant.Merchant
+	Site     tenant.Site
+	// UpstreamKey is the Idempotency-Key sent to the upstream, derived from
+	// the merchant's (idempotency.UpstreamKey); "" when the merchant sent
+	// none.
+	UpstreamKey string
+
+	upstreamCalled bool
+	records        sync.WaitGroup
+	mu             sync.Mutex
+	errs           []error
+}
+
+// UpstreamCalled reports whether the operation reached the upstream: from
+// then on its result is the upstream's (idempotency keeps it).
+func (c *Call) UpstreamCalled() bool { return c.upstreamCalled }
+
+// Wait waits for the record writes the operation started after the
+// upstream answered and returns their errors, joined. The operation's
+// result stands whatever they return: the upstream has acted, each write
+// kept retrying under contention and without the caller's cancellation,
+// and the upstream's notification reconciles the record.
+func (c *Call) Wait() error {
+	c.records.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return errors.Join(c.errs...)
+}
+
+// callUpstream marks the call as having reached the upstream and returns
+// the idempotency key to send with it. Call it just before sending.
+func (c *Call) callUpstream() string {
+	c.upstreamCalled = true
+	return c.UpstreamKey
+}
+
+// record runs a record write that follows the upstream's answer alongside
+// the rest of the request (the idempotency result write); Wait returns its
+// error. It gets a context without the request's cancellation: the write
+// records what the upstream already did.
+func (c *Call) record(ctx context.Context, write func(ctx context.Context) error) {
+	ctx = context.WithoutCancel(ctx)
+	c.records.Add(1)
+	go func() {
+		defer c.records.Done()
+		c.fail(write(ctx))
+	}()
+}
+
+// fail records the error of a record write done in line after the
+// upstream answered (nil: nothing); Wait returns it.
+func (c *Call) fail(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	c.errs = append(c.errs, err)
+	c.mu.Unlock()
+}

@@ -1,0 +1,88 @@
+package payments
+
+import (
+	"encoding/json"
+
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// The typed inputs of the payment operations. The app layer
+// (shared/paymentsapp) decodes and validates the merchant's JSON into them;
+// the domain trusts their shape and applies the money rules.
+
+// SessionInput is a validated POST sessions body.
+type SessionInput struct {
+	Amount                   money.Amount
+	ReturnURL                string
+	Reference                string
+	ShopperEmail             string
+	TelephoneNumber          string
+	ShopperName              *upstream.Name
+	Mode                     string
+	BlockedPaymentMethods    []string
+	ShopperLocale            string
+	CountryCode              string // "" for the merchant's country
+	LineItems                []upstream.LineItem
+	ShopperReference         string
+	StorePaymentMethod       bool
+	StorePaymentMethodMode   string
+	RecurringProcessingModel string
+}
+
+// PaymentInput is a validated POST payments body.
+type PaymentInput struct {
+	Amount                   money.Amount
+	PaymentMethod            json.RawMessage
+	StoredMethodID           string
+	ReturnURL                string
+	Reference                string
+	AdditionalData           map[string]string
+	ShopperReference         string
+	ShopperInteraction       string
+	RecurringProcessingModel string
+	IndustryUsage            string
+	// StateData are the client component's other fields, passed through.
+	StateData map[string]json.RawMessage
+}
+
+// DetailsInput is a validated POST payments/details body.
+type DetailsInput struct {
+	Details     json.RawMessage
+	PaymentData string
+}
+
+// PaymentMethodsInput is a validated POST payment-methods body.
+type PaymentMethodsInput struct {
+	Amount                money.Amount
+	CountryCode           string // "" for the merchant's country
+	ShopperLocale         string
+	Channel               string
+	AllowedPaymentMethods []string
+	BlockedPaymentMethods []string
+	ShopperReference      string
+}
+
+// CaptureInput is a validated POST captures body.
+type CaptureInput struct {
+	Amount    money.Amount
+	Reference string
+}
+
+// ReversalInput is a validated POST reversals body.
+type ReversalInput struct {
+	Reference string
+}
+
+// AmountUpdateInput is a validated POST amount-updates body (its
+// pspReference already checked against the path's).
+type AmountUpdateInput struct {
+	Amount    money.Amount
+	Reference string
+}
+
+// DeleteStoredMethodInput names a shopper's stored payment method.
+type DeleteStoredMethodInput struct {
+	StoredPaymentMethodID string
+	ShopperReference      string
+}

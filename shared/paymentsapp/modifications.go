@@ -1,0 +1,63 @@
+package paymentsapp
+
+import (
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/jsonin"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
+)
+
+// DecodeCapture decodes and validates a POST captures body.
+func DecodeCapture(body []byte) (payments.CaptureInput, error) {
+	amount, ref, err := modificationBody(body, true, nil)
+	return payments.CaptureInput{Amount: amount, Reference: ref}, err
+}
+
+// DecodeReversal decodes and validates a POST reversals body.
+func DecodeReversal(body []byte) (payments.ReversalInput, error) {
+	_, ref, err := modificationBody(body, false, nil)
+	return payments.ReversalInput{Reference: ref}, err
+}
+
+// DecodeAmountUpdate decodes and validates a POST amount-updates body; its
+// pspReference must equal psp, the path's.
+func DecodeAmountUpdate(body []byte, psp string) (payments.AmountUpdateInput, error) {
+	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) {
+		if v, ok := o.String("pspReference", true); ok && v != psp {
+			o.Fail("pspReference", "must equal the pspReference in the path")
+		}
+	})
+	return payments.AmountUpdateInput{Amount: amount, Reference: ref}, err
+}
+
+// modificationBody reads the common fields: amount (when wanted) and reference.
+func modificationBody(body []byte, wantAmount bool, extra func(o *jsonin.Obj)) (money.Amount, string, error) {
+	var errs jsonin.Errors
+	o := jsonin.Parse(body, &errs)
+	if o == nil {
+		return money.Amount{}, "", errs.Err()
+	}
+	o.Forbid(serverControlled...)
+	var amount money.Amount
+	if wantAmount {
+		amount, _ = readAmount(o, "amount", false)
+	}
+	ref, _ := o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	if extra != nil {
+		extra(o)
+	}
+	o.Done()
+	return amount, ref, errs.Err()
+}
+
+// DecodeDeleteStoredMethod validates DELETE stored-payment-methods/{id}'s
+// path id and shopperReference query parameter.
+func DecodeDeleteStoredMethod(id, shopperReference string) (payments.DeleteStoredMethodInput, error) {
+	if msg := shopperReferenceRule(shopperReference); msg != "" {
+		return payments.DeleteStoredMethodInput{}, apperr.InvalidField("shopperReference", msg)
+	}
+	if id == "" || len(id) > 64 {
+		return payments.DeleteStoredMethodInput{}, apperr.InvalidField("storedPaymentMethodId", "must be 1 to 64 characters")
+	}
+	return payments.DeleteStoredMethodInput{StoredPaymentMethodID: id, ShopperReference: shopperReference}, nil
+}
