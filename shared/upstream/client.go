@@ -38,8 +38,11 @@ type Config struct {
 	APIKey string
 	// Timeout bounds each call; zero means DefaultTimeout.
 	Timeout time.Duration
-	// HTTPClient sends the requests; nil means a client with its own
-	// transport that does not follow redirects.
+	// HTTPClient's Transport sends the requests (http.DefaultTransport when
+	// it has none); nil means a transport of the client's own. The
+	// transport is called directly: redirects are never followed (an
+	// answer is the upstream's), and the http.Client's Timeout, Jar and
+	// CheckRedirect are not used (Timeout above bounds each call).
 	HTTPClient *http.Client
 }
 
@@ -48,7 +51,7 @@ type Client struct {
 	baseURL string
 	apiKey  []string // the X-API-Key header's value
 	timeout time.Duration
-	http    *http.Client
+	rt      http.RoundTripper
 }
 
 // Header values shared by every request (read-only).
@@ -63,18 +66,17 @@ func New(cfg Config) *Client {
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		apiKey:  []string{cfg.APIKey},
 		timeout: cfg.Timeout,
-		http:    cfg.HTTPClient,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	if c.http == nil {
-		c.http = &http.Client{
-			Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		}
+	switch {
+	case cfg.HTTPClient == nil:
+		c.rt = http.DefaultTransport.(*http.Transport).Clone()
+	case cfg.HTTPClient.Transport == nil:
+		c.rt = http.DefaultTransport
+	default:
+		c.rt = cfg.HTTPClient.Transport
 	}
 	return c
 }
@@ -142,7 +144,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			req.Header["Idempotency-Key"] = []string{idempotencyKey}
 		}
 
-		resp, err := c.http.Do(req)
+		// The transport itself, not http.Client.Do: no header copy and no
+		// redirect machinery per call (redirects are not followed anyway).
+		resp, err := c.rt.RoundTrip(req)
 		if err != nil {
 			// Retry once, and only when no connection was ever obtained:
 			// then not one byte of the request reached the upstream.
