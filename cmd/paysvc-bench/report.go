@@ -268,10 +268,10 @@ func (r *report) latencyTargets() []target {
 			t150.Measured = strings.Join(parts, ", ") + fmt.Sprintf(" (concurrency %d)", r.cfg.ConcurrencySlow)
 			t150.Status = mark(ok)
 			if !ok {
-				t150.Miss = fmt.Sprintf("missed by %s: 2 %% of %s is %s, and the added p50 of every endpoint is within about a "+
-					"millisecond of it, so runs land on either side. The added time is the store writes of the 0 ms case (plus, for "+
-					"captures, their longer store path, §2). Group commit or an unsynced local store (first target) and a shorter "+
-					"capture path (§2) would bring it clearly under.",
+				t150.Miss = fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
+					"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
+					"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
+					"(§2) would bring it under on an idle machine.",
 					strings.Join(missed, ", "), lat(slow), dur(slow/50))
 			}
 		}

@@ -140,12 +140,12 @@ func (r *report) allocsTarget() target {
 	if allocs > 120 {
 		t.Miss = "what is left is spread over the whole pipeline, a few allocations each (alloc profile: " +
 			"`go test -run '^$' -bench 'RequestCPU/payments$' -memprofile m.out -memprofilerate 1 ./shared/httpapi/`): " +
-			"net/http's client exchange with the upstream (request, header copy, context deadline, trace), the upstream " +
+			"net/http's request to the upstream (URL, headers, context deadline, connection trace), the upstream " +
 			"request's encoding/json reflection (metadata map, splits), the strict body parser's string values and rule " +
 			"checks (net/mail for shopperEmail), context values per request, the record write's goroutine, the stored " +
 			"response, the request log, and about 25 of the benchmark's own (httptest request and recorder, canned upstream). " +
-			"What it would take: calling the upstream transport directly with a prepared request, a hand-written encoder " +
-			"for the upstream request, and fewer per-request values; each removes 5-15."
+			"What it would take: a prepared upstream request, a hand-written encoder for the upstream request, and fewer " +
+			"per-request values; each removes 5-15."
 	}
 	return t
 }
@@ -168,10 +168,10 @@ func (r *report) changesSection(w func(string, ...any)) {
 		}
 	}
 	w("the notifications that follow each payment no longer compete with the API for the single writer with ~6 commits each. |\n")
-	w("| Hot path: request members in a slice with names as bytes, lazy field paths, upstream answer decoded without reflection, shared header values, pooled fingerprint buffers, bodies read at their declared length | ")
+	w("| Hot path: request members in a slice with names as bytes, lazy field paths, upstream answer decoded without reflection, shared header values, pooled fingerprint buffers, bodies read at their declared length, the upstream transport called directly | ")
 	if b, ok := findBench(r.gobench, "BenchmarkRequestCPU/payments"); ok {
 		w("BenchmarkRequestCPU/payments 244 allocs (33.2 KB) before → %.0f allocs (%.1f KB) in this run; ", b.Metrics["allocs/op"], b.Metrics["B/op"]/1024)
 	}
-	w("CPU per request follows the allocations (less garbage collection); before: 168 µs in a loaded run, 97 µs on a quieter machine. |\n")
+	w("CPU per request follows the allocations (less garbage collection); before: 168 µs in the previous `make bench`, 97 µs in a quick run at the start of this work. |\n")
 	w("| Durability test (`TestLocalServerKilledDuringPaymentBurst`, in `make test`) | SIGKILL during a burst of 8 clients: every answered payment is stored and replays after restart, its webhook is delivered, and no key is charged twice (simulator in the test process, outliving the crash). |\n\n")
 }
