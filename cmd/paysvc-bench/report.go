@@ -572,8 +572,8 @@ func (r *report) overheadSection(w func(string, ...any)) {
 	if sw := r.storeWrite; sw != nil && sw.P50 > 0 {
 		w("Embedded store on this machine: one write (a session record: bbolt read-write transaction + fdatasync) takes **%s** p50, %s p99\n",
 			dur(sw.P50), dur(sw.P99))
-		w("(%d writes, %s). The store runs one write transaction at a time, so at concurrency > 1 requests queue for it: that, not CPU,\n", sw.Writes, sw.FS)
-		w("is what limits the local server's req/s.\n\n")
+		w("(%d writes, %s, one at a time). Concurrent writers share a commit (group commit), so at concurrency > 1 a write waits at most\n", sw.Writes, sw.FS)
+		w("for the commit under way; one request's own writes stay sequential, each with its fsync.\n\n")
 	}
 }
 
