@@ -73,11 +73,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // it accepts connections.
 func startLocal(t *testing.T, env ...string) *localServer {
 	t.Helper()
+	return startLocalAt(t, freeAddr(t), env...)
+}
+
+// startLocalAt is startLocal on addr (a restart on the same address).
+func startLocalAt(t *testing.T, addr string, env ...string) *localServer {
+	t.Helper()
 	bin, err := buildLocal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	s := &localServer{t: t, base: "http://" + addr, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin)
 	s.cmd.Env = append(os.Environ(), append([]string{"PAYSVC_ADDR=" + addr}, env...)...)

@@ -129,7 +129,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	endpoints := fs.String("endpoints", "", "overhead endpoints (default all): config,sessions,payments,captures")
 	n := fs.Int("n", 2000, "overhead: requests per side (service, direct) and endpoint at 0 ms upstream latency")
 	nSlow := fs.Int("n-slow", 300, "overhead: requests per side and endpoint at the slow upstream latency")
-	conc := fs.String("c", "1,4", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (targets: the first)")
+	conc := fs.String("c", "1,4,16", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (targets: the first, 1 and 16)")
 	concSlow := fs.Int("c-slow", 8, "overhead: concurrency at the slow upstream latency")
 	latencies := fs.String("latencies", "0,150ms", "overhead: simulator latencies")
 	rounds := fs.Int("rounds", 4, "overhead: interleaved service/direct rounds per endpoint")

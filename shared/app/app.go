@@ -61,7 +61,10 @@ type Stores struct {
 	// deliveries in pages (the lookups).
 	History       History
 	DeliveryPages lookup.Deliveries
-	closeFn       func() error
+	// Outbox writes a notification item and its delivery jobs in one
+	// transaction (embedded store only: its jobs are the local queue's).
+	Outbox  notifications.Outbox
+	closeFn func() error
 }
 
 // History is the store of merchants' event histories: written by the
@@ -124,7 +127,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 			return nil, err
 		}
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
-			History: st, DeliveryPages: st, closeFn: st.Close}, nil
+			History: st, DeliveryPages: st, Outbox: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {

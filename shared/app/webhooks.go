@@ -81,11 +81,17 @@ func newReceiver(a *App, q queue.Queue, s config.Secrets) (*notifications.Receiv
 	if err != nil {
 		return nil, fmt.Errorf("notifications: the upstream HMAC key (hmacKey / PAYSVC_UPSTREAM_HMAC_KEY): %w", err)
 	}
-	return &notifications.Receiver{
+	r := &notifications.Receiver{
 		Signer: signer, Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
 		Deliveries: a.Stores.Deliveries, History: a.Stores.History, Queue: q, Clock: a.Clock, Log: a.Log,
 		Live: a.Config.Environment == tenant.EnvLive,
-	}, nil
+	}
+	// The local queue keeps its jobs in the embedded store: an item, its
+	// deliveries and their jobs are then written in one transaction.
+	if _, local := q.(*localqueue.Queue); local {
+		r.Outbox = a.Stores.Outbox
+	}
+	return r, nil
 }
 
 // NotificationAuth is the optional basic auth of the notifications

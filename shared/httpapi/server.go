@@ -386,12 +386,35 @@ func renderError(err error) response {
 }
 
 // readBody checks Content-Type and reads at most MaxBodyBytes.
+// readAll is io.ReadAll starting with room for the declared length (when
+// within MaxBodyBytes), so a body is read into one allocation instead of a
+// growing series.
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	if declared <= 0 || declared > MaxBodyBytes {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, declared+1) // +1: room to see EOF without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	b, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), r.ContentLength)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return nil, apperr.Newf(apperr.TooLarge, "request body larger than %d bytes", MaxBodyBytes)

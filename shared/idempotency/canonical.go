@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -18,21 +19,75 @@ var errNotJSON = errors.New("idempotency: not a JSON value")
 // and without building a tree. A body that is not a single JSON value is
 // returned unchanged (it is then compared byte for byte).
 func canonicalJSON(body []byte) []byte {
-	c := canon{src: body}
-	c.skipSpace()
-	out, err := c.value(make([]byte, 0, len(body)))
-	if err != nil {
-		return body
-	}
-	if c.skipSpace(); c.pos != len(c.src) {
-		return body
-	}
+	var out []byte
+	withCanonicalJSON(body, func(b []byte) { out = bytes.Clone(b) })
 	return out
 }
 
+// withCanonicalJSON calls use with canonicalJSON(body), valid only during
+// the call: the buffers are reused by later calls (no allocation per
+// request once warm).
+func withCanonicalJSON(body []byte, use func([]byte)) {
+	c := canons.Get().(*canon)
+	defer c.release()
+	c.src, c.pos = body, 0
+	c.skipSpace()
+	out, err := c.value(c.out[:0])
+	if err != nil {
+		use(body)
+		return
+	}
+	c.out = out
+	if c.skipSpace(); c.pos != len(c.src) {
+		use(body)
+		return
+	}
+	use(out)
+}
+
+// canon is the state of one canonicalisation, and buffers kept for the
+// next: the output, and per object depth the scratch of members and their
+// order (an object is finished before the next one of its depth starts).
 type canon struct {
-	src []byte
-	pos int
+	src     []byte
+	pos     int
+	out     []byte
+	depth   int
+	scratch [][]byte
+	members [][]member
+}
+
+var canons = sync.Pool{New: func() any { return &canon{} }}
+
+// maxKeptBuffer bounds the buffers a pooled canon keeps.
+const maxKeptBuffer = 64 << 10
+
+func (c *canon) release() {
+	c.src, c.depth = nil, 0
+	if cap(c.out) > maxKeptBuffer {
+		c.out = nil
+	}
+	for i := range c.members {
+		clear(c.members[i][:cap(c.members[i])]) // no reference to the body stays
+	}
+	canons.Put(c)
+}
+
+// objectBuffers returns the scratch and member buffers of depth d, empty.
+func (c *canon) objectBuffers(d int) ([]byte, []member) {
+	for len(c.scratch) <= d {
+		c.scratch = append(c.scratch, make([]byte, 0, 256))
+		c.members = append(c.members, make([]member, 0, 8))
+	}
+	return c.scratch[d][:0], c.members[d][:0]
+}
+
+// keepObjectBuffers keeps the (possibly grown) buffers of depth d.
+func (c *canon) keepObjectBuffers(d int, scratch []byte, members []member) {
+	if cap(scratch) > maxKeptBuffer {
+		scratch = nil
+	}
+	c.scratch[d], c.members[d] = scratch[:0], members[:0]
 }
 
 func (c *canon) skipSpace() {
@@ -196,8 +251,11 @@ func (c *canon) object(out []byte) ([]byte, error) {
 		c.pos++
 		return append(out, '{', '}'), nil
 	}
-	scratch := make([]byte, 0, 256)
-	members := make([]member, 0, 8)
+	d := c.depth
+	c.depth++
+	defer func() { c.depth-- }()
+	scratch, members := c.objectBuffers(d)
+	defer func() { c.keepObjectBuffers(d, scratch, members) }()
 	for {
 		c.skipSpace()
 		if c.pos >= len(c.src) || c.src[c.pos] != '"' {

@@ -94,7 +94,7 @@ func Fingerprint(method, path string, body []byte) string {
 	h.Write([]byte{0})
 	h.Write([]byte(path))
 	h.Write([]byte{0})
-	h.Write(canonicalJSON(body))
+	withCanonicalJSON(body, func(b []byte) { h.Write(b) })
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,10 +40,23 @@ func (e *Errors) Has() bool { return len(e.list) > 0 }
 
 // Obj is a JSON object being read.
 type Obj struct {
-	path   string
-	fields map[string]json.RawMessage
-	used   map[string]bool
-	errs   *Errors
+	// The path is made only for an error message: parent's path + "." +
+	// name (parent nil: path as it is).
+	parent  *Obj
+	name    string
+	path    string
+	members []member
+	errs    *Errors
+}
+
+// field returns the member name, or nil.
+func (o *Obj) field(name string) *member {
+	for i := range o.members {
+		if string(o.members[i].name) == name {
+			return &o.members[i]
+		}
+	}
+	return nil
 }
 
 // Parse reads body as a JSON object. On malformed JSON or a non-object the
@@ -75,7 +89,7 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "request body must be a JSON object")
 		return nil
 	}
-	return &Obj{fields: m, used: make(map[string]bool, len(m)), errs: errs}
+	return &Obj{members: m, errs: errs}
 }
 
 func describeJSONError(err error) string {
@@ -90,10 +104,14 @@ func describeJSONError(err error) string {
 
 // Path returns the full path of a field of o.
 func (o *Obj) Path(name string) string {
-	if o.path == "" {
+	p := o.path
+	if o.parent != nil {
+		p = o.parent.Path(o.name)
+	}
+	if p == "" {
 		return name
 	}
-	return o.path + "." + name
+	return p + "." + name
 }
 
 // Errs returns the error collector.
@@ -104,34 +122,37 @@ func (o *Obj) Fail(name, msg string) { o.errs.Add(o.Path(name), msg) }
 
 // Has reports whether field name is present and not null.
 func (o *Obj) Has(name string) bool {
-	raw, ok := o.fields[name]
-	return ok && !isNull(raw)
+	f := o.field(name)
+	return f != nil && !isNull(f.raw)
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 
 // raw marks name used and returns its value, or nil when absent or null.
 func (o *Obj) raw(name string, required bool) json.RawMessage {
-	o.used[name] = true
-	raw, ok := o.fields[name]
-	if !ok || isNull(raw) {
+	f := o.field(name)
+	if f != nil {
+		f.used = true
+	}
+	if f == nil || isNull(f.raw) {
 		if required {
 			o.Fail(name, "is required")
 		}
 		return nil
 	}
-	return raw
+	return f.raw
 }
 
 // Forbid reports each present field whose name is one of names in any
 // letter case ("MerchantAccount" as well as "merchantAccount") as set by the
 // service.
 func (o *Obj) Forbid(names ...string) {
-	for f := range o.fields {
+	for i := range o.members {
+		f := &o.members[i]
 		for _, n := range names {
-			if strings.EqualFold(f, n) {
-				o.used[f] = true
-				o.Fail(f, "is set by the service and must not be sent")
+			if strings.EqualFold(string(f.name), n) {
+				f.used = true
+				o.Fail(string(f.name), "is set by the service and must not be sent")
 				break
 			}
 		}
@@ -141,16 +162,18 @@ func (o *Obj) Forbid(names ...string) {
 // Ignore marks fields as known without reading them.
 func (o *Obj) Ignore(names ...string) {
 	for _, n := range names {
-		o.used[n] = true
+		if f := o.field(n); f != nil {
+			f.used = true
+		}
 	}
 }
 
 // Done reports every field that was not read as unknown, in name order.
 func (o *Obj) Done() {
 	var unknown []string
-	for n := range o.fields {
-		if !o.used[n] {
-			unknown = append(unknown, n)
+	for _, f := range o.members {
+		if !f.used {
+			unknown = append(unknown, string(f.name))
 		}
 	}
 	sort.Strings(unknown)
@@ -318,7 +341,7 @@ func (o *Obj) Object(name string, required bool) *Obj {
 		o.Fail(name, "must be an object")
 		return nil
 	}
-	return &Obj{path: o.Path(name), fields: m, used: make(map[string]bool, len(m)), errs: o.errs}
+	return &Obj{parent: o, name: name, members: m, errs: o.errs}
 }
 
 // Objects reads an array of objects, at most max long; nil when absent.
@@ -344,7 +367,7 @@ func (o *Obj) Objects(name string, required bool, max int) []*Obj {
 			o.errs.Add(p, "must be an object")
 			continue
 		}
-		out = append(out, &Obj{path: p, fields: m, used: make(map[string]bool, len(m)), errs: o.errs})
+		out = append(out, &Obj{path: p, members: m, errs: o.errs})
 	}
 	return out
 }
@@ -403,23 +426,19 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 		o.Fail(name, fmt.Sprintf("must have at most %d entries", max))
 		return nil
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	slices.SortFunc(m, func(a, b member) int { return bytes.Compare(a.name, b.name) })
 	out := make(map[string]string, len(m))
-	for _, k := range keys {
-		p := o.Path(name) + "." + k
+	for _, f := range m {
+		k := string(f.name)
 		if keyRule != nil {
 			if msg := keyRule(k); msg != "" {
-				o.errs.Add(p, msg)
+				o.errs.Add(o.Path(name)+"."+k, msg)
 				continue
 			}
 		}
-		s, ok := decodeString(m[k])
+		s, ok := decodeString(f.raw)
 		if !ok {
-			o.errs.Add(p, "must be a string")
+			o.errs.Add(o.Path(name)+"."+k, "must be a string")
 			continue
 		}
 		out[k] = s

@@ -1,6 +1,7 @@
 package jsonin
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -8,50 +9,108 @@ import (
 // already been validated as UTF-8 JSON (Parse checks the whole body once),
 // so they only find boundaries: no reflection, no second validation.
 
-// splitObject returns the members of the object raw. Of duplicate keys the
-// last wins, as with encoding/json. ok is false when raw is not an object.
-func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+// member is one member of an object: its name as raw bytes (unescaped;
+// made a string only for an error message, so reading a body allocates no
+// string per name), its value, and whether a reader asked for it.
+type member struct {
+	name []byte
+	raw  json.RawMessage
+	used bool
+}
+
+// splitObject returns the members of the object raw, in order. Of
+// duplicate names the last value wins, as with encoding/json (Parse
+// refuses duplicates before; the splitter does not rely on it). ok is
+// false when raw is not an object.
+func splitObject(raw []byte) ([]member, bool) {
+	m := make([]member, 0, 8)
+	ok := walkObject(raw, func(name []byte, v json.RawMessage) bool {
+		m = setMember(m, name, v)
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
-	m := make(map[string]json.RawMessage, 8)
+	return m, true
+}
+
+// EachMember calls fn with the name (unescaped) and the raw value of every
+// member of the object raw, in order, until fn returns false; raw must be
+// valid JSON (json.Valid). It allocates nothing for names without escapes:
+// name and value are slices of raw. ok is false when raw is not an object
+// or fn stopped the walk.
+func EachMember(raw []byte, fn func(name []byte, value json.RawMessage) bool) (ok bool) {
+	return walkObject(raw, fn)
+}
+
+// walkObject is EachMember.
+func walkObject(raw []byte, fn func(name []byte, value json.RawMessage) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return m, true
+		return true
 	}
 	for i < len(raw) {
 		if raw[i] != '"' {
-			return nil, false
+			return false
 		}
 		end := skipString(raw, i)
-		key, ok := decodeString(raw[i:end])
+		name, ok := decodeName(raw[i:end])
 		if !ok {
-			return nil, false
+			return false
 		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+			return false
 		}
 		i = skipSpace(raw, i+1)
 		vEnd := skipValue(raw, i)
 		if vEnd <= i {
-			return nil, false
+			return false
 		}
-		m[key] = json.RawMessage(raw[i:vEnd])
+		if !fn(name, json.RawMessage(raw[i:vEnd])) {
+			return false
+		}
 		i = skipSpace(raw, vEnd)
 		if i >= len(raw) {
-			return nil, false
+			return false
 		}
 		if raw[i] == '}' {
-			return m, true
+			return true
 		}
 		if raw[i] != ',' {
-			return nil, false
+			return false
 		}
 		i = skipSpace(raw, i+1)
 	}
-	return nil, false
+	return false
+}
+
+// setMember sets name to v: the last of duplicates wins.
+func setMember(m []member, name []byte, v json.RawMessage) []member {
+	for j := range m {
+		if bytes.Equal(m[j].name, name) {
+			m[j].raw = v
+			return m
+		}
+	}
+	return append(m, member{name: name, raw: v})
+}
+
+// decodeName returns the content of the string token raw: raw itself
+// without its quotes when it has no escapes.
+func decodeName(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1], true
+	}
+	s, ok := decodeString(raw)
+	return []byte(s), ok
 }
 
 // splitArray returns the elements of the array raw.

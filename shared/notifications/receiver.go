@@ -21,7 +21,7 @@ import (
 const maxItems = 100
 
 // Receiver processes the upstream's notifications. Every field is required
-// except Grace. It is safe for concurrent use.
+// except Outbox and Grace. It is safe for concurrent use.
 type Receiver struct {
 	Signer     *upstream.Signer // the upstream's HMAC key
 	Events     EventStore
@@ -32,8 +32,13 @@ type Receiver struct {
 	// (nil: none kept).
 	History EventLog
 	Queue   queue.Queue
-	Clock   clock.Clock
-	Log     *slog.Logger
+	// Outbox, when set, writes each item's outcome and its delivery jobs in
+	// one transaction (see ItemCommit); Queue must then be the queue those
+	// jobs land in. Optional: without it an item is processed step by
+	// step, enqueueing through Queue.
+	Outbox Outbox
+	Clock  clock.Clock
+	Log    *slog.Logger
 	// Live is the deployment's environment: webhooks carry "live": true
 	// only in production (docs/security.md).
 	Live bool
@@ -72,26 +77,41 @@ func (r *Receiver) Accept(ctx context.Context, n upstream.Notification) error {
 	return nil
 }
 
-// acceptItem stores one item (once) and processes it unless an earlier
-// arrival already did.
+// acceptItem processes one item: at once through the Outbox when there is
+// one, else step by step.
 func (r *Receiver) acceptItem(ctx context.Context, live string, item upstream.NotificationRequestItem) error {
+	var err error
+	if r.Outbox != nil {
+		err = r.acceptAtOnce(ctx, live, item)
+	} else {
+		err = r.acceptStepwise(ctx, live, item)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, payments.ErrNotReady):
+		return apperr.Wrap(apperr.Internal, "notification not processed yet; retry", err)
+	}
+	return apperr.Wrap(apperr.Internal, "internal error", err)
+}
+
+// acceptStepwise stores one item (once) and processes it unless an earlier
+// arrival already did, one store call after the other.
+func (r *Receiver) acceptStepwise(ctx context.Context, live string, item upstream.NotificationRequestItem) error {
 	ev, created, err := r.store(ctx, live, item)
 	if err != nil {
-		return apperr.Wrap(apperr.Internal, "internal error", err)
+		return err
 	}
 	log := r.Log.With("eventId", ev.ID, "eventCode", item.EventCode, "pspReference", item.PSPReference)
 	if !created && ev.DeliveriesEnqueued() {
 		log.InfoContext(ctx, "duplicate notification: already processed", "received", ev.Received)
 		return nil
 	}
-	if err := r.process(ctx, ev, processOpts{}); err != nil {
-		if errors.Is(err, payments.ErrNotReady) {
-			log.WarnContext(ctx, "notification not applied yet: its operation is still being recorded; the upstream retries")
-			return apperr.Wrap(apperr.Internal, "notification not processed yet; retry", err)
-		}
-		return apperr.Wrap(apperr.Internal, "internal error", err)
+	err = r.process(ctx, ev, processOpts{})
+	if errors.Is(err, payments.ErrNotReady) {
+		log.WarnContext(ctx, "notification not applied yet: its operation is still being recorded; the upstream retries")
 	}
-	return nil
+	return err
 }
 
 // store creates the item's event, or counts another arrival of it.

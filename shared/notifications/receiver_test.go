@@ -53,7 +53,7 @@ func (q *recQueue) count() int {
 }
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	st     *embedded.Store
 	q      *recQueue
@@ -61,9 +61,28 @@ type fixture struct {
 	signer *upstream.Signer
 	logs   *bytes.Buffer
 	clk    *clock.Fake
+	outbox bool // the receiver writes each item at once
 }
 
-func newFixture(t *testing.T) *fixture {
+// forModes runs test with a receiver that writes each item at once
+// through the store's Outbox and with one that goes step by step.
+func forModes(t *testing.T, test func(t *testing.T, f *fixture)) {
+	for _, outbox := range []bool{true, false} {
+		name := "stepwise"
+		if outbox {
+			name = "outbox"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			if outbox {
+				f.r.Outbox, f.outbox = f.st, true
+			}
+			test(t, f)
+		})
+	}
+}
+
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	st, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
@@ -96,6 +115,15 @@ func newFixture(t *testing.T) *fixture {
 		f.must(st.PutSubscription(f.ctx, s))
 	}
 	return f
+}
+
+// jobs counts the delivery jobs enqueued: through the queue, or by the
+// store's Outbox.
+func (f *fixture) jobs() int {
+	f.t.Helper()
+	stored, err := f.st.DueJobs(f.ctx, t0.Add(24*time.Hour), 0)
+	f.must(err)
+	return f.q.count() + len(stored)
 }
 
 func (f *fixture) must(err error) {
@@ -152,78 +180,87 @@ func (f *fixture) deliveries(merchant string) []webhooks.Delivery {
 }
 
 func TestAcceptRoutesAndEnqueues(t *testing.T) {
-	f := newFixture(t)
-	auth := f.signed(authorisation("PSP1", true))
-	f.must(f.r.Accept(f.ctx, note(auth)))
-	ev := f.event(auth)
-	if !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" || len(ev.DeliveryIDs) != 1 {
-		t.Fatalf("event: %+v", ev)
-	}
-	p, err := f.st.GetPayment(f.ctx, "PSP1")
-	f.must(err)
-	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
-		t.Fatalf("payment: %+v", p)
-	}
-	ds := f.deliveries("m_a")
-	if len(ds) != 1 || ds[0].SubscriptionID != "sub_all" || !ds[0].Enqueued || ds[0].ID != webhooks.DeliveryID(ev.ID, "sub_all") {
-		t.Fatalf("deliveries (only sub_all wants AUTHORISATION): %+v", ds)
-	}
-	var body webhooks.Payload
-	f.must(json.Unmarshal(ds[0].Payload, &body))
-	ad := body.NotificationItems[0].Item.AdditionalData
-	if ad["paymentSource"] != "sessions" || ad["metadata.merchantId"] != "" || ad["hmacSignature"] != "" || ad["tokenization.storedPaymentMethodId"] != "TOKEN1" {
-		t.Fatalf("payload additionalData: %v", ad)
-	}
-	if f.q.count() != 1 {
-		t.Fatalf("%d jobs, want 1", f.q.count())
-	}
+	forModes(t, func(t *testing.T, f *fixture) {
+		auth := f.signed(authorisation("PSP1", true))
+		f.must(f.r.Accept(f.ctx, note(auth)))
+		ev := f.event(auth)
+		if !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" || len(ev.DeliveryIDs) != 1 {
+			t.Fatalf("event: %+v", ev)
+		}
+		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		f.must(err)
+		if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
+			t.Fatalf("payment: %+v", p)
+		}
+		ds := f.deliveries("m_a")
+		if len(ds) != 1 || ds[0].SubscriptionID != "sub_all" || !ds[0].Enqueued || ds[0].ID != webhooks.DeliveryID(ev.ID, "sub_all") {
+			t.Fatalf("deliveries (only sub_all wants AUTHORISATION): %+v", ds)
+		}
+		var body webhooks.Payload
+		f.must(json.Unmarshal(ds[0].Payload, &body))
+		ad := body.NotificationItems[0].Item.AdditionalData
+		if ad["paymentSource"] != "sessions" || ad["metadata.merchantId"] != "" || ad["hmacSignature"] != "" || ad["tokenization.storedPaymentMethodId"] != "TOKEN1" {
+			t.Fatalf("payload additionalData: %v", ad)
+		}
+		if f.jobs() != 1 {
+			t.Fatalf("%d jobs, want 1", f.jobs())
+		}
 
-	// A capture reaches sub_all and sub_capture; routed by the record.
-	f.must(f.r.Accept(f.ctx, note(f.signed(capture("PSP1", "CAP1")))))
-	if ds := f.deliveries("m_a"); len(ds) != 3 || f.q.count() != 3 {
-		t.Fatalf("after the capture: %d deliveries, %d jobs", len(ds), f.q.count())
-	}
-	if len(f.deliveries("m_b")) != 0 {
-		t.Fatal("another merchant got a delivery")
-	}
+		// A capture reaches sub_all and sub_capture; routed by the record.
+		f.must(f.r.Accept(f.ctx, note(f.signed(capture("PSP1", "CAP1")))))
+		if ds := f.deliveries("m_a"); len(ds) != 3 || f.jobs() != 3 {
+			t.Fatalf("after the capture: %d deliveries, %d jobs", len(ds), f.jobs())
+		}
+		if len(f.deliveries("m_b")) != 0 {
+			t.Fatal("another merchant got a delivery")
+		}
+	})
 }
 
 func TestDuplicateStoredOnce(t *testing.T) {
-	f := newFixture(t)
-	auth := f.signed(authorisation("PSP1", true))
-	for range 3 {
-		f.must(f.r.Accept(f.ctx, note(auth)))
-	}
-	if ev := f.event(auth); ev.Received != 3 || ev.Version != 4 {
-		t.Fatalf("event: %+v", ev)
-	}
-	p, err := f.st.GetPayment(f.ctx, "PSP1")
-	f.must(err)
-	if len(p.History) != 1 || f.q.count() != 1 || len(f.deliveries("m_a")) != 1 {
-		t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.q.count())
-	}
+	forModes(t, func(t *testing.T, f *fixture) {
+		auth := f.signed(authorisation("PSP1", true))
+		for range 3 {
+			f.must(f.r.Accept(f.ctx, note(auth)))
+		}
+		// Step by step: created, processed, two more arrivals; at once:
+		// created processed, two more arrivals.
+		wantVersion := int64(4)
+		if f.outbox {
+			wantVersion = 3
+		}
+		if ev := f.event(auth); ev.Received != 3 || ev.Version != wantVersion {
+			t.Fatalf("event: %+v", ev)
+		}
+		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		f.must(err)
+		if len(p.History) != 1 || f.jobs() != 1 || len(f.deliveries("m_a")) != 1 {
+			t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.jobs())
+		}
+	})
 }
 
 func TestBadSignatureStoresNothing(t *testing.T) {
-	f := newFixture(t)
-	good := f.signed(authorisation("PSP1", true))
-	bad := f.signed(authorisation("PSP2", true))
-	bad.Amount.Value = 1 // tampered after signing
-	missing := authorisation("PSP3", true)
-	for _, n := range []upstream.Notification{note(good, bad), note(missing)} {
-		err := f.r.Accept(f.ctx, n)
-		if apperr.KindOf(err) != apperr.Unauthenticated {
-			t.Fatalf("Accept: %v, want Unauthenticated", err)
+	forModes(t, func(t *testing.T, f *fixture) {
+		good := f.signed(authorisation("PSP1", true))
+		bad := f.signed(authorisation("PSP2", true))
+		bad.Amount.Value = 1 // tampered after signing
+		missing := authorisation("PSP3", true)
+		for _, n := range []upstream.Notification{note(good, bad), note(missing)} {
+			err := f.r.Accept(f.ctx, n)
+			if apperr.KindOf(err) != apperr.Unauthenticated {
+				t.Fatalf("Accept: %v, want Unauthenticated", err)
+			}
 		}
-	}
-	for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
-		if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, storeerr.ErrNotFound) {
-			t.Fatalf("event of %s stored: %v", it.PSPReference, err)
+		for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
+			if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, storeerr.ErrNotFound) {
+				t.Fatalf("event of %s stored: %v", it.PSPReference, err)
+			}
 		}
-	}
-	if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) || f.q.count() != 0 {
-		t.Fatalf("something was stored: %v, %d jobs", err, f.q.count())
-	}
+		if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) || f.jobs() != 0 {
+			t.Fatalf("something was stored: %v, %d jobs", err, f.jobs())
+		}
+	})
 }
 
 // TestEnqueueCompletedOnRetry: the queue fails after the event was stored;
@@ -240,13 +277,13 @@ func TestEnqueueCompletedOnRetry(t *testing.T) {
 	}
 	f.q.fail = false
 	f.must(f.r.Accept(f.ctx, note(auth)))
-	if ev := f.event(auth); !ev.DeliveriesEnqueued() || f.q.count() != 1 {
-		t.Fatalf("after the retry: %+v, %d jobs", ev, f.q.count())
+	if ev := f.event(auth); !ev.DeliveriesEnqueued() || f.jobs() != 1 {
+		t.Fatalf("after the retry: %+v, %d jobs", ev, f.jobs())
 	}
 	f.must(f.r.Accept(f.ctx, note(auth)))
 	p, _ := f.st.GetPayment(f.ctx, "PSP1")
-	if f.q.count() != 1 || len(p.History) != 1 {
-		t.Fatalf("after a duplicate: %d jobs, history %d", f.q.count(), len(p.History))
+	if f.jobs() != 1 || len(p.History) != 1 {
+		t.Fatalf("after a duplicate: %d jobs, history %d", f.jobs(), len(p.History))
 	}
 }
 
@@ -255,70 +292,73 @@ func TestEnqueueCompletedOnRetry(t *testing.T) {
 // the authorisation creates the record and the capture is applied and
 // delivered then.
 func TestUnroutableKeptThenReplayed(t *testing.T) {
-	f := newFixture(t)
-	capt := f.signed(capture("PSP1", "CAP1"))
-	f.must(f.r.Accept(f.ctx, note(capt)))
-	if ev := f.event(capt); ev.Status != notifications.EventUnroutable {
-		t.Fatalf("capture first: %+v", ev)
-	}
-	if !strings.Contains(f.logs.String(), "notification kept unroutable") {
-		t.Fatalf("no warning logged: %s", f.logs)
-	}
-	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
-	if ev := f.event(capt); !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" {
-		t.Fatalf("capture after the authorisation: %+v", ev)
-	}
-	p, err := f.st.GetPayment(f.ctx, "PSP1")
-	f.must(err)
-	if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
-		t.Fatalf("payment: %+v", p)
-	}
-	if n := len(f.deliveries("m_a")); n != 3 {
-		t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
-	}
+	forModes(t, func(t *testing.T, f *fixture) {
+		capt := f.signed(capture("PSP1", "CAP1"))
+		f.must(f.r.Accept(f.ctx, note(capt)))
+		if ev := f.event(capt); ev.Status != notifications.EventUnroutable {
+			t.Fatalf("capture first: %+v", ev)
+		}
+		if !strings.Contains(f.logs.String(), "notification kept unroutable") {
+			t.Fatalf("no warning logged: %s", f.logs)
+		}
+		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+		if ev := f.event(capt); !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" {
+			t.Fatalf("capture after the authorisation: %+v", ev)
+		}
+		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		f.must(err)
+		if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
+			t.Fatalf("payment: %+v", p)
+		}
+		if n := len(f.deliveries("m_a")); n != 3 {
+			t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
+		}
+	})
 }
 
 func TestRoutingBySessionAndAccountCheck(t *testing.T) {
-	f := newFixture(t)
-	f.must(f.st.PutSession(f.ctx, payments.Session{ID: "CS_PSP1", MerchantID: "m_a", SiteID: "site_a", ExpiresAt: t0.Add(time.Hour)}))
-	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", false)))))
-	p, err := f.st.GetPayment(f.ctx, "PSP1")
-	f.must(err)
-	if p.MerchantID != "m_a" || p.Source != payments.SourceSessions {
-		t.Fatalf("routed by session: %+v", p)
-	}
+	forModes(t, func(t *testing.T, f *fixture) {
+		f.must(f.st.PutSession(f.ctx, payments.Session{ID: "CS_PSP1", MerchantID: "m_a", SiteID: "site_a", ExpiresAt: t0.Add(time.Hour)}))
+		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", false)))))
+		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		f.must(err)
+		if p.MerchantID != "m_a" || p.Source != payments.SourceSessions {
+			t.Fatalf("routed by session: %+v", p)
+		}
 
-	// Metadata naming m_b but the signed merchant account is Alpha's.
-	it := authorisation("PSP2", true)
-	it.AdditionalData["metadata.merchantId"] = "m_b"
-	it = f.signed(it)
-	f.must(f.r.Accept(f.ctx, note(it)))
-	if ev := f.event(it); ev.Status != notifications.EventUnroutable {
-		t.Fatalf("account mismatch: %+v", ev)
-	}
-	if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, storeerr.ErrNotFound) {
-		t.Fatal("a record was created for an unroutable item")
-	}
-	if len(f.deliveries("m_b")) != 0 {
-		t.Fatal("m_b got a delivery")
-	}
+		// Metadata naming m_b but the signed merchant account is Alpha's.
+		it := authorisation("PSP2", true)
+		it.AdditionalData["metadata.merchantId"] = "m_b"
+		it = f.signed(it)
+		f.must(f.r.Accept(f.ctx, note(it)))
+		if ev := f.event(it); ev.Status != notifications.EventUnroutable {
+			t.Fatalf("account mismatch: %+v", ev)
+		}
+		if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, storeerr.ErrNotFound) {
+			t.Fatal("a record was created for an unroutable item")
+		}
+		if len(f.deliveries("m_b")) != 0 {
+			t.Fatal("m_b got a delivery")
+		}
+	})
 }
 
 func TestNotReadyAsksForRetry(t *testing.T) {
-	f := newFixture(t)
-	f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
-	// The service's reversal call is in flight: its failure arrives first.
-	failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
-		Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
-		AdditionalData: map[string]string{"modification.action": "cancel"}})
-	if err := f.r.Accept(f.ctx, note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
-		t.Fatalf("Accept: %v, want a retryable error", err)
-	}
-	f.clk.Advance(payments.DefaultNotReadyGrace)
-	f.must(f.r.Accept(f.ctx, note(failed)))
-	if ev := f.event(failed); !ev.DeliveriesEnqueued() {
-		t.Fatalf("after the grace period: %+v", ev)
-	}
+	forModes(t, func(t *testing.T, f *fixture) {
+		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+		// The service's reversal call is in flight: its failure arrives first.
+		failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
+			Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
+			AdditionalData: map[string]string{"modification.action": "cancel"}})
+		if err := f.r.Accept(f.ctx, note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
+			t.Fatalf("Accept: %v, want a retryable error", err)
+		}
+		f.clk.Advance(payments.DefaultNotReadyGrace)
+		f.must(f.r.Accept(f.ctx, note(failed)))
+		if ev := f.event(failed); !ev.DeliveriesEnqueued() {
+			t.Fatalf("after the grace period: %+v", ev)
+		}
+	})
 }
 
 func TestEmptyOrInvalidNotification(t *testing.T) {

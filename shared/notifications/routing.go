@@ -42,10 +42,17 @@ type owner struct {
 // upstream account must be the item's merchantAccountCode (which the HMAC
 // covers). unroutable explains why no owner was found.
 func (r *Receiver) route(ctx context.Context, ev Event) (o owner, unroutable string, err error) {
+	p, err := r.Payments.GetPayment(ctx, ev.PaymentPSP)
+	return r.routeWith(ctx, ev, p, err, r.Tenants.GetMerchant)
+}
+
+// routeWith is route given the read of ev's payment record (p, err) and how
+// to read a merchant.
+func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Payment, err error,
+	getMerchant func(context.Context, string) (tenant.Merchant, error)) (o owner, unroutable string, _ error) {
 	ad := ev.Item.AdditionalData
 	sessionID := ad[upstream.KeyCheckoutSessionID]
 	var merchantID string
-	p, err := r.Payments.GetPayment(ctx, ev.PaymentPSP)
 	switch {
 	case err == nil:
 		merchantID = p.MerchantID
@@ -72,7 +79,7 @@ func (r *Receiver) route(ctx context.Context, ev Event) (o owner, unroutable str
 	if merchantID == "" {
 		return owner{}, "no payment record, routing metadata or session names the merchant", nil
 	}
-	m, err := r.Tenants.GetMerchant(ctx, merchantID)
+	m, err := getMerchant(ctx, merchantID)
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return owner{}, "unknown merchant " + merchantID, nil
 	}

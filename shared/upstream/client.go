@@ -38,37 +38,45 @@ type Config struct {
 	APIKey string
 	// Timeout bounds each call; zero means DefaultTimeout.
 	Timeout time.Duration
-	// HTTPClient sends the requests; nil means a client with its own
-	// transport that does not follow redirects.
+	// HTTPClient's Transport sends the requests (http.DefaultTransport when
+	// it has none); nil means a transport of the client's own. The
+	// transport is called directly: redirects are never followed (an
+	// answer is the upstream's), and the http.Client's Timeout, Jar and
+	// CheckRedirect are not used (Timeout above bounds each call).
 	HTTPClient *http.Client
 }
 
 // Client calls the upstream checkout API. It is safe for concurrent use.
 type Client struct {
 	baseURL string
-	apiKey  string
+	apiKey  []string // the X-API-Key header's value
 	timeout time.Duration
-	http    *http.Client
+	rt      http.RoundTripper
 }
+
+// Header values shared by every request (read-only).
+var (
+	hdrJSON      = []string{"application/json"}
+	hdrUserAgent = []string{"paysvc-upstream/1"}
+)
 
 // New returns a Client for cfg.
 func New(cfg Config) *Client {
 	c := &Client{
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
-		apiKey:  cfg.APIKey,
+		apiKey:  []string{cfg.APIKey},
 		timeout: cfg.Timeout,
-		http:    cfg.HTTPClient,
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	if c.http == nil {
-		c.http = &http.Client{
-			Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		}
+	switch {
+	case cfg.HTTPClient == nil:
+		c.rt = http.DefaultTransport.(*http.Transport).Clone()
+	case cfg.HTTPClient.Transport == nil:
+		c.rt = http.DefaultTransport
+	default:
+		c.rt = cfg.HTTPClient.Transport
 	}
 	return c
 }
@@ -125,17 +133,20 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		// connection closed after the request was written). The only retry
 		// is the explicit one below.
 		req.GetBody = nil
-		req.Header.Set("X-API-Key", c.apiKey)
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("User-Agent", "paysvc-upstream/1")
+		// Canonical names, values shared: no allocation per header.
+		req.Header["X-Api-Key"] = c.apiKey
+		req.Header["Accept"] = hdrJSON
+		req.Header["User-Agent"] = hdrUserAgent
 		if payload != nil {
-			req.Header.Set("Content-Type", "application/json")
+			req.Header["Content-Type"] = hdrJSON
 		}
 		if idempotencyKey != "" {
-			req.Header.Set("Idempotency-Key", idempotencyKey)
+			req.Header["Idempotency-Key"] = []string{idempotencyKey}
 		}
 
-		resp, err := c.http.Do(req)
+		// The transport itself, not http.Client.Do: no header copy and no
+		// redirect machinery per call (redirects are not followed anyway).
+		resp, err := c.rt.RoundTrip(req)
 		if err != nil {
 			// Retry once, and only when no connection was ever obtained:
 			// then not one byte of the request reached the upstream.

@@ -185,8 +185,9 @@ func (c *Client) payment(ctx context.Context, path string, body any, idempotency
 	if err != nil {
 		return out, err
 	}
-	if err := c.decode(op, raw, &out); err != nil {
-		return out, err
+	out, err = decodePaymentResponse(raw)
+	if err != nil {
+		return PaymentResponse{}, &unavailableError{op: op, cause: fmt.Errorf("decoding response: %w", err)}
 	}
 	out.Raw = raw
 	return out, nil

@@ -74,17 +74,35 @@ func (q *Queue) Enqueue(ctx context.Context, job queue.Job, delay time.Duration)
 	if err := job.Validate(); err != nil {
 		return err
 	}
-	id, err := newID()
+	now := q.clock.Now()
+	j, err := NewJob(job, now.Add(max(delay, 0)), now)
 	if err != nil {
 		return err
 	}
-	now := q.clock.Now()
-	if err := q.store.PutJob(ctx, StoredJob{ID: id, Job: job, Due: now.Add(max(delay, 0)), CreatedAt: now}); err != nil {
+	if err := q.store.PutJob(ctx, j); err != nil {
 		return fmt.Errorf("localqueue: enqueue %s: %w", job.DeliveryID, err)
 	}
 	q.signal()
 	return nil
 }
+
+// NewJob returns job as a new live stored job (a fresh id), due at due.
+// A store that writes it in a transaction of its own (an outbox) calls
+// Wake once the transaction is committed.
+func NewJob(job queue.Job, due, now time.Time) (StoredJob, error) {
+	if err := job.Validate(); err != nil {
+		return StoredJob{}, err
+	}
+	id, err := newID()
+	if err != nil {
+		return StoredJob{}, err
+	}
+	return StoredJob{ID: id, Job: job, Due: due, CreatedAt: now}, nil
+}
+
+// Wake tells the worker loop that jobs were stored by someone else (see
+// NewJob), so they start now rather than at its next poll.
+func (q *Queue) Wake() { q.signal() }
 
 // DeadLetter stores job as a dead letter.
 func (q *Queue) DeadLetter(ctx context.Context, job queue.Job) error {

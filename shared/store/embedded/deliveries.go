@@ -44,38 +44,52 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	}
 	d = records.FromDelivery(d).ToDelivery() // times in UTC
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktDeliveries)
-		if err != nil {
-			return err
-		}
-		idx, err := writeBucket(tx, bktDeliveriesByMerch)
-		if err != nil {
-			return err
-		}
-		var stored records.Delivery
-		found, err := getJSON(b, []byte(d.ID), &stored)
-		cur := stored.ToDelivery()
-		if err != nil {
-			return err
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return storeerr.ErrConflict
-		}
-		if found {
-			if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
-			return err
-		}
-		return putJSON(b, []byte(d.ID), records.FromDelivery(d))
+		_, _, err := saveDelivery(tx, d, prevVersion, false)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: save delivery %q (version %d): %w", d.ID, prevVersion, err)
 	}
 	return nil
 }
+
+// saveDelivery is SaveDelivery in tx (d in UTC). With ifAbsent, a stored
+// delivery when prevVersion is 0 is no conflict: nothing is written and
+// the stored record is returned (found true).
+func saveDelivery(tx *bolt.Tx, d webhooks.Delivery, prevVersion int64, ifAbsent bool) (cur webhooks.Delivery, found bool, _ error) {
+	b, err := writeBucket(tx, bktDeliveries)
+	if err != nil {
+		return cur, false, err
+	}
+	idx, err := writeBucket(tx, bktDeliveriesByMerch)
+	if err != nil {
+		return cur, false, err
+	}
+	var stored records.Delivery
+	found, err = getJSON(b, []byte(d.ID), &stored)
+	if err != nil {
+		return cur, found, err
+	}
+	cur = stored.ToDelivery()
+	if ifAbsent && prevVersion == 0 && found {
+		return cur, true, nil
+	}
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return cur, found, storeerr.ErrConflict
+	}
+	if found {
+		if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
+			return cur, found, err
+		}
+	}
+	if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
+		return cur, found, err
+	}
+	return cur, found, putJSON(b, []byte(d.ID), records.FromDelivery(d))
+}
+
+// utcDelivery returns d with every time in UTC, as it is stored.
+func utcDelivery(d webhooks.Delivery) webhooks.Delivery { return records.FromDelivery(d).ToDelivery() }
 
 // ListDeliveries returns the merchant's deliveries in status (all when
 // ""), newest first, at most limit (limit <= 0: all).

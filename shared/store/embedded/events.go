@@ -41,40 +41,46 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e = records.FromEvent(e).ToEvent() // times in UTC
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktEvents)
-		if err != nil {
-			return err
-		}
-		idx, err := writeBucket(tx, bktEventsByPayment)
-		if err != nil {
-			return err
-		}
-		var stored records.Notification
-		found, err := getJSON(b, []byte(e.ID), &stored)
-		cur := stored.ToEvent()
-		if err != nil {
-			return err
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return storeerr.ErrConflict
-		}
-		if found {
-			if err := idx.Delete(eventIndexKey(cur)); err != nil {
-				return err
-			}
-		}
-		if err := idx.Put(eventIndexKey(e), nil); err != nil {
-			return err
-		}
-		return putJSON(b, []byte(e.ID), records.FromEvent(e))
-	})
+	e = utcEvent(e)
+	err := s.update(ctx, func(tx *bolt.Tx) error { return saveEvent(tx, e, prevVersion) })
 	if err != nil {
 		return fmt.Errorf("embedded: save event %q (version %d): %w", e.ID, prevVersion, err)
 	}
 	return nil
 }
+
+// saveEvent is SaveEvent in tx (e in UTC).
+func saveEvent(tx *bolt.Tx, e notifications.Event, prevVersion int64) error {
+	b, err := writeBucket(tx, bktEvents)
+	if err != nil {
+		return err
+	}
+	idx, err := writeBucket(tx, bktEventsByPayment)
+	if err != nil {
+		return err
+	}
+	var stored records.Notification
+	found, err := getJSON(b, []byte(e.ID), &stored)
+	if err != nil {
+		return err
+	}
+	cur := stored.ToEvent()
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return storeerr.ErrConflict
+	}
+	if found {
+		if err := idx.Delete(eventIndexKey(cur)); err != nil {
+			return err
+		}
+	}
+	if err := idx.Put(eventIndexKey(e), nil); err != nil {
+		return err
+	}
+	return putJSON(b, []byte(e.ID), records.FromEvent(e))
+}
+
+// utcEvent returns e with every time in UTC, as it is stored.
+func utcEvent(e notifications.Event) notifications.Event { return records.FromEvent(e).ToEvent() }
 
 // ListPaymentEvents returns the events of payment psp, oldest first.
 func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {

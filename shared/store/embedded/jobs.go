@@ -24,30 +24,33 @@ func (s *Store) PutJob(ctx context.Context, j localqueue.StoredJob) error {
 		return fmt.Errorf("embedded: put job: %w", errEmpty("id"))
 	}
 	j.Due, j.CreatedAt = j.Due.UTC(), j.CreatedAt.UTC()
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		jobs, dead, index, err := jobBuckets(tx)
-		if err != nil {
-			return err
-		}
-		if err := removeJob(jobs, dead, index, j.ID); err != nil {
-			return err
-		}
-		if j.Dead {
-			if err := index.Put([]byte(j.ID), []byte(deadMarker)); err != nil {
-				return err
-			}
-			return putJSON(dead, []byte(j.ID), j)
-		}
-		key := indexKey(timeKey(j.Due), j.ID)
-		if err := index.Put([]byte(j.ID), key); err != nil {
-			return err
-		}
-		return putJSON(jobs, key, j)
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return putJob(tx, j) })
 	if err != nil {
 		return fmt.Errorf("embedded: put job %q: %w", j.ID, err)
 	}
 	return nil
+}
+
+// putJob is PutJob in tx (times in UTC).
+func putJob(tx *bolt.Tx, j localqueue.StoredJob) error {
+	jobs, dead, index, err := jobBuckets(tx)
+	if err != nil {
+		return err
+	}
+	if err := removeJob(jobs, dead, index, j.ID); err != nil {
+		return err
+	}
+	if j.Dead {
+		if err := index.Put([]byte(j.ID), []byte(deadMarker)); err != nil {
+			return err
+		}
+		return putJSON(dead, []byte(j.ID), j)
+	}
+	key := indexKey(timeKey(j.Due), j.ID)
+	if err := index.Put([]byte(j.ID), key); err != nil {
+		return err
+	}
+	return putJSON(jobs, key, j)
 }
 
 // DeleteJob removes job id, live or dead (absent: nothing to do).

@@ -72,25 +72,29 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
-		var cur records.Payment
-		found, err := getJSON(b, key, &cur)
-		if err != nil {
-			return err
-		}
-		if found && prevVersion == 0 && paymentExpired(cur.CreatedAt, s.clock.Now()) {
-			found = false // past its retention: a new record may take its place
-		}
-		if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-			return storeerr.ErrConflict
-		}
-		return putJSON(b, key, records.FromPayment(p))
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return savePayment(tx, p, prevVersion, s.clock.Now()) })
 	if err != nil {
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
+}
+
+// savePayment is SavePayment in tx, at now (a record past its retention
+// counts as absent).
+func savePayment(tx *bolt.Tx, p payments.Payment, prevVersion int64, now time.Time) error {
+	b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
+	var cur records.Payment
+	found, err := getJSON(b, key, &cur)
+	if err != nil {
+		return err
+	}
+	if found && prevVersion == 0 && paymentExpired(cur.CreatedAt, now) {
+		found = false // past its retention: a new record may take its place
+	}
+	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
+		return storeerr.ErrConflict
+	}
+	return putJSON(b, key, records.FromPayment(p))
 }
 
 // paymentExpired reports whether a record created at created is past its

@@ -26,18 +26,21 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	case e.MerchantID == "":
 		return fmt.Errorf("embedded: put merchant event %q: %w", e.ID, errEmpty("merchantId"))
 	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktMerchantEvents)
-		if err != nil {
-			return err
-		}
-		return putJSON(b, indexKey(e.MerchantID, timeKey(e.CreatedAt), e.ID), e)
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return putMerchantEvent(tx, e) })
 	if err != nil {
 		return fmt.Errorf("embedded: put merchant event %q of %q: %w", e.ID, e.MerchantID, err)
 	}
 	return nil
+}
+
+// putMerchantEvent is PutMerchantEvent in tx.
+func putMerchantEvent(tx *bolt.Tx, e notifications.MerchantEvent) error {
+	e.CreatedAt = e.CreatedAt.UTC()
+	b, err := writeBucket(tx, bktMerchantEvents)
+	if err != nil {
+		return err
+	}
+	return putJSON(b, indexKey(e.MerchantID, timeKey(e.CreatedAt), e.ID), e)
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first.
