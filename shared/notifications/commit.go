@@ -174,7 +174,7 @@ func (r *Receiver) commitItem(ctx context.Context, live string, item upstream.No
 
 	// The payment record: the domain's update, applied to the record read
 	// above and captured instead of saved.
-	staged := &stagedPayment{p: pay, err: payErr}
+	staged := &stagedPayment{psp: ev.PaymentPSP, p: pay, err: payErr, store: r.Payments}
 	popts := payments.NotificationOptions{
 		Now: now, FirstSeen: ev.ReceivedAt, Grace: r.Grace, CaptureMode: o.merchant.CaptureMode,
 	}
@@ -250,20 +250,30 @@ func (r *Receiver) commitItem(ctx context.Context, live string, item upstream.No
 // stagedPayment serves one payment record read beforehand to the domain's
 // update and keeps what it would save, so the save joins the item's
 // transaction. The domain's Mutate reads once and saves once through it.
+// Other records the update touches (a pending record the payment is bound
+// from, pending.go) are read and written in the store directly.
 type stagedPayment struct {
+	psp   string
 	p     payments.Payment
 	err   error
 	saved *payments.Payment
 	prev  int64
+	store payments.Store
 }
 
 var _ payments.Store = (*stagedPayment)(nil)
 
-func (s *stagedPayment) GetPayment(context.Context, string) (payments.Payment, error) {
+func (s *stagedPayment) GetPayment(ctx context.Context, psp string) (payments.Payment, error) {
+	if psp != s.psp {
+		return s.store.GetPayment(ctx, psp)
+	}
 	return s.p, s.err
 }
 
-func (s *stagedPayment) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
+func (s *stagedPayment) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
+	if p.PSPReference != s.psp {
+		return s.store.SavePayment(ctx, p, prev)
+	}
 	s.saved, s.prev = &p, prev
 	return nil
 }

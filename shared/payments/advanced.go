@@ -131,7 +131,9 @@ func (s *Service) recordPaymentMerging(ctx context.Context, m tenant.Merchant, s
 		return nil
 	}
 	// A new payment is one create-only write; only when a notification got
-	// there first (or on a retry) is the record read and merged.
+	// there first (or on a retry) is the record read and merged, the
+	// request's facts filling what the notification could not know (its
+	// authorisation type, the shopper, card storage).
 	fresh := create()
 	fresh.PSPReference = resp.PSPReference
 	if err := apply(&fresh); err == nil {
@@ -142,7 +144,13 @@ func (s *Service) recordPaymentMerging(ctx context.Context, m tenant.Merchant, s
 			return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
 		}
 	}
-	if _, err := Mutate(ctx, s.store, resp.PSPReference, create, apply); err != nil {
+	req := create()
+	if _, err := Mutate(ctx, s.store, resp.PSPReference, create, func(p *Payment) error {
+		if p.Version != 0 {
+			fillRequestFacts(p, req)
+		}
+		return apply(p)
+	}); err != nil {
 		return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
 	}
 	return nil

@@ -375,6 +375,14 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 	if p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 || p.Version != 2 {
 		t.Fatalf("notification first: %+v", p)
 	}
+	// What only the request knew reaches the record the notification made:
+	// its amount can be updated (a pre-authorisation).
+	if p.AuthorisationType != payments.AuthorisationPreAuth || p.Reference != "order-1" {
+		t.Fatalf("notification first: request facts missing: %+v", p)
+	}
+	if _, err := f.svc.UpdateAmount(f.ctx, f.call(), psp, payments.AmountUpdateInput{Amount: money.Amount{Value: 1500, Currency: "EUR"}}); err != nil {
+		t.Fatalf("amount update of a pre-authorisation recorded by its notification first: %v", err)
+	}
 }
 
 // A record update after the upstream accepted is not dropped when the store

@@ -150,31 +150,39 @@ func mergePending(p *Payment, pend Payment) {
 			return
 		}
 	}
-	if p.Reference == "" {
-		p.Reference = pend.Reference
-	}
-	if p.Amount.Currency == "" || p.Amount.Value == 0 && p.AuthorisedValue == 0 {
-		p.Amount = pend.Amount
-	}
-	if p.Source == "" || p.Source == SourceSessions && p.SessionID == "" {
-		p.Source = pend.Source
-	}
-	if p.ShopperReference == "" {
-		p.ShopperReference = pend.ShopperReference
-	}
-	if p.StoredMethodID == "" {
-		p.StoredMethodID = pend.StoredMethodID
-	}
-	p.StorePaymentMethod = p.StorePaymentMethod || pend.StorePaymentMethod
-	if p.AuthorisationType == "" {
-		p.AuthorisationType = pend.AuthorisationType
-	}
-	if !pend.CreatedAt.IsZero() && (p.CreatedAt.IsZero() || pend.CreatedAt.Before(p.CreatedAt)) {
-		p.CreatedAt = pend.CreatedAt
-	}
+	fillRequestFacts(p, pend)
 	history := append([]Event(nil), pend.History...)
 	history = append(history, Event{At: pend.UpdatedAt, Kind: kindBound, Origin: OriginAPI, PSPReference: p.PSPReference, Detail: key})
 	p.History = append(history, p.History...)
+}
+
+// fillRequestFacts fills what p (a record made from an upstream answer or
+// a notification) lacks from req, a record of what the merchant's request
+// knew: reference, amount, flow, shopper, card storage, authorisation type
+// and the earlier creation time.
+func fillRequestFacts(p *Payment, req Payment) {
+	if p.Reference == "" {
+		p.Reference = req.Reference
+	}
+	if p.Amount.Currency == "" || p.Amount.Value == 0 && p.AuthorisedValue == 0 {
+		p.Amount = req.Amount
+	}
+	if p.Source == "" || p.Source == SourceSessions && p.SessionID == "" {
+		p.Source = req.Source
+	}
+	if p.ShopperReference == "" {
+		p.ShopperReference = req.ShopperReference
+	}
+	if p.StoredMethodID == "" {
+		p.StoredMethodID = req.StoredMethodID
+	}
+	p.StorePaymentMethod = p.StorePaymentMethod || req.StorePaymentMethod
+	if p.AuthorisationType == "" {
+		p.AuthorisationType = req.AuthorisationType
+	}
+	if !req.CreatedAt.IsZero() && (p.CreatedAt.IsZero() || req.CreatedAt.Before(p.CreatedAt)) {
+		p.CreatedAt = req.CreatedAt
+	}
 }
 
 // markBound records on a pending record the pspReference its payment got.
