@@ -186,7 +186,9 @@ func NewWith(t testing.TB, opts Options) *Env {
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
 		}
-		ds := dynamo.New(client, table, clk)
+		// A few delivery shards: a listing's scatter-gather queries each
+		// shard, which takes seconds on moto at the production count.
+		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
 		st, sst = ds, ds
 	} else {
 		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))

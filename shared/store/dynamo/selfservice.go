@@ -8,9 +8,10 @@ package dynamo
 //
 // A merchant's history is one partition read newest first by a strongly
 // consistent Query (ScanIndexForward false), continuing below the cursor's
-// sort key; filters are applied while reading. Delivery pages query gsi1
-// (MERCHANT#<m> / DELIVERY#<status>#<createdAt>#<id>) per status below the
-// cursor, newest first, and merge.
+// sort key; filters are applied while reading. Delivery pages query each
+// of the merchant's delivery shards in gsi1
+// (MERCHANT#<m>#DELIVERIES#<shard> / DELIVERY#<status>#<createdAt>#<id>)
+// per status below the cursor, newest first, in parallel, and merge.
 
 import (
 	"context"
@@ -88,28 +89,12 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 }
 
 // ListDeliveryPage returns a page of the merchant's deliveries in q.Status
-// (every status when ""), newest first, after q.After.
+// (every status when ""), newest first, after q.After: the scatter-gather
+// of ListDeliveries below the cursor.
 func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
-	statuses := []webhooks.Status{q.Status}
-	if q.Status == "" {
-		statuses = webhooks.Statuses
+	out, err := s.newestDeliveries(ctx, merchantID, q.Status, q.After, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
 	}
-	out := []webhooks.Delivery{}
-	for _, st := range statuses {
-		in := indexQuery(pfxMerchantIndex+merchantID, deliverySortKey(st))
-		if q.After != nil {
-			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :prefix AND :before")
-			in.ExpressionAttributeValues[":before"] = str(deliverySortKey(st) + sortTime(q.After.CreatedAt) + "#" + q.After.ID)
-		}
-		ds, err := s.queryDeliveries(ctx, in, q.Limit)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
-		}
-		for _, d := range ds {
-			if q.After == nil || q.After.Before(d) {
-				out = append(out, d)
-			}
-		}
-	}
-	return webhooks.NewestFirst(out, q.Limit), nil
+	return out, nil
 }

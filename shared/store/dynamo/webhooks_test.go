@@ -15,17 +15,7 @@ import (
 
 func TestWebhookContract(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T, clk clock.Clock) storetest.WebhookStores {
-		client := moto.DynamoClient(t, moto.Endpoint(t))
-		table := moto.TableName(t)
-		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
-			t.Fatalf("CreateTable: %v", err)
-		}
-		t.Cleanup(func() {
-			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		})
-		// A few shards: the scatter-gather of DeliveryShards queries per
-		// listing takes seconds on moto (the merge is the same).
-		s := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
+		s := newTableStore(t, clk)
 		return storetest.WebhookStores{Events: s, Deliveries: s}
 	})
 }
@@ -37,7 +27,9 @@ func TestSelfServiceContract(t *testing.T) {
 	})
 }
 
-// newTableStore is a store on a fresh table of moto's, dropped after t.
+// newTableStore is a store on a fresh table of moto's, dropped after t,
+// with a few delivery shards: the scatter-gather of DeliveryShards queries
+// per listing takes seconds on moto (the merge is the same).
 func newTableStore(t *testing.T, clk clock.Clock) *dynamo.Store {
 	client := moto.DynamoClient(t, moto.Endpoint(t))
 	table := moto.TableName(t)
@@ -47,5 +39,5 @@ func newTableStore(t *testing.T, clk clock.Clock) *dynamo.Store {
 	t.Cleanup(func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	return dynamo.New(client, table, clk)
+	return dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
 }
