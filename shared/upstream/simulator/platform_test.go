@@ -76,7 +76,7 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 	})
 	t.Run("native frictionless: fingerprint, result", func(t *testing.T) {
 		e := newEnv(t, platform)
-		r, _ := e.client.Payments(context.Background(), nativeReq("4000000000002701"), "")
+		r, _ := e.client.Payments(context.Background(), nativeReq("5201281505129736"), "")
 		if r.ResultCode != "IdentifyShopper" {
 			t.Fatalf("payments: %+v", r)
 		}
@@ -85,7 +85,7 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 		}
 	})
 	t.Run("without nativeThreeDS: a redirect", func(t *testing.T) {
-		for _, number := range []string{"5454545454545454", "4000000000002701"} {
+		for _, number := range []string{"5454545454545454", "5201281505129736"} {
 			e := newEnv(t, platform)
 			r, err := e.client.Payments(context.Background(), paymentReq(1000, cardMethod(number, "737", "")), "")
 			if err != nil || r.ResultCode != "RedirectShopper" || r.PSPReference != "" {
