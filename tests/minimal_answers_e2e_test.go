@@ -181,7 +181,7 @@ func TestMinimalAnswers(t *testing.T) {
 	}
 	t.Run("frictionless, reversal right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)
-		ref, psp := m.authorise("4000000000002701", nativeThreeDS, true, "IdentifyShopper")
+		ref, psp := m.authorise("5201281505129736", nativeThreeDS, true, "IdentifyShopper")
 		m.api("/payments/"+psp+"/reversals", `{}`, 200)
 		m.settle()
 		m.check(psp, ref, payments.StateCancelled, 1000, 0, false)

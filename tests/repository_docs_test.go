@@ -124,7 +124,7 @@ func TestReadmeTestCards(t *testing.T) {
 			t.Errorf("README.md's test-card table lacks %s (%s)", spaced, c.Behaviour)
 		}
 	}
-	for _, name := range []string{"INVALID_CARD_NUMBER", "CANCELLED", "SHOPPER_CANCELLED", "RequestedTestAcquirerResponseCode", "capture failed", "refund failed"} {
+	for _, name := range []string{"INVALID_CARD_NUMBER", "CANCELLED", "SHOPPER_CANCELLED", "AUTHENTICATION_REQUIRED", "RequestedTestAcquirerResponseCode", "DECLINED : 06 : ERROR", "capture failed", "refund failed"} {
 		if !strings.Contains(readme, name) {
 			t.Errorf("README.md does not document %s", name)
 		}

@@ -42,29 +42,42 @@ const (
 type TestCard struct {
 	Number      string // digits only
 	Brand       string // upstream brand code: visa, mc, amex, …
-	CVC         string
+	CVC         string // "" where the platform documents none (Maestro)
 	ExpiryMonth string
 	ExpiryYear  string
 	Behaviour   Behaviour
 	Note        string
+	// ChallengeOnly: a Challenge card whose native 3-D Secure 2 flow skips
+	// the fingerprint (IdentifyShopper) step and answers ChallengeShopper at
+	// once (Options.WebThreeDS2 with nativeThreeDS "preferred").
+	ChallengeOnly bool
 }
 
 // TestCards returns the documented test cards. Any other Luhn-valid number
-// is authorised too (its brand derived from the prefix).
+// is authorised too (its brand derived from the prefix). The sources of
+// each row are in README.md ("Where the rows come from").
 func TestCards() []TestCard {
+	card := func(number, brand, cvc string, b Behaviour, note string) TestCard {
+		return TestCard{Number: number, Brand: brand, CVC: cvc, ExpiryMonth: "03", ExpiryYear: "2030", Behaviour: b, Note: note}
+	}
+	challengeOnly := card("4212345678910006", "visa", "737", Challenge, "3DS2 Visa: challenge only (native: ChallengeShopper without a fingerprint step)")
+	challengeOnly.ChallengeOnly = true
 	return []TestCard{
-		{"4111111111111111", "visa", "737", "03", "2030", Authorise, "Visa, authorised"},
-		{"5555555555554444", "mc", "737", "03", "2030", Authorise, "Mastercard, authorised"},
-		{"2222400070000005", "mc", "737", "03", "2030", Authorise, "Mastercard 2-series, authorised"},
-		{"370000000000002", "amex", "7373", "03", "2030", Authorise, "American Express, authorised"},
-		{"6011601160116611", "discover", "737", "03", "2030", Authorise, "Discover, authorised"},
-		{"5454545454545454", "mc", "737", "03", "2030", Challenge, "3DS2 Mastercard: threeDS2 challenge (password \"password\")"},
-		{"4917610000000000", "visa", "737", "03", "2030", Challenge, "3DS2 Visa: threeDS2 challenge (password \"password\")"},
-		{"371449635398431", "amex", "7373", "03", "2030", Challenge, "3DS2 Amex: threeDS2 challenge (password \"password\")"},
-		{"4000000000002701", "visa", "737", "03", "2030", Frictionless, "3DS2 Visa: frictionless (no challenge; a simulator card, the platform documents none)"},
-		{"4212345678901237", "visa", "737", "03", "2030", Redirect, "3DS1-style redirect (method GET) to the simulated issuer page"},
-		{"4000000000000507", "visa", "737", "03", "2030", Fail500, "upstream answers HTTP 500 (no payment created)"},
-		{"4000000000000994", "visa", "737", "03", "2030", Hang, "upstream hangs past the client timeout, then authorises"},
+		card("4111111111111111", "visa", "737", Authorise, "Visa, authorised"),
+		card("5555555555554444", "mc", "737", Authorise, "Mastercard, authorised"),
+		card("2222400070000005", "mc", "737", Authorise, "Mastercard 2-series, authorised"),
+		card("370000000000002", "amex", "7373", Authorise, "American Express, authorised"),
+		card("6011601160116611", "discover", "737", Authorise, "Discover, authorised"),
+		card("5454545454545454", "mc", "737", Challenge, "3DS2 Mastercard: fingerprint (native) then challenge (password \"password\")"),
+		card("4917610000000000", "visa", "737", Challenge, "3DS2 Visa: fingerprint (native) then challenge (password \"password\")"),
+		card("371449635398431", "amex", "7373", Challenge, "3DS2 Amex: fingerprint (native) then challenge (password \"password\")"),
+		card("5000550000000029", "maestro", "", Challenge, "3DS2 Maestro (no CVC): fingerprint (native) then challenge"),
+		challengeOnly,
+		card("5201281505129736", "mc", "737", Frictionless, "3DS2 Mastercard: frictionless (fingerprint when native, no challenge)"),
+		card("4000000000002701", "visa", "737", Frictionless, "simulator alias of 5201 2815 0512 9736 (not a platform card)"),
+		card("4212345678901237", "visa", "737", Redirect, "the platform's former 3-D Secure 1 card: redirect (method GET) to the simulated issuer page"),
+		card("4000000000000507", "visa", "737", Fail500, "upstream answers HTTP 500 (no payment created; simulator only)"),
+		card("4000000000000994", "visa", "737", Hang, "upstream hangs past the client timeout, then authorises (simulator only)"),
 	}
 }
 
@@ -74,7 +87,7 @@ func TestCards() []TestCard {
 type HolderNameOutcome struct {
 	HolderName string
 	// AcquirerResponseCode is the additionalData.RequestedTestAcquirerResponseCode
-	// value that forces the same outcome ("" for simulator-only rows).
+	// value that forces the same outcome ("" for rows without a code).
 	AcquirerResponseCode string
 	Behaviour            Behaviour
 	ResultCode           string
@@ -84,16 +97,23 @@ type HolderNameOutcome struct {
 	CaptureFails bool
 	// RefundFails makes later refunds report CANCEL_OR_REFUND then REFUND_FAILED.
 	RefundFails bool
+	// Checked: the whole row (holder name, code, resultCode, refusalReason)
+	// was read in the platform's testing documentation. Rows with a code
+	// that are not Checked have the code and refusal reason of the
+	// platform's refusal-reason list but a holder name the stored copy of
+	// the test table does not show; README.md says so row by row.
+	Checked bool
 }
 
 // HolderNameOutcomes returns the holder-name table (matched
 // case-insensitively). The rows with an AcquirerResponseCode are the
-// platform's documented test values (holder name, response code, result
-// code and refusal reason as the platform documents them); the others are
-// the platform's failed-modification values and simulator extensions.
+// platform's test values (holder name, response code, result code and
+// refusal reason); "capture failed" and "refund failed" are the platform's
+// failed-modification values; RESULT_PENDING and the SIM_ rows are
+// simulator extensions.
 func HolderNameOutcomes() []HolderNameOutcome {
-	row := func(name, code, result, reason string) HolderNameOutcome {
-		o := HolderNameOutcome{HolderName: name, AcquirerResponseCode: code, Behaviour: Refuse, ResultCode: result, RefusalReason: reason, RefusalReasonCode: code}
+	row := func(name, code, result, reason string, checked bool) HolderNameOutcome {
+		o := HolderNameOutcome{HolderName: name, AcquirerResponseCode: code, Behaviour: Refuse, ResultCode: result, RefusalReason: reason, RefusalReasonCode: code, Checked: checked}
 		if result == upstream.ResultAuthorised {
 			o.Behaviour, o.RefusalReason, o.RefusalReasonCode = Authorise, "", ""
 		}
@@ -102,70 +122,89 @@ func HolderNameOutcomes() []HolderNameOutcome {
 		}
 		return o
 	}
+	const checked, codeOnly = true, false
 	return []HolderNameOutcome{
-		row("UNKNOWN", "0", "Error", "Unknown"),
-		row("APPROVED", "1", "Authorised", ""),
-		row("DECLINED", "2", "Refused", "Refused"),
-		row("REFERRAL", "3", "Refused", "Referral"),
-		row("ERROR", "4", "Error", "Acquirer Error"),
-		row("BLOCK_CARD", "5", "Refused", "Blocked Card"),
-		row("CARD_EXPIRED", "6", "Refused", "Expired Card"),
-		row("INVALID_AMOUNT", "7", "Refused", "Invalid Amount"),
-		row("INVALID_CARD_NUMBER", "8", "Refused", "Invalid Card Number"),
-		row("ISSUER_UNAVAILABLE", "9", "Refused", "Issuer Unavailable"),
-		row("NOT_SUPPORTED", "10", "Refused", "Not supported"),
-		row("NOT_3D_AUTHENTICATED", "11", "Refused", "3D Not Authenticated"),
-		row("NOT_ENOUGH_BALANCE", "12", "Refused", "Not enough balance"),
-		row("PENDING", "13", "Received", ""),
-		row("ACQUIRER_FRAUD", "14", "Refused", "Acquirer Fraud"),
-		row("CANCELLED", "15", "Refused", "Cancelled"),
-		row("SHOPPER_CANCELLED", "16", "Refused", "Shopper Cancelled"),
-		row("INVALID_PIN", "17", "Refused", "Invalid Pin"),
-		row("PIN_TRIES_EXCEEDED", "18", "Refused", "Pin tries exceeded"),
-		row("PIN_VALIDATION_NOT_POSSIBLE", "19", "Refused", "Pin validation not possible"),
-		row("FRAUD", "20", "Refused", "FRAUD"),
-		row("NOT_SUBMITTED", "21", "Refused", "Not Submitted"),
-		row("FRAUD_CANCELLED", "22", "Cancelled", "FRAUD-CANCELLED"),
-		row("TRANSACTION_NOT_PERMITTED", "23", "Refused", "Transaction Not Permitted"),
-		row("CVC_DECLINED", "24", "Refused", "CVC Declined"),
-		row("RESTRICTED_CARD", "25", "Refused", "Restricted Card"),
-		row("REVOCATION_OF_AUTH", "26", "Refused", "Revocation Of Auth"),
-		row("DECLINED_NON_GENERIC", "27", "Refused", "Declined Non Generic"),
-		row("WITHDRAWAL_AMOUNT_EXCEEDED", "28", "Refused", "Withdrawal amount exceeded"),
-		row("WITHDRAWAL_COUNT_EXCEEDED", "29", "Refused", "Withdrawal count exceeded"),
-		row("ISSUER_SUSPECTED_FRAUD", "31", "Refused", "Issuer Suspected Fraud"),
-		row("AVS_DECLINED", "32", "Refused", "AVS Declined"),
-		row("PIN_REQUIRED", "33", "Refused", "Card requires online pin"),
-		row("NO_CHECKING_ACCOUNT_AVAILABLE_ON_CARD", "34", "Refused", "No checking account available on Card"),
+		row("UNKNOWN", "0", "Error", "Unknown", checked),
+		row("APPROVED", "1", "Authorised", "", checked),
+		row("DECLINED", "2", "Refused", "Refused", checked),
+		row("REFERRAL", "3", "Refused", "Referral", checked),
+		row("ERROR", "4", "Error", "Acquirer Error", checked),
+		row("BLOCK_CARD", "5", "Refused", "Blocked Card", checked),
+		row("CARD_EXPIRED", "6", "Refused", "Expired Card", checked),
+		row("INVALID_AMOUNT", "7", "Refused", "Invalid Amount", checked),
+		row("INVALID_CARD_NUMBER", "8", "Refused", "Invalid Card Number", checked),
+		row("ISSUER_UNAVAILABLE", "9", "Refused", "Issuer Unavailable", checked),
+		row("NOT_SUPPORTED", "10", "Refused", "Not supported", checked),
+		row("NOT_3D_AUTHENTICATED", "11", "Refused", "3D Not Authenticated", checked),
+		row("NOT_ENOUGH_BALANCE", "12", "Refused", "Not enough balance", checked),
+		row("PENDING", "13", "Received", "", checked),
+		row("ACQUIRER_FRAUD", "14", "Refused", "Acquirer Fraud", checked),
+		row("CANCELLED", "15", "Refused", "Cancelled", checked),
+		row("SHOPPER_CANCELLED", "16", "Refused", "Shopper Cancelled", checked),
+		row("INVALID_PIN", "17", "Refused", "Invalid Pin", codeOnly),
+		row("PIN_TRIES_EXCEEDED", "18", "Refused", "Pin tries exceeded", codeOnly),
+		row("PIN_VALIDATION_NOT_POSSIBLE", "19", "Refused", "Pin validation not possible", codeOnly),
+		row("FRAUD", "20", "Refused", "FRAUD", codeOnly),
+		row("NOT_SUBMITTED", "21", "Refused", "Not Submitted", codeOnly),
+		row("FRAUD_CANCELLED", "22", "Cancelled", "FRAUD-CANCELLED", codeOnly),
+		row("TRANSACTION_NOT_PERMITTED", "23", "Refused", "Transaction Not Permitted", codeOnly),
+		row("CVC_DECLINED", "24", "Refused", "CVC Declined", codeOnly),
+		row("RESTRICTED_CARD", "25", "Refused", "Restricted Card", codeOnly),
+		row("REVOCATION_OF_AUTH", "26", "Refused", "Revocation Of Auth", codeOnly),
+		row("DECLINED_NON_GENERIC", "27", "Refused", "Declined Non Generic", codeOnly),
+		row("WITHDRAWAL_AMOUNT_EXCEEDED", "28", "Refused", "Withdrawal amount exceeded", codeOnly),
+		row("WITHDRAWAL_COUNT_EXCEEDED", "29", "Refused", "Withdrawal count exceeded", codeOnly),
+		row("ISSUER_SUSPECTED_FRAUD", "31", "Refused", "Issuer Suspected Fraud", codeOnly),
+		row("AVS_DECLINED", "32", "Refused", "AVS Declined", codeOnly),
+		row("PIN_REQUIRED", "33", "Refused", "Card requires online pin", codeOnly),
+		row("NO_CHECKING_ACCOUNT_AVAILABLE_ON_CARD", "34", "Refused", "No checking account available on Card", codeOnly),
+		row("AUTHENTICATION_REQUIRED", "38", "Refused", "Authentication required", codeOnly),
+		{HolderName: "capture failed", Behaviour: Authorise, ResultCode: "Authorised", CaptureFails: true, Checked: true},
+		{HolderName: "refund failed", Behaviour: Authorise, ResultCode: "Authorised", RefundFails: true, Checked: true},
 		{HolderName: "RESULT_PENDING", Behaviour: Pend, ResultCode: "Pending"},
-		{HolderName: "capture failed", Behaviour: Authorise, ResultCode: "Authorised", CaptureFails: true},
-		{HolderName: "refund failed", Behaviour: Authorise, ResultCode: "Authorised", RefundFails: true},
 		{HolderName: "SIM_500", Behaviour: Fail500},
 		{HolderName: "SIM_TIMEOUT", Behaviour: Hang},
 	}
 }
 
-// lookupAcquirerCode returns the row of a RequestedTestAcquirerResponseCode.
+// lookupAcquirerCode returns the row of a RequestedTestAcquirerResponseCode:
+// the numeric code, or (as the platform's older result-code page allows) the
+// response name of a row with a code, e.g. "CARD_EXPIRED".
 func lookupAcquirerCode(code string) (HolderNameOutcome, bool) {
 	code = strings.TrimSpace(code)
+	if code == "" {
+		return HolderNameOutcome{}, false
+	}
 	for _, o := range HolderNameOutcomes() {
-		if code != "" && o.AcquirerResponseCode == code {
+		if o.AcquirerResponseCode != "" && (o.AcquirerResponseCode == code || strings.EqualFold(o.HolderName, code)) {
 			return o, true
 		}
 	}
 	return HolderNameOutcome{}, false
 }
 
-// lookupHolderName returns the holder-name row for name, if any.
+// lookupHolderName returns the holder-name row for name, if any. As the
+// platform documents, a holder name may carry a scheme response and raw
+// refusal reason after the response name ("DECLINED : 06 : ERROR"): the
+// part before the first colon selects the row.
 func lookupHolderName(name string) (HolderNameOutcome, bool) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return HolderNameOutcome{}, false
 	}
-	for _, o := range HolderNameOutcomes() {
-		if strings.EqualFold(o.HolderName, name) {
-			return o, true
+	match := func(n string) (HolderNameOutcome, bool) {
+		for _, o := range HolderNameOutcomes() {
+			if strings.EqualFold(o.HolderName, n) {
+				return o, true
+			}
 		}
+		return HolderNameOutcome{}, false
+	}
+	if o, ok := match(name); ok {
+		return o, true
+	}
+	if prefix, _, ok := strings.Cut(name, ":"); ok {
+		return match(strings.TrimSpace(prefix))
 	}
 	return HolderNameOutcome{}, false
 }

@@ -244,3 +244,103 @@ func TestBrandOf(t *testing.T) {
 		}
 	}
 }
+
+// Every 3-D Secure and redirect card of the table through the platform's
+// web flow: the answers a shopper's browser (or native component) walks
+// through, then a successful authentication.
+func TestTestCardsWebThreeDS2(t *testing.T) {
+	platform := func(o *Options) { o.WebThreeDS2, o.PublishedShapes = true, true }
+	for _, tc := range TestCards() {
+		var native, redirect []string
+		switch {
+		case tc.Behaviour == Challenge && tc.ChallengeOnly:
+			native, redirect = []string{"ChallengeShopper", "Authorised"}, []string{"RedirectShopper", "Authorised"}
+		case tc.Behaviour == Challenge:
+			native, redirect = []string{"IdentifyShopper", "ChallengeShopper", "Authorised"}, []string{"RedirectShopper", "Authorised"}
+		case tc.Behaviour == Frictionless:
+			native, redirect = []string{"IdentifyShopper", "Authorised"}, []string{"RedirectShopper", "Authorised"}
+		case tc.Behaviour == Redirect:
+			native, redirect = []string{"RedirectShopper", "Authorised"}, []string{"RedirectShopper", "Authorised"}
+		default:
+			continue
+		}
+		for _, nativeThreeDS := range []bool{true, false} {
+			want := redirect
+			if nativeThreeDS {
+				want = native
+			}
+			t.Run(fmt.Sprintf("%s_native=%v", tc.Number, nativeThreeDS), func(t *testing.T) {
+				e := newEnv(t, platform)
+				req := paymentReq(1000, cardMethod(tc.Number, tc.CVC, ""))
+				if nativeThreeDS {
+					req.Extra = map[string]json.RawMessage{"authenticationData": json.RawMessage(`{"threeDSRequestData":{"nativeThreeDS":"preferred"}}`)}
+				}
+				r, err := e.client.Payments(context.Background(), req, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for i := 0; ; i++ {
+					got = append(got, r.ResultCode)
+					if r.Action == nil || i > 3 {
+						break
+					}
+					r = e.details(t, r.Action, true)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("answers = %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}
+
+// A wrong CVC on a test card gives the generic DECLINED refusal, as the
+// platform documents, whatever the holder name asks for; a card with no
+// documented CVC accepts any.
+func TestTestCardWrongCVC(t *testing.T) {
+	for _, tc := range TestCards() {
+		if tc.Behaviour == Fail500 || tc.Behaviour == Hang {
+			continue
+		}
+		t.Run(tc.Number, func(t *testing.T) {
+			e := newEnv(t)
+			wrong := "123"
+			if tc.CVC == "123" {
+				wrong = "456"
+			}
+			for _, holder := range []string{"", "CARD_EXPIRED"} {
+				r, err := e.client.Payments(context.Background(), paymentReq(1000, cardMethod(tc.Number, wrong, holder)), "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Action != nil {
+					r = e.details(t, r.Action, true)
+				}
+				if tc.CVC == "" {
+					if r.ResultCode != "Authorised" && holder == "" {
+						t.Fatalf("no documented CVC: %+v", r)
+					}
+					continue
+				}
+				if r.ResultCode != "Refused" || r.RefusalReason != "Refused" || r.RefusalReasonCode != "2" {
+					t.Fatalf("holder %q: %+v, want Refused / Refused (2)", holder, r)
+				}
+			}
+		})
+	}
+}
+
+// The platform's holder-name format with a scheme response and raw refusal
+// reason after the response name.
+func TestHolderNameWithRawRefusalReason(t *testing.T) {
+	e := newEnv(t)
+	for name, want := range map[string]string{"DECLINED : 06 : ERROR": "2", "NOT_ENOUGH_BALANCE : 51 : Insufficient funds": "12", "card_expired:54": "6"} {
+		if r := e.pay(t, 100, name); r.ResultCode != "Refused" || r.RefusalReasonCode != want {
+			t.Fatalf("%q: %+v, want code %s", name, r, want)
+		}
+	}
+	if r := e.pay(t, 100, "J. De Tester"); r.ResultCode != "Authorised" {
+		t.Fatalf("plain name: %+v", r)
+	}
+}

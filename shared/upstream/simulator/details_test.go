@@ -14,7 +14,11 @@ import (
 
 func startAction(t *testing.T, e *env, number, holder string) upstream.PaymentResponse {
 	t.Helper()
-	r, err := e.client.Payments(context.Background(), paymentReq(2500, cardMethod(number, "737", holder)), "")
+	cvc := "737"
+	if tc, ok := lookupCard(number); ok {
+		cvc = tc.CVC // a wrong CVC would refuse the payment
+	}
+	r, err := e.client.Payments(context.Background(), paymentReq(2500, cardMethod(number, cvc, holder)), "")
 	if err != nil {
 		t.Fatal(err)
 	}

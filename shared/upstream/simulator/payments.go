@@ -321,6 +321,11 @@ func (s *Simulator) planCard(pm paymentMethodIn) (plan, *apiError) {
 
 	tc, known := lookupCard(number)
 	forced, hasForced := lookupHolderName(pm.HolderName)
+	if known && cvc != "" && tc.CVC != "" && cvc != tc.CVC {
+		// As the platform documents: a wrong CVC fails the payment with the
+		// generic DECLINED refusal, whatever the holder name asks for.
+		forced, hasForced = lookupHolderName("DECLINED")
+	}
 	if hasForced {
 		pl.forced = &forced
 	}
@@ -398,6 +403,9 @@ func (s *Simulator) start(p *payment, pl plan, public string) paymentResponseOut
 		kind = "redirect"
 		if p.NativeThreeDS {
 			kind = "fingerprint"
+			if challengeOnly(p) {
+				kind = "threeDS2" // the challenge-only card skips the fingerprint
+			}
 		}
 	case pl.behaviour == Challenge:
 		kind = "threeDS2"
@@ -407,6 +415,15 @@ func (s *Simulator) start(p *payment, pl plan, public string) paymentResponseOut
 		return s.paymentResponse(p, false)
 	}
 	return s.actionResponse(p, s.newAction(p, kind), public)
+}
+
+// challengeOnly reports whether p is paid with the challenge-only test card.
+func challengeOnly(p *payment) bool {
+	if p.Card == nil {
+		return false
+	}
+	tc, ok := lookupCard(p.Card.Number)
+	return ok && tc.ChallengeOnly
 }
 
 // actionResponse moves p to the state of act and answers with the action

@@ -76,7 +76,7 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 	})
 	t.Run("native frictionless: fingerprint, result", func(t *testing.T) {
 		e := newEnv(t, platform)
-		r, _ := e.client.Payments(context.Background(), nativeReq("4000000000002701"), "")
+		r, _ := e.client.Payments(context.Background(), nativeReq("5201281505129736"), "")
 		if r.ResultCode != "IdentifyShopper" {
 			t.Fatalf("payments: %+v", r)
 		}
@@ -85,7 +85,7 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 		}
 	})
 	t.Run("without nativeThreeDS: a redirect", func(t *testing.T) {
-		for _, number := range []string{"5454545454545454", "4000000000002701"} {
+		for _, number := range []string{"5454545454545454", "5201281505129736"} {
 			e := newEnv(t, platform)
 			r, err := e.client.Payments(context.Background(), paymentReq(1000, cardMethod(number, "737", "")), "")
 			if err != nil || r.ResultCode != "RedirectShopper" || r.PSPReference != "" {
@@ -113,18 +113,32 @@ func TestWebThreeDS2PublishedShapes(t *testing.T) {
 	})
 }
 
+// Every row with a code, by RequestedTestAcquirerResponseCode: as a number
+// (the platform's example), as a string and as the response name (the
+// platform's older result-code page).
 func TestRequestedTestAcquirerResponseCode(t *testing.T) {
 	e := newEnv(t)
-	for _, code := range []string{`6`, `"6"`} {
-		body := `{"merchantAccount":"` + testMerchant + `","amount":{"value":100,"currency":"EUR"},"reference":"r","returnUrl":"https://x.example/",
+	for _, o := range HolderNameOutcomes() {
+		if o.AcquirerResponseCode == "" {
+			continue
+		}
+		for _, code := range []string{o.AcquirerResponseCode, `"` + o.AcquirerResponseCode + `"`, `"` + strings.ToLower(o.HolderName) + `"`} {
+			body := `{"merchantAccount":"` + testMerchant + `","amount":{"value":100,"currency":"EUR"},"reference":"r","returnUrl":"https://x.example/",
 			"paymentMethod":{"type":"scheme","number":"4111111111111111","expiryMonth":"03","expiryYear":"2030","cvc":"737"},
 			"additionalData":{"RequestedTestAcquirerResponseCode":` + code + `}}`
-		status, b, _ := e.raw(t, "POST", "/v71/payments", testAPIKey, "", body)
-		var r upstream.PaymentResponse
-		_ = json.Unmarshal(b, &r)
-		if status != 200 || r.ResultCode != "Refused" || r.RefusalReason != "Expired Card" || r.RefusalReasonCode != "6" {
-			t.Fatalf("code %s: %d %s", code, status, b)
+			status, b, _ := e.raw(t, "POST", "/v71/payments", testAPIKey, "", body)
+			var r upstream.PaymentResponse
+			_ = json.Unmarshal(b, &r)
+			if status != 200 || r.ResultCode != o.ResultCode || r.RefusalReason != o.RefusalReason || r.RefusalReasonCode != o.RefusalReasonCode {
+				t.Fatalf("code %s: %d %s, want %s / %s (%s)", code, status, b, o.ResultCode, o.RefusalReason, o.RefusalReasonCode)
+			}
 		}
+	}
+	// An unknown code changes nothing.
+	status, b, _ := e.raw(t, "POST", "/v71/payments", testAPIKey, "", `{"merchantAccount":"`+testMerchant+`","amount":{"value":100,"currency":"EUR"},"reference":"r","returnUrl":"https://x.example/",
+		"paymentMethod":{"type":"scheme","number":"4111111111111111","expiryMonth":"03","expiryYear":"2030","cvc":"737"},"additionalData":{"RequestedTestAcquirerResponseCode":"999"}}`)
+	if status != 200 || !strings.Contains(string(b), `"resultCode":"Authorised"`) {
+		t.Fatalf("unknown code: %d %s", status, b)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -156,7 +157,7 @@ type SessionPayment struct {
 	// PaymentMethodType defaults to "scheme" (card).
 	PaymentMethodType string `json:"paymentMethodType,omitempty"`
 	// CardNumber defaults to 4111111111111111; expiry defaults to 03/2030
-	// and CVC to 737.
+	// and CVC to the test card's CVC (737 for a card not in the table).
 	CardNumber  string `json:"cardNumber,omitempty"`
 	ExpiryMonth string `json:"expiryMonth,omitempty"`
 	ExpiryYear  string `json:"expiryYear,omitempty"`
@@ -212,7 +213,11 @@ func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment
 		pm.Number = firstNonEmpty(sp.CardNumber, "4111111111111111")
 		pm.ExpiryMonth = firstNonEmpty(sp.ExpiryMonth, "03")
 		pm.ExpiryYear = firstNonEmpty(sp.ExpiryYear, "2030")
-		pm.CVC = firstNonEmpty(sp.CVC, "737")
+		cvc := "737"
+		if tc, ok := lookupCard(strings.ReplaceAll(pm.Number, " ", "")); ok {
+			cvc = tc.CVC // a wrong CVC would refuse the payment
+		}
+		pm.CVC = firstNonEmpty(sp.CVC, cvc)
 		pm.HolderName = sp.HolderName
 	}
 	r := sess.Req

@@ -239,3 +239,27 @@ func TestHostedSession(t *testing.T) {
 		t.Fatal("hosted payment did not complete the session")
 	}
 }
+
+// A session paid with a test card defaults to that card's CVC; a wrong CVC
+// is refused as on /payments.
+func TestPaySessionCardCVC(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tc := range TestCards() {
+		if tc.Behaviour == Fail500 || tc.Behaviour == Hang {
+			continue
+		}
+		s := createSession(t, e, nil)
+		r, err := e.sim.PaySession(ctx, s.ID, SessionPayment{CardNumber: tc.Number})
+		if err != nil || r.ResultCode != "Authorised" {
+			t.Fatalf("%s, default CVC: %+v, %v", tc.Number, r, err)
+		}
+		if tc.CVC == "" {
+			continue
+		}
+		s = createSession(t, e, nil)
+		if r, err := e.sim.PaySession(ctx, s.ID, SessionPayment{CardNumber: tc.Number, CVC: "123"}); err != nil || r.ResultCode != "Refused" || r.RefusalReason != "Refused" {
+			t.Fatalf("%s, wrong CVC: %+v, %v", tc.Number, r, err)
+		}
+	}
+}
