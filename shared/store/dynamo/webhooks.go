@@ -290,7 +290,6 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 	return ctx.Err()
 }
 
-
 // queryDeliveries runs a gsi1 query of deliveries newest first, stopping
 // after limit (limit <= 0: all).
 func (s *Store) queryDeliveries(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]webhooks.Delivery, error) {
