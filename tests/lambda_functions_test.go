@@ -966,21 +966,24 @@ func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
 func (r *lambdaRun) xRay(t *testing.T) {
 	// Every sampled invocation sent its request subsegment with the
 	// DynamoDB and (but for config) upstream subsegments under it.
+	// A request with many subsegments (a listing's scatter-gather) arrives
+	// in several documents: the SDK streams completed subsegments on their
+	// own, each naming its parent.
 	segs := r.e.daemon.waitFor(t, len(r.invocations), 10*time.Second)
-	byTrace := map[string]xraySegment{}
+	byTrace := map[string][]xraySegment{}
 	for _, s := range segs {
 		if s.Type == "subsegment" && s.ParentID != "" {
-			byTrace[s.TraceID] = s
+			byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
 		}
 	}
 	for _, inv := range r.invocations {
-		s, ok := byTrace[inv.traceRoot]
+		s, children, ok := requestSubsegment(t, byTrace[inv.traceRoot])
 		if !ok {
 			t.Errorf("no segment for %s %s (trace %s)", inv.event.HTTPMethod, inv.event.Path, inv.traceRoot)
 			continue
 		}
 		var dynamoOps, upstreamCalls int
-		for _, c := range s.flatten(t)[1:] {
+		for _, c := range children {
 			if c.Name == "DynamoDB" && c.Namespace == "aws" {
 				dynamoOps++
 			}
@@ -1154,6 +1157,7 @@ func emfLines(logs, metric string) []map[string]any {
 
 // xraySegment is the part of an X-Ray segment document the test reads.
 type xraySegment struct {
+	ID          string            `json:"id"`
 	Name        string            `json:"name"`
 	TraceID     string            `json:"trace_id"`
 	ParentID    string            `json:"parent_id"`
@@ -1181,6 +1185,31 @@ func (s xraySegment) flatten(t *testing.T) []xraySegment {
 		out = append(out, c.flatten(t)...)
 	}
 	return out
+}
+
+// requestSubsegment finds, among the documents of one trace, the request's
+// subsegment (the one whose parent is outside the documents: the Lambda
+// facade) and returns it with every subsegment under it, streamed or not.
+func requestSubsegment(t *testing.T, docs []xraySegment) (root xraySegment, children []xraySegment, ok bool) {
+	t.Helper()
+	ids := map[string]bool{}
+	var all [][]xraySegment
+	for _, d := range docs {
+		flat := d.flatten(t)
+		all = append(all, flat)
+		for _, c := range flat {
+			ids[c.ID] = true
+		}
+	}
+	for i, d := range docs {
+		if !ids[d.ParentID] && !ok {
+			root, ok = d, true
+			children = append(children, all[i][1:]...)
+			continue
+		}
+		children = append(children, all[i]...)
+	}
+	return root, children, ok
 }
 
 // xrayDaemon is a fake X-Ray daemon: a UDP listener on 127.0.0.1.
