@@ -206,6 +206,17 @@ func deliverySortKey(st webhooks.Status) string { return pfxDelivery + string(st
 // ""), newest first, at most limit (gsi1, eventually consistent): one
 // newest-first Query per shard and status, in parallel, merged.
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
+	ds, err := s.listDeliveries(ctx, merchantID, status, nil, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
+	}
+	return ds, nil
+}
+
+// listDeliveries is the scatter-gather of ListDeliveries and
+// ListDeliveryPage: every shard and status queried newest first, from
+// below after when given, merged, the first limit kept (<= 0: all).
+func (s *Store) listDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
 	statuses := []webhooks.Status{status}
 	if status == "" {
 		statuses = webhooks.Statuses
@@ -223,12 +234,25 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 	results := make([][]webhooks.Delivery, len(queries))
 	err := scatter(ctx, len(queries), func(ctx context.Context, i int) error {
 		q := queries[i]
-		ds, err := s.queryNewest(ctx, DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st), limit)
-		results[i] = ds
+		in := indexQuery(DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st))
+		if after != nil { // BETWEEN is inclusive: the cursor's own delivery is dropped below
+			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :prefix AND :before")
+			in.ExpressionAttributeValues[":before"] = str(deliverySortKey(q.st) + sortTime(after.CreatedAt) + "#" + after.ID)
+		}
+		n := limit
+		if after != nil && n > 0 {
+			n++ // the cursor's own delivery may come first
+		}
+		ds, err := s.queryDeliveries(ctx, in, n)
+		for _, d := range ds {
+			if after == nil || after.Before(d) {
+				results[i] = append(results[i], d)
+			}
+		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
+		return nil, err
 	}
 	out := []webhooks.Delivery{}
 	for _, ds := range results {
@@ -267,12 +291,6 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 		return err
 	}
 	return ctx.Err()
-}
-
-// queryNewest reads gsi1 items of gsi1pk whose gsi1sk starts with prefix,
-// newest first, stopping after limit (limit <= 0: all).
-func (s *Store) queryNewest(ctx context.Context, gsi1pk, prefix string, limit int) ([]webhooks.Delivery, error) {
-	return s.queryDeliveries(ctx, indexQuery(gsi1pk, prefix), limit)
 }
 
 // queryDeliveries runs a gsi1 query of deliveries newest first, stopping
