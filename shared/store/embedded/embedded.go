@@ -161,7 +161,8 @@ func (s *Store) Close() error {
 // Sweep deletes what is past its expiry or retention at now: idempotency
 // records and sessions at their expiry; payment records, notification
 // events and merchants' event histories, webhook deliveries and dead
-// queue jobs store.*Retention after their creation (docs/security.md). It reports how many it deleted.
+// queue jobs store.*Retention after their creation (docs/limits.md). It
+// reports how many it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {

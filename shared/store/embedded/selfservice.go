@@ -28,18 +28,21 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	case e.MerchantID == "":
 		return fmt.Errorf("embedded: put merchant event %q: %w", e.ID, errEmpty("merchantId"))
 	}
-	rec := records.FromMerchantEvent(e)
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, err := writeBucket(tx, bktMerchantEvents)
-		if err != nil {
-			return err
-		}
-		return putJSON(b, merchantEventKey(rec), rec)
-	})
+	err := s.update(ctx, func(tx *bolt.Tx) error { return putMerchantEvent(tx, e) })
 	if err != nil {
 		return fmt.Errorf("embedded: put merchant event %q of %q: %w", e.ID, e.MerchantID, err)
 	}
 	return nil
+}
+
+// putMerchantEvent is PutMerchantEvent in tx: e in its stored form.
+func putMerchantEvent(tx *bolt.Tx, e notifications.MerchantEvent) error {
+	rec := records.FromMerchantEvent(e)
+	b, err := writeBucket(tx, bktMerchantEvents)
+	if err != nil {
+		return err
+	}
+	return putJSON(b, merchantEventKey(rec), rec)
 }
 
 // merchantEventKey is the key of a stored merchant event.
