@@ -35,9 +35,9 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 	if mx.Sample > 1 {
 		fmt.Fprintf(&b, " (1 payment in %d simulated, each weighted %d)", mx.Sample, mx.Sample)
 	}
-	fmt.Fprintf(&b, ": %.0f %% answered with a 3DS action and finished by POST payments/details %d s later, %.0f %% refused, %.0f %% of the authorised captured by POST captures %d s after the AUTHORISATION notification, %.0f %% of those refunded %d s after the capture, %.0f %% of POST payments sent again with the same Idempotency-Key; every notification (AUTHORISATION, CAPTURE, REFUND) %d s after its cause, delivered to %d webhook subscriptions, %.0f %% of the deliveries to a failing receiver that fails %d attempts (the dispatcher's real retry schedule: 5 s, 5 min, 30 min); %d listing(s) of the merchant's failed deliveries per second. Tenant reads are cached per Lambda instance for %s (instances: %s).\n\n",
+	fmt.Fprintf(&b, ": %.0f %% answered with a 3DS action and finished by POST payments/details %d s later, %.0f %% refused, %.0f %% of the authorised captured by POST captures %d s after the AUTHORISATION notification, %.0f %% of those refunded %d s after the capture, %.0f %% of POST payments sent again with the same Idempotency-Key; every notification (AUTHORISATION, CAPTURE, REFUND) %d s after its cause, delivered to %d webhook subscriptions, %.0f %% of the deliveries to a failing receiver that fails %d attempts (the dispatcher's real retry schedule: 5 s, 5 min, 30 min); %d listing(s) of the merchant's failed deliveries and %d page(s) of its event history per second. Tenant reads are cached per Lambda instance for %s (instances: %s).\n\n",
 		100*mx.ThreeDS, mx.DetailsAfter, 100*mx.Refused, 100*mx.Captured, mx.CaptureAfter, 100*mx.Refunded, mx.RefundAfter,
-		100*mx.Replayed, mx.NotifyAfter, mx.Subscriptions, 100*mx.Failing, mx.FailAttempts, mx.Listings, mx.CacheTTL, instances(mx.Instances))
+		100*mx.Replayed, mx.NotifyAfter, mx.Subscriptions, 100*mx.Failing, mx.FailAttempts, mx.Listings, mx.EventListings, mx.CacheTTL, instances(mx.Instances))
 	fmt.Fprintf(&b, "Every item is built by the adapter's own builders (`shared/store/dynamo/items.go`) and sized as DynamoDB meters it; %d operations metered.\n\n", t.Ops)
 
 	b.WriteString("### Busiest partition key of each key family\n\n")
