@@ -967,10 +967,20 @@ func (r *lambdaRun) xRay(t *testing.T) {
 	// Every sampled invocation sent its request subsegment with the
 	// DynamoDB and (but for config) upstream subsegments under it.
 	segs := r.e.daemon.waitFor(t, len(r.invocations), 10*time.Second)
+	// The request subsegment carries the annotations; a request with many
+	// store calls (a listing's scatter-gather) has the SDK stream its
+	// completed subsegments separately, so every subsegment of the trace
+	// is searched for them.
 	byTrace := map[string]xraySegment{}
+	parts := map[string][]xraySegment{}
 	for _, s := range segs {
 		if s.Type == "subsegment" && s.ParentID != "" {
-			byTrace[s.TraceID] = s
+			parts[s.TraceID] = append(parts[s.TraceID], s)
+			_, isRequest := s.Annotations["status"]
+			_, haveRequest := byTrace[s.TraceID].Annotations["status"]
+			if isRequest || !haveRequest {
+				byTrace[s.TraceID] = s
+			}
 		}
 	}
 	for _, inv := range r.invocations {
@@ -980,7 +990,11 @@ func (r *lambdaRun) xRay(t *testing.T) {
 			continue
 		}
 		var dynamoOps, upstreamCalls int
-		for _, c := range s.flatten(t)[1:] {
+		var all []xraySegment
+		for _, p := range parts[inv.traceRoot] {
+			all = append(all, p.flatten(t)...)
+		}
+		for _, c := range all {
 			if c.Name == "DynamoDB" && c.Namespace == "aws" {
 				dynamoOps++
 			}
@@ -1197,6 +1211,10 @@ func newXrayDaemon(t *testing.T) *xrayDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A listing's scatter-gather streams thousands of subsegments at once:
+	// a large receive buffer keeps the kernel from dropping them (as the
+	// real daemon's does).
+	_ = conn.SetReadBuffer(4 << 20)
 	d := &xrayDaemon{conn: conn}
 	go func() {
 		buf := make([]byte, 64<<10)
