@@ -1226,6 +1226,10 @@ func newXrayDaemon(t *testing.T) *xrayDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A listing's scatter-gather streams thousands of subsegments at once:
+	// a large receive buffer keeps the kernel from dropping them (as the
+	// real daemon's does).
+	_ = conn.SetReadBuffer(4 << 20)
 	d := &xrayDaemon{conn: conn}
 	go func() {
 		buf := make([]byte, 64<<10)

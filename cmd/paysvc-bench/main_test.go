@@ -137,6 +137,22 @@ func TestClassify(t *testing.T) {
 			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("MERCHANT#m_demo"), ":prefix": s("SUB#")},
 		}, "tenant: subscriptions list"},
+		// A payment record is read by one Query of its partition (META and
+		// history items) and saved by one transaction; its events are
+		// listed through gsi1.
+		{"Query", &dynamodb.QueryInput{
+			KeyConditionExpression:    aws.String("#pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("PAYMENT#PSP1")},
+		}, "payment record: read"},
+		{"TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{Item: key("PAYMENT#PSP1", "META")}}, {Put: &types.Put{Item: key("PAYMENT#PSP1", "H#0000000001")}},
+		}}, "payment record: write"},
+		{"Query", &dynamodb.QueryInput{
+			IndexName:                 aws.String("gsi1"),
+			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("PAYMENT#PSP1"), ":prefix": s("EVENT#")},
+		}, "events: list of payment"},
+		{"PutItem", &dynamodb.PutItemInput{Item: key("EVENTLOG#m_demo#3", "2026-03-02T10:00:00.000000000Z#evt_1")}, "event history: write"},
 	} {
 		if got := classify("DynamoDB", tc.op, tc.params); got != tc.want {
 			t.Errorf("classify(%s %T) = %q, want %q", tc.op, tc.params, got, tc.want)

@@ -151,6 +151,7 @@ func classify(service, op string, params any) string {
 		return "queue: " + op
 	}
 	var pk, sk string
+	index := false // a Query of gsi1
 	keyOf := func(m map[string]types.AttributeValue) {
 		if v, ok := m["pk"].(*types.AttributeValueMemberS); ok {
 			pk = v.Value
@@ -169,6 +170,7 @@ func classify(service, op string, params any) string {
 	case *dynamodb.DeleteItemInput:
 		keyOf(in.Key)
 	case *dynamodb.QueryInput:
+		index = in.IndexName != nil
 		// "#pk = :pk AND begins_with(#sk, :prefix)": the values named there.
 		value := func(re *regexp.Regexp) string {
 			m := re.FindStringSubmatch(aws.ToString(in.KeyConditionExpression))
@@ -222,10 +224,12 @@ func classify(service, op string, params any) string {
 		}
 		return "idempotency: " + op
 	case "PAYMENT":
-		if op == "Query" {
+		if op == "Query" && index {
 			return "events: list of payment"
 		}
-		return "payment record: " + rw
+		return "payment record: " + rw // a read is one Query of META and history items
+	case "EVENTLOG":
+		return "event history: " + rw
 	case "SESSION":
 		return "session record: " + rw
 	case "EVENT":
@@ -449,7 +453,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
 		receiver: &notifications.Receiver{
-			Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
+			Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, History: st, Queue: q, Clock: clk, Log: log,
 		},
 		disp: &webhooks.Dispatcher{
 			Deliveries: st, Tenants: st, Clock: clk, Log: log, Metrics: metrics,

@@ -1,12 +1,14 @@
 package capacity
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/dynamo"
 )
 
@@ -36,6 +38,7 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 		{"gsi1 MERCHANT", 150, 750, "MERCHANT#m_bigshop#DELIVERIES#"},
 		{"table RATE", 200, 600, "RATE#rl#key_server_1#"},
 		{"table IDEM", 1, 10, "IDEM#m_bigshop#"},
+		{"table EVENTLOG", 150, 600, "EVENTLOG#m_bigshop#"},
 	} {
 		f, ok := fam[tc.family]
 		if !ok {
@@ -63,7 +66,8 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 	// cmd/paysvc-bench counts them on moto; tenant reads are cached).
 	for req, want := range map[string]float64{
 		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 6, ReqReversals: 5, ReqDetails: 7,
-		"notification CAPTURE": 4 + 3*2 + 2, "notification AUTHORISATION": 4 + 3*2 + 3, ReqAttempts: 5,
+		// a notification: 4 (+1 replayUnroutable query for AUTHORISATION), its merchant event 1, per subscription 3, then 2
+		"notification CAPTURE": 4 + 1 + 3*2 + 2, "notification AUTHORISATION": 4 + 1 + 3*2 + 3, ReqAttempts: 5,
 	} {
 		if got := res.Calls[req]; got != want {
 			t.Errorf("%s: %.2f DynamoDB calls per request in the model, want %.0f", req, got, want)
@@ -136,16 +140,75 @@ func TestItemSize(t *testing.T) {
 	}
 }
 
-// The payment record's history is not bounded: the model states where it
-// would reach 400 KB (and SavePayment refuses beyond; see the dynamo
-// contract).
-func TestPaymentHistoryBound(t *testing.T) {
-	n, err := PaymentHistoryBound()
-	if err != nil {
+// A payment save is metered as SavePayment makes it: one
+// TransactWriteItems of the META item and the history item the version
+// adds, each at 2 write units per KB; a read as GetPayment makes it: one
+// strongly consistent Query of META and every history item, their sizes
+// summed before rounding. No item grows with the history.
+func TestPaymentRecordTransactionsAndQuery(t *testing.T) {
+	r := &replay{mix: FullMix(), meter: NewMeter()}
+	r.meter.At(0)
+	i := 0
+	for !r.life(i).captured || r.life(i).tds { // a captured payment without 3DS: 5 steps
+		i++
+	}
+	stages := r.stages(i)
+	if len(stages) != 5 {
+		t.Fatalf("stages %v", stages)
+	}
+	var prev payments.Payment
+	var wantW float64
+	metas, entries := map[int]bool{}, map[int]bool{}
+	for v := 1; v <= len(stages); v++ {
+		next := r.record(i, v, base)
+		meta, err := dynamo.PaymentItem(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry, err := dynamo.PaymentHistoryItem(next, v-1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, sk := dynamo.Keys(entry); sk != fmt.Sprintf("H#%010d", v-1) {
+			t.Fatalf("history item %d: sort key %s", v-1, sk)
+		}
+		old := 0
+		if v > 1 {
+			o, _ := dynamo.PaymentItem(prev)
+			old = dynamo.ItemSize(o)
+		}
+		wantW += 2*writeUnits(max(old, dynamo.ItemSize(meta))) + 2*writeUnits(dynamo.ItemSize(entry))
+		metas[dynamo.ItemSize(meta)/256], entries[dynamo.ItemSize(entry)/256] = true, true
+		ops := r.meter.ops
+		if err := r.savePayment(prev, next); err != nil {
+			t.Fatal(err)
+		}
+		if r.meter.ops != ops+1 {
+			t.Fatalf("version %d: %d DynamoDB calls, want one transaction", v, r.meter.ops-ops)
+		}
+		prev = next
+	}
+	if err := r.readPayment(prev); err != nil {
 		t.Fatal(err)
 	}
-	if n < 1000 || n > 5000 {
-		t.Fatalf("a payment record reaches 400 KB at %d history entries, want a bound in [1000, 5000]", n)
+	r.meter.Close()
+	res := r.meter.Result()
+	size := 0
+	meta, _ := dynamo.PaymentItem(prev)
+	size += dynamo.ItemSize(meta)
+	for k := range prev.History {
+		h, _ := dynamo.PaymentHistoryItem(prev, k)
+		size += dynamo.ItemSize(h)
+	}
+	if got := res.ByIndex[Table]; got.W != wantW || got.R != readUnits(size, true) {
+		t.Fatalf("table units %+v, want %.0f WCU and %.0f RCU", got, wantW, readUnits(size, true))
+	}
+	if wantW < 4*float64(len(stages)) {
+		t.Fatalf("%.0f WCU for %d transactional saves of two items: not 2 per KB", wantW, len(stages))
+	}
+	// The record's items stay the same size class as the history grows.
+	if len(metas) > 2 || len(entries) > 2 || r.paymentMeta > 1024 || r.paymentEntry > 512 {
+		t.Fatalf("payment items grow with the history: META %d bytes, entry %d bytes (%v, %v)", r.paymentMeta, r.paymentEntry, metas, entries)
 	}
 }
 
@@ -187,7 +250,7 @@ func TestReportAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"### Busiest partition key of each key family", "| gsi1 MERCHANT |", "**total**",
-		"API Gateway (REST) requests", "history entries", "| POST payments | 1.000 | 4.0 |"} {
+		"API Gateway (REST) requests", "Payment records are bounded per item", "| POST payments | 1.000 | 4.0 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -173,13 +173,45 @@ func readUnits(n int, consistent bool) float64 {
 // and an insert of the new one (projection ALL: the entry is the item).
 func (m *Meter) Put(old, new dynamo.Item) {
 	m.ops++
+	m.write(old, new, 1)
+}
+
+// Write is one item write of a transaction: old (nil: none) replaced by
+// new (nil: a delete).
+type Write struct{ Old, New dynamo.Item }
+
+// TransactWrite meters one TransactWriteItems of writes: on the table
+// each item costs twice its units (DynamoDB prepares and commits every
+// item of a transaction: 2 write units per KB); the index updates it
+// causes are propagated after the commit and cost what a plain write's do.
+func (m *Meter) TransactWrite(writes ...Write) {
+	m.ops++
+	for _, w := range writes {
+		m.write(w.Old, w.New, 2)
+	}
+}
+
+// FailedTransactWrite meters a TransactWriteItems cancelled by a failed
+// condition, as if every item of it were written: each its transactional
+// units, the item checked against existing at its size (an upper bound;
+// DynamoDB does not publish what a cancelled transaction consumes).
+func (m *Meter) FailedTransactWrite(existing dynamo.Item, others ...dynamo.Item) {
+	m.ops++
+	for _, it := range append([]dynamo.Item{existing}, others...) {
+		pk, _ := dynamo.Keys(it)
+		m.add(Part{Table, pk}, 2*writeUnits(dynamo.ItemSize(it)), 0)
+	}
+}
+
+// write meters old replaced by new at factor times the table's units.
+func (m *Meter) write(old, new dynamo.Item, factor float64) {
 	ref := new
 	if ref == nil {
 		ref = old
 	}
 	pk, _ := dynamo.Keys(ref)
 	size := max(dynamo.ItemSize(old), dynamo.ItemSize(new))
-	m.add(Part{Table, pk}, writeUnits(size), 0)
+	m.add(Part{Table, pk}, factor*writeUnits(size), 0)
 	if new != nil {
 		fam := Part{Table, pk}.Family()
 		m.maxItem[fam] = max(m.maxItem[fam], dynamo.ItemSize(new))

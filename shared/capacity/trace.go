@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
@@ -54,6 +55,10 @@ type Mix struct {
 	// Listings of the merchant's failed deliveries per second (a dashboard
 	// polling): each reads every delivery shard of gsi1.
 	Listings int
+	// EventListings are pages of the merchant's event history read per
+	// second (GET /v1/ecom/events, default limit): each reads every shard
+	// of the history, up to a page from each.
+	EventListings int
 }
 
 // FullMix is issue 16's trace: 10,000 payments/s for 60 s with a realistic
@@ -70,7 +75,7 @@ func FullMix() Mix {
 			"payments": 4_400, "modifications": 1_900, "notifications": 900, "dispatcher": 400,
 		},
 		DetailsAfter: 8, CaptureAfter: 2, RefundAfter: 5, NotifyAfter: 1,
-		Listings: 1,
+		Listings: 1, EventListings: 1,
 	}
 }
 
@@ -118,6 +123,10 @@ type TraceResult struct {
 	// traffic sustained: a failed attempt's message stays received (in
 	// flight) for its whole backoff (ChangeMessageVisibility).
 	SQSInFlight float64
+	// PaymentMeta and PaymentEntry are the largest payment META item and
+	// history item of the trace, in bytes: a record's items do not grow
+	// with its history (each entry is its own item).
+	PaymentMeta, PaymentEntry int
 	Result
 }
 
@@ -196,7 +205,8 @@ func Run(m Mix) (*TraceResult, error) {
 	}
 	return &TraceResult{
 		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
-		SQSInFlight: r.hidden / float64(m.Seconds), Result: r.meter.Result(),
+		SQSInFlight: r.hidden / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
+		Result: r.meter.Result(),
 	}, nil
 }
 
@@ -233,6 +243,9 @@ type replay struct {
 	apiKey, site, merchant, subList dynamo.Item
 	subs                            []dynamo.Item
 	subIDs                          []string
+	// largest payment META and history items built
+	paymentMeta, paymentEntry int
+	sampleEvent               dynamo.Item // a merchant event's item (listings)
 }
 
 func (r *replay) later(s int, t task) { r.queue[s] = append(r.queue[s], t) }
@@ -318,6 +331,14 @@ func (r *replay) tenants() error {
 	}); err != nil {
 		return err
 	}
+	ev := r.eventRecord(0, 1, base, notifications.EventProcessed)
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	if err != nil {
+		return err
+	}
+	if r.sampleEvent, err = r.merchantEvent(ev, payload); err != nil {
+		return err
+	}
 	for n := range r.mix.Subscriptions {
 		sub := tenant.Subscription{
 			ID: fmt.Sprintf("sub_%d", n+1), MerchantID: traceMerchant, URL: fmt.Sprintf("https://hooks%d.bigshop.example/paysvc", n+1),
@@ -346,6 +367,14 @@ func (r *replay) cacheRefresh() {
 	r.meter.Weight = float64(r.mix.Listings)
 	for shard := range dynamo.DeliveryShards {
 		r.meter.Query(dynamo.Indexes[0].Name, dynamo.DeliveryShardPartition(traceMerchant, shard), false)
+	}
+	r.meter.Weight = float64(r.mix.EventListings)
+	page := make([]dynamo.Item, lookup.DefaultLimit) // a page of typical entries from each shard
+	for k := range page {
+		page[k] = r.sampleEvent
+	}
+	for shard := range dynamo.EventLogShards {
+		r.meter.Query(Table, dynamo.EventLogShardPartition(traceMerchant, shard), true, page...)
 	}
 	r.meter.Weight = w
 	// the receiver's subscription list and the dispatcher's subscription reads
@@ -454,11 +483,9 @@ func (r *replay) pay(s, i int) error {
 	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
 		return err
 	}
-	p, err := r.payment(i, 1, now)
-	if err != nil {
+	if err := r.savePayment(r.record(i, 0, now), r.record(i, 1, now)); err != nil {
 		return err
 	}
-	r.meter.Put(nil, p)
 	if l.replayed {
 		r.later(s+1, task{kind: kReplay, i: i})
 	}
@@ -495,18 +522,19 @@ func (r *replay) details(s, i int) error {
 	if err != nil {
 		return err
 	}
-	v1, err := r.payment(i, 1, now)
-	if err != nil {
+	v1, v2 := r.record(i, 1, now), r.record(i, 2, now)
+	if err := r.readPayment(v1); err != nil { // SubmitDetails: ownership
 		return err
 	}
-	v2, err := r.payment(i, 2, now)
-	if err != nil {
+	if err := r.failedCreate(v1, v2); err != nil { // recordPayment: the create-only write finds the record
 		return err
 	}
-	r.meter.Get(v1)       // SubmitDetails: ownership
-	r.meter.FailedPut(v1) // recordPayment: the create-only write finds the record
-	r.meter.Get(v1)       // Mutate: read
-	r.meter.Put(v1, v2)   // Mutate: write
+	if err := r.readPayment(v1); err != nil { // Mutate: read
+		return err
+	}
+	if err := r.savePayment(v1, v2); err != nil { // Mutate: write
+		return err
+	}
 	code := "Authorised"
 	if l.refused {
 		code = "Refused"
@@ -524,15 +552,16 @@ func (r *replay) capture(s, i int) error {
 		return err
 	}
 	n := r.stage(i, stageCaptureRequested)
-	before, _ := r.payment(i, n-1, now)
-	reserved, _ := r.payment(i, n, now)
-	settled, err := r.payment(i, n+1, now)
-	if err != nil {
+	before, reserved, settled := r.record(i, n-1, now), r.record(i, n, now), r.record(i, n+1, now)
+	if err := r.readPayment(before); err != nil {
 		return err
 	}
-	r.meter.Get(before)
-	r.meter.Put(before, reserved)
-	r.meter.Put(reserved, settled)
+	if err := r.savePayment(before, reserved); err != nil {
+		return err
+	}
+	if err := r.savePayment(reserved, settled); err != nil {
+		return err
+	}
 	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
 		return err
 	}
@@ -546,13 +575,13 @@ func (r *replay) refund(s, i int) error {
 		return err
 	}
 	n := r.stage(i, stageReversal)
-	before, _ := r.payment(i, n-1, now)
-	after, err := r.payment(i, n, now)
-	if err != nil {
+	before, after := r.record(i, n-1, now), r.record(i, n, now)
+	if err := r.readPayment(before); err != nil {
 		return err
 	}
-	r.meter.Get(before)
-	r.meter.Put(before, after)
+	if err := r.savePayment(before, after); err != nil {
+		return err
+	}
 	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
 		return err
 	}
@@ -621,18 +650,24 @@ func (r *replay) notify(s, i, code int) error {
 	}
 	r.meter.Put(nil, received)
 	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified}[code])
-	before, _ := r.payment(i, n-1, now)
-	after, err := r.payment(i, n, now)
-	if err != nil {
+	before, after := r.record(i, n-1, now), r.record(i, n, now)
+	for range 2 { // route, then apply: read
+		if err := r.readPayment(before); err != nil {
+			return err
+		}
+	}
+	if err := r.savePayment(before, after); err != nil {
 		return err
 	}
-	r.meter.Get(before) // route
-	r.meter.Get(before) // apply: read
-	r.meter.Put(before, after)
 	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
 	if err != nil {
 		return err
 	}
+	logged, err := r.merchantEvent(ev, payload)
+	if err != nil {
+		return err
+	}
+	r.meter.Put(nil, logged) // the merchant's event history
 	for sub := range r.subIDs {
 		created, err := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, false, now)
 		if err != nil {
@@ -657,6 +692,14 @@ func (r *replay) notify(s, i, code int) error {
 		r.later(s+r.mix.RefundAfter, task{kind: kRefund, i: i})
 	}
 	return nil
+}
+
+// merchantEvent is the item of ev in its merchant's event history.
+func (r *replay) merchantEvent(ev notifications.Event, payload []byte) (dynamo.Item, error) {
+	return dynamo.MerchantEventItem(notifications.MerchantEvent{
+		ID: ev.ID, MerchantID: traceMerchant, EventCode: ev.Item.EventCode, PSPReference: ev.Item.PSPReference,
+		PaymentPSP: ev.PaymentPSP, Payload: payload, CreatedAt: ev.ReceivedAt,
+	}, dynamo.EventLogShards)
 }
 
 func (r *replay) delivery(ev notifications.Event, sub int, payload []byte, st webhooks.Status, attempts int, enqueued bool, now time.Time) (dynamo.Item, error) {
@@ -757,8 +800,9 @@ func (r *replay) stage(i, step int) int {
 	return 0
 }
 
-// payment is payment i's record at version v (its first v steps).
-func (r *replay) payment(i, v int, now time.Time) (dynamo.Item, error) {
+// record is payment i's record at version v (its first v steps; v 0: none
+// yet).
+func (r *replay) record(i, v int, now time.Time) payments.Payment {
 	l := r.life(i)
 	amount := money.Amount{Value: 4999, Currency: "EUR"}
 	p := payments.Payment{
@@ -801,5 +845,75 @@ func (r *replay) payment(i, v int, now time.Time) (dynamo.Item, error) {
 		}
 		p.History = append(p.History, e)
 	}
-	return dynamo.PaymentItem(p)
+	return p
+}
+
+// recordItems are the stored items of p: its META item and its history
+// items, built by the adapter's own builders.
+func (r *replay) recordItems(p payments.Payment) (meta dynamo.Item, history []dynamo.Item, err error) {
+	if meta, err = dynamo.PaymentItem(p); err != nil {
+		return nil, nil, err
+	}
+	for k := range p.History {
+		h, err := dynamo.PaymentHistoryItem(p, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		history = append(history, h)
+	}
+	r.paymentMeta = max(r.paymentMeta, dynamo.ItemSize(meta))
+	for _, h := range history {
+		r.paymentEntry = max(r.paymentEntry, dynamo.ItemSize(h))
+	}
+	return meta, history, nil
+}
+
+// readPayment meters GetPayment of p: one strongly consistent Query of
+// its partition returning META and every history item.
+func (r *replay) readPayment(p payments.Payment) error {
+	meta, history, err := r.recordItems(p)
+	if err != nil {
+		return err
+	}
+	pk, _ := dynamo.Keys(meta)
+	r.meter.Query(Table, pk, true, append([]dynamo.Item{meta}, history...)...)
+	return nil
+}
+
+// savePayment meters SavePayment of next over prev (version 0: none): one
+// TransactWriteItems of the META item (replacing prev's) and of the
+// history items next adds.
+func (r *replay) savePayment(prev, next payments.Payment) error {
+	meta, history, err := r.recordItems(next)
+	if err != nil {
+		return err
+	}
+	writes := []Write{{New: meta}}
+	if prev.Version != 0 {
+		if writes[0].Old, err = dynamo.PaymentItem(prev); err != nil {
+			return err
+		}
+	}
+	for _, h := range history[len(prev.History):] {
+		writes = append(writes, Write{New: h})
+	}
+	r.meter.TransactWrite(writes...)
+	return nil
+}
+
+// failedCreate meters a create-only SavePayment of attempt (version 1)
+// cancelled because stored exists.
+func (r *replay) failedCreate(stored, attempt payments.Payment) error {
+	old, err := dynamo.PaymentItem(stored)
+	if err != nil {
+		return err
+	}
+	first := attempt
+	first.History, first.Version = attempt.History[:1], 1
+	h, err := dynamo.PaymentHistoryItem(first, 0)
+	if err != nil {
+		return err
+	}
+	r.meter.FailedTransactWrite(old, h)
+	return nil
 }

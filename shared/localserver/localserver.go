@@ -131,7 +131,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	}()
 	defer func() { stopWorker(); <-workerDone }()
 	if a.Stores.Sweeper != nil {
-		// Retention (docs/security.md): DynamoDB's TTL in AWS, this sweep here.
+		// Retention (docs/limits.md): DynamoDB's TTL in AWS, this sweep here.
 		sweepDone := make(chan struct{})
 		go func() {
 			defer close(sweepDone)

@@ -57,10 +57,14 @@ const maxPSPReference = 64
 
 // Payment returns the payment psp of merchant m and site as the merchant
 // may see it: one store read. Unknown, another merchant's and another
-// site's payments are all 404 yp_3006.
+// site's payments are all 404 yp_3006, and so are the service's internal
+// records kept beside payments: a pending record (payments.IsPendingKey:
+// a payment started with an action, before it has a pspReference) is
+// never a payment of its own, bound to one or not; merchants see the
+// payment under its pspReference.
 func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (PaymentView, error) {
 	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-	if psp == "" || len(psp) > maxPSPReference {
+	if psp == "" || len(psp) > maxPSPReference || payments.IsPendingKey(psp) {
 		return PaymentView{}, notFound
 	}
 	p, err := s.payments.GetPayment(ctx, psp)
@@ -70,7 +74,7 @@ func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Si
 	if err != nil {
 		return PaymentView{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read payment %s: %w", psp, err))
 	}
-	if p.MerchantID != m.ID || p.SiteID != site.ID {
+	if p.MerchantID != m.ID || p.SiteID != site.ID || p.BoundTo != "" {
 		return PaymentView{}, notFound
 	}
 	return paymentView(p), nil

@@ -1,6 +1,7 @@
 package lookup
 
 import (
+	"context"
 	"net/url"
 	"testing"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/storeerr"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 func TestParseEvents(t *testing.T) {
@@ -55,7 +58,8 @@ func TestParseDeliveries(t *testing.T) {
 	}
 }
 
-// The view hides internal references and keeps the timeline oldest first.
+// The view hides internal references and bookkeeping entries and keeps
+// the timeline oldest first.
 func TestPaymentView(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	amt := money.Amount{Value: 300, Currency: "EUR"}
@@ -69,6 +73,8 @@ func TestPaymentView(t *testing.T) {
 			{At: t0, Kind: "payment", Origin: "api", PSPReference: "PSP1", Detail: "Authorised"},
 			{At: t0.Add(time.Second), Kind: "capture", Origin: "api", PSPReference: "CAP1", Detail: "received"},
 			{At: t0.Add(3 * time.Second), Kind: "AUTHORISATION", Origin: "notification", PSPReference: "PSP1", Success: &ok},
+			// the record took over its pending one: bookkeeping naming an internal key
+			{At: t0, Kind: "bound", Origin: "api", PSPReference: "PSP1", Detail: payments.PendingKey("m_a", "site_a", "order-1")},
 		},
 	}
 	v := paymentView(p)
@@ -108,4 +114,42 @@ func FuzzParseQueries(f *testing.F) {
 			t.Fatalf("%q: limits %d %d", raw, ev.Limit, dl.Limit)
 		}
 	})
+}
+
+type paymentsMap map[string]payments.Payment
+
+func (m paymentsMap) GetPayment(_ context.Context, psp string) (payments.Payment, error) {
+	p, ok := m[psp]
+	if !ok {
+		return payments.Payment{}, storeerr.ErrNotFound
+	}
+	return p, nil
+}
+
+// A pending record (a payment started with an action, kept under an
+// internal key until it has a pspReference) is never answered as a
+// payment, bound or not, even to its own merchant: 404 yp_3006 like an
+// unknown payment. The payment under its pspReference is.
+func TestPaymentLookupHidesPendingRecords(t *testing.T) {
+	m, site := tenant.Merchant{ID: "m_a"}, tenant.Site{ID: "site_a", MerchantID: "m_a"}
+	pending := payments.PendingKey("m_a", "site_a", "order-1")
+	own := func(psp, bound string) payments.Payment {
+		return payments.Payment{PSPReference: psp, MerchantID: "m_a", SiteID: "site_a", Reference: "order-1", BoundTo: bound}
+	}
+	s := New(paymentsMap{
+		pending:      own(pending, "PSP1"),
+		"pending_x1": own("pending_x1", ""),
+		"PSP1":       own("PSP1", ""),
+		"PSP_BOUND":  own("PSP_BOUND", "PSP1"), // a bound record under any key
+	}, nil, nil)
+	for _, psp := range []string{pending, "pending_x1", "PSP_BOUND", "pending_unknown"} {
+		_, err := s.Payment(context.Background(), m, site, psp)
+		if e := apperr.As(err); e.Kind != apperr.PaymentNotFound {
+			t.Errorf("lookup of %s: %v, want payment not found", psp, err)
+		}
+	}
+	v, err := s.Payment(context.Background(), m, site, "PSP1")
+	if err != nil || v.PSPReference != "PSP1" {
+		t.Fatalf("lookup of the payment: %+v, %v", v, err)
+	}
 }

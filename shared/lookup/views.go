@@ -74,9 +74,15 @@ func paymentView(p payments.Payment) PaymentView {
 		v.PaymentMethod = &PaymentMethod{Brand: p.PaymentMethod}
 	}
 	for _, e := range p.History {
+		if e.Internal() {
+			continue
+		}
 		t := TimelineEntry{Time: e.At.UTC(), Kind: e.Kind, Source: e.Origin, Amount: e.Amount, Success: e.Success, PSPReference: e.PSPReference, Reason: e.Detail}
-		if strings.HasPrefix(t.PSPReference, internalRef) {
+		if strings.HasPrefix(t.PSPReference, internalRef) || payments.IsPendingKey(t.PSPReference) {
 			t.PSPReference = ""
+		}
+		if payments.IsPendingKey(t.Reason) {
+			t.Reason = ""
 		}
 		if e.Origin != payments.OriginNotification {
 			t.Success = nil

@@ -3,6 +3,8 @@ package notifications
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -60,4 +62,20 @@ type EventLog interface {
 	// PutMerchantEvent stores e; storing the same event again (the same
 	// MerchantID and ID) overwrites it with the same content.
 	PutMerchantEvent(ctx context.Context, e MerchantEvent) error
+}
+
+// NewestFirst sorts es newest first (CreatedAt descending, then ID
+// descending: the history's order) and keeps the first limit of them
+// (limit <= 0: all).
+func NewestFirst(es []MerchantEvent, limit int) []MerchantEvent {
+	slices.SortStableFunc(es, func(a, b MerchantEvent) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	if limit > 0 && len(es) > limit {
+		es = es[:limit]
+	}
+	return es
 }

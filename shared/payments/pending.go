@@ -94,6 +94,12 @@ func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix
 // (Detail: the pending key).
 const kindBound = "bound"
 
+// Internal reports whether e is the service's own bookkeeping rather than
+// an operation or notification of the payment: the entry recording that
+// the record took over a pending one (its Detail is the internal pending
+// key). Views for merchants leave such entries out.
+func (e Event) Internal() bool { return e.Kind == kindBound }
+
 // savePending writes the pending record p (keyed by PendingKey), replacing
 // an earlier payment's with the same reference: the latest payment started
 // with a reference is the one its details and notification bind.

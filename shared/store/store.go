@@ -7,7 +7,7 @@ package store
 import "time"
 
 // Retention of the records that do not expire by themselves
-// (docs/security.md): how long after the instant named each is deleted —
+// (docs/limits.md): how long after the instant named each is deleted —
 // by DynamoDB's TTL (the ttl attribute) or by the embedded store's sweep.
 // Idempotency records, rate-limit windows and sessions carry their own
 // expiry.

@@ -21,17 +21,20 @@
 //	session             SESSION#<id>              META
 //	payment             PAYMENT#<pspReference>    META
 //	payment history     PAYMENT#<pspReference>    H#<index, 10 digits>
-//	merchant event      EVENTLOG#<merchant>       <receivedAt>#<eventId>
+//	merchant event      EVENTLOG#<merchant>#<n>   <receivedAt>#<eventId>
 //
 // Partition keys are chosen so that one merchant at 10,000 payments/s
 // stays under DynamoDB's 1,000 WCU/s and 3,000 RCU/s per partition key
 // (docs/scale.md; shared/capacity checks it): every idempotency record is
 // its own partition, a merchant's deliveries are write-sharded over
-// DeliveryShards gsi1 partitions (webhooks.go), and a rate-limit key above
-// 500 requests/s counts in several windows (shared/ratelimit). The item
+// DeliveryShards gsi1 partitions (webhooks.go) and its event history over
+// EventLogShards partitions (selfservice.go; n = FNV-1a(event id) mod
+// EventLogShards), and a rate-limit key above 500 requests/s counts in
+// several windows (shared/ratelimit). The item
 // builders (items.go) are exported so the capacity model sizes exactly the
 // items written. MigrateKeys moves a table of the previous layout
-// (IDEM#<merchant> / KEY#<key>, deliveries under MERCHANT#<merchant>).
+// (IDEM#<merchant> / KEY#<key>, deliveries under MERCHANT#<merchant>); the
+// event history has had no other layout in a release.
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version (payments), revokedAt (API
@@ -69,10 +72,13 @@
 //     descending so META comes first; entries past its hn are ignored. A
 //     record written with its history inline in data (before history items)
 //     is read as it is and converted on its next save.
-//   - A merchant's event history (EVENTLOG#<merchant>, written once per
-//     routed event) is one strongly consistent Query newest first, below
-//     the cursor's sort key; its filters (pspReference, eventCode) are
-//     applied while reading, so a rare match reads more of the partition.
+//   - A merchant's event history is written once per routed event, in
+//     the shard EVENTLOG#<merchant>#<n> of the event's id. A page is one
+//     strongly consistent Query per shard, newest first below the
+//     cursor's sort key, in parallel, merged newest first (scatter-gather:
+//     EventLogShards Queries, at least 1 RCU each); its filters
+//     (pspReference, eventCode) are applied while reading, so a rare match
+//     reads more of each shard.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
 //     merchant and status through the gsi1 shards
@@ -84,9 +90,11 @@
 // DynamoDB's TTL deletion: idempotency records, rate-limit windows and
 // sessions at their own expiry, payment records (every item of one record
 // the same) CreatedAt + store.PaymentRetention, events ReceivedAt +
-// store.EventRetention, deliveries CreatedAt + store.DeliveryRetention
-// (docs/security.md). Expiry is also checked in code where a lagging
-// deletion matters (idempotency, rate limit, sessions, payment records).
+// store.EventRetention, merchant events (the history) their CreatedAt (the
+// event's first arrival) + store.EventRetention, deliveries CreatedAt +
+// store.DeliveryRetention (docs/limits.md). Expiry is also checked in
+// code where a lagging deletion matters (idempotency, rate limit,
+// sessions, payment records).
 // ConditionalCheckFailed maps to storeerr.ErrConflict, a missing item to
 // storeerr.ErrNotFound, an item over 400 KB is refused before it is sent;
 // errors name the operation and key but never a secret (API key hashes,

@@ -60,10 +60,11 @@ const (
 
 // Store is the DynamoDB adapter. It is safe for concurrent use.
 type Store struct {
-	client *dynamodb.Client
-	table  string
-	clock  clock.Clock
-	shards int // delivery shards of gsi1
+	client      *dynamodb.Client
+	table       string
+	clock       clock.Clock
+	shards      int // delivery shards of gsi1
+	eventShards int // partitions of a merchant's event history
 }
 
 // Option configures New.
@@ -77,6 +78,14 @@ func WithDeliveryShards(n int) Option {
 	return func(s *Store) { s.shards = max(n, 1) }
 }
 
+// WithEventLogShards spreads each merchant's event history over n
+// partitions instead of EventLogShards. Every writer and reader of a table
+// must use the same n; tests use a few to keep scatter-gather listings
+// quick on moto.
+func WithEventLogShards(n int) Option {
+	return func(s *Store) { s.eventShards = max(n, 1) }
+}
+
 // New returns a Store on table. clk supplies "now" for expiry checks that
 // take no explicit time (sessions, rate-limit windows); nil means
 // clock.System.
@@ -84,7 +93,7 @@ func New(client *dynamodb.Client, table string, clk clock.Clock, opts ...Option)
 	if clk == nil {
 		clk = clock.System{}
 	}
-	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards}
+	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards, eventShards: EventLogShards}
 	for _, o := range opts {
 		o(s)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/storeerr"
@@ -75,7 +76,7 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
 	clk := clock.NewFake(t0)
-	s := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
+	s := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4))
 
 	rec := idempotency.Record{
 		Scope: "m_1", Key: "key-1", Fingerprint: "fp", Status: idempotency.StatusInProgress, LeaseToken: "tok",
@@ -120,6 +121,53 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 	if ipk, _, _ := dynamo.IndexKey(delivery, "gsi1"); !strings.HasPrefix(ipk, "MERCHANT#m_1#DELIVERIES#") {
 		t.Errorf("delivery gsi1pk %q, want a shard of MERCHANT#m_1#DELIVERIES#", ipk)
 	}
+
+	// A payment record: its META item as the last save left it, and one
+	// item per history entry, each as its builder returns it.
+	amount := money.Amount{Value: 100, Currency: "EUR"}
+	p := payments.Payment{PSPReference: "PSP_1", MerchantID: "m_1", SiteID: "s_1", Amount: amount, State: payments.StateAuthorised,
+		Version: 1, CreatedAt: t0, UpdatedAt: t0, History: []payments.Event{{At: t0, Kind: "payment", Origin: "api", PSPReference: "PSP_1"}}}
+	if err := s.SavePayment(ctx, p, 0); err != nil {
+		t.Fatal(err)
+	}
+	p.History = append(p.History, payments.Event{At: t0.Add(time.Second), Kind: "capture", Origin: "api", PSPReference: "CAP_1", Amount: &amount})
+	p.State, p.CapturedValue, p.Version, p.UpdatedAt = payments.StateCaptured, 100, 2, t0.Add(time.Second)
+	if err := s.SavePayment(ctx, p, 1); err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := dynamo.PaymentItem(p)
+	pk, sk = dynamo.Keys(meta)
+	if pk != "PAYMENT#PSP_1" || sk != "META" {
+		t.Fatalf("payment META key %s / %s", pk, sk)
+	}
+	sameItem(t, "payment META", rawGet(t, client, table, pk, sk), meta)
+	for i := range p.History {
+		h, err := dynamo.PaymentHistoryItem(p, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hpk, hsk := dynamo.Keys(h)
+		if hpk != pk || hsk != fmt.Sprintf("H#%010d", i) {
+			t.Fatalf("history item %d key %s / %s", i, hpk, hsk)
+		}
+		sameItem(t, fmt.Sprintf("payment history item %d", i), rawGet(t, client, table, hpk, hsk), h)
+	}
+
+	// A merchant event: in its shard of the merchant's event history.
+	me := notifications.MerchantEvent{ID: "evt_1", MerchantID: "m_1", EventCode: "CAPTURE", PSPReference: "CAP_1", PaymentPSP: "PSP_1",
+		Payload: json.RawMessage(`{"live":"false"}`), CreatedAt: t0}
+	if err := s.PutMerchantEvent(ctx, me); err != nil {
+		t.Fatal(err)
+	}
+	logged, err := dynamo.MerchantEventItem(me, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, sk = dynamo.Keys(logged)
+	if pk != dynamo.EventLogPartition("m_1", "evt_1", 4) || !strings.HasPrefix(pk, "EVENTLOG#m_1#") {
+		t.Fatalf("merchant event partition %s", pk)
+	}
+	sameItem(t, "merchant event", rawGet(t, client, table, pk, sk), logged)
 }
 
 // A payment item over DynamoDB's 400 KB is refused with an error that

@@ -174,3 +174,57 @@ func keys(m map[string]map[string]types.AttributeValue) string {
 	}
 	return strings.Join(ks, ",")
 }
+
+// A merchant's event history is spread over its shards (a hash of the
+// event id), every entry expires EventRetention after the event's first
+// arrival, and the listing merges the shards newest first.
+func TestMerchantEventItemsShardedAndExpiring(t *testing.T) {
+	ctx := context.Background()
+	client, table := newTable(t)
+	const shards = 4
+	s := dynamo.New(client, table, clock.NewFake(tRetain), dynamo.WithEventLogShards(shards))
+	var want []string
+	for i := range 12 {
+		e := notifications.MerchantEvent{ID: "evt_" + strconv.Itoa(10+i), MerchantID: "m_a", EventCode: "AUTHORISATION",
+			PSPReference: "PSP" + strconv.Itoa(i), PaymentPSP: "PSP" + strconv.Itoa(i), Payload: json.RawMessage(`{"live":"false"}`),
+			CreatedAt: tRetain.Add(time.Duration(i) * time.Minute)}
+		if err := s.PutMerchantEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{e.ID}, want...)
+	}
+	used, n := 0, 0
+	for shard := range shards {
+		got := items(t, client, table, dynamo.EventLogShardPartition("m_a", shard))
+		if len(got) > 0 {
+			used++
+		}
+		for sk, it := range got {
+			n++
+			at, err := time.Parse("2006-01-02T15:04:05.000000000Z", strings.SplitN(sk, "#", 2)[0])
+			if err != nil {
+				t.Fatalf("sort key %q: %v", sk, err)
+			}
+			if ttlOf(t, it) != at.Add(store.EventRetention).Unix() {
+				t.Fatalf("%s: ttl %d, want %d", sk, ttlOf(t, it), at.Add(store.EventRetention).Unix())
+			}
+		}
+	}
+	if n != 12 || used < 2 {
+		t.Fatalf("%d items over %d of %d shards, want 12 over several", n, used, shards)
+	}
+	if old := items(t, client, table, "EVENTLOG#m_a"); len(old) != 0 {
+		t.Fatalf("items in the unsharded partition: %v", keys(old))
+	}
+	got, err := s.ListMerchantEvents(ctx, "m_a", notifications.EventQuery{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range got {
+		ids = append(ids, e.ID)
+	}
+	if strings.Join(ids, ",") != strings.Join(want[:5], ",") {
+		t.Fatalf("newest five %v, want %v", ids, want[:5])
+	}
+}

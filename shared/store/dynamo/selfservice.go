@@ -3,15 +3,18 @@ package dynamo
 // Merchants' event histories and pages of their webhook deliveries
 // (GET /v1/ecom/events, GET /v1/ecom/webhook-deliveries), following doc.go:
 //
-//	record          pk                     sk
-//	merchant event  EVENTLOG#<merchant>    <createdAt>#<eventId>
+//	record          pk                              sk
+//	merchant event  EVENTLOG#<merchant>#<shard>     <createdAt>#<eventId>
 //
-// A merchant's history is one partition read newest first by a strongly
-// consistent Query (ScanIndexForward false), continuing below the cursor's
-// sort key; filters are applied while reading. Delivery pages query each
-// of the merchant's delivery shards in gsi1
-// (MERCHANT#<m>#DELIVERIES#<shard> / DELIVERY#<status>#<createdAt>#<id>)
-// per status below the cursor, newest first, in parallel, and merge.
+// A merchant's history is write-sharded over EventLogShards partitions
+// (shard: a hash of the event id), so one merchant's notification traffic
+// never concentrates on one partition. A page is one strongly consistent
+// Query per shard, newest first (ScanIndexForward false) below the
+// cursor's sort key, run in parallel and merged newest first
+// (scatter-gather); filters are applied while reading. Delivery pages
+// query the gsi1 delivery shards (MERCHANT#<m>#DELIVERIES#<n> /
+// DELIVERY#<status>#<createdAt>#<id>) per shard and status below the
+// cursor, newest first, and merge the same way.
 
 import (
 	"context"
@@ -22,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -35,14 +39,10 @@ func eventLogSK(createdAt string, id string) string { return createdAt + "#" + i
 // PutMerchantEvent stores e in its merchant's history (an overwrite of the
 // same event writes the same item).
 func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error {
-	switch {
-	case e.ID == "":
-		return fmt.Errorf("dynamo: put merchant event: %w", errEmpty("id"))
-	case e.MerchantID == "":
-		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, errEmpty("merchantId"))
+	item, err := MerchantEventItem(e, s.eventShards)
+	if err == nil {
+		err = checkSize(item)
 	}
-	e.CreatedAt = e.CreatedAt.UTC()
-	item, err := dataItem(pfxEventLog+e.MerchantID, eventLogSK(sortTime(e.CreatedAt), e.ID), e)
 	if err != nil {
 		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, err)
 	}
@@ -52,13 +52,33 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	return nil
 }
 
-// ListMerchantEvents returns a page of the merchant's events, newest first.
+// ListMerchantEvents returns a page of the merchant's events, newest first:
+// up to q.Limit matching events of every shard below the cursor, merged.
 func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
+	results := make([][]notifications.MerchantEvent, s.eventShards)
+	err := scatter(ctx, s.eventShards, func(ctx context.Context, shard int) error {
+		es, err := s.queryEventShard(ctx, EventLogShardPartition(merchantID, shard), q)
+		results[shard] = es
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+	}
+	out := []notifications.MerchantEvent{}
+	for _, es := range results {
+		out = append(out, es...)
+	}
+	return notifications.NewestFirst(out, q.Limit), nil
+}
+
+// queryEventShard reads one shard of a history newest first below the
+// query's cursor, keeping up to q.Limit events that match it.
+func (s *Store) queryEventShard(ctx context.Context, pk string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxEventLog + merchantID)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
 		Limit:                     aws.Int32(int32(min(max(q.Limit, 1)*2, 200))),
@@ -73,14 +93,14 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 	for pages.HasMorePages() && len(out) < q.Limit {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+			return nil, err
 		}
 		for _, item := range page.Items {
-			e, err := decodeData[notifications.MerchantEvent](item)
+			rec, err := decodeData[records.MerchantEvent](item)
 			if err != nil {
-				return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+				return nil, err
 			}
-			if q.Matches(e) && len(out) < q.Limit {
+			if e := rec.ToMerchantEvent(); q.Matches(e) && len(out) < q.Limit {
 				out = append(out, e)
 			}
 		}
@@ -89,12 +109,12 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 }
 
 // ListDeliveryPage returns a page of the merchant's deliveries in q.Status
-// (every status when ""), newest first, after q.After: the scatter-gather
-// of ListDeliveries below the cursor.
+// (every status when ""), newest first, after q.After: one Query per gsi1
+// shard and status, merged (listDeliveries).
 func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
-	out, err := s.newestDeliveries(ctx, merchantID, q.Status, q.After, q.Limit)
+	ds, err := s.listDeliveries(ctx, merchantID, q.Status, q.After, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
 	}
-	return out, nil
+	return ds, nil
 }

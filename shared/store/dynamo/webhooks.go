@@ -206,18 +206,17 @@ func deliverySortKey(st webhooks.Status) string { return pfxDelivery + string(st
 // ""), newest first, at most limit (gsi1, eventually consistent): one
 // newest-first Query per shard and status, in parallel, merged.
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
-	out, err := s.newestDeliveries(ctx, merchantID, status, nil, limit)
+	ds, err := s.listDeliveries(ctx, merchantID, status, nil, limit)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
 	}
-	return out, nil
+	return ds, nil
 }
 
-// newestDeliveries is the scatter-gather read of a merchant's deliveries
-// in status (every status when ""), newest first, strictly after the
-// cursor when there is one, at most limit (<= 0: all): one Query per shard
-// and status, in parallel, each stopping at limit, merged.
-func (s *Store) newestDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
+// listDeliveries is the scatter-gather of ListDeliveries and
+// ListDeliveryPage: every shard and status queried newest first, from
+// below after when given, merged, the first limit kept (<= 0: all).
+func (s *Store) listDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
 	statuses := []webhooks.Status{status}
 	if status == "" {
 		statuses = webhooks.Statuses
@@ -236,11 +235,15 @@ func (s *Store) newestDeliveries(ctx context.Context, merchantID string, status 
 	err := scatter(ctx, len(queries), func(ctx context.Context, i int) error {
 		q := queries[i]
 		in := indexQuery(DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st))
-		if after != nil {
+		if after != nil { // BETWEEN is inclusive: the cursor's own delivery is dropped below
 			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :prefix AND :before")
 			in.ExpressionAttributeValues[":before"] = str(deliverySortKey(q.st) + sortTime(after.CreatedAt) + "#" + after.ID)
 		}
-		ds, err := s.queryDeliveries(ctx, in, limit)
+		n := limit
+		if after != nil && n > 0 {
+			n++ // the cursor's own delivery may come first
+		}
+		ds, err := s.queryDeliveries(ctx, in, n)
 		for _, d := range ds {
 			if after == nil || after.Before(d) {
 				results[i] = append(results[i], d)

@@ -28,8 +28,9 @@ func TestSelfServiceContract(t *testing.T) {
 }
 
 // newTableStore is a store on a fresh table of moto's, dropped after t,
-// with a few delivery shards: the scatter-gather of DeliveryShards queries
-// per listing takes seconds on moto (the merge is the same).
+// with a few delivery and event-history shards (the scatter-gather of the
+// full counts takes seconds per listing on moto; the merge is the same,
+// and the contract's events and deliveries land in several shards).
 func newTableStore(t *testing.T, clk clock.Clock) *dynamo.Store {
 	client := moto.DynamoClient(t, moto.Endpoint(t))
 	table := moto.TableName(t)
@@ -39,5 +40,5 @@ func newTableStore(t *testing.T, clk clock.Clock) *dynamo.Store {
 	t.Cleanup(func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	return dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
+	return dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4))
 }

@@ -14,8 +14,9 @@
 // are treated as absent once expired, checked in code on every read, and
 // deleted by Sweep, which also runs opportunistically (inside the write's
 // transaction) once every 1024 writes of such records. Sweep also deletes
-// payment records, notification events, webhook deliveries and dead queue
-// jobs past their retention (store.*Retention); the local server runs it
+// payment records, notification events, merchants' event histories,
+// webhook deliveries and dead queue jobs past their retention
+// (store.*Retention); the local server runs it
 // periodically (SweepEvery).
 //
 // bbolt locks the file: a second process (or a second Open in the same
@@ -159,8 +160,9 @@ func (s *Store) Close() error {
 
 // Sweep deletes what is past its expiry or retention at now: idempotency
 // records and sessions at their expiry; payment records, notification
-// events, webhook deliveries and dead queue jobs store.*Retention after
-// their creation (docs/security.md). It reports how many it deleted.
+// events and merchants' event histories, webhook deliveries and dead
+// queue jobs store.*Retention after their creation (docs/limits.md). It
+// reports how many it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -221,6 +223,7 @@ var sweepKinds = []sweepKind{
 	{bucket: bktPayments, expires: expiresAt(func(p records.Payment) time.Time { return paymentExpiry(p.CreatedAt) })},
 	{bucket: bktEvents, expires: expiresAt(func(e records.Notification) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
 		also: deleteIndexEntry(bktEventsByPayment, func(r records.Notification) []byte { return eventIndexKey(r.ToEvent()) })},
+	{bucket: bktMerchantEvents, expires: expiresAt(func(e records.MerchantEvent) time.Time { return e.CreatedAt.Add(store.EventRetention) })},
 	{bucket: bktDeliveries, expires: expiresAt(func(d records.Delivery) time.Time { return d.CreatedAt.Add(store.DeliveryRetention) }),
 		also: deleteIndexEntry(bktDeliveriesByMerch, func(r records.Delivery) []byte { return deliveryIndexKey(r.ToDelivery()) })},
 	{bucket: bktQueueDead, expires: expiresAt(func(j localqueue.StoredJob) time.Time { return j.CreatedAt.Add(store.DeadJobRetention) }),

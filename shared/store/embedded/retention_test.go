@@ -31,6 +31,8 @@ func TestSweepRetention(t *testing.T) {
 		ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
 	must(t, s.SaveDelivery(ctx, webhooks.Delivery{ID: "dlv_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1",
 		Status: webhooks.StatusFailed, CreatedAt: t0, UpdatedAt: t0, Version: 1}, 0))
+	must(t, s.PutMerchantEvent(ctx, notifications.MerchantEvent{ID: "evt_2", MerchantID: "m_a", EventCode: "AUTHORISATION",
+		PSPReference: "PSP1", PaymentPSP: "PSP1", Payload: []byte(`{}`), CreatedAt: t0}))
 	must(t, s.PutJob(ctx, localqueue.StoredJob{ID: "job_1", Job: queue.Job{DeliveryID: "dlv_1", Attempt: 10}, Due: t0, Dead: true, CreatedAt: t0}))
 
 	steps := []struct {
@@ -40,7 +42,7 @@ func TestSweepRetention(t *testing.T) {
 		{t0.Add(store.DeadJobRetention - time.Second), 0},
 		{t0.Add(store.DeadJobRetention), 1}, // the dead job
 		{t0.Add(store.EventRetention - time.Second), 0},
-		{t0.Add(max(store.EventRetention, store.DeliveryRetention)), 2}, // the event and the delivery
+		{t0.Add(max(store.EventRetention, store.DeliveryRetention)), 3}, // the event, its merchant's history entry and the delivery
 		{t0.Add(store.PaymentRetention - time.Second), 0},
 		{t0.Add(store.PaymentRetention), 1}, // the payment record
 	}
@@ -55,7 +57,10 @@ func TestSweepRetention(t *testing.T) {
 			if dead, err := s.DeadJobs(ctx, 10); err != nil || len(dead) != 0 {
 				t.Fatalf("dead jobs after their retention: %v, %v", dead, err)
 			}
-		case 2:
+		case 3:
+			if evs, err := s.ListMerchantEvents(ctx, "m_a", notifications.EventQuery{Limit: 10}); err != nil || len(evs) != 0 {
+				t.Fatalf("merchant history after its retention: %v, %v", evs, err)
+			}
 			if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, storeerr.ErrNotFound) {
 				t.Fatalf("event after its retention: %v", err)
 			}

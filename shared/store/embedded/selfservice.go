@@ -9,13 +9,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
 var _ notifications.EventLog = (*Store)(nil)
 
 // bktMerchantEvents keeps merchants' event histories:
-// indexKey(merchant, timeKey(createdAt), id) → notifications.MerchantEvent.
+// indexKey(merchant, timeKey(createdAt), id) → records.MerchantEvent; the
+// sweep deletes an entry store.EventRetention after its creation.
 const bktMerchantEvents = "merchant_events"
 
 // PutMerchantEvent stores e in its merchant's history.
@@ -33,14 +35,19 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	return nil
 }
 
-// putMerchantEvent is PutMerchantEvent in tx.
+// putMerchantEvent is PutMerchantEvent in tx: e in its stored form.
 func putMerchantEvent(tx *bolt.Tx, e notifications.MerchantEvent) error {
-	e.CreatedAt = e.CreatedAt.UTC()
+	rec := records.FromMerchantEvent(e)
 	b, err := writeBucket(tx, bktMerchantEvents)
 	if err != nil {
 		return err
 	}
-	return putJSON(b, indexKey(e.MerchantID, timeKey(e.CreatedAt), e.ID), e)
+	return putJSON(b, merchantEventKey(rec), rec)
+}
+
+// merchantEventKey is the key of a stored merchant event.
+func merchantEventKey(r records.MerchantEvent) []byte {
+	return indexKey(r.MerchantID, timeKey(r.CreatedAt), r.ID)
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first.
@@ -57,11 +64,11 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 			return nil
 		}
 		return scanBack(b.Cursor(), prefix, from, func(_, v []byte) (bool, error) {
-			var e notifications.MerchantEvent
-			if err := json.Unmarshal(v, &e); err != nil {
+			var rec records.MerchantEvent
+			if err := json.Unmarshal(v, &rec); err != nil {
 				return false, err
 			}
-			if q.Matches(e) {
+			if e := rec.ToMerchantEvent(); q.Matches(e) {
 				out = append(out, e)
 			}
 			return len(out) < q.Limit, nil

@@ -84,6 +84,9 @@ var samples = []struct {
 		PaymentPSP: "PSP1", Status: notifications.EventProcessed, MerchantID: "m_a", DeliveryIDs: []string{"msg_1"}, Received: 2,
 		ReceivedAt: at, ProcessedAt: &at, UpdatedAt: at, Version: 2},
 		`{"id":"evt_1","key":"CAPTURE|PSP2|true|PSP1","live":"false","item":{"amount":{"value":600,"currency":"EUR"},"eventCode":"CAPTURE","eventDate":"","merchantAccountCode":"","merchantReference":"","originalReference":"PSP1","pspReference":"PSP2","success":"true"},"paymentPspReference":"PSP1","status":"processed","merchantId":"m_a","deliveryIds":["msg_1"],"received":2,"receivedAt":"2026-05-04T10:00:00.123Z","processedAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":2}`},
+	{"merchant event", notifications.MerchantEvent{ID: "evt_1", MerchantID: "m_a", EventCode: "CAPTURE", PSPReference: "PSP2",
+		PaymentPSP: "PSP1", Payload: json.RawMessage(`{"live":"false","notificationItems":[]}`), CreatedAt: at},
+		`{"id":"evt_1","merchantId":"m_a","eventCode":"CAPTURE","pspReference":"PSP2","paymentPspReference":"PSP1","payload":{"live":"false","notificationItems":[]},"createdAt":"2026-05-04T10:00:00.123Z"}`},
 }
 
 // TestStoredFormatUnchanged: each record's stored JSON is the golden
@@ -119,6 +122,13 @@ func TestStoredFormatUnchanged(t *testing.T) {
 			case webhooks.Delivery:
 				stored = FromDelivery(d)
 				back = func(b []byte) (any, error) { var r Delivery; err := json.Unmarshal(b, &r); return r.ToDelivery(), err }
+			case notifications.MerchantEvent:
+				stored = FromMerchantEvent(d)
+				back = func(b []byte) (any, error) {
+					var r MerchantEvent
+					err := json.Unmarshal(b, &r)
+					return r.ToMerchantEvent(), err
+				}
 			case notifications.Event:
 				stored = FromEvent(d)
 				back = func(b []byte) (any, error) { var r Notification; err := json.Unmarshal(b, &r); return r.ToEvent(), err }

@@ -95,3 +95,31 @@ func (r Notification) ToEvent() notifications.Event {
 		UnroutableReason: r.UnroutableReason, UpdatedAt: r.UpdatedAt, Version: r.Version,
 	}
 }
+
+// MerchantEvent is a stored entry of a merchant's event history
+// (notifications.MerchantEvent): the webhook body kept byte for byte.
+type MerchantEvent struct {
+	ID           string          `json:"id"`
+	MerchantID   string          `json:"merchantId"`
+	EventCode    string          `json:"eventCode"`
+	PSPReference string          `json:"pspReference"`
+	PaymentPSP   string          `json:"paymentPspReference"`
+	Payload      json.RawMessage `json:"payload"`
+	CreatedAt    time.Time       `json:"createdAt"`
+}
+
+// FromMerchantEvent converts a merchant event to its stored form.
+func FromMerchantEvent(e notifications.MerchantEvent) MerchantEvent {
+	return MerchantEvent{
+		ID: e.ID, MerchantID: e.MerchantID, EventCode: e.EventCode, PSPReference: e.PSPReference,
+		PaymentPSP: e.PaymentPSP, Payload: e.Payload, CreatedAt: e.CreatedAt.UTC(),
+	}
+}
+
+// ToMerchantEvent converts a stored merchant event to the domain's.
+func (r MerchantEvent) ToMerchantEvent() notifications.MerchantEvent {
+	return notifications.MerchantEvent{
+		ID: r.ID, MerchantID: r.MerchantID, EventCode: r.EventCode, PSPReference: r.PSPReference,
+		PaymentPSP: r.PaymentPSP, Payload: r.Payload, CreatedAt: r.CreatedAt,
+	}
+}
