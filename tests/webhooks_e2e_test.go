@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -37,7 +39,11 @@ import (
 // notifications to the service's endpoint over HTTP, and merchants'
 // receivers on httptest servers. The clock is fake (near the wall clock so
 // Standard Webhooks timestamps verify); the local queue is driven with
-// RunDue, so retries are walked through without waiting.
+// RunDue, so retries are walked through without waiting. The tests whose
+// behaviour depends on the store and the queue (deliveries, retries,
+// redrives, the dead-letter queue, the self-service) run on DynamoDB and SQS
+// too (onBothStores, webhooks_e2e_stores_test.go), with the wait before a
+// retry counted on the same fake clock.
 
 const (
 	e2eHMACKey    = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
@@ -129,6 +135,7 @@ func (r hookRequest) item(t *testing.T) map[string]any {
 // whEnv is a running service with the simulator and one merchant.
 type whEnv struct {
 	t      *testing.T
+	store  whStore
 	ctx    context.Context
 	clk    *clock.Fake
 	a      *app.App
@@ -141,9 +148,12 @@ type whEnv struct {
 	secret string
 	logs   *bytes.Buffer
 	hooks  *hookReceiver
+	aws    *awsWH // the DynamoDB variant's dispatch; nil on the embedded store
 }
 
 type whOptions struct {
+	// store is the variant (default embedded; onBothStores sets it).
+	store      whStore
 	allowLocal bool
 	timeout    time.Duration
 	// sim sets the simulator's platform-like options (PublishedShapes,
@@ -204,11 +214,14 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if o.allowLocal {
 		env["PAYSVC_WEBHOOK_ALLOW_LOCAL"] = "true"
 	}
+	if o.store == whDynamo {
+		maps.Copy(env, dynamoSetup(t, ctx))
+	}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] }, config.StoreEmbedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(ctx, cfg, log, clk)
+	a, err := app.New(ctx, cfg, log, clk, app.WithDynamoOptions(dynamo.WithDeliveryShards(e2eDeliveryShards)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,32 +257,43 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	h := checker.Handler(t, httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api))
 	handler.Store(&h)
 
-	e := &whEnv{t: t, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
+	e := &whEnv{t: t, store: o.store, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
 		hooks: newHookReceiver(t)}
+	if queues.SQS != nil {
+		e.aws = newAWSWH(t, ctx, queues, disp.Process, clk, a)
+	}
 	e.seed()
 	return e
 }
 
 func (e *whEnv) seed() {
-	t := e.t
-	p := &provision.Provisioner{Store: e.a.Stores.Tenants, Env: tenant.EnvTest, Clock: e.clk}
-	if _, err := p.PutMerchant(e.ctx, tenant.Merchant{ID: e2eMerchant, Name: "E2E Shop", Country: "NL", Active: true,
+	e.key, e.secret = e.seedMerchant(tenant.Merchant{ID: e2eMerchant, Name: "E2E Shop", Country: "NL", Active: true,
 		CaptureMode: tenant.CaptureManual, Ecommerce: true, UpstreamAccount: e2eAccount, ClientKey: "test_E2ECLIENT",
-		SplitAccount: "BA_e2e"}); err != nil {
+		SplitAccount: "BA_e2e"}, e2eSite, "sub_e2e", e.hooks)
+}
+
+// seedMerchant provisions m with the site, an API key with every
+// permission and the subscription to hooks; it returns the key and the
+// subscription's secret.
+func (e *whEnv) seedMerchant(m tenant.Merchant, site, subscription string, hooks *hookReceiver) (key, secret string) {
+	t := e.t
+	t.Helper()
+	p := &provision.Provisioner{Store: e.a.Stores.Tenants, Env: tenant.EnvTest, Clock: e.clk}
+	if _, err := p.PutMerchant(e.ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.PutSite(e.ctx, tenant.Site{ID: e2eSite, MerchantID: e2eMerchant}); err != nil {
+	if _, err := p.PutSite(e.ctx, tenant.Site{ID: site, MerchantID: m.ID}); err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := p.CreateAPIKey(e.ctx, provision.KeySpec{MerchantID: e2eMerchant})
+	_, key, err := p.CreateAPIKey(e.ctx, provision.KeySpec{MerchantID: m.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: "sub_e2e", MerchantID: e2eMerchant, URL: e.hooks.srv.URL + "/webhooks", AllowLocal: true})
+	_, secret, err = p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: subscription, MerchantID: m.ID, URL: hooks.srv.URL + "/webhooks", AllowLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.key, e.secret = key, secret
+	return key, secret
 }
 
 // api POSTs to the service's API under the merchant's site and decodes
@@ -288,11 +312,18 @@ func (e *whEnv) pay(value int, holder string) string {
 // payWith is pay with more top-level fields (raw JSON, each followed by a comma).
 func (e *whEnv) payWith(value int, holder, extra string) string {
 	e.t.Helper()
+	return e.payAs(e.key, e2eSite, value, holder, extra)
+}
+
+// payAs is payWith with the key and site of any merchant.
+func (e *whEnv) payAs(key, site string, value int, holder, extra string) string {
+	e.t.Helper()
 	pm := e2eCard
 	if holder != "" {
 		pm = strings.Replace(pm, `"type":"scheme"`, `"type":"scheme","holderName":"`+holder+`"`, 1)
 	}
-	out := e.api("/payments", fmt.Sprintf(`{%s"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, extra, value, pm), 200)
+	out := e.callAs(key, http.MethodPost, "/v1/ecom/"+site+"/payments",
+		fmt.Sprintf(`{%s"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, extra, value, pm), 200)
 	psp, _ := out["pspReference"].(string)
 	if out["resultCode"] != "Authorised" || psp == "" {
 		e.t.Fatalf("payment: %v", out)
@@ -312,8 +343,13 @@ func (e *whEnv) settle() {
 	e.runDue()
 }
 
+// runDue runs the deliveries due on the fake clock: the local queue's due
+// jobs, or the SQS messages received by the dispatcher's Lambda handler.
 func (e *whEnv) runDue() int {
 	e.t.Helper()
+	if e.aws != nil {
+		return e.aws.runDue(e.t, e.ctx, e.queues.SQS, e.a)
+	}
 	n, err := e.queues.Local.RunDue(e.ctx, e.disp.Process)
 	if err != nil {
 		e.t.Fatal(err)
