@@ -49,12 +49,14 @@ func (e *whEnv) callAs(key, method, path, body string, want int) map[string]any 
 }
 
 // TestSelfServiceE2E, through the whole service (real HTTP, the
-// simulator's signed notifications, the local queue and dispatcher):
+// simulator's signed notifications, the queue and dispatcher) on both
+// stores (the embedded one with the local queue; DynamoDB with SQS):
 // partial refunds reach the merchant as REFUND webhooks and settle the
 // record; the payment lookup shows it; the event history holds exactly
 // the delivered bodies; a failed delivery retried by the merchant arrives
 // with the same X-Webhook-Id and the next attempt number; the TEST event
-// reaches the endpoint signed.
+// reaches the endpoint signed. Another merchant sees and retries none of
+// it (otherMerchantSeesNothing).
 func TestSelfServiceE2E(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
 		psp := e.pay(1000, "")
@@ -124,7 +126,7 @@ func TestSelfServiceE2E(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		e.runDue() // its scheduled job finds it failed and is dropped
+		e.runDue() // nothing is due: its scheduled job waits for the retry delay
 		failed := e.call("GET", "/v1/ecom/webhook-deliveries?status=failed", "", 200)["data"].([]any)
 		if len(failed) != 1 || failed[0].(map[string]any)["lastStatusCode"].(float64) != 503 {
 			t.Fatalf("failed deliveries %v", failed)

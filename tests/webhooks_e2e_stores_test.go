@@ -70,8 +70,8 @@ type awsWH struct {
 }
 
 // dynamoSetup creates a table and the deliveries queue and its DLQ on moto,
-// points the AWS SDK of this process at moto for t, and returns the
-// service's variables for them.
+// points the AWS SDK of this process at moto for t (t.Setenv: such tests
+// cannot run in parallel), and returns the service's variables for them.
 func dynamoSetup(t *testing.T, ctx context.Context) map[string]string {
 	t.Helper()
 	endpoint := moto.Endpoint(t)
