@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -37,7 +39,11 @@ import (
 // notifications to the service's endpoint over HTTP, and merchants'
 // receivers on httptest servers. The clock is fake (near the wall clock so
 // Standard Webhooks timestamps verify); the local queue is driven with
-// RunDue, so retries are walked through without waiting.
+// RunDue, so retries are walked through without waiting. The tests whose
+// behaviour depends on the store and the queue (deliveries, retries,
+// redrives, the dead-letter queue, the self-service) run on DynamoDB and SQS
+// too (onBothStores, webhooks_e2e_stores_test.go), with the wait before a
+// retry counted on the same fake clock.
 
 const (
 	e2eHMACKey    = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
@@ -129,6 +135,7 @@ func (r hookRequest) item(t *testing.T) map[string]any {
 // whEnv is a running service with the simulator and one merchant.
 type whEnv struct {
 	t      *testing.T
+	store  whStore
 	ctx    context.Context
 	clk    *clock.Fake
 	a      *app.App
@@ -141,9 +148,12 @@ type whEnv struct {
 	secret string
 	logs   *bytes.Buffer
 	hooks  *hookReceiver
+	aws    *awsWH // the DynamoDB variant's dispatch; nil on the embedded store
 }
 
 type whOptions struct {
+	// store is the variant (default embedded; onBothStores sets it).
+	store      whStore
 	allowLocal bool
 	timeout    time.Duration
 	// sim sets the simulator's platform-like options (PublishedShapes,
@@ -204,11 +214,14 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if o.allowLocal {
 		env["PAYSVC_WEBHOOK_ALLOW_LOCAL"] = "true"
 	}
+	if o.store == whDynamo {
+		maps.Copy(env, dynamoSetup(t, ctx))
+	}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] }, config.StoreEmbedded)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(ctx, cfg, log, clk)
+	a, err := app.New(ctx, cfg, log, clk, app.WithDynamoOptions(dynamo.WithDeliveryShards(e2eDeliveryShards)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,32 +257,43 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	h := checker.Handler(t, httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api))
 	handler.Store(&h)
 
-	e := &whEnv{t: t, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
+	e := &whEnv{t: t, store: o.store, ctx: ctx, clk: clk, a: a, sim: sim, queues: queues, disp: disp, admin: admin, base: svc.URL, logs: logs,
 		hooks: newHookReceiver(t)}
+	if queues.SQS != nil {
+		e.aws = newAWSWH(t, ctx, queues, disp.Process, clk, a)
+	}
 	e.seed()
 	return e
 }
 
 func (e *whEnv) seed() {
-	t := e.t
-	p := &provision.Provisioner{Store: e.a.Stores.Tenants, Env: tenant.EnvTest, Clock: e.clk}
-	if _, err := p.PutMerchant(e.ctx, tenant.Merchant{ID: e2eMerchant, Name: "E2E Shop", Country: "NL", Active: true,
+	e.key, e.secret = e.seedMerchant(tenant.Merchant{ID: e2eMerchant, Name: "E2E Shop", Country: "NL", Active: true,
 		CaptureMode: tenant.CaptureManual, Ecommerce: true, UpstreamAccount: e2eAccount, ClientKey: "test_E2ECLIENT",
-		SplitAccount: "BA_e2e"}); err != nil {
+		SplitAccount: "BA_e2e"}, e2eSite, "sub_e2e", e.hooks)
+}
+
+// seedMerchant provisions m with the site, an API key with every
+// permission and the subscription to hooks; it returns the key and the
+// subscription's secret.
+func (e *whEnv) seedMerchant(m tenant.Merchant, site, subscription string, hooks *hookReceiver) (key, secret string) {
+	t := e.t
+	t.Helper()
+	p := &provision.Provisioner{Store: e.a.Stores.Tenants, Env: tenant.EnvTest, Clock: e.clk}
+	if _, err := p.PutMerchant(e.ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.PutSite(e.ctx, tenant.Site{ID: e2eSite, MerchantID: e2eMerchant}); err != nil {
+	if _, err := p.PutSite(e.ctx, tenant.Site{ID: site, MerchantID: m.ID}); err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := p.CreateAPIKey(e.ctx, provision.KeySpec{MerchantID: e2eMerchant})
+	_, key, err := p.CreateAPIKey(e.ctx, provision.KeySpec{MerchantID: m.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: "sub_e2e", MerchantID: e2eMerchant, URL: e.hooks.srv.URL + "/webhooks", AllowLocal: true})
+	_, secret, err = p.PutSubscription(e.ctx, provision.SubscriptionSpec{ID: subscription, MerchantID: m.ID, URL: hooks.srv.URL + "/webhooks", AllowLocal: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.key, e.secret = key, secret
+	return key, secret
 }
 
 // api POSTs to the service's API under the merchant's site and decodes
@@ -288,11 +312,18 @@ func (e *whEnv) pay(value int, holder string) string {
 // payWith is pay with more top-level fields (raw JSON, each followed by a comma).
 func (e *whEnv) payWith(value int, holder, extra string) string {
 	e.t.Helper()
+	return e.payAs(e.key, e2eSite, value, holder, extra)
+}
+
+// payAs is payWith with the key and site of any merchant.
+func (e *whEnv) payAs(key, site string, value int, holder, extra string) string {
+	e.t.Helper()
 	pm := e2eCard
 	if holder != "" {
 		pm = strings.Replace(pm, `"type":"scheme"`, `"type":"scheme","holderName":"`+holder+`"`, 1)
 	}
-	out := e.api("/payments", fmt.Sprintf(`{%s"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, extra, value, pm), 200)
+	out := e.callAs(key, http.MethodPost, "/v1/ecom/"+site+"/payments",
+		fmt.Sprintf(`{%s"amount":{"value":%d,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"order-e2e","paymentMethod":%s}`, extra, value, pm), 200)
 	psp, _ := out["pspReference"].(string)
 	if out["resultCode"] != "Authorised" || psp == "" {
 		e.t.Fatalf("payment: %v", out)
@@ -312,8 +343,13 @@ func (e *whEnv) settle() {
 	e.runDue()
 }
 
+// runDue runs the deliveries due on the fake clock: the local queue's due
+// jobs, or the SQS messages received by the dispatcher's Lambda handler.
 func (e *whEnv) runDue() int {
 	e.t.Helper()
+	if e.aws != nil {
+		return e.aws.runDue(e.t, e.ctx, e.queues.SQS, e.a)
+	}
 	n, err := e.queues.Local.RunDue(e.ctx, e.disp.Process)
 	if err != nil {
 		e.t.Fatal(err)
@@ -344,224 +380,234 @@ func (e *whEnv) deliveries(status webhooks.Status) []webhooks.Delivery {
 // the merchant signed (our helper and the official Standard Webhooks
 // library verify it), stripped of internal data, with paymentSource.
 func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	psp := e.pay(1000, "")
-	e.settle()
-	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-	e.settle()
-	e.api("/payments/"+psp+"/reversals", `{}`, 200)
-	e.settle()
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		psp := e.pay(1000, "")
+		e.settle()
+		e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+		e.settle()
+		e.api("/payments/"+psp+"/reversals", `{}`, 200)
+		e.settle()
 
-	reqs := e.hooks.requests()
-	var codes []string
-	wh, err := standardwebhooks.NewWebhook(e.secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range reqs {
-		if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 0); err != nil {
-			t.Fatalf("verify helper: %v", err)
+		reqs := e.hooks.requests()
+		var codes []string
+		wh, err := standardwebhooks.NewWebhook(e.secret)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err := wh.Verify(r.body, r.header); err != nil {
-			t.Fatalf("standard webhooks library: %v", err)
+		for _, r := range reqs {
+			if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 0); err != nil {
+				t.Fatalf("verify helper: %v", err)
+			}
+			if err := wh.Verify(r.body, r.header); err != nil {
+				t.Fatalf("standard webhooks library: %v", err)
+			}
+			if r.header.Get("X-Webhook-Delivery-Attempt") != "1" || r.header.Get("X-Webhook-Payload-Version") != "1" ||
+				r.header.Get("Content-Type") != "application/json" || !strings.HasPrefix(r.header.Get("X-Webhook-Id"), "msg_") {
+				t.Fatalf("headers: %v", r.header)
+			}
+			it := r.item(t)
+			codes = append(codes, it["eventCode"].(string))
+			ad, _ := it["additionalData"].(map[string]any)
+			if ad["paymentSource"] != "advanced" || ad["hmacSignature"] != nil || ad["metadata.merchantId"] != nil || ad["metadata.siteId"] != nil {
+				t.Fatalf("additionalData: %v", ad)
+			}
+			if it["success"] != "true" || (it["pspReference"] != psp && it["originalReference"] != psp) {
+				t.Fatalf("item: %v", it)
+			}
 		}
-		if r.header.Get("X-Webhook-Delivery-Attempt") != "1" || r.header.Get("X-Webhook-Payload-Version") != "1" ||
-			r.header.Get("Content-Type") != "application/json" || !strings.HasPrefix(r.header.Get("X-Webhook-Id"), "msg_") {
-			t.Fatalf("headers: %v", r.header)
+		if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CANCEL_OR_REFUND" {
+			t.Fatalf("delivered %v", codes)
 		}
-		it := r.item(t)
-		codes = append(codes, it["eventCode"].(string))
-		ad, _ := it["additionalData"].(map[string]any)
-		if ad["paymentSource"] != "advanced" || ad["hmacSignature"] != nil || ad["metadata.merchantId"] != nil || ad["metadata.siteId"] != nil {
-			t.Fatalf("additionalData: %v", ad)
+		if p := e.payment(psp); p.State != payments.StateRefunded || p.CapturedValue != 1000 || p.RefundedValue != 1000 {
+			t.Fatalf("payment record: %+v", p)
 		}
-		if it["success"] != "true" || (it["pspReference"] != psp && it["originalReference"] != psp) {
-			t.Fatalf("item: %v", it)
+		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), e2eHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
+			t.Fatal("a secret reached the logs")
 		}
-	}
-	if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CANCEL_OR_REFUND" {
-		t.Fatalf("delivered %v", codes)
-	}
-	if p := e.payment(psp); p.State != payments.StateRefunded || p.CapturedValue != 1000 || p.RefundedValue != 1000 {
-		t.Fatalf("payment record: %+v", p)
-	}
-	if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), e2eHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
-		t.Fatal("a secret reached the logs")
-	}
+	})
 }
 
 // TestWebhooksE2EFailTwiceThenSucceed: attempts 1, 2 and 3 carry one
 // X-Webhook-Id and arrive on the schedule (immediately, 5 s, 5 min).
 func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	e.hooks.answer = func(n int) int {
-		if n <= 2 {
-			return http.StatusServiceUnavailable
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		e.hooks.answer = func(n int) int {
+			if n <= 2 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
 		}
-		return http.StatusOK
-	}
-	e.pay(1000, "")
-	e.settle()
-	for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
-		e.clk.Advance(wait - time.Millisecond)
-		if e.runDue() != 0 {
-			t.Fatalf("an attempt ran before its %s wait", wait)
+		e.pay(1000, "")
+		e.settle()
+		for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
+			e.clk.Advance(wait - time.Millisecond)
+			if e.runDue() != 0 {
+				t.Fatalf("an attempt ran before its %s wait", wait)
+			}
+			e.clk.Advance(time.Millisecond)
+			if e.runDue() != 1 {
+				t.Fatalf("no attempt after %s", wait)
+			}
 		}
-		e.clk.Advance(time.Millisecond)
-		if e.runDue() != 1 {
-			t.Fatalf("no attempt after %s", wait)
+		reqs := e.hooks.requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%d requests, want 3", len(reqs))
 		}
-	}
-	reqs := e.hooks.requests()
-	if len(reqs) != 3 {
-		t.Fatalf("%d requests, want 3", len(reqs))
-	}
-	id := reqs[0].header.Get("X-Webhook-Id")
-	for i, r := range reqs {
-		if r.header.Get("X-Webhook-Id") != id || r.header.Get("X-Webhook-Delivery-Attempt") != fmt.Sprint(i+1) {
-			t.Fatalf("request %d: id %s attempt %s", i+1, r.header.Get("X-Webhook-Id"), r.header.Get("X-Webhook-Delivery-Attempt"))
+		id := reqs[0].header.Get("X-Webhook-Id")
+		for i, r := range reqs {
+			if r.header.Get("X-Webhook-Id") != id || r.header.Get("X-Webhook-Delivery-Attempt") != fmt.Sprint(i+1) {
+				t.Fatalf("request %d: id %s attempt %s", i+1, r.header.Get("X-Webhook-Id"), r.header.Get("X-Webhook-Delivery-Attempt"))
+			}
+			if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 10*time.Minute); err != nil {
+				t.Fatalf("request %d: %v", i+1, err)
+			}
 		}
-		if err := verify.Verify(e.secret, r.header, r.body, e.clk.Now(), 10*time.Minute); err != nil {
-			t.Fatalf("request %d: %v", i+1, err)
+		if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
+			t.Fatalf("delivered: %+v", ds)
 		}
-	}
-	if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
-		t.Fatalf("delivered: %+v", ds)
-	}
+	})
 }
 
 // TestWebhooksE2ENeverSucceedsThenRedrive: ten failed attempts over the
 // schedule end in failed + dead letter; the admin redrive delivers it.
 func TestWebhooksE2ENeverSucceedsThenRedrive(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	e.hooks.answer = func(int) int { return http.StatusInternalServerError }
-	e.pay(1000, "")
-	e.settle()
-	for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
-		e.clk.Advance(webhooks.NominalDelay(attempt))
-		if e.runDue() != 1 {
-			t.Fatalf("attempt %d not made", attempt)
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		e.hooks.answer = func(int) int { return http.StatusInternalServerError }
+		e.pay(1000, "")
+		e.settle()
+		for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
+			e.clk.Advance(webhooks.NominalDelay(attempt))
+			if e.runDue() != 1 {
+				t.Fatalf("attempt %d not made", attempt)
+			}
 		}
-	}
-	failed := e.deliveries(webhooks.StatusFailed)
-	if len(failed) != 1 || failed[0].Attempts != webhooks.MaxAttempts || failed[0].LastError != "HTTP 500 Internal Server Error" {
-		t.Fatalf("failed deliveries: %+v", failed)
-	}
-	dead, err := e.queues.DeadLetters.ReceiveDeadLetters(e.ctx, 10)
-	if err != nil || len(dead) != 1 || dead[0].Job.DeliveryID != failed[0].ID {
-		t.Fatalf("dead letters: %+v, %v", dead, err)
-	}
-	e.clk.Advance(24 * time.Hour)
-	if e.runDue() != 0 {
-		t.Fatal("a failed delivery was attempted again")
-	}
+		failed := e.deliveries(webhooks.StatusFailed)
+		if len(failed) != 1 || failed[0].Attempts != webhooks.MaxAttempts || failed[0].LastError != "HTTP 500 Internal Server Error" {
+			t.Fatalf("failed deliveries: %+v", failed)
+		}
+		dead, err := e.queues.DeadLetters.ReceiveDeadLetters(e.ctx, 10)
+		if err != nil || len(dead) != 1 || dead[0].Job.DeliveryID != failed[0].ID {
+			t.Fatalf("dead letters: %+v, %v", dead, err)
+		}
+		if e.aws != nil {
+			e.aws.showDeadLetters(t, e.ctx, dead)
+		}
+		e.clk.Advance(24 * time.Hour)
+		if e.runDue() != 0 {
+			t.Fatal("a failed delivery was attempted again")
+		}
 
-	e.hooks.answer = nil
-	ids, err := e.admin.RedriveDeliveries(e.ctx, e2eMerchant, webhooks.RedriveOptions{})
-	if err != nil || len(ids) != 1 || ids[0] != failed[0].ID {
-		t.Fatalf("redrive: %v, %v", ids, err)
-	}
-	if e.runDue() != 1 {
-		t.Fatal("the redriven delivery was not attempted")
-	}
-	if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Redrives != 1 {
-		t.Fatalf("after redrive: %+v", ds)
-	}
-	// Its dead letter is now stale: redriving the DLQ drops it.
-	res, err := e.admin.RedriveDeadLetterQueue(e.ctx)
-	if err != nil || res.Dropped != 1 || len(res.Redriven) != 0 {
-		t.Fatalf("DLQ redrive: %+v, %v", res, err)
-	}
-	reqs := e.hooks.requests()
-	if last := reqs[len(reqs)-1]; len(reqs) != webhooks.MaxAttempts+1 || last.header.Get("X-Webhook-Delivery-Attempt") != "1" {
-		t.Fatalf("%d requests; last attempt header %s", len(reqs), last.header.Get("X-Webhook-Delivery-Attempt"))
-	}
+		e.hooks.answer = nil
+		ids, err := e.admin.RedriveDeliveries(e.ctx, e2eMerchant, webhooks.RedriveOptions{})
+		if err != nil || len(ids) != 1 || ids[0] != failed[0].ID {
+			t.Fatalf("redrive: %v, %v", ids, err)
+		}
+		if e.runDue() != 1 {
+			t.Fatal("the redriven delivery was not attempted")
+		}
+		if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Redrives != 1 {
+			t.Fatalf("after redrive: %+v", ds)
+		}
+		// Its dead letter is now stale: redriving the DLQ drops it.
+		res, err := e.admin.RedriveDeadLetterQueue(e.ctx)
+		if err != nil || res.Dropped != 1 || len(res.Redriven) != 0 {
+			t.Fatalf("DLQ redrive: %+v, %v", res, err)
+		}
+		reqs := e.hooks.requests()
+		if last := reqs[len(reqs)-1]; len(reqs) != webhooks.MaxAttempts+1 || last.header.Get("X-Webhook-Delivery-Attempt") != "1" {
+			t.Fatalf("%d requests; last attempt header %s", len(reqs), last.header.Get("X-Webhook-Delivery-Attempt"))
+		}
+	})
 }
 
 // TestWebhooksE2ESlowReceiverTimesOut: a receiver that does not answer
 // within the (injected, short) timeout counts as a failed attempt.
 func TestWebhooksE2ESlowReceiverTimesOut(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true, timeout: 200 * time.Millisecond})
-	e.hooks.hold = make(chan struct{})
-	e.pay(1000, "")
-	start := time.Now()
-	e.settle()
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("the attempt took %s", took)
-	}
-	ds := e.deliveries(webhooks.StatusPending)
-	if len(ds) != 1 || ds[0].Attempts != 1 || !strings.Contains(ds[0].LastError, "timeout") || ds[0].NextAttemptAt == nil {
-		t.Fatalf("after a slow receiver: %+v", ds)
-	}
+	onBothStores(t, whOptions{allowLocal: true, timeout: 200 * time.Millisecond}, func(t *testing.T, e *whEnv) {
+		e.hooks.hold = make(chan struct{})
+		e.pay(1000, "")
+		start := time.Now()
+		e.settle()
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("the attempt took %s", took)
+		}
+		ds := e.deliveries(webhooks.StatusPending)
+		if len(ds) != 1 || ds[0].Attempts != 1 || !strings.Contains(ds[0].LastError, "timeout") || ds[0].NextAttemptAt == nil {
+			t.Fatalf("after a slow receiver: %+v", ds)
+		}
+	})
 }
 
 // TestWebhooksE2ELoopbackRefusedWithoutDevSetting: without
 // PAYSVC_WEBHOOK_ALLOW_LOCAL a loopback target gets nothing, and the
 // delivery fails at once with the reason (no retries that cannot pass).
 func TestWebhooksE2ELoopbackRefusedWithoutDevSetting(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: false})
-	e.pay(1000, "")
-	e.settle()
-	if n := len(e.hooks.requests()); n != 0 {
-		t.Fatalf("the loopback receiver got %d requests", n)
-	}
-	ds := e.deliveries(webhooks.StatusFailed)
-	if len(ds) != 1 || !strings.Contains(ds[0].LastError, "target refused") || ds[0].Attempts != 1 || ds[0].NextAttemptAt != nil {
-		t.Fatalf("delivery: %+v", ds)
-	}
+	onBothStores(t, whOptions{allowLocal: false}, func(t *testing.T, e *whEnv) {
+		e.pay(1000, "")
+		e.settle()
+		if n := len(e.hooks.requests()); n != 0 {
+			t.Fatalf("the loopback receiver got %d requests", n)
+		}
+		ds := e.deliveries(webhooks.StatusFailed)
+		if len(ds) != 1 || !strings.Contains(ds[0].LastError, "target refused") || ds[0].Attempts != 1 || ds[0].NextAttemptAt != nil {
+			t.Fatalf("delivery: %+v", ds)
+		}
+	})
 }
 
 // TestWebhooksE2EDuplicateAndReorderedNotifications: the simulator sends
 // every notification twice and in reverse order; the payment record ends
 // right and each event is delivered once.
 func TestWebhooksE2EDuplicateAndReorderedNotifications(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	e.sim.SetFaults(simulator.Faults{Duplicate: 1, Reorder: 3})
-	psp := e.payWith(1000, "", `"additionalData":{"authorisationType":"PreAuth"},`)
-	e.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
-	e.api("/payments/"+psp+"/captures", `{"amount":{"value":600,"currency":"EUR"}}`, 200)
-	e.settle()
-	p := e.payment(psp)
-	if p.State != payments.StatePartiallyCaptured || p.AuthorisedValue != 1500 || p.CapturedValue != 600 {
-		t.Fatalf("payment record: %+v", p)
-	}
-	notes := map[string]int{}
-	for _, h := range p.History {
-		if h.Origin == payments.OriginNotification {
-			notes[h.Kind]++
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		e.sim.SetFaults(simulator.Faults{Duplicate: 1, Reorder: 3})
+		psp := e.payWith(1000, "", `"additionalData":{"authorisationType":"PreAuth"},`)
+		e.api("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"}}`, 200)
+		e.api("/payments/"+psp+"/captures", `{"amount":{"value":600,"currency":"EUR"}}`, 200)
+		e.settle()
+		p := e.payment(psp)
+		if p.State != payments.StatePartiallyCaptured || p.AuthorisedValue != 1500 || p.CapturedValue != 600 {
+			t.Fatalf("payment record: %+v", p)
 		}
-	}
-	if notes["AUTHORISATION"] != 1 || notes["AUTHORISATION_ADJUSTMENT"] != 1 || notes["CAPTURE"] != 1 {
-		t.Fatalf("notifications in the history: %v", notes)
-	}
-	var codes []string
-	for _, r := range e.hooks.requests() {
-		codes = append(codes, r.item(t)["eventCode"].(string))
-	}
-	if len(codes) != 3 {
-		t.Fatalf("delivered %v, want each of the 3 events once", codes)
-	}
+		notes := map[string]int{}
+		for _, h := range p.History {
+			if h.Origin == payments.OriginNotification {
+				notes[h.Kind]++
+			}
+		}
+		if notes["AUTHORISATION"] != 1 || notes["AUTHORISATION_ADJUSTMENT"] != 1 || notes["CAPTURE"] != 1 {
+			t.Fatalf("notifications in the history: %v", notes)
+		}
+		var codes []string
+		for _, r := range e.hooks.requests() {
+			codes = append(codes, r.item(t)["eventCode"].(string))
+		}
+		if len(codes) != 3 {
+			t.Fatalf("delivered %v, want each of the 3 events once", codes)
+		}
+	})
 }
 
 // TestWebhooksE2ECaptureFailed: the upstream confirms a capture, then
 // reports it failed; the record ends authorised with nothing captured.
 func TestWebhooksE2ECaptureFailed(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	psp := e.pay(1000, "capture failed")
-	e.settle()
-	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-	e.settle()
-	if p := e.payment(psp); p.State != payments.StateAuthorised || p.CapturedValue != 0 {
-		t.Fatalf("payment record: %+v", p)
-	}
-	var codes []string
-	for _, r := range e.hooks.requests() {
-		codes = append(codes, r.item(t)["eventCode"].(string))
-	}
-	slices.Sort(codes[1:]) // CAPTURE and CAPTURE_FAILED are delivered concurrently
-	if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CAPTURE_FAILED" {
-		t.Fatalf("delivered %v", codes)
-	}
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		psp := e.pay(1000, "capture failed")
+		e.settle()
+		e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+		e.settle()
+		if p := e.payment(psp); p.State != payments.StateAuthorised || p.CapturedValue != 0 {
+			t.Fatalf("payment record: %+v", p)
+		}
+		var codes []string
+		for _, r := range e.hooks.requests() {
+			codes = append(codes, r.item(t)["eventCode"].(string))
+		}
+		slices.Sort(codes[1:]) // CAPTURE and CAPTURE_FAILED are delivered concurrently
+		if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CAPTURE_FAILED" {
+			t.Fatalf("delivered %v", codes)
+		}
+	})
 }
 
 // TestWebhooksE2ECardOnFile: a zero-amount session stores the card; its
@@ -569,37 +615,38 @@ func TestWebhooksE2ECaptureFailed(t *testing.T) {
 // payment record, carries the token to the merchant, and the merchant's
 // no-show charge with the token is authorised.
 func TestWebhooksE2ECardOnFile(t *testing.T) {
-	e := newWHEnv(t, whOptions{allowLocal: true})
-	ses := e.api("/sessions", `{"amount":{"value":0,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"cof-1",
-		"shopperReference":"guest-e2e","storePaymentMethod":true,"recurringProcessingModel":"UnscheduledCardOnFile"}`, 200)
-	res, err := e.sim.PaySession(e.ctx, ses["id"].(string), simulator.SessionPayment{})
-	if err != nil || res.ResultCode != "Authorised" || res.StoredPaymentMethodID == "" {
-		t.Fatalf("session payment: %+v, %v", res, err)
-	}
-	e.settle()
-	p := e.payment(res.PSPReference)
-	if p.Source != payments.SourceSessions || p.MerchantID != e2eMerchant || p.SiteID != e2eSite || p.StoredMethodID != res.StoredPaymentMethodID ||
-		p.State != payments.StateAuthorised || p.Reference != "cof-1" {
-		t.Fatalf("record from the notification: %+v", p)
-	}
-	reqs := e.hooks.requests()
-	if len(reqs) != 1 {
-		t.Fatalf("%d deliveries, want the AUTHORISATION", len(reqs))
-	}
-	it := reqs[0].item(t)
-	ad, _ := it["additionalData"].(map[string]any)
-	token, _ := ad["tokenization.storedPaymentMethodId"].(string)
-	if it["eventCode"] != "AUTHORISATION" || token != res.StoredPaymentMethodID || ad["paymentSource"] != "sessions" {
-		t.Fatalf("forwarded item: %v", it)
-	}
-	charge := e.api("/payments", fmt.Sprintf(`{"amount":{"value":8000,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"noshow-1",
-		"paymentMethod":{"type":"scheme","storedPaymentMethodId":%q},"shopperInteraction":"ContAuth","shopperReference":"guest-e2e",
-		"recurringProcessingModel":"UnscheduledCardOnFile","industryUsage":"noShow"}`, token), 200)
-	if charge["resultCode"] != "Authorised" {
-		t.Fatalf("stored-card charge: %v", charge)
-	}
-	e.settle()
-	if p := e.payment(charge["pspReference"].(string)); p.State != payments.StateAuthorised || p.AuthorisedValue != 8000 {
-		t.Fatalf("charge record: %+v", p)
-	}
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		ses := e.api("/sessions", `{"amount":{"value":0,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"cof-1",
+			"shopperReference":"guest-e2e","storePaymentMethod":true,"recurringProcessingModel":"UnscheduledCardOnFile"}`, 200)
+		res, err := e.sim.PaySession(e.ctx, ses["id"].(string), simulator.SessionPayment{})
+		if err != nil || res.ResultCode != "Authorised" || res.StoredPaymentMethodID == "" {
+			t.Fatalf("session payment: %+v, %v", res, err)
+		}
+		e.settle()
+		p := e.payment(res.PSPReference)
+		if p.Source != payments.SourceSessions || p.MerchantID != e2eMerchant || p.SiteID != e2eSite || p.StoredMethodID != res.StoredPaymentMethodID ||
+			p.State != payments.StateAuthorised || p.Reference != "cof-1" {
+			t.Fatalf("record from the notification: %+v", p)
+		}
+		reqs := e.hooks.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d deliveries, want the AUTHORISATION", len(reqs))
+		}
+		it := reqs[0].item(t)
+		ad, _ := it["additionalData"].(map[string]any)
+		token, _ := ad["tokenization.storedPaymentMethodId"].(string)
+		if it["eventCode"] != "AUTHORISATION" || token != res.StoredPaymentMethodID || ad["paymentSource"] != "sessions" {
+			t.Fatalf("forwarded item: %v", it)
+		}
+		charge := e.api("/payments", fmt.Sprintf(`{"amount":{"value":8000,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"noshow-1",
+			"paymentMethod":{"type":"scheme","storedPaymentMethodId":%q},"shopperInteraction":"ContAuth","shopperReference":"guest-e2e",
+			"recurringProcessingModel":"UnscheduledCardOnFile","industryUsage":"noShow"}`, token), 200)
+		if charge["resultCode"] != "Authorised" {
+			t.Fatalf("stored-card charge: %v", charge)
+		}
+		e.settle()
+		if p := e.payment(charge["pspReference"].(string)); p.State != payments.StateAuthorised || p.AuthorisedValue != 8000 {
+			t.Fatalf("charge record: %+v", p)
+		}
+	})
 }

@@ -117,6 +117,11 @@ func (l sdkLogger) Logf(c logging.Classification, format string, v ...any) {
 // OpenStores opens the configured store adapter; instrument (e.g.
 // Tracer.InstrumentAWS) is applied to the AWS config of the DynamoDB client.
 func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrument ...func(*aws.Config)) (*Stores, error) {
+	return openStores(ctx, cfg, clk, nil, instrument...)
+}
+
+// openStores is OpenStores with options of the DynamoDB adapter.
+func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoOpts []dynamo.Option, instrument ...func(*aws.Config)) (*Stores, error) {
 	switch cfg.Store {
 	case config.StoreEmbedded:
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -136,7 +141,7 @@ func OpenStores(ctx context.Context, cfg config.Config, clk clock.Clock, instrum
 		for _, f := range instrument {
 			f(&ac)
 		}
-		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk)
+		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk, dynamoOpts...)
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st,
 			History: st, DeliveryPages: st}, nil
 	}
@@ -160,6 +165,8 @@ type App struct {
 	// Metrics.WebhookDelivery and wraps its HTTP client with Tracer.HTTPClient.
 	Metrics *observe.Metrics
 	Tracer  *tracing.Tracer
+
+	dynamoOpts []dynamo.Option // WithDynamoOptions
 }
 
 // Option configures New.
@@ -171,6 +178,13 @@ func WithObservability(m *observe.Metrics, t *tracing.Tracer) Option {
 	return func(a *App) { a.Metrics, a.Tracer = m, t }
 }
 
+// WithDynamoOptions configures the DynamoDB adapter when cfg.Store is
+// dynamo: tests use dynamo.WithDeliveryShards to keep listings quick on
+// moto. Every process on a table must use the same options.
+func WithDynamoOptions(opts ...dynamo.Option) Option {
+	return func(a *App) { a.dynamoOpts = append(a.dynamoOpts, opts...) }
+}
+
 // New wires the HTTP service from cfg: stores, secrets, upstream client and
 // handler dependencies.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clock, opts ...Option) (*App, error) {
@@ -178,7 +192,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	for _, o := range opts {
 		o(a)
 	}
-	stores, err := OpenStores(ctx, cfg, clk, a.Tracer.InstrumentAWS)
+	stores, err := openStores(ctx, cfg, clk, a.dynamoOpts, a.Tracer.InstrumentAWS)
 	if err != nil {
 		return nil, err
 	}

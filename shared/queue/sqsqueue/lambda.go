@@ -99,31 +99,39 @@ func handleRecord(ctx context.Context, q Backoff, h queue.Handler, log *slog.Log
 func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
 	handle := LambdaHandler(q, h, log)
 	for ctx.Err() == nil {
-		msgs, err := q.receiveRaw(ctx, 10, 10*time.Second)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.ErrorContext(ctx, "deliveries queue: receive failed", "err", err.Error())
-				sleep(ctx, time.Second)
-			}
-			continue
-		}
-		if len(msgs) == 0 {
-			continue
-		}
-		resp, _ := handle(context.WithoutCancel(ctx), events.SQSEvent{Records: msgs})
-		failed := map[string]bool{}
-		for _, f := range resp.BatchItemFailures {
-			failed[f.ItemIdentifier] = true
-		}
-		for _, m := range msgs {
-			if failed[m.MessageId] {
-				continue
-			}
-			if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
-				log.ErrorContext(ctx, "deliveries queue: delete failed", "messageId", m.MessageId, "err", err.Error())
-			}
+		if _, err := q.RunBatch(ctx, handle, 10*time.Second, log); err != nil && ctx.Err() == nil {
+			log.ErrorContext(ctx, "deliveries queue: receive failed", "err", err.Error())
+			sleep(ctx, time.Second)
 		}
 	}
+}
+
+// RunBatch is one turn of Poll: it receives up to 10 visible messages
+// (waiting at most wait for the first), hands them to handle (a
+// LambdaHandler) as the Lambda event source mapping would, and deletes
+// those handle does not report as failed. It returns how many messages it
+// received; only the receive's failure is returned (a failed delete is
+// logged: the message comes back after its visibility timeout).
+func (q *Queue) RunBatch(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error),
+	wait time.Duration, log *slog.Logger) (int, error) {
+	msgs, err := q.receiveRaw(ctx, 10, wait)
+	if err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	resp, _ := handle(context.WithoutCancel(ctx), events.SQSEvent{Records: msgs})
+	failed := map[string]bool{}
+	for _, f := range resp.BatchItemFailures {
+		failed[f.ItemIdentifier] = true
+	}
+	for _, m := range msgs {
+		if failed[m.MessageId] {
+			continue
+		}
+		if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
+			log.ErrorContext(ctx, "deliveries queue: delete failed", "messageId", m.MessageId, "err", err.Error())
+		}
+	}
+	return len(msgs), nil
 }
 
 // receiveRaw receives messages as the Lambda event source passes them.

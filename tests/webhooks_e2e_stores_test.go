@@ -1,0 +1,220 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/yp/paysvc/shared/app"
+	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/testutil/moto"
+)
+
+// The webhook end-to-end environment (newWHEnv) on either store: the
+// embedded store with the local queue, as the local server runs, or
+// DynamoDB with SQS and its dead-letter queue on moto_server, configured
+// as the Lambda functions are (PAYSVC_STORE=dynamo, PAYSVC_QUEUE_URL,
+// PAYSVC_DLQ_URL) and dispatched by the dispatcher function's SQS handler
+// (sqsqueue.LambdaHandler) one received batch at a time
+// (sqsqueue.Queue.RunBatch, the turn of the local poller).
+
+// whStore names a variant of the environment.
+type whStore string
+
+const (
+	whEmbedded whStore = "embedded" // embedded store, local queue
+	whDynamo   whStore = "dynamo"   // DynamoDB and SQS on moto
+)
+
+// onBothStores runs test as the subtests "embedded" and "dynamo", each on a
+// new environment built with o.
+func onBothStores(t *testing.T, o whOptions, test func(t *testing.T, e *whEnv)) {
+	t.Helper()
+	for _, store := range []whStore{whEmbedded, whDynamo} {
+		t.Run(string(store), func(t *testing.T) {
+			o := o
+			o.store = store
+			e := newWHEnv(t, o)
+			if (store == whDynamo) != (e.a.Config.Store == config.StoreDynamo && e.aws != nil) {
+				t.Fatalf("variant %s runs on store %s (SQS: %v)", store, e.a.Config.Store, e.aws != nil)
+			}
+			test(t, e)
+		})
+	}
+}
+
+// e2eDeliveryShards is the DynamoDB variant's delivery shard count: a
+// delivery listing queries every shard, which takes seconds on moto at the
+// production count.
+const e2eDeliveryShards = 8
+
+// awsWH is the DynamoDB variant's part of a whEnv.
+type awsWH struct {
+	sqs     *sqs.Client
+	dlqURL  string
+	backoff *fakeClockBackoff
+	// handle is the dispatcher function's SQS handler over the test's
+	// dispatcher.
+	handle func(context.Context, lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error)
+}
+
+// dynamoSetup creates a table and the deliveries queue and its DLQ on moto,
+// points the AWS SDK of this process at moto for t (t.Setenv: such tests
+// cannot run in parallel), and returns the service's variables for them.
+func dynamoSetup(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	endpoint := moto.Endpoint(t)
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": moto.Region,
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+	} {
+		t.Setenv(k, v)
+	}
+	table := moto.TableName(t)
+	dc := moto.DynamoClient(t, endpoint)
+	if err := dynamo.CreateTable(ctx, dc, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = dc.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	ac, err := app.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sqs.NewFromConfig(ac)
+	// Queue names are at most 80 characters: the table's random suffix.
+	url, dlq, err := sqsqueue.CreateQueues(ctx, sc, "wh-e2e-"+table[len(table)-12:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
+	})
+	return map[string]string{"PAYSVC_STORE": "dynamo", "PAYSVC_TABLE": table, "PAYSVC_QUEUE_URL": url, "PAYSVC_DLQ_URL": dlq,
+		"AWS_ENDPOINT_URL": endpoint}
+}
+
+// newAWSWH wires the DynamoDB variant's dispatch: the production SQS
+// handler over disp, its backoff bridged to the fake clock.
+func newAWSWH(t *testing.T, ctx context.Context, queues *app.Queues, disp queue.Handler, clk *clock.Fake, a *app.App) *awsWH {
+	t.Helper()
+	ac, err := app.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fakeClockBackoff{q: queues.SQS, clk: clk}
+	return &awsWH{sqs: sqs.NewFromConfig(ac), dlqURL: a.Config.DLQURL, backoff: b, handle: sqsqueue.LambdaHandler(b, disp, a.Log)}
+}
+
+// runDue releases the messages whose backoff has passed on the fake clock,
+// then runs batches until a receive finds no visible message, and returns
+// how many messages were handled (as localqueue's RunDue counts jobs).
+func (w *awsWH) runDue(t *testing.T, ctx context.Context, q *sqsqueue.Queue, a *app.App) int {
+	t.Helper()
+	if err := w.backoff.release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		got, err := q.RunBatch(ctx, w.handle, 0, a.Log)
+		if err == nil {
+			err = w.backoff.failure()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == 0 {
+			return n
+		}
+		n += got
+	}
+}
+
+// showDeadLetters makes received dead letters visible again at once: SQS
+// hides what ReceiveDeadLetters returns for a minute, which the local queue
+// does not do; an operator's redrive after that minute sees them again.
+func (w *awsWH) showDeadLetters(t *testing.T, ctx context.Context, dead []queue.DeadLetterMsg) {
+	t.Helper()
+	for _, d := range dead {
+		if _, err := w.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(w.dlqURL), ReceiptHandle: aws.String(d.Handle), VisibilityTimeout: 0,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fakeClockBackoff is the SQS handler's backoff (sqsqueue.Backoff) with the
+// wait counted on the test's fake clock instead of SQS's real one: the
+// handler's ChangeVisibility hides the message (for fakeClockHold, far
+// longer than any test) and records when it is due; release makes the due
+// ones visible again. Dead letters go to the real DLQ.
+type fakeClockBackoff struct {
+	q   *sqsqueue.Queue
+	clk *clock.Fake
+
+	mu     sync.Mutex
+	hidden map[string]time.Time // receipt handle → due on the fake clock
+	err    error                // the first failure of ChangeVisibility
+}
+
+// fakeClockHold is how long a retried message stays hidden in real time
+// unless release shows it first.
+const fakeClockHold = 15 * time.Minute
+
+var _ sqsqueue.Backoff = (*fakeClockBackoff)(nil)
+
+func (b *fakeClockBackoff) ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error {
+	err := b.q.ChangeVisibility(ctx, receiptHandle, fakeClockHold)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		b.err = errors.Join(b.err, err)
+		return err
+	}
+	if b.hidden == nil {
+		b.hidden = map[string]time.Time{}
+	}
+	b.hidden[receiptHandle] = b.clk.Now().Add(d)
+	return nil
+}
+
+func (b *fakeClockBackoff) DeadLetter(ctx context.Context, job queue.Job) error {
+	return b.q.DeadLetter(ctx, job)
+}
+
+// release makes the messages due on the fake clock visible.
+func (b *fakeClockBackoff) release(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clk.Now()
+	for h, due := range b.hidden {
+		if due.After(now) {
+			continue
+		}
+		if err := b.q.ChangeVisibility(ctx, h, 0); err != nil {
+			return err
+		}
+		delete(b.hidden, h)
+	}
+	return nil
+}
+
+// failure returns the failures of ChangeVisibility so far (the handler
+// only logs them).
+func (b *fakeClockBackoff) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
