@@ -95,7 +95,10 @@ func Fingerprint(method, path string, body []byte) string {
 	h.Write([]byte(path))
 	h.Write([]byte{0})
 	withCanonicalJSON(body, func(b []byte) { h.Write(b) })
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], h.Sum(sum[:0]))
+	return string(out[:])
 }
 
 // UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
@@ -163,9 +166,11 @@ func Keep(status int, upstreamCalled bool) bool {
 }
 
 func newToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("lease token: %w", err)
 	}
-	return hex.EncodeToString(b), nil
+	var out [32]byte
+	hex.Encode(out[:], b[:])
+	return string(out[:]), nil
 }

@@ -71,10 +71,43 @@ func emailRule(s string) string {
 	if len(s) > maxEmail {
 		return "must be at most 320 characters"
 	}
+	if plainAddress(s) {
+		return "" // what net/mail accepts as it is, without its allocations
+	}
 	if a, err := mail.ParseAddress(s); err != nil || a.Address != s {
 		return "must be an e-mail address"
 	}
 	return ""
+}
+
+// plainAddress reports whether s is local@domain with both parts ASCII
+// dot-atoms (RFC 5322): the common form, which net/mail accepts unchanged.
+// Anything else (quoted local parts, domain literals, non-ASCII) is left
+// to net/mail.
+func plainAddress(s string) bool {
+	at := strings.IndexByte(s, '@')
+	return at > 0 && dotAtom(s[:at]) && dotAtom(s[at+1:])
+}
+
+// dotAtom reports whether s is atext characters separated by single dots.
+func dotAtom(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		case strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func localeRule(s string) string {

@@ -28,7 +28,9 @@ func EnvironmentOfKey(key string) Environment {
 // HashKey returns the hex SHA-256 under which a key is stored.
 func HashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // KeyHint returns what may be shown of a key: its prefix and last 4 characters.

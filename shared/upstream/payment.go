@@ -48,6 +48,60 @@ type PaymentRequest struct {
 // paymentRequestJSON has PaymentRequest's fields without its methods.
 type paymentRequestJSON PaymentRequest
 
+// paymentRequestWire is what MarshalJSON encodes: PaymentRequest's typed
+// fields, its string maps encoded without reflection (the same bytes
+// encoding/json writes for them, a test keeps it so).
+type paymentRequestWire struct {
+	MerchantAccount          string          `json:"merchantAccount"`
+	Amount                   money.Amount    `json:"amount"`
+	Reference                string          `json:"reference"`
+	ReturnURL                string          `json:"returnUrl"`
+	CountryCode              string          `json:"countryCode,omitempty"`
+	ShopperInteraction       string          `json:"shopperInteraction,omitempty"`
+	RecurringProcessingModel string          `json:"recurringProcessingModel,omitempty"`
+	IndustryUsage            string          `json:"industryUsage,omitempty"`
+	ShopperReference         string          `json:"shopperReference,omitempty"`
+	Splits                   []Split         `json:"splits,omitempty"`
+	Metadata                 sortedStrings   `json:"metadata,omitempty"`
+	AdditionalData           sortedStrings   `json:"additionalData,omitempty"`
+	PaymentMethod            json.RawMessage `json:"paymentMethod"`
+}
+
+func (r PaymentRequest) wire() paymentRequestWire {
+	return paymentRequestWire{
+		MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, ReturnURL: r.ReturnURL,
+		CountryCode: r.CountryCode, ShopperInteraction: r.ShopperInteraction,
+		RecurringProcessingModel: r.RecurringProcessingModel, IndustryUsage: r.IndustryUsage,
+		ShopperReference: r.ShopperReference, Splits: r.Splits, Metadata: r.Metadata,
+		AdditionalData: r.AdditionalData, PaymentMethod: r.PaymentMethod,
+	}
+}
+
+// sortedStrings is a string map encoded as encoding/json encodes one (keys
+// sorted), in one allocation.
+type sortedStrings map[string]string
+
+func (m sortedStrings) MarshalJSON() ([]byte, error) {
+	var stack [16]string
+	keys, size := stack[:0], 2
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 6
+	}
+	slices.Sort(keys)
+	buf := make([]byte, 0, size)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		buf = appendJSONString(buf, m[k])
+	}
+	return append(buf, '}'), nil
+}
+
 // isPaymentRequestField reports whether name is the JSON name of a typed
 // field of PaymentRequest (kept in sync by a test).
 func isPaymentRequestField(name string) bool {
@@ -63,7 +117,7 @@ func isPaymentRequestField(name string) bool {
 // MarshalJSON encodes the typed fields and merges Extra into the same
 // top-level object (Extra keys first, sorted; colliding keys dropped).
 func (r PaymentRequest) MarshalJSON() ([]byte, error) {
-	typed, err := json.Marshal(paymentRequestJSON(r))
+	typed, err := json.Marshal(r.wire())
 	if err != nil || len(r.Extra) == 0 {
 		return typed, err
 	}

@@ -104,6 +104,42 @@ func TestPaymentRequestNoExtraIsPlain(t *testing.T) {
 	}
 }
 
+// The typed part is encoded without reflection for its string maps: the
+// bytes are encoding/json's, every field set, with keys to sort and
+// characters to escape.
+func TestPaymentRequestWireEncodesLikeEncodingJSON(t *testing.T) {
+	typ := reflect.TypeOf(PaymentRequest{})
+	wire := reflect.TypeOf(paymentRequestWire{})
+	if typ.NumField()-1 != wire.NumField() { // Extra is not encoded
+		t.Fatalf("paymentRequestWire has %d fields, PaymentRequest %d typed ones", wire.NumField(), typ.NumField()-1)
+	}
+	for i := range wire.NumField() {
+		if f := typ.Field(i); f.Name != wire.Field(i).Name || f.Tag != wire.Field(i).Tag {
+			t.Fatalf("field %d: %s %q, want %s %q", i, wire.Field(i).Name, wire.Field(i).Tag, f.Name, f.Tag)
+		}
+	}
+	for _, req := range []PaymentRequest{
+		{MerchantAccount: "M", PaymentMethod: json.RawMessage(`{"type":"ideal"}`)},
+		{
+			MerchantAccount: "M", Amount: money.Amount{Value: 1000, Currency: "EUR"}, Reference: "r<&>", ReturnURL: "https://x/?a=1&b=2",
+			CountryCode: "NL", ShopperInteraction: "Ecommerce", RecurringProcessingModel: "CardOnFile", IndustryUsage: "noShow",
+			ShopperReference: "s-1", Splits: []Split{{Account: "A", Amount: &SplitAmount{Value: 1}, Type: "MarketPlace", Reference: "x"}},
+			Metadata:       map[string]string{"zeta": "1", "alpha": "2", "mid": "é\u2028\"<q>\x01"},
+			AdditionalData: map[string]string{"authorisationType": "PreAuth", "b": ""},
+			PaymentMethod:  json.RawMessage(`{"type":"scheme"}`),
+		},
+	} {
+		got, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(paymentRequestJSON(req))
+		if string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+}
+
 // isPaymentRequestField must list exactly the JSON names of the typed fields.
 func TestPaymentRequestFieldListInSync(t *testing.T) {
 	typ := reflect.TypeOf(PaymentRequest{})
