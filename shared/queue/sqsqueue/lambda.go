@@ -97,12 +97,17 @@ func handleRecord(ctx context.Context, q Backoff, h queue.Handler, log *slog.Log
 // It serves local runs against an SQS-compatible endpoint (moto), where no
 // Lambda trigger exists.
 func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
-	handle := LambdaHandler(q, h, log)
+	q.PollLambda(ctx, LambdaHandler(q, h, log), log)
+}
+
+// PollLambda is Poll for any SQS-triggered handler with partial batch
+// failures (another queue's consumer, such as the record updates').
+func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
 	for ctx.Err() == nil {
 		msgs, err := q.receiveRaw(ctx, 10, 10*time.Second)
 		if err != nil {
 			if ctx.Err() == nil {
-				log.ErrorContext(ctx, "deliveries queue: receive failed", "err", err.Error())
+				log.ErrorContext(ctx, "queue: receive failed", "queue", q.url, "err", err.Error())
 				sleep(ctx, time.Second)
 			}
 			continue
@@ -120,7 +125,7 @@ func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
 				continue
 			}
 			if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
-				log.ErrorContext(ctx, "deliveries queue: delete failed", "messageId", m.MessageId, "err", err.Error())
+				log.ErrorContext(ctx, "queue: delete failed", "queue", q.url, "messageId", m.MessageId, "err", err.Error())
 			}
 		}
 	}
