@@ -34,7 +34,7 @@ const (
 	// MaxReceiveCount is the redrive policy's: with Backoff between
 	// receives, about 2.5 hours of attempts before the dead-letter queue.
 	MaxReceiveCount   = 15
-	visibilityTimeout = 60     // 6 x the function's 10 s timeout
+	visibilityTimeout = 180    // 6 x the function's 30 s timeout
 	retentionSeconds  = 345600 // 4 days
 	firstBackoff      = 30 * time.Second
 	maxBackoff        = 15 * time.Minute
