@@ -104,7 +104,8 @@ func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
 // failures (another queue's consumer, such as the record updates').
 func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
 	for ctx.Err() == nil {
-		msgs, err := q.receiveRaw(ctx, 10, 10*time.Second)
+		ev, err := q.ReceiveEvent(ctx, 10, 10*time.Second)
+		msgs := ev.Records
 		if err != nil {
 			if ctx.Err() == nil {
 				log.ErrorContext(ctx, "queue: receive failed", "queue", q.url, "err", err.Error())
@@ -115,7 +116,7 @@ func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, eve
 		if len(msgs) == 0 {
 			continue
 		}
-		resp, _ := handle(context.WithoutCancel(ctx), events.SQSEvent{Records: msgs})
+		resp, _ := handle(context.WithoutCancel(ctx), ev)
 		failed := map[string]bool{}
 		for _, f := range resp.BatchItemFailures {
 			failed[f.ItemIdentifier] = true
@@ -131,11 +132,13 @@ func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, eve
 	}
 }
 
-// receiveRaw receives messages as the Lambda event source passes them.
-func (q *Queue) receiveRaw(ctx context.Context, limit int, wait time.Duration) ([]events.SQSMessage, error) {
+// ReceiveEvent receives up to limit messages of the queue, whatever their
+// body, as the Lambda event source passes them to a function (Poll, and
+// tests that play the event source).
+func (q *Queue) ReceiveEvent(ctx context.Context, limit int, wait time.Duration) (events.SQSEvent, error) {
 	msgs, err := q.Receive(ctx, limit, wait)
 	if err != nil {
-		return nil, err
+		return events.SQSEvent{}, err
 	}
 	out := make([]events.SQSMessage, 0, len(msgs))
 	for _, m := range msgs {
@@ -144,7 +147,7 @@ func (q *Queue) receiveRaw(ctx context.Context, limit int, wait time.Duration) (
 			Attributes: map[string]string{attrReceiveCount: strconv.Itoa(m.ReceiveCount)},
 		})
 	}
-	return out, nil
+	return events.SQSEvent{Records: out}, nil
 }
 
 // sleep waits d or until ctx ends.
