@@ -410,8 +410,8 @@ func TestDeferringAndLosing(t *testing.T) {
 		for _, bad := range []payments.RecordUpdate{
 			{Kind: "bogus", PSPReference: psp},
 			{Kind: payments.UpdateCapture, PSPReference: psp, Modification: "MOD1"}, // no operation reference
-			{Kind: payments.UpdateReversal, PSPReference: psp},                       // no modification
-			{Kind: payments.UpdatePayment, PSPReference: psp},                        // no facts
+			{Kind: payments.UpdateReversal, PSPReference: psp},                      // no modification
+			{Kind: payments.UpdatePayment, PSPReference: psp},                       // no facts
 			{Kind: payments.UpdateSession},
 		} {
 			if err := bad.Validate(); !errors.Is(err, payments.ErrUpdateRefused) {
