@@ -3,10 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,21 +17,8 @@ import (
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/testutil/moto"
+	"github.com/yp/paysvc/shared/testutil/storefault"
 )
-
-// failingWrites fails every payment record write while down is set (the
-// table refuses writes; reads still work).
-type failingWrites struct {
-	payments.Store
-	down atomic.Bool
-}
-
-func (s *failingWrites) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
-	if s.down.Load() {
-		return errors.New("injected: the table refuses writes")
-	}
-	return s.Store.SavePayment(ctx, p, prev)
-}
 
 // consumer plays what applies deferred record updates: attempt makes one
 // attempt at every update kept and reports how many were kept and how
@@ -121,7 +106,7 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 			name = "dynamo"
 		}
 		t.Run(name, func(t *testing.T) {
-			fw := &failingWrites{}
+			fw := &storefault.Payments{}
 			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn, WrapPayments: func(s payments.Store) payments.Store {
 				fw.Store = s
 				return fw
@@ -154,7 +139,7 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 			// reservation is saved, nothing after the answer is.
 			e.Upstream.Inject(func(path string) testenv.Fault {
 				if strings.HasSuffix(path, "/captures") {
-					fw.down.Store(true)
+					fw.Down.Store(true)
 				}
 				return testenv.Fault{}
 			})
@@ -184,7 +169,7 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 				}
 			}
 			// The store recovers: the update lands, once.
-			fw.down.Store(false)
+			fw.Down.Store(false)
 			if kept, applied := c.attempt(t); kept != 1 || applied != 1 {
 				t.Fatalf("after recovery: %d kept, %d applied; want 1 and 1", kept, applied)
 			}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/recordupdates"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/storefault"
 )
 
 var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -75,21 +75,6 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 }
 
-// flaky fails every payment record write while down, and counts them.
-type flaky struct {
-	payments.Store
-	down   atomic.Bool
-	writes atomic.Int64
-}
-
-func (f *flaky) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
-	f.writes.Add(1)
-	if f.down.Load() {
-		return errors.New("injected: store down")
-	}
-	return f.Store.SavePayment(ctx, p, prev)
-}
-
 // openStore opens the embedded store at path with the reserved capture of
 // 400 on an authorised payment of 1000 (when seed).
 func openStore(t *testing.T, path string, clk clock.Clock, seed bool) *embedded.Store {
@@ -119,8 +104,8 @@ func TestLocalRetriesUntilItLands(t *testing.T) {
 	clk := clock.NewFake(t0)
 	st := openStore(t, filepath.Join(t.TempDir(), "paysvc.db"), clk, true)
 	defer st.Close()
-	fl := &flaky{Store: st}
-	fl.down.Store(true)
+	fl := &storefault.Payments{Store: st}
+	fl.Down.Store(true)
 	var logs bytes.Buffer
 	l := recordupdates.NewLocal(st, fl, clk, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err := l.Defer(ctx, capture()); err != nil {
@@ -134,17 +119,17 @@ func TestLocalRetriesUntilItLands(t *testing.T) {
 		}
 	}
 	run(0, 1) // first attempt: the store refuses
-	tried := fl.writes.Load()
+	tried := fl.Writes.Load()
 	run(0, 1) // not due yet (1 s backoff): not tried
-	if fl.writes.Load() != tried {
+	if fl.Writes.Load() != tried {
 		t.Fatal("tried again before its backoff passed")
 	}
 	clk.Advance(time.Second)
 	run(0, 1) // second attempt, refused; the next waits 2 s
-	if fl.writes.Load() == tried {
+	if fl.Writes.Load() == tried {
 		t.Fatal("not tried again once due")
 	}
-	fl.down.Store(false)
+	fl.Down.Store(false)
 	clk.Advance(time.Second)
 	run(0, 1) // still waiting
 	clk.Advance(time.Second)

@@ -40,24 +40,30 @@ const attrReceiveCount = "ApproximateReceiveCount"
 // moves it to the dead-letter queue.
 func LambdaHandler(q Backoff, h queue.Handler, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		failed := make([]bool, len(ev.Records))
-		var wg sync.WaitGroup
-		for i, rec := range ev.Records {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				failed[i] = !handleRecord(ctx, q, h, log, rec)
-			}()
-		}
-		wg.Wait()
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for i, f := range failed {
-			if f {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-			}
-		}
-		return resp, nil
+		return Batch(ctx, ev, func(ctx context.Context, rec events.SQSMessage) bool {
+			return handleRecord(ctx, q, h, log, rec)
+		}), nil
 	}
+}
+
+// Batch runs done on every message of an SQS batch concurrently (one slow
+// message does not hold the others back) and returns the partial batch
+// response of ReportBatchItemFailures: the messages done reported false
+// for, which SQS delivers again; the others Lambda deletes.
+func Batch(ctx context.Context, ev events.SQSEvent, done func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		wg.Go(func() { failed[i] = !done(ctx, rec) })
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp
 }
 
 // handleRecord processes one message and reports whether it may be deleted.

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -107,19 +106,9 @@ func (q *Queue) deadLetter(ctx context.Context, body string) error {
 //     that send fails: the redrive policy moves it later).
 func (q *Queue) LambdaHandler(st payments.Store, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		failed := make([]bool, len(ev.Records))
-		var wg sync.WaitGroup
-		for i, rec := range ev.Records {
-			wg.Go(func() { failed[i] = !q.apply(ctx, st, log, rec) })
-		}
-		wg.Wait()
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for i, f := range failed {
-			if f {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-			}
-		}
-		return resp, nil
+		return sqsqueue.Batch(ctx, ev, func(ctx context.Context, rec events.SQSMessage) bool {
+			return q.apply(ctx, st, log, rec)
+		}), nil
 	}
 }
 

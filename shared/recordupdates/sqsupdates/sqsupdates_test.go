@@ -3,12 +3,10 @@ package sqsupdates_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/testutil/moto"
+	"github.com/yp/paysvc/shared/testutil/storefault"
 )
 
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
@@ -31,19 +30,6 @@ func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 const psp = "PSPRECORDUPDATE1"
-
-// downable fails every payment record write while down.
-type downable struct {
-	payments.Store
-	down atomic.Bool
-}
-
-func (d *downable) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
-	if d.down.Load() {
-		return errors.New("injected: table down")
-	}
-	return d.Store.SavePayment(ctx, p, prev)
-}
 
 // env is the record updates queue and its DLQ on moto, and payment records
 // (the embedded store: the handler only needs the port) with one
@@ -53,7 +39,7 @@ type env struct {
 	url, dlq string
 	q        *sqsupdates.Queue
 	raw      *sqsqueue.Queue
-	store    *downable
+	store    *storefault.Payments
 	logs     *bytes.Buffer
 }
 
@@ -82,7 +68,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	return &env{client: client, url: url, dlq: dlq, q: sqsupdates.New(client, url, dlq), raw: sqsqueue.New(client, url, dlq),
-		store: &downable{Store: st}, logs: &bytes.Buffer{}}
+		store: &storefault.Payments{Store: st}, logs: &bytes.Buffer{}}
 }
 
 // invoke receives the queue's messages as the trigger passes them and runs
@@ -119,7 +105,7 @@ func TestHandlerRetriesWhileTheTableFails(t *testing.T) {
 	if err := e.q.Defer(ctx, captureUpdate()); err != nil {
 		t.Fatal(err)
 	}
-	e.store.down.Store(true)
+	e.store.Down.Store(true)
 	ev, failed := e.invoke(t)
 	if len(ev.Records) != 1 || !failed[ev.Records[0].MessageId] {
 		t.Fatalf("while the table fails: %d messages, failed %v; want the one reported", len(ev.Records), failed)
@@ -137,7 +123,7 @@ func TestHandlerRetriesWhileTheTableFails(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e.store.down.Store(false)
+	e.store.Down.Store(false)
 	ev, failed = e.invoke(t)
 	if len(ev.Records) != 1 || len(failed) != 0 || ev.Records[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("after recovery: %+v, failed %v", ev.Records, failed)
