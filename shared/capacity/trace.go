@@ -504,7 +504,7 @@ func (r *replay) details(s, i int) error {
 		return err
 	}
 	r.meter.Get(v1)       // SubmitDetails: ownership
-	r.meter.FailedPut(v1) // recordPayment: the create-only write finds the record
+	r.meter.FailedPut(v1) // recordResult: the create-only write finds the record
 	r.meter.Get(v1)       // Mutate: read
 	r.meter.Put(v1, v2)   // Mutate: write
 	code := "Authorised"
