@@ -351,8 +351,8 @@ func TestDeferredPaymentResult(t *testing.T) {
 		f.applyUpdate(u)
 		f.applyUpdate(u)
 		f.check(want{payments.StateAuthorised, 1000, 0, 0, notes})
-		// (A record the notification created keeps its own facts: only a
-		// new record is made from the call's.)
+		// (Which of the call's facts a record the notification created
+		// takes is the merge's rule, tested with the notifications.)
 		if p := f.payment(); apiEntries(p, "payment") != 1 || p.Reference != "order-1" ||
 			(!notifiedFirst && p.AuthorisationType != payments.AuthorisationPreAuth) {
 			t.Fatalf("notified first %v: %d payment entries, record %+v", notifiedFirst, apiEntries(p, "payment"), p)
