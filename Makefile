@@ -1,6 +1,6 @@
 # paysvc developer entry points. Uses `go` from PATH; no Docker needed.
 #
-#   make build          all six Lambda bootstraps for arm64 -> bin/<name>/bootstrap
+#   make build          every Lambda bootstrap for arm64 -> bin/<name>/bootstrap
 #   make build-amd64    the same for x86_64               -> bin/amd64/<name>/bootstrap
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash .ci/test.sh
@@ -19,7 +19,7 @@ GO ?= go
 BIN ?= bin
 
 # Lambda function logical id -> Go main package under ./functions
-FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher
+FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher recordupdates
 
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
@@ -27,7 +27,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 .PHONY: all build build-amd64 run test lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
-	build-NotificationsFunction build-WebhookDispatcherFunction check-artifacts-dir
+	build-NotificationsFunction build-WebhookDispatcherFunction build-RecordUpdatesFunction check-artifacts-dir
 
 all: build
 
@@ -65,6 +65,9 @@ build-NotificationsFunction: check-artifacts-dir
 
 build-WebhookDispatcherFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/dispatcher
+
+build-RecordUpdatesFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/recordupdates
 
 # --- local builds ----------------------------------------------------------------
 

@@ -147,27 +147,54 @@ def notification_event(n, item, *, sign=True):
     )
 
 
-def sqs_event():
+def sqs_records(bodies, queue, sender, id_base):
+    """An SQS event of (body, receive count) messages as the Lambda trigger passes them."""
     records = []
-    for i, (delivery, attempt) in enumerate([("dlv_01JDEMO0000000000000000001", 1), ("dlv_01JDEMO0000000000000000002", 1), ("dlv_01JDEMO0000000000000000003", 3)], start=1):
-        body = json.dumps({"deliveryId": delivery, "attempt": attempt}, separators=(",", ":"))
+    for i, (body, receives) in enumerate(bodies, start=1):
         records.append({
-            "messageId": f"059f36b4-87a3-44ab-83d2-66197510{i:04d}",
+            "messageId": f"{id_base}{i:04d}",
             "receiptHandle": f"AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a{i:02d}demoReceiptHandle",
             "body": body,
             "attributes": {
-                "ApproximateReceiveCount": str(attempt),
+                "ApproximateReceiveCount": str(receives),
                 "SentTimestamp": str(REQUEST_TIME_EPOCH + i),
-                "SenderId": "AROAEXAMPLEID:paysvc-test-NotificationsFunction",
+                "SenderId": f"AROAEXAMPLEID:paysvc-test-{sender}",
                 "ApproximateFirstReceiveTimestamp": str(REQUEST_TIME_EPOCH + 1000 + i),
             },
             "messageAttributes": {},
             "md5OfBody": hashlib.md5(body.encode()).hexdigest(),
             "eventSource": "aws:sqs",
-            "eventSourceARN": f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:paysvc-test-DeliveriesQueue-1A2B3C4D5E6F",
+            "eventSourceARN": f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:paysvc-test-{queue}-1A2B3C4D5E6F",
             "awsRegion": REGION,
         })
     return {"Records": records}
+
+
+def compact(v):
+    return json.dumps(v, separators=(",", ":"))
+
+
+def sqs_event():
+    jobs = [("dlv_01JDEMO0000000000000000001", 1), ("dlv_01JDEMO0000000000000000002", 1), ("dlv_01JDEMO0000000000000000003", 3)]
+    return sqs_records([(compact({"deliveryId": d, "attempt": a}), a) for d, a in jobs],
+                       "DeliveriesQueue", "NotificationsFunction", "059f36b4-87a3-44ab-83d2-66197510")
+
+
+def record_updates_event():
+    """Two record updates the API functions deferred (shared/recordupdates
+    message format, version 1): the demo payment's /payments answer
+    (Authorised; creates or completes its record) and a session record."""
+    at = "2025-11-23T10:00:00Z"
+    payment = {"v": 1, "kind": "payment", "pspReference": PSP_REFERENCE, "status": "Authorised",
+               "payment": {"merchantId": MERCHANT_ID, "siteId": SITE_ID, "reference": "order-1002", "amount": AMOUNT,
+                           "authorisationType": "PreAuth", "captureMode": "manual", "paymentMethod": "visa"},
+               "at": at}
+    session = {"v": 1, "kind": "session",
+               "session": {"id": "CSDEMO0000000001", "merchantId": MERCHANT_ID, "siteId": SITE_ID, "reference": "order-1003",
+                           "amount": AMOUNT, "createdAt": at, "expiresAt": "2025-12-23T10:00:00Z"},
+               "at": at}
+    return sqs_records([(compact(payment), 1), (compact(session), 2)],
+                       "RecordUpdatesQueue", "ModificationsFunction", "7a1e0c2d-5b3f-4e6a-9c8d-21f0a7b3")
 
 
 AMOUNT = {"value": 1000, "currency": "EUR"}
@@ -308,6 +335,7 @@ EVENTS = {
         "success": "true",
     }, sign=False)),
     "sqs-deliveries.json": ("WebhookDispatcherFunction", sqs_event()),
+    "sqs-record-updates.json": ("RecordUpdatesFunction", record_updates_event()),
 }
 
 

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -31,6 +32,7 @@ import (
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -100,11 +102,14 @@ type lambdaEnv struct {
 	sqs       *sqs.Client
 	queueURL  string
 	dlqURL    string
-	sim       *simulator.Simulator
-	simURL    string
-	daemon    *xrayDaemon
-	webhooks  *webhookReceiver
-	aws       *awsRecorder // each function's AWS calls, checked against its IAM role
+	// the record updates queue and its DLQ
+	updatesURL    string
+	updatesDLQURL string
+	sim           *simulator.Simulator
+	simURL        string
+	daemon        *xrayDaemon
+	webhooks      *webhookReceiver
+	aws           *awsRecorder // each function's AWS calls, checked against its IAM role
 	// secrets that must never appear in any log
 	secrets map[string]string
 
@@ -149,8 +154,12 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.updatesURL, e.updatesDLQURL, err = sqsupdates.CreateQueues(ctx, e.sqs, e.table+"-record-updates")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		for _, u := range []string{e.queueURL, e.dlqURL} {
+		for _, u := range []string{e.queueURL, e.dlqURL, e.updatesURL, e.updatesDLQURL} {
 			_, _ = e.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	})
@@ -237,6 +246,9 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		"PAYSVC_RATE_BURST":          "200",
 		"PAYSVC_QUEUE_URL":           e.queueURL,
 		"PAYSVC_DLQ_URL":             e.dlqURL,
+
+		"PAYSVC_RECORD_UPDATES_QUEUE_URL": e.updatesURL,
+		"PAYSVC_RECORD_UPDATES_DLQ_URL":   e.updatesDLQURL,
 	}
 	tpl := loadTemplate(t)
 	fn, ok := tpl.functions()[logicalID]
@@ -482,6 +494,7 @@ var lambdaSteps = []struct {
 	{"refunds", (*lambdaRun).refunds},
 	{"lookups", (*lambdaRun).lookups},
 	{"webhooks", (*lambdaRun).webhooks},
+	{"record-updates", (*lambdaRun).recordUpdates},
 	{"init-duration", (*lambdaRun).initDuration},
 	{"contract", (*lambdaRun).contract},
 	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
@@ -859,6 +872,68 @@ func (r *lambdaRun) dispatcher(t *testing.T) {
 	}
 }
 
+// recordUpdates: the record updates function applies the sample batch (the
+// demo payment's answer, a session record) without a failure, once however
+// often it comes; a message that can never apply goes to its DLQ, not back
+// to the queue.
+func (r *lambdaRun) recordUpdates(t *testing.T) {
+	f := r.need(t, "RecordUpdatesFunction")
+	batch := func(raw []byte) []string {
+		t.Helper()
+		payload, _ := f.invokeRaw(t, raw)
+		var resp struct {
+			BatchItemFailures []struct {
+				ItemIdentifier string `json:"itemIdentifier"`
+			} `json:"batchItemFailures"`
+		}
+		if err := json.Unmarshal(payload, &resp); err != nil || resp.BatchItemFailures == nil {
+			t.Fatalf("record updates answer %s (%v), want a batch response", payload, err)
+		}
+		var failed []string
+		for _, x := range resp.BatchItemFailures {
+			failed = append(failed, x.ItemIdentifier)
+		}
+		return failed
+	}
+	lookup := func() map[string]any {
+		t.Helper()
+		return wantStatus(t, r.record(r.need(t, "LookupsFunction").invoke(t, sampleEvent(t, "payment-lookup"))), http.StatusOK)
+	}
+	for range 2 { // applying it again changes nothing
+		if failed := batch(sampleEvent(t, "sqs-record-updates")); len(failed) != 0 {
+			t.Fatalf("sample batch: failed %v", failed)
+		}
+		b := lookup()
+		// Recorded once; an API answer never downgrades what the
+		// notifications recorded.
+		if tl := timeline(b); strings.Count(tl, "payment") != 1 || (r.fns["NotificationsFunction"] != nil && b["state"] != "Captured") {
+			t.Fatalf("the sample payment after its deferred answer: state %v, timeline %q", b["state"], tl)
+		}
+	}
+	// The sample session expired long ago (GetSession hides it): its item.
+	item, err := moto.DynamoClient(t, r.e.endpoint).GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(r.e.table),
+		Key: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "SESSION#CSDEMO0000000001"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "META"},
+		},
+	})
+	if err != nil || len(item.Item) == 0 {
+		t.Fatalf("the sample session record: %v, %v", item, err)
+	}
+	malformed := editEvent(t, sampleEvent(t, "sqs-record-updates"), func(ev map[string]any) {
+		rec := ev["Records"].([]any)[0].(map[string]any)
+		rec["body"] = `{"v":1,"kind":"capture"}`
+		ev["Records"] = []any{rec}
+	})
+	if failed := batch(malformed); len(failed) != 0 {
+		t.Fatalf("a malformed update is dead-lettered, not retried: failed %v", failed)
+	}
+	res, err := r.e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.e.updatesDLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil || len(res.Messages) != 1 || aws.ToString(res.Messages[0].Body) != `{"v":1,"kind":"capture"}` {
+		t.Fatalf("record updates DLQ: %+v, %v", res, err)
+	}
+}
+
 func (r *lambdaRun) initDuration(t *testing.T) {
 	for id, f := range r.fns {
 		if d := f.h.InitDuration(); d <= 0 {
@@ -940,7 +1015,7 @@ func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
 			}
 		}
 		reqs := emfLines(f.h.Logs(), "Requests")
-		if len(reqs) == 0 && id != "WebhookDispatcherFunction" {
+		if len(reqs) == 0 && !sqsTriggered[id] {
 			t.Errorf("%s: no EMF Requests metric", id)
 		}
 		for _, m := range reqs {

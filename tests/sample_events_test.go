@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/yp/paysvc/shared/recordupdates"
 )
 
 // Documented in events/README.md.
@@ -217,46 +219,64 @@ func TestSampleNotificationSignatures(t *testing.T) {
 	}
 }
 
-func TestSampleSQSEvent(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "events", "sqs-deliveries.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev struct {
-		Records []struct {
-			MessageID      string            `json:"messageId"`
-			ReceiptHandle  string            `json:"receiptHandle"`
-			Body           string            `json:"body"`
-			MD5OfBody      string            `json:"md5OfBody"`
-			EventSource    string            `json:"eventSource"`
-			EventSourceARN string            `json:"eventSourceARN"`
-			Attributes     map[string]string `json:"attributes"`
-		} `json:"Records"`
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(ev.Records); n < 2 || n > 10 {
-		t.Fatalf("%d records, want 2..10 (batch size 10)", n)
-	}
-	seen := map[string]bool{}
-	for i, r := range ev.Records {
-		if r.EventSource != "aws:sqs" || r.MessageID == "" || r.ReceiptHandle == "" || seen[r.MessageID] {
-			t.Errorf("record %d: bad source/ids: %+v", i, r)
+// TestSampleSQSEvents: the SQS samples are batches as the trigger passes
+// them, each body a message of its queue: delivery jobs, record updates.
+func TestSampleSQSEvents(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		body func(string) error
+	}{
+		{"sqs-deliveries.json", func(body string) error {
+			var job struct {
+				DeliveryID string `json:"deliveryId"`
+				Attempt    int    `json:"attempt"`
+			}
+			if err := json.Unmarshal([]byte(body), &job); err != nil || !strings.HasPrefix(job.DeliveryID, "dlv_") || job.Attempt < 1 {
+				return fmt.Errorf("not a delivery job (%v)", err)
+			}
+			return nil
+		}},
+		{"sqs-record-updates.json", func(body string) error {
+			_, err := recordupdates.Decode([]byte(body))
+			return err
+		}},
+	} {
+		raw, err := os.ReadFile(filepath.Join(repoRoot, "events", tc.file))
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[r.MessageID] = true
-		if sum := md5.Sum([]byte(r.Body)); hex.EncodeToString(sum[:]) != r.MD5OfBody {
-			t.Errorf("record %d: md5OfBody does not match the body", i)
+		var ev struct {
+			Records []struct {
+				MessageID      string            `json:"messageId"`
+				ReceiptHandle  string            `json:"receiptHandle"`
+				Body           string            `json:"body"`
+				MD5OfBody      string            `json:"md5OfBody"`
+				EventSource    string            `json:"eventSource"`
+				EventSourceARN string            `json:"eventSourceARN"`
+				Attributes     map[string]string `json:"attributes"`
+			} `json:"Records"`
 		}
-		var job struct {
-			DeliveryID string `json:"deliveryId"`
-			Attempt    int    `json:"attempt"`
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
 		}
-		if err := json.Unmarshal([]byte(r.Body), &job); err != nil || !strings.HasPrefix(job.DeliveryID, "dlv_") || job.Attempt < 1 {
-			t.Errorf("record %d: body %q is not a delivery job (%v)", i, r.Body, err)
+		if n := len(ev.Records); n < 2 || n > 10 {
+			t.Fatalf("%s: %d records, want 2..10 (batch size 10)", tc.file, n)
 		}
-		if r.Attributes["ApproximateReceiveCount"] == "" {
-			t.Errorf("record %d: no ApproximateReceiveCount", i)
+		seen := map[string]bool{}
+		for i, r := range ev.Records {
+			if r.EventSource != "aws:sqs" || r.MessageID == "" || r.ReceiptHandle == "" || seen[r.MessageID] {
+				t.Errorf("%s record %d: bad source/ids: %+v", tc.file, i, r)
+			}
+			seen[r.MessageID] = true
+			if sum := md5.Sum([]byte(r.Body)); hex.EncodeToString(sum[:]) != r.MD5OfBody {
+				t.Errorf("%s record %d: md5OfBody does not match the body", tc.file, i)
+			}
+			if err := tc.body(r.Body); err != nil {
+				t.Errorf("%s record %d: body %q: %v", tc.file, i, r.Body, err)
+			}
+			if r.Attributes["ApproximateReceiveCount"] == "" {
+				t.Errorf("%s record %d: no ApproximateReceiveCount", tc.file, i)
+			}
 		}
 	}
 }

@@ -55,6 +55,7 @@ func functionNeeds() map[string][]string {
 		"ModificationsFunction":     upstreamCaller,
 		"NotificationsFunction":     append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_QUEUE_URL"),
 		"WebhookDispatcherFunction": append(base[:len(base):len(base)], "PAYSVC_QUEUE_URL", "PAYSVC_DLQ_URL"),
+		"RecordUpdatesFunction":     append(base[:len(base):len(base)], "PAYSVC_RECORD_UPDATES_QUEUE_URL", "PAYSVC_RECORD_UPDATES_DLQ_URL"),
 	}
 }
 

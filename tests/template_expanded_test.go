@@ -154,6 +154,7 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 		"ModificationsFunction":     {"ApiServerErrorRateAlarm", "ModificationsErrorsAlarm"},
 		"NotificationsFunction":     {"ApiServerErrorRateAlarm", "NotificationsErrorsAlarm", "Notification401RateAlarm"},
 		"WebhookDispatcherFunction": {"WebhookDispatcherErrorsAlarm"},
+		"RecordUpdatesFunction":     {"RecordUpdatesErrorsAlarm"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,8 +194,9 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 				}
 			}
 			for id, m := range exp.ofType("AWS::Lambda::EventSourceMapping") {
-				if got := jsonText(m.Properties["FunctionName"]); got != `{"Ref":"`+aliasRef("WebhookDispatcherFunction")+`"}` {
-					t.Errorf("%s: the SQS trigger invokes %s, want the live alias", id, got)
+				fn, _, _ := strings.Cut(id, "Function")
+				if got := jsonText(m.Properties["FunctionName"]); got != `{"Ref":"`+aliasRef(fn+"Function")+`"}` {
+					t.Errorf("%s: the SQS trigger invokes %s, want %s's live alias", id, got, fn+"Function")
 				}
 			}
 			for id, p := range exp.ofType("AWS::Lambda::Permission") {
@@ -231,16 +233,21 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 // TestTemplateDispatcherConcurrencyIsCapped: the dispatcher can never take
 // more than DispatcherConcurrency instances (SQS MaximumConcurrency), and a
 // reservation, when set, is at least that (else the poller is throttled).
+// The record updates function is capped too, at a fixed few.
 func TestTemplateDispatcherConcurrencyIsCapped(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	maps := exp.ofType("AWS::Lambda::EventSourceMapping")
-	if len(maps) != 1 {
-		t.Fatalf("event source mappings: %v, want the dispatcher's only", maps)
+	want := map[string]string{
+		"WebhookDispatcherFunctionDeliveries": `{"Ref":"DispatcherConcurrency"}`,
+		"RecordUpdatesFunctionRecordUpdates":  `5`,
+	}
+	if len(maps) != len(want) {
+		t.Fatalf("event source mappings: %v, want the dispatcher's and the record updates function's", maps)
 	}
 	for id, m := range maps {
 		sc, _ := m.Properties["ScalingConfig"].(map[string]any)
-		if jsonText(sc["MaximumConcurrency"]) != `{"Ref":"DispatcherConcurrency"}` {
-			t.Errorf("%s: ScalingConfig %v, want MaximumConcurrency = DispatcherConcurrency", id, sc)
+		if w, ok := want[id]; !ok || jsonText(sc["MaximumConcurrency"]) != w {
+			t.Errorf("%s: ScalingConfig %v, want MaximumConcurrency = %s", id, sc, w)
 		}
 	}
 	fn := exp.Resources["WebhookDispatcherFunction"]

@@ -178,6 +178,8 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 		`{"Fn::Sub":"${PaymentsTable.Arn}/index/gsi1"}`: e.table + "/index/gsi1",
 		`{"Fn::GetAtt":["DeliveriesQueue","Arn"]}`:      e.queueURL,
 		`{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}`:        e.dlqURL,
+		`{"Fn::GetAtt":["RecordUpdatesQueue","Arn"]}`:   e.updatesURL,
+		`{"Fn::GetAtt":["RecordUpdatesDLQ","Arn"]}`:     e.updatesDLQURL,
 		`{"Ref":"UpstreamSecretArn"}`:                   e.secretARN,
 	}
 	r.mu.Lock()

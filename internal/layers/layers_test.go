@@ -53,6 +53,7 @@ var layerOf = map[string]int{
 	"shared/store":                adapter,
 	"shared/queue/sqsqueue":       adapter,
 	"shared/queue/localqueue":     adapter,
+	"shared/recordupdates":        adapter, // the PendingUpdates adapters: the embedded store's bucket, SQS (sqsupdates)
 	"shared/upstream/simulator":   adapter,
 	"shared/client":               adapter,
 	"shared/eventreplay":          adapter,

@@ -17,6 +17,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -29,6 +30,8 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/recordupdates"
+	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
@@ -63,8 +66,11 @@ type Stores struct {
 	DeliveryPages lookup.Deliveries
 	// Outbox writes a notification item and its delivery jobs in one
 	// transaction (embedded store only: its jobs are the local queue's).
-	Outbox  notifications.Outbox
-	closeFn func() error
+	Outbox notifications.Outbox
+	// RecordUpdates keeps the record updates the API deferred (embedded
+	// store only; SQS keeps them in AWS).
+	RecordUpdates recordupdates.Store
+	closeFn       func() error
 }
 
 // History is the store of merchants' event histories: written by the
@@ -132,7 +138,7 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 			return nil, err
 		}
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
-			History: st, DeliveryPages: st, Outbox: st, closeFn: st.Close}, nil
+			History: st, DeliveryPages: st, Outbox: st, RecordUpdates: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -167,6 +173,12 @@ type App struct {
 	Tracer  *tracing.Tracer
 
 	dynamoOpts []dynamo.Option // WithDynamoOptions
+	// Pending keeps the record updates the payments service could not
+	// apply (docs/payments.md). LocalUpdates is set when they are kept in
+	// the embedded store: whoever serves the API runs it (the local
+	// server); nil with SQS, whose consumer is the record updates function.
+	Pending      payments.PendingUpdates
+	LocalUpdates *recordupdates.Local
 }
 
 // Option configures New.
@@ -212,11 +224,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	}
 	up := upstream.New(upstream.Config{BaseURL: cfg.UpstreamURL, APIKey: secrets.APIKey, Timeout: cfg.UpstreamTimeout,
 		HTTPClient: a.upstreamHTTPClient()})
+	if err := a.openPending(ctx, stores); err != nil {
+		_ = stores.Close()
+		return nil, err
+	}
+	svc := payments.NewService(stores.Payments, up, clk, log).DeferUpdatesTo(a.Pending)
+	if a.Metrics != nil {
+		svc.CountRecordUpdates(a.Metrics)
+	}
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
 		Limiter:  ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
 		Idem:     idempotency.New(stores.Idem, clk, 0, 0, log),
-		Payments: payments.NewService(stores.Payments, up, clk, log),
+		Payments: svc,
 		Lookup:   lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
 		Log:      log,
 		Clock:    clk,
@@ -229,6 +249,26 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	}
 	a.Stores, a.Secrets, a.Deps = stores, secrets, d
 	return a, nil
+}
+
+// openPending sets a.Pending: the record updates queue (SQS) when
+// PAYSVC_RECORD_UPDATES_QUEUE_URL is set, else the embedded store's
+// bucket (Local), else none (a DynamoDB store without the queue: an update
+// the API cannot apply is lost, as the log and RecordUpdatesLost say).
+func (a *App) openPending(ctx context.Context, stores *Stores) error {
+	switch {
+	case a.Config.RecordUpdatesURL != "":
+		ac, err := AWSConfig(ctx)
+		if err != nil {
+			return err
+		}
+		a.Tracer.InstrumentAWS(&ac)
+		a.Pending = sqsupdates.New(sqs.NewFromConfig(ac), a.Config.RecordUpdatesURL, a.Config.RecordUpdatesDLQURL)
+	case stores.RecordUpdates != nil:
+		a.LocalUpdates = recordupdates.NewLocal(stores.RecordUpdates, stores.Payments, a.Clock, a.Log)
+		a.Pending = a.LocalUpdates
+	}
+	return nil
 }
 
 // upstreamHTTPClient is the upstream client's HTTP client with metrics,

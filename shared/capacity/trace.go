@@ -526,7 +526,7 @@ func (r *replay) details(s, i int) error {
 	if err := r.readPayment(v1); err != nil { // SubmitDetails: ownership
 		return err
 	}
-	if err := r.failedCreate(v1, v2); err != nil { // recordPayment: the create-only write finds the record
+	if err := r.failedCreate(v1, v2); err != nil { // recordResult: the create-only write finds the record
 		return err
 	}
 	if err := r.readPayment(v1); err != nil { // Mutate: read

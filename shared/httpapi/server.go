@@ -305,9 +305,10 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 }
 
 // awaitRecords waits for the record writes the handler started after the
-// upstream answered. Their failure does not change the answer (the
-// upstream has acted; its notification reconciles the record), so it is
-// logged here.
+// upstream answered. One the store refused was deferred (applied later,
+// docs/payments.md); one that could not even be deferred is lost: that
+// does not change the answer (the upstream has acted; its notification
+// reconciles the record), so it is logged here.
 func (d *Deps) awaitRecords(ctx context.Context, rt Route, c *Call) {
 	if err := c.Wait(); err != nil {
 		d.Log.ErrorContext(ctx, "record write after the upstream answered failed; the upstream's notification reconciles it",

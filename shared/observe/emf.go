@@ -19,6 +19,9 @@
 //	WebhookDeliveries, WebhookFailures [Count]    per webhook delivery attempt
 //	WebhookLatency [Milliseconds], WebhookAttempt [None], WebhookExhausted [Count]
 //	ColdStarts [Count], InitDuration [Milliseconds] once per execution environment
+//	RecordUpdatesDeferred, RecordUpdatesLost [Count] per record update after an
+//	                                              upstream answer the request could not
+//	                                              apply: deferred, or lost (not deferred either)
 //
 // Every method is safe for concurrent use and on a nil *Metrics (a no-op),
 // so code paths that run without metrics need no checks.
@@ -60,6 +63,8 @@ const (
 	MetricWebhookExhausted  = "WebhookExhausted"
 	MetricColdStarts        = "ColdStarts"
 	MetricInitDuration      = "InitDuration"
+	MetricRecordDeferred    = "RecordUpdatesDeferred"
+	MetricRecordLost        = "RecordUpdatesLost"
 )
 
 // CloudWatch units used here.
@@ -278,6 +283,29 @@ func (m *Metrics) ColdStart(initDuration time.Duration) {
 		metrics: []metric{
 			{MetricColdStarts, UnitCount, 1},
 			{MetricInitDuration, UnitMilliseconds, ms(initDuration)},
+		},
+	})
+}
+
+// RecordUpdateDeferred records a record update after an upstream answer
+// that the request could not apply and handed to the pending updates (it
+// implements payments.RecordMetrics); kind is the update's kind.
+func (m *Metrics) RecordUpdateDeferred(kind string) { m.recordUpdate(kind, false) }
+
+// RecordUpdateLost records a record update that could neither be applied
+// nor deferred: the record waits for the upstream's notification. The
+// template's RecordUpdatesLostAlarm fires on it.
+func (m *Metrics) RecordUpdateLost(kind string) { m.recordUpdate(kind, true) }
+
+func (m *Metrics) recordUpdate(kind string, lost bool) {
+	if m == nil {
+		return
+	}
+	m.emit(map[string]any{"update": kind}, directive{
+		dims: [][]string{with()},
+		metrics: []metric{
+			{MetricRecordDeferred, UnitCount, flag(!lost)},
+			{MetricRecordLost, UnitCount, flag(lost)},
 		},
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/observe"
+	"github.com/yp/paysvc/shared/payments"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -299,8 +300,35 @@ func TestColdStart(t *testing.T) {
 	}
 }
 
+// TestRecordUpdates: a deferred and a lost record update, each counted
+// under the template's dimension set, the other metric 0.
+func TestRecordUpdates(t *testing.T) {
+	var out bytes.Buffer
+	m := observe.New(&out, "fn", clock.NewFake(t0))
+	m.RecordUpdateDeferred("capture")
+	m.RecordUpdateLost("refund")
+	ds := docs(t, out.String())
+	if len(ds) != 2 {
+		t.Fatalf("%d documents", len(ds))
+	}
+	for i, want := range []struct {
+		update         string
+		deferred, lost float64
+	}{{"capture", 1, 0}, {"refund", 0, 1}} {
+		d, sets := ds[i].value("RecordUpdatesDeferred")
+		l, _ := ds[i].value("RecordUpdatesLost")
+		if d != want.deferred || l != want.lost || ds[i].raw["update"] != want.update || !hasSet(sets, "Service", "Function") {
+			t.Errorf("document %d: deferred %v lost %v update %v sets %v; want %+v", i, d, l, ds[i].raw["update"], sets, want)
+		}
+	}
+}
+
+var _ payments.RecordMetrics = (*observe.Metrics)(nil)
+
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *observe.Metrics
+	m.RecordUpdateDeferred("capture")
+	m.RecordUpdateLost("capture")
 	m.Request("config", 200, "", time.Millisecond)
 	m.Upstream("POST /payments", 200, false, time.Millisecond)
 	m.WebhookDelivery(observe.WebhookDelivery{Attempt: 1})

@@ -3,12 +3,10 @@ package payments
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -60,29 +58,20 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
-	record := func() Payment {
-		return Payment{
-			MerchantID: m.ID, SiteID: site.ID, Reference: ref, Source: SourceAdvanced,
-			Amount: in.Amount, ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
-			StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
-			CreatedAt: s.clock.Now(),
-		}
+	facts := PaymentFacts{
+		MerchantID: m.ID, SiteID: site.ID, Reference: ref, Amount: in.Amount,
+		ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
+		StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
 	}
 	switch {
 	case resp.PSPReference != "":
-		c.record(ctx, func(ctx context.Context) error {
-			return s.recordPayment(ctx, m, site, resp, "payment", record)
-		})
+		s.recordAfter(ctx, c, resultUpdate(UpdatePayment, resp, facts, m.CaptureMode, s.clock.Now()), nil)
 	case resp.Action != nil || unfinished(State(resp.ResultCode)):
 		// An action answer without pspReference (pending.go): recorded now,
 		// bound when details or the notification name the pspReference.
-		c.record(ctx, func(ctx context.Context) error {
-			p := record()
-			applyResult(&p, resp.ResultCode, m.CaptureMode)
-			p.History = []Event{{At: p.CreatedAt, Kind: "payment", Origin: OriginAPI, Detail: resp.ResultCode}}
-			p.UpdatedAt = p.CreatedAt
-			return errors.Join(s.savePending(ctx, p), s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
-		})
+		facts.CaptureMode = m.CaptureMode
+		facts.ActionPaymentData = actionPaymentData(resp.Action)
+		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: s.clock.Now()}, nil)
 	}
 	out := resultOf(resp)
 	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
@@ -94,69 +83,16 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 	return map[string]string{MetaMerchant: m.ID, MetaSite: site.ID, MetaSource: string(src)}
 }
 
-// recordPayment creates or updates the record of a payment after an
-// upstream answer. The upstream has already acted, so its caller does not
-// fail the call on the error it returns: the notification repairs the
-// record.
-func (s *Service) recordPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment) error {
-	return s.recordPaymentMerging(ctx, m, site, resp, kind, create, nil)
+// resultUpdate is the record update of a payment or details answer naming
+// the pspReference: what the call knew (facts) and what the answer says.
+func resultUpdate(kind UpdateKind, resp upstream.PaymentResponse, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
+	facts.CaptureMode = mode
+	facts.RefusalReason = resp.RefusalReason
+	if pm := resp.PaymentMethod; pm != nil && pm.Type != "" {
+		facts.PaymentMethod = firstNonEmpty(pm.Brand, pm.Type)
+	}
+	return RecordUpdate{Kind: kind, PSPReference: resp.PSPReference, Status: resp.ResultCode, Payment: &facts, At: at}
 }
-
-// recordPaymentMerging is recordPayment applying merge (when not nil) to a
-// record that already exists.
-func (s *Service) recordPaymentMerging(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, kind string, create func() Payment, merge func(*Payment)) error {
-	now := s.clock.Now()
-	apply := func(p *Payment) error {
-		if p.MerchantID != m.ID || (p.SiteID != "" && p.SiteID != site.ID) {
-			return errForeign
-		}
-		if p.SiteID == "" {
-			p.SiteID = site.ID
-		}
-		if merge != nil {
-			merge(p)
-		}
-		applyResult(p, resp.ResultCode, m.CaptureMode)
-		if resp.RefusalReason != "" {
-			p.RefusalReason = resp.RefusalReason
-		}
-		if resp.PaymentMethod != nil && resp.PaymentMethod.Type != "" {
-			p.PaymentMethod = resp.PaymentMethod.Type
-			if resp.PaymentMethod.Brand != "" {
-				p.PaymentMethod = resp.PaymentMethod.Brand
-			}
-		}
-		p.History = append(p.History, Event{At: now, Kind: kind, Origin: "api", PSPReference: resp.PSPReference, Detail: resp.ResultCode})
-		p.UpdatedAt = now
-		return nil
-	}
-	// A new payment is one create-only write; only when a notification got
-	// there first (or on a retry) is the record read and merged, the
-	// request's facts filling what the notification could not know (its
-	// authorisation type, the shopper, card storage).
-	fresh := create()
-	fresh.PSPReference = resp.PSPReference
-	if err := apply(&fresh); err == nil {
-		fresh.Version = 1
-		if err := s.store.SavePayment(ctx, fresh, 0); err == nil {
-			return nil
-		} else if !errors.Is(err, storeerr.ErrConflict) {
-			return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
-		}
-	}
-	req := create()
-	if _, err := Mutate(ctx, s.store, resp.PSPReference, create, func(p *Payment) error {
-		if p.Version != 0 {
-			fillRequestFacts(p, req)
-		}
-		return apply(p)
-	}); err != nil {
-		return fmt.Errorf("record payment %s: %w", resp.PSPReference, err)
-	}
-	return nil
-}
-
-var errForeign = errors.New("payment belongs to another merchant or site")
 
 // applyResult moves a record to the state of an API result code. An
 // outcome a notification already recorded is never downgraded to an
@@ -217,60 +153,33 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		}
 	}
 	ref = firstNonEmpty(ref, resp.MerchantReference)
-	if resp.PSPReference == "" && resp.Action != nil {
+	if pd := actionPaymentData(resp.Action); resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
-		c.fail(s.saveActionAlias(ctx, m.ID, site.ID, ref, resp.Action))
+		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateAction, At: s.clock.Now(),
+			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, nil)
 	}
 	if resp.PSPReference != "" {
 		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
-		switch {
-		case err == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID):
+		if err == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
 			s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
 				"pspReference", resp.PSPReference, "site", site.ID)
 			return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-		case err != nil && !errors.Is(err, storeerr.ErrNotFound):
-			// The upstream has answered: its result stands, and the
-			// notification records the payment.
-			c.fail(fmt.Errorf("read payment %s after details: %w", resp.PSPReference, err))
-		default:
-			c.fail(s.recordDetails(ctx, m, site, resp, ref))
 		}
+		// Recorded from the pending record (the reference the merchant
+		// sent, else the one the upstream echoed), else from the answer;
+		// a payment of another site found when it is applied (the read
+		// above failed) is refused then.
+		facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, PendingReference: ref}
+		if resp.Amount != nil {
+			facts.Amount = *resp.Amount
+		}
+		s.recordAfter(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()), nil)
 	}
 	out := resultOf(resp)
 	if out.MerchantReference == "" {
 		out.MerchantReference = ref
 	}
 	return out, nil
-}
-
-// recordDetails records a details answer naming pspReference: the record
-// starts from the payment's pending record (found by the reference the
-// merchant sent, else the one the upstream echoed) and the pending record
-// is marked bound; without one, from what the answer carries.
-func (s *Service) recordDetails(ctx context.Context, m tenant.Merchant, site tenant.Site, resp upstream.PaymentResponse, ref string) error {
-	pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference)
-	if err != nil {
-		err = fmt.Errorf("read pending payment %s: %w", ref, err) // recorded from the answer; the notification binds it
-	}
-	create := func() Payment {
-		if found {
-			return fromPending(pend, resp.PSPReference)
-		}
-		p := Payment{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, Source: SourceAdvanced, CreatedAt: s.clock.Now()}
-		if resp.Amount != nil {
-			p.Amount = *resp.Amount
-		}
-		return p
-	}
-	var merge func(*Payment)
-	if found {
-		merge = func(p *Payment) { mergePending(p, pend) }
-	}
-	errs := []error{err, s.recordPaymentMerging(ctx, m, site, resp, "details", create, merge)}
-	if found {
-		errs = append(errs, markBound(ctx, s.store, pend, resp.PSPReference))
-	}
-	return errors.Join(errs...)
 }
 
 func firstNonEmpty(a, b string) string {

@@ -32,7 +32,9 @@ type Call struct {
 func (c *Call) UpstreamCalled() bool { return c.upstreamCalled }
 
 // Wait waits for the record writes the operation started after the
-// upstream answered and returns their errors, joined. The operation's
+// upstream answered and returns the errors of those that were lost,
+// joined: neither applied nor deferred to the PendingUpdates port (a
+// deferred one is applied later and is no error here). The operation's
 // result stands whatever they return: the upstream has acted, each write
 // kept retrying under contention and without the caller's cancellation,
 // and the upstream's notification reconciles the record.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/storeerr"
@@ -114,25 +113,14 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	resp, err := s.up.Capture(ctx, psp, upstream.CaptureRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
 	}, c.callUpstream())
+	u := RecordUpdate{Kind: UpdateCapture, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
-		c.record(ctx, func(ctx context.Context) error { return s.release(ctx, reserved, op) })
+		u.Kind = UpdateCaptureRelease
+		s.recordAfter(ctx, c, u, &reserved)
 		return ModificationResult{}, upstreamError(err, apperr.CaptureFailed, "capture")
 	}
-	c.record(ctx, func(ctx context.Context) error {
-		return s.settle(ctx, reserved, op, func(p *Payment) {
-			switch p.State {
-			case StateCancelled, StateRefunded, StatePartiallyRefunded:
-				// A reversal was recorded first, but the upstream accepted
-				// this capture, so it came before the reversal there: the
-				// reversal refunded it.
-				p.RefundedValue += amount.Value
-				p.State = StateRefunded
-			default:
-				p.State = capturedState(p)
-			}
-			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: resp.Status})
-		})
-	})
+	u.Modification, u.Status = resp.PSPReference, resp.Status
+	s.recordAfter(ctx, c, u, &reserved)
 	return modificationResult(psp, resp), nil
 }
 
@@ -142,50 +130,6 @@ func orRef(ref, psp string) string {
 	}
 	return psp
 }
-
-// release undoes a reservation after a failed capture call.
-func (s *Service) release(ctx context.Context, last Payment, op string) error {
-	return s.settle(ctx, last, op, func(p *Payment) {
-		if v, ok := p.Reservations[op]; ok {
-			p.CapturedValue -= v
-			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "capture-released", Origin: "api", PSPReference: op})
-		}
-	})
-}
-
-// settle ends a reservation and applies fn, starting from last, the
-// record as this request last saw it (one write unless a notification
-// changed it meanwhile). The upstream has answered, so the change is not
-// given up: conflicts are retried (maxSettleAttempts), not given up when
-// the merchant hangs up (ctx loses its cancellation), and store failures
-// are retried with backoff for s.recordRetry; an error that remains is
-// returned to the caller, and the upstream's notification reconciles the
-// record.
-func (s *Service) settle(ctx context.Context, last Payment, op string, fn func(p *Payment)) error {
-	psp := last.PSPReference
-	ctx = context.WithoutCancel(ctx)
-	start, first := time.Now(), &last
-	for attempt := 1; ; attempt++ {
-		_, err := mutate(ctx, s.store, psp, first, nil, func(p *Payment) error {
-			fn(p)
-			delete(p.Reservations, op)
-			p.UpdatedAt = s.clock.Now()
-			return nil
-		}, maxSettleAttempts)
-		if err == nil {
-			return nil
-		}
-		if time.Since(start) >= s.recordRetry {
-			return fmt.Errorf("update payment record %s after the upstream answered (%d attempts): %w", psp, attempt, err)
-		}
-		s.log.WarnContext(ctx, "updating payment record failed; retrying", "pspReference", psp, "attempt", attempt, "err", err.Error())
-		time.Sleep(min(settleBackoff<<min(attempt-1, 6), time.Second))
-		first = nil // re-read the record
-	}
-}
-
-// settleBackoff is settle's first wait after a store failure.
-const settleBackoff = 20 * time.Millisecond
 
 // recordError passes domain errors through and wraps store failures.
 func recordError(err error) error {
@@ -224,22 +168,8 @@ func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalI
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
 	}
-	c.record(ctx, func(ctx context.Context) error {
-		return s.settle(ctx, p, "", func(p *Payment) {
-			// Captures still in flight are not counted: one the upstream
-			// accepted before this reversal adds itself to the refund when
-			// it settles (Capture), one it refuses after is released.
-			kind := "cancel"
-			if captured := p.settledCaptures(); captured > 0 {
-				kind = "refund"
-				p.RefundedValue = captured
-				p.State = StateRefunded
-			} else {
-				p.State = StateCancelled
-			}
-			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "reversal", Origin: "api", PSPReference: resp.PSPReference, Detail: kind})
-		})
-	})
+	s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateReversal, PSPReference: psp, Modification: resp.PSPReference,
+		Status: resp.Status, At: s.clock.Now()}, &p)
 	return modificationResult(psp, resp), nil
 }
 
@@ -277,26 +207,17 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	if err != nil {
 		return ModificationResult{}, recordError(err)
 	}
-	done := func(p *Payment) {
-		if p.AmountUpdate != nil && p.AmountUpdate.Op == op {
-			p.AmountUpdate = nil
-		}
-	}
 	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
 	}, c.callUpstream())
+	u := RecordUpdate{Kind: UpdateAmount, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
-		c.record(ctx, func(ctx context.Context) error { return s.settle(ctx, marked, "", done) })
+		u.Kind = UpdateAmountRelease
+		s.recordAfter(ctx, c, u, &marked)
 		return ModificationResult{}, upstreamError(err, apperr.AmountUpdateFailed, "amount update")
 	}
-	c.record(ctx, func(ctx context.Context) error {
-		return s.settle(ctx, marked, "", func(p *Payment) {
-			done(p)
-			p.History = append(p.History, Event{At: s.clock.Now(), Kind: "amount-update", Origin: "api", PSPReference: resp.PSPReference, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
-			p.AuthorisedValue = amount.Value
-			p.Amount.Value = amount.Value
-		})
-	})
+	u.Modification, u.Status = resp.PSPReference, resp.Status
+	s.recordAfter(ctx, c, u, &marked)
 	return modificationResult(psp, resp), nil
 }
 

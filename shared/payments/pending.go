@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/yp/paysvc/shared/storeerr"
 )
@@ -52,16 +53,15 @@ func actionPaymentData(action json.RawMessage) string {
 }
 
 // saveActionAlias records that the action with paymentData belongs to the
-// payment with reference ref of a site (no paymentData: nothing).
-func (s *Service) saveActionAlias(ctx context.Context, merchantID, siteID, ref string, action json.RawMessage) error {
-	pd := actionPaymentData(action)
-	if pd == "" || ref == "" {
+// payment with reference ref of a site (no paymentData: nothing). The alias
+// is written once; writing it again changes nothing.
+func saveActionAlias(ctx context.Context, st Store, merchantID, siteID, ref, paymentData string, now time.Time) error {
+	if paymentData == "" || ref == "" {
 		return nil
 	}
-	now := s.clock.Now()
-	alias := Payment{PSPReference: actionKey(pd), MerchantID: merchantID, SiteID: siteID, Reference: ref,
+	alias := Payment{PSPReference: actionKey(paymentData), MerchantID: merchantID, SiteID: siteID, Reference: ref,
 		Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.SavePayment(ctx, alias, 0); err != nil && !errors.Is(err, storeerr.ErrConflict) {
+	if err := st.SavePayment(ctx, alias, 0); err != nil && !errors.Is(err, storeerr.ErrConflict) {
 		return fmt.Errorf("record action of %s: %w", ref, err)
 	}
 	return nil
@@ -102,15 +102,21 @@ func (e Event) Internal() bool { return e.Kind == kindBound }
 
 // savePending writes the pending record p (keyed by PendingKey), replacing
 // an earlier payment's with the same reference: the latest payment started
-// with a reference is the one its details and notification bind.
-func (s *Service) savePending(ctx context.Context, p Payment) error {
+// with a reference is the one its details and notification bind. The same
+// record written again once its payment is bound (a repeated update) stays
+// as it is.
+func savePending(ctx context.Context, st Store, p Payment) error {
 	key := PendingKey(p.MerchantID, p.SiteID, p.Reference)
-	_, err := Mutate(ctx, s.store, key, func() Payment { return p }, func(cur *Payment) error {
-		if cur.Version != 0 {
-			v := cur.Version
-			*cur = clonePayment(p)
-			cur.PSPReference, cur.Version = key, v
+	_, err := Mutate(ctx, st, key, func() Payment { return p }, func(cur *Payment) error {
+		if cur.Version == 0 {
+			return nil
 		}
+		if cur.BoundTo != "" && cur.CreatedAt.Equal(p.CreatedAt) && cur.Amount == p.Amount {
+			return ErrSkip // this payment's, bound since
+		}
+		v := cur.Version
+		*cur = clonePayment(p)
+		cur.PSPReference, cur.Version = key, v
 		return nil
 	})
 	if err != nil {

@@ -111,30 +111,14 @@ func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInpu
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: in.Reference, LineItems: in.LineItems,
 		Splits: Splits(m, amount, orRef(in.Reference, psp)),
 	}, c.callUpstream())
+	u := RecordUpdate{Kind: UpdateRefund, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
-		c.record(ctx, func(ctx context.Context) error {
-			return s.settle(ctx, reserved, op, func(p *Payment) {
-				if _, ok := p.RefundReservations[op]; ok {
-					delete(p.RefundReservations, op)
-					p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefundReleased, Origin: OriginAPI, PSPReference: op})
-				}
-			})
-		})
+		u.Kind = UpdateRefundRelease
+		s.recordAfter(ctx, c, u, &reserved)
 		return ModificationResult{}, upstreamError(err, apperr.RefundFailed, "refund")
 	}
-	refund := resp.PSPReference
-	c.record(ctx, func(ctx context.Context) error {
-		return s.settle(ctx, reserved, op, func(p *Payment) {
-			delete(p.RefundReservations, op)
-			if !p.notifiedAny(upstream.EventRefund, refund) && !p.notifiedAny(upstream.EventRefundFailed, refund) {
-				if p.RefundReservations == nil {
-					p.RefundReservations = map[string]int64{}
-				}
-				p.RefundReservations[refund] = amount.Value
-			}
-			p.History = append(p.History, Event{At: s.clock.Now(), Kind: kindAPIRefund, Origin: OriginAPI, PSPReference: refund, Amount: &amount, Detail: resp.Status})
-		})
-	})
+	u.Modification, u.Status = resp.PSPReference, resp.Status
+	s.recordAfter(ctx, c, u, &reserved)
 	return modificationResult(psp, resp), nil
 }
 

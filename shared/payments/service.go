@@ -49,6 +49,8 @@ type Service struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	recordRetry time.Duration // see RetryRecordWritesFor
+	pending     PendingUpdates
+	metrics     RecordMetrics
 }
 
 // NewService returns a Service.
@@ -62,9 +64,25 @@ func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Servic
 const DefaultRecordRetry = 10 * time.Second
 
 // RetryRecordWritesFor sets how long a record write after the upstream's
-// answer retries store failures (0: once; conflicts are always retried).
+// answer retries store failures (0: once; conflicts are always retried)
+// before it is deferred.
 func (s *Service) RetryRecordWritesFor(d time.Duration) *Service {
 	s.recordRetry = d
+	return s
+}
+
+// DeferUpdatesTo sets the port that keeps the record updates the request
+// could not apply (nil: none; such an update is then lost and only the
+// upstream's notification repairs the record).
+func (s *Service) DeferUpdatesTo(p PendingUpdates) *Service {
+	s.pending = p
+	return s
+}
+
+// CountRecordUpdates sets where deferred and lost record updates are
+// counted (nil: nowhere).
+func (s *Service) CountRecordUpdates(m RecordMetrics) *Service {
+	s.metrics = m
 	return s
 }
 

@@ -2,7 +2,6 @@ package payments
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -64,13 +63,8 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 		CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
 	}
 	// The session is usable upstream whatever happens here, and its
-	// notifications carry routing metadata: a lost record does not fail
-	// the call (c.Wait reports it).
-	c.record(ctx, func(ctx context.Context) error {
-		if err := s.store.PutSession(ctx, rec); err != nil {
-			return fmt.Errorf("store session record %s: %w", resp.ID, err)
-		}
-		return nil
-	})
+	// notifications carry routing metadata; its record is written like
+	// every record after an upstream answer (deferred rather than lost).
+	s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateSession, Session: &rec, At: now}, nil)
 	return SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, ExpiresAt: resp.ExpiresAt, URL: resp.URL}, nil
 }

@@ -69,6 +69,8 @@ type Options struct {
 	Dynamo bool
 	// WrapIdem wraps the idempotency store (fault injection).
 	WrapIdem func(idempotency.Store) idempotency.Store
+	// WrapPayments wraps the payments service's store (fault injection).
+	WrapPayments func(payments.Store) payments.Store
 }
 
 // Env is a running in-process service.
@@ -76,8 +78,11 @@ type Env struct {
 	T       testing.TB
 	Handler http.Handler
 	Deps    *httpapi.Deps
-	Clock   *clock.Fake
-	Store   Stores
+	// Payments is the payments service the handlers call (Deps.Payments),
+	// for tests that tune its record writes.
+	Payments *payments.Service
+	Clock    *clock.Fake
+	Store    Stores
 	// SelfService is the same store as its event history and delivery
 	// store; Queue records the webhook jobs the self-service enqueues and
 	// Hooks the test events it sends.
@@ -213,11 +218,16 @@ func NewWith(t testing.TB, opts Options) *Env {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: 5 * time.Second})
+	var ps payments.Store = st
+	if opts.WrapPayments != nil {
+		ps = opts.WrapPayments(st)
+	}
+	svc := payments.NewService(ps, up, clk, log)
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
 		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
 		Idem:     idempotency.New(idem, clk, 0, 0, log),
-		Payments: payments.NewService(st, up, clk, log),
+		Payments: svc,
 		Lookup:   lookup.New(st, sst, sst),
 		Log:      log,
 		Clock:    clk,
@@ -226,7 +236,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 	hooks := &RecordingPoster{}
 	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: q, Sender: hooks, Clock: clk}
 	e := &Env{
-		T: t, Deps: d, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
+		T: t, Deps: d, Payments: svc, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
 		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
 	}

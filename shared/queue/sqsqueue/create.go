@@ -26,6 +26,21 @@ const (
 // idempotent. Production queues come from the SAM template; this is for
 // tests and local runs against moto.
 func CreateQueues(ctx context.Context, client *sqs.Client, name string) (queueURL, dlqURL string, err error) {
+	return CreateQueuesWith(ctx, client, name, Attributes{
+		VisibilityTimeout: visibilityTimeout, Retention: retentionSeconds, MaxReceiveCount: MaxReceiveCount,
+	})
+}
+
+// Attributes are a queue's settings as the template gives them (seconds).
+type Attributes struct {
+	VisibilityTimeout int
+	Retention         int
+	MaxReceiveCount   int // the redrive policy's
+}
+
+// CreateQueuesWith is CreateQueues for another queue of the template:
+// name with attrs and its dead-letter queue name+"-dlq" (14 days).
+func CreateQueuesWith(ctx context.Context, client *sqs.Client, name string, attrs Attributes) (queueURL, dlqURL string, err error) {
 	wrap := func(err error) error { return fmt.Errorf("sqsqueue: create queues %q: %w", name, err) }
 	dlq, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName:  aws.String(name + "-dlq"),
@@ -34,15 +49,15 @@ func CreateQueues(ctx context.Context, client *sqs.Client, name string) (queueUR
 	if err != nil {
 		return "", "", wrap(err)
 	}
-	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	arn, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: dlq.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
 	})
 	if err != nil {
 		return "", "", wrap(err)
 	}
 	policy, err := json.Marshal(map[string]any{
-		"deadLetterTargetArn": attrs.Attributes[string(types.QueueAttributeNameQueueArn)],
-		"maxReceiveCount":     strconv.Itoa(MaxReceiveCount),
+		"deadLetterTargetArn": arn.Attributes[string(types.QueueAttributeNameQueueArn)],
+		"maxReceiveCount":     strconv.Itoa(attrs.MaxReceiveCount),
 	})
 	if err != nil {
 		return "", "", wrap(err)
@@ -50,8 +65,8 @@ func CreateQueues(ctx context.Context, client *sqs.Client, name string) (queueUR
 	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName: aws.String(name),
 		Attributes: map[string]string{
-			string(types.QueueAttributeNameVisibilityTimeout):      strconv.Itoa(visibilityTimeout),
-			string(types.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(retentionSeconds),
+			string(types.QueueAttributeNameVisibilityTimeout):      strconv.Itoa(attrs.VisibilityTimeout),
+			string(types.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(attrs.Retention),
 			string(types.QueueAttributeNameRedrivePolicy):          string(policy),
 		},
 	})

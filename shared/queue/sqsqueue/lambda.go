@@ -40,24 +40,30 @@ const attrReceiveCount = "ApproximateReceiveCount"
 // moves it to the dead-letter queue.
 func LambdaHandler(q Backoff, h queue.Handler, log *slog.Logger) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		failed := make([]bool, len(ev.Records))
-		var wg sync.WaitGroup
-		for i, rec := range ev.Records {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				failed[i] = !handleRecord(ctx, q, h, log, rec)
-			}()
-		}
-		wg.Wait()
-		resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for i, f := range failed {
-			if f {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
-			}
-		}
-		return resp, nil
+		return Batch(ctx, ev, func(ctx context.Context, rec events.SQSMessage) bool {
+			return handleRecord(ctx, q, h, log, rec)
+		}), nil
 	}
+}
+
+// Batch runs done on every message of an SQS batch concurrently (one slow
+// message does not hold the others back) and returns the partial batch
+// response of ReportBatchItemFailures: the messages done reported false
+// for, which SQS delivers again; the others Lambda deletes.
+func Batch(ctx context.Context, ev events.SQSEvent, done func(context.Context, events.SQSMessage) bool) events.SQSEventResponse {
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		wg.Go(func() { failed[i] = !done(ctx, rec) })
+	}
+	wg.Wait()
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp
 }
 
 // handleRecord processes one message and reports whether it may be deleted.
@@ -97,48 +103,55 @@ func handleRecord(ctx context.Context, q Backoff, h queue.Handler, log *slog.Log
 // It serves local runs against an SQS-compatible endpoint (moto), where no
 // Lambda trigger exists.
 func (q *Queue) Poll(ctx context.Context, h queue.Handler, log *slog.Logger) {
-	handle := LambdaHandler(q, h, log)
+	q.PollLambda(ctx, LambdaHandler(q, h, log), log)
+}
+
+// PollLambda is Poll for any SQS-triggered handler with partial batch
+// failures (another queue's consumer, such as the record updates').
+func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
 	for ctx.Err() == nil {
 		if _, err := q.RunBatch(ctx, handle, 10*time.Second, log); err != nil && ctx.Err() == nil {
-			log.ErrorContext(ctx, "deliveries queue: receive failed", "err", err.Error())
+			log.ErrorContext(ctx, "queue: receive failed", "queue", q.url, "err", err.Error())
 			sleep(ctx, time.Second)
 		}
 	}
 }
 
-// RunBatch is one turn of Poll: it receives up to 10 visible messages
-// (waiting at most wait for the first), hands them to handle (a
-// LambdaHandler) as the Lambda event source mapping would, and deletes
-// those handle does not report as failed. It returns how many messages it
-// received; only the receive's failure is returned (a failed delete is
-// logged: the message comes back after its visibility timeout).
+// RunBatch is one turn of PollLambda: it receives up to 10 visible
+// messages (waiting at most wait for the first), hands them to handle as
+// the Lambda event source mapping would, and deletes those handle does not
+// report as failed. It returns how many messages it received; only the
+// receive's failure is returned (a failed delete is logged: the message
+// comes back after its visibility timeout).
 func (q *Queue) RunBatch(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error),
 	wait time.Duration, log *slog.Logger) (int, error) {
-	msgs, err := q.receiveRaw(ctx, 10, wait)
-	if err != nil || len(msgs) == 0 {
+	ev, err := q.ReceiveEvent(ctx, 10, wait)
+	if err != nil || len(ev.Records) == 0 {
 		return 0, err
 	}
-	resp, _ := handle(context.WithoutCancel(ctx), events.SQSEvent{Records: msgs})
+	resp, _ := handle(context.WithoutCancel(ctx), ev)
 	failed := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
 		failed[f.ItemIdentifier] = true
 	}
-	for _, m := range msgs {
+	for _, m := range ev.Records {
 		if failed[m.MessageId] {
 			continue
 		}
 		if err := q.Delete(context.WithoutCancel(ctx), m.ReceiptHandle); err != nil {
-			log.ErrorContext(ctx, "deliveries queue: delete failed", "messageId", m.MessageId, "err", err.Error())
+			log.ErrorContext(ctx, "queue: delete failed", "queue", q.url, "messageId", m.MessageId, "err", err.Error())
 		}
 	}
-	return len(msgs), nil
+	return len(ev.Records), nil
 }
 
-// receiveRaw receives messages as the Lambda event source passes them.
-func (q *Queue) receiveRaw(ctx context.Context, limit int, wait time.Duration) ([]events.SQSMessage, error) {
+// ReceiveEvent receives up to limit messages of the queue, whatever their
+// body, as the Lambda event source passes them to a function (RunBatch,
+// and tests that play the event source).
+func (q *Queue) ReceiveEvent(ctx context.Context, limit int, wait time.Duration) (events.SQSEvent, error) {
 	msgs, err := q.Receive(ctx, limit, wait)
 	if err != nil {
-		return nil, err
+		return events.SQSEvent{}, err
 	}
 	out := make([]events.SQSMessage, 0, len(msgs))
 	for _, m := range msgs {
@@ -147,7 +160,7 @@ func (q *Queue) receiveRaw(ctx context.Context, limit int, wait time.Duration) (
 			Attributes: map[string]string{attrReceiveCount: strconv.Itoa(m.ReceiveCount)},
 		})
 	}
-	return out, nil
+	return events.SQSEvent{Records: out}, nil
 }
 
 // sleep waits d or until ctx ends.

@@ -2,14 +2,11 @@ package sqsqueue_test
 
 import (
 	"context"
-	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/shared/queue"
@@ -23,16 +20,8 @@ func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 // newQueues creates a queue and its DLQ on moto for t.
 func newQueues(t *testing.T) (*sqs.Client, *sqsqueue.Queue, string, string) {
 	t.Helper()
-	client := sqs.New(sqs.Options{
-		Region:       moto.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(moto.Endpoint(t)),
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
-	})
-	name := strings.ReplaceAll(moto.TableName(t), ".", "_")
-	if len(name) > 70 {
-		name = name[len(name)-70:]
-	}
+	client := moto.SQSClient(t, moto.Endpoint(t))
+	name := moto.QueueName(t)
 	url, dlq, err := sqsqueue.CreateQueues(context.Background(), client, name)
 	if err != nil {
 		t.Fatal(err)

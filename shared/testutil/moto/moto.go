@@ -6,9 +6,15 @@
 package moto
 
 import (
+	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/internal/motoserver"
 )
@@ -52,6 +58,28 @@ func TableName(t testing.TB) string {
 	name, err := motoserver.TableName(t.Name())
 	if err != nil {
 		t.Fatal(err)
+	}
+	return name
+}
+
+// SQSClient returns an SQS client for endpoint.
+func SQSClient(t testing.TB, endpoint string) *sqs.Client {
+	t.Helper()
+	return sqs.New(sqs.Options{
+		Region:       Region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+	})
+}
+
+// QueueName returns a queue name unique to this run of t (TableName made
+// short and valid for SQS, with room for a "-dlq" suffix).
+func QueueName(t testing.TB) string {
+	t.Helper()
+	name := strings.ReplaceAll(TableName(t), ".", "_")
+	if len(name) > 70 {
+		name = name[len(name)-70:]
 	}
 	return name
 }
