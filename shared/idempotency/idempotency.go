@@ -104,8 +104,15 @@ func Fingerprint(method, path string, body []byte) string {
 // UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
 // 43 characters of base64url SHA-256, within the upstream's 64-character limit.
 func UpstreamKey(scope, key string) string {
-	sum := sha256.Sum256([]byte("paysvc/v1\x00" + scope + "\x00" + key))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte("paysvc/v1\x00"))
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	var sum [sha256.Size]byte
+	var out [43]byte // base64.RawURLEncoding.EncodedLen(sha256.Size)
+	base64.RawURLEncoding.Encode(out[:], h.Sum(sum[:0]))
+	return string(out[:])
 }
 
 // Lease is a claimed key, held by one request.

@@ -76,6 +76,12 @@ func TestUpstreamKeyIsScopedAndShort(t *testing.T) {
 	if k1 == idempotency.UpstreamKey("m_b", "key") || k1 == idempotency.UpstreamKey("m_a", "key2") {
 		t.Fatal("derived keys collide")
 	}
+	// The derivation never changes: a merchant's retry across a deploy must
+	// send the upstream the same key (base64url of SHA-256 of
+	// "paysvc/v1\x00" + scope + "\x00" + key, unpadded).
+	if k1 != "b_0kUKwi0xaOQB3BuY5LGZYWQDK-OQJjDv6W-HFzo94" {
+		t.Fatalf("UpstreamKey changed: %q", k1)
+	}
 }
 
 func TestBeginFinishLifecycle(t *testing.T) {

@@ -129,19 +129,19 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	if !siteIDPattern.MatchString(siteID) {
 		return Site{}, Merchant{}, apperr.New(apperr.SiteIDMalformed, "siteId must be 1 to 64 characters of A-Z, a-z, 0-9, '_' or '-'")
 	}
-	notFound := apperr.New(apperr.SiteNotFound, "site not found or not an ecommerce site")
+	notFound := func() error { return apperr.New(apperr.SiteNotFound, "site not found or not an ecommerce site") }
 	if !p.Key.AllowsSite(siteID) {
-		return Site{}, Merchant{}, notFound
+		return Site{}, Merchant{}, notFound()
 	}
 	s, err := a.site(ctx, siteID)
 	if errors.Is(err, storeerr.ErrNotFound) {
-		return Site{}, Merchant{}, notFound
+		return Site{}, Merchant{}, notFound()
 	}
 	if err != nil {
 		return Site{}, Merchant{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("site %s: %w", siteID, err))
 	}
 	if s.MerchantID != p.MerchantID() || s.Type != SiteEcommerce {
-		return Site{}, Merchant{}, notFound
+		return Site{}, Merchant{}, notFound()
 	}
 	m, err := a.Merchant(ctx, p)
 	if err != nil {
