@@ -289,17 +289,18 @@ func (r *report) storeWriteWhy() string {
 	if r.storeWrite != nil && r.storeWrite.P50 > 0 {
 		fmt.Fprintf(&b, "every embedded-store write is a bbolt transaction committed with fdatasync, %s (p50) per write on this disk (%s). "+
 			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), but one request's writes are "+
-			"sequential: an idempotent POST payments makes 3 (idempotency claim, then idempotency complete ‖ payment record; "+
-			"rate-limit windows are in memory), ≈ %s of fsync alone at concurrency 1; sessions are alike and captures make 4. ",
-			dur(r.storeWrite.P50), r.storeWrite.FS, dur(3*r.storeWrite.P50))
+			"sequential: an idempotent POST payments makes 1 to 2 after the upstream call (idempotency complete ‖ payment record, "+
+			"one commit when they meet; leases and rate-limit windows are in memory), ≈ %s of fsync alone at concurrency 1; "+
+			"sessions are alike and captures add the reservation before the call. ",
+			dur(r.storeWrite.P50), r.storeWrite.FS, dur(2*r.storeWrite.P50))
 	} else {
 		b.WriteString("the embedded store commits every write with fsync and one writer at a time. ")
 	}
 	if cpu, ok := r.requestCPU(); ok {
 		fmt.Fprintf(&b, "Without store I/O the whole pipeline costs %s of CPU per payments request (BenchmarkRequestCPU/payments). ", dur(cpu))
 	}
-	b.WriteString("What it would take: fewer sequential writes per request (the idempotency claim and the rate-limit step in one, " +
-		"the record write folded into the completion) or `NoSync` for this development-only store (a machine crash could lose or " +
+	b.WriteString("What it would take: fewer sequential writes per request (the record write folded into the completion, " +
+		"so that they always share one commit) or `NoSync` for this development-only store (a machine crash could lose or " +
 		"corrupt the last writes; production uses DynamoDB). We keep fsync: local data that survives a crash is worth a millisecond " +
 		"on a development machine.")
 	return b.String()

@@ -95,6 +95,7 @@ var (
 // Store is the bbolt-backed adapter. It is safe for concurrent use.
 type Store struct {
 	rate   rateWindows // rate-limit windows (in memory, see ratelimit.go)
+	leases leases      // idempotency leases (in memory, see idempotency.go)
 	db     *bolt.DB
 	commit *committer // group commit of update
 	clock  clock.Clock

@@ -59,6 +59,10 @@ func TestDataSurvivesReopen(t *testing.T) {
 	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: now.Add(time.Hour)}))
 	_, err = s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "tok", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
 	must(t, err)
+	must(t, s.Complete(ctx, "m_a", "k1", "tok", idempotency.Response{Status: 200, Body: []byte(`{}`)}, now.Add(time.Hour)))
+	// A lease still held when the process ends is not kept (in memory).
+	_, err = s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k2", LeaseToken: "tok", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
+	must(t, err)
 	if ok, err := s.Hit(ctx, "rl", 1, now.Add(time.Minute)); err != nil || !ok {
 		t.Fatalf("Hit: %v %v", ok, err)
 	}
@@ -88,8 +92,14 @@ func TestDataSurvivesReopen(t *testing.T) {
 	}
 	_, err = s.GetSession(ctx, "CS1")
 	must(t, err)
-	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, storeerr.ErrConflict) {
-		t.Fatalf("Claim after reopen: %v, want conflict", err)
+	if got, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "x", ExpiresAt: now.Add(time.Hour)}, now); !errors.Is(err, storeerr.ErrConflict) ||
+		got.Status != idempotency.StatusCompleted || got.Response == nil || got.Response.Status != 200 {
+		t.Fatalf("Claim of a completed key after reopen: %+v, %v; want the stored answer and a conflict", got, err)
+	}
+	// The lease ended with the process: the retry runs again (sending the
+	// upstream the same derived key).
+	if _, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k2", LeaseToken: "y", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now); err != nil {
+		t.Fatalf("Claim of a key whose lease ended with the process: %v", err)
 	}
 	// Rate-limit windows live in memory (seconds long): a reopened store
 	// starts them afresh.
@@ -120,6 +130,7 @@ func TestSweepDeletesExpired(t *testing.T) {
 		key := []string{"short", "long"}[i]
 		_, err := s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: key, LeaseToken: "tok", LeaseUntil: exp, ExpiresAt: exp}, now)
 		must(t, err)
+		must(t, s.Complete(ctx, "m_a", key, "tok", idempotency.Response{Status: 200}, exp))
 		if _, err := s.Hit(ctx, key, 5, exp); err != nil {
 			t.Fatalf("Hit: %v", err)
 		}

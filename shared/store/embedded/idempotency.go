@@ -2,8 +2,8 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,9 +13,24 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// Claim writes rec as an in-progress record unless a live one exists for
-// (rec.Scope, rec.Key); see idempotency.Store. On conflict it returns the
-// existing record with storeerr.ErrConflict.
+// In-progress claims (leases) are kept in memory, not in the file: the
+// embedded store serves one process, whose leases end with it anyway, and a
+// claim then costs no commit (no fsync) before the upstream call. What must
+// survive a crash is durable: a completed record is written (and synced)
+// before its answer is sent. A request interrupted by a crash left no
+// lease, so its retry runs again at once and sends the upstream the same
+// derived Idempotency-Key: the upstream answers it once (docs/idempotency.md).
+
+// leases are the in-progress claims, by compositeKey.
+type leases struct {
+	mu    sync.Mutex
+	m     map[string]records.Idempotency
+	calls int
+}
+
+// Claim takes a lease on (rec.Scope, rec.Key) unless a live lease or a
+// live completed record exists; see idempotency.Store. On conflict it
+// returns the existing record with storeerr.ErrConflict.
 func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key: %w", errEmpty("scope or key"))
@@ -23,27 +38,69 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	stored := records.FromIdempotency(rec)
 	stored.Status, stored.Response = string(idempotency.StatusInProgress), nil
 	rec = stored.ToIdempotency()
-	var existing idempotency.Record
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, key := bucket(tx, bktIdempotency), compositeKey(rec.Scope, rec.Key)
-		var cur records.Idempotency
-		found, err := getJSON(b, key, &cur)
-		if err != nil {
-			return err
+	key := compositeKey(rec.Scope, rec.Key)
+	conflict := func(existing idempotency.Record) (idempotency.Record, error) {
+		return existing, fmt.Errorf("embedded: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, storeerr.ErrConflict)
+	}
+
+	l := &s.leases
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]records.Idempotency{}
+	}
+	if l.calls++; l.calls%1024 == 0 { // drop ended leases now and then
+		for k, r := range l.m {
+			if claimable(r.ToIdempotency(), now) {
+				delete(l.m, k)
+			}
 		}
-		existing = cur.ToIdempotency()
-		if found && !claimable(existing, now) {
-			return storeerr.ErrConflict
+	}
+	if cur, ok := l.m[string(key)]; ok && !claimable(cur.ToIdempotency(), now) {
+		l.mu.Unlock()
+		return conflict(cur.ToIdempotency())
+	}
+	l.m[string(key)] = stored // held while the file is read: a concurrent claim conflicts
+	l.mu.Unlock()
+
+	// A completed record (or an in-progress one written by an earlier
+	// version, which kept leases in the file) decides as before.
+	var cur records.Idempotency
+	var found bool
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktIdempotency)
+		if b == nil {
+			return nil
 		}
-		if err := putJSON(b, key, stored); err != nil {
-			return err
-		}
-		return s.maybeSweep(tx)
+		var err error
+		found, err = getJSON(b, key, &cur)
+		return err
 	})
+	if err == nil && found && !claimable(cur.ToIdempotency(), now) {
+		s.dropLease(key, stored.LeaseToken)
+		return conflict(cur.ToIdempotency())
+	}
 	if err != nil {
-		return existingOnConflict(existing, err), fmt.Errorf("embedded: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
+		s.dropLease(key, stored.LeaseToken)
+		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
 	}
 	return rec, nil
+}
+
+// lease returns the live lease of key holding token, if there is one.
+func (s *Store) lease(key []byte, token string) bool {
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	cur, ok := s.leases.m[string(key)]
+	return ok && token != "" && cur.LeaseToken == token
+}
+
+// dropLease ends the lease of key if it holds token.
+func (s *Store) dropLease(key []byte, token string) {
+	s.leases.mu.Lock()
+	defer s.leases.mu.Unlock()
+	if cur, ok := s.leases.m[string(key)]; ok && token != "" && cur.LeaseToken == token {
+		delete(s.leases.m, string(key))
+	}
 }
 
 // claimable reports whether an existing record may be replaced by a new
@@ -55,17 +112,35 @@ func claimable(r idempotency.Record, now time.Time) bool {
 	return r.Status == idempotency.StatusInProgress && !r.LeaseUntil.After(now)
 }
 
-// existingOnConflict returns existing when err is a conflict, else a zero record.
-func existingOnConflict(existing idempotency.Record, err error) idempotency.Record {
-	if errors.Is(err, storeerr.ErrConflict) {
-		return existing
+// Complete stores resp and marks the record completed until expiresAt,
+// ending its lease; storeerr.ErrConflict unless the lease holds leaseToken.
+// The completed record is durable when Complete returns.
+func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
+	k := compositeKey(scope, key)
+	s.leases.mu.Lock()
+	held, ok := s.leases.m[string(k)]
+	s.leases.mu.Unlock()
+	if !ok || leaseToken == "" || held.LeaseToken != leaseToken {
+		return s.completeStored(ctx, scope, key, leaseToken, resp, expiresAt)
 	}
-	return idempotency.Record{}
+	rec := held
+	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if err := putJSON(bucket(tx, bktIdempotency), k, rec); err != nil {
+			return err
+		}
+		return s.maybeSweep(tx)
+	})
+	if err != nil {
+		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
+	}
+	s.dropLease(k, leaseToken)
+	return nil
 }
 
-// Complete stores resp and marks the record completed until expiresAt,
-// dropping its lease; storeerr.ErrConflict unless the record holds leaseToken.
-func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
+// completeStored completes a record whose lease is in the file (written by
+// an earlier version); storeerr.ErrConflict unless it holds leaseToken.
+func (s *Store) completeStored(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
 		var rec records.Idempotency
@@ -88,10 +163,16 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	return nil
 }
 
-// Release deletes the record if it holds leaseToken; otherwise it does nothing.
+// Release ends the lease if it holds leaseToken (and deletes a record an
+// earlier version left in progress with it); otherwise it does nothing.
 func (s *Store) Release(ctx context.Context, scope, key, leaseToken string) error {
+	k := compositeKey(scope, key)
+	if s.lease(k, leaseToken) {
+		s.dropLease(k, leaseToken)
+		return nil
+	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
+		b := bucket(tx, bktIdempotency)
 		var rec records.Idempotency
 		found, err := getJSON(b, k, &rec)
 		if err != nil || !found || leaseToken == "" || rec.LeaseToken != leaseToken {
