@@ -333,8 +333,9 @@ func (r *report) scaleSection(w func(string, ...any)) {
 		}
 		w("| %s | `%s` | %.0f | %.0f |\n", f.Family, key, f.W, f.R)
 	}
-	w("\nDynamoDB per payment: %.1f WRU, %.1f RRU. Cost of one million payments at on-demand list prices (%s, %s): **$%.0f**",
-		t.Total.W/t.Payments, t.Total.R/t.Payments, capacity.PriceRegion, capacity.PriceDate, s.Cost.Total)
+	w("\nDynamoDB per payment: %.1f WRU, %.1f RRU. SQS: about %.0f messages in flight (only the batches being handled; retries wait as %.0f delayed messages, %.3f hops per payment). Cost of one million payments at on-demand list prices (%s, %s): **$%.0f**",
+		t.Total.W/t.Payments, t.Total.R/t.Payments, t.InFlight(s.Measured), t.SQSDelayed, t.Requests[capacity.ReqHops]/t.Payments,
+		capacity.PriceRegion, capacity.PriceDate, s.Cost.Total)
 	if s.Wrote != "" {
 		w(" (table in %s)", s.Wrote)
 	}
