@@ -427,16 +427,21 @@ func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 	})
 }
 
+// failFirst answers 503 to the first n requests, then 200.
+func failFirst(n int) func(int) int {
+	return func(i int) int {
+		if i <= n {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+}
+
 // TestWebhooksE2EFailTwiceThenSucceed: attempts 1, 2 and 3 carry one
 // X-Webhook-Id and arrive on the schedule (immediately, 5 s, 5 min).
 func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		e.hooks.answer = func(n int) int {
-			if n <= 2 {
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusOK
-		}
+		e.hooks.answer = failFirst(2)
 		e.pay(1000, "")
 		e.settle()
 		for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
@@ -475,12 +480,7 @@ func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
 // 4 runs when due, not before.
 func TestWebhooksE2ELongWait(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		e.hooks.answer = func(n int) int {
-			if n <= 3 {
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusOK
-		}
+		e.hooks.answer = failFirst(3)
 		e.pay(1000, "")
 		e.settle()
 		for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {

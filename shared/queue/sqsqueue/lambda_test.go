@@ -20,13 +20,12 @@ import (
 // fakeBackoff records what the Lambda handler asks of the queue; sends
 // and visibility changes fail when told to.
 type fakeBackoff struct {
-	mu             sync.Mutex
-	sent           []sentJob
-	hidden         map[string]time.Duration // receipt handle → visibility
-	dead           []queue.Job
-	failSend       bool
-	failHide       bool
-	failDeadLetter bool
+	mu       sync.Mutex
+	sent     []sentJob
+	hidden   map[string]time.Duration // receipt handle → visibility
+	dead     []queue.Job
+	failSend bool
+	failHide bool
 }
 
 type sentJob struct {
@@ -64,11 +63,8 @@ func (b *fakeBackoff) ChangeVisibility(_ context.Context, handle string, d time.
 
 func (b *fakeBackoff) DeadLetter(_ context.Context, job queue.Job) error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.failDeadLetter {
-		return errors.New("dead letter refused")
-	}
 	b.dead = append(b.dead, job)
+	b.mu.Unlock()
 	return nil
 }
 
