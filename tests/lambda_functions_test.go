@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
@@ -870,6 +872,25 @@ func (r *lambdaRun) dispatcher(t *testing.T) {
 	if delivered != 2 || failures != 0 {
 		t.Errorf("EMF: %v deliveries, %v failures; want 2 and 0", delivered, failures)
 	}
+	// A retry received before it is due is sent on to the deliveries queue
+	// (a hop, delayed by at most 15 minutes), which the function's role
+	// must allow (the recorder checks every call against it).
+	body, err := queue.Job{DeliveryID: "msg_not_due", Attempt: 2, NotBefore: time.Now().Add(time.Hour)}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = editEvent(t, sampleEvent(t, "sqs-deliveries"), func(ev map[string]any) {
+		rec := ev["Records"].([]any)[0].(map[string]any)
+		rec["body"], rec["md5OfBody"] = body, ""
+		ev["Records"] = []any{rec}
+	})
+	payload, _ = f.invokeRaw(t, raw)
+	if err := json.Unmarshal(payload, &resp); err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
+		t.Errorf("a retry not due yet: %s (%v), want it sent on and deleted", payload, err)
+	}
+	if n := r.e.delayedDeliveries(t); n != 1 {
+		t.Errorf("%d delayed messages in the deliveries queue, want the hop", n)
+	}
 }
 
 // recordUpdates: the record updates function applies the sample batch (the
@@ -1140,6 +1161,22 @@ func (e *lambdaEnv) receiveDeliveries(t *testing.T, n int) []sqstypes.Message {
 		t.Fatalf("%d messages on the deliveries queue, want %d", len(out), n)
 	}
 	return out
+}
+
+// delayedDeliveries is how many messages of the deliveries queue wait out
+// a delay.
+func (e *lambdaEnv) delayedDeliveries(t *testing.T) int {
+	t.Helper()
+	out, err := e.sqs.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(e.queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		t.Fatalf("GetQueueAttributes: %v", err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)])
+	if err != nil {
+		t.Fatalf("ApproximateNumberOfMessagesDelayed: %v", err)
+	}
+	return n
 }
 
 // webhookReceiver is the merchant's webhook endpoint: it verifies each

@@ -281,7 +281,7 @@ func TestTemplateDispatcherQueueSettings(t *testing.T) {
 	}
 	redrive, _ := q["RedrivePolicy"].(map[string]any)
 	if redrive["maxReceiveCount"] != float64(10) {
-		t.Errorf("maxReceiveCount = %v, want 10 (one receive per scheduled attempt)", redrive["maxReceiveCount"])
+		t.Errorf("maxReceiveCount = %v, want 10 (the backstop for messages received again: crashed invocations, retries kept hidden)", redrive["maxReceiveCount"])
 	}
 	dlq := tpl.Resources["DeliveriesDLQ"].Properties
 	if dlq["MessageRetentionPeriod"] != float64(14*24*3600) {

@@ -106,7 +106,8 @@ func dynamoSetup(t *testing.T, ctx context.Context) map[string]string {
 }
 
 // newAWSWH wires the DynamoDB variant's dispatch: the production SQS
-// handler over disp, its backoff bridged to the fake clock.
+// handler over disp, on the fake clock, its queue side bridged to the
+// fake clock.
 func newAWSWH(t *testing.T, ctx context.Context, queues *app.Queues, disp queue.Handler, clk *clock.Fake, a *app.App) *awsWH {
 	t.Helper()
 	ac, err := app.AWSConfig(ctx)
@@ -114,19 +115,22 @@ func newAWSWH(t *testing.T, ctx context.Context, queues *app.Queues, disp queue.
 		t.Fatal(err)
 	}
 	b := &fakeClockBackoff{q: queues.SQS, clk: clk}
-	return &awsWH{sqs: sqs.NewFromConfig(ac), dlqURL: a.Config.DLQURL, backoff: b, handle: sqsqueue.LambdaHandler(b, disp, a.Log)}
+	return &awsWH{sqs: sqs.NewFromConfig(ac), dlqURL: a.Config.DLQURL, backoff: b, handle: sqsqueue.LambdaHandler(b, disp, clk, a.Log)}
 }
 
-// runDue releases the messages whose backoff has passed on the fake clock,
-// then runs batches until a receive finds no visible message, and returns
-// how many messages were handled (as localqueue's RunDue counts jobs).
+// runDue sends the messages whose delay has passed on the fake clock (and
+// shows hidden ones due), then runs batches until a receive finds no
+// visible message and nothing more is due, and returns how many messages
+// were handled (as localqueue's RunDue counts jobs; a hop of a job not due
+// yet counts as one).
 func (w *awsWH) runDue(t *testing.T, ctx context.Context, q *sqsqueue.Queue, a *app.App) int {
 	t.Helper()
-	if err := w.backoff.release(ctx); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
 	for {
+		released, err := w.backoff.release(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		got, err := q.RunBatch(ctx, w.handle, 0, a.Log)
 		if err == nil {
 			err = w.backoff.failure()
@@ -134,7 +138,7 @@ func (w *awsWH) runDue(t *testing.T, ctx context.Context, q *sqsqueue.Queue, a *
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got == 0 {
+		if got == 0 && released == 0 {
 			return n
 		}
 		n += got
@@ -155,25 +159,56 @@ func (w *awsWH) showDeadLetters(t *testing.T, ctx context.Context, dead []queue.
 	}
 }
 
-// fakeClockBackoff is the SQS handler's backoff (sqsqueue.Backoff) with the
-// wait counted on the test's fake clock instead of SQS's real one: the
-// handler's ChangeVisibility hides the message (for fakeClockHold, far
-// longer than any test) and records when it is due; release makes the due
-// ones visible again. Dead letters go to the real DLQ.
+// fakeClockBackoff is the SQS handler's queue side (sqsqueue.Backoff) with
+// delays counted on the test's fake clock instead of SQS's real one. SQS
+// delays a message by real seconds and cannot show a delayed message
+// early, so a job the handler sends again (a retry, or a hop of one not
+// due yet) is held here, as SQS holds a delayed message, until the fake
+// clock reaches the end of its delay; release then sends it to the real
+// queue without delay, where the production handler receives it and, on
+// the same fake clock, attempts it if due or sends it on. The handler's
+// due times (Job.NotBefore) are its own, on the fake clock. A message the
+// handler hides instead (its fallback when a send fails) is hidden for
+// fakeClockHold of real time and shown when due. Dead letters go to the
+// real DLQ.
 type fakeClockBackoff struct {
 	q   *sqsqueue.Queue
 	clk *clock.Fake
 
-	mu     sync.Mutex
-	hidden map[string]time.Time // receipt handle → due on the fake clock
-	err    error                // the first failure of ChangeVisibility
+	mu      sync.Mutex
+	delayed []delayedJob         // sent, not visible yet on the fake clock
+	hidden  map[string]time.Time // receipt handle → due on the fake clock
+	err     error                // the first failure of a send or a visibility change
 }
 
-// fakeClockHold is how long a retried message stays hidden in real time
+// delayedJob is a job sent with a delay, visible at visible (fake clock).
+type delayedJob struct {
+	job     queue.Job
+	visible time.Time
+}
+
+// fakeClockHold is how long a hidden message stays hidden in real time
 // unless release shows it first.
 const fakeClockHold = 15 * time.Minute
 
 var _ sqsqueue.Backoff = (*fakeClockBackoff)(nil)
+
+// Enqueue holds job until delay has passed on the fake clock, refusing
+// what SQS refuses (a delay over 15 minutes, an invalid job).
+func (b *fakeClockBackoff) Enqueue(_ context.Context, job queue.Job, delay time.Duration) error {
+	err := job.Validate()
+	if err == nil && delay > sqsqueue.MaxDelay {
+		err = errors.New("delay over SQS's 15 minutes")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		b.err = errors.Join(b.err, err)
+		return err
+	}
+	b.delayed = append(b.delayed, delayedJob{job: job, visible: b.clk.Now().Add(max(delay, 0))})
+	return nil
+}
 
 func (b *fakeClockBackoff) ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error {
 	err := b.q.ChangeVisibility(ctx, receiptHandle, fakeClockHold)
@@ -194,25 +229,41 @@ func (b *fakeClockBackoff) DeadLetter(ctx context.Context, job queue.Job) error 
 	return b.q.DeadLetter(ctx, job)
 }
 
-// release makes the messages due on the fake clock visible.
-func (b *fakeClockBackoff) release(ctx context.Context) error {
+// release sends the held jobs whose delay has passed on the fake clock and
+// shows the hidden messages due; it returns how many it sent or showed.
+func (b *fakeClockBackoff) release(ctx context.Context) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.clk.Now()
+	n := 0
+	var held []delayedJob
+	for i, d := range b.delayed {
+		if d.visible.After(now) {
+			held = append(held, d)
+			continue
+		}
+		if err := b.q.Enqueue(ctx, d.job, 0); err != nil {
+			b.delayed = append(held, b.delayed[i:]...)
+			return n, err
+		}
+		n++
+	}
+	b.delayed = held
 	for h, due := range b.hidden {
 		if due.After(now) {
 			continue
 		}
 		if err := b.q.ChangeVisibility(ctx, h, 0); err != nil {
-			return err
+			return n, err
 		}
 		delete(b.hidden, h)
+		n++
 	}
-	return nil
+	return n, nil
 }
 
-// failure returns the failures of ChangeVisibility so far (the handler
-// only logs them).
+// failure returns the failures of sends and visibility changes so far (the
+// handler only logs them).
 func (b *fakeClockBackoff) failure() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

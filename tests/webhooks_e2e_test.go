@@ -427,16 +427,21 @@ func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 	})
 }
 
+// failFirst answers 503 to the first n requests, then 200.
+func failFirst(n int) func(int) int {
+	return func(i int) int {
+		if i <= n {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+}
+
 // TestWebhooksE2EFailTwiceThenSucceed: attempts 1, 2 and 3 carry one
 // X-Webhook-Id and arrive on the schedule (immediately, 5 s, 5 min).
 func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		e.hooks.answer = func(n int) int {
-			if n <= 2 {
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusOK
-		}
+		e.hooks.answer = failFirst(2)
 		e.pay(1000, "")
 		e.settle()
 		for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
@@ -463,6 +468,49 @@ func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
 			}
 		}
 		if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
+			t.Fatalf("delivered: %+v", ds)
+		}
+	})
+}
+
+// TestWebhooksE2ELongWait: the 30 min wait before attempt 4 is longer
+// than SQS delays a message (15 min). On SQS the production handler
+// carries it in a hop — the retry's message, shown after 15 min, is sent
+// on for the 15 min left without an attempt — and on both stores attempt
+// 4 runs when due, not before.
+func TestWebhooksE2ELongWait(t *testing.T) {
+	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
+		e.hooks.answer = failFirst(3)
+		e.pay(1000, "")
+		e.settle()
+		for _, wait := range []time.Duration{5 * time.Second, 5 * time.Minute} {
+			e.clk.Advance(wait)
+			e.runDue()
+		}
+		if n := len(e.hooks.requests()); n != 3 {
+			t.Fatalf("%d requests after 5 min 5 s, want 3", n)
+		}
+		e.clk.Advance(20 * time.Minute)
+		n := e.runDue()
+		if got := len(e.hooks.requests()); got != 3 {
+			t.Fatalf("attempt 4 ran after 20 of its 30 minutes (%d requests)", got)
+		}
+		if want := map[bool]int{true: 1, false: 0}[e.aws != nil]; n != want {
+			t.Fatalf("%d messages handled 20 minutes into the wait, want %d (SQS: one hop)", n, want)
+		}
+		e.clk.Advance(10*time.Minute - time.Millisecond)
+		if e.runDue(); len(e.hooks.requests()) != 3 {
+			t.Fatal("attempt 4 ran before its 30 minutes")
+		}
+		e.clk.Advance(time.Millisecond)
+		if n := e.runDue(); n != 1 {
+			t.Fatalf("%d messages handled when attempt 4 was due, want 1", n)
+		}
+		reqs := e.hooks.requests()
+		if len(reqs) != 4 || reqs[3].header.Get("X-Webhook-Delivery-Attempt") != "4" {
+			t.Fatalf("%d requests, last attempt header %s", len(reqs), reqs[len(reqs)-1].header.Get("X-Webhook-Delivery-Attempt"))
+		}
+		if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 4 {
 			t.Fatalf("delivered: %+v", ds)
 		}
 	})

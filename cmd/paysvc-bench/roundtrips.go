@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -670,6 +671,26 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 				return fmt.Errorf("delivery %s: outcome %s", jobs[i].DeliveryID, out.Kind)
 			}
 			return nil
+		}); err != nil {
+			return err
+		}
+		// A retry received before it is due (a wait longer than SQS's 15
+		// minutes of delay): the dispatcher's SQS handler sends it on for
+		// the time left, without an attempt or a store access.
+		hop := sqsqueue.LambdaHandler(e.queue, e.disp.Process, e.disp.Clock, e.disp.Log)
+		if err := measure("webhook retry hop (dispatcher, not yet due)", n, func(i int) error {
+			body, err := queue.Job{DeliveryID: jobs[i].DeliveryID, Attempt: 2, NotBefore: e.disp.Clock.Now().Add(time.Hour)}.Encode()
+			if err != nil {
+				return err
+			}
+			resp, err := hop(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{
+				MessageId: fmt.Sprintf("hop-%d", i), ReceiptHandle: fmt.Sprintf("rh-hop-%d", i), Body: body,
+				Attributes: map[string]string{"ApproximateReceiveCount": "1"},
+			}}})
+			if err == nil && len(resp.BatchItemFailures) != 0 {
+				err = fmt.Errorf("hop of %s reported failed", jobs[i].DeliveryID)
+			}
+			return err
 		}); err != nil {
 			return err
 		}

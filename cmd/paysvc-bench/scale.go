@@ -47,6 +47,10 @@ type callCheck struct {
 
 func (c callCheck) ok() bool { return math.Abs(c.Model-c.Measured) < 0.01 }
 
+// hopRow is item 2's row of a retry hop: a batch of hops waits for no
+// receiver.
+const hopRow = "webhook retry hop (dispatcher, not yet due)"
+
 // rowToRequest maps item 2's rows to the model's request kinds.
 var rowToRequest = []struct{ row, req string }{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments},
@@ -54,6 +58,7 @@ var rowToRequest = []struct{ row, req string }{
 	{"POST captures (Idempotency-Key)", capacity.ReqCaptures},
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION"},
 	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts},
+	{hopRow, capacity.ReqHops},
 }
 
 // storeCalls counts a row's DynamoDB calls per request, tenant and API
@@ -136,8 +141,10 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 			ms += float64(cfg.UpstreamMS)
 		}
 		logs := r.logBytesPerRequest()
-		if perBatch > 1 { // one invocation handles a batch, its attempts concurrently
-			ms += float64(cfg.ReceiverMS)
+		if perBatch > 1 { // one invocation handles a batch, its messages concurrently
+			if row != hopRow { // a hop waits for no receiver
+				ms += float64(cfg.ReceiverMS)
+			}
 			logs *= float64(perBatch)
 		}
 		return capacity.Function{Name: name, MemoryMB: memory[name], DurationMS: math.Ceil(ms), LogBytes: logs + platformLogBytes}
@@ -152,10 +159,12 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 			capacity.ReqReversals:     fn("ModificationsFunction", capt, true, 1),
 			capacity.ReqNotifications: fn("NotificationsFunction", "notification AUTHORISATION (receiver)", false, 1),
 			capacity.ReqAttempts:      fn("WebhookDispatcherFunction", "webhook delivery attempt (dispatcher)", false, capacity.SQSBatch),
+			capacity.ReqHops:          fn("WebhookDispatcherFunction", hopRow, false, capacity.SQSBatch),
 		},
 		AccessLogBytes: accessLog,
 		Source: fmt.Sprintf("measured by item 2 on moto (median of %d requests each; details priced as payments, reversals as captures), "+
-			"plus an assumed upstream latency of %d ms for the calls that reach the upstream and a receiver answering in %d ms; "+
+			"plus an assumed upstream latency of %d ms for the calls that reach the upstream and a receiver answering in %d ms "+
+			"(a batch of hops waits for none: one hop's duration, its sends run concurrently); "+
 			"memory from template.yaml; %d bytes of Lambda platform records per invocation (estimated)",
 			cfg.RTRequests, cfg.UpstreamMS, cfg.ReceiverMS, platformLogBytes),
 	}
@@ -324,8 +333,9 @@ func (r *report) scaleSection(w func(string, ...any)) {
 		}
 		w("| %s | `%s` | %.0f | %.0f |\n", f.Family, key, f.W, f.R)
 	}
-	w("\nDynamoDB per payment: %.1f WRU, %.1f RRU. Cost of one million payments at on-demand list prices (%s, %s): **$%.0f**",
-		t.Total.W/t.Payments, t.Total.R/t.Payments, capacity.PriceRegion, capacity.PriceDate, s.Cost.Total)
+	w("\nDynamoDB per payment: %.1f WRU, %.1f RRU. SQS: about %.0f messages in flight (only the batches being handled; retries wait as %.0f delayed messages, %.3f hops per payment). Cost of one million payments at on-demand list prices (%s, %s): **$%.0f**",
+		t.Total.W/t.Payments, t.Total.R/t.Payments, t.InFlight(s.Measured), t.SQSDelayed, t.Requests[capacity.ReqHops]/t.Payments,
+		capacity.PriceRegion, capacity.PriceDate, s.Cost.Total)
 	if s.Wrote != "" {
 		w(" (table in %s)", s.Wrote)
 	}

@@ -63,11 +63,18 @@ type webhookResult struct {
 	Runs []webhookRun
 }
 
-// noBackoff stands in for SQS visibility changes and the DLQ (the
-// benchmark's deliveries all succeed except the hanging one's).
+// noBackoff stands in for the retries' messages, SQS visibility changes
+// and the DLQ (the benchmark's deliveries all succeed except the hanging
+// one's).
 type noBackoff struct{ retries, dead atomic.Int64 }
 
-// ChangeVisibility counts a retry.
+// Enqueue counts a retry sent again.
+func (b *noBackoff) Enqueue(context.Context, queue.Job, time.Duration) error {
+	b.retries.Add(1)
+	return nil
+}
+
+// ChangeVisibility counts a retry kept hidden.
 func (b *noBackoff) ChangeVisibility(context.Context, string, time.Duration) error {
 	b.retries.Add(1)
 	return nil
@@ -158,7 +165,7 @@ func newWebhookBench(st webhookStore, recv *receivers) (*webhookBench, error) {
 		wb.done.Store(job.DeliveryID, time.Now())
 		return out
 	}
-	wb.handler = sqsqueue.LambdaHandler(&noBackoff{}, process, log)
+	wb.handler = sqsqueue.LambdaHandler(&noBackoff{}, process, clk, log)
 	return wb, nil
 }
 

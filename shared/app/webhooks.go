@@ -304,7 +304,7 @@ func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, event
 	// The subscription read of every attempt: cached per instance (see
 	// NotificationsHandler).
 	d.Tenants = tenant.NewReadCache(a.Stores.Tenants, a.Clock, a.Config.AuthCacheTTL)
-	return sqsqueue.LambdaHandler(q.SQS, d.Process, a.Log), nil
+	return sqsqueue.LambdaHandler(q.SQS, d.Process, a.Clock, a.Log), nil
 }
 
 // Exit logs why a function cannot start and exits (the runtime reports

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -52,13 +53,28 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 	if r := fam["table MERCHANT"].R; r == 0 {
 		t.Errorf("merchant partition: no cache refreshes metered")
 	}
-	// Failed attempts wait out their backoff as in-flight SQS messages:
-	// ~31,600 deliveries/s × 5 % × (5 s + 5 min + 30 min) ≈ 3.3 million,
-	// far over the queue's ~120,000 (docs/scale.md: not fixed here).
-	if res.SQSInFlight < 2e6 || res.SQSInFlight > 5e6 {
-		t.Errorf("SQS in flight: %.0f, want about 3.3 million", res.SQSInFlight)
+	// Failed attempts wait out their backoff as delayed SQS messages, not
+	// in flight: ~31,600 deliveries/s × 5 % × (5 s + 5 min + 30 min) ≈ 3.3
+	// million delayed; in flight only while a batch runs (~36,000
+	// attempts/s × 0.2 s ≈ 7,000), far under the queue's ~120,000.
+	if res.SQSDelayed < 2e6 || res.SQSDelayed > 5e6 {
+		t.Errorf("SQS delayed: %.0f, want about 3.3 million", res.SQSDelayed)
+	}
+	batches := Measured{Functions: map[string]Function{ReqAttempts: {DurationMS: 200}, ReqHops: {DurationMS: 20}}}
+	if got := res.InFlight(batches); got < 5_000 || got > 10_000 {
+		t.Errorf("SQS in flight: %.0f, want about 7,000", got)
 	}
 	per := func(req string) float64 { return res.Requests[req] / res.Payments }
+	// The 30 min wait before a failing receiver's 4th attempt takes two
+	// messages (15 + 15 min): one hop per failing delivery, ~0.16 per
+	// payment. Every attempt's message was sent once (the first by the
+	// notification, each retry by the dispatcher), and every hop's.
+	if h := per(ReqHops); h < 0.1 || h > 0.25 {
+		t.Errorf("hops per payment: %.3f, want about 0.16", h)
+	}
+	if sends, want := per(ReqSQSSend), per(ReqAttempts)+per(ReqHops); math.Abs(sends-want) > 1e-9 {
+		t.Errorf("SendMessage per payment %.4f, want attempts + hops = %.4f", sends, want)
+	}
 	if per(ReqPayments) != 1 || per(ReqNotifications) < 1.5 || per(ReqAttempts) < 2*per(ReqNotifications) {
 		t.Errorf("requests per payment: %v", res.Requests)
 	}
@@ -229,7 +245,7 @@ func TestReportAndCost(t *testing.T) {
 			ReqPayments: fn("PaymentsFunction", 320, 900), ReqReplay: fn("PaymentsFunction", 12, 700),
 			ReqDetails: fn("PaymentsFunction", 320, 900), ReqCaptures: fn("ModificationsFunction", 330, 950),
 			ReqReversals: fn("ModificationsFunction", 330, 950), ReqNotifications: fn("NotificationsFunction", 40, 1200),
-			ReqAttempts: fn("WebhookDispatcherFunction", 150, 4000),
+			ReqAttempts: fn("WebhookDispatcherFunction", 150, 4000), ReqHops: fn("WebhookDispatcherFunction", 15, 600),
 		},
 		AccessLogBytes: 700, Source: "test inputs",
 	}
@@ -250,7 +266,8 @@ func TestReportAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"### Busiest partition key of each key family", "| gsi1 MERCHANT |", "**total**",
-		"API Gateway (REST) requests", "Payment records are bounded per item", "| POST payments | 1.000 | 4.0 |"} {
+		"API Gateway (REST) requests", "Payment records are bounded per item", "| POST payments | 1.000 | 4.0 |",
+		"| webhook retry hop (dispatcher, not yet due) | 0.1", "within the standard queue's ~120000", "a delivery that fails all 10 attempts takes 207"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -71,6 +71,10 @@ type Cost struct {
 // apiRequests are the request kinds that pass API Gateway.
 var apiRequests = []string{ReqPayments, ReqReplay, ReqDetails, ReqCaptures, ReqReversals, ReqNotifications}
 
+// functionKinds are the request kinds a Lambda function serves: the API's
+// and the dispatcher's (attempts, and hops of retries not yet due).
+var functionKinds = append(append([]string{}, apiRequests...), ReqAttempts, ReqHops)
+
 // CostOf prices the trace's requests and capacity units per million
 // payments with the measured durations and log sizes.
 func CostOf(t *TraceResult, m Measured) (Cost, error) {
@@ -87,14 +91,13 @@ func CostOf(t *TraceResult, m Measured) (Cost, error) {
 	add("API Gateway (REST) requests", api, "requests", api*PriceAPIGatewayREST)
 
 	invocations, gbs, logBytes := 0.0, 0.0, api*m.AccessLogBytes
-	kinds := append(append([]string{}, apiRequests...), ReqAttempts)
-	for _, r := range kinds {
+	for _, r := range functionKinds {
 		f, ok := m.Functions[r]
 		if !ok {
 			return Cost{}, fmt.Errorf("capacity: no measured function for %q", r)
 		}
 		n := per(r)
-		if r == ReqAttempts { // SQS batches: one invocation per batch
+		if r == ReqAttempts || r == ReqHops { // SQS batches: one invocation per batch
 			n /= SQSBatch
 		}
 		invocations += n
@@ -106,10 +109,11 @@ func CostOf(t *TraceResult, m Measured) (Cost, error) {
 	wru, rru := t.Total.W/t.Payments, t.Total.R/t.Payments
 	add("DynamoDB writes (table + gsi1)", wru, "WRU", wru*PriceDynamoWRU)
 	add("DynamoDB reads", rru, "RRU", rru*PriceDynamoRRU)
-	sqs := per(ReqSQSSend) + per(ReqSQSVisibility) + 2*per(ReqAttempts)/SQSBatch
-	add("SQS requests (send, receive, delete, visibility)", sqs, "requests", sqs*PriceSQSStandard)
+	received := per(ReqAttempts) + per(ReqHops) // messages the dispatcher receives and deletes, in batches
+	sqs := per(ReqSQSSend) + 2*received/SQSBatch
+	add("SQS requests (send, receive, delete)", sqs, "requests", sqs*PriceSQSStandard)
 	add("CloudWatch Logs ingestion", logBytes, "bytes", logBytes/1e9*PriceLogsIngestGB*1e6)
-	traces := (api + per(ReqAttempts)/SQSBatch) * XRaySampled
+	traces := (api + received/SQSBatch) * XRaySampled
 	add("X-Ray traces recorded (5 % sampled)", traces, "traces", traces*PriceXRayRecorded)
 	return c, nil
 }

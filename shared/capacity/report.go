@@ -5,7 +5,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // Markers of the generated part of docs/scale.md.
@@ -57,12 +59,13 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 		b.WriteString("\nNo partition key over 1,000 WCU/s or 3,000 RCU/s, no item over 400 KB.\n")
 	}
 
-	inflight := "within"
-	if t.SQSInFlight > SQSInFlightQuota {
-		inflight = "**over**"
+	inflight, within := t.InFlight(m), "within"
+	if inflight > SQSInFlightQuota {
+		within = "**over**"
 	}
-	fmt.Fprintf(&b, "\nSQS: sustained, this traffic keeps **%.0f messages in flight** in the deliveries queue (failed attempts wait out their backoff as received messages), %s the standard queue's ~%d.\n",
-		t.SQSInFlight, inflight, SQSInFlightQuota)
+	fmt.Fprintf(&b, "\nSQS: sustained, this traffic keeps about **%.0f messages in flight** in the deliveries queue (received, not yet deleted: each only while its batch runs, %.0f ms for a batch of attempts, %.0f ms for one of hops; the event source's own latency aside), %s the standard queue's ~%d. Retries wait as delayed messages instead, about **%.0f at once**: SQS does not count them as in flight and does not limit a standard queue's backlog. A wait longer than 15 minutes (SQS's longest delay) is carried in hops, each a receive and a send without an attempt or a DynamoDB access: %.3f hops per payment here (a delivery that fails all %d attempts takes %d over its ~54 h).\n",
+		inflight, m.Functions[ReqAttempts].DurationMS, m.Functions[ReqHops].DurationMS, within, SQSInFlightQuota,
+		t.SQSDelayed, t.Requests[ReqHops]/t.Payments, webhooks.MaxAttempts, allAttemptsHops())
 	b.WriteString("\n### Items\n\n| key family | largest item written |\n|---|---|\n")
 	for _, f := range sortedKeys(t.MaxItem) {
 		fmt.Fprintf(&b, "| %s | %d bytes |\n", f, t.MaxItem[f])
@@ -87,13 +90,23 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 
 	fmt.Fprintf(&b, "\n### Cost of one payment\n\nOn-demand list prices, %s, as of %s (constants in `shared/capacity/cost.go`). Lambda: arm64; durations, memory and log bytes %s.\n\n", PriceRegion, PriceDate, m.Source)
 	b.WriteString("| function | serves | memory | billed duration | log bytes per invocation |\n|---|---|---|---|---|\n")
-	for _, r := range append(append([]string{}, apiRequests...), ReqAttempts) {
+	for _, r := range functionKinds {
 		f := m.Functions[r]
 		fmt.Fprintf(&b, "| %s | %s | %d MB | %.0f ms | %.0f |\n", f.Name, r, f.MemoryMB, f.DurationMS, f.LogBytes)
 	}
 	fmt.Fprintf(&b, "\nAPI Gateway access log: %.0f bytes per request. X-Ray: %.0f %% of requests traced (default rule).\n\n", m.AccessLogBytes, 100*XRaySampled)
 	b.WriteString(c.Markdown())
 	return b.String(), nil
+}
+
+// allAttemptsHops is how many hops a delivery that fails every attempt
+// takes over the whole schedule.
+func allAttemptsHops() int {
+	n := 0
+	for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
+		n += sqsqueue.Messages(webhooks.NominalDelay(attempt)) - 1
+	}
+	return n
 }
 
 func instances(m map[string]int) string {

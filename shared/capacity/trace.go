@@ -13,6 +13,7 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
@@ -106,8 +107,8 @@ const (
 	ReqReversals     = "POST reversals"
 	ReqNotifications = "notification (receiver)"
 	ReqAttempts      = "webhook attempt (dispatcher)"
+	ReqHops          = "webhook retry hop (dispatcher, not yet due)"
 	ReqSQSSend       = "SQS SendMessage"
-	ReqSQSVisibility = "SQS ChangeMessageVisibility"
 )
 
 // TraceResult is a replayed trace: the meter's counts and the requests
@@ -119,10 +120,11 @@ type TraceResult struct {
 	// Calls are the DynamoDB calls of one request of each kind, tenant
 	// reads (cached) aside: what cmd/paysvc-bench counts on moto.
 	Calls map[string]float64
-	// SQSInFlight is the deliveries queue's in-flight messages under this
-	// traffic sustained: a failed attempt's message stays received (in
-	// flight) for its whole backoff (ChangeMessageVisibility).
-	SQSInFlight float64
+	// SQSDelayed is how many messages of the deliveries queue wait out a
+	// delay at once under this traffic sustained: a failed attempt's
+	// retry is a new message delayed by the backoff (in hops of at most
+	// 15 minutes), not in flight (see InFlight).
+	SQSDelayed float64
 	// PaymentMeta and PaymentEntry are the largest payment META item and
 	// history item of the trace, in bytes: a record's items do not grow
 	// with its history (each entry is its own item).
@@ -133,6 +135,17 @@ type TraceResult struct {
 // SQSInFlightQuota is SQS's in-flight limit of a standard queue (about
 // 120,000; raised on request to AWS support).
 const SQSInFlightQuota = 120_000
+
+// InFlight is how many messages of the deliveries queue are in flight
+// (received, not yet deleted) at once under this traffic sustained, when
+// each is in flight while its batch runs: m's billed durations of a batch
+// of attempts and of a batch of hops (Little's law; the event source's own
+// receive and delete latency is not included).
+func (t *TraceResult) InFlight(m Measured) float64 {
+	perSecond := func(req string) float64 { return t.Requests[req] / float64(t.Mix.Seconds) }
+	return perSecond(ReqAttempts)*m.Functions[ReqAttempts].DurationMS/1000 +
+		perSecond(ReqHops)*m.Functions[ReqHops].DurationMS/1000
+}
 
 type taskKind uint8
 
@@ -203,9 +216,12 @@ func Run(m Mix) (*TraceResult, error) {
 	for label, n := range r.runs {
 		calls[label] = float64(r.calls[label]) / float64(n)
 	}
+	if r.requests[ReqHops] > 0 {
+		calls[ReqHops] = 0 // a hop reads and writes nothing
+	}
 	return &TraceResult{
 		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
-		SQSInFlight: r.hidden / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
+		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
 		Result: r.meter.Result(),
 	}, nil
 }
@@ -236,7 +252,7 @@ type replay struct {
 	requests   map[string]float64
 	rateCounts map[string]int // hits per rate-limit counter
 	rr         int            // round robin over a sharded window
-	hidden     float64        // message-seconds hidden by backoffs
+	delayed    float64        // message-seconds delayed by backoffs
 	calls      map[string]int // DynamoDB calls per task label
 	runs       map[string]int // tasks per label
 	// cached tenant items, refreshed per instance and TTL
@@ -750,10 +766,19 @@ func (r *replay) attempt(s int, t task) error {
 	r.meter.Get(begun)         // record: read
 	r.meter.Put(begun, after)  // record: the result
 	if failing {
-		r.count(ReqSQSVisibility)
-		wait := int(webhooks.NominalDelay(n + 1).Seconds())
-		r.hidden += float64(wait * r.mix.Sample)
-		r.later(s+max(wait, 1), task{kind: kAttempt, code: t.code, sub: t.sub, attempt: uint8(n + 1), i: i})
+		// The retry is a new message delayed by the wait, and by hops of
+		// at most 15 minutes when longer: each hop a receive and a send,
+		// no attempt, no DynamoDB access (sqsqueue.LambdaHandler).
+		wait := webhooks.NominalDelay(n + 1)
+		msgs := sqsqueue.Messages(wait)
+		for k := range msgs {
+			r.count(ReqSQSSend)
+			if k > 0 {
+				r.count(ReqHops)
+			}
+		}
+		r.delayed += wait.Seconds() * float64(r.mix.Sample)
+		r.later(s+max(int(wait.Seconds()), 1), task{kind: kAttempt, code: t.code, sub: t.sub, attempt: uint8(n + 1), i: i})
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 			_ = queues.Local.Run(workerCtx, dispatcher.Process)
 			return
 		}
-		queues.SQS.Poll(workerCtx, dispatcher.Process, log)
+		queues.SQS.Poll(workerCtx, dispatcher.Process, clk, log)
 	}()
 	defer func() { stopWorker(); <-workerDone }()
 	// Record updates the API deferred (docs/payments.md): applied here

@@ -28,6 +28,15 @@ type Job struct {
 	// place (SQS visibility backoff), the n-th receive of it makes attempt
 	// Attempt+n-1.
 	Attempt int `json:"attempt"`
+	// NotBefore is when the job falls due; zero: as soon as it is
+	// received. The SQS adapter sets it on the jobs it sends again for a
+	// retry, whose wait may be longer than SQS can delay a message: a
+	// message received before it is sent again, without an attempt, until
+	// it is due (sqsqueue.LambdaHandler). A handler receives it only with
+	// the first receive of such a message, so that it marks a copy of the
+	// job that no handler has seen before (webhooks.Dispatcher drops one
+	// whose delivery was meanwhile scheduled past it by another copy).
+	NotBefore time.Time `json:"notBefore,omitzero"`
 }
 
 // Validate reports a job that no consumer can act on.
@@ -122,6 +131,11 @@ func (k Kind) String() string {
 type Outcome struct {
 	Kind  Kind
 	After time.Duration // Retry: the delay before the next attempt
+	// Next is, for Retry, the number of the next attempt when the handler
+	// made one (its number + 1); 0 when it made none (a store read
+	// failed), so the job keeps its number. Queues that count attempts
+	// themselves may ignore it.
+	Next int
 }
 
 // Handler processes one job making the given attempt; queue adapters call

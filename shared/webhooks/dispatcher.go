@@ -71,6 +71,11 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 		log.InfoContext(ctx, "webhook job for an ended delivery dropped", "status", string(dl.Status))
 		return queue.Outcome{Kind: queue.Done}
 	}
+	if superseded(job, dl) {
+		log.InfoContext(ctx, "webhook job superseded by a later attempt dropped",
+			"notBefore", job.NotBefore, "nextAttemptAt", *dl.NextAttemptAt)
+		return queue.Outcome{Kind: queue.Done}
+	}
 	sub, err := d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
 	if errors.Is(err, storeerr.ErrNotFound) {
 		d.end(ctx, log, dl.ID, "subscription deleted")
@@ -118,6 +123,24 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 		log.WarnContext(ctx, "webhook attempt failed", append(attrs, "err", res.Describe(), "retryInMs", out.After.Milliseconds())...)
 	}
 	return out
+}
+
+// supersededSlack absorbs the clocks and the stored times' precision when
+// a job's due time is compared with its delivery's next attempt.
+const supersededSlack = time.Second
+
+// superseded reports whether job is a stale copy: a job the queue sent
+// again for a retry (it carries its due time, NotBefore, and no handler has
+// seen this copy before) whose delivery has meanwhile been scheduled
+// later than that due time. Only an attempt made after the one that
+// scheduled this copy moves NextAttemptAt past it — another copy of the
+// job made it (a batch re-received after its invocation failed while its
+// retries were already sent) and carries the delivery on, so this copy
+// would only attempt twice. The record of the attempt that scheduled the
+// copy sets NextAttemptAt to at most the copy's due time (the copy is
+// sent after the attempt, delayed by the same wait).
+func superseded(job queue.Job, dl Delivery) bool {
+	return !job.NotBefore.IsZero() && dl.NextAttemptAt != nil && dl.NextAttemptAt.After(job.NotBefore.Add(supersededSlack))
 }
 
 // begin counts the attempt on the delivery before anything is sent, so the
@@ -173,7 +196,7 @@ func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	return queue.Outcome{Kind: queue.Retry, After: RetryDelay(attempt+1, rnd)}
+	return queue.Outcome{Kind: queue.Retry, After: RetryDelay(attempt+1, rnd), Next: attempt + 1}
 }
 
 // record writes the attempt's result to the delivery. A delivered record

@@ -443,3 +443,56 @@ func TestAttemptCounterSurvivesCrash(t *testing.T) {
 		t.Fatalf("after redelivery: %+v", d)
 	}
 }
+
+// TestSupersededCopyDropped: a job the queue sent again for a retry
+// carries its due time; a copy of it whose delivery has meanwhile been
+// scheduled past that due time by another copy's attempt is dropped
+// without an attempt (two copies exist when a batch is received again
+// after its invocation failed while its retries were already sent). The
+// copy due at the scheduled time, and jobs without a due time (first
+// attempts, redrives, a message received again), attempt as before.
+func TestSupersededCopyDropped(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(int) int { return http.StatusServiceUnavailable }
+	e.newDelivery("msg_s")
+	out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_s", Attempt: 1}, 1)
+	if out.Kind != queue.Retry || out.After != 5*time.Second || out.Next != 2 {
+		t.Fatalf("attempt 1: %+v, want a retry of attempt 2 in 5 s", out)
+	}
+	due := e.clk.Now().Add(out.After)
+	if d := e.delivery("msg_s"); d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(due) {
+		t.Fatalf("next attempt at %v, want %s", d.NextAttemptAt, due)
+	}
+	// The retry sent by the queue, received when due: attempt 2.
+	e.clk.Set(due)
+	copyJob := queue.Job{DeliveryID: "msg_s", Attempt: 2, NotBefore: due}
+	if out := e.d.Process(e.ctx, copyJob, 2); out.Kind != queue.Retry || out.Next != 3 {
+		t.Fatalf("the copy due now: %+v, want attempt 2 made and retried", out)
+	}
+	// A second copy of the same retry arrives later: attempt 2 was made and
+	// attempt 3 scheduled past its due time by the first.
+	e.clk.Advance(2 * time.Second)
+	if out := e.d.Process(e.ctx, copyJob, 2); out.Kind != queue.Done {
+		t.Fatalf("the superseded copy: %+v, want it dropped", out)
+	}
+	if reqs, _ := e.requests(); len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2 (the superseded copy made none)", len(reqs))
+	}
+	if d := e.delivery("msg_s"); d.Attempts != 2 || d.Status != webhooks.StatusPending {
+		t.Fatalf("after the superseded copy: %+v", d)
+	}
+	// Without a due time (a message received again keeps no due time for
+	// the dispatcher) the job attempts: its receive may follow a crash.
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_s", Attempt: 2}, 3); out.Kind != queue.Retry || out.Next != 4 {
+		t.Fatalf("a job without a due time: %+v, want attempt 3 made", out)
+	}
+	// The copy due at the delivery's next attempt attempts.
+	d := e.delivery("msg_s")
+	e.clk.Set(*d.NextAttemptAt)
+	if out := e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_s", Attempt: 4, NotBefore: *d.NextAttemptAt}, 4); out.Next != 5 {
+		t.Fatalf("the copy due at the next attempt: %+v, want attempt 4 made", out)
+	}
+	if reqs, _ := e.requests(); len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+}

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,7 @@ type awsEnv struct {
 	st      *dynamo.Store
 	q       *sqsqueue.Queue
 	sqs     *sqs.Client
+	qURL    string
 	dlqURL  string
 	d       *webhooks.Dispatcher
 	mu      sync.Mutex
@@ -74,7 +76,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
 	})
-	e := &awsEnv{ctx: ctx, st: dynamo.New(dc, table, clock.System{}), q: sqsqueue.New(sc, url, dlq), sqs: sc, dlqURL: dlq,
+	e := &awsEnv{ctx: ctx, st: dynamo.New(dc, table, clock.System{}), q: sqsqueue.New(sc, url, dlq), sqs: sc, qURL: url, dlqURL: dlq,
 		seen: map[string][]string{}, okSeen: make(chan struct{}), failFor: map[string]bool{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -150,19 +152,33 @@ func (e *awsEnv) receive(t *testing.T, want int) events.SQSEvent {
 	return ev
 }
 
-// recordingBackoff records the backoffs asked for and makes the message
-// visible again at once, so a test can walk the whole schedule.
+// recordingBackoff records the jobs the handler sends again and their
+// delays, and sends each at once: the test advances the handler's fake
+// clock by the delay before the next receive, as SQS would show the
+// message then, so it can walk the whole schedule in moments.
 type recordingBackoff struct {
 	q      *sqsqueue.Queue
 	mu     sync.Mutex
+	sent   []queue.Job
 	delays []time.Duration
+	hidden int // visibility changes (the fallback)
+}
+
+func (r *recordingBackoff) Enqueue(ctx context.Context, job queue.Job, delay time.Duration) error {
+	if delay > sqsqueue.MaxDelay {
+		return fmt.Errorf("delay %s over SQS's maximum", delay)
+	}
+	r.mu.Lock()
+	r.sent, r.delays = append(r.sent, job), append(r.delays, delay)
+	r.mu.Unlock()
+	return r.q.Enqueue(ctx, job, 0)
 }
 
 func (r *recordingBackoff) ChangeVisibility(ctx context.Context, handle string, d time.Duration) error {
 	r.mu.Lock()
-	r.delays = append(r.delays, d)
+	r.hidden++
 	r.mu.Unlock()
-	return r.q.ChangeVisibility(ctx, handle, 0)
+	return r.q.ChangeVisibility(ctx, handle, d)
 }
 
 func (r *recordingBackoff) DeadLetter(ctx context.Context, job queue.Job) error {
@@ -170,15 +186,16 @@ func (r *recordingBackoff) DeadLetter(ctx context.Context, job queue.Job) error 
 }
 
 // TestDispatcherLambdaBatch: one batch with a slow, a fast and a failing
-// delivery: processed concurrently, only the failing one reported, its
-// visibility set to the 5 s backoff (it is not receivable right away).
+// delivery: processed concurrently, none reported (Lambda deletes them
+// all); the failing one's next attempt is a new message delayed by the
+// 5 s backoff, so once the batch is done nothing is in flight.
 func TestDispatcherLambdaBatch(t *testing.T) {
 	e := newAWSEnv(t)
 	e.delivery(t, "msg_slow", false)
 	e.delivery(t, "msg_ok", false)
 	e.delivery(t, "msg_fail", true)
 	ev := e.receive(t, 3)
-	handler := sqsqueue.LambdaHandler(e.q, e.d.Process, e.d.Log)
+	handler := sqsqueue.LambdaHandler(e.q, e.d.Process, clock.System{}, e.d.Log)
 	start := time.Now()
 	resp, err := handler(e.ctx, ev)
 	if err != nil {
@@ -187,14 +204,8 @@ func TestDispatcherLambdaBatch(t *testing.T) {
 	if took := time.Since(start); took > 4*time.Second {
 		t.Fatalf("batch took %s: the slow delivery held the others back", took)
 	}
-	var failedID string
-	for _, r := range ev.Records {
-		if strings.Contains(r.Body, "msg_fail") {
-			failedID = r.MessageId
-		}
-	}
-	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != failedID {
-		t.Fatalf("batch item failures %+v, want only %s", resp.BatchItemFailures, failedID)
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("batch item failures %+v, want none (the retry is a new message)", resp.BatchItemFailures)
 	}
 	for id, want := range map[string]webhooks.Status{"msg_slow": webhooks.StatusDelivered, "msg_ok": webhooks.StatusDelivered, "msg_fail": webhooks.StatusPending} {
 		d, err := e.st.GetDelivery(e.ctx, id)
@@ -202,53 +213,83 @@ func TestDispatcherLambdaBatch(t *testing.T) {
 			t.Fatalf("%s: %+v, %v; want %s after 1 attempt", id, d, err, want)
 		}
 	}
-	// The failed message is hidden for its 5 s backoff.
+	// Lambda deletes the messages not reported.
+	for _, r := range ev.Records {
+		if err := e.q.Delete(e.ctx, r.ReceiptHandle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The retry waits delayed, not in flight, and is not receivable yet.
+	if got := e.queueCounts(t); got != (counts{delayed: 1}) {
+		t.Fatalf("deliveries queue %+v, want only the retry, delayed", got)
+	}
 	if msgs, err := e.q.Receive(e.ctx, 10, 0); err != nil || len(msgs) != 0 {
-		t.Fatalf("visible right after the backoff was set: %d messages, %v", len(msgs), err)
+		t.Fatalf("visible right after the retry was sent: %d messages, %v", len(msgs), err)
 	}
 }
 
-// TestDispatcherLambdaWholeSchedule walks one failing message through its
-// ten receives: the backoff asked after receive n is the schedule's wait
-// before attempt n+1; after the tenth the job is in the DLQ, the message
-// deleted and the delivery failed.
+// TestDispatcherLambdaWholeSchedule walks one failing delivery through its
+// ten attempts on the production handler: after attempt n the job is sent
+// again for attempt n+1, due after the schedule's wait and delayed by as
+// much of it as SQS allows (15 min); a copy received before it is due is
+// sent again (a hop) without an attempt, delayed by the time left. After
+// the tenth attempt the job is in the DLQ, the message deleted and the
+// delivery failed, and nothing is left in the queue.
 func TestDispatcherLambdaWholeSchedule(t *testing.T) {
 	e := newAWSEnv(t)
+	clk := clock.NewFake(time.Now().UTC())
+	e.d.Clock = clk
 	e.delivery(t, "msg_dead", true)
 	rb := &recordingBackoff{q: e.q}
-	handler := sqsqueue.LambdaHandler(rb, e.d.Process, e.d.Log)
-	for receive := 1; receive <= webhooks.MaxAttempts; receive++ {
+	handler := sqsqueue.LambdaHandler(rb, e.d.Process, clk, e.d.Log)
+	receives := 0
+	for {
 		ev := e.receive(t, 1)
-		if got := ev.Records[0].Attributes["ApproximateReceiveCount"]; got != strconv.Itoa(receive) {
-			t.Fatalf("receive %d: ApproximateReceiveCount %s", receive, got)
+		receives++
+		if got := ev.Records[0].Attributes["ApproximateReceiveCount"]; got != "1" {
+			t.Fatalf("receive %d: ApproximateReceiveCount %s: a message was received twice", receives, got)
 		}
 		resp, err := handler(e.ctx, ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last := receive == webhooks.MaxAttempts
-		if reported := len(resp.BatchItemFailures) == 1; reported == last {
-			t.Fatalf("receive %d: batch item failures %+v", receive, resp.BatchItemFailures)
-		}
-		if !last {
-			// Lambda would now leave the message to its visibility timeout.
-			continue
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("receive %d: %+v, %v; want the message deleted", receives, resp, err)
 		}
 		// Lambda deletes messages not reported as failed.
 		if err := e.q.Delete(e.ctx, ev.Records[0].ReceiptHandle); err != nil {
 			t.Fatal(err)
 		}
+		rb.mu.Lock()
+		n := len(rb.delays)
+		rb.mu.Unlock()
+		if n < receives {
+			break // the last attempt: nothing sent again
+		}
+		clk.Advance(rb.delays[n-1]) // SQS shows the message then
+		if receives > 300 {
+			t.Fatal("the schedule does not end")
+		}
 	}
-	want := []time.Duration{}
+	// The messages sent: after attempt n, one for attempt n+1 and its hops.
+	want := 1 // the first attempt's message
+	var wantDelays []time.Duration
 	for attempt := 2; attempt <= webhooks.MaxAttempts; attempt++ {
-		want = append(want, min(webhooks.NominalDelay(attempt), webhooks.MaxHop))
+		wait := min(webhooks.NominalDelay(attempt), webhooks.MaxHop)
+		want += sqsqueue.Messages(wait)
+		for left := wait; ; left -= sqsqueue.MaxDelay {
+			wantDelays = append(wantDelays, min(left, sqsqueue.MaxDelay))
+			if left <= sqsqueue.MaxDelay {
+				break
+			}
+		}
 	}
-	if len(rb.delays) != len(want) {
-		t.Fatalf("backoffs %v, want %v", rb.delays, want)
+	if receives != want || want != 217 {
+		t.Fatalf("%d messages received, want %d (217: 10 attempts, 207 hops)", receives, want)
 	}
-	for i := range want {
-		if rb.delays[i] != want[i] {
-			t.Fatalf("backoff after attempt %d: %s, want %s", i+1, rb.delays[i], want[i])
+	if len(rb.delays) != len(wantDelays) || rb.hidden != 0 {
+		t.Fatalf("%d messages sent again (%d visibility changes), want %d and none", len(rb.delays), rb.hidden, len(wantDelays))
+	}
+	for i := range wantDelays {
+		if rb.delays[i] != wantDelays[i] {
+			t.Fatalf("message %d sent again delayed %s, want %s", i+1, rb.delays[i], wantDelays[i])
 		}
 	}
 	e.mu.Lock()
@@ -264,26 +305,50 @@ func TestDispatcherLambdaWholeSchedule(t *testing.T) {
 	if n := e.dlqDepth(t); n != 1 {
 		t.Fatalf("DLQ holds %d messages, want 1", n)
 	}
-	if msgs, _ := e.q.Receive(e.ctx, 10, 0); len(msgs) != 0 {
-		t.Fatalf("the deliveries queue still holds %d messages", len(msgs))
+	if got := e.queueCounts(t); got != (counts{}) {
+		t.Fatalf("the deliveries queue still holds %+v", got)
 	}
 
 	// Redrive from the DLQ (admin): back to pending, delivered this time.
 	e.mu.Lock()
 	e.failFor["msg_dead"] = false
 	e.mu.Unlock()
-	admin := &webhooks.Admin{Deliveries: e.st, Queue: e.q, DeadLetters: e.q, Clock: clock.System{}}
+	admin := &webhooks.Admin{Deliveries: e.st, Queue: e.q, DeadLetters: e.q, Clock: clk}
 	res, err := admin.RedriveDeadLetterQueue(e.ctx)
 	if err != nil || len(res.Redriven) != 1 {
 		t.Fatalf("DLQ redrive: %+v, %v", res, err)
 	}
 	ev := e.receive(t, 1)
-	if resp, _ := sqsqueue.LambdaHandler(e.q, e.d.Process, e.d.Log)(e.ctx, ev); len(resp.BatchItemFailures) != 0 {
+	if resp, _ := sqsqueue.LambdaHandler(e.q, e.d.Process, clk, e.d.Log)(e.ctx, ev); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("redriven delivery failed: %+v", resp)
 	}
 	if d, _ := e.st.GetDelivery(e.ctx, "msg_dead"); d.Status != webhooks.StatusDelivered || d.Redrives != 1 {
 		t.Fatalf("after redrive: %+v", d)
 	}
+}
+
+// counts are the deliveries queue's messages by state.
+type counts struct{ visible, inFlight, delayed int }
+
+// queueCounts reads the deliveries queue's approximate counts.
+func (e *awsEnv) queueCounts(t *testing.T) counts {
+	t.Helper()
+	out, err := e.sqs.GetQueueAttributes(e.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(e.qURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(a sqstypes.QueueAttributeName) int {
+		v, err := strconv.Atoi(out.Attributes[string(a)])
+		if err != nil {
+			t.Fatalf("%s: %q", a, out.Attributes[string(a)])
+		}
+		return v
+	}
+	return counts{visible: n(sqstypes.QueueAttributeNameApproximateNumberOfMessages),
+		inFlight: n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		delayed:  n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed)}
 }
 
 // dlqDepth is the number of messages in the DLQ.

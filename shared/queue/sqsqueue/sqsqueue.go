@@ -3,13 +3,22 @@
 // its dead-letter queue (DeliveriesDLQ, PAYSVC_DLQ_URL; redrive policy
 // maxReceiveCount 10).
 //
-// Retries reuse the message: the dispatcher's Lambda handler reports a
-// failed message as a batch item failure after setting its visibility
-// timeout to the wait before the next attempt, so the n-th receive of a
-// message makes attempt Job.Attempt+n-1. After the last attempt the
-// handler sends the job to the dead-letter queue itself and lets Lambda
-// delete the message; the redrive policy (10 receives) is the backstop for
-// messages whose handler crashed or timed out.
+// A retry is a new message: the dispatcher's Lambda handler sends the job
+// again for its next attempt, delayed by the wait (SQS delays a message
+// by at most MaxDelay, 15 minutes), and lets Lambda delete the received
+// one. A longer wait is carried in hops: the message says when it is due
+// (Job.NotBefore), and one received before that is sent again, delayed by
+// the time left (at most MaxDelay), without an attempt. So no message
+// waits in flight — received, not deleted — beyond the batch that handles
+// it: SQS allows about 120,000 in-flight messages per standard queue,
+// while delayed messages are not in flight and the backlog is unlimited.
+// Only when the send fails does the handler fall back to hiding the
+// received message for the wait (ChangeMessageVisibility) and reporting it
+// as a batch item failure; the n-th receive of a message then makes
+// attempt Job.Attempt+n-1. After the last attempt the handler sends the
+// job to the dead-letter queue itself and lets Lambda delete the message;
+// the redrive policy (10 receives) is the backstop for messages whose
+// handler crashed or timed out.
 package sqsqueue
 
 import (
@@ -30,9 +39,10 @@ import (
 const (
 	// MaxDelay is the longest DelaySeconds of SendMessage.
 	MaxDelay = 15 * time.Minute
-	// MaxVisibility is the longest visibility timeout set here: SQS allows
-	// 12 hours counted from the receive, and a message is changed up to a
-	// minute (the dispatcher's timeout) after it was received.
+	// MaxVisibility is the longest visibility timeout set here (the
+	// fallback when a retry cannot be sent): SQS allows 12 hours counted
+	// from the receive, and a message is changed up to a minute (the
+	// dispatcher's timeout) after it was received.
 	MaxVisibility = 12*time.Hour - 2*time.Minute
 	// dlqVisibility hides received dead letters while a redrive handles them.
 	dlqVisibility = 60
@@ -76,7 +86,8 @@ func (q *Queue) Enqueue(ctx context.Context, job queue.Job, delay time.Duration)
 }
 
 // ChangeVisibility hides a received message for d (clamped to
-// [0, MaxVisibility]): the backoff before its next attempt.
+// [0, MaxVisibility]): the backoff before its next receive, when the job
+// could not be sent again.
 func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error {
 	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receiptHandle),
