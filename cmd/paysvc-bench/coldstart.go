@@ -348,6 +348,16 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 		}
 		b, err := c.apiEvent("captures", func(ev map[string]any) { pspPath(ev, psp) })
 		return b, "POST captures", err
+	case "lookups":
+		psp, err := c.rt.pay(fmt.Sprintf("bench-cold-look-%d-%d", time.Now().UnixNano(), c.seq))
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := c.apiEvent("payment-lookup", func(ev map[string]any) { pspPath(ev, psp) })
+		return b, "GET payment (lookup)", err
+	case "webhooks":
+		b, err := c.apiEvent("webhooks-test", nil)
+		return b, "POST webhooks/test (a loopback target, refused by the SSRF rules)", err
 	case "notifications":
 		body, _, err := c.notificationBody(t)
 		if err != nil {
