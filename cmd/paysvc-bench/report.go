@@ -522,8 +522,8 @@ func (r *report) cpuTarget() target {
 			"Decoding, validation and the fingerprint were already cut to one validating pass and boundary-only splitting, " +
 			"the upstream answer is decoded without reflection and the fingerprint's buffers are pooled; " +
 			"what is left is spread thin: the upstream client's HTTP exchange (here with an in-memory transport), encoding/json " +
-			"reflection on the upstream request and on records, goroutine hand-off for the record write, and the JSON request log. " +
-			"What it would take: a hand-written encoder for the upstream request and the stored records, " +
+			"on the upstream request's struct and on records, goroutine hand-off for the record write, and the JSON request log. " +
+			"What it would take: a hand-written encoder for the whole upstream request and the stored records, " +
 			"and fewer allocations per request (see the allocation target); each a few µs, together the remaining margin."
 	}
 	return t

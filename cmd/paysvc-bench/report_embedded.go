@@ -141,12 +141,12 @@ func (r *report) allocsTarget() target {
 	if allocs > 120 {
 		t.Miss = "what is left is spread over the whole pipeline, a few allocations each (alloc profile: " +
 			"`go test -run '^$' -bench 'RequestCPU/payments$' -memprofile m.out -memprofilerate 1 ./shared/httpapi/`): " +
-			"net/http's request to the upstream (URL, headers, context deadline, connection trace), the upstream " +
-			"request's encoding/json reflection (metadata map, splits), the strict body parser's string values and rule " +
-			"checks (net/mail for shopperEmail), context values per request, the record write's goroutine, the stored " +
-			"response, the request log, and about 25 of the benchmark's own (httptest request and recorder, canned upstream). " +
-			"What it would take: a prepared upstream request, a hand-written encoder for the upstream request, and fewer " +
-			"per-request values; each removes 5-15."
+			"net/http's request to the upstream (URL parsing, headers, context deadline, connection trace), the upstream " +
+			"request's remaining encoding/json work (its struct, splits), the strict body parser's string values, " +
+			"context values per request, the record write's goroutine, the stored response, the request log, and about 35 " +
+			"of the benchmark's own (httptest request and recorder, canned upstream, in-memory store). " +
+			"What it would take: a prepared upstream request (no URL parse per call), a hand-written encoder for the whole " +
+			"upstream request, and fewer per-request values; each removes 5-15."
 	}
 	return t
 }
