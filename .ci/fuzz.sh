@@ -11,12 +11,32 @@ self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")/.."
 fuzztime=${FUZZTIME:-2s}
 
+# Go 1.26's fuzz coordinator can fail a target with a bare "context
+# deadline exceeded" when -fuzztime ends while a worker is mid-call
+# (golang/go#75804, fixed in Go 1.27). A real finding always writes its
+# input ("Failing input written to testdata/fuzz/..."); a failure without
+# one whose only complaint is that deadline is run again (twice at most).
+# Anything else fails at once.
 run() {
   echo "fuzz $1 $2 ($fuzztime)"
   out=$(mktemp)
-  go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" >"$out" 2>&1 || {
-    cat "$out" >&2; rm -f "$out"; exit 1; }
-  rm -f "$out"
+  for attempt in 1 2 3; do
+    if go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" >"$out" 2>&1; then
+      rm -f "$out"; return 0
+    fi
+    if [ "$attempt" -lt 3 ] && deadline_flake "$out"; then
+      echo "fuzz $1 $2: the fuzz deadline race (golang/go#75804), no failing input; running it again"
+      continue
+    fi
+    cat "$out" >&2; rm -f "$out"; exit 1
+  done
+}
+
+# deadline_flake reports whether the go test output in $1 is the
+# coordinator's deadline race and nothing else.
+deadline_flake() {
+  grep -q 'context deadline exceeded' "$1" &&
+    ! grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' "$1"
 }
 
 if [ $# -eq 2 ]; then
