@@ -29,6 +29,7 @@ var (
 		"PAYSVC_NOTIFICATION_USERNAME": "local secret; in AWS it comes from PAYSVC_UPSTREAM_SECRET_ARN",
 		"PAYSVC_NOTIFICATION_PASSWORD": "local secret; in AWS it comes from PAYSVC_UPSTREAM_SECRET_ARN",
 		"PAYSVC_WEBHOOK_ALLOW_LOCAL":   "development only (webhooks to localhost); refused in live",
+		"GOMAXPROCS":                   "the local server's Go scheduler (embedded store)",
 	}
 	// Set by the Lambda runtime (Tracing: Active) or standard SDK switches.
 	lambdaRuntimeEnv = map[string]string{

@@ -42,6 +42,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,6 +87,7 @@ type config struct {
 	ReceiverMS      int
 	Timeout         time.Duration
 	Command         string // the command line, for the report
+	CPUProfile      string // -cpuprofile
 
 	progress io.Writer
 }
@@ -146,6 +148,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	upstreamMS := fs.Int("upstream-ms", 300, "scale: upstream latency assumed in the billed duration of calls that reach it")
 	receiverMS := fs.Int("receiver-ms", 150, "scale: webhook receiver answer time assumed in the dispatcher's billed duration")
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop everything after this long")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (service, simulator and load generator share the process: go tool pprof -focus)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -170,7 +173,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		Starts: *starts, Functions: splitList(*functions), ColdStartPkgs: splitList(*coldPkgs), Arm64: *arm64, Deliveries: *deliveries,
 		HangFor: *hang, GoBench: *gobench, Out: *out, Timeout: *timeout, progress: progress,
 		ScaleOut: *scaleOut, UpstreamMS: *upstreamMS, ReceiverMS: *receiverMS,
-		Command: commandLine(args),
+		Command: commandLine(args), CPUProfile: *cpuProfile,
 	}
 	for _, s := range c.Sections {
 		if !contains(allSections, s) {
@@ -251,7 +254,13 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "paysvc-bench:", err)
+		os.Exit(2)
+	}
 	rep, runErr := run(ctx, cfg)
+	stopProfile()
 	stop()
 	motoserver.Stop() // the moto_server this process started, if any
 	if err := writeReport(cfg, rep); err != nil {
@@ -262,6 +271,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "paysvc-bench: some measurements failed (see the report):", runErr)
 		os.Exit(1)
 	}
+}
+
+// startCPUProfile starts a CPU profile into path ("": none) and returns
+// the function that ends it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 // writeReport renders rep to cfg.Out (atomically) or stdout.

@@ -70,7 +70,10 @@ type Stores struct {
 	// RecordUpdates keeps the record updates the API deferred (embedded
 	// store only; SQS keeps them in AWS).
 	RecordUpdates recordupdates.Store
-	closeFn       func() error
+	// WriteGroups lets a request's final writes share a commit (embedded
+	// store only; nil with DynamoDB, whose writes run concurrently).
+	WriteGroups func() payments.WriteGroup
+	closeFn     func() error
 }
 
 // History is the store of merchants' event histories: written by the
@@ -138,7 +141,7 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 			return nil, err
 		}
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
-			History: st, DeliveryPages: st, Outbox: st, RecordUpdates: st, closeFn: st.Close}, nil
+			History: st, DeliveryPages: st, Outbox: st, RecordUpdates: st, WriteGroups: st.NewWriteGroup, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -233,13 +236,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		svc.CountRecordUpdates(a.Metrics)
 	}
 	d := &httpapi.Deps{
-		Auth:     tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
-		Limiter:  ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
-		Idem:     idempotency.New(stores.Idem, clk, 0, 0, log),
-		Payments: svc,
-		Lookup:   lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
-		Log:      log,
-		Clock:    clk,
+		Auth:        tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
+		Limiter:     ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
+		Idem:        idempotency.New(stores.Idem, clk, 0, 0, log),
+		Payments:    svc,
+		Lookup:      lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
+		Log:         log,
+		Clock:       clk,
+		WriteGroups: stores.WriteGroups,
 	}
 	if a.Metrics != nil {
 		d.Metrics = a.Metrics
@@ -279,7 +283,7 @@ func (a *App) upstreamHTTPClient() *http.Client {
 	if a.Metrics == nil && !a.Tracer.Enabled() && a.SecretCache == nil {
 		return nil
 	}
-	var rt http.RoundTripper = a.Metrics.UpstreamTransport(a.Tracer.Transport(http.DefaultTransport.(*http.Transport).Clone()))
+	var rt http.RoundTripper = a.Metrics.UpstreamTransport(a.Tracer.Transport(upstream.NewTransport()))
 	if a.SecretCache != nil {
 		rt = upstreamKeyTransport{cache: a.SecretCache, next: rt}
 	}

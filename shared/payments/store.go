@@ -56,7 +56,7 @@ type Payment struct {
 	Reference        string
 	Source           Source
 	SessionID        string
-	Amount           money.Amount // requested amount
+	Amount           money.Amount // requested amount, as an accepted amount update set it
 	AuthorisedValue  int64        // current authorised amount (after adjustments)
 	CapturedValue    int64
 	RefundedValue    int64

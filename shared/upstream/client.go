@@ -72,13 +72,30 @@ func New(cfg Config) *Client {
 	}
 	switch {
 	case cfg.HTTPClient == nil:
-		c.rt = http.DefaultTransport.(*http.Transport).Clone()
+		c.rt = NewTransport()
 	case cfg.HTTPClient.Transport == nil:
 		c.rt = http.DefaultTransport
 	default:
 		c.rt = cfg.HTTPClient.Transport
 	}
 	return c
+}
+
+// MaxIdleConnsPerHost is how many idle keep-alive connections to the
+// upstream a transport keeps: as many as the requests a local server runs
+// at once, so that concurrent calls reuse connections instead of opening
+// and closing one each (net/http's default keeps 2). A Lambda instance
+// calls the upstream one request at a time and keeps one.
+const MaxIdleConnsPerHost = 64
+
+// NewTransport returns the transport upstream calls go over: net/http's
+// defaults (proxy from the environment, dial and TLS timeouts, HTTP/2)
+// with MaxIdleConnsPerHost idle connections kept.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
+	return t
 }
 
 // String describes the client without its API key.

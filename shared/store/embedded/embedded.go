@@ -12,12 +12,12 @@
 //
 // Records with a lifetime (idempotency records, rate-limit windows, sessions)
 // are treated as absent once expired, checked in code on every read, and
-// deleted by Sweep, which also runs opportunistically (inside the write's
-// transaction) once every 1024 writes of such records. Sweep also deletes
-// payment records, notification events, merchants' event histories,
-// webhook deliveries and dead queue jobs past their retention
-// (store.*Retention); the local server runs it
-// periodically (SweepEvery).
+// deleted by Sweep, which also deletes payment records, notification
+// events, merchants' event histories, webhook deliveries and dead queue
+// jobs past their retention (store.*Retention); the local server runs it
+// periodically (SweepEvery). Sweep works in short transactions of at most
+// sweepChunk records each, queued with the other writers, so that a large
+// file never holds the writers up for long.
 //
 // bbolt locks the file: a second process (or a second Open in the same
 // process) gets ErrInUse after the lock timeout instead of hanging.
@@ -33,7 +33,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -56,9 +55,9 @@ var ErrInUse = errors.New("data dir in use by another process")
 // DefaultLockTimeout is how long Open waits for the file lock.
 const DefaultLockTimeout = 2 * time.Second
 
-// sweepEveryWrites is how many writes of expiring records (idempotency,
-// rate limit, sessions) trigger one opportunistic Sweep.
-const sweepEveryWrites = 1024
+// sweepChunk is how many records one of Sweep's transactions examines: a
+// few milliseconds of the single writer's time, whatever the file's size.
+const sweepChunk = 512
 
 // Bucket names.
 const (
@@ -99,7 +98,6 @@ type Store struct {
 	db     *bolt.DB
 	commit *committer // group commit of update
 	clock  clock.Clock
-	writes atomic.Uint64 // writes of expiring records, for opportunistic sweeps
 }
 
 // Option configures Open.
@@ -165,16 +163,29 @@ func (s *Store) Close() error {
 // queue jobs store.*Retention after their creation (docs/limits.md). It
 // reports how many it deleted.
 func (s *Store) Sweep(now time.Time) (int, error) {
-	var n int
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		var err error
-		n, err = sweep(tx, now)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("embedded: sweep: %w", err)
+	total := 0
+	for _, k := range sweepKinds {
+		var from []byte
+		for {
+			var (
+				n    int
+				next []byte
+			)
+			err := s.commit.update(func(tx *bolt.Tx) (err error) {
+				n, next, err = sweepChunkOf(tx, k, from, now)
+				return err
+			})
+			if err != nil {
+				return total, fmt.Errorf("embedded: sweep: %w", err)
+			}
+			total += n
+			if next == nil {
+				break
+			}
+			from = next
+		}
 	}
-	return n, nil
+	return total, nil
 }
 
 // SweepEvery runs Sweep at the store's clock at once and then every
@@ -250,51 +261,46 @@ func deleteIndexEntry[T any](idx string, key func(T) []byte) func(tx *bolt.Tx, _
 	}
 }
 
-// sweep deletes expired records inside tx.
-func sweep(tx *bolt.Tx, now time.Time) (int, error) {
-	deleted := 0
-	for _, k := range sweepKinds {
-		b := readBucket(tx, k.bucket)
-		if b == nil {
-			continue
+// sweepChunkOf deletes the expired records of kind k among the next
+// sweepChunk from key from (nil: the first) inside tx, and returns how
+// many it deleted and the key to go on from (nil: the kind is done).
+func sweepChunkOf(tx *bolt.Tx, k sweepKind, from []byte, now time.Time) (deleted int, next []byte, err error) {
+	b := readBucket(tx, k.bucket)
+	if b == nil {
+		return 0, nil, nil
+	}
+	type entry struct{ key, v []byte }
+	var expired []entry
+	c := b.Cursor()
+	key, v := c.First()
+	if from != nil {
+		key, v = c.Seek(from)
+	}
+	for seen := 0; key != nil; key, v = c.Next() {
+		if seen == sweepChunk {
+			next = bytes.Clone(key)
+			break
 		}
-		type entry struct{ key, v []byte }
-		var expired []entry
-		err := b.ForEach(func(key, v []byte) error {
-			exp, err := k.expires(v)
-			if err != nil {
-				return fmt.Errorf("decode %s/%q: %w", k.bucket, key, err)
-			}
-			if !exp.After(now) {
-				expired = append(expired, entry{bytes.Clone(key), bytes.Clone(v)})
-			}
-			return nil
-		})
+		seen++
+		exp, err := k.expires(v)
 		if err != nil {
-			return 0, err
+			return 0, nil, fmt.Errorf("decode %s/%q: %w", k.bucket, key, err)
 		}
-		for _, e := range expired {
-			if k.also != nil {
-				if err := k.also(tx, e.key, e.v); err != nil {
-					return 0, fmt.Errorf("sweep %s/%q: %w", k.bucket, e.key, err)
-				}
-			}
-			if err := b.Delete(e.key); err != nil {
-				return 0, err
+		if !exp.After(now) {
+			expired = append(expired, entry{bytes.Clone(key), bytes.Clone(v)})
+		}
+	}
+	for _, e := range expired {
+		if k.also != nil {
+			if err := k.also(tx, e.key, e.v); err != nil {
+				return 0, nil, fmt.Errorf("sweep %s/%q: %w", k.bucket, e.key, err)
 			}
 		}
-		deleted += len(expired)
+		if err := b.Delete(e.key); err != nil {
+			return 0, nil, err
+		}
 	}
-	return deleted, nil
-}
-
-// maybeSweep runs sweep in tx once every sweepEveryWrites calls.
-func (s *Store) maybeSweep(tx *bolt.Tx) error {
-	if s.writes.Add(1)%sweepEveryWrites != 0 {
-		return nil
-	}
-	_, err := sweep(tx, s.clock.Now())
-	return err
+	return len(expired), next, nil
 }
 
 // compositeKey joins parts so that distinct tuples never collide and all
@@ -376,8 +382,16 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if g, ok := ctx.Value(writeGroupKey{}).(*writeGroup); ok && g.c == s.commit {
+		return g.update(fn)
+	}
 	return s.commit.update(fn)
 }
+
+// NewWriteGroup returns a group whose members' writes share one commit
+// (payments.WriteGroup): the API joins a request's idempotency result and
+// its record writes after the upstream answered.
+func (s *Store) NewWriteGroup() payments.WriteGroup { return &writeGroup{c: s.commit} }
 
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }

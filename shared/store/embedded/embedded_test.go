@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,24 +158,33 @@ func TestSweepDeletesExpired(t *testing.T) {
 	}
 }
 
-func TestOpportunisticSweep(t *testing.T) {
+// Sweep works through a bucket in several short transactions: every
+// expired record goes, however many, and no live one.
+func TestSweepInChunks(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(now)
-	s := openTemp(t, clk)
-	// One window that expires, then enough writes of live windows to
-	// trigger the opportunistic sweep.
-	if _, err := s.Hit(ctx, "old", 1, now.Add(time.Second)); err != nil {
-		t.Fatal(err)
+	s := openTemp(t, clock.NewFake(now))
+	const n = 1300 // more than two transactions' worth
+	for i := range n {
+		exp := now.Add(time.Second)
+		if i%10 == 0 {
+			exp = now.Add(time.Hour)
+		}
+		must(t, s.PutSession(ctx, payments.Session{ID: fmt.Sprintf("sess_%04d", i), ExpiresAt: exp}))
 	}
-	clk.Advance(time.Second)
-	for i := 0; i < 1100; i++ {
-		if _, err := s.Hit(ctx, "live", 100000, now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
+	deleted, err := s.Sweep(now.Add(time.Second))
+	must(t, err)
+	if deleted != n-n/10 {
+		t.Fatalf("Sweep deleted %d, want %d", deleted, n-n/10)
+	}
+	for i := range n {
+		_, err := s.GetSession(ctx, fmt.Sprintf("sess_%04d", i))
+		if live := i%10 == 0; live != (err == nil) {
+			t.Fatalf("session %d (live %v) after the sweep: %v", i, live, err)
 		}
 	}
-	if n, err := s.Sweep(clk.Now()); err != nil || n != 0 {
-		t.Fatalf("Sweep after opportunistic sweep: %d, %v; want 0 (already swept)", n, err)
+	if deleted, err := s.Sweep(now.Add(time.Second)); err != nil || deleted != 0 {
+		t.Fatalf("second Sweep: %d, %v; want 0, nil", deleted, err)
 	}
 }
 

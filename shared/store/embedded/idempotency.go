@@ -126,10 +126,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	rec := held
 	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := putJSON(bucket(tx, bktIdempotency), k, rec); err != nil {
-			return err
-		}
-		return s.maybeSweep(tx)
+		return putJSON(bucket(tx, bktIdempotency), k, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
@@ -152,10 +149,7 @@ func (s *Store) completeStored(ctx context.Context, scope, key, leaseToken strin
 			return storeerr.ErrConflict
 		}
 		rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
-		if err := putJSON(b, k, rec); err != nil {
-			return err
-		}
-		return s.maybeSweep(tx)
+		return putJSON(b, k, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)

@@ -19,10 +19,7 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		if err := putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess)); err != nil {
-			return err
-		}
-		return s.maybeSweep(tx)
+		return putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess))
 	})
 	if err != nil {
 		return fmt.Errorf("embedded: put session %q: %w", sess.ID, err)
