@@ -235,9 +235,9 @@ func (r *report) latencyTargets() []target {
 		if !ok99 {
 			t99.Miss = "the causes of the p50 miss, in the tail"
 			if sw := r.storeWrite; sw != nil && sw.P99 > 0 {
-				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request makes 3 of them (captures 4, plus a read), while the notifications the simulator sends back after each payment write concurrently through the same single writer", dur(sw.P99))
+				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request waits for one commit (captures two)", dur(sw.P99))
 			}
-			t99.Miss += ". The same changes (fewer sequential writes, or no fsync for the local store) address it."
+			t99.Miss += ". The same changes address it."
 			if ok50 {
 				t99.Miss = why
 			}
@@ -287,20 +287,19 @@ func (r *report) latencyTargets() []target {
 func (r *report) storeWriteWhy() string {
 	var b strings.Builder
 	if r.storeWrite != nil && r.storeWrite.P50 > 0 {
-		fmt.Fprintf(&b, "every embedded-store write is a bbolt transaction committed with fdatasync, %s (p50) per write on this disk (%s). "+
-			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), but one request's writes are "+
-			"sequential: an idempotent POST payments makes 1 to 2 after the upstream call (idempotency complete ‖ payment record, "+
-			"one commit when they meet; leases and rate-limit windows are in memory), ≈ %s of fsync alone at concurrency 1; "+
-			"sessions are alike and captures add the reservation before the call. ",
-			dur(r.storeWrite.P50), r.storeWrite.FS, dur(2*r.storeWrite.P50))
+		fmt.Fprintf(&b, "every embedded-store commit is a bbolt transaction with fdatasync, %s (p50) for one write alone on this disk (%s). "+
+			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), and one request's writes after "+
+			"the upstream call (idempotency result ‖ record) share one (a write group); leases and rate-limit windows are in memory. "+
+			"So sessions and payments make one commit per request, captures two (the reservation before the call, then the result). ",
+			dur(r.storeWrite.P50), r.storeWrite.FS)
 	} else {
 		b.WriteString("the embedded store commits every write with fsync and one writer at a time. ")
 	}
 	if cpu, ok := r.requestCPU(); ok {
 		fmt.Fprintf(&b, "Without store I/O the whole pipeline costs %s of CPU per payments request (BenchmarkRequestCPU/payments). ", dur(cpu))
 	}
-	b.WriteString("What it would take: fewer sequential writes per request (the record write folded into the completion, " +
-		"so that they always share one commit) or `NoSync` for this development-only store (a machine crash could lose or " +
+	b.WriteString("What it would take: the captures reservation out of the file (in memory, like the leases) " +
+		"or `NoSync` for this development-only store (a machine crash could lose or " +
 		"corrupt the last writes; production uses DynamoDB). We keep fsync: local data that survives a crash is worth a millisecond " +
 		"on a development machine.")
 	return b.String()

@@ -310,14 +310,17 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 	// round trip deep, not two; one commit on the embedded store); the
 	// response waits for both.
 	d.Idem.Finish(finishCtx, lease, idempotency.Response{
-		Status: resp.status, Body: resp.body,
-		Header: map[string]string{"Content-Type": "application/json"},
+		Status: resp.status, Body: resp.body, Header: storedHeader,
 	}, keep)
 	leave()
 	finished = true
 	d.awaitRecords(ctx, rt, c)
 	resp.write(w, info)
 }
+
+// storedHeader is the header of every stored response; shared, never
+// modified (stores copy it, replays read it).
+var storedHeader = map[string]string{"Content-Type": "application/json"}
 
 // awaitRecords waits for the record writes the handler started after the
 // upstream answered. One the store refused was deferred (applied later,

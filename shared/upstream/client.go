@@ -49,6 +49,7 @@ type Config struct {
 // Client calls the upstream checkout API. It is safe for concurrent use.
 type Client struct {
 	baseURL string
+	base    *url.URL // baseURL parsed once (nil: unparsable, reported per call)
 	apiKey  []string // the X-API-Key header's value
 	timeout time.Duration
 	rt      http.RoundTripper
@@ -66,6 +67,9 @@ func New(cfg Config) *Client {
 		baseURL: strings.TrimRight(cfg.BaseURL, "/"),
 		apiKey:  []string{cfg.APIKey},
 		timeout: cfg.Timeout,
+	}
+	if u, err := url.Parse(c.baseURL); err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery == "" && u.Fragment == "" {
+		c.base = u
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -104,12 +108,13 @@ func (c *Client) String() string { return "upstream.Client(" + c.baseURL + ")" }
 // do sends one request and returns the body of a 2xx answer. Failures are
 // *Error (an upstream error answer) or satisfy ErrUnavailable.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, idempotencyKey string) ([]byte, error) {
-	op := method + " " + path
+	// op names the call in errors only (built when one is returned).
+	op := func() string { return method + " " + path }
 	if c.baseURL == "" {
-		return nil, fmt.Errorf("upstream: %s: no base URL configured", op)
+		return nil, fmt.Errorf("upstream: %s: no base URL configured", op())
 	}
 	if err := checkIdempotencyKey(idempotencyKey); err != nil {
-		return nil, fmt.Errorf("upstream: %s: %w", op, err)
+		return nil, fmt.Errorf("upstream: %s: %w", op(), err)
 	}
 	var payload []byte
 	if body != nil {
@@ -123,33 +128,21 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			payload, err = json.Marshal(body)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("upstream: %s: encoding request: %w", op, err)
+			return nil, fmt.Errorf("upstream: %s: encoding request: %w", op(), err)
 		}
 	}
-	target := c.baseURL + path
-	if len(query) > 0 {
-		target += "?" + query.Encode()
+	target, err := c.target(path, query)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %s: building request: %w", op(), err)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		var reqBody io.Reader
-		if payload != nil {
-			reqBody = bytes.NewReader(payload)
-		}
 		var connected atomic.Bool
 		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, target, reqBody)
-		if err != nil {
-			return nil, fmt.Errorf("upstream: %s: building request: %w", op, err)
-		}
-		// Without GetBody net/http cannot silently re-send the request (it
-		// would, for requests carrying Idempotency-Key, on a reused
-		// connection closed after the request was written). The only retry
-		// is the explicit one below.
-		req.GetBody = nil
+		req := c.request(httptrace.WithClientTrace(ctx, trace), method, target, payload)
 		// Canonical names, values shared: no allocation per header.
 		req.Header["X-Api-Key"] = c.apiKey
 		req.Header["Accept"] = hdrJSON
@@ -170,26 +163,66 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			if attempt == 1 && !connected.Load() && ctx.Err() == nil && isDialError(err) {
 				continue
 			}
-			return nil, &unavailableError{op: op, cause: err}
+			return nil, &unavailableError{op: op(), cause: err}
 		}
 		return c.read(op, resp)
 	}
 }
 
+// target is the URL of path (and query) under the base URL: a copy of
+// the base parsed once, or, when it did not parse as an absolute URL, the
+// whole string parsed now (which reports why).
+func (c *Client) target(path string, query url.Values) (*url.URL, error) {
+	if c.base == nil {
+		return url.Parse(c.baseURL + path)
+	}
+	// path comes escaped (segments through url.PathEscape), as it is sent.
+	u := *c.base
+	u.RawPath = c.base.EscapedPath() + path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = p
+	if len(query) > 0 {
+		u.RawQuery = query.Encode()
+	}
+	return &u, nil
+}
+
+// request is what http.NewRequestWithContext builds for an absolute URL
+// and a byte body, without parsing the URL again, and without GetBody: net/http
+// then cannot silently re-send the request (it would, for requests carrying
+// Idempotency-Key, on a reused connection closed after the request was
+// written). The only retry is the explicit one in do.
+func (c *Client) request(ctx context.Context, method string, u *url.URL, payload []byte) *http.Request {
+	r := &http.Request{
+		Method: method, URL: u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, 6),
+	}
+	if len(payload) > 0 {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(payload)), int64(len(payload))
+	} else if payload != nil {
+		r.Body = http.NoBody
+	}
+	return r.WithContext(ctx)
+}
+
 // read consumes resp and maps its status.
-func (c *Client) read(op string, resp *http.Response) ([]byte, error) {
+func (c *Client) read(op func() string, resp *http.Response) ([]byte, error) {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return nil, &unavailableError{op: op, cause: fmt.Errorf("reading response (HTTP %d): %w", resp.StatusCode, err)}
+		return nil, &unavailableError{op: op(), cause: fmt.Errorf("reading response (HTTP %d): %w", resp.StatusCode, err)}
 	}
 	if len(raw) > maxResponseBytes {
-		return nil, &unavailableError{op: op, cause: fmt.Errorf("response larger than %d bytes", maxResponseBytes)}
+		return nil, &unavailableError{op: op(), cause: fmt.Errorf("response larger than %d bytes", maxResponseBytes)}
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return raw, nil
 	}
-	return nil, parseError(op, resp.StatusCode, raw)
+	return nil, parseError(op(), resp.StatusCode, raw)
 }
 
 // decode unmarshals a 2xx body. A body that cannot be decoded leaves the

@@ -14,14 +14,7 @@ import (
 )
 
 func TestGroupCommit(t *testing.T) {
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "g.db"), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
-		t.Fatal(err)
-	}
+	db := openTestDB(t)
 	var commits, grouped atomic.Int64
 	c := &committer{db: db, committed: func(n int) {
 		commits.Add(1)
@@ -64,7 +57,7 @@ func TestGroupCommit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	err = db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte("b"))
 		for i := range n {
 			got := b.Get(fmt.Appendf(nil, "k%03d", i))
@@ -97,6 +90,13 @@ func TestGroupCommit(t *testing.T) {
 // receives each commit's group size.
 func newTestCommitter(t *testing.T) (*committer, chan int) {
 	t.Helper()
+	commits := make(chan int, 16)
+	return &committer{db: openTestDB(t), committed: func(n int) { commits <- n }}, commits
+}
+
+// openTestDB opens a fresh file with bucket "b".
+func openTestDB(t *testing.T) *bolt.DB {
+	t.Helper()
 	db, err := bolt.Open(filepath.Join(t.TempDir(), "g.db"), 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,8 +105,7 @@ func newTestCommitter(t *testing.T) (*committer, chan int) {
 	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		t.Fatal(err)
 	}
-	commits := make(chan int, 16)
-	return &committer{db: db, committed: func(n int) { commits <- n }}, commits
+	return db
 }
 
 func put(key string) func(*bolt.Tx) error {
