@@ -127,6 +127,7 @@ const maxLinger = 3 * time.Millisecond
 // later writes no longer wait.
 type writeGroup struct {
 	c       *committer
+	linger  time.Duration // 0: maxLinger (tests set their own)
 	mu      sync.Mutex
 	running int          // members that joined and have not left
 	held    []*pendingTx // writes waiting for the other members'
@@ -179,7 +180,11 @@ func (g *writeGroup) update(fn func(*bolt.Tx) error) error {
 	select {
 	case <-p.queued:
 	default:
-		t := time.NewTimer(maxLinger)
+		linger := g.linger
+		if linger == 0 {
+			linger = maxLinger
+		}
+		t := time.NewTimer(linger)
 		select {
 		case <-p.queued:
 			t.Stop()
