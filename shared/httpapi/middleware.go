@@ -94,8 +94,8 @@ func (d *Deps) wrap(route string, h handler) http.Handler {
 		var endTrace func(RequestTrace)
 		if d.Tracer != nil {
 			ctx, endTrace = d.Tracer.StartRequest(ctx, route)
+			r = r.WithContext(ctx)
 		}
-		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w, capture: endTrace != nil}
 		rec.Header().Set("X-Request-Id", info.RequestID)
 		defer func() {

@@ -428,7 +428,9 @@ func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
 // error returned: the update is lost and the upstream's notification is
 // the only repair.
 func (s *Service) settle(ctx context.Context, u RecordUpdate, first *Payment) error {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil { // not detached yet (Call.record's context is)
+		ctx = context.WithoutCancel(ctx)
+	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		err := applyRecordUpdate(ctx, s.store, u, first)
