@@ -184,6 +184,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 	clk := clock.NewFake(Start)
 	var st Stores
 	var sst selfServiceStores
+	var groups func() payments.WriteGroup // the embedded store's, as app.New wires them
 	if opts.Dynamo {
 		endpoint := moto.Endpoint(t)
 		client := moto.DynamoClient(t, endpoint)
@@ -203,6 +204,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 		}
 		t.Cleanup(func() { _ = es.Close() })
 		st, sst = es, es
+		groups = es.NewWriteGroup
 	}
 	var idem idempotency.Store = st
 	if opts.WrapIdem != nil {
@@ -224,13 +226,14 @@ func NewWith(t testing.TB, opts Options) *Env {
 	}
 	svc := payments.NewService(ps, up, clk, log)
 	d := &httpapi.Deps{
-		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
-		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
-		Idem:     idempotency.New(idem, clk, 0, 0, log),
-		Payments: svc,
-		Lookup:   lookup.New(st, sst, sst),
-		Log:      log,
-		Clock:    clk,
+		Auth:        tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
+		Limiter:     ratelimit.New(st, clk, 1000, 2000, log),
+		Idem:        idempotency.New(idem, clk, 0, 0, log),
+		Payments:    svc,
+		Lookup:      lookup.New(st, sst, sst),
+		Log:         log,
+		Clock:       clk,
+		WriteGroups: groups,
 	}
 	q := &MemQueue{}
 	hooks := &RecordingPoster{}
