@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,24 @@ func TestClassify(t *testing.T) {
 	}
 	if got := classify("SQS", "SendMessage", nil); got != "queue: enqueue delivery job" {
 		t.Errorf("SQS SendMessage: %q", got)
+	}
+}
+
+func TestMedianOf(t *testing.T) {
+	for _, tt := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{0.3}, 0.3},
+		{[]float64{0.5, 0.1, 0.3}, 0.3},
+		{[]float64{0.4, 0.1, 0.3, 0.2}, 0.25},
+	} {
+		xs := slices.Clone(tt.xs)
+		if got := medianOf(tt.xs); got != tt.want {
+			t.Errorf("medianOf(%v) = %v, want %v", tt.xs, got, tt.want)
+		}
+		if !slices.Equal(xs, tt.xs) {
+			t.Errorf("medianOf sorted its argument: %v", tt.xs)
+		}
 	}
 }

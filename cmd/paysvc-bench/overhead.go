@@ -50,7 +50,11 @@ type overheadRow struct {
 	Direct      stats
 	// DirectNote says what "direct" is when the endpoint makes no upstream call.
 	DirectNote string
-	Skipped    string
+	// Shares is each round's service req/s as a share of that round's
+	// direct req/s: a round's two sides ran back to back, so a share is
+	// less exposed to the machine's drift than the pooled rates.
+	Shares  []float64
+	Skipped string
 }
 
 // overheadResult is item 1.
@@ -444,13 +448,19 @@ func (p *overheadPhase) measure(ctx context.Context, ep string, n int) (overhead
 			// period, like independent clients, rather than arriving together.
 			return runLoadStaggered(ctx, hi-lo, p.conc, p.lat, func(ctx context.Context, i int) error { return f(ctx, lo+i) })
 		}
+		var rs, rd sample
 		if r%2 == 0 {
-			sSvc.merge(run(svc))
-			sDir.merge(run(direct))
+			rs = run(svc)
+			rd = run(direct)
 		} else {
-			sDir.merge(run(direct))
-			sSvc.merge(run(svc))
+			rd = run(direct)
+			rs = run(svc)
 		}
+		if a, b := rs.stats(), rd.stats(); b.RPS > 0 {
+			row.Shares = append(row.Shares, a.RPS/b.RPS)
+		}
+		sSvc.merge(rs)
+		sDir.merge(rd)
 	}
 	row.Service, row.Direct = sSvc.stats(), sDir.stats()
 	if row.Service.Errors > 0 || row.Direct.Errors > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,6 +17,16 @@ const heavyConcurrency = 16
 // embeddedTargets evaluates them.
 func (r *report) embeddedTargets() []target {
 	return []target{r.lowLoadTarget(), r.throughputTarget(), r.tailTarget(), r.notificationStepsTarget(), r.allocsTarget()}
+}
+
+// medianOf is the median of xs (not empty).
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ratio renders service/direct.
@@ -77,6 +88,16 @@ func (r *report) throughputTarget() target {
 	}
 	share := row.Service.RPS / row.Direct.RPS * 100
 	t.Measured = fmt.Sprintf("%.0f payments/s = %.1f %% of direct's %.0f/s", row.Service.RPS, share, row.Direct.RPS)
+	if len(row.Shares) > 1 {
+		// Each round's two sides ran back to back: the median round
+		// share decides, the pooled one drifts with the machine.
+		var rounds []string
+		for _, sh := range row.Shares {
+			rounds = append(rounds, fmt.Sprintf("%.1f %%", sh*100))
+		}
+		share = medianOf(row.Shares) * 100
+		t.Measured += fmt.Sprintf("; median of the %d rounds' shares %.1f %% (%s)", len(row.Shares), share, strings.Join(rounds, ", "))
+	}
 	t.Status = mark(share >= 25)
 	if share < 25 {
 		t.Miss = "the load generator, the service and the simulator (the direct side's whole cost) share this 2-core machine " +
