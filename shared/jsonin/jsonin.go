@@ -59,10 +59,15 @@ func (o *Obj) field(name string) *member {
 	return nil
 }
 
+// jsonSpace is JSON's insignificant whitespace (RFC 8259, section 2).
+const jsonSpace = " \t\n\r"
+
 // Parse reads body as a JSON object. On malformed JSON or a non-object the
 // returned Obj is nil and errs holds the reason.
 func Parse(body []byte, errs *Errors) *Obj {
-	body = bytes.TrimSpace(body)
+	// JSON's own whitespace only: bytes.TrimSpace would also drop \v, \f
+	// and Unicode spaces, which make a body invalid JSON.
+	body = bytes.Trim(body, jsonSpace)
 	if len(body) == 0 {
 		errs.Add("", "request body must be a JSON object")
 		return nil
