@@ -2,7 +2,9 @@ package jsonin
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // DuplicateKey reports the path of the first member name given twice in one
@@ -95,13 +97,17 @@ func dupInArray(raw []byte, i int) (int, string, bool) {
 	return i, "", false
 }
 
-// keyBytes returns a member name's content: the token itself without its
-// quotes, or, when it has escapes ("\u0061" is "a"), its decoded form.
+// keyBytes returns a member name as decoders read it: the token without
+// its quotes, or, when it has escapes ("\u0061" is "a") or bytes that are
+// not UTF-8 (each read as U+FFFD, so "\xb6" and "\xb2" are one name), its
+// decoded form.
 func keyBytes(tok []byte) []byte {
-	if bytes.IndexByte(tok, '\\') < 0 {
-		return tok[1 : len(tok)-1]
+	inner := tok[1 : len(tok)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return inner
 	}
-	s, _ := decodeString(tok)
+	var s string
+	_ = json.Unmarshal(tok, &s)
 	return []byte(s)
 }
 
