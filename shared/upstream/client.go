@@ -171,9 +171,16 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // target is the URL of path (and query) under the base URL: a copy of
 // the base parsed once, or, when it did not parse as an absolute URL, the
-// whole string parsed now (which reports why).
+// whole string parsed now, as before (which reports why).
 func (c *Client) target(path string, query url.Values) (*url.URL, error) {
+	var rawQuery string
+	if len(query) > 0 {
+		rawQuery = query.Encode()
+	}
 	if c.base == nil {
+		if rawQuery != "" {
+			return url.Parse(c.baseURL + path + "?" + rawQuery)
+		}
 		return url.Parse(c.baseURL + path)
 	}
 	// path comes escaped (segments through url.PathEscape), as it is sent.
@@ -183,10 +190,7 @@ func (c *Client) target(path string, query url.Values) (*url.URL, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.Path = p
-	if len(query) > 0 {
-		u.RawQuery = query.Encode()
-	}
+	u.Path, u.RawQuery = p, rawQuery
 	return &u, nil
 }
 

@@ -167,12 +167,12 @@ func (g *writeGroup) readyLocked() []*pendingTx {
 
 // update is committer.update for a member's write.
 func (g *writeGroup) update(fn func(*bolt.Tx) error) error {
-	p := newPendingTx(fn)
 	g.mu.Lock()
 	if g.open {
 		g.mu.Unlock()
 		return g.c.update(fn)
 	}
+	p := newPendingTx(fn)
 	g.held = append(g.held, p)
 	ready := g.readyLocked()
 	g.mu.Unlock()
