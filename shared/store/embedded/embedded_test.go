@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
@@ -193,4 +195,79 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFreelistNotSyncedStaysConsistent: the store does not write bbolt's
+// free-page list (Open rebuilds it). A file written by a version that kept
+// the list opens, takes writes and deletes, and reopens consistent, as
+// does the file afterwards for a reader that keeps the list again.
+func TestFreelistNotSyncedStaysConsistent(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	path := filepath.Join(t.TempDir(), "paysvc.db")
+
+	// An older file: the freelist written, with free pages on it.
+	db, err := bolt.Open(path, 0o600, nil)
+	must(t, err)
+	must(t, db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("scratch"))
+		if err != nil {
+			return err
+		}
+		for i := range 200 {
+			if err := b.Put(fmt.Appendf(nil, "k%03d", i), make([]byte, 512)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	must(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("scratch")) }))
+	// The deleted pages are free once a later write transaction begins.
+	must(t, db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucketIfNotExists([]byte("other")); return err }))
+	if free := db.Stats().FreePageN; free == 0 {
+		t.Fatal("setup: no free pages")
+	}
+	must(t, db.Close())
+
+	for round := range 3 {
+		s, err := embedded.Open(path, embedded.WithClock(clk))
+		must(t, err)
+		for i := range 50 {
+			psp := fmt.Sprintf("PSP%d_%d", round, i)
+			p := payments.Payment{PSPReference: psp, MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
+			must(t, s.SavePayment(ctx, p, 0))
+			p.Version, p.Reference = 2, strings.Repeat("r", 64)
+			must(t, s.SavePayment(ctx, p, 1))
+		}
+		must(t, s.Close())
+		checkFile(t, path)
+	}
+
+	s, err := embedded.Open(path, embedded.WithClock(clk))
+	must(t, err)
+	for round := range 3 {
+		for i := range 50 {
+			got, err := s.GetPayment(ctx, fmt.Sprintf("PSP%d_%d", round, i))
+			if err != nil || got.Version != 2 {
+				t.Fatalf("payment %d/%d after reopens: %+v, %v", round, i, got, err)
+			}
+		}
+	}
+	must(t, s.Close())
+}
+
+// checkFile opens path with bbolt's defaults (the free-page list read or
+// rebuilt, and written again) and runs its consistency check.
+func checkFile(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	must(t, err)
+	defer db.Close()
+	must(t, db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}))
 }
