@@ -52,14 +52,14 @@ func body[In any](decode func([]byte) (In, error)) func(c *Call) (In, error) {
 
 // onSite adapts a domain operation on the call's site.
 func onSite[In, Out any](op func(context.Context, *payments.Call, In) (Out, error)) func(context.Context, *Call, In) (Out, error) {
-	return func(ctx context.Context, c *Call, in In) (Out, error) { return op(ctx, c.Call, in) }
+	return func(ctx context.Context, c *Call, in In) (Out, error) { return op(ctx, &c.Call, in) }
 }
 
 // onPayment adapts a domain operation on the payment named by the path's
 // {pspReference}.
 func onPayment[In, Out any](op func(context.Context, *payments.Call, string, In) (Out, error)) func(context.Context, *Call, In) (Out, error) {
 	return func(ctx context.Context, c *Call, in In) (Out, error) {
-		return op(ctx, c.Call, c.PathValue("pspReference"), in)
+		return op(ctx, &c.Call, c.PathValue("pspReference"), in)
 	}
 }
 
@@ -107,7 +107,7 @@ func PaymentsRoutes(d *Deps) []Route {
 					return paymentsapp.DecodeDeleteStoredMethod(c.PathValue("storedPaymentMethodId"), c.Req.URL.Query().Get("shopperReference"))
 				},
 				func(ctx context.Context, c *Call, in payments.DeleteStoredMethodInput) (payments.DeleteStoredMethodInput, error) {
-					return in, d.Payments.DeleteStoredMethod(ctx, c.Call, in)
+					return in, d.Payments.DeleteStoredMethod(ctx, &c.Call, in)
 				},
 				paymentsapp.Deleted)),
 	}

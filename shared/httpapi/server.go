@@ -67,7 +67,7 @@ type Call struct {
 	Req       *http.Request
 	Principal tenant.Principal
 	Body      []byte
-	*payments.Call
+	payments.Call // by value: one allocation per request for both
 }
 
 // PathValue returns a path wildcard's value.
@@ -175,7 +175,7 @@ func (d *Deps) serve(rt Route) handler {
 			writeError(w, info, err)
 			return
 		}
-		c := &Call{Req: r, Principal: p, Call: &payments.Call{}}
+		c := &Call{Req: r, Principal: p}
 		if rt.Site {
 			info.Site = r.PathValue("siteId")
 			c.Site, c.Merchant, err = d.Auth.Site(ctx, p, r.PathValue("siteId"))

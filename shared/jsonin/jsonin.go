@@ -47,6 +47,71 @@ type Obj struct {
 	path    string
 	members []member
 	errs    *Errors
+	doc     *document
+}
+
+// document is one body being read, allocated once per Parse: its bytes
+// and the same bytes as one string (a string field without escapes is a
+// slice of it, not a copy), and room for the members and nested objects
+// of a typical request (more spill to the heap).
+type document struct {
+	raw     []byte
+	text    string
+	root    Obj
+	members [32]member
+	nmember int
+	objs    [4]Obj
+	nobj    int
+}
+
+// str decodes the JSON string token raw, a slice of d.raw when it comes
+// from the document (then a token without escapes is a slice of d.text).
+func (d *document) str(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		return decodeString(raw)
+	}
+	b := raw[1 : len(raw)-1]
+	if len(b) == 0 {
+		return "", true
+	}
+	if d != nil {
+		if off := cap(d.raw) - cap(b); off >= 0 && off+len(b) <= len(d.raw) && &d.raw[off] == &b[0] {
+			return d.text[off : off+len(b)], true
+		}
+	}
+	return string(b), true
+}
+
+// split returns the members of the object raw (splitObject), in the
+// document's room while it lasts.
+func (d *document) split(raw []byte) ([]member, bool) {
+	if d == nil || d.nmember == len(d.members) {
+		return splitObject(raw, nil)
+	}
+	free := d.members[d.nmember:d.nmember:len(d.members)]
+	m, ok := splitObject(raw, free)
+	if !ok {
+		return nil, false
+	}
+	if len(m) > 0 && &m[0] == &d.members[d.nmember] {
+		d.nmember += len(m) // still in the room: taken
+	}
+	return m[:len(m):len(m)], true // capped: nothing appends into the room after it
+}
+
+// obj returns a new object of the document.
+func (d *document) obj(o Obj) *Obj {
+	o.doc = d
+	if d == nil || d.nobj == len(d.objs) {
+		return &o
+	}
+	p := &d.objs[d.nobj]
+	d.nobj++
+	*p = o
+	return p
 }
 
 // field returns the member name, or nil.
@@ -89,12 +154,14 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add(field, "is given more than once")
 		return nil
 	}
-	m, ok := splitObject(body)
+	d := &document{raw: body, text: string(body)}
+	m, ok := d.split(body)
 	if !ok {
 		errs.Add("", "request body must be a JSON object")
 		return nil
 	}
-	return &Obj{members: m, errs: errs}
+	d.root = Obj{members: m, errs: errs, doc: d}
+	return &d.root
 }
 
 func describeJSONError(err error) string {
@@ -271,7 +338,7 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 	if raw == nil {
 		return "", false
 	}
-	s, ok := decodeString(raw)
+	s, ok := o.doc.str(raw)
 	if !ok {
 		o.Fail(name, "must be a string")
 		return "", false
@@ -341,12 +408,12 @@ func (o *Obj) Object(name string, required bool) *Obj {
 	if raw == nil {
 		return nil
 	}
-	m, ok := splitObject(raw)
+	m, ok := o.doc.split(raw)
 	if !ok {
 		o.Fail(name, "must be an object")
 		return nil
 	}
-	return &Obj{parent: o, name: name, members: m, errs: o.errs}
+	return o.doc.obj(Obj{parent: o, name: name, members: m, errs: o.errs})
 }
 
 // Objects reads an array of objects, at most max long; nil when absent.
@@ -367,12 +434,12 @@ func (o *Obj) Objects(name string, required bool, max int) []*Obj {
 	out := make([]*Obj, 0, len(arr))
 	for i, el := range arr {
 		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
-		m, ok := splitObject(el)
+		m, ok := o.doc.split(el)
 		if !ok {
 			o.errs.Add(p, "must be an object")
 			continue
 		}
-		out = append(out, &Obj{path: p, members: m, errs: o.errs})
+		out = append(out, o.doc.obj(Obj{path: p, members: m, errs: o.errs}))
 	}
 	return out
 }
@@ -395,7 +462,7 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 	out := make([]string, 0, len(arr))
 	for i, el := range arr {
 		p := fmt.Sprintf("%s[%d]", o.Path(name), i)
-		s, ok := decodeString(el)
+		s, ok := o.doc.str(el)
 		if !ok {
 			o.errs.Add(p, "must be a string")
 			continue
@@ -422,7 +489,7 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 	if raw == nil {
 		return nil
 	}
-	m, ok := splitObject(raw)
+	m, ok := o.doc.split(raw)
 	if !ok {
 		o.Fail(name, "must be an object")
 		return nil
@@ -441,7 +508,7 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 				continue
 			}
 		}
-		s, ok := decodeString(f.raw)
+		s, ok := o.doc.str(f.raw)
 		if !ok {
 			o.errs.Add(o.Path(name)+"."+k, "must be a string")
 			continue

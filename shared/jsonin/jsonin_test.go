@@ -2,9 +2,11 @@ package jsonin
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/yp/paysvc/shared/apperr"
 )
@@ -164,7 +166,7 @@ func FuzzSplitObject(f *testing.F) {
 
 // splitMap is splitObject as a map (name -> value).
 func splitMap(b []byte) (map[string]json.RawMessage, bool) {
-	m, ok := splitObject(b)
+	m, ok := splitObject(b, nil)
 	if !ok {
 		return nil, false
 	}
@@ -173,4 +175,75 @@ func splitMap(b []byte) (map[string]json.RawMessage, bool) {
 		out[string(f.name)] = f.raw
 	}
 	return out, true
+}
+
+// TestDocumentRoom: a body whose members and nested objects outgrow the
+// room Parse allocates reads the same as one that fits, and objects read
+// one after another do not overwrite each other's members.
+func TestDocumentRoom(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{`)
+	const top, nested = 40, 7
+	for i := range top {
+		fmt.Fprintf(&b, `"f%02d":"v%02d",`, i, i)
+	}
+	for i := range nested {
+		fmt.Fprintf(&b, `"o%d":{"x":"x%d","y":"y\u00e9%d","z":"z%d"},`, i, i, i, i)
+	}
+	b.WriteString(`"esc":"a\"b","empty":""}`)
+	var errs Errors
+	o := Parse([]byte(b.String()), &errs)
+	if o == nil {
+		t.Fatalf("Parse: %v", errs.Err())
+	}
+	subs := make([]*Obj, nested)
+	for i := range nested {
+		subs[i] = o.Object(fmt.Sprintf("o%d", i), true)
+	}
+	for i, s := range subs { // read after every object was split
+		for _, f := range []struct{ name, want string }{
+			{"x", fmt.Sprintf("x%d", i)}, {"y", fmt.Sprintf("yé%d", i)}, {"z", fmt.Sprintf("z%d", i)},
+		} {
+			if got, ok := s.String(f.name, true); !ok || got != f.want {
+				t.Errorf("o%d.%s = %q, %v; want %q", i, f.name, got, ok, f.want)
+			}
+		}
+		s.Done()
+	}
+	for i := range top {
+		if got, ok := o.String(fmt.Sprintf("f%02d", i), true); !ok || got != fmt.Sprintf("v%02d", i) {
+			t.Errorf("f%02d = %q, %v", i, got, ok)
+		}
+	}
+	if got, _ := o.String("esc", true); got != `a"b` {
+		t.Errorf("esc = %q", got)
+	}
+	if got, ok := o.String("empty", true); !ok || got != "" {
+		t.Errorf("empty = %q, %v", got, ok)
+	}
+	o.Done()
+	if err := errs.Err(); err != nil {
+		t.Fatalf("errors: %v", fields(err))
+	}
+}
+
+// TestDocumentStrings: a string field without escapes is a slice of the
+// document's one string (no copy per field); a value that is not a slice
+// of the document is copied.
+func TestDocumentStrings(t *testing.T) {
+	var errs Errors
+	o := Parse([]byte(`{"a":"alpha","b":"beta"}`), &errs)
+	a, _ := o.String("a", true)
+	bb, _ := o.String("b", true)
+	if unsafe.StringData(a) != unsafe.StringData(o.doc.text[strings.Index(o.doc.text, "alpha"):]) ||
+		unsafe.StringData(bb) != unsafe.StringData(o.doc.text[strings.Index(o.doc.text, "beta"):]) {
+		t.Errorf("strings are not slices of the document's text")
+	}
+	if n := testing.AllocsPerRun(100, func() { o.String("a", true) }); n != 0 {
+		t.Errorf("String allocates %v times, want 0", n)
+	}
+	outside := []byte(`"gamma"`)
+	if got, ok := o.doc.str(outside); !ok || got != "gamma" {
+		t.Errorf("str of a foreign token = %q, %v", got, ok)
+	}
 }

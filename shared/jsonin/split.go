@@ -18,12 +18,14 @@ type member struct {
 	used bool
 }
 
-// splitObject returns the members of the object raw, in order. Of
-// duplicate names the last value wins, as with encoding/json (Parse
-// refuses duplicates before; the splitter does not rely on it). ok is
-// false when raw is not an object.
-func splitObject(raw []byte) ([]member, bool) {
-	m := make([]member, 0, 8)
+// splitObject returns the members of the object raw, in order, appended
+// to m (nil: a new slice). Of duplicate names the last value wins, as
+// with encoding/json (Parse refuses duplicates before; the splitter does
+// not rely on it). ok is false when raw is not an object.
+func splitObject(raw []byte, m []member) ([]member, bool) {
+	if m == nil {
+		m = make([]member, 0, 8)
+	}
 	ok := walkObject(raw, func(name []byte, v json.RawMessage) bool {
 		m = setMember(m, name, v)
 		return true

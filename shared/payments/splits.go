@@ -22,18 +22,23 @@ func Splits(m tenant.Merchant, a money.Amount, reference string) []upstream.Spli
 		return nil
 	}
 	c := Commission(m, a.Value)
-	out := make([]upstream.Split, 0, 2)
+	// The splits and their amounts in one allocation.
+	buf := new(struct {
+		splits  [2]upstream.Split
+		amounts [2]upstream.SplitAmount
+	})
+	out := buf.splits[:0]
 	if rest := a.Value - c; rest > 0 {
+		buf.amounts[0] = upstream.SplitAmount{Value: rest, Currency: a.Currency}
 		out = append(out, upstream.Split{
-			Type: upstream.SplitBalanceAccount, Account: m.SplitAccount,
-			Amount:    &upstream.SplitAmount{Value: rest, Currency: a.Currency},
+			Type: upstream.SplitBalanceAccount, Account: m.SplitAccount, Amount: &buf.amounts[0],
 			Reference: splitRef(reference, "merchant"), Description: "Merchant share",
 		})
 	}
 	if c > 0 {
+		buf.amounts[1] = upstream.SplitAmount{Value: c, Currency: a.Currency}
 		out = append(out, upstream.Split{
-			Type: upstream.SplitCommission, Account: m.CommissionAccount,
-			Amount:    &upstream.SplitAmount{Value: c, Currency: a.Currency},
+			Type: upstream.SplitCommission, Account: m.CommissionAccount, Amount: &buf.amounts[1],
 			Reference: splitRef(reference, "commission"), Description: "Platform commission",
 		})
 	}

@@ -51,6 +51,9 @@ type Client struct {
 	baseURL string
 	base    *url.URL // baseURL parsed once (nil: unparsable, reported per call)
 	apiKey  []string // the X-API-Key header's value
+	// fixed holds the URLs of the paths without a variable part, built
+	// once (read-only: a RoundTripper must not modify a request).
+	fixed   map[string]*url.URL
 	timeout time.Duration
 	rt      http.RoundTripper
 }
@@ -70,6 +73,13 @@ func New(cfg Config) *Client {
 	}
 	if u, err := url.Parse(c.baseURL); err == nil && u.Scheme != "" && u.Host != "" && u.RawQuery == "" && u.Fragment == "" {
 		c.base = u
+		fixed := make(map[string]*url.URL, len(fixedPaths))
+		for _, p := range fixedPaths {
+			if t, err := c.target(p, nil); err == nil {
+				fixed[p] = t
+			}
+		}
+		c.fixed = fixed
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -91,6 +101,9 @@ func New(cfg Config) *Client {
 // and closing one each (net/http's default keeps 2). A Lambda instance
 // calls the upstream one request at a time and keeps one.
 const MaxIdleConnsPerHost = 64
+
+// fixedPaths are the paths called without a variable part.
+var fixedPaths = []string{"/payments", "/payments/details", "/sessions", "/paymentMethods"}
 
 // NewTransport returns the transport upstream calls go over: net/http's
 // defaults (proxy from the environment, dial and TLS timeouts, HTTP/2)
@@ -140,9 +153,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		var connected atomic.Bool
-		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
-		req := c.request(httptrace.WithClientTrace(ctx, trace), method, target, payload)
+		conn := new(connTrace)
+		conn.trace.GotConn = conn.got
+		req := c.request(httptrace.WithClientTrace(ctx, &conn.trace), method, target, payload)
 		// Canonical names, values shared: no allocation per header.
 		req.Header["X-Api-Key"] = c.apiKey
 		req.Header["Accept"] = hdrJSON
@@ -160,7 +173,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if err != nil {
 			// Retry once, and only when no connection was ever obtained:
 			// then not one byte of the request reached the upstream.
-			if attempt == 1 && !connected.Load() && ctx.Err() == nil && isDialError(err) {
+			if attempt == 1 && !conn.connected.Load() && ctx.Err() == nil && isDialError(err) {
 				continue
 			}
 			return nil, &unavailableError{op: op(), cause: err}
@@ -169,10 +182,23 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 }
 
+// connTrace records whether a call obtained a connection (then the
+// request may have reached the upstream), in one allocation with its
+// trace hooks.
+type connTrace struct {
+	connected atomic.Bool
+	trace     httptrace.ClientTrace
+}
+
+func (t *connTrace) got(httptrace.GotConnInfo) { t.connected.Store(true) }
+
 // target is the URL of path (and query) under the base URL: a copy of
 // the base parsed once, or, when it did not parse as an absolute URL, the
 // whole string parsed now, as before (which reports why).
 func (c *Client) target(path string, query url.Values) (*url.URL, error) {
+	if u, ok := c.fixed[path]; ok && len(query) == 0 {
+		return u, nil
+	}
 	var rawQuery string
 	if len(query) > 0 {
 		rawQuery = query.Encode()
@@ -206,12 +232,25 @@ func (c *Client) request(ctx context.Context, method string, u *url.URL, payload
 		Header: make(http.Header, 6),
 	}
 	if len(payload) > 0 {
-		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(payload)), int64(len(payload))
+		r.Body, r.ContentLength = newBody(payload), int64(len(payload))
 	} else if payload != nil {
 		r.Body = http.NoBody
 	}
 	return r.WithContext(ctx)
 }
+
+// body is a request body of bytes in one allocation (io.NopCloser of a
+// bytes.Reader is two). Its WriteTo lets the transport write it in one go.
+type body struct{ bytes.Reader }
+
+func newBody(b []byte) *body {
+	r := &body{}
+	r.Reset(b)
+	return r
+}
+
+// Close implements io.Closer: nothing to release.
+func (*body) Close() error { return nil }
 
 // read consumes resp and maps its status.
 func (c *Client) read(op func() string, resp *http.Response) ([]byte, error) {

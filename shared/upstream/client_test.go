@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -471,5 +472,28 @@ func TestTransportCannotReplayBodies(t *testing.T) {
 	}
 	if sawGetBody.Load() {
 		t.Fatal("request has GetBody: net/http could replay it after it was sent")
+	}
+}
+
+// TestFixedPathURLsBuiltOnce: the paths without a variable part are built
+// once, as the general path builds them; a query or another path is built
+// per call.
+func TestFixedPathURLsBuiltOnce(t *testing.T) {
+	c := New(Config{BaseURL: "https://checkout.example/checkout/v71/", APIKey: testAPIKey})
+	general := &Client{base: c.base, baseURL: c.baseURL}
+	for _, p := range fixedPaths {
+		a, err := c.target(p, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		b, _ := c.target(p, nil)
+		want, _ := general.target(p, nil)
+		if a != b || a.String() != want.String() || a.String() != "https://checkout.example/checkout/v71"+p {
+			t.Errorf("%s: %s (shared %v), want %s", p, a, a == b, want)
+		}
+	}
+	q, _ := c.target("/payments", url.Values{"a": []string{"1"}})
+	if q.String() != "https://checkout.example/checkout/v71/payments?a=1" || q == c.fixed["/payments"] {
+		t.Errorf("with a query: %s", q)
 	}
 }

@@ -234,14 +234,13 @@ func (c *Client) PaymentDetails(ctx context.Context, req DetailsRequest, idempot
 
 func (c *Client) payment(ctx context.Context, path string, body any, idempotencyKey string) (PaymentResponse, error) {
 	var out PaymentResponse
-	op := "POST " + path
 	raw, err := c.do(ctx, http.MethodPost, path, nil, body, idempotencyKey)
 	if err != nil {
 		return out, err
 	}
 	out, err = decodePaymentResponse(raw)
 	if err != nil {
-		return PaymentResponse{}, &unavailableError{op: op, cause: fmt.Errorf("decoding response: %w", err)}
+		return PaymentResponse{}, &unavailableError{op: "POST " + path, cause: fmt.Errorf("decoding response: %w", err)}
 	}
 	out.Raw = raw
 	return out, nil

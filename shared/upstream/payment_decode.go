@@ -23,8 +23,7 @@ import (
 func decodePaymentResponse(raw []byte) (PaymentResponse, error) {
 	var out PaymentResponse
 	if !utf8.Valid(raw) { // encoding/json's replacement of bad bytes, exactly
-		err := json.Unmarshal(raw, &out)
-		return out, err
+		return decodeReflect(raw)
 	}
 	if !json.Valid(raw) {
 		return out, errors.New("invalid JSON")
@@ -71,6 +70,14 @@ func decodePaymentResponse(raw []byte) (PaymentResponse, error) {
 	return out, nil
 }
 
+// decodeReflect is encoding/json's decoding of a payment response (its
+// own function: the value it decodes into escapes to the heap).
+func decodeReflect(raw []byte) (PaymentResponse, error) {
+	var out PaymentResponse
+	err := json.Unmarshal(raw, &out)
+	return out, err
+}
+
 // respDecoder reads values of one document: raw, and doc, the same bytes
 // as one string.
 type respDecoder struct {
@@ -84,16 +91,35 @@ func isNull(v []byte) bool { return string(v) == "null" }
 
 // str sets *dst to the string value v (a slice of d.raw); null leaves it.
 func (d respDecoder) str(v []byte, dst *string) error {
+	s, null, err := d.value(v)
+	if err == nil && !null {
+		*dst = s
+	}
+	return err
+}
+
+// value is the string value v (a slice of d.raw), or null. It returns the
+// string rather than store through a pointer, so a caller's variable stays
+// on its stack.
+func (d respDecoder) value(v []byte) (s string, null bool, err error) {
 	switch {
 	case isNull(v):
-		return nil
+		return "", true, nil
 	case len(v) < 2 || v[0] != '"':
-		return errNotString
+		return "", false, errNotString
 	case bytes.IndexByte(v, '\\') < 0:
-		*dst = d.string(v[1 : len(v)-1])
-		return nil
+		return d.string(v[1 : len(v)-1]), false, nil
 	}
-	return json.Unmarshal(v, dst)
+	s, err = unescape(v)
+	return s, false, err
+}
+
+// unescape decodes a string token with escapes (its own function: the
+// variable it decodes into escapes to the heap).
+func unescape(v []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
 }
 
 // string returns b as a string: a slice of d.doc when b is a slice of d.raw
@@ -160,7 +186,7 @@ func (d respDecoder) stringMap(v []byte) (map[string]string, error) {
 	var err error
 	ok := jsonin.EachMember(v, func(name []byte, v json.RawMessage) bool {
 		var s string
-		if err = d.str(v, &s); err == nil {
+		if s, _, err = d.value(v); err == nil {
 			m[d.string(name)] = s // null: "", as encoding/json
 		}
 		return err == nil
