@@ -108,13 +108,15 @@ admin:
 	$(GO) build -o $(BIN)/paysvc-admin ./cmd/paysvc-admin
 	@echo "built $(BIN)/paysvc-admin"
 
-# Hot-path Go benchmarks, then the overhead / round-trip / cold-start / webhook
+# Hot-path Go benchmarks (one package at a time, -p 1: two benchmark
+# binaries at once on a small machine would each measure the other's load),
+# then the overhead / round-trip / cold-start / webhook
 # measurements of cmd/paysvc-bench, written to BENCHMARKS.md, and its scale
 # section (DynamoDB capacity model, cost of a payment) into docs/scale.md.
 bench:
 	@set -e; gobench=$$(mktemp); trap 'rm -f "$$gobench"' EXIT; rc=0; \
 	echo "== go test -bench (hot paths; PAYSVC_BENCH_FULL=1 enables the DynamoDB variants)"; \
-	PAYSVC_BENCH_FULL=1 $(GO) test -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
+	PAYSVC_BENCH_FULL=1 $(GO) test -p 1 -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
 	grep -E '^(pkg:|Benchmark|FAIL|--- FAIL|# )' "$$gobench" || true; \
 	echo "== paysvc-bench: overhead, store round trips, cold start, webhooks (a few minutes)"; \
 	$(GO) run ./cmd/paysvc-bench -gobench "$$gobench" -out BENCHMARKS.md -scale-out docs/scale.md $(BENCH_FLAGS); \

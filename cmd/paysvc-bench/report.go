@@ -107,7 +107,7 @@ func (r *report) markdown() string {
 	w("| Load average (1/5/15 min) | %s at the start, %s at the end (other work on the machine shows here) |\n", m.LoadStart, r.loadEnd)
 	w("| Go | `%s` |\n", m.GoVersion)
 	if r.cfg.GoBench != "" {
-		w("| Command | `make bench`: `PAYSVC_BENCH_FULL=1 go test -run '^$' -bench . -benchmem -count 3 ./...`, then `%s` |\n\n", r.cfg.Command)
+		w("| Command | `make bench`: `PAYSVC_BENCH_FULL=1 go test -p 1 -run '^$' -bench . -benchmem -count 3 ./...` (one package at a time), then `%s` |\n\n", r.cfg.Command)
 	} else {
 		w("| Command | `%s` |\n\n", r.cfg.Command)
 	}
@@ -156,7 +156,7 @@ func (r *report) markdown() string {
 	w("go run ./cmd/paysvc-bench -sections overhead -endpoints payments -n 500 -c 1,8\n")
 	w("go run ./cmd/paysvc-bench -sections coldstart -functions payments -starts 20\n")
 	w("go run ./cmd/paysvc-bench -sections roundtrips,scale -scale-out docs/scale.md   # capacity model, 60 s trace (~5 min CPU)\n")
-	w("PAYSVC_BENCH_FULL=1 go test -run '^$' -bench . -benchmem ./shared/...\n```\n\n")
+	w("PAYSVC_BENCH_FULL=1 go test -p 1 -run '^$' -bench . -benchmem ./shared/...\n```\n\n")
 	w("Needs Go and `moto_server` (`pip install 'moto[server]'`, as for `make test`; or set `PAYSVC_TEST_AWS_ENDPOINT`).\n")
 	w("CI runs the Go benchmarks with `-benchtime 3x` and `cmd/paysvc-bench`'s smoke test (`go test ./cmd/paysvc-bench`) only.\n")
 	return b.String()
@@ -738,7 +738,7 @@ func (r *report) goBenchSection(w func(string, ...any)) {
 	w("## 5. Hot paths: CPU and allocations (`go test -bench -benchmem`)\n\n")
 	r.sectionError(w, "gobench")
 	if len(r.gobench) == 0 {
-		w("Not included in this run (`-gobench FILE` with the output of `go test -run '^$' -bench . -benchmem ./...`).\n\n")
+		w("Not included in this run (`-gobench FILE` with the output of `go test -p 1 -run '^$' -bench . -benchmem ./...`).\n\n")
 		return
 	}
 	w("`BenchmarkRequestCPU` runs the whole request pipeline in process — request id, auth and permission from the warm cache,\n")

@@ -116,13 +116,14 @@ func (d *Deps) wrap(route string, h handler) http.Handler {
 
 func (d *Deps) logRequest(ctx context.Context, r *http.Request, status int, info *reqInfo, start time.Time) {
 	latency := d.Clock.Now().Sub(start)
-	attrs := []slog.Attr{
+	var room [16]slog.Attr // every attribute below, without growing
+	attrs := append(room[:0],
 		slog.String("method", r.Method),
 		slog.String("route", info.Route),
 		slog.Int("status", status),
 		slog.Float64("latencyMs", float64(latency.Microseconds())/1000),
 		slog.String("requestId", info.RequestID),
-	}
+	)
 	t := ""
 	if d.Tracer != nil {
 		t = d.Tracer.TraceID(ctx) // the Lambda invocation's / X-Ray segment's

@@ -429,17 +429,24 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 }
 
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+	// The usual value exactly needs no parsing (ParseMediaType allocates).
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+		}
 	}
 	b, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), r.ContentLength)
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, apperr.Newf(apperr.TooLarge, "request body larger than %d bytes", MaxBodyBytes)
-	}
 	if err != nil {
-		return nil, apperr.Wrap(apperr.Invalid, "could not read the request body", err)
+		return nil, readError(err)
 	}
 	return b, nil
+}
+
+// readError is the answer to a body that could not be read.
+func readError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return apperr.Newf(apperr.TooLarge, "request body larger than %d bytes", MaxBodyBytes)
+	}
+	return apperr.Wrap(apperr.Invalid, "could not read the request body", err)
 }

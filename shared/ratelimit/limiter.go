@@ -86,8 +86,12 @@ func Plan(keyID string, rate, burst int, now time.Time) Window {
 	w := window(rate, burst)
 	start := now.Truncate(w)
 	shards := max((rate+ShardRate-1)/ShardRate, 1)
+	// One allocation for the name: "rl#" + keyID + "#" + the start's Unix seconds.
+	var room [64]byte
+	base := append(append(append(room[:0], "rl#"...), keyID...), '#')
+	base = strconv.AppendInt(base, start.Unix(), 10)
 	return Window{
-		Base:   "rl#" + keyID + "#" + strconv.FormatInt(start.Unix(), 10),
+		Base:   string(base),
 		Shards: shards, Limit: (burst + shards - 1) / shards, Start: start, End: start.Add(w),
 	}
 }

@@ -2,7 +2,10 @@ package tenant_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,5 +227,16 @@ func TestStoreFailureIsInternal(t *testing.T) {
 	}
 	if st.loads != 2 {
 		t.Fatalf("a failure was cached: %d loads", st.loads)
+	}
+}
+
+// TestHashKey: the stored hash is the hex SHA-256 of the key, for keys
+// short and long (the long ones are hashed from a copy on the heap).
+func TestHashKey(t *testing.T) {
+	for _, key := range []string{"", "yp_test_" + strings.Repeat("k", 43), strings.Repeat("x", 256), strings.Repeat("y", 257)} {
+		sum := sha256.Sum256([]byte(key))
+		if got, want := tenant.HashKey(key), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("HashKey(%d bytes) = %s, want %s", len(key), got, want)
+		}
 	}
 }

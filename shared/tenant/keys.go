@@ -27,7 +27,13 @@ func EnvironmentOfKey(key string) Environment {
 
 // HashKey returns the hex SHA-256 under which a key is stored.
 func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
+	var room [256]byte // on the stack: []byte(key) of a key over 32 bytes allocates
+	var sum [sha256.Size]byte
+	if len(key) <= len(room) {
+		sum = sha256.Sum256(append(room[:0], key...))
+	} else {
+		sum = sha256.Sum256([]byte(key))
+	}
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
