@@ -64,9 +64,9 @@ type Route struct {
 // the upstream idempotency key going in; whether the upstream was called
 // and the record writes still running coming out).
 type Call struct {
-	Req       *http.Request
-	Principal tenant.Principal
-	Body      []byte
+	Req           *http.Request
+	Principal     tenant.Principal
+	Body          []byte
 	payments.Call // by value: one allocation per request for both
 }
 
