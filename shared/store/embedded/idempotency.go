@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -125,9 +126,11 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	}
 	rec := held
 	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktIdempotency), k, rec)
-	})
+	// Encoded before the transaction: the commit only puts it.
+	raw, err := json.Marshal(rec)
+	if err == nil {
+		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
+	}
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
 	}

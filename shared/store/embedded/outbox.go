@@ -49,12 +49,19 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 		jobs[i] = j
 	}
 	now := s.clock.Now()
+	var payment encodedPayment
+	if c.Payment != nil {
+		var err error
+		if payment, err = encodePayment(*c.Payment); err != nil {
+			return fmt.Errorf("embedded: commit item %q: %w", e.ID, err)
+		}
+	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if err := saveEvent(tx, e, c.PrevEventVersion); err != nil {
 			return err
 		}
 		if c.Payment != nil {
-			if err := savePayment(tx, *c.Payment, c.PrevPaymentVersion, now); err != nil {
+			if err := payment.save(tx, c.PrevPaymentVersion, now); err != nil {
 				return err
 			}
 		}

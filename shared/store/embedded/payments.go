@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -69,19 +70,41 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	case p.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error { return savePayment(tx, p, prevVersion, s.clock.Now()) })
+	rec, err := encodePayment(p)
+	if err == nil {
+		err = s.update(ctx, func(tx *bolt.Tx) error { return rec.save(tx, prevVersion, s.clock.Now()) })
+	}
 	if err != nil {
 		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
 	}
 	return nil
 }
 
-// savePayment is SavePayment in tx, at now (a record past its retention
-// counts as absent).
-func savePayment(tx *bolt.Tx, p payments.Payment, prevVersion int64, now time.Time) error {
-	b, key := bucket(tx, bktPayments), []byte(p.PSPReference)
-	var cur records.Payment
-	found, err := getJSON(b, key, &cur)
+// encodedPayment is a payment record encoded before its write transaction:
+// the commit, which every writer waits for, runs only the version check and
+// the put.
+type encodedPayment struct {
+	key, raw []byte
+}
+
+func encodePayment(p payments.Payment) (encodedPayment, error) {
+	raw, err := json.Marshal(records.FromPayment(p))
+	if err != nil {
+		return encodedPayment{}, fmt.Errorf("encode payment %q: %w", p.PSPReference, err)
+	}
+	return encodedPayment{key: []byte(p.PSPReference), raw: raw}, nil
+}
+
+// save is SavePayment in tx, at now (a record past its retention counts
+// as absent).
+func (e encodedPayment) save(tx *bolt.Tx, prevVersion int64, now time.Time) error {
+	b := bucket(tx, bktPayments)
+	// Of the stored record only what the check needs.
+	var cur struct {
+		Version   int64     `json:"version"`
+		CreatedAt time.Time `json:"createdAt"`
+	}
+	found, err := getJSON(b, e.key, &cur)
 	if err != nil {
 		return err
 	}
@@ -91,7 +114,7 @@ func savePayment(tx *bolt.Tx, p payments.Payment, prevVersion int64, now time.Ti
 	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
 		return storeerr.ErrConflict
 	}
-	return putJSON(b, key, records.FromPayment(p))
+	return b.Put(e.key, e.raw)
 }
 
 // paymentExpired reports whether a record created at created is past its
