@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -138,15 +139,77 @@ func (t *Tracer) Transport(base http.RoundTripper) http.RoundTripper {
 	if !t.Enabled() {
 		return base
 	}
-	return &transport{t: t, traced: xray.RoundTripper(base), plain: base}
+	return &transport{t: t, traced: remote{base: base}, plain: base}
 }
 
 // transport skips X-Ray for calls made outside any trace, so nothing logs
 // "segment cannot be found".
 type transport struct {
 	t      *Tracer
-	traced http.RoundTripper // xray.RoundTripper(plain)
+	traced http.RoundTripper // remote{plain}
 	plain  http.RoundTripper
+}
+
+// remote records one HTTP call as a subsegment (namespace "remote", named
+// after the host, with method, URL without query or credentials, status,
+// and the error/throttle/fault flags) and sends the trace header. It is
+// the X-Ray SDK's RoundTripper without that one's connection-phase
+// subsegments, which begin and end on net/http's trace hooks: when the
+// answer's first byte is seen before net/http reports the request written
+// — a fast upstream on loopback does that — the SDK opens a "response"
+// subsegment that nothing closes, and then the request's whole trace is
+// never sent (TestRemoteCallClosesWhateverTheHookOrder).
+type remote struct{ base http.RoundTripper }
+
+func (rt remote) RoundTrip(r *http.Request) (*http.Response, error) {
+	host := r.Host
+	if host == "" {
+		host = r.URL.Host
+	}
+	var resp *http.Response
+	err := xray.Capture(r.Context(), host, func(ctx context.Context) error {
+		seg := xray.GetSegment(ctx)
+		if seg == nil {
+			var err error
+			resp, err = rt.base.RoundTrip(r)
+			return err
+		}
+		// A RoundTripper must not modify the caller's request.
+		out := r.WithContext(ctx)
+		out.Header = r.Header.Clone()
+		seg.Lock()
+		seg.Namespace = "remote"
+		seg.GetHTTP().GetRequest().Method = r.Method
+		seg.GetHTTP().GetRequest().URL = traceURL(r.URL)
+		out.Header.Set(xray.TraceIDHeaderKey, seg.DownstreamHeader().String())
+		seg.Unlock()
+		var err error
+		resp, err = rt.base.RoundTrip(out)
+		if resp != nil {
+			seg.Lock()
+			seg.GetHTTP().GetResponse().Status = resp.StatusCode
+			seg.GetHTTP().GetResponse().ContentLength = max(int(resp.ContentLength), 0)
+			switch {
+			case resp.StatusCode == http.StatusTooManyRequests:
+				seg.Error, seg.Throttle = true, true
+			case resp.StatusCode >= 400 && resp.StatusCode < 500:
+				seg.Error = true
+			case resp.StatusCode >= 500:
+				seg.Fault = true
+			}
+			seg.Unlock()
+		}
+		return err
+	})
+	return resp, err
+}
+
+// traceURL is u as a trace shows it: without query, fragment or
+// credentials.
+func traceURL(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = nil, "", false, "", ""
+	return c.String()
 }
 
 func (tr *transport) RoundTrip(r *http.Request) (*http.Response, error) {

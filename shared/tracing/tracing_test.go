@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"testing"
@@ -335,5 +337,89 @@ func TestServerErrorIsAFault(t *testing.T) {
 	case p := <-daemon.docs:
 		t.Errorf("unsampled request sent %s", p)
 	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// hookOrder is a transport that reports net/http's trace hooks of a call in
+// a given order (as a fast upstream can: the answer's first byte before the
+// request is reported written) and answers 200 with its URL's query echoed.
+type hookOrder struct {
+	order []string
+	sent  *http.Request
+}
+
+func (h *hookOrder) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.sent = r
+	if tr := httptrace.ContextClientTrace(r.Context()); tr != nil {
+		for _, hook := range h.order {
+			switch {
+			case hook == "GetConn" && tr.GetConn != nil:
+				tr.GetConn(r.URL.Host)
+			case hook == "GotConn" && tr.GotConn != nil:
+				tr.GotConn(httptrace.GotConnInfo{})
+			case hook == "WroteRequest" && tr.WroteRequest != nil:
+				tr.WroteRequest(httptrace.WroteRequestInfo{})
+			case hook == "GotFirstResponseByte" && tr.GotFirstResponseByte != nil:
+				tr.GotFirstResponseByte()
+			}
+		}
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{}`)), Request: r}, nil
+}
+
+// TestRemoteCallClosesWhateverTheHookOrder: an upstream call's subsegment,
+// and so the request's trace, is sent whatever order net/http reports the
+// call's phases in. (The X-Ray SDK's own RoundTripper left a "response"
+// subsegment open when the first response byte came before the request was
+// reported written, and the trace was never sent.) The caller's request is
+// not modified; the URL is recorded without query or credentials.
+func TestRemoteCallClosesWhateverTheHookOrder(t *testing.T) {
+	for _, order := range [][]string{
+		{"GetConn", "GotConn", "WroteRequest", "GotFirstResponseByte"},
+		{"GetConn", "GotConn", "GotFirstResponseByte", "WroteRequest"},
+		{"GotFirstResponseByte"},
+	} {
+		t.Run(strings.Join(order, ","), func(t *testing.T) {
+			daemon := NewDaemon(t)
+			tr, err := tracing.New(env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_XRAY_DAEMON_ADDRESS": daemon.Addr()}), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := &hookOrder{order: order}
+			client := &http.Client{Transport: tr.Transport(base)}
+			const root = "1-6740a1b2-0123456789abcdef01234568"
+			ctx, end := tr.StartRequest(lambdaCtx("Root="+root+";Parent=53995c3f42cd8ad8;Sampled=1"), "payments")
+			req := mustRequest(t, ctx, "https://user:secret@upstream.example/v71/payments?x=1")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			end(httpapi.RequestTrace{Status: 200})
+
+			if req.Header.Get("X-Amzn-Trace-Id") != "" || base.sent.Header.Get("X-Amzn-Trace-Id") == "" {
+				t.Errorf("trace header: caller's %q, sent %q", req.Header.Get("X-Amzn-Trace-Id"), base.sent.Header.Get("X-Amzn-Trace-Id"))
+			}
+			seg := daemon.Next(t, 5*time.Second)
+			if seg.TraceID != root || seg.InProgress {
+				t.Fatalf("request subsegment: trace %q in progress %v", seg.TraceID, seg.InProgress)
+			}
+			var remote int
+			for _, s := range flatten(t, seg)[1:] {
+				if s.InProgress {
+					t.Errorf("subsegment %q still in progress", s.Name)
+				}
+				if s.Namespace == "remote" {
+					remote++
+					if s.Name != "upstream.example" || s.HTTP == nil ||
+						s.HTTP.Request.URL != "https://upstream.example/v71/payments" || s.HTTP.Response.Status != 200 {
+						t.Errorf("remote subsegment %q: %+v", s.Name, s.HTTP)
+					}
+				}
+			}
+			if remote != 1 {
+				t.Errorf("%d remote subsegments, want 1", remote)
+			}
+		})
 	}
 }

@@ -153,9 +153,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	defer cancel()
 
 	for attempt := 1; ; attempt++ {
-		conn := new(connTrace)
-		conn.trace.GotConn = conn.got
-		req := c.request(httptrace.WithClientTrace(ctx, &conn.trace), method, target, payload)
+		var connected atomic.Bool
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}
+		req := c.request(httptrace.WithClientTrace(ctx, trace), method, target, payload)
 		// Canonical names, values shared: no allocation per header.
 		req.Header["X-Api-Key"] = c.apiKey
 		req.Header["Accept"] = hdrJSON
@@ -173,7 +173,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if err != nil {
 			// Retry once, and only when no connection was ever obtained:
 			// then not one byte of the request reached the upstream.
-			if attempt == 1 && !conn.connected.Load() && ctx.Err() == nil && isDialError(err) {
+			if attempt == 1 && !connected.Load() && ctx.Err() == nil && isDialError(err) {
 				continue
 			}
 			return nil, &unavailableError{op: op(), cause: err}
@@ -181,16 +181,6 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return c.read(op, resp)
 	}
 }
-
-// connTrace records whether a call obtained a connection (then the
-// request may have reached the upstream), in one allocation with its
-// trace hooks.
-type connTrace struct {
-	connected atomic.Bool
-	trace     httptrace.ClientTrace
-}
-
-func (t *connTrace) got(httptrace.GotConnInfo) { t.connected.Store(true) }
 
 // target is the URL of path (and query) under the base URL: a copy of
 // the base parsed once, or, when it did not parse as an absolute URL, the
