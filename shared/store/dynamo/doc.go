@@ -68,7 +68,11 @@
 //     TransactWriteItems — META conditional on the stored version and on hn
 //     covering what the save assumes is stored, plus the new entries (one
 //     per save as the domain appends them; when more, it reads hn and saves
-//     again). GetPayment is one strongly consistent Query of the partition,
+//     again). META also carries wt, a random token of the save that wrote
+//     it: a save whose condition fails on META of its own version and
+//     token had been applied (its answer lost, the SDK sent it again) and
+//     is reported saved, not as a conflict the caller would apply its
+//     change again for. GetPayment is one strongly consistent Query of the partition,
 //     descending so META comes first; entries past its hn are ignored. A
 //     record written with its history inline in data (before history items)
 //     is read as it is and converted on its next save.

@@ -160,6 +160,9 @@ func paymentMetaItem(r records.Payment) (Item, error) {
 		return nil, err
 	}
 	it[attrVersion], it[attrHistoryN] = num(r.Version), num(int64(n))
+	// The saving call's token (SavePayment sets its own): as long as one,
+	// so the item's size is the stored one's.
+	it[attrWriteToken] = str(writeTokenPlaceholder)
 	setTTL(it, paymentTTL(r))
 	return it, nil
 }

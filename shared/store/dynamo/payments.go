@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -62,6 +64,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 const (
 	skHistory    = "H#"
 	attrHistoryN = "hn"
+	// attrWriteToken names the SavePayment call that wrote META (random per
+	// call): a save whose condition fails on a META of its own version and
+	// token had landed — DynamoDB applied it, its answer was lost and the
+	// SDK sent it again — and is reported saved, not as a conflict that
+	// would have its caller apply the change a second time.
+	attrWriteToken = "wt"
 	// maxNewEntries bounds the history entries one SavePayment may add: a
 	// transaction holds at most 100 writes, one of them the META item.
 	maxNewEntries = 99
@@ -184,17 +192,21 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	if prevVersion != 0 {
 		from = max(len(r.History)-1, 0)
 	}
-	err := s.savePayment(ctx, r, prevVersion, from, false)
+	token := writeToken()
+	err := s.savePayment(ctx, r, prevVersion, from, false, token)
 	var moved *historyMoved
-	if errors.As(err, &moved) {
+	if errors.As(err, &moved) && prevVersion != 0 && !s.landed(ctx, r, token, moved.old) {
 		var legacy bool
 		from, legacy, err = s.storedHistory(ctx, r, prevVersion, moved.old)
 		if err == nil {
-			err = s.savePayment(ctx, r, prevVersion, from, legacy)
+			err = s.savePayment(ctx, r, prevVersion, from, legacy, token)
 		}
 	}
 	if errors.As(err, &moved) {
 		err = storeerr.ErrConflict
+		if s.landed(ctx, r, token, moved.old) {
+			err = nil
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
@@ -214,13 +226,14 @@ func (*historyMoved) Error() string { return "condition failed" }
 // one transaction conditional on the stored version being prev and its
 // history count at least from (legacy: META has no count, its history is
 // in data and was copied to items by storedHistory).
-func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, from int, legacy bool) error {
+func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, from int, legacy bool, token string) error {
 	n := len(p.History)
 	if n-from > maxNewEntries {
 		return fmt.Errorf("%d new history entries in one save (at most %d)", n-from, maxNewEntries)
 	}
 	item, err := paymentMetaItem(p)
 	if err == nil {
+		item[attrWriteToken] = str(token)
 		err = checkSize(item)
 	}
 	if err != nil {
@@ -261,9 +274,6 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 		return storeerr.ErrConflict // a concurrent save: re-read and retry
 	}
 	if transactionConditionFailed(err) {
-		if prev == 0 {
-			return storeerr.ErrConflict
-		}
 		var tce *types.TransactionCanceledException
 		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
 			return &historyMoved{old: tce.CancellationReasons[0].Item}
@@ -272,6 +282,31 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 	}
 	return err
 }
+
+// landed reports whether the stored META (old, when DynamoDB returned it
+// with the failed condition, else read now) is p's version written by the
+// save with token: the save had been applied (attrWriteToken).
+func (s *Store) landed(ctx context.Context, p records.Payment, token string, old map[string]types.AttributeValue) bool {
+	item := old
+	if item == nil {
+		var err error
+		if item, err = s.getItem(ctx, pfxPayment+p.PSPReference, skMeta); err != nil {
+			return false
+		}
+	}
+	return getN(item, attrVersion) == p.Version && getS(item, attrWriteToken) == token
+}
+
+// writeToken returns a new random token for attrWriteToken.
+func writeToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeTokenPlaceholder is a token's length of zeros: the META item's
+// builder's value (its size is what the capacity model counts).
+const writeTokenPlaceholder = "000000000000000000000000"
 
 // storedHistory reads META after a failed save (or takes old, the item
 // DynamoDB returned with the failure): storeerr.ErrConflict if its
