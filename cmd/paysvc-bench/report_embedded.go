@@ -105,13 +105,14 @@ func (r *report) throughputTarget() target {
 			"service → simulator), the hot path of §5 and a wait for its group commit (one fdatasync shared by the requests " +
 			"that meet; the local server runs two Go Ps per CPU so a thread in fdatasync does not idle a core). The direct " +
 			"side's rate moves by ±30 % from run to run on this machine, and the share with it. Traced on 2026-11-25 " +
-			"(temporary instrumentation): the single writer's commits were busy 83 % of the time, 13 requests per commit on " +
-			"average but alternating with commits of one request, and a commit's time is the disk's — its page writes and " +
-			"two fdatasyncs took 0.25–0.8 ms typically and 2–13 ms at times (strace: fdatasync p50 179 µs, p90 587 µs). " +
-			"Making the leader wait up to 0.3, 0.6 or 1 ms for requests in flight (bigger groups) did not raise the " +
-			"throughput, nor did moving record encoding out of the commit; without fsync (an experiment) the share was 38 %. " +
-			"What it would take: a disk with steadier fsync latency, fewer pages written per request, and less CPU per " +
-			"request (§5)."
+			"(temporary instrumentation; a stray process of ours kept one core busy during it, so the figures are high): " +
+			"the single writer's commits were busy 83 % of the time, 13 requests per commit on average but alternating " +
+			"with commits of one request, and a commit's time was mostly the disk's — page writes and two fdatasyncs " +
+			"took 0.25–0.8 ms typically and 2–13 ms at times. Making the leader wait up to 0.3–1 ms for requests in " +
+			"flight (bigger groups) did not raise the throughput under those conditions (not repeated on an idle machine); " +
+			"without fsync (an experiment, 2026-11-24) the share was 38 %. On the idle machine the same day the share " +
+			"was 31 % (`-sections overhead -latencies 0 -c 1,16 -n 2000`). What it would take: a disk with steadier " +
+			"fsync latency, fewer pages written per request, and less CPU per request (§5)."
 	}
 	return t
 }
@@ -219,11 +220,12 @@ func (r *report) changesSection(w func(string, ...any)) {
 	w("concurrency 1 added p50 sessions +937 µs / +1.14 ms → +851 / +864 µs, payments +975 µs / +1.08 ms → +803 µs / +1.06 ms, captures +1.27 / +1.62 ms → +1.05 / +1.24 ms. |\n")
 	w("| bbolt's free-page list is not written on each commit (`NoFreelistSync`; Open rebuilds the list by walking the file; crash safety unchanged) | ")
 	w("one page write fewer per fdatasync'd commit (a session's or capture's final commit at concurrency 1 made 7–10 page writes, the meta page included, now 6–9: bbolt's own write counters); ")
-	w("the latency it saves (tens of µs) is inside this machine's run-to-run noise: side by side (old and new binaries alternating, 2026-11-25, ")
-	w("`-sections overhead -latencies 0 -c 1,16 -endpoints sessions,payments,captures -n 1000`) concurrency 1 captures +1.10 / +1.38 ms → +1.14 / +1.22 ms. |\n")
+	w("the latency it saves (tens of µs) is inside this machine's run-to-run noise. With this session's other changes, side by side on an idle machine ")
+	w("(2945cfe and 5 commits later alternating, two rounds, 2026-11-25, `-sections overhead -latencies 0 -c 1,16 -endpoints sessions,payments,captures -n 1000`): ")
+	w("concurrency 1 payments 1158 / 1104 → 1227 / 1240/s, captures 880 / 942 → 910 / 981/s, sessions 1260 / 1281 → 1205 / 1184/s; concurrency 16 payments 4622 / 4570 → 4506 / 4624/s (unchanged). |\n")
 	w("| Hot path, third pass: one string and one member arena per request body (`jsonin`: string fields are slices of it), the upstream answer's strings decoded without escaping to the heap, splits in one allocation, the domain call inside the HTTP call, the fixed upstream URLs built once, a one-allocation request body, the request log's attributes on the stack, rate-limit names in one allocation, the API key hashed from a stack copy | ")
-	w("BenchmarkRequestCPU/payments 142 → 114 allocations; CPU 79.1 / 77.0 / 78.1 → 77.0 / 72.8 / 73.8 µs (the two commits' test binaries alternating, 2026-11-25, at 113 allocations: the upstream client's connection trace in one allocation with its flag, reverted since, saved one). |\n")
-	w("| `make bench` runs the Go benchmarks one package at a time (`go test -p 1`) | a measurement fix, not a speed-up: the earlier runs had two benchmark binaries share the 2 cores and measured the hot path at 99–134 µs; the code of then measures 77–79 µs alone (row above). |\n")
-	w("| Payment and completed idempotency records encoded before their write transaction; the version check decodes only the stored record's version and creation time | less CPU inside the commit every writer waits for; no throughput change measurable at concurrency 16 on this machine, where a commit's time is the disk's (see the throughput target's note). |\n")
+	w("BenchmarkRequestCPU/payments 142 → 114 allocations; CPU 100.6 / 85.5 → 83.8 / 78.1 µs (the two commits' test binaries alternating on an idle machine, 2026-11-25). |\n")
+	w("| `make bench` runs the Go benchmarks one package at a time (`go test -p 1`) | a measurement fix, not a speed-up: the earlier runs had two benchmark binaries share the 2 cores, and the hot path measured 99–134 µs there; measured alone the code of then takes 86–101 µs (row above). |\n")
+	w("| Payment and completed idempotency records encoded before their write transaction; the version check decodes only the stored record's version and creation time | less CPU inside the commit every writer waits for; no throughput change measurable at concurrency 16 (four alternating rounds each, with a stray process of ours busy on one core: 2901 vs 2827 payments/s on average), where a commit's time is mostly the disk's (see the throughput target's note). |\n")
 	w("| Durability test (`TestLocalServerKilledDuringPaymentBurst`, in `make test`) | SIGKILL during a burst of 8 clients: every answered payment is stored and replays after restart, its webhook is delivered, and no key is charged twice (simulator in the test process, outliving the crash). |\n\n")
 }
