@@ -187,21 +187,28 @@ func (rt remote) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp, err = rt.base.RoundTrip(out)
 		if resp != nil {
 			seg.Lock()
-			seg.GetHTTP().GetResponse().Status = resp.StatusCode
+			setStatus(seg, resp.StatusCode)
 			seg.GetHTTP().GetResponse().ContentLength = max(int(resp.ContentLength), 0)
-			switch {
-			case resp.StatusCode == http.StatusTooManyRequests:
-				seg.Error, seg.Throttle = true, true
-			case resp.StatusCode >= 400 && resp.StatusCode < 500:
-				seg.Error = true
-			case resp.StatusCode >= 500:
-				seg.Fault = true
-			}
 			seg.Unlock()
 		}
 		return err
 	})
 	return resp, err
+}
+
+// setStatus records an HTTP status on seg, with the flags X-Ray defines:
+// error for 4xx (and throttle for 429), fault for 5xx. The caller holds
+// seg's lock.
+func setStatus(seg *xray.Segment, status int) {
+	seg.GetHTTP().GetResponse().Status = status
+	switch {
+	case status == http.StatusTooManyRequests:
+		seg.Error, seg.Throttle = true, true
+	case status >= 400 && status < 500:
+		seg.Error = true
+	case status >= 500:
+		seg.Fault = true
+	}
 }
 
 // traceURL is u as a trace shows it: without query, fragment or
@@ -301,15 +308,7 @@ func (t *Tracer) StartRequest(ctx context.Context, route string) (context.Contex
 			span.Annotate(k, rt.Annotations[k])
 		}
 		seg.Lock()
-		seg.GetHTTP().GetResponse().Status = rt.Status
-		switch {
-		case rt.Status == http.StatusTooManyRequests:
-			seg.Error, seg.Throttle = true, true
-		case rt.Status >= 400 && rt.Status < 500:
-			seg.Error = true
-		case rt.Status >= 500:
-			seg.Fault = true
-		}
+		setStatus(seg, rt.Status)
 		seg.Unlock()
 		var cause error
 		if rt.Status >= 500 {
