@@ -55,8 +55,7 @@ type Obj struct {
 // slice of it, not a copy), and room for the members and nested objects
 // of a typical request (more spill to the heap).
 type document struct {
-	raw     []byte
-	text    string
+	Source
 	root    Obj
 	members [32]member
 	nmember int
@@ -64,8 +63,8 @@ type document struct {
 	nobj    int
 }
 
-// str decodes the JSON string token raw, a slice of d.raw when it comes
-// from the document (then a token without escapes is a slice of d.text).
+// str decodes the JSON string token raw of the document: one without
+// escapes is a slice of the document's string.
 func (d *document) str(raw []byte) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
@@ -73,22 +72,13 @@ func (d *document) str(raw []byte) (string, bool) {
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		return decodeString(raw)
 	}
-	b := raw[1 : len(raw)-1]
-	if len(b) == 0 {
-		return "", true
-	}
-	if d != nil {
-		if off := cap(d.raw) - cap(b); off >= 0 && off+len(b) <= len(d.raw) && &d.raw[off] == &b[0] {
-			return d.text[off : off+len(b)], true
-		}
-	}
-	return string(b), true
+	return d.String(raw[1 : len(raw)-1]), true
 }
 
 // split returns the members of the object raw (splitObject), in the
 // document's room while it lasts.
 func (d *document) split(raw []byte) ([]member, bool) {
-	if d == nil || d.nmember == len(d.members) {
+	if d.nmember == len(d.members) {
 		return splitObject(raw, nil)
 	}
 	free := d.members[d.nmember:d.nmember:len(d.members)]
@@ -105,7 +95,7 @@ func (d *document) split(raw []byte) ([]member, bool) {
 // obj returns a new object of the document.
 func (d *document) obj(o Obj) *Obj {
 	o.doc = d
-	if d == nil || d.nobj == len(d.objs) {
+	if d.nobj == len(d.objs) {
 		return &o
 	}
 	p := &d.objs[d.nobj]
@@ -154,7 +144,7 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add(field, "is given more than once")
 		return nil
 	}
-	d := &document{raw: body, text: string(body)}
+	d := &document{Source: NewSource(body)}
 	m, ok := d.split(body)
 	if !ok {
 		errs.Add("", "request body must be a JSON object")

@@ -31,7 +31,7 @@ func decodePaymentResponse(raw []byte) (PaymentResponse, error) {
 	if isNull(bytes.TrimSpace(raw)) {
 		return out, nil
 	}
-	d := respDecoder{raw: raw, doc: string(raw)}
+	d := respDecoder{src: jsonin.NewSource(raw)}
 	var err error
 	ok := jsonin.EachMember(raw, func(name []byte, v json.RawMessage) bool {
 		switch string(name) {
@@ -78,18 +78,15 @@ func decodeReflect(raw []byte) (PaymentResponse, error) {
 	return out, err
 }
 
-// respDecoder reads values of one document: raw, and doc, the same bytes
-// as one string.
-type respDecoder struct {
-	raw []byte
-	doc string
-}
+// respDecoder reads values of one document (a string value without
+// escapes is a slice of the source's one string).
+type respDecoder struct{ src jsonin.Source }
 
 var errNotString = errors.New("must be a string")
 
 func isNull(v []byte) bool { return string(v) == "null" }
 
-// str sets *dst to the string value v (a slice of d.raw); null leaves it.
+// str sets *dst to the string value v (a slice of the document); null leaves it.
 func (d respDecoder) str(v []byte, dst *string) error {
 	s, null, err := d.value(v)
 	if err == nil && !null {
@@ -98,7 +95,7 @@ func (d respDecoder) str(v []byte, dst *string) error {
 	return err
 }
 
-// value is the string value v (a slice of d.raw), or null. It returns the
+// value is the string value v (a slice of the document), or null. It returns the
 // string rather than store through a pointer, so a caller's variable stays
 // on its stack.
 func (d respDecoder) value(v []byte) (s string, null bool, err error) {
@@ -108,7 +105,7 @@ func (d respDecoder) value(v []byte) (s string, null bool, err error) {
 	case len(v) < 2 || v[0] != '"':
 		return "", false, errNotString
 	case bytes.IndexByte(v, '\\') < 0:
-		return d.string(v[1 : len(v)-1]), false, nil
+		return d.src.String(v[1 : len(v)-1]), false, nil
 	}
 	s, err = unescape(v)
 	return s, false, err
@@ -120,18 +117,6 @@ func unescape(v []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(v, &s)
 	return s, err
-}
-
-// string returns b as a string: a slice of d.doc when b is a slice of d.raw
-// (no copy), else a copy.
-func (d respDecoder) string(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	if off := cap(d.raw) - cap(b); off >= 0 && off+len(b) <= len(d.raw) && &d.raw[off] == &b[0] {
-		return d.doc[off : off+len(b)]
-	}
-	return string(b)
 }
 
 func (d respDecoder) amount(v []byte) (*money.Amount, error) {
@@ -187,7 +172,7 @@ func (d respDecoder) stringMap(v []byte) (map[string]string, error) {
 	ok := jsonin.EachMember(v, func(name []byte, v json.RawMessage) bool {
 		var s string
 		if s, _, err = d.value(v); err == nil {
-			m[d.string(name)] = s // null: "", as encoding/json
+			m[d.src.String(name)] = s // null: "", as encoding/json
 		}
 		return err == nil
 	})

@@ -195,7 +195,10 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	token := writeToken()
 	err := s.savePayment(ctx, r, prevVersion, from, false, token)
 	var moved *historyMoved
-	if errors.As(err, &moved) && prevVersion != 0 && !s.landed(ctx, r, token, moved.old) {
+	if errors.As(err, &moved) && prevVersion != 0 {
+		if landed(s.failedMeta(ctx, r, moved), r, token) {
+			return nil
+		}
 		var legacy bool
 		from, legacy, err = s.storedHistory(ctx, r, prevVersion, moved.old)
 		if err == nil {
@@ -204,7 +207,7 @@ func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion
 	}
 	if errors.As(err, &moved) {
 		err = storeerr.ErrConflict
-		if s.landed(ctx, r, token, moved.old) {
+		if landed(s.failedMeta(ctx, r, moved), r, token) {
 			err = nil
 		}
 	}
@@ -283,30 +286,38 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 	return err
 }
 
-// landed reports whether the stored META (old, when DynamoDB returned it
-// with the failed condition, else read now) is p's version written by the
-// save with token: the save had been applied (attrWriteToken).
-func (s *Store) landed(ctx context.Context, p records.Payment, token string, old map[string]types.AttributeValue) bool {
-	item := old
-	if item == nil {
-		var err error
-		if item, err = s.getItem(ctx, pfxPayment+p.PSPReference, skMeta); err != nil {
-			return false
+// failedMeta returns the stored META a failed save met: the item DynamoDB
+// returned with the failure, else read now (and kept in moved for the
+// next look); nil when it cannot be read.
+func (s *Store) failedMeta(ctx context.Context, p records.Payment, moved *historyMoved) map[string]types.AttributeValue {
+	if moved.old == nil {
+		if item, err := s.getItem(ctx, pfxPayment+p.PSPReference, skMeta); err == nil {
+			moved.old = item
 		}
 	}
-	return getN(item, attrVersion) == p.Version && getS(item, attrWriteToken) == token
+	return moved.old
+}
+
+// landed reports whether meta is p's version written by the save with
+// token: the save had been applied (attrWriteToken).
+func landed(meta map[string]types.AttributeValue, p records.Payment, token string) bool {
+	return meta != nil && getN(meta, attrVersion) == p.Version && getS(meta, attrWriteToken) == token
 }
 
 // writeToken returns a new random token for attrWriteToken.
 func writeToken() string {
-	var b [12]byte
+	var b [writeTokenBytes]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
+// writeTokenBytes is a write token's randomness (hex: twice as many
+// characters).
+const writeTokenBytes = 12
+
 // writeTokenPlaceholder is a token's length of zeros: the META item's
 // builder's value (its size is what the capacity model counts).
-const writeTokenPlaceholder = "000000000000000000000000"
+var writeTokenPlaceholder = strings.Repeat("0", 2*writeTokenBytes)
 
 // storedHistory reads META after a failed save (or takes old, the item
 // DynamoDB returned with the failure): storeerr.ErrConflict if its
