@@ -88,7 +88,9 @@ func Verify(secret string, headers http.Header, body []byte, now time.Time, tole
 		if !ok || version != "v1" {
 			continue
 		}
-		got, err := base64.StdEncoding.DecodeString(sig)
+		// Strict: only the canonical encoding of the signature is its
+		// signature (lax decoding also accepts other padding bits).
+		got, err := base64.StdEncoding.Strict().DecodeString(sig)
 		if err == nil && hmac.Equal(got, want) {
 			return nil
 		}
