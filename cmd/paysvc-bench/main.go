@@ -43,6 +43,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,6 +89,7 @@ type config struct {
 	Timeout         time.Duration
 	Command         string // the command line, for the report
 	CPUProfile      string // -cpuprofile
+	Trace           string // -trace
 
 	progress io.Writer
 }
@@ -149,6 +151,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	receiverMS := fs.Int("receiver-ms", 150, "scale: webhook receiver answer time assumed in the dispatcher's billed duration")
 	timeout := fs.Duration("timeout", 30*time.Minute, "stop everything after this long")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (service, simulator and load generator share the process: go tool pprof -focus)")
+	traceOut := fs.String("trace", "", "write an execution trace of the whole run to this file (where a request waits: go tool trace -pprof=sched|syscall|sync)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -173,7 +176,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		Starts: *starts, Functions: splitList(*functions), ColdStartPkgs: splitList(*coldPkgs), Arm64: *arm64, Deliveries: *deliveries,
 		HangFor: *hang, GoBench: *gobench, Out: *out, Timeout: *timeout, progress: progress,
 		ScaleOut: *scaleOut, UpstreamMS: *upstreamMS, ReceiverMS: *receiverMS,
-		Command: commandLine(args), CPUProfile: *cpuProfile,
+		Command: commandLine(args), CPUProfile: *cpuProfile, Trace: *traceOut,
 	}
 	for _, s := range c.Sections {
 		if !contains(allSections, s) {
@@ -254,7 +257,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stopProfile, err := startCPUProfile(cfg.CPUProfile)
+	stopProfile, err := startProfiles(cfg.CPUProfile, cfg.Trace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "paysvc-bench:", err)
 		os.Exit(2)
@@ -273,9 +276,24 @@ func main() {
 	}
 }
 
-// startCPUProfile starts a CPU profile into path ("": none) and returns
-// the function that ends it.
-func startCPUProfile(path string) (func(), error) {
+// startProfiles starts a CPU profile into cpuPath and an execution trace
+// into tracePath ("": none) and returns the function that ends them.
+func startProfiles(cpuPath, tracePath string) (func(), error) {
+	stopCPU, err := startProfile(cpuPath, pprof.StartCPUProfile, pprof.StopCPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	stopTrace, err := startProfile(tracePath, trace.Start, trace.Stop)
+	if err != nil {
+		stopCPU()
+		return nil, err
+	}
+	return func() { stopTrace(); stopCPU() }, nil
+}
+
+// startProfile runs start into a new file at path ("": nothing) and
+// returns the function that stops it and closes the file.
+func startProfile(path string, start func(io.Writer) error, stop func()) (func(), error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -283,12 +301,12 @@ func startCPUProfile(path string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		stop()
 		_ = f.Close()
 	}, nil
 }

@@ -235,7 +235,7 @@ func (r *report) latencyTargets() []target {
 		if !ok99 {
 			t99.Miss = "the causes of the p50 miss, in the tail"
 			if sw := r.storeWrite; sw != nil && sw.P99 > 0 {
-				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request waits for one commit (captures two)", dur(sw.P99))
+				t99.Miss += fmt.Sprintf(": one embedded-store write has a p99 of %s on this disk (fsync jitter), and a request waits for one commit (captures also a journal write)", dur(sw.P99))
 			}
 			t99.Miss += ". The same changes address it."
 			if ok50 {
@@ -290,7 +290,8 @@ func (r *report) storeWriteWhy() string {
 		fmt.Fprintf(&b, "every embedded-store commit is a bbolt transaction with fdatasync, %s (p50) for one write alone on this disk (%s). "+
 			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), and one request's writes after "+
 			"the upstream call (idempotency result ‖ record) share one (a write group); leases and rate-limit windows are in memory. "+
-			"So sessions and payments make one commit per request, captures two (the reservation before the call, then the result). ",
+			"So sessions and payments make one commit per request; captures also make their amount's reservation durable before the call, "+
+			"alone in the payment journal (one write and one fdatasync, `shared/store/embedded/journal.go`). ",
 			dur(r.storeWrite.P50), r.storeWrite.FS)
 	} else {
 		b.WriteString("the embedded store commits every write with fsync and one writer at a time. ")
@@ -298,10 +299,10 @@ func (r *report) storeWriteWhy() string {
 	if cpu, ok := r.requestCPU(); ok {
 		fmt.Fprintf(&b, "Without store I/O the whole pipeline costs %s of CPU per payments request (BenchmarkRequestCPU/payments). ", dur(cpu))
 	}
-	b.WriteString("What it would take: the captures reservation out of the file (in memory, like the leases) " +
-		"or `NoSync` for this development-only store (a machine crash could lose or " +
-		"corrupt the last writes; production uses DynamoDB). We keep fsync: local data that survives a crash is worth a millisecond " +
-		"on a development machine.")
+	b.WriteString("What it would take: the final commit in the journal too (one fdatasync instead of bbolt's two; the " +
+		"idempotency records would need the journal's read path) or `NoSync` for this development-only store (a machine crash could " +
+		"lose or corrupt the last writes; production uses DynamoDB). We keep fsync: local data that survives a crash is worth a " +
+		"millisecond on a development machine.")
 	return b.String()
 }
 

@@ -19,6 +19,10 @@
 // sweepChunk records each, queued with the other writers, so that a large
 // file never holds the writers up for long.
 //
+// Writes are committed in groups (groupcommit.go); a payment save that
+// commits alone goes to the payment journal beside the file instead, and
+// the next commit puts it into the file (journal.go).
+//
 // bbolt locks the file: a second process (or a second Open in the same
 // process) gets ErrInUse after the lock timeout instead of hanging.
 package embedded
@@ -93,11 +97,12 @@ var (
 
 // Store is the bbolt-backed adapter. It is safe for concurrent use.
 type Store struct {
-	rate   rateWindows // rate-limit windows (in memory, see ratelimit.go)
-	leases leases      // idempotency leases (in memory, see idempotency.go)
-	db     *bolt.DB
-	commit *committer // group commit of update
-	clock  clock.Clock
+	rate    rateWindows // rate-limit windows (in memory, see ratelimit.go)
+	leases  leases      // idempotency leases (in memory, see idempotency.go)
+	db      *bolt.DB
+	journal *journal   // payment saves that commit alone (journal.go)
+	commit  *committer // group commit of update
+	clock   clock.Clock
 }
 
 // Option configures Open.
@@ -147,16 +152,74 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil
 	})
+	var j *journal
+	if err == nil {
+		j, err = openFoldedJournal(db, path+journalSuffix, o.clock.Now())
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
-	return &Store{db: db, commit: &committer{db: db}, clock: o.clock}, nil
+	s := &Store{db: db, journal: j, clock: o.clock}
+	s.commit = &committer{db: db, fold: s.foldJournal, folded: j.folded}
+	return s, nil
 }
 
-// Close releases the file.
+// journalSuffix names the payment journal beside the database file.
+const journalSuffix = ".journal"
+
+// openFoldedJournal opens the payment journal at path and puts the
+// records a crash left in it into db (each unless the file holds that
+// version or a later one, or the record is past its retention at now).
+func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error) {
+	j, entries, err := openJournal(path)
+	if err != nil || len(entries) == 0 {
+		return j, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := bucket(tx, bktPayments)
+		for _, e := range entries {
+			var head, stored paymentHead
+			if err := json.Unmarshal(e.raw, &head); err != nil {
+				return fmt.Errorf("journal entry %q: %w", e.key, err)
+			}
+			if cur := b.Get(e.key); cur != nil {
+				if err := json.Unmarshal(cur, &stored); err != nil {
+					return fmt.Errorf("decode stored payment %q: %w", e.key, err)
+				}
+			}
+			if stored.Version >= head.Version || paymentExpired(head.CreatedAt, now) {
+				continue
+			}
+			if err := b.Put(e.key, e.raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = j.clearHead()
+	}
+	if err != nil {
+		_ = j.close()
+		return nil, fmt.Errorf("folding the payment journal: %w", err)
+	}
+	return j, nil
+}
+
+// foldJournal puts the journal's pending records into tx (committer.fold).
+func (s *Store) foldJournal(tx *bolt.Tx) error {
+	b := bucket(tx, bktPayments)
+	return s.journal.each(b.Put)
+}
+
+// Close folds the payment journal into the file and releases both.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	err := s.journal.closeFolded(func() error { return s.commit.update(func(*bolt.Tx) error { return nil }) })
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("embedded: close: %w", err)
 	}
 	return nil

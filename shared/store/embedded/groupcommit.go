@@ -26,7 +26,11 @@ const maxGroup = 128
 // Leadership passes to the first waiting writer after each commit, so no
 // caller serves others' commits for long.
 type committer struct {
-	db      *bolt.DB
+	db *bolt.DB
+	// fold, if set, runs first in every transaction, and folded after
+	// each one committed (the payment journal's pending records).
+	fold    func(*bolt.Tx) error
+	folded  func()
 	mu      sync.Mutex
 	pending []*pendingTx
 	leading bool
@@ -35,7 +39,11 @@ type committer struct {
 }
 
 type pendingTx struct {
-	fn     func(*bolt.Tx) error
+	fn func(*bolt.Tx) error
+	// alone, if set, may make the write durable instead of fn when it
+	// commits alone (the payment journal); handled false: it did not, fn
+	// runs.
+	alone  func() (handled bool, err error)
 	err    error
 	queued chan struct{} // closed once the write is in pending (held writes of a write group: when released)
 	done   chan struct{} // closed once err is final
@@ -47,7 +55,14 @@ func newPendingTx(fn func(*bolt.Tx) error) *pendingTx {
 }
 
 func (c *committer) update(fn func(*bolt.Tx) error) error {
+	return c.updateOr(fn, nil)
+}
+
+// updateOr is update where alone may make the write durable instead when
+// it commits alone (see pendingTx).
+func (c *committer) updateOr(fn func(*bolt.Tx) error, alone func() (bool, error)) error {
 	p := newPendingTx(fn)
+	p.alone = alone
 	c.enqueue(p)
 	return c.wait(p)
 }
@@ -212,11 +227,18 @@ func (c *committer) commit(group []*pendingTx) {
 		}
 	}()
 	if len(group) == 1 {
-		group[0].err = c.db.Update(safe(group[0].fn))
+		p := group[0]
+		if p.alone != nil {
+			if handled, err := safeAlone(p.alone); handled {
+				p.err = err
+				return
+			}
+		}
+		p.err = c.run(safe(p.fn))
 		return
 	}
 	fnFailed := false
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	err := c.run(func(tx *bolt.Tx) error {
 		for _, p := range group {
 			if err := safe(p.fn)(tx); err != nil {
 				fnFailed = true
@@ -235,8 +257,35 @@ func (c *committer) commit(group []*pendingTx) {
 		return
 	}
 	for _, p := range group {
-		p.err = c.db.Update(safe(p.fn))
+		p.err = c.run(safe(p.fn))
 	}
+}
+
+// run is one transaction: the fold, then fn.
+func (c *committer) run(fn func(*bolt.Tx) error) error {
+	if c.fold == nil {
+		return c.db.Update(fn)
+	}
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		if err := c.fold(tx); err != nil {
+			return fmt.Errorf("embedded: folding the payment journal: %w", err)
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		c.folded()
+	}
+	return err
+}
+
+// safeAlone is safe for a pendingTx's alone.
+func safeAlone(alone func() (bool, error)) (handled bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			handled, err = true, fmt.Errorf("embedded: panic in a journaled write: %v", r)
+		}
+	}()
+	return alone()
 }
 
 // safe turns a panic in fn into an error, so one bad function cannot leave
