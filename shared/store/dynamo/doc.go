@@ -87,7 +87,11 @@
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
 //     merchant and status through the gsi1 shards
 //     MERCHANT#<m>#DELIVERIES#<n> / DELIVERY#<status>#…, scatter-gather)
-//     are described in webhooks.go; both are versioned PutItems.
+//     are described in webhooks.go; both are versioned PutItems (an event
+//     kept unroutable: a transaction with its list entry) that carry wt
+//     like META, so a write applied whose answer was lost is reported
+//     done, not as a conflict (the caller would re-read and apply its
+//     change again: an attempt or an arrival counted twice).
 //
 // Every base-table read is strongly consistent. Every item but the
 // tenant's (merchants, sites, keys, subscriptions) carries ttl for

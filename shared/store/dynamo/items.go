@@ -202,6 +202,7 @@ func EventItem(e notifications.Event) (Item, error) {
 	it[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
 	it[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
 	it[attrVersion] = num(e.Version)
+	it[attrWriteToken] = str(writeTokenPlaceholder) // the saving call's (putVersioned)
 	it[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
 	return it, nil
 }
@@ -222,6 +223,7 @@ func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID, shards))
 	it[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
 	it[attrVersion] = num(d.Version)
+	it[attrWriteToken] = str(writeTokenPlaceholder) // the saving call's (putVersioned)
 	it[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
 	return it, nil
 }

@@ -64,11 +64,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 const (
 	skHistory    = "H#"
 	attrHistoryN = "hn"
-	// attrWriteToken names the SavePayment call that wrote META (random per
-	// call): a save whose condition fails on a META of its own version and
-	// token had landed — DynamoDB applied it, its answer was lost and the
-	// SDK sent it again — and is reported saved, not as a conflict that
-	// would have its caller apply the change a second time.
+	// attrWriteToken names the call that wrote a versioned item — a
+	// payment's META, an event, a delivery — (random per call): a write
+	// whose condition fails on an item of its own version and token had
+	// landed — DynamoDB applied it, its answer was lost and the SDK sent it
+	// again — and is reported done, not as a conflict that would have its
+	// caller apply the change a second time.
 	attrWriteToken = "wt"
 	// maxNewEntries bounds the history entries one SavePayment may add: a
 	// transaction holds at most 100 writes, one of them the META item.
@@ -301,7 +302,13 @@ func (s *Store) failedMeta(ctx context.Context, p records.Payment, moved *histor
 // landed reports whether meta is p's version written by the save with
 // token: the save had been applied (attrWriteToken).
 func landed(meta map[string]types.AttributeValue, p records.Payment, token string) bool {
-	return meta != nil && getN(meta, attrVersion) == p.Version && getS(meta, attrWriteToken) == token
+	return wrote(meta, p.Version, token)
+}
+
+// wrote reports whether item (nil: unknown) is version, written by the
+// call with token.
+func wrote(item map[string]types.AttributeValue, version int64, token string) bool {
+	return item != nil && getN(item, attrVersion) == version && getS(item, attrWriteToken) == token
 }
 
 // writeToken returns a new random token for attrWriteToken.

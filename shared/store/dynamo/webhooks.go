@@ -21,6 +21,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -104,9 +105,12 @@ func unroutableSK(e notifications.Event) string { return sortTime(e.ReceivedAt) 
 // one transaction, the item conditional on its version.
 func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec records.Notification, item map[string]types.AttributeValue, prev int64, ttl types.AttributeValue) error {
 	item[attrVersion] = num(e.Version)
+	token := writeToken()
+	item[attrWriteToken] = str(token)
 	expr, names, values := versionCondition(prev)
 	put := &types.Put{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values}
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pkUnroutable, unroutableSK(e))}}
 	if e.Status == notifications.EventUnroutable {
 		listed, err := dataItem(pkUnroutable, unroutableSK(e), rec)
@@ -119,7 +123,23 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec r
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
 	})
-	if transactionConditionFailed(err) || transactionConflict(err) {
+	if transactionConditionFailed(err) {
+		// Applied before, its answer lost (see putVersioned)? The stored
+		// item came back with the failure, or is read now.
+		var old map[string]types.AttributeValue
+		var tce *types.TransactionCanceledException
+		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
+			old = tce.CancellationReasons[0].Item
+		}
+		if old == nil {
+			old, _ = s.getItem(ctx, pfxEvent+e.ID, skRecord)
+		}
+		if wrote(old, e.Version, token) {
+			return nil
+		}
+		return storeerr.ErrConflict
+	}
+	if transactionConflict(err) {
 		return storeerr.ErrConflict
 	}
 	return err
@@ -321,11 +341,20 @@ func (s *Store) queryDeliveries(ctx context.Context, in *dynamodb.QueryInput, li
 
 // putVersioned writes item (which carries its version attribute),
 // conditional on the stored version being prev (absence when prev is 0).
+// A put DynamoDB applied whose answer was lost, sent again by the SDK,
+// fails its condition on the item it wrote itself: that is success
+// (attrWriteToken), not a conflict.
 func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, prev int64) error {
+	token := writeToken()
+	item[attrWriteToken] = str(token)
 	expr, names, values := versionCondition(prev)
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values})
-	if _, failed := conditionFailed(err); failed {
+		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	if old, failed := conditionFailed(err); failed {
+		if wrote(old, getN(item, attrVersion), token) {
+			return nil
+		}
 		return storeerr.ErrConflict
 	}
 	return err
