@@ -13,6 +13,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
@@ -120,5 +121,30 @@ func TestVersionedWriteWhoseAnswerWasLost(t *testing.T) {
 	}
 	if err := s.SaveEvent(ctx, e, 1); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("event save from a stale version = %v, want a conflict", err)
+	}
+}
+
+// TestClaimWhoseAnswerWasLost: an idempotency claim DynamoDB applied but
+// whose answer was lost, sent again by the SDK, meets its own record (its
+// lease token): the claim holds, instead of answering the request 409
+// "in progress" and locking its key until the lease ends.
+func TestClaimWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	s, armed, at := losingStore(t)
+	rec := idempotency.Record{Scope: "m_a", Key: "k-lost", Fingerprint: "fp", LeaseToken: "token-1",
+		LeaseUntil: at.Add(time.Minute), ExpiresAt: at.Add(time.Hour)}
+	var got idempotency.Record
+	lose(t, armed, "claim", func() (err error) { got, err = s.Claim(ctx, rec, at); return err })
+	if got.LeaseToken != "token-1" || got.Status != idempotency.StatusInProgress {
+		t.Fatalf("claim whose answer was lost = %+v, want the claim itself", got)
+	}
+	if err := s.Complete(ctx, rec.Scope, rec.Key, "token-1", idempotency.Response{Status: 200, Body: []byte(`{}`)}, at.Add(time.Hour)); err != nil {
+		t.Fatalf("Complete with the claim's lease: %v", err)
+	}
+	// Another request's claim of the key still conflicts.
+	other := rec
+	other.LeaseToken = "token-2"
+	if _, err := s.Claim(ctx, other, at); !errors.Is(err, storeerr.ErrConflict) {
+		t.Fatalf("second claim = %v, want a conflict", err)
 	}
 }

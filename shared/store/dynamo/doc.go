@@ -57,8 +57,10 @@
 //     between merchants by a plain overwrite.
 //   - Idempotency Claim is one conditional PutItem (absent, expired, or in
 //     progress with an ended lease) returning the existing item on failure
-//     (ReturnValuesOnConditionCheckFailure ALL_OLD); Complete and Release
-//     are conditional on the lease token.
+//     (ReturnValuesOnConditionCheckFailure ALL_OLD): one holding the
+//     claim's own lease token (random per claim) is the claim itself,
+//     applied before its answer was lost. Complete and Release are
+//     conditional on the lease token.
 //   - Rate-limit Hit is one UpdateItem ADD conditional on the count being
 //     below the limit in a live window. Only when the window has expired
 //     (TTL deletion lags) does a second conditional write restart it.

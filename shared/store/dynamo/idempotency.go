@@ -39,7 +39,8 @@ const claimCondition = "attribute_not_exists(#pk) OR #exp <= :now OR (#st = :inp
 
 // Claim writes rec as an in-progress record unless a live one exists for
 // (rec.Scope, rec.Key): one conditional PutItem. On conflict it returns the
-// existing record with storeerr.ErrConflict.
+// existing record with storeerr.ErrConflict; a record holding rec's own
+// lease token is this claim, applied once already.
 func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
@@ -87,6 +88,11 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 		existing, err := decodeRecord(old)
 		if err != nil {
 			return idempotency.Record{}, wrap(err)
+		}
+		if existing.Status == idempotency.StatusInProgress && existing.LeaseToken == rec.LeaseToken {
+			// This claim, applied before: its answer was lost and the SDK
+			// sent it again (lease tokens are random per claim).
+			return rec, nil
 		}
 		return existing, wrap(storeerr.ErrConflict)
 	}
