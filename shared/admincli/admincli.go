@@ -92,6 +92,7 @@ func (c *cli) commands() []command {
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
 		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},
 		{"notification route", "route unroutable notifications once their merchant exists", c.notificationRoute},
+		{"record-update list", "list the payment record updates deferred and still being applied (embedded store)", c.recordUpdateList},
 		{"seed", "apply a seed file (idempotent)", c.seed},
 		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
 	}
