@@ -276,6 +276,26 @@ func conditionFailed(err error) (old map[string]types.AttributeValue, failed boo
 	return nil, false
 }
 
+// cancelledItem returns the stored item the first write of a cancelled
+// transaction met (its ReturnValuesOnConditionCheckFailure), nil if none
+// came back.
+func cancelledItem(err error) map[string]types.AttributeValue {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
+		return tce.CancellationReasons[0].Item
+	}
+	return nil
+}
+
+// itemOr returns item, or when it is nil the stored item pk/sk read now
+// (nil when it cannot be read).
+func (s *Store) itemOr(ctx context.Context, item map[string]types.AttributeValue, pk, sk string) map[string]types.AttributeValue {
+	if item == nil {
+		item, _ = s.getItem(ctx, pk, sk)
+	}
+	return item
+}
+
 // transactionConditionFailed reports whether a transaction was cancelled
 // because one of its conditions failed.
 func transactionConditionFailed(err error) bool {

@@ -278,11 +278,7 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 		return storeerr.ErrConflict // a concurrent save: re-read and retry
 	}
 	if transactionConditionFailed(err) {
-		var tce *types.TransactionCanceledException
-		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
-			return &historyMoved{old: tce.CancellationReasons[0].Item}
-		}
-		return &historyMoved{}
+		return &historyMoved{old: cancelledItem(err)}
 	}
 	return err
 }
@@ -291,11 +287,7 @@ func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, 
 // returned with the failure, else read now (and kept in moved for the
 // next look); nil when it cannot be read.
 func (s *Store) failedMeta(ctx context.Context, p records.Payment, moved *historyMoved) map[string]types.AttributeValue {
-	if moved.old == nil {
-		if item, err := s.getItem(ctx, pfxPayment+p.PSPReference, skMeta); err == nil {
-			moved.old = item
-		}
-	}
+	moved.old = s.itemOr(ctx, moved.old, pfxPayment+p.PSPReference, skMeta)
 	return moved.old
 }
 

@@ -21,7 +21,6 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -126,15 +125,7 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec r
 	if transactionConditionFailed(err) {
 		// Applied before, its answer lost (see putVersioned)? The stored
 		// item came back with the failure, or is read now.
-		var old map[string]types.AttributeValue
-		var tce *types.TransactionCanceledException
-		if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
-			old = tce.CancellationReasons[0].Item
-		}
-		if old == nil {
-			old, _ = s.getItem(ctx, pfxEvent+e.ID, skRecord)
-		}
-		if wrote(old, e.Version, token) {
+		if wrote(s.itemOr(ctx, cancelledItem(err), pfxEvent+e.ID, skRecord), e.Version, token) {
 			return nil
 		}
 		return storeerr.ErrConflict

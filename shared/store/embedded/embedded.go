@@ -179,14 +179,13 @@ func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := bucket(tx, bktPayments)
 		for _, e := range entries {
-			var head, stored paymentHead
-			if err := json.Unmarshal(e.raw, &head); err != nil {
-				return fmt.Errorf("journal entry %q: %w", e.key, err)
+			head, err := decodeHead(e.key, e.raw)
+			if err != nil {
+				return err
 			}
-			if cur := b.Get(e.key); cur != nil {
-				if err := json.Unmarshal(cur, &stored); err != nil {
-					return fmt.Errorf("decode stored payment %q: %w", e.key, err)
-				}
+			stored, err := decodeHead(e.key, b.Get(e.key))
+			if err != nil {
+				return err
 			}
 			if stored.Version >= head.Version || paymentExpired(head.CreatedAt, now) {
 				continue
@@ -447,13 +446,20 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // together with concurrent writers' (group commit: one fsync for all). fn
 // must depend only on tx: it may run twice (see committer).
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	return s.updateOr(ctx, fn, nil)
+}
+
+// updateOr is update where alone, if set, may make the write durable
+// instead of fn when it commits alone outside a write group
+// (committer.updateOr).
+func (s *Store) updateOr(ctx context.Context, fn func(tx *bolt.Tx) error, alone func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if g, ok := ctx.Value(writeGroupKey{}).(*writeGroup); ok && g.c == s.commit {
 		return g.update(fn)
 	}
-	return s.commit.update(fn)
+	return s.commit.updateOr(fn, alone)
 }
 
 // NewWriteGroup returns a group whose members' writes share one commit

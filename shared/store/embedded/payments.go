@@ -51,13 +51,12 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
 	var rec records.Payment
 	err := ctx.Err()
-	if raw, ok := s.journal.get([]byte(pspReference)); err != nil || ok {
-		if err == nil {
-			err = json.Unmarshal(raw, &rec) // the newest version: not folded yet
-		}
-	} else {
-		err = s.view(ctx, func(tx *bolt.Tx) error {
-			return mustGet(bucket(tx, bktPayments), []byte(pspReference), &rec)
+	if err == nil {
+		err = s.storedPayment([]byte(pspReference), func(raw []byte) error {
+			if raw == nil {
+				return storeerr.ErrNotFound
+			}
+			return json.Unmarshal(raw, &rec)
 		})
 	}
 	if err == nil && paymentExpired(rec.CreatedAt, s.clock.Now()) {
@@ -108,14 +107,18 @@ func encodePayment(p payments.Payment) (encodedPayment, error) {
 // alone goes to the payment journal (one fdatasync instead of a bbolt
 // commit's two, journal.go).
 func (s *Store) savePayment(ctx context.Context, rec encodedPayment, prevVersion int64) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	return s.updateOr(ctx, func(tx *bolt.Tx) error { return rec.save(tx, prevVersion, s.clock.Now()) },
+		func() (bool, error) { return s.journalPayment(rec, prevVersion) })
+}
+
+// storedPayment calls fn with the newest stored bytes of payment key (nil:
+// none): the journal's pending record if there is one, else the file's
+// (valid only during fn).
+func (s *Store) storedPayment(key []byte, fn func(raw []byte) error) error {
+	if raw, ok := s.journal.get(key); ok {
+		return fn(raw)
 	}
-	fn := func(tx *bolt.Tx) error { return rec.save(tx, prevVersion, s.clock.Now()) }
-	if g, ok := ctx.Value(writeGroupKey{}).(*writeGroup); ok && g.c == s.commit {
-		return g.update(fn)
-	}
-	return s.commit.updateOr(fn, func() (bool, error) { return s.journalPayment(rec, prevVersion) })
+	return s.db.View(func(tx *bolt.Tx) error { return fn(bucket(tx, bktPayments).Get(key)) })
 }
 
 // journalPayment is savePayment through the journal, run by the
@@ -125,12 +128,7 @@ func (s *Store) journalPayment(rec encodedPayment, prevVersion int64) (handled b
 		return false, nil
 	}
 	now := s.clock.Now()
-	if raw, ok := s.journal.get(rec.key); ok {
-		err = rec.check(raw, prevVersion, now)
-	} else {
-		err = s.db.View(func(tx *bolt.Tx) error { return rec.check(bucket(tx, bktPayments).Get(rec.key), prevVersion, now) })
-	}
-	if err != nil {
+	if err := s.storedPayment(rec.key, func(cur []byte) error { return rec.check(cur, prevVersion, now) }); err != nil {
 		return true, err
 	}
 	if err := s.journal.append(rec.key, rec.raw); errors.Is(err, errJournalFull) {
@@ -155,11 +153,9 @@ func (e encodedPayment) save(tx *bolt.Tx, prevVersion int64, now time.Time) erro
 // none) is at prevVersion (0: none, or one past its retention at now).
 func (e encodedPayment) check(cur []byte, prevVersion int64, now time.Time) error {
 	found := cur != nil
-	var head paymentHead
-	if found {
-		if err := json.Unmarshal(cur, &head); err != nil {
-			return fmt.Errorf("decode stored payment %q: %w", e.key, err)
-		}
+	head, err := decodeHead(e.key, cur)
+	if err != nil {
+		return err
 	}
 	if found && prevVersion == 0 && paymentExpired(head.CreatedAt, now) {
 		found = false // past its retention: a new record may take its place
@@ -174,6 +170,19 @@ func (e encodedPayment) check(cur []byte, prevVersion int64, now time.Time) erro
 type paymentHead struct {
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// decodeHead decodes the head of key's encoded record raw (nil: the zero
+// head, version 0).
+func decodeHead(key, raw []byte) (paymentHead, error) {
+	var head paymentHead
+	if raw == nil {
+		return head, nil
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return head, fmt.Errorf("decode payment %q: %w", key, err)
+	}
+	return head, nil
 }
 
 // paymentExpired reports whether a record created at created is past its
