@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// loseAnswer makes the next TransactWriteItems or PutItem that succeeds
+// loseAnswer makes the next TransactWriteItems, PutItem or UpdateItem that succeeds
 // look failed to the SDK (its answer lost on the way back), so the SDK
 // sends it again: the ambiguous success of a write whose connection broke
 // after DynamoDB applied it.
@@ -32,7 +33,7 @@ func loseAnswer(armed *atomic.Bool) func(*middleware.Stack) error {
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				out, md, err := next.HandleFinalize(ctx, in)
 				op := awsmiddleware.GetOperationName(ctx)
-				if err == nil && (op == "TransactWriteItems" || op == "PutItem") && armed.CompareAndSwap(true, false) {
+				if err == nil && (op == "TransactWriteItems" || op == "PutItem" || op == "UpdateItem") && armed.CompareAndSwap(true, false) {
 					return out, md, &smithyhttp.RequestSendError{Err: errors.New("connection reset after the request was applied")}
 				}
 				return out, md, err
@@ -146,5 +147,50 @@ func TestClaimWhoseAnswerWasLost(t *testing.T) {
 	other.LeaseToken = "token-2"
 	if _, err := s.Claim(ctx, other, at); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("second claim = %v, want a conflict", err)
+	}
+}
+
+// TestHitWhoseAnswerWasLost: a rate-limit hit DynamoDB counted but whose
+// answer was lost, sent again by the SDK, counts once — the window's
+// limit stays the limit — for a hit that counts and one that restarts
+// an ended window alike.
+func TestHitWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	s, armed, at := losingStore(t)
+	hit := func(exp time.Time) bool {
+		t.Helper()
+		ok, err := s.Hit(ctx, "rl#lost", 2, exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	exp := at.Add(time.Second)
+	lose(t, armed, "hit", func() error {
+		if !hit(exp) {
+			return errors.New("first hit refused")
+		}
+		return nil
+	})
+	if !hit(exp) {
+		t.Fatal("second hit of a window of 2 refused: the first was counted twice")
+	}
+	if hit(exp) {
+		t.Fatal("third hit of a window of 2 allowed")
+	}
+
+	// A window that ended (at the store's clock) is restarted by the hit.
+	ended, next := "rl#ended", at.Add(time.Second)
+	if ok, err := s.Hit(ctx, ended, 2, at); err != nil || !ok {
+		t.Fatalf("hit of a window ending at once: %v %v", ok, err)
+	}
+	lose(t, armed, "restarting hit", func() error {
+		if ok, err := s.Hit(ctx, ended, 2, next); err != nil || !ok {
+			return fmt.Errorf("restarting hit: %v %v", ok, err)
+		}
+		return nil
+	})
+	if ok, err := s.Hit(ctx, ended, 2, next); err != nil || !ok {
+		t.Fatalf("second hit of the restarted window: %v %v; the restart was counted twice", ok, err)
 	}
 }

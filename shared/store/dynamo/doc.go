@@ -63,7 +63,10 @@
 //     conditional on the lease token.
 //   - Rate-limit Hit is one UpdateItem ADD conditional on the count being
 //     below the limit in a live window. Only when the window has expired
-//     (TTL deletion lags) does a second conditional write restart it.
+//     (TTL deletion lags) does a second conditional write restart it. Both
+//     set wt to the call's token and the count refuses its own token, so a
+//     hit applied whose answer was lost is not counted twice when the SDK
+//     sends it again.
 //   - A payment record is bounded: META holds the record without its
 //     history and the count hn; each history entry is its own item
 //     (H#0000000000, …), written once. SavePayment is one

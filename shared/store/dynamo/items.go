@@ -308,6 +308,7 @@ func RateWindowItem(bucket string, count int, expiresAt time.Time) Item {
 	it := rateKey(bucket)
 	it[attrCount] = num(int64(count))
 	it[attrExpiresN], it[attrExpiresAt], it[attrTTL] = instant(expiresAt), rfc3339(expiresAt), ttlOf(expiresAt)
+	it[attrWriteToken] = str(writeTokenPlaceholder) // the last Hit's (Hit sets its own)
 	return it
 }
 

@@ -122,7 +122,7 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 	}
 	window := dynamo.RateWindowItem("rl#k#1", 3, exp)
 	pk, sk = dynamo.Keys(window)
-	sameItem(t, "rate-limit window", rawGet(t, client, table, pk, sk), window)
+	sameItem(t, "rate-limit window", withWriteToken(t, "rate-limit window", rawGet(t, client, table, pk, sk), window), window)
 
 	d := webhooks.Delivery{ID: "msg_1", MerchantID: "m_1", SubscriptionID: "sub_1", EventID: "evt_1", EventCode: "AUTHORISATION",
 		Payload: json.RawMessage(`{"live":"false"}`), Status: webhooks.StatusPending, CreatedAt: t0, UpdatedAt: t0, Version: 1}

@@ -25,23 +25,27 @@ func rateKey(bucket string) map[string]types.AttributeValue { return itemKey(pfx
 // reports whether it did: one UpdateItem ADD conditional on the count. A
 // window that expired (by the store's clock; TTL deletion lags) counts as
 // empty and is restarted by a second conditional write. A full window is not
-// an error and is not written.
+// an error and is not written. Each write names the call (attrWriteToken),
+// and the count's condition refuses the call's own token: a write DynamoDB
+// applied whose answer was lost, sent again by the SDK, is not counted
+// twice but found (the window holds the call's token) and reported counted.
 func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt time.Time) (bool, error) {
 	if limit <= 0 {
 		return false, nil
 	}
 	wrap := func(err error) error { return fmt.Errorf("dynamo: rate-limit hit %q: %w", bucket, err) }
 	now := s.clock.Now()
-	names := map[string]string{"#c": attrCount, "#exp": attrExpiresN, "#exp_at": attrExpiresAt, "#ttl": attrTTL}
+	token := writeToken()
+	names := map[string]string{"#c": attrCount, "#exp": attrExpiresN, "#exp_at": attrExpiresAt, "#ttl": attrTTL, "#wt": attrWriteToken}
 	values := map[string]types.AttributeValue{
 		":one": num(1), ":limit": num(int64(limit)), ":now": instant(now),
-		":exp": instant(expiresAt), ":exp_at": rfc3339(expiresAt), ":ttl": ttlOf(expiresAt),
+		":exp": instant(expiresAt), ":exp_at": rfc3339(expiresAt), ":ttl": ttlOf(expiresAt), ":wt": str(token),
 	}
 	count := &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 rateKey(bucket),
-		UpdateExpression:                    aws.String("ADD #c :one SET #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
-		ConditionExpression:                 aws.String("attribute_not_exists(#c) OR (#c < :limit AND #exp > :now)"),
+		UpdateExpression:                    aws.String("ADD #c :one SET #exp = :exp, #exp_at = :exp_at, #ttl = :ttl, #wt = :wt"),
+		ConditionExpression:                 aws.String("(attribute_not_exists(#c) OR (#c < :limit AND #exp > :now)) AND (attribute_not_exists(#wt) OR #wt <> :wt)"),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -49,12 +53,12 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 	restart := &dynamodb.UpdateItemInput{
 		TableName:                aws.String(s.table),
 		Key:                      rateKey(bucket),
-		UpdateExpression:         aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl"),
+		UpdateExpression:         aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl, #wt = :wt"),
 		ConditionExpression:      aws.String("#exp <= :now"),
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": values[":one"], ":now": values[":now"], ":exp": values[":exp"],
-			":exp_at": values[":exp_at"], ":ttl": values[":ttl"],
+			":exp_at": values[":exp_at"], ":ttl": values[":ttl"], ":wt": values[":wt"],
 		},
 	}
 	const attempts = 3
@@ -75,6 +79,9 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 			if err != nil {
 				return false, wrap(err)
 			}
+		}
+		if getS(old, attrWriteToken) == token {
+			return true, nil // this call's count (or restart) had landed
 		}
 		oldExpiry, err := getTime(old, attrExpiresAt)
 		if err != nil {
