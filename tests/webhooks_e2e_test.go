@@ -230,7 +230,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv, err := app.NewReceiver(a, queues.Queue)
+	recv, err := app.NewInbox(a, queues.Queue)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -371,14 +372,10 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		var n upstream.Notification
-		if err := json.Unmarshal([]byte(body), &n); err != nil {
+		if _, err := c.rt.receiver.Accept(context.Background(), []byte(body)); err != nil {
 			return nil, "", err
 		}
-		if err := c.rt.receiver.Accept(context.Background(), n); err != nil {
-			return nil, "", err
-		}
-		id := webhooks.DeliveryID(notifications.EventID(notifications.DedupKey(item)), "sub_bench")
+		id := webhooks.DeliveryID(notifications.EventID(notifications.DedupKey(connector.Notification(item))), "sub_bench")
 		job, err := queue.Job{DeliveryID: id, Attempt: 1}.Encode()
 		if err != nil {
 			return nil, "", err

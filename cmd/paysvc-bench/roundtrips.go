@@ -40,7 +40,9 @@ import (
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // Pseudo-operations of the timeline that are not AWS calls.
@@ -345,7 +347,7 @@ type rtEnv struct {
 	logs     *countingWriter // every log line and EMF metric written
 	handler  http.Handler
 	key      string
-	receiver *notifications.Receiver
+	receiver *connector.Inbox
 	disp     *webhooks.Dispatcher
 	queue    *sqsqueue.Queue
 	sim      *simFront
@@ -445,7 +447,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 5*time.Second), // PAYSVC_AUTH_CACHE_TTL default
 		Limiter:  ratelimit.New(st, clk, 0, 0, log),                               // defaults: 100/s, burst 200
 		Idem:     idempotency.New(st, clk, 0, 0, log),
-		Payments: payments.NewService(st, up, clk, log),
+		Payments: payments.NewService(st, connector.New(up), clk, log),
 		Log:      log,
 		Clock:    clk,
 		Metrics:  metrics,
@@ -461,12 +463,12 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
-		receiver: &notifications.Receiver{
-			Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, History: st, Queue: q, Clock: clk, Log: log,
-		},
+		receiver: &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{
+			Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
+		}},
 		disp: &webhooks.Dispatcher{
 			Deliveries: st, Tenants: st, Clock: clk, Log: log, Metrics: metrics,
-			Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true, Timeout: 10 * time.Second}),
+			Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second}),
 		},
 	}, nil
 }
@@ -656,11 +658,14 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			if item == nil {
 				return fmt.Errorf("no AUTHORISATION notification for %s", notifPSP[i])
 			}
-			n := upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}}
-			if err := e.receiver.Accept(context.Background(), n); err != nil {
+			body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}})
+			if err != nil {
 				return err
 			}
-			ev := notifications.EventID(notifications.DedupKey(*item))
+			if _, err := e.receiver.Accept(context.Background(), body); err != nil {
+				return err
+			}
+			ev := notifications.EventID(notifications.DedupKey(connector.Notification(*item)))
 			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1})
 			return nil
 		}); err != nil {

@@ -28,7 +28,9 @@ import (
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // batchSize is the dispatcher's SQS batch size (template.yaml BatchSize).
@@ -148,7 +150,7 @@ func newWebhookBench(st webhookStore, recv *receivers) (*webhookBench, error) {
 		PaymentMethod: "visa", PSPReference: "QFQTPCQ8HXSKGK82", Success: "true",
 		AdditionalData: map[string]string{"authCode": "058158", "cardSummary": "1111"},
 	}
-	payload, err := webhooks.BuildPayload(false, item, "advanced")
+	payload, err := webhooks.BuildPayload(false, connector.Notification(item), "advanced")
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func newWebhookBench(st webhookStore, recv *receivers) (*webhookBench, error) {
 	// 15 s timeout), loopback targets allowed as in development.
 	d := &webhooks.Dispatcher{
 		Deliveries: st, Tenants: st, Clock: clk, Log: log,
-		Sender: webhooks.NewSender(webhooks.SenderConfig{AllowLocal: true}),
+		Sender: sender.New(sender.Config{AllowLocal: true}),
 	}
 	wb := &webhookBench{st: st, payload: payload}
 	process := func(ctx context.Context, job queue.Job, attempt int) queue.Outcome {

@@ -12,11 +12,11 @@ const module = "github.com/yp/paysvc/"
 // or lower ones. Test support may import anything, and nothing but tests
 // and test support may import it.
 const (
-	foundation = iota // values, errors, clocks, the typed upstream client, port-only packages
+	foundation = iota // values, errors, clocks, the strict JSON reader, port-only packages
 	domain            // the business rules and the ports they declare
 	appLayer          // decoding and encoding per endpoint group, management operations
 	transport         // HTTP pipeline, Lambda adapter, request tracing
-	adapter           // stores, queues, the upstream simulator, the merchants' Go client
+	adapter           // stores, queues, the upstream client and its connector, the simulator, metrics, the webhook sender, the merchants' Go client
 	wiring            // configuration and assembling the service
 	tooling           // helpers the tests and the tools share (internal/): moto_server, the Lambda harness, sample bodies
 	mains             // cmd/ and functions/: wire only
@@ -33,8 +33,6 @@ var layerOf = map[string]int{
 	"shared/storeerr":             foundation,
 	"shared/jsonin":               foundation,
 	"shared/queue":                foundation,
-	"shared/observe":              foundation,
-	"shared/upstream":             foundation,
 	"shared/webhooks/target":      foundation,
 	"shared/webhooks/verify":      foundation,
 	"shared/tenant":               domain,
@@ -54,7 +52,10 @@ var layerOf = map[string]int{
 	"shared/queue/sqsqueue":       adapter,
 	"shared/queue/localqueue":     adapter,
 	"shared/recordupdates":        adapter, // the PendingUpdates adapters: the embedded store's bucket, SQS (sqsupdates)
+	"shared/upstream":             adapter, // the typed client; connector/ implements payments.Upstream over it
 	"shared/upstream/simulator":   adapter,
+	"shared/observe":              adapter, // CloudWatch EMF metrics
+	"shared/webhooks/sender":      adapter, // the HTTP sender (webhooks.Poster)
 	"shared/client":               adapter,
 	"shared/eventreplay":          adapter,
 	"shared/config":               wiring,
@@ -159,6 +160,32 @@ func TestDomainKnowsNeitherHTTPNorStorage(t *testing.T) {
 				dep == module+"shared/httpapi",
 				strings.HasPrefix(dep, module+"shared/store/"):
 				t.Errorf("%s imports %s", pkg, dep)
+			}
+		}
+	}
+}
+
+// TestDomainDependsOnNoWireFormat: nothing the payment domain or the
+// notification pipeline depends on, directly or not, speaks HTTP or the
+// platform's wire format (the upstream adapter translates), and the
+// webhooks domain needs no network package for its port (the sender is
+// its adapter).
+func TestDomainDependsOnNoWireFormat(t *testing.T) {
+	for pkg, banned := range map[string][]string{
+		"shared/payments":      {"net/http", "net", module + "shared/upstream", module + "shared/jsonin"},
+		"shared/notifications": {"net/http", module + "shared/upstream"},
+		"shared/webhooks":      {"net/http", "net", module + "shared/upstream"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		deps := strings.Fields(string(out))
+		for _, b := range banned {
+			for _, d := range deps {
+				if d == b || strings.HasPrefix(d, b+"/") && strings.HasPrefix(b, module) {
+					t.Errorf("%s depends on %s", pkg, d)
+				}
 			}
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/embedded"
-	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestNotificationsUnroutableListAndRoute(t *testing.T) {
 	h := newEmbedded(t)
 	now := h.clk.Now()
-	item := upstream.NotificationRequestItem{EventCode: "AUTHORISATION", PSPReference: "PSP0000000000009", Success: "true",
+	item := payments.Notification{EventCode: "AUTHORISATION", PSPReference: "PSP0000000000009", Success: "true",
 		MerchantAccountCode: "LateECOM", MerchantReference: "order-9", Amount: money.Amount{Value: 900, Currency: "EUR"},
 		PaymentMethod: "visa", AdditionalData: map[string]string{"metadata.merchantId": "m_late", "metadata.siteId": "site_late"}}
 	key := notifications.DedupKey(item)

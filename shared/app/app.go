@@ -37,6 +37,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/tracing"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -64,22 +65,16 @@ type Stores struct {
 	// deliveries in pages (the lookups).
 	History       History
 	DeliveryPages lookup.Deliveries
-	// Outbox writes a notification item and its delivery jobs in one
-	// transaction (embedded store only: its jobs are the local queue's).
-	Outbox notifications.Outbox
 	// RecordUpdates keeps the record updates the API deferred (embedded
 	// store only; SQS keeps them in AWS).
 	RecordUpdates recordupdates.Store
-	// WriteGroups lets a request's final writes share a commit (embedded
-	// store only; nil with DynamoDB, whose writes run concurrently).
-	WriteGroups func() payments.WriteGroup
-	closeFn     func() error
+	closeFn       func() error
 }
 
-// History is the store of merchants' event histories: written by the
-// notifications receiver, read by the lookups.
+// History is the store of merchants' event histories: written with each
+// notification item (notifications.EventStore.CommitItem), read by the
+// lookups.
 type History interface {
-	notifications.EventLog
 	lookup.Events
 }
 
@@ -141,7 +136,7 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 			return nil, err
 		}
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
-			History: st, DeliveryPages: st, Outbox: st, RecordUpdates: st, WriteGroups: st.NewWriteGroup, closeFn: st.Close}, nil
+			History: st, DeliveryPages: st, RecordUpdates: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -231,19 +226,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		_ = stores.Close()
 		return nil, err
 	}
-	svc := payments.NewService(stores.Payments, up, clk, log).DeferUpdatesTo(a.Pending)
+	svc := payments.NewService(stores.Payments, connector.New(up), clk, log).DeferUpdatesTo(a.Pending)
 	if a.Metrics != nil {
 		svc.CountRecordUpdates(a.Metrics)
 	}
 	d := &httpapi.Deps{
-		Auth:        tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
-		Limiter:     ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
-		Idem:        idempotency.New(stores.Idem, clk, 0, 0, log),
-		Payments:    svc,
-		Lookup:      lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
-		Log:         log,
-		Clock:       clk,
-		WriteGroups: stores.WriteGroups,
+		Auth:     tenant.NewAuthenticator(stores.Tenants, cfg.Environment, clk, cfg.AuthCacheTTL),
+		Limiter:  ratelimit.New(stores.Limits, clk, cfg.RatePerSecond, cfg.RateBurst, log),
+		Idem:     idempotency.New(stores.Idem, clk, 0, 0, log),
+		Payments: svc,
+		Lookup:   lookup.New(stores.Payments, stores.History, stores.DeliveryPages),
+		Log:      log,
+		Clock:    clk,
 	}
 	if a.Metrics != nil {
 		d.Metrics = a.Metrics

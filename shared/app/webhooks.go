@@ -24,7 +24,9 @@ import (
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // Queues are the delivery queue's adapters for a configuration: SQS when
@@ -78,28 +80,27 @@ func EnsureQueues(ctx context.Context, cfg *config.Config) error {
 	return err
 }
 
-// NewReceiver wires the inbound notification processing onto q. The
-// upstream's HMAC key (Secrets.HMACKey) is required.
-func NewReceiver(a *App, q queue.Queue) (*notifications.Receiver, error) {
-	return newReceiver(a, q, a.Secrets)
+// NewInbox wires the inbound notification processing onto q: the
+// notifications endpoint's port. The upstream's HMAC key (Secrets.HMACKey)
+// is required.
+func NewInbox(a *App, q queue.Queue) (*connector.Inbox, error) {
+	return newInbox(a, newReceiver(a, q), a.Secrets)
 }
 
-func newReceiver(a *App, q queue.Queue, s config.Secrets) (*notifications.Receiver, error) {
+func newReceiver(a *App, q queue.Queue) *notifications.Receiver {
+	return &notifications.Receiver{
+		Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
+		Deliveries: a.Stores.Deliveries, Queue: q, Clock: a.Clock, Log: a.Log,
+		Live: a.Config.Environment == tenant.EnvLive,
+	}
+}
+
+func newInbox(a *App, r *notifications.Receiver, s config.Secrets) (*connector.Inbox, error) {
 	signer, err := upstream.NewSigner(s.HMACKey)
 	if err != nil {
 		return nil, fmt.Errorf("notifications: the upstream HMAC key (hmacKey / PAYSVC_UPSTREAM_HMAC_KEY): %w", err)
 	}
-	r := &notifications.Receiver{
-		Signer: signer, Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
-		Deliveries: a.Stores.Deliveries, History: a.Stores.History, Queue: q, Clock: a.Clock, Log: a.Log,
-		Live: a.Config.Environment == tenant.EnvLive,
-	}
-	// The local queue keeps its jobs in the embedded store: an item, its
-	// deliveries and their jobs are then written in one transaction.
-	if _, local := q.(*localqueue.Queue); local {
-		r.Outbox = a.Stores.Outbox
-	}
-	return r, nil
+	return &connector.Inbox{Signer: signer, Receiver: r, Log: a.Log}, nil
 }
 
 // NotificationAuth is the optional basic auth of the notifications
@@ -110,7 +111,7 @@ func NotificationAuth(s config.Secrets) httpapi.BasicAuth {
 
 // DispatcherOptions tune NewDispatcher; the zero value is production.
 type DispatcherOptions struct {
-	Timeout time.Duration    // per attempt (default webhooks.DefaultTimeout)
+	Timeout time.Duration    // per attempt (default sender.DefaultTimeout)
 	Rand    func() float64   // jitter source (default math/rand)
 	Metrics webhooks.Metrics // attempt metrics (default none)
 	Sender  webhooks.Poster  // replaces the HTTP sender (tests)
@@ -134,12 +135,12 @@ func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
 
 // newSender is the webhook sender of deliveries and tests (SSRF rules,
 // traced in Lambda).
-func newSender(a *App, timeout time.Duration) *webhooks.Sender {
-	cfg := webhooks.SenderConfig{Timeout: timeout, AllowLocal: a.Config.WebhookAllowLocal}
+func newSender(a *App, timeout time.Duration) *sender.Sender {
+	cfg := sender.Config{Timeout: timeout, AllowLocal: a.Config.WebhookAllowLocal}
 	if a.Tracer.Enabled() {
 		cfg.Wrap = a.Tracer.Transport
 	}
-	return webhooks.NewSender(cfg)
+	return sender.New(cfg)
 }
 
 // WireWebhookSelfService sets a.Deps.Webhooks (retry a delivery, send a
@@ -199,13 +200,14 @@ func NotificationsHandler(ctx context.Context, a *App) (http.Handler, error) {
 	// instance like authentication (one merchant's partition serves at most
 	// 3,000 reads/s; docs/scale.md).
 	tenants := tenant.NewReadCache(a.Stores.Tenants, a.Clock, a.Config.AuthCacheTTL)
+	recv := newReceiver(a, q.Queue)
+	recv.Tenants = tenants
 	build := func(s config.Secrets) (http.Handler, error) {
-		recv, err := newReceiver(a, q.Queue, s)
+		inbox, err := newInbox(a, recv, s)
 		if err != nil {
 			return nil, err
 		}
-		recv.Tenants = tenants
-		return httpapi.Notifications(a.Deps, recv, NotificationAuth(s), httpapi.NewHandler(a.Deps)), nil
+		return httpapi.Notifications(a.Deps, inbox, NotificationAuth(s), httpapi.NewHandler(a.Deps)), nil
 	}
 	if a.SecretCache == nil {
 		return build(a.Secrets)

@@ -18,6 +18,7 @@ import (
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -637,9 +638,9 @@ func (r *replay) event(i, code int, now time.Time, status notifications.EventSta
 // eventRecord is the stored event of payment i's notification code.
 func (r *replay) eventRecord(i, code int, now time.Time, status notifications.EventStatus) notifications.Event {
 	item := r.item(i, code, now)
-	key := notifications.DedupKey(item)
+	key := notifications.DedupKey(connector.Notification(item))
 	e := notifications.Event{
-		ID: notifications.EventID(key), Key: key, Live: "true", Item: item, PaymentPSP: psp(i),
+		ID: notifications.EventID(key), Key: key, Live: "true", Item: connector.Notification(item), PaymentPSP: psp(i),
 		Status: status, Received: 1, ReceivedAt: now, UpdatedAt: now, Version: 1,
 	}
 	if status == notifications.EventProcessed {

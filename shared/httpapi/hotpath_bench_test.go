@@ -29,6 +29,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 )
 
 // EnvBenchFull enables the benchmarks that need external services or take
@@ -223,7 +224,7 @@ func benchService(b *testing.B) (http.Handler, string) {
 		Auth:     tenant.NewAuthenticator(hot, tenant.EnvTest, clk, 5*time.Second),
 		Limiter:  ratelimit.New(hot, clk, 1_000_000_000, 1_000_000_000, log),
 		Idem:     idempotency.New(hot, clk, 0, 0, log),
-		Payments: payments.NewService(hot, up, clk, log),
+		Payments: payments.NewService(hot, connector.New(up), clk, log),
 		Log:      log,
 		Clock:    clk,
 	}

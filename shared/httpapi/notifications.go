@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/jsonin"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // NotificationsPath is where the upstream posts its standard notifications.
@@ -19,11 +16,12 @@ import (
 const NotificationsPath = "/v1/notifications/upstream"
 
 // NotificationsAPI is the port to the inbound notification processing
-// (notifications.Receiver): Accept returns nil once every item is durably
-// stored and its deliveries enqueued; an apperr.Unauthenticated error for
-// a bad signature.
+// (connector.Inbox): Accept decodes and verifies a notification body and
+// returns nil once every item is durably stored and its deliveries
+// enqueued; an apperr.Unauthenticated error for a bad signature. psp is
+// the pspReference of a one-item notification, for the request log.
 type NotificationsAPI interface {
-	Accept(ctx context.Context, n upstream.Notification) error
+	Accept(ctx context.Context, body []byte) (psp string, err error)
 }
 
 // BasicAuth is the optional basic-auth credential the upstream sends with
@@ -58,19 +56,8 @@ func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handle
 			writeError(w, info, err)
 			return
 		}
-		var note upstream.Notification
-		if err := json.Unmarshal(body, &note); err != nil {
-			writeError(w, info, apperr.Wrap(apperr.Invalid, "notification body is not a standard notification", err))
-			return
-		}
-		if field, dup := jsonin.DuplicateKey(body); dup {
-			writeError(w, info, apperr.InvalidField(field, "is given more than once"))
-			return
-		}
-		if len(note.NotificationItems) == 1 {
-			info.PSPReference = note.NotificationItems[0].Item.PSPReference
-		}
-		if err := n.Accept(r.Context(), note); err != nil {
+		info.PSPReference, err = n.Accept(r.Context(), body)
+		if err != nil {
 			writeError(w, info, err)
 			return
 		}

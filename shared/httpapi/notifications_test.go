@@ -24,6 +24,7 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 )
 
 // The upstream's published test vector (docs/webhooks.md).
@@ -56,7 +57,7 @@ type notifyEnv struct {
 	t    *testing.T
 	st   *embedded.Store
 	q    *countingQueue
-	recv *notifications.Receiver
+	recv *connector.Inbox
 	h    http.Handler
 	logs *bytes.Buffer
 }
@@ -76,7 +77,7 @@ func newNotifyEnv(t *testing.T, key string, auth httpapi.BasicAuth) *notifyEnv {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(&syncBuffer{b: logs}, nil))
 	q := &countingQueue{}
-	recv := &notifications.Receiver{Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log}
+	recv := &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log}}
 	d := &httpapi.Deps{Log: log, Clock: clk}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	ctx := context.Background()
@@ -135,7 +136,7 @@ func (e *notifyEnv) post(body any, user, pass string) *httptest.ResponseRecorder
 }
 
 func (e *notifyEnv) stored(it upstream.NotificationRequestItem) bool {
-	_, err := e.st.GetEvent(context.Background(), notifications.EventID(notifications.DedupKey(it)))
+	_, err := e.st.GetEvent(context.Background(), notifications.EventID(notifications.DedupKey(connector.Notification(it))))
 	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 		e.t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestNotificationEndpointErrors(t *testing.T) {
 		t.Fatalf("other paths go to the API handler: %d", w.Code)
 	}
 	// A store failure answers 500, so the upstream retries.
-	e.recv.Events = failingEvents{e.st}
+	e.recv.Receiver.(*notifications.Receiver).Events = failingEvents{e.st}
 	w = e.post(wrap(signedItem(t, otherKey, authItem("PSP0000000000009", "order-9"))), "", "")
 	if w.Code != http.StatusInternalServerError || strings.Contains(w.Body.String(), "table unavailable") {
 		t.Fatalf("store down: %d %s", w.Code, w.Body)

@@ -40,10 +40,6 @@ type Deps struct {
 	Clock    clock.Clock
 	Metrics  Metrics
 	Tracer   Tracer // optional request tracing (X-Ray in Lambda)
-	// WriteGroups, when set, gives each idempotent request a group its
-	// final writes (idempotency result, record writes) share a commit in
-	// (the embedded store); nil: they run concurrently (DynamoDB).
-	WriteGroups func() payments.WriteGroup
 }
 
 // Route is one endpoint.
@@ -285,21 +281,12 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 		writeRaw(w, replay.Status, replay.Body)
 		return
 	}
-	// The result write is a member of the request's write group from the
-	// start, so that record writes the handler starts wait for it and
-	// share its commit.
-	finishCtx, leave := ctx, func() {}
-	if d.WriteGroups != nil {
-		c.Group = d.WriteGroups()
-		finishCtx, leave = c.Group.Join(ctx)
-	}
 	finished := false
 	defer func() {
 		// A handler that panicked (recovered by wrap) releases the key, so
 		// a retry runs again instead of waiting out the lease.
 		if !finished {
-			d.Idem.Finish(finishCtx, lease, idempotency.Response{}, false)
-			leave()
+			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
 		}
 	}()
 	c.UpstreamKey = idempotency.UpstreamKey(scope, key)
@@ -307,12 +294,10 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 	info.PSPReference = resp.psp
 	keep := idempotency.Keep(resp.status, c.UpstreamCalled())
 	// The result write runs alongside the handler's record writes (one
-	// round trip deep, not two; one commit on the embedded store); the
-	// response waits for both.
-	d.Idem.Finish(finishCtx, lease, idempotency.Response{
+	// round trip deep, not two); the response waits for both.
+	d.Idem.Finish(ctx, lease, idempotency.Response{
 		Status: resp.status, Body: resp.body, Header: storedHeader,
 	}, keep)
-	leave()
 	finished = true
 	d.awaitRecords(ctx, rt, c)
 	resp.write(w, info)

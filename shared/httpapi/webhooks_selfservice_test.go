@@ -10,6 +10,7 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -122,7 +123,7 @@ func TestWebhookTest(t *testing.T) {
 			if !strings.Contains(req.URL, "ok.example") {
 				continue
 			}
-			h := webhooks.Headers(req)
+			h := sender.Headers(req)
 			if err := verify.Verify(secret, h, req.Body, req.Timestamp, 5*time.Minute); err != nil {
 				t.Fatalf("the test event does not verify: %v", err)
 			}
@@ -159,7 +160,7 @@ func TestWebhookTestRefusesPrivateTargets(t *testing.T) {
 	e := testenv.New(t)
 	ctx := context.Background()
 	subscribe(t, e, "sub_pub", testenv.MerchantA, "https://hooks.example/")
-	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: time.Second})
+	sender := sender.New(sender.Config{Timeout: time.Second})
 	e.Hooks.Answer = func(req webhooks.Request) webhooks.Result {
 		req.URL = "https://10.0.0.1/hooks" // what a subscription to a private address would send to
 		return sender.Send(ctx, req)

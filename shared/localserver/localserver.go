@@ -24,7 +24,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // Local defaults for the in-process simulator. They are test-environment
@@ -135,7 +135,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	if err != nil {
 		return err
 	}
-	recv, err := app.NewReceiver(a, queues.Queue)
+	recv, err := app.NewInbox(a, queues.Queue)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func webhookTargets(ctx context.Context, tenants tenant.Store, allowLocal bool) 
 			if !sub.Enabled {
 				continue
 			}
-			_, _, err := webhooks.CheckTarget(sub.URL, allowLocal)
+			_, _, err := sender.CheckTarget(sub.URL, allowLocal)
 			out = append(out, target{merchantID: m.ID, id: sub.ID, url: sub.URL, refused: err})
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/storeerr"
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // EventStatus is how far an event's processing got.
@@ -39,8 +39,8 @@ type Event struct {
 	ID  string `json:"id"`  // "evt_" + hex SHA-256 of Key (first 32 digits)
 	Key string `json:"key"` // eventCode|pspReference|success|originalReference
 	// Live is the notification's live field as sent ("true"/"false").
-	Live string                           `json:"live"`
-	Item upstream.NotificationRequestItem `json:"item"`
+	Live string                `json:"live"`
+	Item payments.Notification `json:"item"`
 	// PaymentPSP is the payment the item is about (payments.NotificationPayment).
 	PaymentPSP  string      `json:"paymentPspReference"`
 	Status      EventStatus `json:"status"`
@@ -78,12 +78,38 @@ type EventStore interface {
 	// oldest first (ReceivedAt, then ID), at most limit (<= 0: all). The
 	// list may lag a write briefly.
 	ListUnroutableEvents(ctx context.Context, limit int) ([]Event, error)
+	// CommitItem writes what processing one item decided (see ItemCommit).
+	// storeerr.ErrConflict when the event's or the payment's stored
+	// version is not the one given. A store may write the parts in one
+	// transaction (the embedded store) or as concurrent independent writes
+	// (DynamoDB): each part is idempotent, and the event is marked
+	// processed only afterwards, so a commit that stopped part way is
+	// completed by processing the item again.
+	CommitItem(ctx context.Context, c ItemCommit) error
+}
+
+// ItemCommit is what processing one notification item writes at once.
+type ItemCommit struct {
+	// Event is the event as processed (Version PrevEventVersion+1;
+	// PrevEventVersion 0: new).
+	Event            Event
+	PrevEventVersion int64
+	// Payment is the payment record as updated or created (nil: none
+	// changed), at Version PrevPaymentVersion+1 (0: new).
+	Payment            *payments.Payment
+	PrevPaymentVersion int64
+	// Deliveries are the event's deliveries (Version 1): each is created
+	// unless one with its id is stored.
+	Deliveries []webhooks.Delivery
+	// MerchantEvent is the event as its merchant's history keeps it;
+	// storing it again overwrites it with the same content.
+	MerchantEvent *MerchantEvent
 }
 
 // DedupKey is the identity of a notification item: the upstream sends the
 // same item again (same eventCode, pspReference, success and
 // originalReference) until it is accepted.
-func DedupKey(item upstream.NotificationRequestItem) string {
+func DedupKey(item payments.Notification) string {
 	return item.EventCode + "|" + item.PSPReference + "|" + item.Success + "|" + item.OriginalReference
 }
 
@@ -94,7 +120,7 @@ func EventID(key string) string {
 }
 
 // newEvent is the record of an item arriving for the first time.
-func newEvent(live string, item upstream.NotificationRequestItem, now time.Time) Event {
+func newEvent(live string, item payments.Notification, now time.Time) Event {
 	key := DedupKey(item)
 	return Event{
 		ID: EventID(key), Key: key, Live: live, Item: item, PaymentPSP: payments.NotificationPayment(item),

@@ -1,7 +1,6 @@
 package notifications
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -55,13 +54,6 @@ func (q EventQuery) Matches(e MerchantEvent) bool {
 		return false
 	}
 	return q.EventCode == "" || e.EventCode == q.EventCode
-}
-
-// EventLog is the port the receiver writes merchants' event histories to.
-type EventLog interface {
-	// PutMerchantEvent stores e; storing the same event again (the same
-	// MerchantID and ID) overwrites it with the same content.
-	PutMerchantEvent(ctx context.Context, e MerchantEvent) error
 }
 
 // NewestFirst sorts es newest first (CreatedAt descending, then ID

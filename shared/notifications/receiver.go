@@ -13,32 +13,23 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // maxItems bounds the items of one notification (the upstream sends one).
 const maxItems = 100
 
-// Receiver processes the upstream's notifications. Every field is required
-// except Outbox and Grace. It is safe for concurrent use.
+// Receiver processes the upstream's notifications, on every store the
+// same way (process.go). Every field but Grace and Live is required. It is
+// safe for concurrent use.
 type Receiver struct {
-	Signer     *upstream.Signer // the upstream's HMAC key
 	Events     EventStore
 	Payments   payments.Store
 	Tenants    tenant.Store
 	Deliveries webhooks.DeliveryStore
-	// History keeps each routed event for its merchant's event history
-	// (nil: none kept).
-	History EventLog
-	Queue   queue.Queue
-	// Outbox, when set, writes each item's outcome and its delivery jobs in
-	// one transaction (see ItemCommit); Queue must then be the queue those
-	// jobs land in. Optional: without it an item is processed step by
-	// step, enqueueing through Queue.
-	Outbox Outbox
-	Clock  clock.Clock
-	Log    *slog.Logger
+	Queue      queue.Queue
+	Clock      clock.Clock
+	Log        *slog.Logger
 	// Live is the deployment's environment: webhooks carry "live": true
 	// only in production (docs/security.md).
 	Live bool
@@ -46,92 +37,75 @@ type Receiver struct {
 	Grace time.Duration
 }
 
-// Accept verifies and processes a notification. It returns nil only when
-// every item is stored, applied to its payment and has its deliveries
-// enqueued (or is kept as unroutable) — the upstream is then answered
-// "[accepted]". A missing or bad signature on any item is an
-// apperr.Unauthenticated error and nothing is stored; any other error means
-// the upstream must retry (it is answered 500).
-func (r *Receiver) Accept(ctx context.Context, n upstream.Notification) error {
-	if len(n.NotificationItems) == 0 {
+// Accept processes the items of one notification, whose signatures the
+// upstream adapter verified (live: the notification's live field as
+// sent). It returns nil only when every item is stored, applied to its
+// payment and has its deliveries enqueued (or is kept as unroutable) — the
+// upstream is then answered "[accepted]"; any other error means the
+// upstream must retry (it is answered 500).
+func (r *Receiver) Accept(ctx context.Context, live string, items []payments.Notification) error {
+	if len(items) == 0 {
 		return apperr.New(apperr.Invalid, "notification without notificationItems")
 	}
-	if len(n.NotificationItems) > maxItems {
+	if len(items) > maxItems {
 		return apperr.Newf(apperr.Invalid, "notification with more than %d items", maxItems)
 	}
-	for i, w := range n.NotificationItems {
-		if !r.Signer.VerifyItem(w.Item) {
-			r.Log.WarnContext(ctx, "notification refused: bad or missing HMAC signature",
-				"item", i, "eventCode", w.Item.EventCode, "pspReference", w.Item.PSPReference)
-			return apperr.New(apperr.Unauthenticated, "invalid notification signature")
-		}
-		if w.Item.EventCode == "" || w.Item.PSPReference == "" {
+	for _, it := range items {
+		if it.EventCode == "" || it.PSPReference == "" {
 			return apperr.New(apperr.Invalid, "notification item without eventCode or pspReference")
 		}
 	}
-	for _, w := range n.NotificationItems {
-		if err := r.acceptItem(ctx, n.Live, w.Item); err != nil {
-			return err
+	for _, it := range items {
+		err := r.acceptItem(ctx, live, it)
+		switch {
+		case err == nil:
+		case errors.Is(err, payments.ErrNotReady):
+			return apperr.Wrap(apperr.Internal, "notification not processed yet; retry", err)
+		default:
+			return apperr.Wrap(apperr.Internal, "internal error", err)
 		}
 	}
 	return nil
 }
 
-// acceptItem processes one item: at once through the Outbox when there is
-// one, else step by step.
-func (r *Receiver) acceptItem(ctx context.Context, live string, item upstream.NotificationRequestItem) error {
-	var err error
-	if r.Outbox != nil {
-		err = r.acceptAtOnce(ctx, live, item)
-	} else {
-		err = r.acceptStepwise(ctx, live, item)
+// acceptItem stores one arrival of item and processes it unless an
+// earlier arrival did. The item's event, its payment record and the
+// merchant its routing metadata names are read at once; a concurrent
+// change of the event or the record (the commit's conditions) redoes the
+// item.
+func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.Notification) error {
+	fresh := newEvent(live, item, r.Clock.Now())
+	for range maxMutateAttempts {
+		var stored Event
+		var storedErr error
+		in := r.read(ctx, fresh.PaymentPSP, item.AdditionalData[keyMetaMerchant],
+			func() { stored, storedErr = r.Events.GetEvent(ctx, fresh.ID) })
+		ev, prev := fresh, int64(0)
+		switch {
+		case storedErr == nil:
+			ev, prev = stored, stored.Version
+			ev.Received++
+			ev.UpdatedAt = r.Clock.Now()
+		case !errors.Is(storedErr, storeerr.ErrNotFound):
+			return fmt.Errorf("read event %s: %w", fresh.ID, storedErr)
+		}
+		if prev != 0 && stored.DeliveriesEnqueued() {
+			ev.Version = prev + 1
+			err := r.Events.SaveEvent(ctx, ev, prev)
+			if errors.Is(err, storeerr.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("store event %s again: %w", ev.ID, err)
+			}
+			r.Log.InfoContext(ctx, "duplicate notification: already processed",
+				"eventId", ev.ID, "eventCode", item.EventCode, "pspReference", item.PSPReference, "received", ev.Received)
+			return nil
+		}
+		err := r.process(ctx, ev, prev, in, processOpts{})
+		if !errors.Is(err, storeerr.ErrConflict) {
+			return err
+		}
 	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, payments.ErrNotReady):
-		return apperr.Wrap(apperr.Internal, "notification not processed yet; retry", err)
-	}
-	return apperr.Wrap(apperr.Internal, "internal error", err)
-}
-
-// acceptStepwise stores one item (once) and processes it unless an earlier
-// arrival already did, one store call after the other.
-func (r *Receiver) acceptStepwise(ctx context.Context, live string, item upstream.NotificationRequestItem) error {
-	ev, created, err := r.store(ctx, live, item)
-	if err != nil {
-		return err
-	}
-	log := r.Log.With("eventId", ev.ID, "eventCode", item.EventCode, "pspReference", item.PSPReference)
-	if !created && ev.DeliveriesEnqueued() {
-		log.InfoContext(ctx, "duplicate notification: already processed", "received", ev.Received)
-		return nil
-	}
-	err = r.process(ctx, ev, processOpts{})
-	if errors.Is(err, payments.ErrNotReady) {
-		log.WarnContext(ctx, "notification not applied yet: its operation is still being recorded; the upstream retries")
-	}
-	return err
-}
-
-// store creates the item's event, or counts another arrival of it.
-func (r *Receiver) store(ctx context.Context, live string, item upstream.NotificationRequestItem) (Event, bool, error) {
-	now := r.Clock.Now()
-	ev := newEvent(live, item, now)
-	err := r.Events.SaveEvent(ctx, ev, 0)
-	if err == nil {
-		return ev, true, nil
-	}
-	if !errors.Is(err, storeerr.ErrConflict) {
-		return Event{}, false, fmt.Errorf("store event %s: %w", ev.ID, err)
-	}
-	stored, err := mutateEvent(ctx, r.Events, ev.ID, func(e *Event) error {
-		e.Received++
-		e.UpdatedAt = now
-		return nil
-	})
-	if err != nil {
-		return Event{}, false, fmt.Errorf("store event %s again: %w", ev.ID, err)
-	}
-	return stored, false, nil
+	return fmt.Errorf("store event %s: too many concurrent updates: %w", fresh.ID, storeerr.ErrConflict)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -61,25 +62,6 @@ type fixture struct {
 	signer *upstream.Signer
 	logs   *bytes.Buffer
 	clk    *clock.Fake
-	outbox bool // the receiver writes each item at once
-}
-
-// forModes runs test with a receiver that writes each item at once
-// through the store's Outbox and with one that goes step by step.
-func forModes(t *testing.T, test func(t *testing.T, f *fixture)) {
-	for _, outbox := range []bool{true, false} {
-		name := "stepwise"
-		if outbox {
-			name = "outbox"
-		}
-		t.Run(name, func(t *testing.T) {
-			f := newFixture(t)
-			if outbox {
-				f.r.Outbox, f.outbox = f.st, true
-			}
-			test(t, f)
-		})
-	}
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -97,7 +79,7 @@ func newFixture(t testing.TB) *fixture {
 	logs := &bytes.Buffer{}
 	q := &recQueue{}
 	f := &fixture{t: t, ctx: context.Background(), st: st, q: q, signer: signer, logs: logs, clk: clk,
-		r: &notifications.Receiver{Signer: signer, Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q,
+		r: &notifications.Receiver{Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q,
 			Clock: clk, Log: slog.New(slog.NewJSONHandler(logs, nil))}}
 	for _, m := range []tenant.Merchant{
 		{ID: "m_a", Name: "A", Country: "NL", Active: true, CaptureMode: tenant.CaptureManual, UpstreamAccount: "AlphaECOM"},
@@ -117,13 +99,17 @@ func newFixture(t testing.TB) *fixture {
 	return f
 }
 
-// jobs counts the delivery jobs enqueued: through the queue, or by the
-// store's Outbox.
-func (f *fixture) jobs() int {
-	f.t.Helper()
-	stored, err := f.st.DueJobs(f.ctx, t0.Add(24*time.Hour), 0)
+// jobs counts the delivery jobs enqueued.
+func (f *fixture) jobs() int { return f.q.count() }
+
+// accept posts n as the platform does: encoded, its signatures checked by
+// the upstream adapter, its items processed by the receiver.
+func (f *fixture) accept(n upstream.Notification) error {
+	body, err := json.Marshal(n)
 	f.must(err)
-	return f.q.count() + len(stored)
+	inbox := &connector.Inbox{Signer: f.signer, Receiver: f.r, Log: f.r.Log}
+	_, err = inbox.Accept(f.ctx, body)
+	return err
 }
 
 func (f *fixture) must(err error) {
@@ -167,7 +153,7 @@ func capture(psp, mod string) upstream.NotificationRequestItem {
 
 func (f *fixture) event(it upstream.NotificationRequestItem) notifications.Event {
 	f.t.Helper()
-	e, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it)))
+	e, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(connector.Notification(it))))
 	f.must(err)
 	return e
 }
@@ -180,87 +166,79 @@ func (f *fixture) deliveries(merchant string) []webhooks.Delivery {
 }
 
 func TestAcceptRoutesAndEnqueues(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		auth := f.signed(authorisation("PSP1", true))
-		f.must(f.r.Accept(f.ctx, note(auth)))
-		ev := f.event(auth)
-		if !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" || len(ev.DeliveryIDs) != 1 {
-			t.Fatalf("event: %+v", ev)
-		}
-		p, err := f.st.GetPayment(f.ctx, "PSP1")
-		f.must(err)
-		if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
-			t.Fatalf("payment: %+v", p)
-		}
-		ds := f.deliveries("m_a")
-		if len(ds) != 1 || ds[0].SubscriptionID != "sub_all" || !ds[0].Enqueued || ds[0].ID != webhooks.DeliveryID(ev.ID, "sub_all") {
-			t.Fatalf("deliveries (only sub_all wants AUTHORISATION): %+v", ds)
-		}
-		var body webhooks.Payload
-		f.must(json.Unmarshal(ds[0].Payload, &body))
-		ad := body.NotificationItems[0].Item.AdditionalData
-		if ad["paymentSource"] != "sessions" || ad["metadata.merchantId"] != "" || ad["hmacSignature"] != "" || ad["tokenization.storedPaymentMethodId"] != "TOKEN1" {
-			t.Fatalf("payload additionalData: %v", ad)
-		}
-		if f.jobs() != 1 {
-			t.Fatalf("%d jobs, want 1", f.jobs())
-		}
+	f := newFixture(t)
+	auth := f.signed(authorisation("PSP1", true))
+	f.must(f.accept(note(auth)))
+	ev := f.event(auth)
+	if !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" || len(ev.DeliveryIDs) != 1 {
+		t.Fatalf("event: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
+		t.Fatalf("payment: %+v", p)
+	}
+	ds := f.deliveries("m_a")
+	if len(ds) != 1 || ds[0].SubscriptionID != "sub_all" || !ds[0].Enqueued || ds[0].ID != webhooks.DeliveryID(ev.ID, "sub_all") {
+		t.Fatalf("deliveries (only sub_all wants AUTHORISATION): %+v", ds)
+	}
+	var body webhooks.Payload
+	f.must(json.Unmarshal(ds[0].Payload, &body))
+	ad := body.NotificationItems[0].Item.AdditionalData
+	if ad["paymentSource"] != "sessions" || ad["metadata.merchantId"] != "" || ad["hmacSignature"] != "" || ad["tokenization.storedPaymentMethodId"] != "TOKEN1" {
+		t.Fatalf("payload additionalData: %v", ad)
+	}
+	if f.jobs() != 1 {
+		t.Fatalf("%d jobs, want 1", f.jobs())
+	}
 
-		// A capture reaches sub_all and sub_capture; routed by the record.
-		f.must(f.r.Accept(f.ctx, note(f.signed(capture("PSP1", "CAP1")))))
-		if ds := f.deliveries("m_a"); len(ds) != 3 || f.jobs() != 3 {
-			t.Fatalf("after the capture: %d deliveries, %d jobs", len(ds), f.jobs())
-		}
-		if len(f.deliveries("m_b")) != 0 {
-			t.Fatal("another merchant got a delivery")
-		}
-	})
+	// A capture reaches sub_all and sub_capture; routed by the record.
+	f.must(f.accept(note(f.signed(capture("PSP1", "CAP1")))))
+	if ds := f.deliveries("m_a"); len(ds) != 3 || f.jobs() != 3 {
+		t.Fatalf("after the capture: %d deliveries, %d jobs", len(ds), f.jobs())
+	}
+	if len(f.deliveries("m_b")) != 0 {
+		t.Fatal("another merchant got a delivery")
+	}
 }
 
 func TestDuplicateStoredOnce(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		auth := f.signed(authorisation("PSP1", true))
-		for range 3 {
-			f.must(f.r.Accept(f.ctx, note(auth)))
-		}
-		// Step by step: created, processed, two more arrivals; at once:
-		// created processed, two more arrivals.
-		wantVersion := int64(4)
-		if f.outbox {
-			wantVersion = 3
-		}
-		if ev := f.event(auth); ev.Received != 3 || ev.Version != wantVersion {
-			t.Fatalf("event: %+v", ev)
-		}
-		p, err := f.st.GetPayment(f.ctx, "PSP1")
-		f.must(err)
-		if len(p.History) != 1 || f.jobs() != 1 || len(f.deliveries("m_a")) != 1 {
-			t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.jobs())
-		}
-	})
+	f := newFixture(t)
+	auth := f.signed(authorisation("PSP1", true))
+	for range 3 {
+		f.must(f.accept(note(auth)))
+	}
+	// Committed, marked processed, two more arrivals.
+	if ev := f.event(auth); ev.Received != 3 || ev.Version != 4 {
+		t.Fatalf("event: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if len(p.History) != 1 || f.jobs() != 1 || len(f.deliveries("m_a")) != 1 {
+		t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.jobs())
+	}
 }
 
 func TestBadSignatureStoresNothing(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		good := f.signed(authorisation("PSP1", true))
-		bad := f.signed(authorisation("PSP2", true))
-		bad.Amount.Value = 1 // tampered after signing
-		missing := authorisation("PSP3", true)
-		for _, n := range []upstream.Notification{note(good, bad), note(missing)} {
-			err := f.r.Accept(f.ctx, n)
-			if apperr.KindOf(err) != apperr.Unauthenticated {
-				t.Fatalf("Accept: %v, want Unauthenticated", err)
-			}
+	f := newFixture(t)
+	good := f.signed(authorisation("PSP1", true))
+	bad := f.signed(authorisation("PSP2", true))
+	bad.Amount.Value = 1 // tampered after signing
+	missing := authorisation("PSP3", true)
+	for _, n := range []upstream.Notification{note(good, bad), note(missing)} {
+		err := f.accept(n)
+		if apperr.KindOf(err) != apperr.Unauthenticated {
+			t.Fatalf("Accept: %v, want Unauthenticated", err)
 		}
-		for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
-			if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(it))); !errors.Is(err, storeerr.ErrNotFound) {
-				t.Fatalf("event of %s stored: %v", it.PSPReference, err)
-			}
+	}
+	for _, it := range []upstream.NotificationRequestItem{good, bad, missing} {
+		if _, err := f.st.GetEvent(f.ctx, notifications.EventID(notifications.DedupKey(connector.Notification(it)))); !errors.Is(err, storeerr.ErrNotFound) {
+			t.Fatalf("event of %s stored: %v", it.PSPReference, err)
 		}
-		if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) || f.jobs() != 0 {
-			t.Fatalf("something was stored: %v, %d jobs", err, f.jobs())
-		}
-	})
+	}
+	if _, err := f.st.GetPayment(f.ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) || f.jobs() != 0 {
+		t.Fatalf("something was stored: %v, %d jobs", err, f.jobs())
+	}
 }
 
 // TestEnqueueCompletedOnRetry: the queue fails after the event was stored;
@@ -269,18 +247,18 @@ func TestEnqueueCompletedOnRetry(t *testing.T) {
 	f := newFixture(t)
 	auth := f.signed(authorisation("PSP1", true))
 	f.q.fail = true
-	if err := f.r.Accept(f.ctx, note(auth)); apperr.KindOf(err) != apperr.Internal {
+	if err := f.accept(note(auth)); apperr.KindOf(err) != apperr.Internal {
 		t.Fatalf("Accept with the queue down: %v, want an internal error", err)
 	}
 	if ev := f.event(auth); ev.DeliveriesEnqueued() {
 		t.Fatalf("event marked processed: %+v", ev)
 	}
 	f.q.fail = false
-	f.must(f.r.Accept(f.ctx, note(auth)))
+	f.must(f.accept(note(auth)))
 	if ev := f.event(auth); !ev.DeliveriesEnqueued() || f.jobs() != 1 {
 		t.Fatalf("after the retry: %+v, %d jobs", ev, f.jobs())
 	}
-	f.must(f.r.Accept(f.ctx, note(auth)))
+	f.must(f.accept(note(auth)))
 	p, _ := f.st.GetPayment(f.ctx, "PSP1")
 	if f.jobs() != 1 || len(p.History) != 1 {
 		t.Fatalf("after a duplicate: %d jobs, history %d", f.jobs(), len(p.History))
@@ -292,82 +270,79 @@ func TestEnqueueCompletedOnRetry(t *testing.T) {
 // the authorisation creates the record and the capture is applied and
 // delivered then.
 func TestUnroutableKeptThenReplayed(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		capt := f.signed(capture("PSP1", "CAP1"))
-		f.must(f.r.Accept(f.ctx, note(capt)))
-		if ev := f.event(capt); ev.Status != notifications.EventUnroutable {
-			t.Fatalf("capture first: %+v", ev)
-		}
-		if !strings.Contains(f.logs.String(), "notification kept unroutable") {
-			t.Fatalf("no warning logged: %s", f.logs)
-		}
-		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
-		if ev := f.event(capt); !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" {
-			t.Fatalf("capture after the authorisation: %+v", ev)
-		}
-		p, err := f.st.GetPayment(f.ctx, "PSP1")
-		f.must(err)
-		if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
-			t.Fatalf("payment: %+v", p)
-		}
-		if n := len(f.deliveries("m_a")); n != 3 {
-			t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
-		}
-	})
+	f := newFixture(t)
+	capt := f.signed(capture("PSP1", "CAP1"))
+	f.must(f.accept(note(capt)))
+	if ev := f.event(capt); ev.Status != notifications.EventUnroutable {
+		t.Fatalf("capture first: %+v", ev)
+	}
+	if !strings.Contains(f.logs.String(), "notification kept unroutable") {
+		t.Fatalf("no warning logged: %s", f.logs)
+	}
+	f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
+	if ev := f.event(capt); !ev.DeliveriesEnqueued() || ev.MerchantID != "m_a" {
+		t.Fatalf("capture after the authorisation: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
+		t.Fatalf("payment: %+v", p)
+	}
+	if n := len(f.deliveries("m_a")); n != 3 {
+		t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
+	}
 }
 
 func TestRoutingBySessionAndAccountCheck(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		f.must(f.st.PutSession(f.ctx, payments.Session{ID: "CS_PSP1", MerchantID: "m_a", SiteID: "site_a", ExpiresAt: t0.Add(time.Hour)}))
-		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", false)))))
-		p, err := f.st.GetPayment(f.ctx, "PSP1")
-		f.must(err)
-		if p.MerchantID != "m_a" || p.Source != payments.SourceSessions {
-			t.Fatalf("routed by session: %+v", p)
-		}
+	f := newFixture(t)
+	f.must(f.st.PutSession(f.ctx, payments.Session{ID: "CS_PSP1", MerchantID: "m_a", SiteID: "site_a", ExpiresAt: t0.Add(time.Hour)}))
+	f.must(f.accept(note(f.signed(authorisation("PSP1", false)))))
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if p.MerchantID != "m_a" || p.Source != payments.SourceSessions {
+		t.Fatalf("routed by session: %+v", p)
+	}
 
-		// Metadata naming m_b but the signed merchant account is Alpha's.
-		it := authorisation("PSP2", true)
-		it.AdditionalData["metadata.merchantId"] = "m_b"
-		it = f.signed(it)
-		f.must(f.r.Accept(f.ctx, note(it)))
-		if ev := f.event(it); ev.Status != notifications.EventUnroutable {
-			t.Fatalf("account mismatch: %+v", ev)
-		}
-		if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, storeerr.ErrNotFound) {
-			t.Fatal("a record was created for an unroutable item")
-		}
-		if len(f.deliveries("m_b")) != 0 {
-			t.Fatal("m_b got a delivery")
-		}
-	})
+	// Metadata naming m_b but the signed merchant account is Alpha's.
+	it := authorisation("PSP2", true)
+	it.AdditionalData["metadata.merchantId"] = "m_b"
+	it = f.signed(it)
+	f.must(f.accept(note(it)))
+	if ev := f.event(it); ev.Status != notifications.EventUnroutable {
+		t.Fatalf("account mismatch: %+v", ev)
+	}
+	if _, err := f.st.GetPayment(f.ctx, "PSP2"); !errors.Is(err, storeerr.ErrNotFound) {
+		t.Fatal("a record was created for an unroutable item")
+	}
+	if len(f.deliveries("m_b")) != 0 {
+		t.Fatal("m_b got a delivery")
+	}
 }
 
 func TestNotReadyAsksForRetry(t *testing.T) {
-	forModes(t, func(t *testing.T, f *fixture) {
-		f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
-		// The service's reversal call is in flight: its failure arrives first.
-		failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
-			Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
-			AdditionalData: map[string]string{"modification.action": "cancel"}})
-		if err := f.r.Accept(f.ctx, note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
-			t.Fatalf("Accept: %v, want a retryable error", err)
-		}
-		f.clk.Advance(payments.DefaultNotReadyGrace)
-		f.must(f.r.Accept(f.ctx, note(failed)))
-		if ev := f.event(failed); !ev.DeliveriesEnqueued() {
-			t.Fatalf("after the grace period: %+v", ev)
-		}
-	})
+	f := newFixture(t)
+	f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
+	// The service's reversal call is in flight: its failure arrives first.
+	failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
+		Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
+		AdditionalData: map[string]string{"modification.action": "cancel"}})
+	if err := f.accept(note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
+		t.Fatalf("Accept: %v, want a retryable error", err)
+	}
+	f.clk.Advance(payments.DefaultNotReadyGrace)
+	f.must(f.accept(note(failed)))
+	if ev := f.event(failed); !ev.DeliveriesEnqueued() {
+		t.Fatalf("after the grace period: %+v", ev)
+	}
 }
 
 func TestEmptyOrInvalidNotification(t *testing.T) {
 	f := newFixture(t)
-	if err := f.r.Accept(f.ctx, upstream.Notification{}); apperr.KindOf(err) != apperr.Invalid {
+	if err := f.accept(upstream.Notification{}); apperr.KindOf(err) != apperr.Invalid {
 		t.Fatalf("empty: %v", err)
 	}
 	it := f.signed(upstream.NotificationRequestItem{Success: "true"})
-	if err := f.r.Accept(f.ctx, note(it)); apperr.KindOf(err) != apperr.Invalid {
+	if err := f.accept(note(it)); apperr.KindOf(err) != apperr.Invalid {
 		t.Fatalf("no event code: %v", err)
 	}
 }
@@ -383,7 +358,7 @@ func TestModificationsWithoutMetadataRoutedByRecord(t *testing.T) {
 		t.Run(code, func(t *testing.T) {
 			f := newFixture(t)
 			f.r.Grace = -1 // a failure of an operation the service did not make applies at once
-			f.must(f.r.Accept(f.ctx, note(f.signed(authorisation("PSP1", true)))))
+			f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
 			mod := upstream.NotificationRequestItem{EventCode: code, PSPReference: "MOD1", OriginalReference: "PSP1", Success: "true",
 				MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 400, Currency: "EUR"}}
 			signed := f.signed(mod)
@@ -392,7 +367,7 @@ func TestModificationsWithoutMetadataRoutedByRecord(t *testing.T) {
 					t.Fatalf("the item has metadata: %v", signed.AdditionalData)
 				}
 			}
-			f.must(f.r.Accept(f.ctx, note(signed)))
+			f.must(f.accept(note(signed)))
 			ev := f.event(signed)
 			if ev.MerchantID != "m_a" || !ev.DeliveriesEnqueued() || ev.PaymentPSP != "PSP1" {
 				t.Fatalf("%s without metadata not routed by the record: %+v", code, ev)
@@ -421,13 +396,13 @@ func TestUnroutableListedThenRoutedByOperator(t *testing.T) {
 	auth := authorisation("PSP7", true)
 	auth.AdditionalData["metadata.merchantId"], auth.MerchantAccountCode = "m_new", "NewECOM"
 	auth = f.signed(auth)
-	f.must(f.r.Accept(f.ctx, note(auth)))
+	f.must(f.accept(note(auth)))
 	f.clk.Advance(time.Minute)
 	// Nothing names the merchant of this one.
 	orphan := capture("PSP8", "CAP8")
 	orphan.MerchantAccountCode = "NewECOM"
 	orphan = f.signed(orphan)
-	f.must(f.r.Accept(f.ctx, note(orphan)))
+	f.must(f.accept(note(orphan)))
 
 	list, err := f.r.ListUnroutable(f.ctx, 0)
 	f.must(err)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/storeerr"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // ErrNotUnroutable: Route was asked to route an event that is not
@@ -46,7 +45,7 @@ func (r *Receiver) Route(ctx context.Context, id string, to *RouteTo) (Event, er
 	if ev.Status != EventUnroutable {
 		return ev, fmt.Errorf("event %s is %s: %w", id, ev.Status, ErrNotUnroutable)
 	}
-	if err := r.process(ctx, ev, processOpts{replay: true, to: to}); err != nil {
+	if err := r.processStored(ctx, id, processOpts{replay: true, to: to}); err != nil {
 		return ev, fmt.Errorf("route event %s: %w", id, err)
 	}
 	if ev, err = r.Events.GetEvent(ctx, id); err != nil {
@@ -79,7 +78,7 @@ func (r *Receiver) routeTo(ctx context.Context, ev Event, to RouteTo) (owner, st
 			return owner{}, "", fmt.Errorf("read site %s: %w", to.SiteID, err)
 		}
 	}
-	sessionID := ev.Item.AdditionalData[upstream.KeyCheckoutSessionID]
+	sessionID := ev.Item.AdditionalData[payments.KeyCheckoutSessionID]
 	source := payments.SourceAdvanced
 	if sessionID != "" {
 		source = payments.SourceSessions

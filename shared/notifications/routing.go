@@ -8,14 +8,13 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // Routing metadata keys as the upstream echoes them in additionalData.
 const (
-	keyMetaMerchant = upstream.MetadataPrefix + payments.MetaMerchant
-	keyMetaSite     = upstream.MetadataPrefix + payments.MetaSite
-	keyMetaSource   = upstream.MetadataPrefix + payments.MetaSource
+	keyMetaMerchant = payments.MetadataPrefix + payments.MetaMerchant
+	keyMetaSite     = payments.MetadataPrefix + payments.MetaSite
+	keyMetaSource   = payments.MetadataPrefix + payments.MetaSource
 )
 
 // Ways an owner is found.
@@ -35,23 +34,18 @@ type owner struct {
 	via       string
 }
 
-// route finds the merchant owning ev's payment: the payment record when
-// there is one (the service's own data; additionalData is not covered by
-// the HMAC), else the routing metadata the service sent upstream, else the
-// session record. The merchant must exist and, when both are known, its
-// upstream account must be the item's merchantAccountCode (which the HMAC
-// covers). unroutable explains why no owner was found.
-func (r *Receiver) route(ctx context.Context, ev Event) (o owner, unroutable string, err error) {
-	p, err := r.Payments.GetPayment(ctx, ev.PaymentPSP)
-	return r.routeWith(ctx, ev, p, err, r.Tenants.GetMerchant)
-}
-
-// routeWith is route given the read of ev's payment record (p, err) and how
-// to read a merchant.
+// routeWith finds the merchant owning ev's payment: the payment record
+// when there is one (the service's own data; additionalData is not
+// covered by the HMAC), else the routing metadata the service sent
+// upstream, else the session record. p, err are the read of ev's payment
+// record, getMerchant how to read a merchant. The merchant must exist and,
+// when both are known, its upstream account must be the item's
+// merchantAccountCode (which the HMAC covers). unroutable explains why no
+// owner was found.
 func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Payment, err error,
 	getMerchant func(context.Context, string) (tenant.Merchant, error)) (o owner, unroutable string, _ error) {
 	ad := ev.Item.AdditionalData
-	sessionID := ad[upstream.KeyCheckoutSessionID]
+	sessionID := ad[payments.KeyCheckoutSessionID]
 	var merchantID string
 	switch {
 	case err == nil:

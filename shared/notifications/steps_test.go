@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/notifications"
@@ -17,14 +18,13 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// testHold is how long every counted store call lasts at least in the
-// test, so calls made concurrently overlap however the goroutines are
-// scheduled.
-const testHold = 50 * time.Millisecond
-
 // stepCounter wraps every store port and the queue of a Receiver and
 // counts sequential store steps: a step starts when a call starts while no
-// other call is under way; calls that overlap belong to one step.
+// other call is under way; calls that overlap belong to one step. Every
+// call first sleeps hold: in a synctest bubble (the test) that is fake
+// time, which passes only once every goroutine is blocked, so calls made
+// concurrently always overlap and calls made one after the other never
+// do, however the machine schedules them.
 type stepCounter struct {
 	hold     time.Duration
 	mu       sync.Mutex
@@ -151,116 +151,96 @@ func (s *counted) Enqueue(ctx context.Context, j queue.Job, delay time.Duration)
 	return
 }
 
-// TestStoreStepsPerItem: with the embedded store's Outbox a notification
-// item takes at most 4 sequential store steps (issue target), one of them
-// its only write, and is durable when accepted; step by step it takes
-// about a dozen. The steps are listed in the log.
+// TestStoreStepsPerItem: a notification item takes at most 4 sequential
+// store steps (the target) — the reads, the commit, the enqueue, the mark
+// — and 2 writes plus one enqueue per delivery, on the embedded store with
+// the notifications function's tenant read cache; a duplicate takes 2
+// steps and 1 write. The steps are
+// listed in the log.
 func TestStoreStepsPerItem(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		outbox   bool
-		maxSteps int
-	}{
-		{"outbox", true, 4},
-		{"stepwise", false, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			c := &stepCounter{hold: testHold}
-			w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
-			f.r.Events, f.r.Payments, f.r.Tenants, f.r.Deliveries, f.r.Queue = w, w, w, w, w
-			f.r.History = f.st // with the Outbox, written in the item's transaction
-			if tc.outbox {
-				f.r.Outbox = w
+	synctest.Test(t, func(t *testing.T) {
+		f := newFixture(t)
+		c := &stepCounter{hold: time.Millisecond}
+		w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
+		f.r.Events, f.r.Payments, f.r.Deliveries, f.r.Queue = w, w, w, w
+		// Merchant and subscription reads cached per instance, as the
+		// notifications function wires them (app.NotificationsHandler).
+		f.r.Tenants = tenant.NewReadCache(w, f.clk, time.Minute)
+		auth := f.signed(authorisation("PSP1", true))
+		for _, step := range []struct {
+			name             string
+			item             func() error
+			maxSteps, writes int
+		}{
+			{"AUTHORISATION (routed by metadata, record created)", func() error { return f.accept(note(auth)) }, 4, 3},
+			{"CAPTURE (routed by the payment record; two deliveries)", func() error { return f.accept(note(f.signed(capture("PSP1", "CAP1")))) }, 4, 4},
+			{"duplicate AUTHORISATION", func() error { return f.accept(note(auth)) }, 2, 1},
+		} {
+			c.reset()
+			f.must(step.item())
+			writes := c.writes()
+			steps := c.reset()
+			t.Logf("%s: %d sequential store steps, %d writes: %v", step.name, len(steps), writes, steps)
+			if len(steps) > step.maxSteps {
+				t.Errorf("%s: %d sequential store steps, want at most %d: %v", step.name, len(steps), step.maxSteps, steps)
 			}
-			auth := f.signed(authorisation("PSP1", true))
-			for _, step := range []struct {
-				name     string
-				item     func() error
-				maxSteps int // 0: the target
-			}{
-				{"AUTHORISATION (routed by metadata, record created)", func() error { return f.r.Accept(f.ctx, note(auth)) }, 0},
-				{"CAPTURE (routed by the payment record)", func() error { return f.r.Accept(f.ctx, note(f.signed(capture("PSP1", "CAP1")))) }, 0},
-				{"duplicate AUTHORISATION", func() error { return f.r.Accept(f.ctx, note(auth)) }, 0},
-			} {
-				c.reset()
-				f.must(step.item())
-				writes := c.writes()
-				steps := c.reset()
-				t.Logf("%s: %d sequential store steps, %d writes: %v", step.name, len(steps), writes, steps)
-				if tc.outbox && len(steps) > tc.maxSteps {
-					t.Errorf("%s: %d sequential store steps, want at most %d: %v", step.name, len(steps), tc.maxSteps, steps)
-				}
-				if tc.outbox && writes != 1 {
-					t.Errorf("%s: %d writes, want 1: %v", step.name, writes, steps)
-				}
+			if writes != step.writes {
+				t.Errorf("%s: %d writes, want %d: %v", step.name, writes, step.writes, steps)
 			}
-			// The outcome is the same either way.
-			if n := len(f.deliveries("m_a")); n != 3 || f.jobs() != 3 {
-				t.Fatalf("%d deliveries and %d jobs, want 3 each", n, f.jobs())
-			}
-			p, err := f.st.GetPayment(f.ctx, "PSP1")
-			f.must(err)
-			if p.CapturedValue != 400 || len(p.History) != 2 {
-				t.Fatalf("payment: %+v", p)
-			}
-			// The merchant's event history holds both, once, newest first.
-			evs, err := f.st.ListMerchantEvents(f.ctx, "m_a", notifications.EventQuery{Limit: 10})
-			f.must(err)
-			if len(evs) != 2 || evs[0].EventCode != "CAPTURE" || evs[1].EventCode != "AUTHORISATION" {
-				t.Fatalf("merchant event history: %+v", evs)
-			}
-		})
-	}
+		}
+		if n := len(f.deliveries("m_a")); n != 3 || f.jobs() != 3 {
+			t.Fatalf("%d deliveries and %d jobs, want 3 each", n, f.jobs())
+		}
+		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		f.must(err)
+		if p.CapturedValue != 400 || len(p.History) != 2 {
+			t.Fatalf("payment: %+v", p)
+		}
+		// The merchant's event history holds both, once, newest first.
+		evs, err := f.st.ListMerchantEvents(f.ctx, "m_a", notifications.EventQuery{Limit: 10})
+		f.must(err)
+		if len(evs) != 2 || evs[0].EventCode != "CAPTURE" || evs[1].EventCode != "AUTHORISATION" {
+			t.Fatalf("merchant event history: %+v", evs)
+		}
+	})
 }
 
 // BenchmarkNotificationItem reports the sequential store steps and the
 // writes of one notification item (an AUTHORISATION and a CAPTURE of the
-// same payment alternate), with the embedded store's Outbox and step by
-// step (as with SQS): steps/op and writes/op, for BENCHMARKS.md. Every
-// store call is held 2 ms so that concurrent calls are seen to overlap;
-// time/op is therefore not the pipeline's speed.
+// same payment alternate) on the embedded store: steps/op and writes/op,
+// for BENCHMARKS.md. Every store call is held 2 ms of real time so that
+// concurrent calls are seen to overlap (TestStoreStepsPerItem counts the
+// same on fake time); time/op is therefore not the pipeline's speed.
 func BenchmarkNotificationItem(b *testing.B) {
-	for _, outbox := range []bool{true, false} {
-		name := "stepwise"
-		if outbox {
-			name = "outbox"
+	f := newFixture(b)
+	c := &stepCounter{hold: 2 * time.Millisecond}
+	w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
+	f.r.Events, f.r.Payments, f.r.Deliveries, f.r.Queue = w, w, w, w
+	f.r.Tenants = tenant.NewReadCache(w, f.clk, time.Minute) // as app.NotificationsHandler wires it
+	steps, writes, items := 0, 0, 0
+	i := 0
+	for b.Loop() {
+		i++
+		psp := "PSPB" + strconv.Itoa(i)
+		for _, it := range []upstream.NotificationRequestItem{authorisation(psp, true), capture(psp, "CAPB"+strconv.Itoa(i))} {
+			c.reset()
+			f.must(f.accept(note(f.signed(it))))
+			writes += c.writes()
+			steps += len(c.reset())
+			items++
 		}
-		b.Run(name, func(b *testing.B) {
-			f := newFixture(b)
-			c := &stepCounter{hold: 2 * time.Millisecond}
-			w := &counted{Store: f.st, st: f.st, q: f.q, c: c}
-			f.r.Events, f.r.Payments, f.r.Tenants, f.r.Deliveries, f.r.Queue = w, w, w, w, w
-			if outbox {
-				f.r.Outbox = w
-			}
-			steps, writes, items := 0, 0, 0
-			i := 0
-			for b.Loop() {
-				i++
-				psp := "PSPB" + strconv.Itoa(i)
-				for _, it := range []upstream.NotificationRequestItem{authorisation(psp, true), capture(psp, "CAPB"+strconv.Itoa(i))} {
-					c.reset()
-					f.must(f.r.Accept(f.ctx, note(f.signed(it))))
-					writes += c.writes()
-					steps += len(c.reset())
-					items++
-				}
-			}
-			b.ReportMetric(float64(steps)/float64(items), "steps/op")
-			b.ReportMetric(float64(writes)/float64(items), "writes/op")
-		})
 	}
+	b.ReportMetric(float64(steps)/float64(items), "steps/op")
+	b.ReportMetric(float64(writes)/float64(items), "writes/op")
 }
 
-// Through the Outbox too, an unroutable item is kept with its reason and
-// the time it was first found unroutable, so the operator's list shows it.
-func TestOutboxKeepsUnroutableReason(t *testing.T) {
+// An unroutable item is kept with its reason and the time it was first
+// found unroutable, so the operator's list shows it.
+func TestUnroutableKeepsItsReason(t *testing.T) {
 	f := newFixture(t)
-	f.r.Outbox = f.st
 	auth := authorisation("PSP9", true)
 	auth.AdditionalData["metadata.merchantId"], auth.MerchantAccountCode = "m_none", "NoneECOM"
-	f.must(f.r.Accept(f.ctx, note(f.signed(auth))))
+	f.must(f.accept(note(f.signed(auth))))
 	list, err := f.r.ListUnroutable(f.ctx, 0)
 	f.must(err)
 	if len(list) != 1 || list[0].UnroutableReason != "unknown merchant m_none" || list[0].UnroutableAt == nil {

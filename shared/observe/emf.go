@@ -28,6 +28,8 @@
 package observe
 
 import (
+	"github.com/yp/paysvc/shared/webhooks"
+
 	"bytes"
 	"encoding/json"
 	"io"
@@ -221,34 +223,13 @@ func (m *Metrics) Upstream(operation string, status int, failed bool, latency ti
 	})
 }
 
-// WebhookDelivery is one attempt to deliver a webhook to a merchant endpoint,
-// as reported by the dispatcher. None of its fields may hold a secret or the
-// endpoint URL (which can embed credentials).
-type WebhookDelivery struct {
-	MerchantID     string // property, not a dimension (unbounded)
-	SubscriptionID string // property
-	DeliveryID     string // property
-	EventCode      string // property, e.g. AUTHORISATION
-	// Attempt is the 1-based number of this attempt (1 = first delivery).
-	Attempt int
-	// StatusCode is the receiver's HTTP status; 0 when no response came.
-	StatusCode int
-	// Success is a 2xx answer within the delivery timeout (15 s).
-	Success bool
-	// Exhausted is a failed attempt after which no further attempt is
-	// scheduled (the last of the schedule: the message goes to the DLQ).
-	Exhausted bool
-	// Latency is from sending the request to the answer (or the failure).
-	Latency time.Duration
-}
-
 // WebhookDelivery records one delivery attempt: WebhookDeliveries 1,
 // WebhookFailures 1 unless it succeeded, WebhookLatency, WebhookAttempt (the
 // attempt number, so Maximum/Average show how far down the retry schedule
 // deliveries are) and WebhookExhausted 1 when a failed attempt was the last.
 // WebhookDeliveries and WebhookFailures feed the template's
 // WebhookFailureRateAlarm.
-func (m *Metrics) WebhookDelivery(d WebhookDelivery) {
+func (m *Metrics) WebhookDelivery(d webhooks.Attempt) {
 	if m == nil {
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -256,9 +257,9 @@ func TestOperation(t *testing.T) {
 func TestWebhookDelivery(t *testing.T) {
 	var out bytes.Buffer
 	m := observe.New(&out, "paysvc-test-WebhookDispatcherFunction-x", clock.NewFake(t0))
-	m.WebhookDelivery(observe.WebhookDelivery{MerchantID: "m_demo", SubscriptionID: "sub_1", DeliveryID: "dlv_1",
+	m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", SubscriptionID: "sub_1", DeliveryID: "dlv_1",
 		EventCode: "AUTHORISATION", Attempt: 1, StatusCode: 200, Success: true, Latency: 20 * time.Millisecond})
-	m.WebhookDelivery(observe.WebhookDelivery{MerchantID: "m_demo", Attempt: 10, StatusCode: 503, Exhausted: true, Latency: time.Second})
+	m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", Attempt: 10, StatusCode: 503, Exhausted: true, Latency: time.Second})
 
 	ds := docs(t, out.String())
 	if len(ds) != 2 {
@@ -331,7 +332,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.RecordUpdateLost("capture")
 	m.Request("config", 200, "", time.Millisecond)
 	m.Upstream("POST /payments", 200, false, time.Millisecond)
-	m.WebhookDelivery(observe.WebhookDelivery{Attempt: 1})
+	m.WebhookDelivery(webhooks.Attempt{Attempt: 1})
 	m.ColdStart(time.Millisecond)
 	base := http.DefaultTransport
 	if m.UpstreamTransport(base) != base {

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // PaymentResult is the result of payments and payments/details: the
@@ -23,7 +21,7 @@ type PaymentResult struct {
 	MerchantReference string
 }
 
-func resultOf(resp upstream.PaymentResponse) PaymentResult {
+func resultOf(resp PaymentAnswer) PaymentResult {
 	return PaymentResult{
 		ResultCode: resp.ResultCode, PSPReference: resp.PSPReference, Action: resp.Action,
 		RefusalReason: resp.RefusalReason, RefusalReasonCode: resp.RefusalReasonCode,
@@ -38,7 +36,8 @@ func resultOf(resp upstream.PaymentResponse) PaymentResult {
 func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (PaymentResult, error) {
 	m, site := c.Merchant, c.Site
 	ref := reference(c, in.Reference, "pay_")
-	req := upstream.PaymentRequest{
+	req := PaymentRequest{
+		IdempotencyKey:           c.callUpstream(),
 		MerchantAccount:          m.UpstreamAccount,
 		Amount:                   in.Amount,
 		Reference:                ref,
@@ -52,9 +51,9 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 		Metadata:                 routingMetadata(m, site, SourceAdvanced),
 		AdditionalData:           in.AdditionalData,
 		PaymentMethod:            in.PaymentMethod,
-		Extra:                    in.StateData,
+		StateData:                in.StateData,
 	}
-	resp, err := s.up.Payments(ctx, req, c.callUpstream())
+	resp, err := s.up.Pay(ctx, req)
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
@@ -70,7 +69,7 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 		// An action answer without pspReference (pending.go): recorded now,
 		// bound when details or the notification name the pspReference.
 		facts.CaptureMode = m.CaptureMode
-		facts.ActionPaymentData = actionPaymentData(resp.Action)
+		facts.ActionPaymentData = resp.ActionPaymentData
 		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: s.clock.Now()}, nil)
 	}
 	out := resultOf(resp)
@@ -85,12 +84,10 @@ func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string
 
 // resultUpdate is the record update of a payment or details answer naming
 // the pspReference: what the call knew (facts) and what the answer says.
-func resultUpdate(kind UpdateKind, resp upstream.PaymentResponse, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
+func resultUpdate(kind UpdateKind, resp PaymentAnswer, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
 	facts.CaptureMode = mode
 	facts.RefusalReason = resp.RefusalReason
-	if pm := resp.PaymentMethod; pm != nil && pm.Type != "" {
-		facts.PaymentMethod = firstNonEmpty(pm.Brand, pm.Type)
-	}
+	facts.PaymentMethod = resp.PaymentMethod
 	return RecordUpdate{Kind: kind, PSPReference: resp.PSPReference, Status: resp.ResultCode, Payment: &facts, At: at}
 }
 
@@ -138,7 +135,7 @@ func outcome(s State) bool {
 // payment belongs to this site (or is new to the service).
 func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (PaymentResult, error) {
 	m, site := c.Merchant, c.Site
-	resp, err := s.up.PaymentDetails(ctx, upstream.DetailsRequest{Details: in.Details, PaymentData: in.PaymentData}, c.callUpstream())
+	resp, err := s.up.Details(ctx, DetailsRequest{IdempotencyKey: c.callUpstream(), Details: in.Details, PaymentData: in.PaymentData})
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
@@ -153,7 +150,7 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		}
 	}
 	ref = firstNonEmpty(ref, resp.MerchantReference)
-	if pd := actionPaymentData(resp.Action); resp.PSPReference == "" && pd != "" && ref != "" {
+	if pd := resp.ActionPaymentData; resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
 		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateAction, At: s.clock.Now(),
 			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, nil)
@@ -221,14 +218,14 @@ func (s *Service) PaymentMethods(ctx context.Context, c *Call, in PaymentMethods
 	if country == "" {
 		country = m.Country
 	}
-	req := upstream.PaymentMethodsRequest{
-		MerchantAccount: m.UpstreamAccount, Amount: &money.Amount{Value: in.Amount.Value, Currency: in.Amount.Currency},
+	req := PaymentMethodsRequest{
+		IdempotencyKey: c.callUpstream(), MerchantAccount: m.UpstreamAccount, Amount: in.Amount,
 		CountryCode: country, ShopperLocale: in.ShopperLocale, Channel: in.Channel, ShopperReference: in.ShopperReference,
 		AllowedPaymentMethods: in.AllowedPaymentMethods, BlockedPaymentMethods: mergeBlocked(in.BlockedPaymentMethods),
 	}
-	resp, err := s.up.PaymentMethods(ctx, req, c.callUpstream())
+	resp, err := s.up.PaymentMethods(ctx, req)
 	if err != nil {
 		return PaymentMethodsResult{}, upstreamError(err, apperr.PaymentMethodsFailed, "listing payment methods")
 	}
-	return PaymentMethodsResult{PaymentMethods: resp.PaymentMethods, StoredPaymentMethods: resp.StoredPaymentMethods}, nil
+	return resp, nil
 }

@@ -20,10 +20,6 @@ type Call struct {
 	// the merchant's (idempotency.UpstreamKey); "" when the merchant sent
 	// none.
 	UpstreamKey string
-	// Group, when set, is joined by each record write that follows the
-	// upstream's answer, so that they commit with the request's other
-	// final writes where the store commits in groups; nil: each on its own.
-	Group WriteGroup
 
 	upstreamCalled bool
 	records        sync.WaitGroup
@@ -62,30 +58,7 @@ func (c *Call) callUpstream() string {
 // records what the upstream already did.
 func (c *Call) record(ctx context.Context, write func(ctx context.Context) error) {
 	ctx = context.WithoutCancel(ctx)
-	leave := func() {}
-	if c.Group != nil {
-		ctx, leave = c.Group.Join(ctx)
-	}
-	c.records.Add(1)
-	go func() {
-		defer c.records.Done()
-		defer leave()
-		c.fail(write(ctx))
-	}()
-}
-
-// WriteGroup lets concurrent writes that end one request share a store
-// commit where the store commits in groups (the embedded store: one
-// transaction and one fsync for the idempotency result and the record
-// writes, instead of one after the other). Stores whose writes are
-// independent round trips (DynamoDB) have none: the writes run
-// concurrently, one round trip deep.
-type WriteGroup interface {
-	// Join adds a member: the store holds a write made with the returned
-	// context until every member still joined has made one (or briefly,
-	// at most), then commits them together. leave ends the membership; call
-	// it once the member makes no more writes (more calls do nothing).
-	Join(ctx context.Context) (_ context.Context, leave func())
+	c.records.Go(func() { c.fail(write(ctx)) })
 }
 
 // fail records the error of a record write done in line after the

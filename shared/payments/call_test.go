@@ -3,13 +3,13 @@ package payments_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // paymentsUpstream answers payments and sessions, or err when set, and
@@ -18,29 +18,29 @@ type paymentsUpstream struct {
 	payments.Upstream
 	mu       sync.Mutex
 	err      error
-	payments []upstream.PaymentRequest
-	sessions []upstream.SessionRequest
+	payments []payments.PaymentRequest
+	sessions []payments.SessionRequest
 	keys     []string
 }
 
-func (u *paymentsUpstream) Payments(_ context.Context, req upstream.PaymentRequest, key string) (upstream.PaymentResponse, error) {
+func (u *paymentsUpstream) Pay(_ context.Context, req payments.PaymentRequest) (payments.PaymentAnswer, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.payments, u.keys = append(u.payments, req), append(u.keys, key)
+	u.payments, u.keys = append(u.payments, req), append(u.keys, req.IdempotencyKey)
 	if u.err != nil {
-		return upstream.PaymentResponse{}, u.err
+		return payments.PaymentAnswer{}, u.err
 	}
-	return upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: req.Reference}, nil
+	return payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp, MerchantReference: req.Reference}, nil
 }
 
-func (u *paymentsUpstream) CreateSession(_ context.Context, req upstream.SessionRequest, key string) (upstream.SessionResponse, error) {
+func (u *paymentsUpstream) CreateSession(_ context.Context, req payments.SessionRequest) (payments.SessionAnswer, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.sessions, u.keys = append(u.sessions, req), append(u.keys, key)
+	u.sessions, u.keys = append(u.sessions, req), append(u.keys, req.IdempotencyKey)
 	if u.err != nil {
-		return upstream.SessionResponse{}, u.err
+		return payments.SessionAnswer{}, u.err
 	}
-	return upstream.SessionResponse{ID: "CS1", SessionData: "data"}, nil
+	return payments.SessionAnswer{ID: "CS1", SessionData: "data"}, nil
 }
 
 // TestCallCarriesTheUpstreamKey: the key on the Call is what the upstream
@@ -90,10 +90,9 @@ func TestUpstreamRefusalIsTheUpstreamsAnswer(t *testing.T) {
 		err  error
 		want apperr.Kind
 	}{
-		{"refused", &upstream.Error{HTTPStatus: 422, ErrorCode: "14_030", Message: "Return URL is missing."}, apperr.Invalid},
-		{"our credentials refused", &upstream.Error{HTTPStatus: 401}, apperr.SessionFailed},
-		{"unavailable", &upstream.Error{HTTPStatus: 503}, apperr.SessionFailed},
-		{"in flight", &upstream.Error{HTTPStatus: 409, ErrorCode: upstream.ErrorCodeInFlight}, apperr.IdempotencyInFlight},
+		{"refused", &payments.UpstreamRejection{Message: "Return URL is missing.", Err: errors.New("upstream: HTTP 422")}, apperr.Invalid},
+		{"no definitive answer (our credentials refused, 5xx, timeout)", errUnavailable, apperr.SessionFailed},
+		{"in flight", fmt.Errorf("%w: upstream: HTTP 409", payments.ErrUpstreamInFlight), apperr.IdempotencyInFlight},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := &paymentsUpstream{err: tc.err}

@@ -15,7 +15,6 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // These tests drive the domain's capture reservation and the per-call
@@ -28,20 +27,20 @@ type captureUpstream struct {
 	mu                sync.Mutex
 	err               error
 	n                 int
-	reqs              []upstream.CaptureRequest
+	reqs              []payments.ModificationRequest
 	keys              []string
 }
 
-func (u *captureUpstream) Capture(_ context.Context, _ string, req upstream.CaptureRequest, key string) (upstream.ModificationResponse, error) {
+func (u *captureUpstream) Modify(_ context.Context, req payments.ModificationRequest) (payments.ModificationAnswer, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.reqs = append(u.reqs, req)
-	u.keys = append(u.keys, key)
+	u.keys = append(u.keys, req.IdempotencyKey)
 	if u.err != nil {
-		return upstream.ModificationResponse{}, u.err
+		return payments.ModificationAnswer{}, u.err
 	}
 	u.n++
-	return upstream.ModificationResponse{PSPReference: fmt.Sprintf("CAP%013d", u.n), Status: "received"}, nil
+	return payments.ModificationAnswer{PSPReference: fmt.Sprintf("CAP%013d", u.n), Status: "received"}, nil
 }
 
 func (u *captureUpstream) calls() int {
@@ -120,11 +119,11 @@ func TestCapture(t *testing.T) {
 		{name: "another currency: refused before the upstream", amounts: []money.Amount{{Value: 100, Currency: "USD"}},
 			wantKind: apperr.Invalid, wantField: "amount.currency", wantState: payments.StateAuthorised},
 		{name: "upstream refuses: reservation released", amounts: []money.Amount{eur(600)},
-			upstreamErr: &upstream.Error{HTTPStatus: 422, ErrorCode: "167", Message: "Original pspReference required"},
+			upstreamErr: &payments.UpstreamRejection{Message: "Original pspReference required", Err: errors.New("upstream: HTTP 422 errorCode 167")},
 			wantKind:    apperr.Invalid, wantCalled: true,
 			wantState: payments.StateAuthorised, wantValue: 0, wantHistory: "capture-requested,capture-released"},
 		{name: "upstream unavailable: reservation released", amounts: []money.Amount{eur(600)},
-			upstreamErr: &upstream.Error{HTTPStatus: 503}, wantKind: apperr.CaptureFailed, wantCalled: true,
+			upstreamErr: errUnavailable, wantKind: apperr.CaptureFailed, wantCalled: true,
 			wantState: payments.StateAuthorised, wantValue: 0, wantHistory: "capture-requested,capture-released"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,8 +252,8 @@ type armingUpstream struct {
 	arm *atomic.Bool
 }
 
-func (u *armingUpstream) Capture(ctx context.Context, psp string, req upstream.CaptureRequest, key string) (upstream.ModificationResponse, error) {
-	resp, err := u.captureUpstream.Capture(ctx, psp, req, key)
+func (u *armingUpstream) Modify(ctx context.Context, req payments.ModificationRequest) (payments.ModificationAnswer, error) {
+	resp, err := u.captureUpstream.Modify(ctx, req)
 	u.arm.Store(true)
 	return resp, err
 }

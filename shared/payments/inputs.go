@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // The typed inputs of the payment operations. The app layer
@@ -18,12 +17,12 @@ type SessionInput struct {
 	Reference                string
 	ShopperEmail             string
 	TelephoneNumber          string
-	ShopperName              *upstream.Name
+	ShopperName              *Name
 	Mode                     string
 	BlockedPaymentMethods    []string
 	ShopperLocale            string
 	CountryCode              string // "" for the merchant's country
-	LineItems                []upstream.LineItem
+	LineItems                []LineItem
 	ShopperReference         string
 	StorePaymentMethod       bool
 	StorePaymentMethodMode   string

@@ -5,7 +5,6 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
@@ -35,13 +34,13 @@ func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
 			}
 			var sum int64
 			for _, s := range splits {
-				if s.Amount.Value <= 0 || s.Amount.Currency != "EUR" || s.Reference == "" {
+				if s.Value <= 0 || s.Currency != "EUR" || s.Reference == "" {
 					t.Fatalf("bad split %+v", s)
 				}
-				if s.Type == upstream.SplitBalanceAccount && s.Account != "BA_m" {
+				if s.Kind == SplitMerchant && s.Account != "BA_m" {
 					t.Fatalf("merchant split to %s", s.Account)
 				}
-				sum += s.Amount.Value
+				sum += s.Value
 			}
 			if sum != tc.value {
 				t.Fatalf("splits sum to %d, not %d", sum, tc.value)

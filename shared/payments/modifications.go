@@ -10,7 +10,6 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // ModificationResult is the result of captures, reversals and amount
@@ -23,7 +22,7 @@ type ModificationResult struct {
 	Reference           string
 }
 
-func modificationResult(psp string, resp upstream.ModificationResponse) ModificationResult {
+func modificationResult(psp string, resp ModificationAnswer) ModificationResult {
 	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}
 }
 
@@ -110,9 +109,9 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	if err != nil {
 		return ModificationResult{}, recordError(err)
 	}
-	resp, err := s.up.Capture(ctx, psp, upstream.CaptureRequest{
+	resp, err := s.up.Modify(ctx, ModificationRequest{Kind: ModifyCapture, IdempotencyKey: c.callUpstream(), PSPReference: psp,
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
-	}, c.callUpstream())
+	})
 	u := RecordUpdate{Kind: UpdateCapture, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
 		u.Kind = UpdateCaptureRelease
@@ -164,7 +163,8 @@ func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalI
 	if !reversible(p.State) {
 		return ModificationResult{}, apperr.Newf(apperr.Invalid, "payment in state %s cannot be reversed", p.State)
 	}
-	resp, err := s.up.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: m.UpstreamAccount, Reference: in.Reference}, c.callUpstream())
+	resp, err := s.up.Modify(ctx, ModificationRequest{Kind: ModifyReversal, IdempotencyKey: c.callUpstream(), PSPReference: psp,
+		MerchantAccount: m.UpstreamAccount, Reference: in.Reference})
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, apperr.ReversalFailed, "reversal")
 	}
@@ -207,9 +207,9 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	if err != nil {
 		return ModificationResult{}, recordError(err)
 	}
-	resp, err := s.up.UpdateAmount(ctx, psp, upstream.AmountUpdateRequest{
+	resp, err := s.up.Modify(ctx, ModificationRequest{Kind: ModifyAmount, IdempotencyKey: c.callUpstream(), PSPReference: psp,
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: ref, Splits: Splits(m, amount, orRef(ref, psp)),
-	}, c.callUpstream())
+	})
 	u := RecordUpdate{Kind: UpdateAmount, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
 		u.Kind = UpdateAmountRelease
@@ -224,10 +224,10 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 // DeleteStoredMethod deletes a shopper's stored payment method (extension).
 func (s *Service) DeleteStoredMethod(ctx context.Context, c *Call, in DeleteStoredMethodInput) error {
 	c.callUpstream() // the upstream's delete takes no idempotency key
-	err := s.up.DeleteStoredPaymentMethod(ctx, upstream.DeleteStoredPaymentMethodRequest{
+	err := s.up.DeleteStoredMethod(ctx, DeleteStoredMethodRequest{
 		StoredPaymentMethodID: in.StoredPaymentMethodID, MerchantAccount: c.Merchant.UpstreamAccount, ShopperReference: in.ShopperReference,
 	})
-	if e, ok := upstream.AsError(err); ok && e.NotFound() {
+	if e := (*UpstreamRejection)(nil); errors.As(err, &e) && e.NotFound {
 		return apperr.New(apperr.PaymentNotFound, "stored payment method not found for this shopper")
 	}
 	if err != nil {

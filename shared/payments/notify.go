@@ -9,7 +9,6 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // This file applies the upstream's notifications to payment records
@@ -75,19 +74,25 @@ type NotificationOptions struct {
 	CaptureMode tenant.CaptureMode
 }
 
-// NotificationResult is what ApplyNotification did.
+// NotificationResult is what applying a notification item did.
 type NotificationResult struct {
 	Payment Payment
 	Created bool // the record was created by this notification
 	Applied bool // false for a duplicate (already in the history)
+	// Changed: Payment is to be saved (Notify), at Payment.Version
+	// (Version-1 is the version read; 0: a new record).
+	Changed bool
+	// bound is the pending record merged into Payment (pending.go),
+	// marked bound once Payment is saved (Saved).
+	bound *Payment
 }
 
 // NotificationPayment returns the pspReference of the payment an item is
 // about: the modification's originalReference, or the item's own
 // pspReference for AUTHORISATION, OFFER_CLOSED and items without one.
-func NotificationPayment(item upstream.NotificationRequestItem) string {
+func NotificationPayment(item Notification) string {
 	switch item.EventCode {
-	case upstream.EventAuthorisation, upstream.EventOfferClosed:
+	case EventAuthorisation, EventOfferClosed:
 		return item.PSPReference
 	}
 	if item.OriginalReference != "" {
@@ -97,46 +102,19 @@ func NotificationPayment(item upstream.NotificationRequestItem) string {
 }
 
 // ApplyNotification applies one notification item to its payment's record
-// with optimistic concurrency (Mutate), once: a repeated item (same event
-// code, pspReference and success) changes nothing. It returns
+// and saves it with optimistic concurrency (Mutate), once: a repeated item
+// (same event code, pspReference and success) changes nothing. It returns
 // ErrUnknownPayment when there is no record to update and ErrNotReady (see
 // there) when the item must be retried later.
-func ApplyNotification(ctx context.Context, st Store, item upstream.NotificationRequestItem, opts NotificationOptions) (NotificationResult, error) {
+func ApplyNotification(ctx context.Context, st Store, item Notification, opts NotificationOptions) (NotificationResult, error) {
 	psp := NotificationPayment(item)
 	if psp == "" {
 		return NotificationResult{}, fmt.Errorf("notification %s without pspReference", item.EventCode)
 	}
-	var create func() Payment
-	if opts.Owner != nil && opts.Owner.MerchantID != "" && item.EventCode == upstream.EventAuthorisation {
-		create = func() Payment { return recordFromNotification(item, *opts.Owner, opts.Now) }
-	}
 	var res NotificationResult
-	var bound *Payment // the pending record merged (pending.go)
-	p, err := Mutate(ctx, st, psp, create, func(p *Payment) error {
-		res.Created, res.Applied = p.Version == 0, false
-		if p.hasNotification(item) {
-			return ErrSkip
-		}
-		if item.EventCode == upstream.EventAuthorisation && p.mayHavePending() {
-			pend, found, err := pendingFor(ctx, st, p.MerchantID, p.SiteID, p.Reference, psp)
-			if err == nil && !found && item.MerchantReference != p.Reference {
-				pend, found, err = pendingFor(ctx, st, p.MerchantID, p.SiteID, item.MerchantReference, psp)
-			}
-			if err != nil {
-				return err
-			}
-			if found {
-				mergePending(p, pend)
-				bound = &pend
-			}
-		}
-		if err := applyItem(p, item, opts); err != nil {
-			return err
-		}
-		res.Applied = true
-		p.History = append(p.History, notificationEvent(item, opts.Now))
-		p.UpdatedAt = opts.Now
-		return nil
+	p, err := Mutate(ctx, st, psp, creator(item, opts), func(p *Payment) error {
+		res = NotificationResult{}
+		return applyNotification(ctx, st, p, item, opts, &res)
 	})
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
@@ -144,19 +122,95 @@ func ApplyNotification(ctx context.Context, st Store, item upstream.Notification
 	if err != nil {
 		return NotificationResult{}, err
 	}
-	if !res.Applied {
-		res.Created = false
+	res.Payment = p
+	res.Saved(ctx, st)
+	return res, nil
+}
+
+// Notify is ApplyNotification on the record as read (nil: none) without
+// saving it: the result says whether the record changed, for the caller
+// to save it conditionally on the version read (and call Saved after).
+// st is read for the pending record an AUTHORISATION may bind.
+func Notify(ctx context.Context, st Store, rec *Payment, item Notification, opts NotificationOptions) (NotificationResult, error) {
+	psp := NotificationPayment(item)
+	if psp == "" {
+		return NotificationResult{}, fmt.Errorf("notification %s without pspReference", item.EventCode)
 	}
-	if bound != nil {
-		_ = markBound(ctx, st, *bound, psp) // best effort: the payment's record is complete
+	var p Payment
+	switch create := creator(item, opts); {
+	case rec != nil:
+		p = clonePayment(*rec)
+	case create != nil:
+		p = create()
+		p.PSPReference = psp
+	default:
+		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
+	}
+	var res NotificationResult
+	err := applyNotification(ctx, st, &p, item, opts, &res)
+	switch {
+	case errors.Is(err, ErrSkip):
+	case err != nil:
+		return NotificationResult{}, err
+	default:
+		p.Version++
+		res.Changed = true
 	}
 	res.Payment = p
 	return res, nil
 }
 
+// Saved marks the pending record the item bound as bound, once the
+// result's record is saved (best effort: the payment's record is complete).
+func (r NotificationResult) Saved(ctx context.Context, st Store) {
+	if r.bound != nil {
+		_ = markBound(ctx, st, *r.bound, r.Payment.PSPReference)
+	}
+}
+
+// creator returns how an AUTHORISATION creates the record of a payment the
+// service has not seen (nil: it cannot).
+func creator(item Notification, opts NotificationOptions) func() Payment {
+	if opts.Owner == nil || opts.Owner.MerchantID == "" || item.EventCode != EventAuthorisation {
+		return nil
+	}
+	return func() Payment { return recordFromNotification(item, *opts.Owner, opts.Now) }
+}
+
+// applyNotification applies item to p (Version 0: a record just created),
+// filling res; ErrSkip when p has it already.
+func applyNotification(ctx context.Context, st Store, p *Payment, item Notification, opts NotificationOptions, res *NotificationResult) error {
+	psp := NotificationPayment(item)
+	res.Created = p.Version == 0
+	if p.hasNotification(item) {
+		res.Created = false
+		return ErrSkip
+	}
+	if item.EventCode == EventAuthorisation && p.mayHavePending() {
+		pend, found, err := pendingFor(ctx, st, p.MerchantID, p.SiteID, p.Reference, psp)
+		if err == nil && !found && item.MerchantReference != p.Reference {
+			pend, found, err = pendingFor(ctx, st, p.MerchantID, p.SiteID, item.MerchantReference, psp)
+		}
+		if err != nil {
+			return err
+		}
+		if found {
+			mergePending(p, pend)
+			res.bound = &pend
+		}
+	}
+	if err := applyItem(p, item, opts); err != nil {
+		return err
+	}
+	res.Applied = true
+	p.History = append(p.History, notificationEvent(item, opts.Now))
+	p.UpdatedAt = opts.Now
+	return nil
+}
+
 // recordFromNotification is the record of a payment first seen in its
 // AUTHORISATION notification.
-func recordFromNotification(item upstream.NotificationRequestItem, o NotificationOwner, now time.Time) Payment {
+func recordFromNotification(item Notification, o NotificationOwner, now time.Time) Payment {
 	src := o.Source
 	if src == "" {
 		src = SourceSessions
@@ -169,11 +223,11 @@ func recordFromNotification(item upstream.NotificationRequestItem, o Notificatio
 }
 
 // notificationEvent is the history entry of an applied item.
-func notificationEvent(item upstream.NotificationRequestItem, now time.Time) Event {
+func notificationEvent(item Notification, now time.Time) Event {
 	ok := item.Succeeded()
 	amount := item.Amount
 	detail := item.Reason
-	if a := item.AdditionalData[upstream.KeyModificationAction]; a != "" {
+	if a := item.AdditionalData[KeyModificationAction]; a != "" {
 		detail = a
 	}
 	return Event{At: now, Kind: item.EventCode, Origin: OriginNotification, PSPReference: item.PSPReference,
@@ -181,7 +235,7 @@ func notificationEvent(item upstream.NotificationRequestItem, now time.Time) Eve
 }
 
 // hasNotification reports whether item was applied before.
-func (p *Payment) hasNotification(item upstream.NotificationRequestItem) bool {
+func (p *Payment) hasNotification(item Notification) bool {
 	for _, e := range p.History {
 		if e.Origin == OriginNotification && e.Kind == item.EventCode && e.PSPReference == item.PSPReference &&
 			e.Success != nil && *e.Success == item.Succeeded() {
@@ -221,30 +275,30 @@ func (p *Payment) apiEvent(kind, opPSP string) (Event, bool) {
 }
 
 // applyItem changes p's fields for item.
-func applyItem(p *Payment, item upstream.NotificationRequestItem, opts NotificationOptions) error {
+func applyItem(p *Payment, item Notification, opts NotificationOptions) error {
 	switch item.EventCode {
-	case upstream.EventAuthorisation:
+	case EventAuthorisation:
 		applyAuthorisation(p, item, opts)
-	case upstream.EventCapture:
+	case EventCapture:
 		applyCapture(p, item)
-	case upstream.EventCaptureFailed:
+	case EventCaptureFailed:
 		return applyCaptureFailed(p, item, opts)
-	case upstream.EventCancellation:
+	case EventCancellation:
 		return applyReversal(p, item, false, item.Succeeded(), opts)
-	case upstream.EventRefund, upstream.EventRefundFailed:
+	case EventRefund, EventRefundFailed:
 		return applyRefundItem(p, item, opts)
-	case upstream.EventCancelOrRefund:
+	case EventCancelOrRefund:
 		refund := p.CapturedValue > 0
-		switch item.AdditionalData[upstream.KeyModificationAction] {
+		switch item.AdditionalData[KeyModificationAction] {
 		case "refund":
 			refund = true
 		case "cancel":
 			refund = false
 		}
 		return applyReversal(p, item, refund, item.Succeeded(), opts)
-	case upstream.EventAuthorisationAdjustment:
+	case EventAuthorisationAdjustment:
 		return applyAdjustment(p, item, opts)
-	case upstream.EventOfferClosed:
+	case EventOfferClosed:
 		if item.Succeeded() && unfinished(p.State) {
 			p.State = StateExpired
 		}
@@ -263,7 +317,7 @@ func unfinished(s State) bool {
 
 // applyAuthorisation records the outcome of the authorisation itself and
 // the stored-card token of a tokenising payment.
-func applyAuthorisation(p *Payment, item upstream.NotificationRequestItem, opts NotificationOptions) {
+func applyAuthorisation(p *Payment, item Notification, opts NotificationOptions) {
 	ad := item.AdditionalData
 	if p.Reference == "" {
 		p.Reference = item.MerchantReference
@@ -275,9 +329,9 @@ func applyAuthorisation(p *Payment, item upstream.NotificationRequestItem, opts 
 		p.PaymentMethod = item.PaymentMethod
 	}
 	if p.SessionID == "" {
-		p.SessionID = ad[upstream.KeyCheckoutSessionID]
+		p.SessionID = ad[KeyCheckoutSessionID]
 	}
-	if token := firstOf(ad, upstream.KeyStoredPaymentMethodID, upstream.KeyRecurringDetailReference); token != "" {
+	if token := firstOf(ad, KeyStoredPaymentMethodID, KeyRecurringDetailReference); token != "" {
 		p.StoredMethodID = token
 	}
 	if p.ShopperReference == "" {
@@ -321,8 +375,8 @@ func firstOf(ad map[string]string, keys ...string) string {
 func (p *Payment) confirmedCaptures() int64 {
 	var n int64
 	for _, e := range p.History {
-		if e.Origin == OriginNotification && e.Kind == upstream.EventCapture && e.Success != nil && *e.Success &&
-			e.Amount != nil && !p.notifiedAny(upstream.EventCaptureFailed, e.PSPReference) {
+		if e.Origin == OriginNotification && e.Kind == EventCapture && e.Success != nil && *e.Success &&
+			e.Amount != nil && !p.notifiedAny(EventCaptureFailed, e.PSPReference) {
 			n += e.Amount.Value
 		}
 	}
@@ -332,9 +386,9 @@ func (p *Payment) confirmedCaptures() int64 {
 // applyCapture counts a confirmed capture unless the service already
 // counted it (its own call, settled or still reserved) or it was reported
 // failed before (out of order).
-func applyCapture(p *Payment, item upstream.NotificationRequestItem) {
+func applyCapture(p *Payment, item Notification) {
 	op := item.PSPReference
-	if _, ok := p.apiEvent(kindAPICapture, op); ok || p.notifiedAny(upstream.EventCaptureFailed, op) {
+	if _, ok := p.apiEvent(kindAPICapture, op); ok || p.notifiedAny(EventCaptureFailed, op) {
 		p.recomputeState()
 		return
 	}
@@ -361,11 +415,11 @@ func (p *Payment) reservationOf(value int64) (string, bool) {
 // applyCaptureFailed reverts a capture that was counted: by the service's
 // settled call, by an earlier CAPTURE notification, or by a reservation
 // whose call never settled (after the grace period).
-func applyCaptureFailed(p *Payment, item upstream.NotificationRequestItem, opts NotificationOptions) error {
+func applyCaptureFailed(p *Payment, item Notification, opts NotificationOptions) error {
 	op, value := item.PSPReference, item.Amount.Value
 	_, byAPI := p.apiEvent(kindAPICapture, op)
 	switch {
-	case byAPI || p.notified(upstream.EventCapture, op, true):
+	case byAPI || p.notified(EventCapture, op, true):
 		p.CapturedValue = max(p.CapturedValue-value, 0)
 	default:
 		res, ok := p.reservationOf(value)
@@ -384,7 +438,7 @@ func applyCaptureFailed(p *Payment, item upstream.NotificationRequestItem, opts 
 
 // applyReversal applies a cancellation or refund (refund) that succeeded
 // or failed (ok).
-func applyReversal(p *Payment, item upstream.NotificationRequestItem, refund, ok bool, opts NotificationOptions) error {
+func applyReversal(p *Payment, item Notification, refund, ok bool, opts NotificationOptions) error {
 	op := item.PSPReference
 	apiEv, byAPI := p.apiEvent(kindAPIReversal, op)
 	if ok {
@@ -395,7 +449,7 @@ func applyReversal(p *Payment, item upstream.NotificationRequestItem, refund, ok
 			p.State = StateCancelled
 		case byAPI && apiEv.Detail == "refund":
 			p.State = StateRefunded // counted by the service's call
-		case item.EventCode == upstream.EventCancelOrRefund:
+		case item.EventCode == EventCancelOrRefund:
 			p.RefundedValue = max(p.RefundedValue, p.CapturedValue)
 			p.recomputeState()
 		default:
@@ -423,8 +477,8 @@ func applyReversal(p *Payment, item upstream.NotificationRequestItem, refund, ok
 
 // successCode returns the event code whose success a failure code reverts.
 func successCode(code string) string {
-	if code == upstream.EventRefundFailed {
-		return upstream.EventRefund
+	if code == EventRefundFailed {
+		return EventRefund
 	}
 	return code
 }
@@ -432,8 +486,8 @@ func successCode(code string) string {
 // notifiedFailure reports whether the failure of operation op, reported
 // by a success code, was applied.
 func (p *Payment) notifiedFailure(code, op string) bool {
-	if code == upstream.EventRefund {
-		return p.notifiedAny(upstream.EventRefundFailed, op)
+	if code == EventRefund {
+		return p.notifiedAny(EventRefundFailed, op)
 	}
 	return p.notified(code, op, false)
 }
@@ -444,17 +498,17 @@ func (p *Payment) awaitingReversal() bool { return reversible(p.State) }
 
 // applyAdjustment applies an AUTHORISATION_ADJUSTMENT: success sets the
 // authorised amount; failure restores the amount before the adjustment.
-func applyAdjustment(p *Payment, item upstream.NotificationRequestItem, opts NotificationOptions) error {
+func applyAdjustment(p *Payment, item Notification, opts NotificationOptions) error {
 	op := item.PSPReference
 	if item.Succeeded() {
-		if p.notified(upstream.EventAuthorisationAdjustment, op, false) {
+		if p.notified(EventAuthorisationAdjustment, op, false) {
 			return nil // its failure arrived first and stands
 		}
 		p.AuthorisedValue, p.Amount.Value = item.Amount.Value, item.Amount.Value
 		return nil
 	}
 	apiEv, byAPI := p.apiEvent(kindAPIAmountUpdate, op)
-	if !byAPI && !p.notified(upstream.EventAuthorisationAdjustment, op, true) {
+	if !byAPI && !p.notified(EventAuthorisationAdjustment, op, true) {
 		if withinGrace(opts) && p.State == StateAuthorised {
 			return ErrNotReady
 		}
@@ -483,8 +537,8 @@ func (p *Payment) amountBefore(op string, apiEv Event, byAPI bool) (int64, bool)
 		if e.Origin != OriginNotification || e.Success == nil || !*e.Success || e.Amount == nil {
 			continue
 		}
-		if (e.Kind == upstream.EventAuthorisationAdjustment && e.PSPReference != op) ||
-			(e.Kind == upstream.EventAuthorisation && found == nil) {
+		if (e.Kind == EventAuthorisationAdjustment && e.PSPReference != op) ||
+			(e.Kind == EventAuthorisation && found == nil) {
 			found = e.Amount
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // memStore is an in-memory payments.Store with the port's version rules.
@@ -87,7 +86,7 @@ type fakeUpstream struct {
 	payments.Upstream // unused methods panic
 	mu                sync.Mutex
 	n                 int
-	result            upstream.PaymentResponse
+	result            payments.PaymentAnswer
 	during            func(modPSP string)
 }
 
@@ -98,35 +97,23 @@ func (f *fakeUpstream) modPSP() string {
 	return fmt.Sprintf("MOD%013d", f.n)
 }
 
-func (f *fakeUpstream) modify() (upstream.ModificationResponse, error) {
+func (f *fakeUpstream) Modify(context.Context, payments.ModificationRequest) (payments.ModificationAnswer, error) {
 	psp := f.modPSP()
 	if f.during != nil {
 		f.during(psp)
 	}
-	return upstream.ModificationResponse{PSPReference: psp, Status: "received"}, nil
+	return payments.ModificationAnswer{PSPReference: psp, Status: "received"}, nil
 }
 
-func (f *fakeUpstream) Payments(context.Context, upstream.PaymentRequest, string) (upstream.PaymentResponse, error) {
+func (f *fakeUpstream) Pay(context.Context, payments.PaymentRequest) (payments.PaymentAnswer, error) {
 	return f.result, nil
 }
 
-func (f *fakeUpstream) Capture(context.Context, string, upstream.CaptureRequest, string) (upstream.ModificationResponse, error) {
-	return f.modify()
-}
-
-func (f *fakeUpstream) Reverse(context.Context, string, upstream.ReversalRequest, string) (upstream.ModificationResponse, error) {
-	return f.modify()
-}
-
-func (f *fakeUpstream) UpdateAmount(context.Context, string, upstream.AmountUpdateRequest, string) (upstream.ModificationResponse, error) {
-	return f.modify()
-}
-
-func (f *fakeUpstream) Refund(context.Context, string, upstream.RefundRequest, string) (upstream.ModificationResponse, error) {
-	return f.modify()
-}
-
 const psp = "PSP0000000000001"
+
+// errUnavailable is a failure without a definitive answer from the
+// upstream (5xx, timeout, its refusal of our credentials).
+var errUnavailable = errors.New("upstream: HTTP 503")
 
 var (
 	t0       = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
@@ -153,26 +140,26 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // item builds a notification item; payment-level events use psp itself.
-func item(code, pspRef, original, success string, value int64, ad map[string]string) upstream.NotificationRequestItem {
-	return upstream.NotificationRequestItem{
+func item(code, pspRef, original, success string, value int64, ad map[string]string) payments.Notification {
+	return payments.Notification{
 		EventCode: code, PSPReference: pspRef, OriginalReference: original, Success: success,
 		Amount: money.Amount{Value: value, Currency: "EUR"}, MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1",
 		PaymentMethod: "visa", AdditionalData: ad,
 	}
 }
 
-func authorisation(success string, value int64) upstream.NotificationRequestItem {
-	return item(upstream.EventAuthorisation, psp, "", success, value, map[string]string{"checkoutSessionId": "CS1"})
+func authorisation(success string, value int64) payments.Notification {
+	return item(payments.EventAuthorisation, psp, "", success, value, map[string]string{"checkoutSessionId": "CS1"})
 }
 
 // apply applies it with the default options (owner known, now = clock).
-func (f *fixture) apply(it upstream.NotificationRequestItem) (payments.NotificationResult, error) {
+func (f *fixture) apply(it payments.Notification) (payments.NotificationResult, error) {
 	return payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
 		Now: f.clk.Now(), FirstSeen: f.clk.Now().Add(-time.Hour), Owner: owner, CaptureMode: tenant.CaptureManual,
 	})
 }
 
-func (f *fixture) mustApply(its ...upstream.NotificationRequestItem) {
+func (f *fixture) mustApply(its ...payments.Notification) {
 	f.t.Helper()
 	for _, it := range its {
 		if _, err := f.apply(it); err != nil {
@@ -219,33 +206,33 @@ func (f *fixture) check(w want) {
 // TestNotificationSequences applies sequences of items (with duplicates
 // and out of order) and checks the resulting record.
 func TestNotificationSequences(t *testing.T) {
-	cap1 := item(upstream.EventCapture, "CAP0000000000001", psp, "true", 400, nil)
-	capFailed := item(upstream.EventCaptureFailed, "CAP0000000000001", psp, "true", 400, nil)
-	cap2 := item(upstream.EventCapture, "CAP0000000000002", psp, "true", 600, nil)
-	refund := item(upstream.EventRefund, "REF0000000000001", psp, "true", 300, nil)
-	refundFailed := item(upstream.EventRefundFailed, "REF0000000000001", psp, "true", 300, nil)
-	cancel := item(upstream.EventCancelOrRefund, "COR0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"})
-	adjust := item(upstream.EventAuthorisationAdjustment, "ADJ0000000000001", psp, "true", 1500, nil)
-	offerClosed := item(upstream.EventOfferClosed, psp, "", "true", 1000, nil)
+	cap1 := item(payments.EventCapture, "CAP0000000000001", psp, "true", 400, nil)
+	capFailed := item(payments.EventCaptureFailed, "CAP0000000000001", psp, "true", 400, nil)
+	cap2 := item(payments.EventCapture, "CAP0000000000002", psp, "true", 600, nil)
+	refund := item(payments.EventRefund, "REF0000000000001", psp, "true", 300, nil)
+	refundFailed := item(payments.EventRefundFailed, "REF0000000000001", psp, "true", 300, nil)
+	cancel := item(payments.EventCancelOrRefund, "COR0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"})
+	adjust := item(payments.EventAuthorisationAdjustment, "ADJ0000000000001", psp, "true", 1500, nil)
+	offerClosed := item(payments.EventOfferClosed, psp, "", "true", 1000, nil)
 	tests := []struct {
 		name  string
-		items []upstream.NotificationRequestItem
+		items []payments.Notification
 		want  want
 	}{
-		{"authorised", []upstream.NotificationRequestItem{authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
-		{"refused", []upstream.NotificationRequestItem{authorisation("false", 1000)}, want{payments.StateRefused, 0, 0, 0, 1}},
-		{"duplicate authorisation", []upstream.NotificationRequestItem{authorisation("true", 1000), authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
-		{"partial capture", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1}, want{payments.StatePartiallyCaptured, 1000, 400, 0, 2}},
-		{"captures in full, duplicated", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, cap1, cap2}, want{payments.StateCaptured, 1000, 1000, 0, 3}},
-		{"capture failed after capture", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, capFailed}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
-		{"capture failed before capture (out of order)", []upstream.NotificationRequestItem{authorisation("true", 1000), capFailed, cap1}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
-		{"adjusted then captured, out of order", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, adjust}, want{payments.StatePartiallyCaptured, 1500, 400, 0, 3}},
-		{"refund then refund failed", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refund, refundFailed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
-		{"partial refund", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refund, refund}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 4}},
-		{"refund failed first (out of order)", []upstream.NotificationRequestItem{authorisation("true", 1000), cap1, cap2, refundFailed, refund}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
-		{"cancelled", []upstream.NotificationRequestItem{authorisation("true", 1000), cancel, cancel}, want{payments.StateCancelled, 1000, 0, 0, 2}},
-		{"amount adjusted", []upstream.NotificationRequestItem{authorisation("true", 1000), adjust}, want{payments.StateAuthorised, 1500, 0, 0, 2}},
-		{"offer closed on an authorised payment", []upstream.NotificationRequestItem{authorisation("true", 1000), offerClosed}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
+		{"authorised", []payments.Notification{authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
+		{"refused", []payments.Notification{authorisation("false", 1000)}, want{payments.StateRefused, 0, 0, 0, 1}},
+		{"duplicate authorisation", []payments.Notification{authorisation("true", 1000), authorisation("true", 1000)}, want{payments.StateAuthorised, 1000, 0, 0, 1}},
+		{"partial capture", []payments.Notification{authorisation("true", 1000), cap1}, want{payments.StatePartiallyCaptured, 1000, 400, 0, 2}},
+		{"captures in full, duplicated", []payments.Notification{authorisation("true", 1000), cap1, cap2, cap1, cap2}, want{payments.StateCaptured, 1000, 1000, 0, 3}},
+		{"capture failed after capture", []payments.Notification{authorisation("true", 1000), cap1, capFailed}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
+		{"capture failed before capture (out of order)", []payments.Notification{authorisation("true", 1000), capFailed, cap1}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
+		{"adjusted then captured, out of order", []payments.Notification{authorisation("true", 1000), cap1, adjust}, want{payments.StatePartiallyCaptured, 1500, 400, 0, 3}},
+		{"refund then refund failed", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, refundFailed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"partial refund", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, refund}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 4}},
+		{"refund failed first (out of order)", []payments.Notification{authorisation("true", 1000), cap1, cap2, refundFailed, refund}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"cancelled", []payments.Notification{authorisation("true", 1000), cancel, cancel}, want{payments.StateCancelled, 1000, 0, 0, 2}},
+		{"amount adjusted", []payments.Notification{authorisation("true", 1000), adjust}, want{payments.StateAuthorised, 1500, 0, 0, 2}},
+		{"offer closed on an authorised payment", []payments.Notification{authorisation("true", 1000), offerClosed}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,7 +278,7 @@ func TestNoOwnerNoRecord(t *testing.T) {
 	if !errors.Is(err, payments.ErrUnknownPayment) {
 		t.Fatalf("authorisation without owner: %v", err)
 	}
-	_, err = f.apply(item(upstream.EventCapture, "CAP1", psp, "true", 100, nil))
+	_, err = f.apply(item(payments.EventCapture, "CAP1", psp, "true", 100, nil))
 	if !errors.Is(err, payments.ErrUnknownPayment) {
 		t.Fatalf("capture of an unknown payment: %v", err)
 	}
@@ -307,7 +294,7 @@ func TestAutoCaptureMerchant(t *testing.T) {
 	}
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 	// A CAPTURE notification of the automatic capture is not counted twice.
-	f.mustApply(item(upstream.EventCapture, "CAP0000000000001", psp, "true", 1000, nil))
+	f.mustApply(item(payments.EventCapture, "CAP0000000000001", psp, "true", 1000, nil))
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 2})
 }
 
@@ -339,12 +326,12 @@ func (f *fixture) updateAmount(value int64) (payments.ModificationResult, error)
 // advancedPayment records an Advanced-flow payment through the service.
 func (f *fixture) advancedPayment(resultCode string) {
 	f.t.Helper()
-	f.up.result = upstream.PaymentResponse{ResultCode: resultCode, PSPReference: psp, MerchantReference: "order-1"}
+	f.up.result = payments.PaymentAnswer{ResultCode: resultCode, PSPReference: psp, MerchantReference: "order-1"}
 	in := payments.PaymentInput{
 		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
 		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_4111111111111111"}`),
 		ReturnURL:     "https://shop.example/return", Reference: "order-1",
-		ShopperInteraction: upstream.ShopperInteractionEcommerce,
+		ShopperInteraction: payments.ShopperInteractionEcommerce,
 		// A pre-authorisation, so that its amount can be updated.
 		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
 	}
@@ -414,14 +401,14 @@ func TestCaptureNotificationDuringTheCall(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
 	f.up.during = func(mod string) {
-		f.mustApply(item(upstream.EventCapture, mod, psp, "true", 1000, nil))
+		f.mustApply(item(payments.EventCapture, mod, psp, "true", 1000, nil))
 	}
 	if _, err := f.capture(1000); err != nil {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 	// And again after the call: still once.
-	f.mustApply(item(upstream.EventCapture, "MOD0000000000001", psp, "true", 1000, nil))
+	f.mustApply(item(payments.EventCapture, "MOD0000000000001", psp, "true", 1000, nil))
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 }
 
@@ -434,12 +421,12 @@ func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StatePartiallyCaptured, 1000, 600, 0, 0})
-	f.mustApply(item(upstream.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil))
+	f.mustApply(item(payments.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
-	failed := item(upstream.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil)
+	failed := item(payments.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil)
 	var during error
 	f.up.during = func(string) {
 		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{
@@ -469,7 +456,7 @@ func TestStaleReservationReleasedAfterGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed := item(upstream.EventCaptureFailed, "MOD9", psp, "true", 500, nil)
+	failed := item(payments.EventCaptureFailed, "MOD9", psp, "true", 500, nil)
 	opts := payments.NotificationOptions{Now: t0, FirstSeen: t0, CaptureMode: tenant.CaptureManual}
 	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); !errors.Is(err, payments.ErrNotReady) {
 		t.Fatalf("within grace: %v", err)
@@ -490,7 +477,7 @@ func TestReversalOutcomes(t *testing.T) {
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"}))
+	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"}))
 	f.check(want{payments.StateCancelled, 1000, 0, 0, 1})
 
 	// Cancel via the API, failed: back to authorised.
@@ -499,7 +486,7 @@ func TestReversalOutcomes(t *testing.T) {
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"}))
+	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"}))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 
 	// Refund via the API after a capture, failed: back to captured.
@@ -512,13 +499,13 @@ func TestReversalOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateRefunded, 1000, 1000, 1000, 0})
-	f.mustApply(item(upstream.EventCancelOrRefund, "MOD0000000000002", psp, "false", 1000, map[string]string{"modification.action": "refund"}))
+	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000002", psp, "false", 1000, map[string]string{"modification.action": "refund"}))
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 
 	// A reversal failure overtaking the call's answer waits (ErrNotReady).
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
-	failed := item(upstream.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"})
+	failed := item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"})
 	var during error
 	f.up.during = func(string) {
 		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now()})
@@ -540,7 +527,7 @@ func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.check(want{payments.StateAuthorised, 1500, 0, 0, 0})
-	f.mustApply(item(upstream.EventAuthorisationAdjustment, "MOD0000000000001", psp, "false", 1500, nil))
+	f.mustApply(item(payments.EventAuthorisationAdjustment, "MOD0000000000001", psp, "false", 1500, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 	if p := f.payment(); p.Amount.Value != 1000 {
 		t.Fatalf("amount not restored: %+v", p.Amount)
@@ -550,7 +537,7 @@ func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
 func TestOfferClosedExpiresUnfinishedPayment(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("RedirectShopper")
-	f.mustApply(item(upstream.EventOfferClosed, psp, "", "true", 1000, nil))
+	f.mustApply(item(payments.EventOfferClosed, psp, "", "true", 1000, nil))
 	if p := f.payment(); p.State != payments.StateExpired {
 		t.Fatalf("state %s, want Expired", p.State)
 	}
@@ -566,7 +553,7 @@ func TestConcurrentDuplicatesApplyOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			it := item(upstream.EventCapture, fmt.Sprintf("CAP%013d", i%4), psp, "true", 100, nil)
+			it := item(payments.EventCapture, fmt.Sprintf("CAP%013d", i%4), psp, "true", 100, nil)
 			if _, err := f.apply(it); err != nil {
 				t.Error(err)
 			}

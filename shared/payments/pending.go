@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -39,17 +38,6 @@ func PendingKey(merchantID, siteID, ref string) string {
 func actionKey(paymentData string) string {
 	h := sha256.Sum256([]byte(paymentData))
 	return pendingPrefix + "action_" + hex.EncodeToString(h[:20])
-}
-
-// actionPaymentData returns the paymentData of an action ("" for none).
-func actionPaymentData(action json.RawMessage) string {
-	var a struct {
-		PaymentData string `json:"paymentData"`
-	}
-	if len(action) == 0 || json.Unmarshal(action, &a) != nil {
-		return ""
-	}
-	return a.PaymentData
 }
 
 // saveActionAlias records that the action with paymentData belongs to the

@@ -9,16 +9,15 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // detailsUpstream answers /payments/details with a fixed answer.
 type detailsUpstream struct {
 	*fakeUpstream
-	details upstream.PaymentResponse
+	details payments.PaymentAnswer
 }
 
-func (d *detailsUpstream) PaymentDetails(context.Context, upstream.DetailsRequest, string) (upstream.PaymentResponse, error) {
+func (d *detailsUpstream) Details(context.Context, payments.DetailsRequest) (payments.PaymentAnswer, error) {
 	return d.details, nil
 }
 
@@ -27,14 +26,15 @@ func (d *detailsUpstream) PaymentDetails(context.Context, upstream.DetailsReques
 // pspReference.
 func pendingFixture(t *testing.T) *fixture {
 	f := newFixture(t)
-	up := &detailsUpstream{fakeUpstream: f.up, details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp}}
+	up := &detailsUpstream{fakeUpstream: f.up, details: payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp}}
 	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	f.up.result = upstream.PaymentResponse{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`)}
+	f.up.result = payments.PaymentAnswer{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`),
+		ActionPaymentData: "Ab02b4c0!fingerprint"}
 	in := payments.PaymentInput{
 		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
 		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
 		ReturnURL:     "https://shop.example/return", Reference: "order-1", ShopperReference: "shopper-1",
-		ShopperInteraction: upstream.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
+		ShopperInteraction: payments.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
 		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
 		StateData:      map[string]json.RawMessage{"storePaymentMethod": json.RawMessage(`true`)},
 	}
@@ -68,7 +68,7 @@ func (f *fixture) detailsWith(in payments.DetailsInput) {
 // through the routing metadata.
 func (f *fixture) applyAdvancedAuthorisation() {
 	f.t.Helper()
-	it := item(upstream.EventAuthorisation, psp, "", "true", 1000, nil)
+	it := item(payments.EventAuthorisation, psp, "", "true", 1000, nil)
 	advanced := &payments.NotificationOwner{MerchantID: merchant.ID, SiteID: site.ID, Source: payments.SourceAdvanced}
 	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{Now: f.clk.Now(), Owner: advanced}); err != nil {
 		f.t.Fatal(err)
@@ -147,7 +147,7 @@ func TestPendingDetailsWithoutReferenceBoundByNotification(t *testing.T) {
 func TestPendingDetailsWithEchoedReference(t *testing.T) {
 	f := pendingFixture(t)
 	f.svc = payments.NewService(f.st, &detailsUpstream{fakeUpstream: f.up,
-		details: upstream.PaymentResponse{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		details: payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	f.details("")
 	f.wantBound(payments.StateAuthorised)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // Record updates after the upstream's answer (docs/payments.md). Once the
@@ -231,7 +230,7 @@ func (u RecordUpdate) applyTo(p *Payment) error {
 		_, reserved := p.Reservations[u.Op]
 		delete(p.Reservations, u.Op)
 		switch {
-		case !reserved || p.notifiedAny(upstream.EventCaptureFailed, u.Modification):
+		case !reserved || p.notifiedAny(EventCaptureFailed, u.Modification):
 			// Not counted any more: its failure notification took it
 			// back (or, after the grace period, released a reservation of
 			// the same amount, leaving this one to stand for it).
@@ -259,7 +258,7 @@ func (u RecordUpdate) applyTo(p *Payment) error {
 			return ErrSkip
 		}
 		delete(p.RefundReservations, u.Op)
-		if !p.notifiedAny(upstream.EventRefund, u.Modification) && !p.notifiedAny(upstream.EventRefundFailed, u.Modification) {
+		if !p.notifiedAny(EventRefund, u.Modification) && !p.notifiedAny(EventRefundFailed, u.Modification) {
 			if p.RefundReservations == nil {
 				p.RefundReservations = map[string]int64{}
 			}
@@ -285,7 +284,7 @@ func (u RecordUpdate) applyTo(p *Payment) error {
 			kind = "refund"
 		}
 		switch {
-		case p.notified(upstream.EventCancelOrRefund, u.Modification, false):
+		case p.notified(EventCancelOrRefund, u.Modification, false):
 			// Its failure was notified first and stands.
 		case captured > 0:
 			p.RefundedValue = captured
@@ -302,7 +301,7 @@ func (u RecordUpdate) applyTo(p *Payment) error {
 			p.AmountUpdate = nil
 		}
 		p.History = append(p.History, Event{At: u.At, Kind: kindAPIAmountUpdate, Origin: OriginAPI, PSPReference: u.Modification, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
-		if !p.notified(upstream.EventAuthorisationAdjustment, u.Modification, false) { // else its failure stands
+		if !p.notified(EventAuthorisationAdjustment, u.Modification, false) { // else its failure stands
 			p.AuthorisedValue = amount.Value
 			p.Amount.Value = amount.Value
 		}

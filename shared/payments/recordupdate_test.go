@@ -13,7 +13,6 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // deferred is a PendingUpdates that keeps what it is given (err: refuses).
@@ -103,7 +102,7 @@ func apiEntries(p payments.Payment, kind string) int {
 
 // afterGrace applies a notification item whose first arrival is past the
 // grace period (it does not wait for the service's record any more).
-func (f *fixture) afterGrace(it upstream.NotificationRequestItem) {
+func (f *fixture) afterGrace(it payments.Notification) {
 	f.t.Helper()
 	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
 		Now: f.clk.Now(), FirstSeen: f.clk.Now().Add(-time.Hour), CaptureMode: tenant.CaptureManual,
@@ -118,8 +117,8 @@ func (f *fixture) afterGrace(it upstream.NotificationRequestItem) {
 // and does not undo a CAPTURE_FAILED that came first or after.
 func TestDeferredCaptureUpdate(t *testing.T) {
 	const mod = "MOD0000000000001"
-	capture := item(upstream.EventCapture, mod, psp, "true", 400, nil)
-	failed := item(upstream.EventCaptureFailed, mod, psp, "true", 400, nil)
+	capture := item(payments.EventCapture, mod, psp, "true", 400, nil)
+	failed := item(payments.EventCaptureFailed, mod, psp, "true", 400, nil)
 	for _, tc := range []struct {
 		name  string
 		steps []string // "update" or a notification: "capture", "failed"
@@ -216,11 +215,14 @@ func TestDeferredReleaseAppliesOnce(t *testing.T) {
 // answers).
 type failingCaptures struct{ *fakeUpstream }
 
-func (u failingCaptures) Capture(context.Context, string, upstream.CaptureRequest, string) (upstream.ModificationResponse, error) {
+func (u failingCaptures) Modify(ctx context.Context, r payments.ModificationRequest) (payments.ModificationAnswer, error) {
+	if r.Kind != payments.ModifyCapture {
+		return u.fakeUpstream.Modify(ctx, r)
+	}
 	if u.during != nil {
 		u.during("")
 	}
-	return upstream.ModificationResponse{}, &upstream.Error{HTTPStatus: 503}
+	return payments.ModificationAnswer{}, errUnavailable
 }
 
 // TestDeferredRefundUpdate: a refund the upstream accepted, its record
@@ -255,9 +257,9 @@ func TestDeferredRefundUpdate(t *testing.T) {
 			}
 			switch tc.first {
 			case "refund":
-				f.afterGrace(item(upstream.EventRefund, mod, psp, "true", 250, nil))
+				f.afterGrace(item(payments.EventRefund, mod, psp, "true", 250, nil))
 			case "failed":
-				f.afterGrace(item(upstream.EventRefundFailed, mod, psp, "true", 250, nil))
+				f.afterGrace(item(payments.EventRefundFailed, mod, psp, "true", 250, nil))
 			}
 			f.applyUpdate(u)
 			f.applyUpdate(u)
@@ -266,7 +268,7 @@ func TestDeferredRefundUpdate(t *testing.T) {
 				t.Fatalf("%d API refund entries", apiEntries(p, "refund"))
 			}
 			if tc.first == "" { // its notification after: counted once
-				f.afterGrace(item(upstream.EventRefund, mod, psp, "true", 250, nil))
+				f.afterGrace(item(payments.EventRefund, mod, psp, "true", 250, nil))
 				f.applyUpdate(u)
 				f.checkRefunds(payments.StatePartiallyRefunded, 250, 0)
 			}
@@ -290,7 +292,7 @@ func TestDeferredReversalAndAmountUpdate(t *testing.T) {
 			f.recovered()
 			wantState := payments.StateCancelled
 			if failedFirst {
-				f.afterGrace(item(upstream.EventCancelOrRefund, mod, psp, "false", 1000, nil))
+				f.afterGrace(item(payments.EventCancelOrRefund, mod, psp, "false", 1000, nil))
 				wantState = payments.StateAuthorised
 			}
 			f.applyUpdate(u)
@@ -315,7 +317,7 @@ func TestDeferredReversalAndAmountUpdate(t *testing.T) {
 			}
 			want := int64(1500)
 			if failedFirst {
-				f.afterGrace(item(upstream.EventAuthorisationAdjustment, mod, psp, "false", 1500, nil))
+				f.afterGrace(item(payments.EventAuthorisationAdjustment, mod, psp, "false", 1500, nil))
 				want = 1000
 			}
 			f.applyUpdate(u)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // Refunds (docs/payments.md): partial and multiple refunds of a captured
@@ -57,7 +56,7 @@ func (p *Payment) Refundable() int64 {
 type RefundInput struct {
 	Amount    money.Amount
 	Reference string
-	LineItems []upstream.LineItem
+	LineItems []LineItem
 }
 
 // refundableState reports whether a payment in state st may be refunded.
@@ -107,10 +106,10 @@ func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInpu
 	if err != nil {
 		return ModificationResult{}, recordError(err)
 	}
-	resp, err := s.up.Refund(ctx, psp, upstream.RefundRequest{
+	resp, err := s.up.Modify(ctx, ModificationRequest{Kind: ModifyRefund, IdempotencyKey: c.callUpstream(), PSPReference: psp,
 		MerchantAccount: m.UpstreamAccount, Amount: amount, Reference: in.Reference, LineItems: in.LineItems,
 		Splits: Splits(m, amount, orRef(in.Reference, psp)),
-	}, c.callUpstream())
+	})
 	u := RecordUpdate{Kind: UpdateRefund, PSPReference: psp, Op: op, Amount: amount, At: s.clock.Now()}
 	if err != nil {
 		u.Kind = UpdateRefundRelease
@@ -128,9 +127,9 @@ func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInpu
 // the platform directly, or whose call is not recorded yet) follow the
 // reversal rules too, except that a failure after the grace period also
 // releases a reservation of the same amount whose call never settled.
-func applyRefundItem(p *Payment, item upstream.NotificationRequestItem, opts NotificationOptions) error {
+func applyRefundItem(p *Payment, item Notification, opts NotificationOptions) error {
 	op := item.PSPReference
-	success := item.EventCode == upstream.EventRefund
+	success := item.EventCode == EventRefund
 	if _, byReversal := p.apiEvent(kindAPIReversal, op); byReversal {
 		return applyReversal(p, item, true, success, opts)
 	}
@@ -152,12 +151,12 @@ func applyRefundItem(p *Payment, item upstream.NotificationRequestItem, opts Not
 		return applyReversal(p, item, true, false, opts)
 	case success:
 		delete(p.RefundReservations, op)
-		if !p.notifiedAny(upstream.EventRefundFailed, op) {
+		if !p.notifiedAny(EventRefundFailed, op) {
 			p.RefundedValue += item.Amount.Value
 		}
 	case inFlight:
 		delete(p.RefundReservations, op) // released
-	case p.notified(upstream.EventRefund, op, true):
+	case p.notified(EventRefund, op, true):
 		p.RefundedValue = max(p.RefundedValue-item.Amount.Value, 0)
 	}
 	p.recomputeState()

@@ -14,7 +14,6 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 func refundOf(v int64) payments.RefundInput {
@@ -87,20 +86,20 @@ func TestRefundsPartialAndMultiple(t *testing.T) {
 	_, err = f.refund(1)
 	wantInvalid(t, err, "amount.value")
 
-	f.mustApply(item(upstream.EventRefund, r1.PSPReference, psp, "true", 300, nil))
+	f.mustApply(item(payments.EventRefund, r1.PSPReference, psp, "true", 300, nil))
 	f.checkRefunds(payments.StatePartiallyRefunded, 300, 700)
-	f.mustApply(item(upstream.EventRefundFailed, r2.PSPReference, psp, "true", 700, nil))
+	f.mustApply(item(payments.EventRefundFailed, r2.PSPReference, psp, "true", 700, nil))
 	f.checkRefunds(payments.StatePartiallyRefunded, 300, 0)
 	// Duplicates change nothing.
-	f.mustApply(item(upstream.EventRefund, r1.PSPReference, psp, "true", 300, nil),
-		item(upstream.EventRefundFailed, r2.PSPReference, psp, "true", 700, nil))
+	f.mustApply(item(payments.EventRefund, r1.PSPReference, psp, "true", 300, nil),
+		item(payments.EventRefundFailed, r2.PSPReference, psp, "true", 700, nil))
 	f.checkRefunds(payments.StatePartiallyRefunded, 300, 0)
 	// The released 700 may be refunded again, then the payment is refunded.
 	r3, err := f.refund(700)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(upstream.EventRefund, r3.PSPReference, psp, "true", 700, nil))
+	f.mustApply(item(payments.EventRefund, r3.PSPReference, psp, "true", 700, nil))
 	f.checkRefunds(payments.StateRefunded, 1000, 0)
 	_, err = f.refund(1)
 	wantInvalid(t, err, "")
@@ -130,8 +129,11 @@ func TestRefundRefused(t *testing.T) {
 // failingRefunds fails every refund call like an upstream 500.
 type failingRefunds struct{ *fakeUpstream }
 
-func (failingRefunds) Refund(context.Context, string, upstream.RefundRequest, string) (upstream.ModificationResponse, error) {
-	return upstream.ModificationResponse{}, &upstream.Error{HTTPStatus: 500, Message: "boom"}
+func (u failingRefunds) Modify(ctx context.Context, r payments.ModificationRequest) (payments.ModificationAnswer, error) {
+	if r.Kind != payments.ModifyRefund {
+		return u.fakeUpstream.Modify(ctx, r)
+	}
+	return payments.ModificationAnswer{}, errors.New("upstream: HTTP 500: boom")
 }
 
 // An upstream failure releases the reservation and is the refund's 500.
@@ -160,7 +162,7 @@ func hasKind(p payments.Payment, kind string) bool {
 // Notifications overtaking the service's own record of the call.
 func TestRefundNotificationsDuringTheCall(t *testing.T) {
 	f := captured(t)
-	f.up.during = func(mod string) { f.mustApply(item(upstream.EventRefund, mod, psp, "true", 400, nil)) }
+	f.up.during = func(mod string) { f.mustApply(item(payments.EventRefund, mod, psp, "true", 400, nil)) }
 	if _, err := f.refund(400); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func TestRefundNotificationsDuringTheCall(t *testing.T) {
 	f = captured(t)
 	var during error
 	f.up.during = func(mod string) {
-		_, during = payments.ApplyNotification(f.ctx, f.st, item(upstream.EventRefundFailed, mod, psp, "true", 400, nil),
+		_, during = payments.ApplyNotification(f.ctx, f.st, item(payments.EventRefundFailed, mod, psp, "true", 400, nil),
 			payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now(), CaptureMode: tenant.CaptureManual})
 	}
 	r, err := f.refund(400)
@@ -180,7 +182,7 @@ func TestRefundNotificationsDuringTheCall(t *testing.T) {
 		t.Fatalf("REFUND_FAILED during the call: %v, want ErrNotReady", during)
 	}
 	f.checkRefunds(payments.StateCaptured, 0, 400)
-	f.mustApply(item(upstream.EventRefundFailed, r.PSPReference, psp, "true", 400, nil)) // the upstream's retry
+	f.mustApply(item(payments.EventRefundFailed, r.PSPReference, psp, "true", 400, nil)) // the upstream's retry
 	f.checkRefunds(payments.StateCaptured, 0, 0)
 }
 
@@ -191,9 +193,9 @@ func TestRefundConfirmedThenFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(upstream.EventRefund, r.PSPReference, psp, "true", 1000, nil))
+	f.mustApply(item(payments.EventRefund, r.PSPReference, psp, "true", 1000, nil))
 	f.checkRefunds(payments.StateRefunded, 1000, 0)
-	f.mustApply(item(upstream.EventRefundFailed, r.PSPReference, psp, "true", 1000, nil))
+	f.mustApply(item(payments.EventRefundFailed, r.PSPReference, psp, "true", 1000, nil))
 	f.checkRefunds(payments.StateCaptured, 0, 0)
 }
 
@@ -207,7 +209,7 @@ func TestStaleRefundReservationReleasedAfterGrace(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	failed := item(upstream.EventRefundFailed, "MOD9", psp, "true", 250, nil)
+	failed := item(payments.EventRefundFailed, "MOD9", psp, "true", 250, nil)
 	opts := payments.NotificationOptions{Now: t0, FirstSeen: t0, CaptureMode: tenant.CaptureManual}
 	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); !errors.Is(err, payments.ErrNotReady) {
 		t.Fatalf("within grace: %v", err)

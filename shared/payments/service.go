@@ -7,15 +7,14 @@
 package payments
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // Metadata keys the service adds to every upstream call so notifications can
@@ -26,21 +25,6 @@ const (
 	MetaSite     = "siteId"
 	MetaSource   = "paymentSource"
 )
-
-// Upstream is the port to the upstream checkout API.
-type Upstream interface {
-	CreateSession(ctx context.Context, req upstream.SessionRequest, idempotencyKey string) (upstream.SessionResponse, error)
-	PaymentMethods(ctx context.Context, req upstream.PaymentMethodsRequest, idempotencyKey string) (upstream.PaymentMethodsResponse, error)
-	Payments(ctx context.Context, req upstream.PaymentRequest, idempotencyKey string) (upstream.PaymentResponse, error)
-	PaymentDetails(ctx context.Context, req upstream.DetailsRequest, idempotencyKey string) (upstream.PaymentResponse, error)
-	Capture(ctx context.Context, pspReference string, req upstream.CaptureRequest, idempotencyKey string) (upstream.ModificationResponse, error)
-	Reverse(ctx context.Context, pspReference string, req upstream.ReversalRequest, idempotencyKey string) (upstream.ModificationResponse, error)
-	UpdateAmount(ctx context.Context, pspReference string, req upstream.AmountUpdateRequest, idempotencyKey string) (upstream.ModificationResponse, error)
-	Refund(ctx context.Context, pspReference string, req upstream.RefundRequest, idempotencyKey string) (upstream.ModificationResponse, error)
-	DeleteStoredPaymentMethod(ctx context.Context, req upstream.DeleteStoredPaymentMethodRequest) error
-}
-
-var _ Upstream = (*upstream.Client)(nil)
 
 // Service runs the payment operations.
 type Service struct {
@@ -107,10 +91,10 @@ func reference(c *Call, given, prefix string) string {
 // else (5xx, timeouts, connection errors, our own credentials refused) the
 // endpoint's failure kind.
 func upstreamError(err error, failed apperr.Kind, what string) error {
-	if upstream.IsInFlight(err) {
+	if errors.Is(err, ErrUpstreamInFlight) {
 		return apperr.Wrap(apperr.IdempotencyInFlight, "the upstream is still processing a request with this Idempotency-Key; retry later", err)
 	}
-	if e, ok := upstream.AsError(err); ok && e.Rejected() {
+	if e := (*UpstreamRejection)(nil); errors.As(err, &e) {
 		msg := e.Message
 		if msg == "" {
 			msg = "request rejected by the payment platform"

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // SessionResult is a created session: the upstream's id and sessionData,
@@ -25,13 +24,14 @@ type SessionResult struct {
 func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (SessionResult, error) {
 	m, site := c.Merchant, c.Site
 	ref := reference(c, in.Reference, "ses_")
-	req := upstream.SessionRequest{
+	req := SessionRequest{
+		IdempotencyKey:           c.callUpstream(),
 		MerchantAccount:          m.UpstreamAccount,
 		Amount:                   in.Amount,
 		Reference:                ref,
 		ReturnURL:                in.ReturnURL,
 		CountryCode:              in.CountryCode,
-		ShopperInteraction:       upstream.ShopperInteractionEcommerce,
+		ShopperInteraction:       ShopperInteractionEcommerce,
 		BlockedPaymentMethods:    mergeBlocked(in.BlockedPaymentMethods),
 		Splits:                   Splits(m, in.Amount, ref),
 		Metadata:                 routingMetadata(m, site, SourceSessions),
@@ -44,15 +44,12 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 		StorePaymentMethodMode:   in.StorePaymentMethodMode,
 		RecurringProcessingModel: in.RecurringProcessingModel,
 		Mode:                     in.Mode,
+		StorePaymentMethod:       in.StorePaymentMethod,
 	}
 	if req.CountryCode == "" {
 		req.CountryCode = m.Country
 	}
-	if in.StorePaymentMethod {
-		t := true
-		req.StorePaymentMethod = &t
-	}
-	resp, err := s.up.CreateSession(ctx, req, c.callUpstream())
+	resp, err := s.up.CreateSession(ctx, req)
 	if err != nil {
 		return SessionResult{}, upstreamError(err, apperr.SessionFailed, "session creation")
 	}

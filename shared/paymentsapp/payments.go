@@ -7,7 +7,6 @@ import (
 
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // serverPrefixes are additionalData key prefixes the service controls.
@@ -46,17 +45,17 @@ func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
 	in.AdditionalData = o.StringMap("additionalData", false, maxAdditional, additionalDataKey)
 	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
-	in.ShopperInteraction, _ = o.String("shopperInteraction", false, jsonin.OneOf(upstream.ShopperInteractionEcommerce, upstream.ShopperInteractionContAuth))
+	in.ShopperInteraction, _ = o.String("shopperInteraction", false, jsonin.OneOf(payments.ShopperInteractionEcommerce, payments.ShopperInteractionContAuth))
 	in.RecurringProcessingModel, _ = o.String("recurringProcessingModel", false, jsonin.OneOf(recurringModels...))
 	in.IndustryUsage, _ = o.String("industryUsage", false, jsonin.OneOf("noShow", "delayedCharge", "installment"))
 	in.StateData = readStateData(o)
 	o.Done()
 
 	if in.ShopperInteraction == "" {
-		in.ShopperInteraction = upstream.ShopperInteractionEcommerce
+		in.ShopperInteraction = payments.ShopperInteractionEcommerce
 	}
 	// Merchant-initiated stored-card charge (docs/upstream.md).
-	if in.ShopperInteraction == upstream.ShopperInteractionContAuth {
+	if in.ShopperInteraction == payments.ShopperInteractionContAuth {
 		need := func(field string, ok bool, msg string) {
 			if !ok {
 				o.Fail(field, msg+" for a stored-card charge (shopperInteraction ContAuth)")

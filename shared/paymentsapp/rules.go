@@ -9,7 +9,7 @@ import (
 
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/payments"
 )
 
 // Field bounds (docs/openapi.yaml, docs/limits.md).
@@ -143,7 +143,7 @@ func phoneRule(s string) string {
 // recurringModels are the upstream's recurringProcessingModel values.
 var recurringModels = []string{"CardOnFile", "Subscription", "UnscheduledCardOnFile"}
 
-func readName(o *jsonin.Obj, name string) *upstream.Name {
+func readName(o *jsonin.Obj, name string) *payments.Name {
 	n := o.Object(name, false)
 	if n == nil {
 		return nil
@@ -152,15 +152,15 @@ func readName(o *jsonin.Obj, name string) *upstream.Name {
 	first, _ := n.String("firstName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
 	last, _ := n.String("lastName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
 	n.Done()
-	return &upstream.Name{FirstName: first, LastName: last}
+	return &payments.Name{FirstName: first, LastName: last}
 }
 
-func readLineItems(o *jsonin.Obj) []upstream.LineItem {
+func readLineItems(o *jsonin.Obj) []payments.LineItem {
 	items := o.Objects("lineItems", false, maxLineItems)
 	if items == nil {
 		return nil
 	}
-	out := make([]upstream.LineItem, 0, len(items))
+	out := make([]payments.LineItem, 0, len(items))
 	optInt := func(li *jsonin.Obj, name string, hi int64) *int64 {
 		if v, ok := li.Int(name, false, 0, hi); ok {
 			return &v
@@ -168,7 +168,7 @@ func readLineItems(o *jsonin.Obj) []upstream.LineItem {
 		return nil
 	}
 	for _, li := range items {
-		var it upstream.LineItem
+		var it payments.LineItem
 		it.Quantity, _ = li.Int("quantity", true, 1, 1_000_000)
 		it.Description, _ = li.String("description", false, jsonin.MaxLen(127))
 		it.ID, _ = li.String("id", false, jsonin.MaxLen(50))

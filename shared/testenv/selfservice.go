@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -18,7 +20,7 @@ type selfServiceStores interface {
 	lookup.Events
 	lookup.Deliveries
 	notifications.EventStore
-	notifications.EventLog
+	PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error
 	webhooks.DeliveryStore
 }
 
@@ -81,11 +83,15 @@ func (e *Env) Notify() {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	recv := &notifications.Receiver{Signer: signer, Events: e.SelfService, Payments: e.Store, Tenants: e.Store,
-		Deliveries: e.SelfService, History: e.SelfService, Queue: e.Queue, Clock: e.Clock, Log: e.Deps.Log}
+	inbox := &connector.Inbox{Signer: signer, Log: e.Deps.Log, Receiver: &notifications.Receiver{
+		Events: e.SelfService, Payments: e.Store, Tenants: e.Store,
+		Deliveries: e.SelfService, Queue: e.Queue, Clock: e.Clock, Log: e.Deps.Log}}
 	for _, it := range e.Sim.Notifications() {
-		n := upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}}
-		if err := recv.Accept(context.Background(), n); err != nil {
+		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if _, err := inbox.Accept(context.Background(), body); err != nil {
 			e.T.Fatalf("notification %s %s: %v", it.EventCode, it.PSPReference, err)
 		}
 		e.Clock.Advance(time.Second) // distinct arrival times

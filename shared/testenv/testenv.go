@@ -32,6 +32,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks"
 )
@@ -184,7 +185,6 @@ func NewWith(t testing.TB, opts Options) *Env {
 	clk := clock.NewFake(Start)
 	var st Stores
 	var sst selfServiceStores
-	var groups func() payments.WriteGroup // the embedded store's, as app.New wires them
 	if opts.Dynamo {
 		endpoint := moto.Endpoint(t)
 		client := moto.DynamoClient(t, endpoint)
@@ -204,7 +204,6 @@ func NewWith(t testing.TB, opts Options) *Env {
 		}
 		t.Cleanup(func() { _ = es.Close() })
 		st, sst = es, es
-		groups = es.NewWriteGroup
 	}
 	var idem idempotency.Store = st
 	if opts.WrapIdem != nil {
@@ -224,16 +223,15 @@ func NewWith(t testing.TB, opts Options) *Env {
 	if opts.WrapPayments != nil {
 		ps = opts.WrapPayments(st)
 	}
-	svc := payments.NewService(ps, up, clk, log)
+	svc := payments.NewService(ps, connector.New(up), clk, log)
 	d := &httpapi.Deps{
-		Auth:        tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
-		Limiter:     ratelimit.New(st, clk, 1000, 2000, log),
-		Idem:        idempotency.New(idem, clk, 0, 0, log),
-		Payments:    svc,
-		Lookup:      lookup.New(st, sst, sst),
-		Log:         log,
-		Clock:       clk,
-		WriteGroups: groups,
+		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
+		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
+		Idem:     idempotency.New(idem, clk, 0, 0, log),
+		Payments: svc,
+		Lookup:   lookup.New(st, sst, sst),
+		Log:      log,
+		Clock:    clk,
 	}
 	q := &MemQueue{}
 	hooks := &RecordingPoster{}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
@@ -27,10 +26,29 @@ type Poster interface {
 // Metrics counts delivery attempts (CloudWatch EMF in Lambda).
 type Metrics interface {
 	// WebhookDelivery records one attempt (observe.Metrics in Lambda).
-	WebhookDelivery(observe.WebhookDelivery)
+	WebhookDelivery(Attempt)
 }
 
-var _ Poster = (*Sender)(nil)
+// Attempt is one attempt to deliver a webhook to a merchant endpoint,
+// as reported by the dispatcher. None of its fields may hold a secret or the
+// endpoint URL (which can embed credentials).
+type Attempt struct {
+	MerchantID     string // property, not a dimension (unbounded)
+	SubscriptionID string // property
+	DeliveryID     string // property
+	EventCode      string // property, e.g. AUTHORISATION
+	// Attempt is the 1-based number of this attempt (1 = first delivery).
+	Attempt int
+	// StatusCode is the receiver's HTTP status; 0 when no response came.
+	StatusCode int
+	// Success is a 2xx answer within the delivery timeout (15 s).
+	Success bool
+	// Exhausted is a failed attempt after which no further attempt is
+	// scheduled (the last of the schedule: the message goes to the DLQ).
+	Exhausted bool
+	// Latency is from sending the request to the answer (or the failure).
+	Latency time.Duration
+}
 
 // Dispatcher makes delivery attempts: Process is the queue.Handler run by
 // the SQS Lambda handler and by the local queue's worker. It is safe for
@@ -103,7 +121,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 	res := d.attempt(ctx, sub, dl, attempt, now)
 	out := d.decide(res, attempt)
 	if d.Metrics != nil {
-		d.Metrics.WebhookDelivery(observe.WebhookDelivery{
+		d.Metrics.WebhookDelivery(Attempt{
 			MerchantID: dl.MerchantID, SubscriptionID: dl.SubscriptionID, DeliveryID: dl.ID, EventCode: dl.EventCode,
 			Attempt: attempt, StatusCode: res.StatusCode, Success: res.Delivered(),
 			Exhausted: out.Kind == queue.DeadLetter, Latency: res.Duration,

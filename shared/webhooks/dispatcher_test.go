@@ -21,6 +21,7 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -73,7 +74,7 @@ func newEnv(t *testing.T) *env {
 	e.q = localqueue.New(st, e.clk, log, 0)
 	e.d = &webhooks.Dispatcher{
 		Deliveries: st, Tenants: st, Clock: e.clk, Log: log, Rand: func() float64 { return 0.5 },
-		Sender: webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true}),
+		Sender: sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true}),
 	}
 	e.admin = &webhooks.Admin{Deliveries: st, Queue: e.q, DeadLetters: e.q, Clock: e.clk}
 	e.must(st.PutMerchant(e.ctx, tenant.Merchant{ID: "m_a", Name: "A", Country: "NL", Active: true, CreatedAt: t0}))
@@ -342,7 +343,7 @@ func TestGoneDisablesSubscription(t *testing.T) {
 // delivery fails at once with the reason, not after ten attempts.
 func TestRefusedTargetFailsAtOnce(t *testing.T) {
 	e := newEnv(t)
-	e.d.Sender = webhooks.NewSender(webhooks.SenderConfig{Timeout: time.Second})
+	e.d.Sender = sender.New(sender.Config{Timeout: time.Second})
 	e.newDelivery("msg_r")
 	e.run()
 	d := e.delivery("msg_r")

@@ -28,6 +28,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
@@ -109,7 +110,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 	}
 	e.d = &webhooks.Dispatcher{Deliveries: e.st, Tenants: e.st, Clock: clock.System{}, Rand: func() float64 { return 0.5 },
 		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Sender: webhooks.NewSender(webhooks.SenderConfig{Timeout: 10 * time.Second, AllowLocal: true})}
+		Sender: sender.New(sender.Config{Timeout: 10 * time.Second, AllowLocal: true})}
 	return e
 }
 

@@ -6,7 +6,8 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
 )
 
 // KeyPaymentSource is the additionalData entry telling merchants how the
@@ -16,8 +17,30 @@ const KeyPaymentSource = "paymentSource"
 // Payload is the body of one delivery: the upstream's notification format
 // with one item, and live as a JSON boolean.
 type Payload struct {
-	Live              bool                        `json:"live"`
-	NotificationItems []upstream.NotificationItem `json:"notificationItems"`
+	Live              bool          `json:"live"`
+	NotificationItems []PayloadItem `json:"notificationItems"`
+}
+
+// PayloadItem wraps one item as {"NotificationRequestItem": {...}}.
+type PayloadItem struct {
+	Item Item `json:"NotificationRequestItem"`
+}
+
+// Item is a notification item as merchants receive it: the platform's
+// item format, field for field (docs/openapi.yaml, webhooks).
+type Item struct {
+	AdditionalData      map[string]string `json:"additionalData,omitempty"`
+	Amount              money.Amount      `json:"amount"`
+	EventCode           string            `json:"eventCode"`
+	EventDate           string            `json:"eventDate"`
+	MerchantAccountCode string            `json:"merchantAccountCode"`
+	MerchantReference   string            `json:"merchantReference"`
+	OriginalReference   string            `json:"originalReference,omitempty"`
+	PaymentMethod       string            `json:"paymentMethod,omitempty"`
+	PSPReference        string            `json:"pspReference"`
+	Reason              string            `json:"reason,omitempty"`
+	Success             string            `json:"success"`
+	Operations          []string          `json:"operations,omitempty"`
 }
 
 // BuildPayload renders the body delivered for item: the upstream's item
@@ -27,9 +50,14 @@ type Payload struct {
 // Everything else, including tokenization.storedPaymentMethodId and
 // recurring.recurringDetailReference, is kept. The encoding is
 // deterministic, so the same item always gives the same bytes.
-func BuildPayload(live bool, item upstream.NotificationRequestItem, source string) ([]byte, error) {
-	item.AdditionalData = merchantAdditionalData(item.AdditionalData, source)
-	b, err := json.Marshal(Payload{Live: live, NotificationItems: []upstream.NotificationItem{{Item: item}}})
+func BuildPayload(live bool, n payments.Notification, source string) ([]byte, error) {
+	item := Item{
+		AdditionalData: merchantAdditionalData(n.AdditionalData, source), Amount: n.Amount, EventCode: n.EventCode,
+		EventDate: n.EventDate, MerchantAccountCode: n.MerchantAccountCode, MerchantReference: n.MerchantReference,
+		OriginalReference: n.OriginalReference, PaymentMethod: n.PaymentMethod, PSPReference: n.PSPReference,
+		Reason: n.Reason, Success: n.Success, Operations: n.Operations,
+	}
+	b, err := json.Marshal(Payload{Live: live, NotificationItems: []PayloadItem{{Item: item}}})
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: encode payload: %w", err)
 	}
@@ -43,9 +71,9 @@ func merchantAdditionalData(ad map[string]string, source string) map[string]stri
 	if out == nil {
 		out = map[string]string{}
 	}
-	delete(out, upstream.KeyHMACSignature)
+	delete(out, payments.KeyHMACSignature)
 	for k := range out {
-		if strings.HasPrefix(k, upstream.MetadataPrefix) {
+		if strings.HasPrefix(k, payments.MetadataPrefix) {
 			delete(out, k)
 		}
 	}

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
 func TestBuildPayload(t *testing.T) {
-	item := upstream.NotificationRequestItem{
+	item := payments.Notification{
 		EventCode: "AUTHORISATION", Success: "true", PSPReference: "QFQTPCQ8HXSKGK82", MerchantReference: "order-1",
 		MerchantAccountCode: "DemoShopECOM", Amount: money.Amount{Value: 0, Currency: "EUR"}, PaymentMethod: "visa",
 		AdditionalData: map[string]string{
@@ -62,8 +63,41 @@ func TestBuildPayload(t *testing.T) {
 	if !bytes.Equal(body, again) {
 		t.Fatal("the payload is not deterministic")
 	}
-	live, _ := webhooks.BuildPayload(true, upstream.NotificationRequestItem{EventCode: "CAPTURE"}, "advanced")
+	live, _ := webhooks.BuildPayload(true, payments.Notification{EventCode: "CAPTURE"}, "advanced")
 	if !bytes.Contains(live, []byte(`"live":true`)) || !bytes.Contains(live, []byte(`"paymentSource":"advanced"`)) {
 		t.Fatalf("live payload: %s", live)
+	}
+}
+
+// TestPayloadItemIsThePlatformsFormat: merchants receive the item in the
+// platform's own format, field for field and in its order: the payload's
+// item encodes exactly as the platform's wire item with the same fields
+// (the additionalData the service keeps aside).
+func TestPayloadItemIsThePlatformsFormat(t *testing.T) {
+	for _, n := range []payments.Notification{
+		{EventCode: "CAPTURE", PSPReference: "MOD1", OriginalReference: "PSP1", Success: "true", EventDate: "2026-05-04T10:00:00+02:00",
+			MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 400, Currency: "EUR"},
+			PaymentMethod: "visa", Reason: "ok", Operations: []string{"REFUND"}, AdditionalData: map[string]string{"authCode": "1"}},
+		{EventCode: "AUTHORISATION", PSPReference: "PSP1", Success: "false"},
+	} {
+		body, err := webhooks.BuildPayload(false, n, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Items []struct {
+				Item json.RawMessage `json:"NotificationRequestItem"`
+			} `json:"notificationItems"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(connector.Item(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Items[0].Item) != string(want) {
+			t.Fatalf("payload item\n%s\nwant the platform's encoding\n%s", got.Items[0].Item, want)
+		}
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // EventTest is the eventCode of the test webhook (POST /v1/ecom/webhooks/test).
@@ -173,7 +173,7 @@ func (s *SelfService) SendTest(ctx context.Context, m tenant.Merchant, subscript
 func (s *SelfService) test(ctx context.Context, m tenant.Merchant, sub tenant.Subscription, now time.Time) TestResult {
 	id := testID()
 	out := TestResult{SubscriptionID: sub.ID, URL: sub.URL, WebhookID: id}
-	item := upstream.NotificationRequestItem{
+	item := payments.Notification{
 		EventCode: EventTest, Success: "true", PSPReference: "TEST" + strings.ToUpper(id[len(id)-12:]),
 		MerchantReference: "webhook-test", MerchantAccountCode: m.UpstreamAccount,
 		Amount: money.Amount{Value: 0, Currency: "EUR"}, EventDate: now.UTC().Format(time.RFC3339),

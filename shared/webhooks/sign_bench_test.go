@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -19,14 +19,14 @@ func benchSecret(b byte) string {
 // benchPayload is the delivery body of a typical AUTHORISATION item.
 func benchPayload(b *testing.B) []byte {
 	b.Helper()
-	item := upstream.NotificationRequestItem{
+	item := payments.Notification{
 		Amount: money.Amount{Value: 12950, Currency: "EUR"}, EventCode: "AUTHORISATION",
 		EventDate: "2026-11-23T10:00:00+01:00", MerchantAccountCode: "DemoShopECOM",
 		MerchantReference: "order-2026-000123", PaymentMethod: "visa", PSPReference: "QFQTPCQ8HXSKGK82",
 		Success: "true", Operations: []string{"CANCEL", "CAPTURE", "REFUND"},
 		AdditionalData: map[string]string{
 			"metadata.ypMerchant": "m_demo", "metadata.ypSite": "site_demo", "metadata.ypSource": "advanced",
-			"authCode": "058158", "cardSummary": "1111", "expiryDate": "03/2030", upstream.KeyHMACSignature: "x",
+			"authCode": "058158", "cardSummary": "1111", "expiryDate": "03/2030", payments.KeyHMACSignature: "x",
 		},
 	}
 	body, err := webhooks.BuildPayload(false, item, "advanced")
@@ -63,7 +63,7 @@ func BenchmarkWebhookSign(b *testing.B) {
 // BenchmarkWebhookPayload is the rendering of a delivery body from a
 // notification item (done once per delivery by the notifications function).
 func BenchmarkWebhookPayload(b *testing.B) {
-	item := upstream.NotificationRequestItem{
+	item := payments.Notification{
 		Amount: money.Amount{Value: 12950, Currency: "EUR"}, EventCode: "AUTHORISATION",
 		EventDate: "2026-11-23T10:00:00+01:00", MerchantAccountCode: "DemoShopECOM",
 		MerchantReference: "order-2026-000123", PaymentMethod: "visa", PSPReference: "QFQTPCQ8HXSKGK82",

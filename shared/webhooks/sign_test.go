@@ -10,6 +10,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -35,7 +36,7 @@ func request(t *testing.T, secrets ...string) webhooks.Request {
 // rotation, and with our merchant helper.
 func TestSignaturesVerifyWithStandardWebhooks(t *testing.T) {
 	req := request(t, secretNew, secretOld)
-	h := webhooks.Headers(req)
+	h := sender.Headers(req)
 	if n := len(strings.Fields(h.Get("webhook-signature"))); n != 2 {
 		t.Fatalf("rotation: %d signatures, want 2: %q", n, h.Get("webhook-signature"))
 	}
@@ -73,7 +74,7 @@ func TestSignaturesVerifyWithStandardWebhooks(t *testing.T) {
 
 func TestHeaders(t *testing.T) {
 	req := request(t, secretNew)
-	h := webhooks.Headers(req)
+	h := sender.Headers(req)
 	want := map[string]string{
 		"X-Webhook-Id": req.ID, "webhook-timestamp": h.Get("X-Webhook-Timestamp"),
 		"X-Webhook-HMAC-Signature": req.Signature, "X-Webhook-Delivery-Attempt": "2",
@@ -101,7 +102,7 @@ func TestSignRefusesBadSecrets(t *testing.T) {
 func TestVerifyHelper(t *testing.T) {
 	req := request(t, secretNew)
 	now := req.Timestamp
-	h := webhooks.Headers(req)
+	h := sender.Headers(req)
 	if err := verify.Verify(secretNew, h, req.Body, now.Add(4*time.Minute), 5*time.Minute); err != nil {
 		t.Fatalf("within tolerance: %v", err)
 	}

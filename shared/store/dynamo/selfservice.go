@@ -29,8 +29,6 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-var _ notifications.EventLog = (*Store)(nil)
-
 const pfxEventLog = "EVENTLOG#"
 
 // eventLogSK is the sort key of a merchant event (or of a cursor).

@@ -21,6 +21,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -91,6 +92,41 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
+	}
+	return nil
+}
+
+// CommitItem writes a processed notification item (notifications.ItemCommit)
+// as concurrent independent writes, one round trip deep: the event and
+// the payment record conditionally on their versions (SaveEvent,
+// SavePayment), each delivery unless stored, and the merchant's history
+// entry. Each is idempotent and the receiver marks the event processed only
+// afterwards, so a commit that stopped part way is completed when the
+// item is processed again; storeerr.ErrConflict when a version moved.
+func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) error {
+	writes := []func() error{func() error { return s.SaveEvent(ctx, c.Event, c.PrevEventVersion) }}
+	if c.Payment != nil {
+		writes = append(writes, func() error { return s.SavePayment(ctx, *c.Payment, c.PrevPaymentVersion) })
+	}
+	if c.MerchantEvent != nil {
+		writes = append(writes, func() error { return s.PutMerchantEvent(ctx, *c.MerchantEvent) })
+	}
+	for _, d := range c.Deliveries {
+		writes = append(writes, func() error {
+			if err := s.SaveDelivery(ctx, d, 0); err != nil && !errors.Is(err, storeerr.ErrConflict) {
+				return err // a conflict: stored before
+			}
+			return nil
+		})
+	}
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() { errs[i] = w() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dynamo: commit item %q: %w", c.Event.ID, err)
 	}
 	return nil
 }

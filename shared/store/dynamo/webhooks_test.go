@@ -16,7 +16,7 @@ import (
 func TestWebhookContract(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T, clk clock.Clock) storetest.WebhookStores {
 		s := newTableStore(t, clk)
-		return storetest.WebhookStores{Events: s, Deliveries: s}
+		return storetest.WebhookStores{Events: s, Deliveries: s, Payments: s}
 	})
 }
 

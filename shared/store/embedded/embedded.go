@@ -450,22 +450,13 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 }
 
 // updateOr is update where alone, if set, may make the write durable
-// instead of fn when it commits alone outside a write group
-// (committer.updateOr).
+// instead of fn when it commits alone (committer.updateOr).
 func (s *Store) updateOr(ctx context.Context, fn func(tx *bolt.Tx) error, alone func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if g, ok := ctx.Value(writeGroupKey{}).(*writeGroup); ok && g.c == s.commit {
-		return g.update(fn)
-	}
 	return s.commit.updateOr(fn, alone)
 }
-
-// NewWriteGroup returns a group whose members' writes share one commit
-// (payments.WriteGroup): the API joins a request's idempotency result and
-// its record writes after the upstream answered.
-func (s *Store) NewWriteGroup() payments.WriteGroup { return &writeGroup{c: s.commit} }
 
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }

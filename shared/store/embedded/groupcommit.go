@@ -1,14 +1,10 @@
 package embedded
 
 import (
-	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/yp/paysvc/shared/payments"
 )
 
 // maxGroup bounds how many write transactions share one commit.
@@ -43,15 +39,10 @@ type pendingTx struct {
 	// alone, if set, may make the write durable instead of fn when it
 	// commits alone (the payment journal); handled false: it did not, fn
 	// runs.
-	alone  func() (handled bool, err error)
-	err    error
-	queued chan struct{} // closed once the write is in pending (held writes of a write group: when released)
-	done   chan struct{} // closed once err is final
-	lead   chan struct{} // this writer leads the next commit
-}
-
-func newPendingTx(fn func(*bolt.Tx) error) *pendingTx {
-	return &pendingTx{fn: fn, queued: make(chan struct{}), done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	alone func() (handled bool, err error)
+	err   error
+	done  chan struct{} // closed once err is final
+	lead  chan struct{} // this writer leads the next commit
 }
 
 func (c *committer) update(fn func(*bolt.Tx) error) error {
@@ -61,24 +52,11 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 // updateOr is update where alone may make the write durable instead when
 // it commits alone (see pendingTx).
 func (c *committer) updateOr(fn func(*bolt.Tx) error, alone func() (bool, error)) error {
-	p := newPendingTx(fn)
-	p.alone = alone
-	c.enqueue(p)
-	return c.wait(p)
-}
-
-// enqueue adds writes to pending at once: a leader takes either all of
-// them or none.
-func (c *committer) enqueue(ps ...*pendingTx) {
-	if len(ps) == 0 {
-		return
-	}
+	p := &pendingTx{fn: fn, alone: alone, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	c.mu.Lock()
-	c.pending = append(c.pending, ps...)
+	c.pending = append(c.pending, p)
 	c.mu.Unlock()
-	for _, p := range ps {
-		close(p.queued)
-	}
+	return c.wait(p)
 }
 
 // wait returns p's result once it is committed: it waits for the commit
@@ -126,94 +104,6 @@ func (c *committer) wait(p *pendingTx) error {
 	}
 	c.mu.Unlock()
 	return p.err
-}
-
-// maxLinger bounds how long a write group's write waits for the group's
-// other members before it commits without them.
-const maxLinger = 3 * time.Millisecond
-
-// writeGroup makes the writes that end one request share a commit: the
-// idempotency result and the payment record's write after the upstream
-// answered would otherwise be two commits, one after the other (the first
-// one's writer leads alone; the second arrives while its fsync runs). A
-// write made with a member's context is held until every running member
-// has one held (or has left), then all of them enter pending together; a
-// write held for maxLinger goes on without the others, and the group's
-// later writes no longer wait.
-type writeGroup struct {
-	c       *committer
-	linger  time.Duration // 0: maxLinger (tests set their own)
-	mu      sync.Mutex
-	running int          // members that joined and have not left
-	held    []*pendingTx // writes waiting for the other members'
-	open    bool         // lingered too long: writes no longer wait
-}
-
-var _ payments.WriteGroup = (*writeGroup)(nil)
-
-type writeGroupKey struct{}
-
-// Join implements payments.WriteGroup.
-func (g *writeGroup) Join(ctx context.Context) (context.Context, func()) {
-	g.mu.Lock()
-	g.running++
-	g.mu.Unlock()
-	var once sync.Once
-	return context.WithValue(ctx, writeGroupKey{}, g), func() { once.Do(g.leave) }
-}
-
-func (g *writeGroup) leave() {
-	g.mu.Lock()
-	g.running--
-	ready := g.readyLocked()
-	g.mu.Unlock()
-	g.c.enqueue(ready...)
-}
-
-// readyLocked takes the held writes once every running member has one.
-func (g *writeGroup) readyLocked() []*pendingTx {
-	if len(g.held) == 0 || len(g.held) < g.running {
-		return nil
-	}
-	ready := g.held
-	g.held = nil
-	return ready
-}
-
-// update is committer.update for a member's write.
-func (g *writeGroup) update(fn func(*bolt.Tx) error) error {
-	g.mu.Lock()
-	if g.open {
-		g.mu.Unlock()
-		return g.c.update(fn)
-	}
-	p := newPendingTx(fn)
-	g.held = append(g.held, p)
-	ready := g.readyLocked()
-	g.mu.Unlock()
-	g.c.enqueue(ready...)
-	select {
-	case <-p.queued:
-	default:
-		linger := g.linger
-		if linger == 0 {
-			linger = maxLinger
-		}
-		t := time.NewTimer(linger)
-		select {
-		case <-p.queued:
-			t.Stop()
-		case <-t.C:
-			g.mu.Lock()
-			g.open = true
-			ready := g.held
-			g.held = nil
-			g.mu.Unlock()
-			g.c.enqueue(ready...)
-			<-p.queued // by this release or the one that beat it
-		}
-	}
-	return g.c.wait(p)
 }
 
 // commit runs group in one transaction, or each alone when one fails.

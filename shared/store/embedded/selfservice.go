@@ -13,8 +13,6 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-var _ notifications.EventLog = (*Store)(nil)
-
 // bktMerchantEvents keeps merchants' event histories:
 // indexKey(merchant, timeKey(createdAt), id) → records.MerchantEvent; the
 // sweep deletes an entry store.EventRetention after its creation.

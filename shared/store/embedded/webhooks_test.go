@@ -23,7 +23,7 @@ func openWebhookStore(t *testing.T, clk clock.Clock) *embedded.Store {
 func TestWebhookContract(t *testing.T) {
 	storetest.RunWebhooks(t, func(t *testing.T, clk clock.Clock) storetest.WebhookStores {
 		s := openWebhookStore(t, clk)
-		return storetest.WebhookStores{Events: s, Deliveries: s}
+		return storetest.WebhookStores{Events: s, Deliveries: s, Payments: s}
 	})
 }
 

@@ -11,11 +11,11 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// EventHistory is a store of merchants' event histories (the
-// notifications.EventLog port and the listing the event history endpoint
-// reads).
+// EventHistory is a store of merchants' event histories (written with
+// each processed notification item, notifications.ItemCommit, or alone,
+// and listed by the event history endpoint).
 type EventHistory interface {
-	notifications.EventLog
+	PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error
 	ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error)
 }
 

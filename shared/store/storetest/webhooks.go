@@ -11,8 +11,10 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -21,6 +23,7 @@ import (
 type WebhookStores struct {
 	Events     notifications.EventStore
 	Deliveries webhooks.DeliveryStore
+	Payments   payments.Store // the records CommitItem writes
 }
 
 // RunWebhooks runs the event-store and delivery-store contracts.
@@ -32,6 +35,66 @@ func RunWebhooks(t *testing.T, newStores Factory[WebhookStores]) {
 	t.Run("Deliveries", func(t *testing.T) {
 		TestDeliveryStore(t, func(t *testing.T, clk clock.Clock) webhooks.DeliveryStore { return newStores(t, clk).Deliveries })
 	})
+	t.Run("CommitItem", func(t *testing.T) { testCommitItem(t, newStores(t, newClock())) })
+}
+
+// testCommitItem checks notifications.EventStore.CommitItem: the event,
+// the payment record, the deliveries and the merchant's history entry are
+// written; a stale event or payment version is a conflict that leaves the
+// record as it was; a delivery stored before is left as it is (committing
+// an item again is idempotent).
+func testCommitItem(t *testing.T, s WebhookStores) {
+	ctx := context.Background()
+	at := epoch()
+	noErr(t, s.Payments.SavePayment(ctx, payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: at}, 0), "create payment")
+	done := delivery("msg_done", "m_a", at)
+	done.Status = webhooks.StatusDelivered
+	noErr(t, s.Deliveries.SaveDelivery(ctx, done, 0), "create delivery")
+
+	ev := event("evt_c1", "PSP1", at)
+	pay := payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", CapturedValue: 400, Version: 2, CreatedAt: at}
+	newDl := delivery("msg_new", "m_a", at)
+	again := done
+	again.Status = webhooks.StatusPending
+	c := notifications.ItemCommit{Event: ev, Payment: &pay, PrevPaymentVersion: 1,
+		Deliveries: []webhooks.Delivery{newDl, again},
+		MerchantEvent: &notifications.MerchantEvent{ID: ev.ID, MerchantID: "m_a", EventCode: ev.Item.EventCode,
+			PSPReference: ev.Item.PSPReference, PaymentPSP: "PSP1", Payload: []byte(`{"live":false}`), CreatedAt: at}}
+
+	stale := c
+	stale.Payment, stale.PrevPaymentVersion = &payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 6, CreatedAt: at}, 5
+	wantErr(t, s.Events.CommitItem(ctx, stale), storeerr.ErrConflict, "CommitItem with a stale payment version")
+	p, err := s.Payments.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	same(t, p.Version, int64(1), "payment version after a conflict")
+
+	// Processed again, from the event as stored now (a store that writes
+	// the parts independently may have written it).
+	if stored, err := s.Events.GetEvent(ctx, ev.ID); err == nil {
+		c.PrevEventVersion, c.Event.Version = stored.Version, stored.Version+1
+	}
+	noErr(t, s.Events.CommitItem(ctx, c), "CommitItem")
+	got, err := s.Events.GetEvent(ctx, ev.ID)
+	noErr(t, err, "GetEvent")
+	same(t, got.Version, c.Event.Version, "event version")
+	p, err = s.Payments.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	same(t, [2]int64{p.Version, p.CapturedValue}, [2]int64{2, 400}, "payment version and captured")
+	for id, want := range map[string]webhooks.Status{"msg_new": webhooks.StatusPending, "msg_done": webhooks.StatusDelivered} {
+		d, err := s.Deliveries.GetDelivery(ctx, id)
+		noErr(t, err, "GetDelivery "+id)
+		same(t, d.Status, want, "status of "+id)
+	}
+
+	// The same item committed again from the versions it now has (a
+	// repeated processing): nothing changes but the event's version.
+	c2 := c
+	c2.Event.Version, c2.PrevEventVersion, c2.Payment = c.Event.Version+1, c.Event.Version, nil
+	noErr(t, s.Events.CommitItem(ctx, c2), "CommitItem again")
+	wantErr(t, s.Events.CommitItem(ctx, c2), storeerr.ErrConflict, "CommitItem from a stale event version")
+	d, err := s.Deliveries.GetDelivery(ctx, "msg_new")
+	noErr(t, err, "GetDelivery msg_new")
+	same(t, d.Version, int64(1), "version of a delivery committed twice")
 }
 
 // TestEventStore checks the notifications.EventStore contract: events are
@@ -62,7 +125,7 @@ func event(id, psp string, at time.Time) notifications.Event {
 		AdditionalData: map[string]string{"metadata.merchantId": "m_a", upstream.KeyHMACSignature: "c2ln"},
 	}
 	return notifications.Event{
-		ID: id, Key: notifications.DedupKey(item), Live: "false", Item: item, PaymentPSP: psp,
+		ID: id, Key: notifications.DedupKey(connector.Notification(item)), Live: "false", Item: connector.Notification(item), PaymentPSP: psp,
 		Status: notifications.EventReceived, Received: 1, ReceivedAt: at, UpdatedAt: at, Version: 1,
 	}
 }

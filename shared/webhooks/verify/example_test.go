@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -17,7 +18,7 @@ func ExampleVerify() {
 
 	// What paysvc sends (here built with its own signer).
 	sig, _ := webhooks.Sign([]string{secret}, "msg_example", sent, body)
-	headers := webhooks.Headers(webhooks.Request{ID: "msg_example", Attempt: 1, Timestamp: sent, Signature: sig, Body: body})
+	headers := sender.Headers(webhooks.Request{ID: "msg_example", Attempt: 1, Timestamp: sent, Signature: sig, Body: body})
 
 	fmt.Println(verify.Verify(secret, headers, body, sent.Add(time.Minute), verify.DefaultTolerance))
 	fmt.Println(verify.Verify(secret, headers, append(body, ' '), sent, verify.DefaultTolerance))

@@ -11,7 +11,6 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/tenant"
-	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -80,7 +79,7 @@ var samples = []struct {
 		CreatedAt: at, UpdatedAt: at, Version: 4},
 		`{"id":"msg_1","merchantId":"m_a","subscriptionId":"sub_1","eventId":"evt_1","eventCode":"CAPTURE","pspReference":"PSP1","payload":{"type":"CAPTURE"},"status":"failed","enqueued":true,"attempts":3,"lastStatusCode":500,"lastError":"HTTP 500","lastAttemptAt":"2026-05-04T10:00:00.123Z","nextAttemptAt":"2026-05-04T10:00:00.123Z","deliveredAt":"2026-05-04T10:00:00.123Z","redrives":1,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":4}`},
 	{"notification event", notifications.Event{ID: "evt_1", Key: "CAPTURE|PSP2|true|PSP1", Live: "false",
-		Item:       upstream.NotificationRequestItem{EventCode: "CAPTURE", PSPReference: "PSP2", OriginalReference: "PSP1", Success: "true", Amount: eur},
+		Item:       payments.Notification{EventCode: "CAPTURE", PSPReference: "PSP2", OriginalReference: "PSP1", Success: "true", Amount: eur},
 		PaymentPSP: "PSP1", Status: notifications.EventProcessed, MerchantID: "m_a", DeliveryIDs: []string{"msg_1"}, Received: 2,
 		ReceivedAt: at, ProcessedAt: &at, UpdatedAt: at, Version: 2},
 		`{"id":"evt_1","key":"CAPTURE|PSP2|true|PSP1","live":"false","item":{"amount":{"value":600,"currency":"EUR"},"eventCode":"CAPTURE","eventDate":"","merchantAccountCode":"","merchantReference":"","originalReference":"PSP1","pspReference":"PSP2","success":"true"},"paymentPspReference":"PSP1","status":"processed","merchantId":"m_a","deliveryIds":["msg_1"],"received":2,"receivedAt":"2026-05-04T10:00:00.123Z","processedAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":2}`},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -79,7 +80,7 @@ type Notification struct {
 // FromEvent converts a notification event to its stored form.
 func FromEvent(e notifications.Event) Notification {
 	return Notification{
-		ID: e.ID, Key: e.Key, Live: e.Live, Item: e.Item, PaymentPSP: e.PaymentPSP, Status: string(e.Status),
+		ID: e.ID, Key: e.Key, Live: e.Live, Item: connector.Item(e.Item), PaymentPSP: e.PaymentPSP, Status: string(e.Status),
 		MerchantID: e.MerchantID, DeliveryIDs: slices.Clone(e.DeliveryIDs), Received: e.Received,
 		ReceivedAt: e.ReceivedAt.UTC(), ProcessedAt: utcPtr(e.ProcessedAt), UnroutableAt: utcPtr(e.UnroutableAt),
 		UnroutableReason: e.UnroutableReason, UpdatedAt: e.UpdatedAt.UTC(), Version: e.Version,
@@ -89,7 +90,7 @@ func FromEvent(e notifications.Event) Notification {
 // ToEvent converts a stored notification event to the domain's.
 func (r Notification) ToEvent() notifications.Event {
 	return notifications.Event{
-		ID: r.ID, Key: r.Key, Live: r.Live, Item: r.Item, PaymentPSP: r.PaymentPSP, Status: notifications.EventStatus(r.Status),
+		ID: r.ID, Key: r.Key, Live: r.Live, Item: connector.Notification(r.Item), PaymentPSP: r.PaymentPSP, Status: notifications.EventStatus(r.Status),
 		MerchantID: r.MerchantID, DeliveryIDs: r.DeliveryIDs, Received: r.Received,
 		ReceivedAt: r.ReceivedAt, ProcessedAt: r.ProcessedAt, UnroutableAt: r.UnroutableAt,
 		UnroutableReason: r.UnroutableReason, UpdatedAt: r.UpdatedAt, Version: r.Version,

@@ -1,4 +1,4 @@
-package webhooks_test
+package sender_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 func TestCheckTarget(t *testing.T) {
@@ -34,11 +35,11 @@ func TestCheckTarget(t *testing.T) {
 		{"http://merchant.example/hooks", true, false, false},
 	}
 	for _, tc := range cases {
-		_, local, err := webhooks.CheckTarget(tc.url, tc.allowLocal)
+		_, local, err := sender.CheckTarget(tc.url, tc.allowLocal)
 		if (err == nil) != tc.ok || local != tc.local {
 			t.Errorf("CheckTarget(%q, allowLocal=%v) = local %v, err %v; want ok %v local %v", tc.url, tc.allowLocal, local, err, tc.ok, tc.local)
 		}
-		if err != nil && !errors.Is(err, webhooks.ErrTargetRefused) {
+		if err != nil && !errors.Is(err, sender.ErrTargetRefused) {
 			t.Errorf("CheckTarget(%q): error %v is not ErrTargetRefused", tc.url, err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestSenderRefusesPrivateTargets(t *testing.T) {
 	hit := make(chan struct{}, 10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit <- struct{}{} }))
 	defer srv.Close()
-	s := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second})
+	s := sender.New(sender.Config{Timeout: 2 * time.Second})
 	for _, url := range []string{
 		srv.URL + "/hook",              // http://127.0.0.1:port
 		"https://localhost/hook",       // loopback name
@@ -62,7 +63,7 @@ func TestSenderRefusesPrivateTargets(t *testing.T) {
 		"https://0.0.0.0/hook",
 	} {
 		res := s.Send(context.Background(), webhooks.Request{URL: url, ID: "msg_1", Attempt: 1, Timestamp: time.Now(), Body: []byte("{}")})
-		if !res.Refused || res.Delivered() || !errors.Is(res.Err, webhooks.ErrTargetRefused) {
+		if !res.Refused || res.Delivered() || !errors.Is(res.Err, sender.ErrTargetRefused) {
 			t.Errorf("%s: %+v, want refused", url, res)
 		}
 		if strings.Contains(res.Describe(), "/hook") {
@@ -87,7 +88,7 @@ func TestSenderLocalDevelopment(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	s := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true})
+	s := sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true})
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hook"
 	res := s.Send(context.Background(), req)
@@ -117,7 +118,7 @@ func TestSenderOutcomes(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	defer close(release) // before Close, which waits for the handlers
-	s := webhooks.NewSender(webhooks.SenderConfig{Timeout: 150 * time.Millisecond, AllowLocal: true})
+	s := sender.New(sender.Config{Timeout: 150 * time.Millisecond, AllowLocal: true})
 	send := func(path string) webhooks.Result {
 		req := request(t, secretNew)
 		req.URL = srv.URL + path
@@ -162,15 +163,29 @@ func TestSenderWrapIsApplied(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	local := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
+	local := sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hook"
 	if res := local.Send(context.Background(), req); !res.Delivered() || wrapped != 1 {
 		t.Fatalf("local send: %+v, wrapped %d", res, wrapped)
 	}
-	guarded := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, Wrap: wrap})
+	guarded := sender.New(sender.Config{Timeout: 2 * time.Second, Wrap: wrap})
 	req.URL = "https://127.0.0.1:443/hook" // refused before or at dial, whatever the wrapper does
 	if res := guarded.Send(context.Background(), req); res.Delivered() {
 		t.Fatalf("loopback target delivered through the guarded sender: %+v", res)
 	}
+}
+
+const secretNew = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD1bXJ1ISLHbw="
+
+// request is a signed attempt to https://example.com/hook.
+func request(t *testing.T, secrets ...string) webhooks.Request {
+	t.Helper()
+	body := []byte(`{"live":false,"notificationItems":[{"NotificationRequestItem":{"eventCode":"AUTHORISATION","success":"true"}}]}`)
+	ts := time.Now().Truncate(time.Second)
+	sig, err := webhooks.Sign(secrets, "msg_2kwfyyq3p5g7wejmvv6zmr3mve", ts, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return webhooks.Request{URL: "https://example.com/hook", ID: "msg_2kwfyyq3p5g7wejmvv6zmr3mve", Attempt: 2, Timestamp: ts, Signature: sig, Body: body}
 }

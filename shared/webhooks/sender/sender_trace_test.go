@@ -1,4 +1,4 @@
-package webhooks_test
+package sender_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/tracing"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // udpDaemon is a fake X-Ray daemon collecting the documents sent to it.
@@ -97,7 +98,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 5 * time.Second, AllowLocal: true,
+	s := sender.New(sender.Config{Timeout: 5 * time.Second, AllowLocal: true,
 		Wrap: func(base http.RoundTripper) http.RoundTripper { return tr.Transport(extra(base)) }})
 
 	const root = "1-6740a1b2-00000000000000000000abcd"
@@ -105,7 +106,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 	ctx, end := tr.StartRequest(lambdaCtx, "dispatcher")
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hooks/trace-check"
-	res := sender.Send(ctx, req)
+	res := s.Send(ctx, req)
 	end(httpapi.RequestTrace{Status: 200})
 	if !res.Delivered() {
 		t.Fatalf("delivery failed: %+v", res)
@@ -113,7 +114,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	for _, h := range webhooks.InternalHeaders {
+	for _, h := range sender.InternalHeaders {
 		if v := got.Get(h); v != "" {
 			t.Errorf("the merchant received internal header %s: %q", h, v)
 		}
@@ -149,10 +150,10 @@ func TestStripDoesNotTouchTheCallersRequest(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
+	s := sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hook"
-	if res := sender.Send(context.Background(), req); !res.Delivered() {
+	if res := s.Send(context.Background(), req); !res.Delivered() {
 		t.Fatalf("send: %+v (400: the trace header reached the receiver)", res)
 	}
 	if seen == nil || seen.Header.Get("X-Amzn-Trace-Id") == "" {

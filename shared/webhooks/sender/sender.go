@@ -1,4 +1,8 @@
-package webhooks
+// Package sender is the webhooks' HTTP adapter: it POSTs one delivery
+// attempt (webhooks.Poster) under the SSRF rules — https on port 443 to
+// public addresses only, checked when dialling — and reads at most 64 KiB
+// of the answer.
+package sender
 
 import (
 	"bytes"
@@ -17,6 +21,7 @@ import (
 
 	"code.dny.dev/ssrf"
 
+	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
@@ -29,8 +34,8 @@ const maxResponseBytes = 64 << 10
 // ErrTargetRefused is returned for a target the SSRF rules refuse.
 var ErrTargetRefused = target.ErrRefused
 
-// SenderConfig configures a Sender.
-type SenderConfig struct {
+// Config configures a Sender.
+type Config struct {
 	// Timeout bounds one attempt, from dialling to the end of the answer
 	// (default DefaultTimeout).
 	Timeout time.Duration
@@ -56,8 +61,8 @@ type Sender struct {
 	allowLocal bool
 }
 
-// NewSender returns a Sender.
-func NewSender(cfg SenderConfig) *Sender {
+// New returns a Sender.
+func New(cfg Config) *Sender {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -142,55 +147,17 @@ func CheckTarget(raw string, allowLocal bool) (u *url.URL, local bool, err error
 	return t.URL, t.Local, err
 }
 
-// Request is one attempt to send.
-type Request struct {
-	URL       string
-	ID        string    // X-Webhook-Id
-	Attempt   int       // X-Webhook-Delivery-Attempt
-	Timestamp time.Time // X-Webhook-Timestamp (Unix seconds)
-	Signature string    // X-Webhook-HMAC-Signature, see Sign
-	Body      []byte
-}
-
-// Result is what one attempt got.
-type Result struct {
-	StatusCode int           // the receiver's status; 0 when none came
-	Err        error         // why no answer came (refused, timeout, network)
-	Timeout    bool          // no complete answer within the timeout
-	Refused    bool          // the target broke the SSRF rules
-	Duration   time.Duration // from sending to the end of the answer
-}
-
-// Delivered reports a 2xx answer.
-func (r Result) Delivered() bool { return r.Err == nil && r.StatusCode >= 200 && r.StatusCode < 300 }
-
-// Gone reports a 410 Gone answer.
-func (r Result) Gone() bool { return r.Err == nil && r.StatusCode == http.StatusGone }
-
-// Describe is a short account of a failed attempt for the delivery record
-// and logs; it never holds the URL (which may carry a merchant's token).
-func (r Result) Describe() string {
-	switch {
-	case r.Delivered():
-		return ""
-	case r.Err != nil:
-		return r.Err.Error()
-	default:
-		return "HTTP " + strconv.Itoa(r.StatusCode) + " " + http.StatusText(r.StatusCode)
-	}
-}
-
 // Headers returns the headers of req. Header names are case-insensitive
 // (they travel canonicalised over HTTP/1.1 and lower-case over HTTP/2).
-func Headers(req Request) http.Header {
+func Headers(req webhooks.Request) http.Header {
 	ts := strconv.FormatInt(req.Timestamp.Unix(), 10)
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "paysvc-webhooks/1")
 	for name, v := range map[string]string{
-		HeaderID: req.ID, HeaderTimestamp: ts, HeaderSignature: req.Signature,
-		HeaderAttempt: strconv.Itoa(req.Attempt), HeaderPayloadVersion: PayloadVersion,
-		HeaderStdID: req.ID, HeaderStdTimestamp: ts, HeaderStdSignature: req.Signature,
+		webhooks.HeaderID: req.ID, webhooks.HeaderTimestamp: ts, webhooks.HeaderSignature: req.Signature,
+		webhooks.HeaderAttempt: strconv.Itoa(req.Attempt), webhooks.HeaderPayloadVersion: webhooks.PayloadVersion,
+		webhooks.HeaderStdID: req.ID, webhooks.HeaderStdTimestamp: ts, webhooks.HeaderStdSignature: req.Signature,
 	} {
 		h.Set(name, v)
 	}
@@ -199,11 +166,11 @@ func Headers(req Request) http.Header {
 
 // Send makes one attempt. It never follows redirects; the answer's body is
 // read (at most 64 KiB) and dropped.
-func (s *Sender) Send(ctx context.Context, req Request) Result {
+func (s *Sender) Send(ctx context.Context, req webhooks.Request) webhooks.Result {
 	start := time.Now()
 	u, local, err := CheckTarget(req.URL, s.allowLocal)
 	if err != nil {
-		return Result{Err: err, Refused: true}
+		return webhooks.Result{Err: err, Refused: true}
 	}
 	client := s.guarded
 	if local {
@@ -213,7 +180,7 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 	defer cancel()
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(req.Body))
 	if err != nil {
-		return Result{Err: fmt.Errorf("build request: %w", unwrapURLError(err))}
+		return webhooks.Result{Err: fmt.Errorf("build request: %w", unwrapURLError(err))}
 	}
 	hr.Header = Headers(req)
 	resp, err := client.Do(hr)
@@ -226,22 +193,22 @@ func (s *Sender) Send(ctx context.Context, req Request) Result {
 		// A 2xx counts only once the answer is complete.
 		return s.failure(ctx, err, time.Since(start))
 	}
-	return Result{StatusCode: resp.StatusCode, Duration: time.Since(start)}
+	return webhooks.Result{StatusCode: resp.StatusCode, Reason: http.StatusText(resp.StatusCode), Duration: time.Since(start)}
 }
 
 // failure classifies a transport error.
-func (s *Sender) failure(ctx context.Context, err error, took time.Duration) Result {
+func (s *Sender) failure(ctx context.Context, err error, took time.Duration) webhooks.Result {
 	err = unwrapURLError(err)
 	var ne net.Error
 	switch {
 	case errors.Is(err, ssrf.ErrProhibitedIP), errors.Is(err, ssrf.ErrProhibitedPort),
 		errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ErrTargetRefused):
-		return Result{Err: fmt.Errorf("%w: %v", ErrTargetRefused, err), Refused: true, Duration: took}
+		return webhooks.Result{Err: fmt.Errorf("%w: %v", ErrTargetRefused, err), Refused: true, Duration: took}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
-		return Result{Err: fmt.Errorf("timeout: no complete answer within %s", s.timeout), Timeout: true, Duration: took}
+		return webhooks.Result{Err: fmt.Errorf("timeout: no complete answer within %s", s.timeout), Timeout: true, Duration: took}
 	}
-	return Result{Err: err, Duration: took}
+	return webhooks.Result{Err: err, Duration: took}
 }
 
 // unwrapURLError drops the *url.Error wrapper, whose text holds the URL.
@@ -252,3 +219,5 @@ func unwrapURLError(err error) error {
 	}
 	return err
 }
+
+var _ webhooks.Poster = (*Sender)(nil)
