@@ -18,9 +18,10 @@ import (
 
 // udpDaemon is a fake X-Ray daemon collecting the documents sent to it.
 type udpDaemon struct {
-	conn *net.UDPConn
-	mu   sync.Mutex
-	docs []string
+	conn    *net.UDPConn
+	mu      sync.Mutex
+	docs    []string
+	changed chan struct{} // closed (and replaced) when a document arrives
 }
 
 func newUDPDaemon(t *testing.T) *udpDaemon {
@@ -29,7 +30,7 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &udpDaemon{conn: conn}
+	d := &udpDaemon{conn: conn, changed: make(chan struct{})}
 	go func() {
 		buf := make([]byte, 64<<10)
 		for {
@@ -39,6 +40,8 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 			}
 			d.mu.Lock()
 			d.docs = append(d.docs, string(bytes.Clone(buf[:n])))
+			close(d.changed)
+			d.changed = make(chan struct{})
 			d.mu.Unlock()
 		}
 	}()
@@ -46,10 +49,12 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 	return d
 }
 
-// waitFor returns the first document containing s, or fails after timeout.
+// waitFor returns the first document containing s, waiting for the
+// documents that arrive; it fails after timeout (a failure bound only).
 func (d *udpDaemon) waitFor(t *testing.T, s string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	bound := time.NewTimer(timeout)
+	defer bound.Stop()
 	for {
 		d.mu.Lock()
 		for _, doc := range d.docs {
@@ -58,11 +63,13 @@ func (d *udpDaemon) waitFor(t *testing.T, s string, timeout time.Duration) strin
 				return doc
 			}
 		}
+		changed := d.changed
 		d.mu.Unlock()
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-bound.C:
 			t.Fatalf("no X-Ray document containing %q was sent", s)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a UDP socket's output, not synchronising goroutines
 	}
 }
 
@@ -97,7 +104,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 5 * time.Second, AllowLocal: true,
+	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 30 * time.Second, AllowLocal: true,
 		Wrap: func(base http.RoundTripper) http.RoundTripper { return tr.Transport(extra(base)) }})
 
 	const root = "1-6740a1b2-00000000000000000000abcd"
@@ -125,7 +132,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 	}
 	// The call is still traced: the request's segment document holds a
 	// remote subsegment for the receiver, in the same trace.
-	doc := daemon.waitFor(t, strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
+	doc := daemon.waitFor(t, strings.TrimPrefix(srv.URL, "http://"), 30*time.Second)
 	if !strings.Contains(doc, root) || !strings.Contains(doc, `"namespace":"remote"`) {
 		t.Errorf("no remote subsegment of trace %s for the delivery: %s", root, doc)
 	}
@@ -149,7 +156,7 @@ func TestStripDoesNotTouchTheCallersRequest(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
+	sender := webhooks.NewSender(webhooks.SenderConfig{Timeout: 30 * time.Second, AllowLocal: true, Wrap: wrap})
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hook"
 	if res := sender.Send(context.Background(), req); !res.Delivered() {
