@@ -76,14 +76,11 @@ func TestClientE2ELocalServer(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Equal(served, docs.OpenAPI) {
 		t.Fatalf("GET /openapi.yaml: %d, %d bytes", resp.StatusCode, len(served))
 	}
-	// The banner reaches us through a pipe copied by another goroutine: wait
-	// for it rather than read it at one instant.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.outText()+s.errText(), "/openapi.yaml"); {
-		if time.Now().After(deadline) {
-			t.Fatal("the banner does not say where the contract is served")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The banner reaches us through a pipe copied by another goroutine
+	// (not the logs', which said the server is ready): wait for it.
+	s.waitOutput(s.stderr, "the banner saying where the contract is served", func(banner string) bool {
+		return strings.Contains(banner, "/openapi.yaml")
+	})
 
 	c := client.New(s.base, seedKey, client.WithHTTPClient(&http.Client{Transport: checker.Transport(t, nil), Timeout: 30 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -124,7 +121,7 @@ func TestClientE2ELocalServer(t *testing.T) {
 	}
 
 	want := map[string]bool{"AUTHORISATION": false, "CAPTURE": false}
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(serverWait) // a failure bound only
 	for !want["AUTHORISATION"] || !want["CAPTURE"] {
 		select {
 		case ev := <-events:
@@ -139,7 +136,7 @@ func TestClientE2ELocalServer(t *testing.T) {
 				want[ev.EventCode] = true
 			}
 		case <-deadline:
-			t.Fatalf("webhooks received %v within 30 s\n%s", want, s.outText())
+			t.Fatalf("webhooks received %v within %s\n%s", want, serverWait, s.outText())
 		}
 	}
 }

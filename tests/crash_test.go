@@ -34,8 +34,9 @@ type crashRig struct {
 	sim    *simulator.Simulator
 	client *http.Client
 
-	hookMu sync.Mutex
-	hooks  map[string]int // eventCode + " " + pspReference → deliveries
+	hookMu      sync.Mutex
+	hooks       map[string]int // eventCode + " " + pspReference → deliveries
+	hookChanged chan struct{}  // closed (and replaced) at every delivery
 }
 
 func newCrashRig(t *testing.T) *crashRig {
@@ -47,7 +48,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	)
 	addr := freeAddr(t)
 	rig := &crashRig{t: t, addr: addr, base: "http://" + addr, data: t.TempDir(), hooks: map[string]int{},
-		client: &http.Client{Timeout: 30 * time.Second}}
+		hookChanged: make(chan struct{}), client: &http.Client{Timeout: serverWait}}
 
 	// The merchant's webhook receiver: deliveries by event code and pspReference.
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,14 +66,18 @@ func newCrashRig(t *testing.T) *crashRig {
 			for _, it := range n.NotificationItems {
 				rig.hooks[it.Item.EventCode+" "+it.Item.PSPReference]++
 			}
+			close(rig.hookChanged)
+			rig.hookChanged = make(chan struct{})
 			rig.hookMu.Unlock()
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(receiver.Close)
 
-	// The upstream, retrying notifications quickly while the service is down.
-	backoff := make([]time.Duration, 60)
+	// The upstream, retrying notifications quickly while the service is
+	// down, and for long enough (10 minutes) that no restart, however slow
+	// the machine, outlasts the retries.
+	backoff := make([]time.Duration, 1200)
 	for i := range backoff {
 		backoff[i] = 500 * time.Millisecond
 	}
@@ -113,11 +118,43 @@ func newCrashRig(t *testing.T) *crashRig {
 // start starts the local server on the rig's address and data.
 func (rig *crashRig) start() *localServer { return startLocalAt(rig.t, rig.addr, rig.env...) }
 
-// hooked reports how many deliveries of eventCode for psp the receiver got.
-func (rig *crashRig) hooked(eventCode, psp string) int {
-	rig.hookMu.Lock()
-	defer rig.hookMu.Unlock()
-	return rig.hooks[eventCode+" "+psp]
+// waitHooked waits until the receiver got a delivery of eventCode for
+// every pspReference of psps (by key), failing after serverWait with those
+// still missing.
+func (rig *crashRig) waitHooked(eventCode string, psps map[string]string, logs func() string) {
+	rig.t.Helper()
+	bound := time.NewTimer(serverWait)
+	defer bound.Stop()
+	for {
+		var missing []string
+		rig.hookMu.Lock()
+		for key, psp := range psps {
+			if rig.hooks[eventCode+" "+psp] == 0 {
+				missing = append(missing, key+" ("+psp+")")
+			}
+		}
+		changed := rig.hookChanged
+		rig.hookMu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-bound.C:
+			rig.t.Fatalf("no %s webhook for %d answered payments within %s: %v\n%s", eventCode, len(missing), serverWait, missing, logs())
+		}
+	}
+}
+
+// flush waits until the upstream delivered every notification it holds:
+// each was accepted, so applied to its payment (notifications.Receiver.Accept).
+func (rig *crashRig) flush() {
+	rig.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), serverWait)
+	defer cancel()
+	if err := rig.sim.Flush(ctx); err != nil {
+		rig.t.Fatalf("the upstream's notifications were not all accepted: %v", err)
+	}
 }
 
 // post sends body to path with Idempotency-Key key.
@@ -198,7 +235,7 @@ func (k *burstKill) wait(clients *sync.WaitGroup) {
 	}
 	select {
 	case <-k.s.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(serverWait):
 		k.t.Fatal("the killed server did not exit")
 	}
 }
@@ -309,22 +346,7 @@ func TestLocalServerKilledDuringPaymentBurst(t *testing.T) {
 	}
 
 	// Every answered payment's webhook reaches the merchant.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var missing []string
-		for key, psp := range pspOf {
-			if rig.hooked("AUTHORISATION", psp) == 0 {
-				missing = append(missing, key+" ("+psp+")")
-			}
-		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no AUTHORISATION webhook for %d answered payments within 60 s: %v\n%s", len(missing), missing, s2.outText())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	rig.waitHooked("AUTHORISATION", pspOf, s2.outText)
 
 	// The records themselves, read from the store after a clean stop.
 	s2.stop()
@@ -452,7 +474,12 @@ func TestLocalServerKilledDuringCaptureBurst(t *testing.T) {
 		CapturedAmount   amount `json:"capturedAmount"`
 		CapturesInFlight amount `json:"capturesInFlight"`
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	rig.flush()
+	// Every notification was applied; a record update the service
+	// deferred is applied by its worker meanwhile, which nothing outside
+	// the process shows: the records are read again until they agree, only
+	// a failure waits out the bound.
+	deadline := time.Now().Add(serverWait)
 	for psp, captured := range want {
 		for {
 			status, body := rig.get("/v1/ecom/site_acme_web/payments/" + psp)

@@ -290,8 +290,10 @@ func (e *lambdaEnv) start(t *testing.T, logicalID string) *function {
 	h := lambdaharness.StartWithOptions(t, bin, e.envFor(t, logicalID), lambdaharness.Options{
 		FunctionName: "paysvc-it-" + logicalID,
 		Region:       moto.Region,
-		Timeout:      15 * time.Second,
-		InitTimeout:  20 * time.Second,
+		// Failure bounds only (no function here waits on its deadline):
+		// generous, so that a loaded machine does not time an answer out.
+		Timeout:     60 * time.Second,
+		InitTimeout: 60 * time.Second,
 	})
 	return &function{name: name, h: h, e: e}
 }
@@ -1064,38 +1066,29 @@ func (r *lambdaRun) xRay(t *testing.T) {
 	// DynamoDB and (but for config) upstream subsegments under it.
 	// A request with many subsegments (a listing's scatter-gather) arrives
 	// in several documents: the SDK streams completed subsegments on their
-	// own, each naming its parent.
-	segs := r.e.daemon.waitFor(t, len(r.invocations), 10*time.Second)
-	byTrace := map[string][]xraySegment{}
-	for _, s := range segs {
-		if s.Type == "subsegment" && s.ParentID != "" {
-			byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+	// own, each naming its parent. Wait until every invocation's documents
+	// are in (a failure bound only), then check them.
+	complete := func(segs []xraySegment) bool {
+		for i, v := range r.xrayOf(t, segs) {
+			inv := r.invocations[i]
+			if !v.ok || v.root.Annotations["status"] == nil || (v.dynamoOps == 0 && inv.resp.StatusCode < 300) ||
+				(inv.callsUpstream() && v.upstreamCalls == 0) {
+				return false
+			}
 		}
+		return true
 	}
-	for _, inv := range r.invocations {
-		s, children, ok := requestSubsegment(t, byTrace[inv.traceRoot])
-		if !ok {
+	segs := r.e.daemon.waitFor(t, complete, 60*time.Second)
+	for i, v := range r.xrayOf(t, segs) {
+		inv, s := r.invocations[i], v.root
+		if !v.ok {
 			t.Errorf("no segment for %s %s (trace %s)", inv.event.HTTPMethod, inv.event.Path, inv.traceRoot)
 			continue
 		}
-		var dynamoOps, upstreamCalls int
-		for _, c := range children {
-			if c.Name == "DynamoDB" && c.Namespace == "aws" {
-				dynamoOps++
-			}
-			if c.Namespace == "remote" && c.HTTP != nil && strings.HasPrefix(c.HTTP.Request.URL, r.e.simURL) {
-				upstreamCalls++
-			}
-		}
-		if dynamoOps == 0 && inv.resp.StatusCode < 300 {
+		if v.dynamoOps == 0 && inv.resp.StatusCode < 300 {
 			t.Errorf("%s %s: no DynamoDB subsegment", inv.event.HTTPMethod, inv.event.Path)
 		}
-		// Lookups never call the upstream; a refund over what is left is
-		// refused before it.
-		refusedRefund := strings.HasSuffix(inv.event.Resource, "/refunds") && inv.resp.StatusCode == http.StatusBadRequest
-		callsUpstream := strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() &&
-			inv.resp.StatusCode != http.StatusNotFound && inv.event.HTTPMethod != http.MethodGet && !refusedRefund
-		if callsUpstream && upstreamCalls == 0 {
+		if inv.callsUpstream() && v.upstreamCalls == 0 {
 			t.Errorf("%s %s: no upstream subsegment", inv.event.HTTPMethod, inv.event.Path)
 		}
 		if s.Annotations["status"] != float64(inv.resp.StatusCode) || (inv.event.PathParameters["siteId"] != "" && s.Annotations["siteId"] != "site_demo") {
@@ -1115,6 +1108,47 @@ func (r *lambdaRun) xRay(t *testing.T) {
 			t.Errorf("%s: no pspReference annotation: %v", inv.event.Path, s.Annotations)
 		}
 	}
+}
+
+// xrayView is what the daemon got of one invocation: its request
+// subsegment (ok when found) and the DynamoDB and upstream calls under it.
+type xrayView struct {
+	root                     xraySegment
+	ok                       bool
+	dynamoOps, upstreamCalls int
+}
+
+// xrayOf returns the view of each invocation (by index) in segs.
+func (r *lambdaRun) xrayOf(t *testing.T, segs []xraySegment) []xrayView {
+	byTrace := map[string][]xraySegment{}
+	for _, s := range segs {
+		if s.Type == "subsegment" && s.ParentID != "" {
+			byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+		}
+	}
+	out := make([]xrayView, len(r.invocations))
+	for i, inv := range r.invocations {
+		root, children, ok := requestSubsegment(t, byTrace[inv.traceRoot])
+		v := xrayView{root: root, ok: ok}
+		for _, c := range children {
+			if c.Name == "DynamoDB" && c.Namespace == "aws" {
+				v.dynamoOps++
+			}
+			if c.Namespace == "remote" && c.HTTP != nil && strings.HasPrefix(c.HTTP.Request.URL, r.e.simURL) {
+				v.upstreamCalls++
+			}
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// callsUpstream reports whether the invocation called the upstream:
+// lookups never do, and a refund over what is left is refused before it.
+func (inv invocation) callsUpstream() bool {
+	refusedRefund := strings.HasSuffix(inv.event.Resource, "/refunds") && inv.resp.StatusCode == http.StatusBadRequest
+	return strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() &&
+		inv.resp.StatusCode != http.StatusNotFound && inv.event.HTTPMethod != http.MethodGet && !refusedRefund
 }
 
 func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
@@ -1146,8 +1180,7 @@ var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunctio
 func (e *lambdaEnv) receiveDeliveries(t *testing.T, n int) []sqstypes.Message {
 	t.Helper()
 	var out []sqstypes.Message
-	deadline := time.Now().Add(10 * time.Second)
-	for len(out) < n && time.Now().Before(deadline) {
+	for polls := 0; len(out) < n && polls < 30; polls++ { // long polls of a second: a failure bound only
 		res, err := e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(e.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
@@ -1326,10 +1359,11 @@ func requestSubsegment(t *testing.T, docs []xraySegment) (root xraySegment, chil
 
 // xrayDaemon is a fake X-Ray daemon: a UDP listener on 127.0.0.1.
 type xrayDaemon struct {
-	conn *net.UDPConn
-	mu   sync.Mutex
-	segs []xraySegment
-	bad  []string
+	conn    *net.UDPConn
+	mu      sync.Mutex
+	segs    []xraySegment
+	bad     []string
+	changed chan struct{} // closed (and replaced) when a packet arrives
 }
 
 func newXrayDaemon(t *testing.T) *xrayDaemon {
@@ -1342,7 +1376,7 @@ func newXrayDaemon(t *testing.T) *xrayDaemon {
 	// a large receive buffer keeps the kernel from dropping them (as the
 	// real daemon's does).
 	_ = conn.SetReadBuffer(4 << 20)
-	d := &xrayDaemon{conn: conn}
+	d := &xrayDaemon{conn: conn, changed: make(chan struct{})}
 	go func() {
 		buf := make([]byte, 64<<10)
 		for {
@@ -1358,6 +1392,8 @@ func newXrayDaemon(t *testing.T) *xrayDaemon {
 			} else {
 				d.segs = append(d.segs, s)
 			}
+			close(d.changed)
+			d.changed = make(chan struct{})
 			d.mu.Unlock()
 		}
 	}()
@@ -1367,22 +1403,32 @@ func newXrayDaemon(t *testing.T) *xrayDaemon {
 
 func (d *xrayDaemon) addr() string { return d.conn.LocalAddr().String() }
 
-// waitFor waits until at least n segment documents arrived (UDP from other
-// processes: give them a moment) and returns them.
-func (d *xrayDaemon) waitFor(t *testing.T, n int, timeout time.Duration) []xraySegment {
+// waitFor waits until the segment documents that arrived (UDP from other
+// processes: the functions sent them before answering, the socket hands
+// them over after) satisfy complete, and returns them; after timeout (a
+// failure bound only) it returns what arrived.
+func (d *xrayDaemon) waitFor(t *testing.T, complete func([]xraySegment) bool, timeout time.Duration) []xraySegment {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	bound := time.NewTimer(timeout)
+	defer bound.Stop()
 	for {
 		d.mu.Lock()
-		segs, bad := append([]xraySegment(nil), d.segs...), len(d.bad)
+		segs, bad, changed := append([]xraySegment(nil), d.segs...), len(d.bad), d.changed
 		d.mu.Unlock()
-		if bad > 0 {
-			t.Errorf("%d packets were not daemon-protocol segments", bad)
-		}
-		if len(segs) >= n || time.Now().After(deadline) {
+		if complete(segs) {
+			if bad > 0 {
+				t.Errorf("%d packets were not daemon-protocol segments", bad)
+			}
 			return segs
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-bound.C:
+			if bad > 0 {
+				t.Errorf("%d packets were not daemon-protocol segments", bad)
+			}
+			return segs
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -29,10 +28,67 @@ type localServer struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	base   string
-	mu     sync.Mutex
-	stderr bytes.Buffer
-	stdout bytes.Buffer
+	stderr *output // the banner
+	stdout *output // the JSON logs
 	done   chan error
+}
+
+// serverWait bounds every wait on the local server process (its start,
+// its stop, what it writes): a failure bound only, no test passes by it.
+const serverWait = 60 * time.Second
+
+// output is what a process writes to a pipe, as it arrives.
+type output struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed (and replaced) at every write
+}
+
+func newOutput() *output { return &output{changed: make(chan struct{})} }
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	close(o.changed)
+	o.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (o *output) String() string { o.mu.Lock(); defer o.mu.Unlock(); return o.buf.String() }
+
+// snapshot returns the text so far and a channel closed at the next write.
+func (o *output) snapshot() (string, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String(), o.changed
+}
+
+// waitOutput waits until what the server wrote to o satisfies ok (what
+// says what is awaited) and returns it. It fails when the server exits
+// first, or after serverWait.
+func (s *localServer) waitOutput(o *output, what string, ok func(string) bool) string {
+	s.t.Helper()
+	bound := time.NewTimer(serverWait)
+	defer bound.Stop()
+	for {
+		text, changed := o.snapshot()
+		if ok(text) {
+			return text
+		}
+		select {
+		case <-changed:
+		case err := <-s.done:
+			s.done <- err // for stop
+			// Wait returned: the pipes are copied to the end.
+			if text := o.String(); ok(text) {
+				return text
+			}
+			s.t.Fatalf("local server exited (%v) before %s\nstderr: %s\nstdout: %s", err, what, s.errText(), s.outText())
+		case <-bound.C:
+			s.t.Fatalf("no %s within %s\nstderr: %s\nstdout: %s", what, serverWait, s.errText(), s.outText())
+		}
+	}
 }
 
 var buildLocal = sync.OnceValues(func() (string, error) {
@@ -70,50 +126,38 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 }
 
 // startLocal starts the local server with env (KEY=VALUE) and waits until
-// it accepts connections.
+// it serves.
 func startLocal(t *testing.T, env ...string) *localServer {
 	t.Helper()
 	return startLocalAt(t, freeAddr(t), env...)
 }
 
 // startLocalAt is startLocal on addr (a restart on the same address).
+// The server is ready when it logs "listening": it has listened, set up
+// its store and queues, provisioned and printed its banner, and serves
+// from then on.
 func startLocalAt(t *testing.T, addr string, env ...string) *localServer {
 	t.Helper()
 	bin, err := buildLocal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &localServer{t: t, base: "http://" + addr, done: make(chan error, 1)}
+	s := &localServer{t: t, base: "http://" + addr, done: make(chan error, 1), stdout: newOutput(), stderr: newOutput()}
 	s.cmd = exec.Command(bin)
 	s.cmd.Env = append(os.Environ(), append([]string{"PAYSVC_ADDR=" + addr}, env...)...)
-	s.cmd.Stdout = lockedWriter{&s.mu, &s.stdout}
-	s.cmd.Stderr = lockedWriter{&s.mu, &s.stderr}
+	s.cmd.Stdout = s.stdout
+	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { s.done <- s.cmd.Wait() }()
 	t.Cleanup(func() { s.stop() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		select {
-		case err := <-s.done:
-			t.Fatalf("local server exited: %v\nstderr: %s\nstdout: %s", err, s.errText(), s.outText())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("local server did not listen within 30 s\nstderr: %s", s.errText())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	s.waitOutput(s.stdout, `the "listening" log line`, func(logs string) bool { return strings.Contains(logs, `"msg":"listening"`) })
+	return s
 }
 
-func (s *localServer) errText() string { s.mu.Lock(); defer s.mu.Unlock(); return s.stderr.String() }
-func (s *localServer) outText() string { s.mu.Lock(); defer s.mu.Unlock(); return s.stdout.String() }
+func (s *localServer) errText() string { return s.stderr.String() }
+func (s *localServer) outText() string { return s.stdout.String() }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (s *localServer) stop() {
@@ -127,7 +171,7 @@ func (s *localServer) stop() {
 			s.t.Errorf("local server exit: %v\nstderr: %s", err, s.errText())
 		}
 		s.done <- err
-	case <-time.After(15 * time.Second):
+	case <-time.After(serverWait):
 		_ = s.cmd.Process.Kill()
 		s.t.Error("local server did not stop on SIGTERM")
 	}
@@ -217,21 +261,10 @@ func TestLocalServerSeededEndToEndSurvivesRestart(t *testing.T) {
 func TestLocalServerDemoTenantOnFirstStart(t *testing.T) {
 	data := t.TempDir()
 	s := startLocal(t, "PAYSVC_DATA_DIR="+data)
-	var key string
-	deadline := time.Now().Add(10 * time.Second)
+	// The banner (printed before the server is ready, on another pipe
+	// than the logs) shows the demo key.
 	re := regexp.MustCompile(`yp_test_[0-9A-Za-z]{43}`)
-	for key == "" && time.Now().Before(deadline) {
-		sc := bufio.NewScanner(strings.NewReader(s.errText()))
-		for sc.Scan() {
-			if m := re.FindString(sc.Text()); m != "" {
-				key = m
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if key == "" {
-		t.Fatalf("no demo key printed: %s", s.errText())
-	}
+	key := re.FindString(s.waitOutput(s.stderr, "demo key in the banner", re.MatchString))
 	if r := s.call("GET", "/v1/ecom/config", key, ""); r.status != 200 {
 		t.Fatalf("demo config: %d %s", r.status, r.body)
 	}
@@ -312,8 +345,8 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 		if d.header.Get("X-Webhook-Delivery-Attempt") != "1" || d.header.Get("X-Webhook-Payload-Version") != "1" || d.header.Get("X-Webhook-Id") == "" {
 			t.Fatalf("headers %v", d.header)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no webhook within 20 s\n%s", s.outText())
+	case <-time.After(serverWait):
+		t.Fatalf("no webhook within %s\n%s", serverWait, s.outText())
 	}
 }
 
@@ -324,15 +357,9 @@ func TestLocalServerOnDynamoDB(t *testing.T) {
 	s := startLocal(t, "PAYSVC_STORE=dynamo", "PAYSVC_TABLE="+table, "AWS_ENDPOINT_URL="+endpoint,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+moto.Region,
 		"PAYSVC_SEED_FILE=../cmd/paysvc-local/seed.example.json", "PAYSVC_DATA_DIR="+t.TempDir())
-	deadline := time.Now().Add(20 * time.Second)
-	var cfg reply
-	for { // the table and queues are created at start
-		cfg = s.call("GET", "/v1/ecom/config", seedKey, "")
-		if cfg.status == 200 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	// The table and queues are created (and the seed provisioned) before
+	// the server is ready.
+	cfg := s.call("GET", "/v1/ecom/config", seedKey, "")
 	if cfg.status != 200 {
 		t.Fatalf("config on DynamoDB: %d %s\n%s", cfg.status, cfg.body, s.errText())
 	}

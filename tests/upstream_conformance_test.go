@@ -58,7 +58,7 @@ func newConformance(t *testing.T, opts simulator.Options) *conformance {
 	srv := httptest.NewServer(v.Handler(sim, rec))
 	t.Cleanup(func() { srv.Close(); _ = sim.Close() })
 	client := upstream.New(upstream.Config{
-		BaseURL: srv.URL + "/v71", APIKey: "conformance-key", Timeout: 5 * time.Second,
+		BaseURL: srv.URL + "/v71", APIKey: "conformance-key", Timeout: 30 * time.Second, // a failure bound only
 		HTTPClient: &http.Client{Transport: v.Transport(nil, rec)},
 	})
 	return &conformance{t: t, sim: sim, srv: srv, client: client, rec: rec, clock: fc}

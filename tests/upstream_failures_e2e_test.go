@@ -3,6 +3,7 @@ package tests
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/upstream/simulator"
@@ -75,7 +76,9 @@ func TestUpstreamFailuresMapToEndpointCodes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.code+" "+tt.endpoint+" "+string(tt.failure), func(t *testing.T) {
-			e := testenv.New(t)
+			// A held request fails when the service's upstream call times
+			// out: it waits that long (the simulator holds it a minute).
+			e := testenv.NewWith(t, testenv.Options{UpstreamTimeout: 5 * time.Second})
 			method, path, body := tt.request(e)
 			before := e.Sim.Requests(tt.endpoint)
 			if err := e.Sim.FailNext(tt.endpoint, tt.failure); err != nil {

@@ -130,6 +130,12 @@ func splitList(s string) []string {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string) error {
+	return serve(ctx, args, getenv, nil)
+}
+
+// serve is run, calling listening (when not nil) with the address once the
+// server accepts connections.
+func serve(ctx context.Context, args []string, getenv func(string) string, listening func(addr string)) error {
 	c, err := parseConfig(args, getenv)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -175,6 +181,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if listening != nil {
+		listening(ln.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 )
+
+// waitTimeout bounds the waits for a signal: only a failure takes it.
+const waitTimeout = 30 * time.Second
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
@@ -32,16 +36,37 @@ func TestParseConfig(t *testing.T) {
 
 func TestRunStartsAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-log-level", "error"}, envOf(nil)) }()
-	time.Sleep(20 * time.Millisecond)
+	addr := make(chan string, 1)
+	go func() {
+		done <- serve(ctx, []string{"-addr", "127.0.0.1:0", "-log-level", "error"}, envOf(nil), func(a string) { addr <- a })
+	}()
+	// Started: it listens and answers.
+	select {
+	case a := <-addr:
+		req, _ := http.NewRequest(http.MethodGet, "http://"+a+"/_sim/notifications", nil)
+		req.Header.Set("X-API-Key", "any")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /_sim/notifications: %d", resp.StatusCode)
+		}
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v", err)
+	case <-time.After(waitTimeout):
+		t.Fatal("run did not listen")
+	}
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatal("run did not stop")
 	}
 	if err := run(context.Background(), []string{"-hmac-key", "zz"}, envOf(nil)); err == nil {

@@ -34,7 +34,9 @@ const EnvEndpoint = "PAYSVC_TEST_AWS_ENDPOINT"
 const Region = "us-east-1"
 
 const (
-	startTimeout  = 20 * time.Second
+	// startTimeout only bounds a failure to start: generous, since a
+	// Python server starts slowly on a loaded machine.
+	startTimeout  = 120 * time.Second
 	pollInterval  = 50 * time.Millisecond
 	startAttempts = 3 // a free port can be taken between probe and bind
 )

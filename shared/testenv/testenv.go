@@ -72,6 +72,10 @@ type Options struct {
 	WrapIdem func(idempotency.Store) idempotency.Store
 	// WrapPayments wraps the payments service's store (fault injection).
 	WrapPayments func(payments.Store) payments.Store
+	// UpstreamTimeout bounds each upstream call; 0 means 30 s, a bound on
+	// a failure only. A test of the upstream timing out sets it short: it
+	// waits that long.
+	UpstreamTimeout time.Duration
 }
 
 // Env is a running in-process service.
@@ -218,7 +222,10 @@ func NewWith(t testing.TB, opts Options) *Env {
 
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: 5 * time.Second})
+	if opts.UpstreamTimeout == 0 {
+		opts.UpstreamTimeout = 30 * time.Second
+	}
+	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout})
 	var ps payments.Store = st
 	if opts.WrapPayments != nil {
 		ps = opts.WrapPayments(st)

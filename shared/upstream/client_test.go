@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -68,7 +69,7 @@ func newTestClient(t *testing.T, status int, body string) (*Client, *fakeUpstrea
 	f := &fakeUpstream{status: status, body: body}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	return New(Config{BaseURL: srv.URL + "/v71/", APIKey: testAPIKey, Timeout: 5 * time.Second}), f
+	return New(Config{BaseURL: srv.URL + "/v71/", APIKey: testAPIKey}), f
 }
 
 func TestHeadersAndPaths(t *testing.T) {
@@ -280,40 +281,88 @@ func TestUndecodableSuccessIsUnavailable(t *testing.T) {
 	}
 }
 
-func TestTimeoutIsUnavailableAndNotRetried(t *testing.T) {
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		io.ReadAll(r.Body)   // the server notices a closed connection only once the body is read
-		<-r.Context().Done() // hang until the client gives up
-	}))
-	defer srv.Close()
-	c := New(Config{BaseURL: srv.URL, APIKey: testAPIKey, Timeout: 50 * time.Millisecond})
-	start := time.Now()
-	_, err := c.Payments(context.Background(), PaymentRequest{MerchantAccount: "M"}, "k")
-	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want ErrUnavailable wrapping DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("took %v", d)
-	}
-	if n := hits.Load(); n != 1 {
-		t.Fatalf("requests = %d, want 1", n)
-	}
-	if strings.Contains(err.Error(), testAPIKey) {
-		t.Fatalf("error leaks the API key: %v", err)
+// pipeListener is a net.Listener whose connections are net.Pipes made by
+// its dial: an HTTP server and client wholly in memory, so that they can
+// run in a synctest bubble (on its fake clock).
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
 	}
 }
 
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.closed) }); return nil }
+func (l *pipeListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80}
+}
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func TestTimeoutIsUnavailableAndNotRetried(t *testing.T) {
+	// In a synctest bubble the timeout runs on the fake clock, which moves
+	// only once the request has reached the server and everything waits.
+	synctest.Test(t, func(t *testing.T) {
+		var hits atomic.Int32
+		ln := newPipeListener()
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			io.ReadAll(r.Body)   // the server notices a closed connection only once the body is read
+			<-r.Context().Done() // hang until the client gives up
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+		tr := &http.Transport{DialContext: ln.dial}
+		defer tr.CloseIdleConnections()
+		c := New(Config{BaseURL: "http://upstream.test", APIKey: testAPIKey, Timeout: 50 * time.Millisecond,
+			HTTPClient: &http.Client{Transport: tr}})
+		start := time.Now()
+		_, err := c.Payments(context.Background(), PaymentRequest{MerchantAccount: "M"}, "k")
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want ErrUnavailable wrapping DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Fatalf("took %v, want the timeout", d)
+		}
+		if n := hits.Load(); n != 1 {
+			t.Fatalf("requests = %d, want 1", n)
+		}
+		if strings.Contains(err.Error(), testAPIKey) {
+			t.Fatalf("error leaks the API key: %v", err)
+		}
+	})
+}
+
 func TestCallerCancellationIsUnavailable(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
+		cancel() // the caller gives up once the request has arrived
 		<-r.Context().Done()
 	}))
 	defer srv.Close()
 	c := New(Config{BaseURL: srv.URL, APIKey: testAPIKey})
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel)
 	_, err := c.Payments(ctx, PaymentRequest{}, "")
 	if !IsUnavailable(err) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
@@ -342,7 +391,7 @@ func TestNoRetryAfterConnectionDropAfterSend(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := New(Config{BaseURL: srv.URL, APIKey: testAPIKey, Timeout: 2 * time.Second})
+	c := New(Config{BaseURL: srv.URL, APIKey: testAPIKey}) // the timeout only bounds a failure
 	_, err := c.Payments(context.Background(), PaymentRequest{}, "")
 	if !IsUnavailable(err) {
 		t.Fatalf("err = %v", err)

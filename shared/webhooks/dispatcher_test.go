@@ -74,7 +74,7 @@ func newEnv(t *testing.T) *env {
 	e.q = localqueue.New(st, e.clk, log, 0)
 	e.d = &webhooks.Dispatcher{
 		Deliveries: st, Tenants: st, Clock: e.clk, Log: log, Rand: func() float64 { return 0.5 },
-		Sender: sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true}),
+		Sender: sender.New(sender.Config{Timeout: 30 * time.Second, AllowLocal: true}), // bounds a failure only
 	}
 	e.admin = &webhooks.Admin{Deliveries: st, Queue: e.q, DeadLetters: e.q, Clock: e.clk}
 	e.must(st.PutMerchant(e.ctx, tenant.Merchant{ID: "m_a", Name: "A", Country: "NL", Active: true, CreatedAt: t0}))

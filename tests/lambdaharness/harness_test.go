@@ -34,28 +34,40 @@ type echoReply struct {
 	Env          map[string]string `json:"env"`
 }
 
+// waitBound bounds the waits of these tests (the context of their calls,
+// the echo function's start): a failure bound only, generous so that a
+// loaded machine does not fail them.
+const waitBound = 60 * time.Second
+
 func startEcho(t *testing.T, env map[string]string, opts lambdaharness.Options) *lambdaharness.Harness {
 	t.Helper()
 	bin := lambdaharness.BuildBootstrap(t, echoPkg)
+	if opts.InitTimeout == 0 {
+		opts.InitTimeout = waitBound
+	}
 	return lambdaharness.StartWithOptions(t, bin, env, opts)
 }
 
 func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 func TestInvokeSuccess(t *testing.T) {
 	t.Parallel()
-	h := startEcho(t, map[string]string{"ECHO_EXTRA": "hello"}, lambdaharness.Options{FunctionName: "echo-fn", MemoryMB: 256})
+	bin := lambdaharness.BuildBootstrap(t, echoPkg)
+	before := time.Now()
+	h := lambdaharness.StartWithOptions(t, bin, map[string]string{"ECHO_EXTRA": "hello"},
+		lambdaharness.Options{FunctionName: "echo-fn", MemoryMB: 256, InitTimeout: waitBound})
 	ctx := ctxFor(t)
 
 	if err := h.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	if d := h.InitDuration(); d <= 0 || d > 10*time.Second {
-		t.Fatalf("InitDuration = %v, want a positive cold start below 10s", d)
+	// The cold start is measured within the start and the wait for it.
+	if d, most := h.InitDuration(), time.Since(before); d <= 0 || d > most {
+		t.Fatalf("InitDuration = %v, want a positive cold start of at most the %v from start to ready", d, most)
 	}
 
 	var ids []string
@@ -142,7 +154,9 @@ func TestHandlerErrorIsReportedThroughErrorEndpoint(t *testing.T) {
 
 func TestDeadlineIsHonoured(t *testing.T) {
 	t.Parallel()
-	h := startEcho(t, nil, lambdaharness.Options{TimeoutGrace: 5 * time.Second})
+	// The grace only bounds a failure: a handler that did not honour its
+	// deadline answers (if ever) without the deadline error.
+	h := startEcho(t, nil, lambdaharness.Options{TimeoutGrace: waitBound})
 	ctx := ctxFor(t)
 	if err := h.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -157,8 +171,9 @@ func TestDeadlineIsHonoured(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Err.Message, "deadline exceeded") {
 		t.Fatalf("want the handler's context deadline error, got payload %s err %v", res.Payload, res.Err)
 	}
-	if elapsed < 250*time.Millisecond || elapsed > 4*time.Second {
-		t.Errorf("handler returned after %v, want about 300ms", elapsed)
+	// Not before its deadline (sent in whole milliseconds).
+	if elapsed < res.Deadline.Sub(start)-time.Millisecond {
+		t.Errorf("handler returned after %v, before its deadline %v", elapsed, res.Deadline.Sub(start))
 	}
 	// Still usable afterwards.
 	if _, err := h.Invoke(ctx, []byte(`{"mode":"echo"}`)); err != nil {

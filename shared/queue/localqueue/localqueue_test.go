@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -189,50 +190,60 @@ func TestSlowJobDoesNotHoldOthers(t *testing.T) {
 	go func() { _, _ = q.RunDue(ctx, h); close(done) }()
 	select {
 	case <-allFast:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a failure bound only
 		t.Fatal("fast jobs did not finish while the slow one was running")
 	}
 	close(release)
 	<-done
 }
 
-// TestRunLoop: the worker loop runs jobs enqueued while it runs and stops
-// with its context.
+// TestRunLoop: the worker loop runs jobs enqueued while it runs, a
+// delayed one when it is due, and stops with its context. In a synctest
+// bubble: the system clock and the loop's timers are the bubble's fake
+// time, which moves only while everything waits.
 func TestRunLoop(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	clk := clock.System{}
-	st := open(t, filepath.Join(t.TempDir(), "q.db"), clk)
-	defer st.Close()
-	q := localqueue.New(st, clk, quiet(), 0)
-	got := make(chan queue.Job, 2)
-	h := func(_ context.Context, job queue.Job, _ int) queue.Outcome {
-		got <- job
-		return queue.Outcome{Kind: queue.Done}
-	}
-	stopped := make(chan error)
-	go func() { stopped <- q.Run(ctx, h) }()
-	want := queue.Job{DeliveryID: "msg_1", Attempt: 1}
-	if err := q.Enqueue(ctx, want, 0); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case j := <-got:
-		if j != want {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		clk := clock.System{}
+		st := open(t, filepath.Join(t.TempDir(), "q.db"), clk)
+		defer st.Close()
+		q := localqueue.New(st, clk, quiet(), 0)
+		got := make(chan queue.Job, 2)
+		h := func(_ context.Context, job queue.Job, _ int) queue.Outcome {
+			got <- job
+			return queue.Outcome{Kind: queue.Done}
+		}
+		stopped := make(chan error)
+		go func() { stopped <- q.Run(ctx, h) }()
+		synctest.Wait() // the loop sleeps: nothing is queued
+		start := time.Now()
+		want := queue.Job{DeliveryID: "msg_1", Attempt: 1}
+		if err := q.Enqueue(ctx, want, 0); err != nil {
+			t.Fatal(err)
+		}
+		if j := <-got; j != want {
 			t.Fatalf("ran %+v, want %+v", j, want)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker loop did not run the job")
-	}
-	if err := q.Enqueue(ctx, queue.Job{DeliveryID: "msg_2", Attempt: 1}, 20*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the worker loop did not run the delayed job")
-	}
-	cancel()
-	if err := <-stopped; err != nil {
-		t.Fatal(err)
-	}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("the job enqueued ran after %s, want at once", d)
+		}
+		if err := q.Enqueue(ctx, queue.Job{DeliveryID: "msg_2", Attempt: 1}, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case j := <-got:
+			t.Fatalf("the delayed job ran at once: %+v", j)
+		default:
+		}
+		delayed := time.Now()
+		<-got // (a loop that never runs it fails as a deadlock of the bubble)
+		if d := time.Since(delayed); d != 20*time.Millisecond {
+			t.Fatalf("the delayed job ran after %s, want 20ms", d)
+		}
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

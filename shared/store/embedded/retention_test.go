@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -78,34 +79,33 @@ func TestSweepRetention(t *testing.T) {
 	}
 }
 
-// SweepEvery sweeps at the store's clock until its context ends.
+// SweepEvery sweeps at the store's clock until its context ends. In a
+// synctest bubble: the sweeps' ticker runs on the bubble's fake time, and
+// synctest.Wait returns once a sweep due has run.
 func TestSweepEvery(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	s := openTemp(t, clk)
-	must(t, s.SaveEvent(ctx, notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.SweepEvery(ctx, time.Millisecond, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	}()
-	time.Sleep(20 * time.Millisecond) // several sweeps before the retention ends
-	if _, err := s.GetEvent(ctx, "evt_1"); err != nil {
-		t.Fatalf("event swept before its retention: %v", err)
-	}
-	clk.Set(t0.Add(store.EventRetention))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := s.GetEvent(ctx, "evt_1")
-		if errors.Is(err, storeerr.ErrNotFound) {
-			break
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
+		clk := clock.NewFake(t0)
+		s := openTemp(t, clk)
+		must(t, s.SaveEvent(ctx, notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.SweepEvery(ctx, time.Millisecond, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		}()
+		time.Sleep(20 * time.Millisecond) // twenty sweeps before the retention ends
+		synctest.Wait()
+		if _, err := s.GetEvent(ctx, "evt_1"); err != nil {
+			t.Fatalf("event swept before its retention: %v", err)
 		}
-		if time.Now().After(deadline) {
+		clk.Set(t0.Add(store.EventRetention))
+		time.Sleep(time.Millisecond) // the next sweep
+		synctest.Wait()
+		if _, err := s.GetEvent(ctx, "evt_1"); !errors.Is(err, storeerr.ErrNotFound) {
 			t.Fatalf("event not swept: %v", err)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
+		cancel()
+		<-done
+	})
 }

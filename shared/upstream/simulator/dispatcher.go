@@ -39,6 +39,7 @@ type dispatcher struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	wake     chan struct{}
+	counted  func() // testHooks.delivered
 
 	mu      sync.Mutex
 	faults  Faults
@@ -50,10 +51,10 @@ type dispatcher struct {
 	st      NotificationStats
 }
 
-func newDispatcher(n Notifier, f Faults, log *slog.Logger) *dispatcher {
+func newDispatcher(n Notifier, f Faults, log *slog.Logger, counted func()) *dispatcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &dispatcher{
-		notifier: n, log: log, ctx: ctx, cancel: cancel, faults: f,
+		notifier: n, log: log, ctx: ctx, cancel: cancel, faults: f, counted: counted,
 		done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	go d.run()
@@ -144,6 +145,9 @@ func (d *dispatcher) run() {
 				"pspReference", o.item.PSPReference, "error", err)
 		}
 		d.mu.Unlock()
+		if d.counted != nil {
+			d.counted()
+		}
 		if d.ctx.Err() != nil {
 			return
 		}

@@ -3,10 +3,15 @@ package simulator
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -54,11 +59,8 @@ func TestFaultReorder(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Faults.Reorder = 3 })
 	want := payN(t, e, 5)
 	// The first three are released reversed as soon as three are held.
-	deadline := time.Now().Add(3 * time.Second)
-	for e.sim.NotificationStats().Sent < 3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if st := e.sim.NotificationStats(); st.Pending != 2 {
+	e.delivered.wait(t, "notification", 3)
+	if st := e.sim.NotificationStats(); st.Pending != 2 || st.Sent != 3 {
 		t.Fatalf("held = %+v", st)
 	}
 	e.flush(t) // releases the partial batch, reversed
@@ -96,19 +98,42 @@ func TestFaultDrop(t *testing.T) {
 }
 
 func TestFaultDelay(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.Faults.Delay = 20 * time.Millisecond })
-	start := time.Now()
-	payN(t, e, 2)
-	if n := len(e.rec.items(t)); n != 0 {
-		t.Fatalf("delivered before the delay: %d", n)
-	}
-	e.flush(t)
-	if d := time.Since(start); d < 40*time.Millisecond {
-		t.Fatalf("delays not applied: %v", d)
-	}
-	if n := len(e.rec.items(t)); n != 2 {
-		t.Fatalf("delivered = %d", n)
-	}
+	// On the fake clock of a synctest bubble: the simulator is served
+	// in-process (no network), so the bubble sees every wait.
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		sim, err := New(Options{APIKey: testAPIKey, Notifier: rec, Clock: clock.NewFake(testStart),
+			Rand: rand.NewChaCha8([32]byte{1, 2, 3}), Faults: Faults{Delay: 20 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sim.Close()
+		start := time.Now()
+		for i := range 2 {
+			w := httptest.NewRecorder()
+			req := httptest.NewRequest("POST", "/v71/payments", strings.NewReader(paymentBody))
+			req.Header.Set("X-API-Key", testAPIKey)
+			sim.ServeHTTP(w, req)
+			if w.Code != 200 {
+				t.Fatalf("payment %d: %d %s", i, w.Code, w.Body)
+			}
+		}
+		synctest.Wait() // the sender waits out the first delay: no time passes until it does
+		if n := len(rec.items(t)); n != 0 {
+			t.Fatalf("delivered before the delay: %d", n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := sim.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 40*time.Millisecond {
+			t.Fatalf("delays not applied: %v", d)
+		}
+		if n := len(rec.items(t)); n != 2 {
+			t.Fatalf("delivered = %d", n)
+		}
+	})
 }
 
 func TestNotifierFailureCounted(t *testing.T) {
@@ -154,7 +179,7 @@ func TestFlushHonoursContextAndClose(t *testing.T) {
 	go func() { sim.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatal("Close did not stop a blocked delivery")
 	}
 	close(block)

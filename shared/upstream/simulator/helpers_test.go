@@ -59,6 +59,53 @@ func (r *recorder) items(t *testing.T) []upstream.NotificationRequestItem {
 	return out
 }
 
+// signals counts named events reported by the simulator's test hooks, so
+// a test waits for one instead of polling.
+type signals struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	changed chan struct{} // closed (and replaced) at every event
+}
+
+func newSignals() *signals { return &signals{seen: map[string]int{}, changed: make(chan struct{})} }
+
+func (s *signals) add(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[name]++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// count returns how often name happened and a channel closed at the next event.
+func (s *signals) count(name string) (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[name], s.changed
+}
+
+// waitTimeout bounds every wait for a signal: it only turns a missing
+// signal into a failure, no test passes by it.
+const waitTimeout = 30 * time.Second
+
+// wait waits until name happened n times in all.
+func (s *signals) wait(t *testing.T, name string, n int) {
+	t.Helper()
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	for {
+		got, changed := s.count(name)
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout.C:
+			t.Fatalf("%q happened %d times, want %d", name, got, n)
+		}
+	}
+}
+
 // env is a simulator behind an HTTP server with a client.
 type env struct {
 	sim    *Simulator
@@ -66,6 +113,10 @@ type env struct {
 	client *upstream.Client
 	rec    *recorder
 	clock  *clock.Fake
+	// held counts requests held by endpoint, settled the Idempotency-Keys
+	// a request finished with, delivered the notification deliveries
+	// counted in the stats (under "notification").
+	held, settled, delivered *signals
 }
 
 func newEnv(t *testing.T, mutate ...func(*Options)) *env {
@@ -73,9 +124,17 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 	rec := &recorder{}
 	fc := clock.NewFake(testStart)
 	seed := [32]byte{1, 2, 3}
+	held, settled, delivered := newSignals(), newSignals(), newSignals()
 	opts := Options{
 		APIKey: testAPIKey, HMACKeyHex: testHMACKey, Notifier: rec, Clock: fc,
-		Rand: rand.NewChaCha8(seed), HangTimeout: 5 * time.Second,
+		Rand: rand.NewChaCha8(seed),
+		// A held request ends when its client gives up, never by the clock.
+		HangTimeout: time.Hour,
+		hooks: testHooks{
+			holding:    held.add,
+			keySettled: settled.add,
+			delivered:  func() { delivered.add("notification") },
+		},
 	}
 	for _, m := range mutate {
 		m(&opts)
@@ -89,14 +148,54 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 		srv.Close()
 		sim.Close()
 	})
-	c := upstream.New(upstream.Config{BaseURL: srv.URL + sim.BasePath(), APIKey: opts.APIKey, Timeout: 5 * time.Second})
-	return &env{sim: sim, srv: srv, client: c, rec: rec, clock: fc}
+	c := upstream.New(upstream.Config{BaseURL: srv.URL + sim.BasePath(), APIKey: opts.APIKey, Timeout: waitTimeout})
+	return &env{sim: sim, srv: srv, client: c, rec: rec, clock: fc, held: held, settled: settled, delivered: delivered}
+}
+
+// abandonHeld runs call (a request to endpoint that the simulator holds:
+// the hang behaviour, an injected timeout) with a context that is
+// cancelled once the simulator holds the request and whileHeld (when not
+// nil) returned: the client gives up then, whatever the machine's speed.
+// It returns call's error.
+func (e *env) abandonHeld(t *testing.T, endpoint string, call func(ctx context.Context) error, whileHeld func()) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before, _ := e.held.count(endpoint)
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	timeout := time.NewTimer(waitTimeout)
+	defer timeout.Stop()
+	for {
+		n, changed := e.held.count(endpoint)
+		if n > before {
+			break
+		}
+		select {
+		case <-changed:
+		case err := <-done:
+			t.Fatalf("the request to %s was answered (err %v) instead of held", endpoint, err)
+		case <-timeout.C:
+			t.Fatalf("the request to %s was not held", endpoint)
+		}
+	}
+	if whileHeld != nil {
+		whileHeld()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-timeout.C:
+		t.Fatalf("the request to %s did not end when its client gave up", endpoint)
+		return nil
+	}
 }
 
 // flush waits for queued notifications.
 func (e *env) flush(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	if err := e.sim.Flush(ctx); err != nil {
 		t.Fatalf("Flush: %v", err)

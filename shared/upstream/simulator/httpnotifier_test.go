@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,16 +100,35 @@ func TestHTTPNotifierStopsOnCancel(t *testing.T) {
 	rc := &receiver{answers: []func(http.ResponseWriter){status(500, "")}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	n, _ := NewHTTPNotifier(HTTPNotifierConfig{URL: srv.URL, Backoff: []time.Duration{time.Hour}})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	// The caller gives up while the notifier waits before its retry (it
+	// logs that it will retry, then waits an hour).
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := n.Notify(ctx, []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
+	n, _ := NewHTTPNotifier(HTTPNotifierConfig{URL: srv.URL, Backoff: []time.Duration{time.Hour},
+		Logger: slog.New(onMessage{"upstream-sim notification not accepted, will retry", cancel})})
+	if err := n.Notify(ctx, []byte(`{}`)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	if rc.calls.Load() != 1 {
 		t.Fatalf("attempts = %d", rc.calls.Load())
 	}
 }
+
+// onMessage is a slog handler calling f at each record with message msg.
+type onMessage struct {
+	msg string
+	f   func()
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.f()
+	}
+	return nil
+}
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onMessage) WithGroup(string) slog.Handler      { return h }
 
 func TestHTTPNotifierCredentialsInURLNotLeaked(t *testing.T) {
 	n, err := NewHTTPNotifier(HTTPNotifierConfig{URL: "http://user:pa55word@127.0.0.1:1/x", Backoff: []time.Duration{}, Timeout: time.Second})

@@ -19,11 +19,14 @@ type idemEntry struct {
 // a completed request's answer is replayed, a concurrent duplicate gets 409
 // "704", and answers of 5xx are not kept (the key can be used again).
 type idemStore struct {
-	mu sync.Mutex
-	m  map[string]*idemEntry
+	mu      sync.Mutex
+	m       map[string]*idemEntry
+	settled func(key string) // testHooks.keySettled
 }
 
-func newIdemStore() *idemStore { return &idemStore{m: map[string]*idemEntry{}} }
+func newIdemStore(settled func(key string)) *idemStore {
+	return &idemStore{m: map[string]*idemEntry{}, settled: settled}
+}
 
 // do runs fn once per (scope, key) and reports whether the answer is a replay.
 func (st *idemStore) do(scope, key string, fp [32]byte, now time.Time, strict bool, fn func() result) (res result, replayed bool) {
@@ -46,12 +49,15 @@ func (st *idemStore) do(scope, key string, fp [32]byte, now time.Time, strict bo
 	completed := false
 	defer func() {
 		st.mu.Lock()
-		defer st.mu.Unlock()
 		if !completed || res.status >= http.StatusInternalServerError {
 			delete(st.m, k) // not processed (or panicked): the key may be used again
-			return
+		} else {
+			e.done, e.res = true, res
 		}
-		e.done, e.res = true, res
+		st.mu.Unlock()
+		if st.settled != nil {
+			st.settled(key)
+		}
 	}()
 	res = fn()
 	completed = true

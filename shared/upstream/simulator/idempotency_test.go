@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -121,46 +119,28 @@ func TestIdempotencyRetention(t *testing.T) {
 func TestIdempotencyInFlight(t *testing.T) {
 	e := newEnv(t)
 	hang := paymentReq(1000, cardMethod("4000000000000994", "737", ""))
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var firstErr error
-	go func() {
-		defer wg.Done()
-		_, firstErr = e.client.Payments(ctx, hang, "k-hang")
-	}()
-	// Wait until the first request is in flight.
-	deadline := time.Now().Add(3 * time.Second)
-	for e.sim.Requests("payments") == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	var dupErr error
+	// The first request is held, its key registered, until its client
+	// gives up; a second request with the same key is sent meanwhile.
+	firstErr := e.abandonHeld(t, "payments", func(ctx context.Context) error {
+		_, err := e.client.Payments(ctx, hang, "k-hang")
+		return err
+	}, func() {
+		_, dupErr = e.client.Payments(context.Background(), hang, "k-hang")
+	})
+	if !upstream.IsInFlight(dupErr) {
+		t.Fatalf("concurrent duplicate: err = %v, want 409 704", dupErr)
 	}
-	var err error
-	for range 200 {
-		_, err = e.client.Payments(context.Background(), hang, "k-hang")
-		if upstream.IsInFlight(err) {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if !upstream.IsInFlight(err) {
-		t.Fatalf("concurrent duplicate: err = %v, want 409 704", err)
-	}
-	ue := apiErr(t, err)
+	ue := apiErr(t, dupErr)
 	if ue.HTTPStatus != 409 || ue.ErrorCode != "704" || ue.Message != "request already processed or in progress" {
 		t.Fatalf("error = %+v", ue)
 	}
-	cancel() // the first client gives up; the simulator completes the request
-	wg.Wait()
+	// The first client gave up; the simulator completes the request.
 	if !upstream.IsUnavailable(firstErr) {
 		t.Fatalf("first: %v", firstErr)
 	}
-	var r upstream.PaymentResponse
-	for range 200 {
-		if r, err = e.client.Payments(context.Background(), hang, "k-hang"); !upstream.IsInFlight(err) {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	e.settled.wait(t, "k-hang", 1)
+	r, err := e.client.Payments(context.Background(), hang, "k-hang")
 	if err != nil || r.ResultCode != "Authorised" {
 		t.Fatalf("after completion: %+v %v", r, err)
 	}

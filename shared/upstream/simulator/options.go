@@ -98,6 +98,26 @@ type Options struct {
 	// Logger receives request and delivery logs; default discards. Secrets
 	// (API key, HMAC key, basic-auth password) are never logged.
 	Logger *slog.Logger
+
+	// hooks let this package's tests wait for what no API shows.
+	hooks testHooks
+}
+
+// testHooks are called at points of a request's life that tests wait for,
+// instead of polling; nil fields (always, outside this package's tests) do
+// nothing.
+type testHooks struct {
+	// holding is called when a request starts being held until its client
+	// gives up (the Hang behaviour, after its Idempotency-Key is registered,
+	// or an injected FailTimeout), with the request's endpoint.
+	holding func(endpoint string)
+	// keySettled is called once a request with an Idempotency-Key has
+	// finished with it: its answer is kept for replays, or the key was
+	// released (a 5xx, a panic).
+	keySettled func(key string)
+	// delivered is called once a notification's delivery attempt is
+	// counted in NotificationStats (sent, failed or abandoned at Close).
+	delivered func()
 }
 
 // Faults inject notification delivery faults. The zero value injects none.

@@ -150,6 +150,9 @@ func (s *Simulator) handlePayments(ctx context.Context, c *call) result {
 	case Hang:
 		// Hold the request until the client gives up, then process it as the
 		// upstream would have: the answer is kept for idempotent replays.
+		if h := s.opts.hooks.holding; h != nil {
+			h("payments")
+		}
 		_ = sleep(ctx, s.opts.HangTimeout)
 		pl.behaviour = Authorise
 	}

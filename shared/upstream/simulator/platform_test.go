@@ -221,9 +221,18 @@ func TestFailNext(t *testing.T) {
 	if err := e.sim.FailNext("payments", FailTimeout); err != nil {
 		t.Fatal(err)
 	}
-	short := upstream.New(upstream.Config{BaseURL: e.srv.URL + "/v71", APIKey: testAPIKey, Timeout: 30 * time.Millisecond})
-	if _, err := short.Payments(context.Background(), paymentReq(100, cardMethod("4111111111111111", "737", "")), ""); !upstream.IsUnavailable(err) {
+	// Held (until the client gives up, or HangTimeout: nothing is read
+	// of a request failed this way, so the server does not see its client
+	// leave), then answered 500; processed never.
+	err := e.abandonHeld(t, "payments", func(ctx context.Context) error {
+		_, err := e.client.Payments(ctx, paymentReq(100, cardMethod("4111111111111111", "737", "")), "")
+		return err
+	}, nil)
+	if !upstream.IsUnavailable(err) {
 		t.Fatalf("timeout: err = %v", err)
+	}
+	if n := e.sim.PaymentCount(); n != 0 {
+		t.Fatalf("PaymentCount = %d after a held request", n)
 	}
 	if e.sim.FailNext("nope", FailHTTP500) == nil || e.sim.FailNext("payments", "teapot") == nil {
 		t.Fatal("FailNext accepted an unknown endpoint or failure")

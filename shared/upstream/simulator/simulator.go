@@ -85,7 +85,7 @@ func New(opts Options) (*Simulator, error) {
 		autoCapture:   setOf(opts.AutoCaptureAccounts),
 		merchants:     setOf(opts.MerchantAccounts),
 		mux:           http.NewServeMux(),
-		idem:          newIdemStore(),
+		idem:          newIdemStore(opts.hooks.keySettled),
 		payments:      map[string]*payment{},
 		modRefs:       map[string]string{},
 		sessions:      map[string]*session{},
@@ -103,7 +103,7 @@ func New(opts Options) (*Simulator, error) {
 		s.signer = signer
 	}
 	s.routes()
-	s.disp = newDispatcher(opts.Notifier, opts.Faults, opts.Logger)
+	s.disp = newDispatcher(opts.Notifier, opts.Faults, opts.Logger, opts.hooks.delivered)
 	return s, nil
 }
 
@@ -164,6 +164,9 @@ func (s *Simulator) api(name string, h apiHandler) http.Handler {
 		if f := s.takeFailure(name); f != "" {
 			if f == FailTimeout {
 				// Held until the client gives up; nothing is processed.
+				if h := s.opts.hooks.holding; h != nil {
+					h(name)
+				}
 				_ = sleep(ctx, s.opts.HangTimeout)
 			}
 			writeResult(w, errorResult(errInternal()))

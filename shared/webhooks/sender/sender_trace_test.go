@@ -19,9 +19,10 @@ import (
 
 // udpDaemon is a fake X-Ray daemon collecting the documents sent to it.
 type udpDaemon struct {
-	conn *net.UDPConn
-	mu   sync.Mutex
-	docs []string
+	conn    *net.UDPConn
+	mu      sync.Mutex
+	docs    []string
+	changed chan struct{} // closed (and replaced) when a document arrives
 }
 
 func newUDPDaemon(t *testing.T) *udpDaemon {
@@ -30,7 +31,7 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &udpDaemon{conn: conn}
+	d := &udpDaemon{conn: conn, changed: make(chan struct{})}
 	go func() {
 		buf := make([]byte, 64<<10)
 		for {
@@ -40,6 +41,8 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 			}
 			d.mu.Lock()
 			d.docs = append(d.docs, string(bytes.Clone(buf[:n])))
+			close(d.changed)
+			d.changed = make(chan struct{})
 			d.mu.Unlock()
 		}
 	}()
@@ -47,10 +50,12 @@ func newUDPDaemon(t *testing.T) *udpDaemon {
 	return d
 }
 
-// waitFor returns the first document containing s, or fails after timeout.
+// waitFor returns the first document containing s, waiting for the
+// documents that arrive; it fails after timeout (a failure bound only).
 func (d *udpDaemon) waitFor(t *testing.T, s string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	bound := time.NewTimer(timeout)
+	defer bound.Stop()
 	for {
 		d.mu.Lock()
 		for _, doc := range d.docs {
@@ -59,11 +64,13 @@ func (d *udpDaemon) waitFor(t *testing.T, s string, timeout time.Duration) strin
 				return doc
 			}
 		}
+		changed := d.changed
 		d.mu.Unlock()
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-bound.C:
 			t.Fatalf("no X-Ray document containing %q was sent", s)
 		}
-		time.Sleep(10 * time.Millisecond) // polling a UDP socket's output, not synchronising goroutines
 	}
 }
 
@@ -98,7 +105,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	s := sender.New(sender.Config{Timeout: 5 * time.Second, AllowLocal: true,
+	s := sender.New(sender.Config{Timeout: 30 * time.Second, AllowLocal: true,
 		Wrap: func(base http.RoundTripper) http.RoundTripper { return tr.Transport(extra(base)) }})
 
 	const root = "1-6740a1b2-00000000000000000000abcd"
@@ -126,7 +133,7 @@ func TestDeliveriesCarryNoInternalTraceHeaders(t *testing.T) {
 	}
 	// The call is still traced: the request's segment document holds a
 	// remote subsegment for the receiver, in the same trace.
-	doc := daemon.waitFor(t, strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
+	doc := daemon.waitFor(t, strings.TrimPrefix(srv.URL, "http://"), 30*time.Second)
 	if !strings.Contains(doc, root) || !strings.Contains(doc, `"namespace":"remote"`) {
 		t.Errorf("no remote subsegment of trace %s for the delivery: %s", root, doc)
 	}
@@ -150,7 +157,7 @@ func TestStripDoesNotTouchTheCallersRequest(t *testing.T) {
 			return base.RoundTrip(r)
 		})
 	}
-	s := sender.New(sender.Config{Timeout: 2 * time.Second, AllowLocal: true, Wrap: wrap})
+	s := sender.New(sender.Config{Timeout: 30 * time.Second, AllowLocal: true, Wrap: wrap})
 	req := request(t, secretNew)
 	req.URL = srv.URL + "/hook"
 	if res := s.Send(context.Background(), req); !res.Delivered() {
