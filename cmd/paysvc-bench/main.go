@@ -311,12 +311,22 @@ func startProfile(path string, start func(io.Writer) error, stop func()) (func()
 	}, nil
 }
 
-// writeReport renders rep to cfg.Out (atomically) or stdout.
+// keptMarker starts the hand-written part of the report (its history of
+// what each change bought), which a new report keeps.
+const keptMarker = "<!-- Everything below is written by hand and kept by make bench. -->"
+
+// writeReport renders rep to cfg.Out (atomically, keeping the part of the
+// file below keptMarker) or stdout.
 func writeReport(cfg *config, rep *report) error {
 	md := rep.markdown()
 	if cfg.Out == "" {
 		_, err := io.WriteString(os.Stdout, md)
 		return err
+	}
+	if old, err := os.ReadFile(cfg.Out); err == nil {
+		if _, kept, ok := strings.Cut(string(old), keptMarker); ok {
+			md = strings.TrimRight(md, "\n") + "\n\n" + keptMarker + kept
+		}
 	}
 	tmp := cfg.Out + ".tmp"
 	if err := os.WriteFile(tmp, []byte(md), 0o644); err != nil {

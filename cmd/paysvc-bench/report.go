@@ -149,7 +149,6 @@ func (r *report) markdown() string {
 	r.webhookSection(w)
 	r.goBenchSection(w)
 	r.scaleSection(w)
-	r.changesSection(w)
 	w("## Reproduce\n\n")
 	w("```sh\nmake bench                                   # everything; rewrites BENCHMARKS.md and docs/scale.md (about 10 minutes)\n")
 	w("go run ./cmd/paysvc-bench -smoke              # every section in seconds (tiny samples)\n")

@@ -260,34 +260,12 @@ func (r *rotatingHandler) current(ctx context.Context) (http.Handler, error) {
 
 func (r *rotatingHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h, _ := r.current(req.Context()) // never nil: newRotatingHandler built one
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &httpapi.StatusWriter{ResponseWriter: w}
 	h.ServeHTTP(sw, req)
-	if sw.status == http.StatusUnauthorized && r.cache.Refresh() {
+	if sw.Status == http.StatusUnauthorized && r.cache.Refresh() {
 		r.log.WarnContext(req.Context(), "notification refused (HMAC or basic auth): the upstream secret is read again before the next one")
 	}
 }
-
-// statusWriter records the status of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // DispatcherHandler is the dispatcher function's SQS handler.
 func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {

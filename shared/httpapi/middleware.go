@@ -55,11 +55,35 @@ type reqInfo struct {
 // handler serves one request, filling in its log record as it goes.
 type handler func(w http.ResponseWriter, r *http.Request, info *reqInfo)
 
-// statusRecorder remembers the status written (and, for a traced request,
-// the start of a successful body, to find its resultCode).
-type statusRecorder struct {
+// StatusWriter remembers the status a handler wrote (0: none yet).
+type StatusWriter struct {
 	http.ResponseWriter
-	status  int
+	Status int
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (s *StatusWriter) WriteHeader(code int) {
+	if s.Status == 0 {
+		s.Status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (s *StatusWriter) Write(b []byte) (int, error) {
+	if s.Status == 0 {
+		s.Status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// statusRecorder is a StatusWriter that also keeps, for a traced request,
+// the start of a successful body (to find its resultCode).
+type statusRecorder struct {
+	StatusWriter
 	capture bool
 	body    []byte
 }
@@ -67,21 +91,12 @@ type statusRecorder struct {
 // maxCapture bounds the body kept for the resultCode annotation.
 const maxCapture = 64 << 10
 
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
 func (s *statusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
+	n, err := s.StatusWriter.Write(b)
+	if s.capture && s.Status < 300 && len(s.body)+n <= maxCapture {
+		s.body = append(s.body, b[:n]...)
 	}
-	if s.capture && s.status < 300 && len(s.body)+len(b) <= maxCapture {
-		s.body = append(s.body, b...)
-	}
-	return s.ResponseWriter.Write(b)
+	return n, err
 }
 
 // wrap adds the request id, the one panic recovery and the one request log
@@ -96,16 +111,16 @@ func (d *Deps) wrap(route string, h handler) http.Handler {
 			ctx, endTrace = d.Tracer.StartRequest(ctx, route)
 			r = r.WithContext(ctx)
 		}
-		rec := &statusRecorder{ResponseWriter: w, capture: endTrace != nil}
+		rec := &statusRecorder{StatusWriter: StatusWriter{ResponseWriter: w}, capture: endTrace != nil}
 		rec.Header().Set("X-Request-Id", info.RequestID)
 		defer func() {
 			if v := recover(); v != nil {
 				d.Log.ErrorContext(ctx, "panic", "route", route, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				if rec.status == 0 {
+				if rec.Status == 0 {
 					writeError(rec, info, apperr.New(apperr.Internal, "internal error"))
 				}
 			}
-			d.logRequest(ctx, r, rec.status, info, start)
+			d.logRequest(ctx, r, rec.Status, info, start)
 			if endTrace != nil {
 				endTrace(info.trace(rec))
 			}
@@ -174,7 +189,7 @@ func (i *reqInfo) trace(rec *statusRecorder) RequestTrace {
 	if len(rec.body) > 0 && json.Unmarshal(rec.body, &out) == nil && out.ResultCode != "" {
 		a["resultCode"] = out.ResultCode
 	}
-	return RequestTrace{Status: rec.status, Annotations: a, Err: i.Err}
+	return RequestTrace{Status: rec.Status, Annotations: a, Err: i.Err}
 }
 
 // requestID takes a well-formed X-Request-Id from the caller (API Gateway's

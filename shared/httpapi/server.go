@@ -27,8 +27,9 @@ import (
 // MaxBodyBytes is the largest request body accepted (docs/architecture.md).
 const MaxBodyBytes = 256 << 10
 
-// Deps are what the handlers need. Every field is required except Payments
-// for groups that do not use it.
+// Deps are what the handlers need: Auth, Limiter, Idem, Log and Clock
+// always; Payments, Lookup and Webhooks for the groups that serve them;
+// Metrics and Tracer are optional.
 type Deps struct {
 	Auth     *tenant.Authenticator
 	Limiter  *ratelimit.Limiter
@@ -191,7 +192,6 @@ func (d *Deps) serve(rt Route) handler {
 				return
 			}
 		}
-		// A header sent empty is invalid (400), not absent.
 		if !idempotent {
 			resp := d.run(ctx, rt, c)
 			d.awaitRecords(ctx, rt, c)
@@ -389,7 +389,6 @@ func renderError(err error) response {
 	return response{status: spec.Status, body: body, err: err}
 }
 
-// readBody checks Content-Type and reads at most MaxBodyBytes.
 // readAll is io.ReadAll starting with room for the declared length (when
 // within MaxBodyBytes), so a body is read into one allocation instead of a
 // growing series.
@@ -413,6 +412,7 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 	}
 }
 
+// readBody checks Content-Type and reads at most MaxBodyBytes.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	// The usual value exactly needs no parsing (ParseMediaType allocates).
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {

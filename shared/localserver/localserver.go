@@ -38,8 +38,7 @@ const (
 // GOMAXPROCS environment variable sets it). The embedded store's commits
 // wait in fdatasync, and a thread in a system call keeps its P until the
 // scheduler takes it back: with one P per CPU, a core can sit idle while
-// requests are ready to run. Measured with paysvc-bench on 2 cores at
-// concurrency 16: payments throughput +30 %, added p50 −1 ms.
+// requests are ready to run (what it bought: BENCHMARKS.md, history).
 func procsForSyncedCommits(log *slog.Logger) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return

@@ -52,30 +52,16 @@ func New(p Payments, e Events, d Deliveries) *Service {
 	return &Service{payments: p, events: e, deliveries: d}
 }
 
-// maxPSPReference bounds a pspReference in a path.
-const maxPSPReference = 64
-
 // Payment returns the payment psp of merchant m and site as the merchant
-// may see it: one store read. Unknown, another merchant's and another
-// site's payments are all 404 yp_3006, and so are the service's internal
-// records kept beside payments: a pending record (payments.IsPendingKey:
-// a payment started with an action, before it has a pspReference) is
-// never a payment of its own, bound to one or not; merchants see the
-// payment under its pspReference.
+// may see it: one store read (payments.Owned). Unknown, another
+// merchant's and another site's payments are all 404 yp_3006, and so are
+// the service's internal records kept beside payments (a pending record of
+// a payment started with an action, bound to one or not: merchants see the
+// payment under its pspReference).
 func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (PaymentView, error) {
-	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-	if psp == "" || len(psp) > maxPSPReference || payments.IsPendingKey(psp) {
-		return PaymentView{}, notFound
-	}
-	p, err := s.payments.GetPayment(ctx, psp)
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return PaymentView{}, notFound
-	}
+	p, err := payments.Owned(ctx, s.payments, m, site, psp)
 	if err != nil {
-		return PaymentView{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read payment %s: %w", psp, err))
-	}
-	if p.MerchantID != m.ID || p.SiteID != site.ID || p.BoundTo != "" {
-		return PaymentView{}, notFound
+		return PaymentView{}, err
 	}
 	return paymentView(p), nil
 }

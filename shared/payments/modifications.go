@@ -26,25 +26,34 @@ func modificationResult(psp string, resp ModificationAnswer) ModificationResult 
 	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}
 }
 
-// ownedPayment returns the payment psp of this merchant and site, or
-// apperr.PaymentNotFound for an unknown one and for one of another merchant or site alike.
-func (s *Service) ownedPayment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (Payment, error) {
+// Reader reads payment records (the lookups read through it too).
+type Reader interface {
+	GetPayment(ctx context.Context, pspReference string) (Payment, error)
+}
+
+// Owned returns payment psp of this merchant and site, or
+// apperr.PaymentNotFound for an unknown one and for one of another
+// merchant or site alike (and for the service's internal records).
+func Owned(ctx context.Context, st Reader, m tenant.Merchant, site tenant.Site, psp string) (Payment, error) {
 	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-	if psp == "" || len(psp) > 64 || IsPendingKey(psp) {
+	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
 		return Payment{}, notFound
 	}
-	p, err := s.store.GetPayment(ctx, psp)
+	p, err := st.GetPayment(ctx, psp)
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return Payment{}, notFound
 	}
 	if err != nil {
 		return Payment{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read payment %s: %w", psp, err))
 	}
-	if p.MerchantID != m.ID || p.SiteID != site.ID {
+	if p.MerchantID != m.ID || p.SiteID != site.ID || p.BoundTo != "" {
 		return Payment{}, notFound
 	}
 	return p, nil
 }
+
+// maxPSPReference bounds a pspReference in a path.
+const maxPSPReference = 64
 
 // opReference names one modification attempt for reservations: derived
 // from the Idempotency-Key when there is one, so a retry matches.
@@ -75,7 +84,7 @@ func capturedState(p *Payment) State {
 func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureInput) (ModificationResult, error) {
 	m := c.Merchant
 	amount, ref := in.Amount, in.Reference
-	owned, err := s.ownedPayment(ctx, m, c.Site, psp)
+	owned, err := Owned(ctx, s.store, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
@@ -156,7 +165,7 @@ func reversible(st State) bool {
 // optimistically until the CANCEL_OR_REFUND notification confirms it.
 func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalInput) (ModificationResult, error) {
 	m := c.Merchant
-	p, err := s.ownedPayment(ctx, m, c.Site, psp)
+	p, err := Owned(ctx, s.store, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
@@ -178,7 +187,7 @@ func (s *Service) Reverse(ctx context.Context, c *Call, psp string, in ReversalI
 func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in AmountUpdateInput) (ModificationResult, error) {
 	m := c.Merchant
 	amount, ref := in.Amount, in.Reference
-	p, err := s.ownedPayment(ctx, m, c.Site, psp)
+	p, err := Owned(ctx, s.store, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}

@@ -75,7 +75,7 @@ func refundableState(st State) bool {
 // answer runs alongside the rest of the request (c.Wait).
 func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInput) (ModificationResult, error) {
 	m := c.Merchant
-	owned, err := s.ownedPayment(ctx, m, c.Site, psp)
+	owned, err := Owned(ctx, s.store, m, c.Site, psp)
 	if err != nil {
 		return ModificationResult{}, err
 	}
