@@ -140,8 +140,15 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "malformed JSON: "+describeJSONError(err))
 		return nil
 	}
-	if field, dup := duplicateKey(body); dup {
-		errs.Add(field, "is given more than once")
+	if c, found := findClash(body, true); found {
+		if c.same {
+			errs.Add(c.second, "is given more than once")
+		} else {
+			// Both named: which one the merchant meant is theirs to say.
+			const msg = "is also given as %q: member names must differ by more than letter case"
+			errs.Add(c.first, fmt.Sprintf(msg, c.names[1]))
+			errs.Add(c.second, fmt.Sprintf(msg, c.names[0]))
+		}
 		return nil
 	}
 	d := &document{Source: NewSource(body)}
