@@ -76,14 +76,46 @@ func hasDuplicate(b []byte, fold bool) bool {
 	}
 }
 
+// textChanged is an independent check that encoding/json reads a string of
+// b, a valid JSON document, as other text than it spells: each byte that
+// is not UTF-8 and each unpaired surrogate escape decodes to U+FFFD, so it
+// counts the U+FFFD decoded (names and values, by the tokenizer) against
+// those spelled (literally or as \ufffd).
+func textChanged(b []byte) bool {
+	decoded := 0
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		if s, ok := tok.(string); ok {
+			decoded += strings.Count(s, "\ufffd")
+		}
+	}
+	spelled := bytes.Count(b, []byte("\ufffd"))
+	for i := 0; i < len(b)-1; i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) && strings.EqualFold(string(b[i+2:i+6]), "fffd") {
+			spelled++
+		}
+		i++ // the escaped character
+	}
+	return decoded != spelled
+}
+
 // FuzzParse: Parse never panics and accepts only valid JSON objects
 // without a name given twice or two names that differ only in letter case
-// in any object (as encoding/json's tokenizer sees them).
+// in any object (as encoding/json's tokenizer sees them), whose text
+// encoding/json reads as spelled.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"amount":{"value":1,"currency":"EUR"},"amount":{"value":2,"currency":"EUR"}}`,
 		`{"a":[{"b":1},{"b":1,"b":2}]}`, `{"\u0061":1,"a":2}`, `{}`, `[]`, `{"a":"\""}`, `{"x":{"y":[1,2,{"z":null}]}}`,
 		`{"paymentMethod":{"type":"x","Type":"scheme"}}`, `{"browserInfo":{"userAgent":"a","UserAgent":"b"}}`, "{\"k\":1,\"\u212a\":2}",
+		`{"reference":"a\ud800b"}`, `{"a":"\ud83d\ude00","b":"\\ud800"}`, "{\"a\":\"\xff\"}", `{"a":"\ufffd"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -101,6 +133,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if !json.Valid(b) {
 			t.Fatalf("%q: accepted invalid JSON", b)
+		}
+		if textChanged(b) {
+			t.Fatalf("%q: accepted text that encoding/json reads otherwise", b)
 		}
 		if hasDuplicate(b, true) {
 			t.Fatalf("%q: accepted a duplicate name or names that differ only in letter case", b)

@@ -118,7 +118,11 @@ func (o *Obj) field(name string) *member {
 const jsonSpace = " \t\n\r"
 
 // Parse reads body as a JSON object. On malformed JSON or a non-object the
-// returned Obj is nil and errs holds the reason.
+// returned Obj is nil and errs holds the reason; so it is, with the field
+// named, for a document that would not mean the same to every decoder: a
+// string with a byte that is not UTF-8 or an unpaired surrogate escape
+// (strangeText), a name given twice, or two names of one object that
+// differ only in letter case (findClash).
 func Parse(body []byte, errs *Errors) *Obj {
 	// JSON's own whitespace only: bytes.TrimSpace would also drop \v, \f
 	// and Unicode spaces, which make a body invalid JSON.
@@ -127,17 +131,21 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "request body must be a JSON object")
 		return nil
 	}
-	if !utf8.Valid(body) {
-		errs.Add("", "request body must be UTF-8 JSON")
-		return nil
-	}
 	if !json.Valid(body) { // one validating pass; the splitters then only find boundaries
+		if !utf8.Valid(body) {
+			errs.Add("", "request body must be UTF-8 JSON")
+			return nil
+		}
 		var v any
 		err := json.Unmarshal(body, &v)
 		if err == nil {
 			err = errors.New("invalid JSON")
 		}
 		errs.Add("", "malformed JSON: "+describeJSONError(err))
+		return nil
+	}
+	if at, msg, found := strangeText(body); found {
+		errs.Add(pathAt(body, at), msg)
 		return nil
 	}
 	if c, found := findClash(body, true); found {
