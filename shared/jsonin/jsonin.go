@@ -262,8 +262,10 @@ func (o *Obj) Done() {
 // Raw returns a field's raw JSON, unchanged (nil when absent).
 func (o *Obj) Raw(name string, required bool) json.RawMessage { return o.raw(name, required) }
 
-// RawObject returns a field's raw JSON, which must be an object.
-func (o *Obj) RawObject(name string, required bool) json.RawMessage {
+// RawObject returns a field's raw JSON, which must be an object, to be
+// passed on unchanged; rules apply to every string in it, at any depth,
+// each breach named by its path.
+func (o *Obj) RawObject(name string, required bool, rules ...Str) json.RawMessage {
 	raw := o.raw(name, required)
 	if raw == nil {
 		return nil
@@ -272,7 +274,22 @@ func (o *Obj) RawObject(name string, required bool) json.RawMessage {
 		o.Fail(name, "must be an object")
 		return nil
 	}
+	o.checkText(raw, func() string { return o.Path(name) }, rules)
 	return raw
+}
+
+// PassThrough takes every member of o nobody read as known, to be passed
+// on unchanged (so Done does not report them); rules apply to every string
+// in them, at any depth, each breach named by its path.
+func (o *Obj) PassThrough(rules ...Str) {
+	for i := range o.members {
+		f := &o.members[i]
+		if f.used {
+			continue
+		}
+		f.used = true
+		o.checkText(f.raw, func() string { return o.Path(string(f.name)) }, rules)
+	}
 }
 
 // Str is a string rule: it returns a message when s breaks it.
@@ -348,11 +365,9 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 		o.Fail(name, "must be a string")
 		return "", false
 	}
-	for _, r := range rules {
-		if msg := r(s); msg != "" {
-			o.Fail(name, msg)
-			return s, false
-		}
+	if msg := breach(s, rules); msg != "" {
+		o.Fail(name, msg)
+		return s, false
 	}
 	return s, true
 }
@@ -472,24 +487,19 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 			o.errs.Add(p, "must be a string")
 			continue
 		}
-		bad := false
-		for _, r := range rules {
-			if msg := r(s); msg != "" {
-				o.errs.Add(p, msg)
-				bad = true
-				break
-			}
+		if msg := breach(s, rules); msg != "" {
+			o.errs.Add(p, msg)
+			continue
 		}
-		if !bad {
-			out = append(out, s)
-		}
+		out = append(out, s)
 	}
 	return out
 }
 
 // StringMap reads an object whose values must all be strings, at most max
-// entries. keyRule, when set, checks each key (returning a message to reject).
-func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string) string) map[string]string {
+// entries. keyRule, when set, checks each key (returning a message to
+// reject); rules check each value.
+func (o *Obj) StringMap(name string, required bool, max int, keyRule Str, rules ...Str) map[string]string {
 	raw := o.raw(name, required)
 	if raw == nil {
 		return nil
@@ -516,6 +526,10 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 		s, ok := o.doc.str(f.raw)
 		if !ok {
 			o.errs.Add(o.Path(name)+"."+k, "must be a string")
+			continue
+		}
+		if msg := breach(s, rules); msg != "" {
+			o.errs.Add(o.Path(name)+"."+k, msg)
 			continue
 		}
 		out[k] = s
