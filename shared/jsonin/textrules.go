@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The two classes of text a request carries (docs/security.md). Every
@@ -16,13 +18,16 @@ import (
 // they refuse control characters (Cc), every invisible format character
 // (Cf: zero-width spaces and joiners, bidirectional controls, the byte
 // order mark, the soft hyphen, tag characters…) and noncharacters
-// (U+FDD0–U+FDEF and the last two code points of every plane).
+// (U+FDD0–U+FDEF and the last two code points of every plane); and
+// bytes that are not UTF-8 (a path or query value may carry them).
 func Identifier(s string) string {
-	for _, r := range s {
+	for i, r := range s {
 		switch {
 		case r < 0x20 || r == 0x7f:
 			return "must not contain control characters"
 		case r < 0x80: // the common case: printable ASCII
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return "must be UTF-8 text"
 		case unicode.Is(unicode.Cc, r):
 			return "must not contain control characters"
 		case unicode.Is(unicode.Cf, r):

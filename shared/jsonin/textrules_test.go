@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 func TestTextClasses(t *testing.T) {
@@ -40,6 +41,7 @@ func TestTextClasses(t *testing.T) {
 		{"DEL", "a\x7f", false, true},
 		{"C1 control", "a\u0085b", false, true},
 		{"private use", "a\ue000", true, true},
+		{"not UTF-8 (a path or query value)", "a\xffb", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +115,7 @@ func FuzzTextClasses(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		wantID, wantFree := true, true
+		wantID, wantFree := utf8.ValidString(s), true
 		for _, r := range s {
 			if unicode.IsControl(r) || unicode.In(r, unicode.Cf) || r&0xFFFE == 0xFFFE || 0xFDD0 <= r && r <= 0xFDEF {
 				wantID = false
