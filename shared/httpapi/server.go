@@ -147,15 +147,19 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 	})
 }
 
-// serve runs one route's pipeline: auth → permission → rate limit → site
-// and merchant → body → idempotency → handler. For an idempotent POST the
-// rate-limit hit runs alongside site resolution, body read and the
-// idempotency claim (one store round trip deep instead of two); its verdict
-// still comes first: a limited request gets its 429 whatever else failed,
-// and a claim it made is released.
+// serve runs one route's pipeline: headers sent once → auth → permission →
+// rate limit → site and merchant → body → idempotency → handler. For an
+// idempotent POST the rate-limit hit runs alongside site resolution, body
+// read and the idempotency claim (one store round trip deep instead of
+// two); its verdict still comes first: a limited request gets its 429
+// whatever else failed, and a claim it made is released.
 func (d *Deps) serve(rt Route) handler {
 	return func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		ctx := r.Context()
+		if err := singleHeaders(r.Header); err != nil {
+			writeError(w, info, err)
+			return
+		}
 		p, err := d.Auth.Authenticate(ctx, r.Header.Get("Authorization"))
 		if err != nil {
 			writeError(w, info, err)
@@ -251,11 +255,7 @@ func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, bu
 // claim's outcome does.
 func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict) {
 	ctx := r.Context()
-	vals := r.Header.Values(idempotency.Header)
-	key, err := idempotency.ParseKey(vals[0])
-	if err == nil && len(vals) > 1 {
-		err = apperr.InvalidField(idempotency.Header, "must be sent once")
-	}
+	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header)) // sent once: singleHeaders
 	if err != nil {
 		writeError(w, info, limit.or(err))
 		return
