@@ -57,7 +57,7 @@ func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handle
 			writeError(w, info, apperr.New(apperr.Unauthenticated, "invalid notification credentials"))
 			return
 		}
-		body, err := readBody(w, r)
+		body, err := readBody(w, r, false)
 		if err != nil {
 			writeError(w, info, err)
 			return

@@ -55,8 +55,11 @@ type Route struct {
 	// Site resolves the {siteId} path value (and the merchant) before Handle.
 	Site bool
 	// Flow, when set, is required of the site (409 yp_3004 otherwise).
-	Flow   tenant.Flow
-	Handle func(ctx context.Context, c *Call) (any, error)
+	Flow tenant.Flow
+	// BodyOptional: the document's requestBody is not required, so a POST
+	// with no body may come without a Content-Type (415 otherwise).
+	BodyOptional bool
+	Handle       func(ctx context.Context, c *Call) (any, error)
 }
 
 // Call is what a route handler gets: an authenticated caller and the raw
@@ -194,7 +197,7 @@ func (d *Deps) serve(rt Route) handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			if c.Body, err = readBody(w, r); err != nil {
+			if c.Body, err = readBody(w, r, rt.BodyOptional); err != nil {
 				writeError(w, info, limit.or(err))
 				return
 			}
@@ -404,7 +407,6 @@ func renderError(err error) response {
 	return response{status: spec.Status, body: body, err: err}
 }
 
-// readBody checks Content-Type and reads at most MaxBodyBytes.
 // readAll is io.ReadAll starting with room for the declared length (when
 // within MaxBodyBytes), so a body is read into one allocation instead of a
 // growing series.
@@ -428,18 +430,30 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 	}
 }
 
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody checks Content-Type and reads at most MaxBodyBytes. A body the
+// route takes as optional may be left out altogether: no body and no
+// Content-Type.
+func readBody(w http.ResponseWriter, r *http.Request, optional bool) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	untyped := optional && ct == ""
 	// The usual value exactly needs no parsing (ParseMediaType allocates).
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+	if ct != "application/json" && !untyped {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+			return nil, notJSON()
 		}
 	}
 	b, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		return nil, readError(err)
 	}
+	if untyped && len(b) > 0 {
+		return nil, notJSON()
+	}
 	return b, nil
+}
+
+func notJSON() error {
+	return apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
 }
 
 // readError is the answer to a body that could not be read.
