@@ -44,20 +44,9 @@ func TestDuplicateKeysRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var errs Errors
-			o := Parse([]byte(tt.body), &errs)
-			if tt.field == "" {
-				if o == nil {
-					t.Fatalf("refused: %v", errs.Err())
-				}
-				return
-			}
-			if o != nil {
-				t.Fatal("accepted a document with a duplicate key")
-			}
-			e := apperr.As(errs.Err())
-			if e.Kind != apperr.Invalid || len(e.Fields) != 1 || e.Fields[0].Field != tt.field {
-				t.Fatalf("error = %+v, want field %q", errs.Err(), tt.field)
+			got := refusal(t, tt.body)
+			if (tt.field == "") != (got == nil) || got != nil && (len(got) != 1 || got[0].Field != tt.field) {
+				t.Fatalf("refused %+v, want field %q named", got, tt.field)
 			}
 		})
 	}
@@ -115,21 +104,10 @@ func TestCaseTwinsRefused(t *testing.T) {
 			if p, dup := DuplicateKey([]byte(tt.body)); dup {
 				t.Errorf("DuplicateKey reports %s; case twins are not duplicates", p)
 			}
-			var errs Errors
-			o := Parse([]byte(tt.body), &errs)
-			if tt.first == "" {
-				if o == nil {
-					t.Fatalf("refused: %v", fields(errs.Err()))
-				}
-				return
-			}
-			if o != nil {
-				t.Fatal("accepted names that differ only in letter case")
-			}
-			e := apperr.As(errs.Err())
-			if e.Kind != apperr.Invalid || len(e.Fields) != 2 || e.Fields[0].Field != tt.first || e.Fields[1].Field != tt.second ||
-				!strings.Contains(e.Fields[0].Message, "letter case") {
-				t.Fatalf("error = %v, want %s and %s named", fields(errs.Err()), tt.first, tt.second)
+			got := refusal(t, tt.body)
+			if (tt.first == "") != (got == nil) ||
+				got != nil && (len(got) != 2 || got[0].Field != tt.first || got[1].Field != tt.second || !strings.Contains(got[0].Message, "letter case")) {
+				t.Fatalf("refused %+v, want %q and %q named", got, tt.first, tt.second)
 			}
 		})
 	}
@@ -146,4 +124,19 @@ func TestFoldNameAgreesWithEqualFold(t *testing.T) {
 			}
 		}
 	}
+}
+
+// refusal parses body and returns the fields of the 400 refusing it (nil:
+// accepted).
+func refusal(t *testing.T, body string) []apperr.FieldError {
+	t.Helper()
+	var errs Errors
+	if o := Parse([]byte(body), &errs); o != nil {
+		return nil
+	}
+	e := apperr.As(errs.Err())
+	if e.Kind != apperr.Invalid || len(e.Fields) == 0 {
+		t.Fatalf("%q: refused with %v, want a 400 naming fields", body, errs.Err())
+	}
+	return e.Fields
 }

@@ -3,8 +3,6 @@ package jsonin
 import (
 	"strings"
 	"testing"
-
-	"github.com/yp/paysvc/shared/apperr"
 )
 
 // Text a decoder would not read as spelled (a byte that is not UTF-8, an
@@ -36,20 +34,10 @@ func TestStrangeTextNamesTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var errs Errors
-			o := Parse([]byte(tt.body), &errs)
-			if tt.field == "-" {
-				if o == nil {
-					t.Fatalf("refused: %v", fields(errs.Err()))
-				}
-				return
-			}
-			if o != nil {
-				t.Fatal("accepted")
-			}
-			e := apperr.As(errs.Err())
-			if e.Kind != apperr.Invalid || len(e.Fields) != 1 || e.Fields[0].Field != tt.field || !strings.Contains(e.Fields[0].Message, tt.msg) {
-				t.Fatalf("error = %q, want field %q with %q", fields(errs.Err()), tt.field, tt.msg)
+			got := refusal(t, tt.body)
+			if (tt.field == "-") != (got == nil) ||
+				got != nil && (len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Message, tt.msg)) {
+				t.Fatalf("refused %+v, want field %q named with %q", got, tt.field, tt.msg)
 			}
 		})
 	}
