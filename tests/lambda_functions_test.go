@@ -303,6 +303,9 @@ type invocation struct {
 	event     apiEvent
 	resp      proxyResponse
 	traceRoot string
+	// refusedFirst: refused before the site was resolved (its log has no
+	// site, it calls no store and no upstream).
+	refusedFirst bool
 }
 
 // invokeRaw sends any event with a fresh sampled trace header and returns
@@ -498,6 +501,8 @@ var lambdaSteps = []struct {
 	{"refunds", (*lambdaRun).refunds},
 	{"lookups", (*lambdaRun).lookups},
 	{"webhooks", (*lambdaRun).webhooks},
+	{"repeated-headers", (*lambdaRun).repeatedHeaders},
+	{"optional-bodies", (*lambdaRun).optionalBodies},
 	{"record-updates", (*lambdaRun).recordUpdates},
 	{"init-duration", (*lambdaRun).initDuration},
 	{"contract", (*lambdaRun).contract},
@@ -799,6 +804,63 @@ func (r *lambdaRun) webhooks(t *testing.T) {
 	}
 }
 
+// repeatedHeaders: behind API Gateway a header sent twice arrives as two
+// values of multiValueHeaders (headers holds the last). A request carrying
+// Authorization, Idempotency-Key or Content-Type more than once is refused
+// with 400 yp_2002 naming it, whichever value comes first: the demo key
+// followed by another was served as the demo merchant.
+func (r *lambdaRun) repeatedHeaders(t *testing.T) {
+	const otherKey = "Bearer yp_test_otherKey00000000000000000000000000000000000"
+	demoKey := "Bearer " + sampleAPIKey
+	payments := r.e.sim.PaymentCount()
+	for i, c := range []struct {
+		fn, event, header string
+		values            []any
+	}{
+		{"PaymentsFunction", "payments", "Authorization", []any{demoKey, otherKey}},
+		{"PaymentsFunction", "payments", "Authorization", []any{otherKey, demoKey}},
+		{"ConfigFunction", "config", "Authorization", []any{demoKey, demoKey}},
+		{"WebhooksFunction", "webhooks-test", "Idempotency-Key", []any{"twice-1", "twice-2"}},
+		{"WebhooksFunction", "webhooks-test", "Content-Type", []any{"application/json", "application/json"}},
+	} {
+		f := r.need(t, c.fn)
+		raw := editEvent(t, variant(t, sampleEvent(t, c.event), fmt.Sprintf("twice-%d", i), ""), func(ev map[string]any) {
+			ev["headers"].(map[string]any)[c.header] = c.values[len(c.values)-1]
+			ev["multiValueHeaders"].(map[string]any)[c.header] = c.values
+		})
+		inv := f.invoke(t, raw)
+		inv.refusedFirst = true
+		body := wantStatus(t, r.record(inv), http.StatusBadRequest)
+		fields, _ := body["fields"].([]any)
+		if body["errorCode"] != "yp_2002" || len(fields) != 1 || fields[0].(map[string]any)["field"] != c.header {
+			t.Errorf("%s with %s %v: %v, want 400 yp_2002 naming %s", c.event, c.header, c.values, body, c.header)
+		}
+	}
+	if n := r.e.sim.PaymentCount(); n != payments {
+		t.Errorf("the upstream got %d payments", n-payments)
+	}
+}
+
+// optionalBodies: the two webhook operations whose body docs/openapi.yaml
+// makes optional take an event without body and Content-Type.
+func (r *lambdaRun) optionalBodies(t *testing.T) {
+	f := r.need(t, "WebhooksFunction")
+	bare := func(event string) []byte {
+		return editEvent(t, variant(t, sampleEvent(t, event), "bare", ""), func(ev map[string]any) {
+			ev["body"] = nil
+			delete(ev["headers"].(map[string]any), "Content-Type")
+			delete(ev["multiValueHeaders"].(map[string]any), "Content-Type")
+		})
+	}
+	body := wantStatus(t, r.record(f.invoke(t, bare("webhooks-test"))), http.StatusOK)
+	if results, _ := body["results"].([]any); body["eventCode"] != "TEST" || len(results) != 1 {
+		t.Errorf("webhook test without a body: %v", body)
+	}
+	if b := wantStatus(t, r.record(f.invoke(t, bare("webhook-delivery-retry"))), http.StatusNotFound); b["errorCode"] != "yp_3007" {
+		t.Errorf("retry of the unknown sample delivery without a body: %v", b)
+	}
+}
+
 func (r *lambdaRun) notifications(t *testing.T) {
 	f := r.need(t, "NotificationsFunction")
 	for _, name := range []string{"notification-authorisation", "notification-capture"} {
@@ -1033,7 +1095,7 @@ func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
 			if l["requestId"] != inv.event.RequestContext.RequestID || l["status"] != float64(inv.resp.StatusCode) {
 				t.Errorf("%s: log %v for response %d of %s", id, l, inv.resp.StatusCode, inv.event.RequestContext.RequestID)
 			}
-			if inv.event.PathParameters["siteId"] != "" && (l["site"] != "site_demo" || l["merchant"] != "m_demo") {
+			if inv.event.PathParameters["siteId"] != "" && !inv.refusedFirst && (l["site"] != "site_demo" || l["merchant"] != "m_demo") {
 				t.Errorf("%s: log without site/merchant: %v", id, l)
 			}
 		}
@@ -1091,7 +1153,7 @@ func (r *lambdaRun) xRay(t *testing.T) {
 		if inv.callsUpstream() && v.upstreamCalls == 0 {
 			t.Errorf("%s %s: no upstream subsegment", inv.event.HTTPMethod, inv.event.Path)
 		}
-		if s.Annotations["status"] != float64(inv.resp.StatusCode) || (inv.event.PathParameters["siteId"] != "" && s.Annotations["siteId"] != "site_demo") {
+		if s.Annotations["status"] != float64(inv.resp.StatusCode) || (inv.event.PathParameters["siteId"] != "" && !inv.refusedFirst && s.Annotations["siteId"] != "site_demo") {
 			t.Errorf("%s %s: annotations %v", inv.event.HTTPMethod, inv.event.Path, s.Annotations)
 		}
 		if inv.accepted() {
@@ -1148,7 +1210,7 @@ func (r *lambdaRun) xrayOf(t *testing.T, segs []xraySegment) []xrayView {
 func (inv invocation) callsUpstream() bool {
 	refusedRefund := strings.HasSuffix(inv.event.Resource, "/refunds") && inv.resp.StatusCode == http.StatusBadRequest
 	return strings.HasPrefix(inv.event.Resource, "/v1/ecom/{siteId}/") && !inv.resp.isReplay() &&
-		inv.resp.StatusCode != http.StatusNotFound && inv.event.HTTPMethod != http.MethodGet && !refusedRefund
+		inv.resp.StatusCode != http.StatusNotFound && inv.event.HTTPMethod != http.MethodGet && !refusedRefund && !inv.refusedFirst
 }
 
 func (r *lambdaRun) noSecretsInLogs(t *testing.T) {

@@ -34,26 +34,16 @@ func TestNonCurrencyCodesRefused(t *testing.T) {
 	}
 }
 
-// An Idempotency-Key header sent empty, or sent twice, is a 400 naming the
-// header — never treated as absent (which would run the request unprotected).
-func TestIdempotencyKeyHeaderEmptyOrRepeated(t *testing.T) {
+// An Idempotency-Key header sent empty is a 400 naming the header — never
+// treated as absent (which would run the request unprotected). Sent twice:
+// TestRepeatedHeadersRefused.
+func TestIdempotencyKeyHeaderEmpty(t *testing.T) {
 	e := testenv.New(t)
 	path := "/v1/ecom/" + testenv.SiteA + "/payments"
 	runErrCases(t, e, []errCase{
 		{name: "empty", method: "POST", path: path, key: "A", body: payBody(""),
 			headers: []string{"Idempotency-Key", ""}, status: 400, code: "yp_2002", field: "Idempotency-Key"},
 	})
-
-	req := httptest.NewRequest("POST", path, strings.NewReader(payBody("")))
-	req.Header.Set("Authorization", "Bearer "+e.Keys["A"])
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Add("Idempotency-Key", "k-1")
-	req.Header.Add("Idempotency-Key", "k-2")
-	w := httptest.NewRecorder()
-	e.Handler.ServeHTTP(w, req)
-	if w.Code != 400 || !strings.Contains(w.Body.String(), `"yp_2002"`) || !strings.Contains(w.Body.String(), `"Idempotency-Key"`) {
-		t.Fatalf("two Idempotency-Key headers: %d %s", w.Code, w.Body)
-	}
 	if n := len(e.Upstream.Requests("/payments")); n != 0 {
 		t.Fatalf("the upstream was called %d times", n)
 	}
@@ -180,5 +170,48 @@ func TestServerControlledNamesAnyCase(t *testing.T) {
 		if !strings.Contains(string(r.Body), "set by the service") {
 			t.Errorf("%s: %s, want the set-by-the-service message", tc, r.Body)
 		}
+	}
+}
+
+// Text that would not arrive as sent (an unpaired surrogate escape, stored
+// as U+FFFD before) or that is not what it seems (a bidirectional override
+// in an identifier), and names that differ only in letter case in the
+// objects passed on to the upstream, are refused with 400 yp_2002 naming
+// the field, before the upstream is called.
+func TestTextAndCaseTwinsRefusedOnEveryEndpoint(t *testing.T) {
+	e := testenv.New(t)
+	site := "/v1/ecom/" + testenv.SiteA
+	psp := site + "/payments/PSP0000000000001"
+	amount := `"amount":{"value":1000,"currency":"EUR"}`
+	bad := func(name, path, body, field string) errCase {
+		return errCase{name: name, method: "POST", path: path, key: "A", body: body, status: 400, code: "yp_2002", field: field}
+	}
+	session := func(extra string) string {
+		return `{` + amount + `,"returnUrl":"https://shop.example/r",` + extra + `}`
+	}
+	runErrCases(t, e, []errCase{
+		bad("payments lone surrogate", site+"/payments", payBody(`"reference":"a\ud800b"`), "reference"),
+		bad("sessions lone surrogate", site+"/sessions", session(`"reference":"a\ud800b"`), "reference"),
+		bad("captures lone surrogate", psp+"/captures", `{`+amount+`,"reference":"a\ud800b"}`, "reference"),
+		bad("amount-updates lone surrogate", psp+"/amount-updates", `{`+amount+`,"pspReference":"PSP0000000000001","reference":"a\udc00"}`, "reference"),
+		bad("payments not UTF-8", site+"/payments", payBody("\"reference\":\"a\xffb\""), "reference"),
+		bad("payments RLO in reference", site+"/payments", payBody(`"reference":"order-\u202e1"`), "reference"),
+		bad("refunds RLO in reference", psp+"/refunds", `{`+amount+`,"reference":"\u202e"}`, "reference"),
+		bad("sessions zero-width space in shopperReference", site+"/sessions", session(`"shopperReference":"guest\u200b-1"`), "shopperReference"),
+		bad("payments RLO in an address", site+"/payments", payBody(`"billingAddress":{"street":"\u202eMain"}`), "billingAddress.street"),
+		bad("paymentMethod type and Type", site+"/payments", `{`+amount+`,"paymentMethod":{"type":"x","Type":"scheme"},"returnUrl":"https://shop.example/r"}`, "paymentMethod.Type"),
+		bad("paymentMethod type and Type, the other named", site+"/payments", `{`+amount+`,"paymentMethod":{"type":"x","Type":"scheme"},"returnUrl":"https://shop.example/r"}`, "paymentMethod.type"),
+		bad("browserInfo userAgent and UserAgent", site+"/payments", payBody(`"browserInfo":{"userAgent":"a","UserAgent":"b"}`), "browserInfo.UserAgent"),
+		bad("details case twins", site+"/payments/details", `{"details":{"redirectResult":"a","RedirectResult":"b"}}`, "details.RedirectResult"),
+	})
+	for _, p := range []string{"/sessions", "/payments", "/payments/details"} {
+		if n := len(e.Upstream.Requests(p)); n != 0 {
+			t.Errorf("upstream %s called %d times", p, n)
+		}
+	}
+	// Free text keeps the format characters real names and emoji need.
+	r := e.Do("POST", site+"/payments", "A", payBody(`"shopperName":{"firstName":"\u0645\u06cc\u200c\u0646\u0627","lastName":"\ud83d\udc69\u200d\ud83d\udcbb"}`))
+	if r.Status != 200 {
+		t.Fatalf("a Persian name and an emoji: %d %s", r.Status, r.Body)
 	}
 }

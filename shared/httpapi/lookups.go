@@ -90,6 +90,7 @@ func WebhooksRoutes(d *Deps) []Route {
 	return []Route{
 		{
 			Method: http.MethodPost, Pattern: "/v1/ecom/webhook-deliveries/{deliveryId}/retry", Name: "webhook-retry", Perm: tenant.PermWebhooks,
+			BodyOptional: true,
 			Handle: func(ctx context.Context, c *Call) (any, error) {
 				if err := merchantWide(c); err != nil {
 					return nil, err
@@ -106,6 +107,7 @@ func WebhooksRoutes(d *Deps) []Route {
 		},
 		{
 			Method: http.MethodPost, Pattern: "/v1/ecom/webhooks/test", Name: "webhook-test", Perm: tenant.PermWebhooks,
+			BodyOptional: true,
 			Handle: func(ctx context.Context, c *Call) (any, error) {
 				if err := merchantWide(c); err != nil {
 					return nil, err

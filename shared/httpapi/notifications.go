@@ -46,12 +46,16 @@ func Notifications(d *Deps, n NotificationsAPI, auth BasicAuth, next http.Handle
 			writeError(w, info, apperr.Newf(apperr.MethodNotAllowed, "method %s not allowed; use POST", r.Method))
 			return
 		}
+		if err := singleHeaders(r.Header); err != nil {
+			writeError(w, info, err)
+			return
+		}
 		if !auth.allows(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="notifications"`)
 			writeError(w, info, apperr.New(apperr.Unauthenticated, "invalid notification credentials"))
 			return
 		}
-		body, err := readBody(w, r)
+		body, err := readBody(w, r, false)
 		if err != nil {
 			writeError(w, info, err)
 			return

@@ -52,8 +52,11 @@ type Route struct {
 	// Site resolves the {siteId} path value (and the merchant) before Handle.
 	Site bool
 	// Flow, when set, is required of the site (409 yp_3004 otherwise).
-	Flow   tenant.Flow
-	Handle func(ctx context.Context, c *Call) (any, error)
+	Flow tenant.Flow
+	// BodyOptional: the document's requestBody is not required, so a POST
+	// with no body may come without a Content-Type (415 otherwise).
+	BodyOptional bool
+	Handle       func(ctx context.Context, c *Call) (any, error)
 }
 
 // Call is what a route handler gets: an authenticated caller and the raw
@@ -144,15 +147,19 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 	})
 }
 
-// serve runs one route's pipeline: auth → permission → rate limit → site
-// and merchant → body → idempotency → handler. For an idempotent POST the
-// rate-limit hit runs alongside site resolution, body read and the
-// idempotency claim (one store round trip deep instead of two); its verdict
-// still comes first: a limited request gets its 429 whatever else failed,
-// and a claim it made is released.
+// serve runs one route's pipeline: headers sent once → auth → permission →
+// rate limit → site and merchant → body → idempotency → handler. For an
+// idempotent POST the rate-limit hit runs alongside site resolution, body
+// read and the idempotency claim (one store round trip deep instead of
+// two); its verdict still comes first: a limited request gets its 429
+// whatever else failed, and a claim it made is released.
 func (d *Deps) serve(rt Route) handler {
 	return func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		ctx := r.Context()
+		if err := singleHeaders(r.Header); err != nil {
+			writeError(w, info, err)
+			return
+		}
 		p, err := d.Auth.Authenticate(ctx, r.Header.Get("Authorization"))
 		if err != nil {
 			writeError(w, info, err)
@@ -187,7 +194,7 @@ func (d *Deps) serve(rt Route) handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			if c.Body, err = readBody(w, r); err != nil {
+			if c.Body, err = readBody(w, r, rt.BodyOptional); err != nil {
 				writeError(w, info, limit.or(err))
 				return
 			}
@@ -247,11 +254,7 @@ func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, bu
 // claim's outcome does.
 func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict) {
 	ctx := r.Context()
-	vals := r.Header.Values(idempotency.Header)
-	key, err := idempotency.ParseKey(vals[0])
-	if err == nil && len(vals) > 1 {
-		err = apperr.InvalidField(idempotency.Header, "must be sent once")
-	}
+	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header)) // sent once: singleHeaders
 	if err != nil {
 		writeError(w, info, limit.or(err))
 		return
@@ -412,19 +415,30 @@ func readAll(r io.Reader, declared int64) ([]byte, error) {
 	}
 }
 
-// readBody checks Content-Type and reads at most MaxBodyBytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// readBody checks Content-Type and reads at most MaxBodyBytes. A body the
+// route takes as optional may be left out altogether: no body and no
+// Content-Type.
+func readBody(w http.ResponseWriter, r *http.Request, optional bool) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	untyped := optional && ct == ""
 	// The usual value exactly needs no parsing (ParseMediaType allocates).
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+	if ct != "application/json" && !untyped {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return nil, apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
+			return nil, notJSON()
 		}
 	}
 	b, err := readAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		return nil, readError(err)
 	}
+	if untyped && len(b) > 0 {
+		return nil, notJSON()
+	}
 	return b, nil
+}
+
+func notJSON() error {
+	return apperr.New(apperr.UnsupportedMediaType, "Content-Type must be application/json")
 }
 
 // readError is the answer to a body that could not be read.

@@ -118,7 +118,11 @@ func (o *Obj) field(name string) *member {
 const jsonSpace = " \t\n\r"
 
 // Parse reads body as a JSON object. On malformed JSON or a non-object the
-// returned Obj is nil and errs holds the reason.
+// returned Obj is nil and errs holds the reason; so it is, with the field
+// named, for a document that would not mean the same to every decoder: a
+// string with a byte that is not UTF-8 or an unpaired surrogate escape
+// (strangeText), a name given twice, or two names of one object that
+// differ only in letter case (findClash).
 func Parse(body []byte, errs *Errors) *Obj {
 	// JSON's own whitespace only: bytes.TrimSpace would also drop \v, \f
 	// and Unicode spaces, which make a body invalid JSON.
@@ -127,11 +131,11 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "request body must be a JSON object")
 		return nil
 	}
-	if !utf8.Valid(body) {
-		errs.Add("", "request body must be UTF-8 JSON")
-		return nil
-	}
 	if !json.Valid(body) { // one validating pass; the splitters then only find boundaries
+		if !utf8.Valid(body) {
+			errs.Add("", "request body must be UTF-8 JSON")
+			return nil
+		}
 		var v any
 		err := json.Unmarshal(body, &v)
 		if err == nil {
@@ -140,8 +144,19 @@ func Parse(body []byte, errs *Errors) *Obj {
 		errs.Add("", "malformed JSON: "+describeJSONError(err))
 		return nil
 	}
-	if field, dup := duplicateKey(body); dup {
-		errs.Add(field, "is given more than once")
+	if at, msg, found := strangeText(body); found {
+		errs.Add(pathAt(body, at), msg)
+		return nil
+	}
+	if c, found := findClash(body, true); found {
+		if c.same {
+			errs.Add(c.second, "is given more than once")
+		} else {
+			// Both named: which one the merchant meant is theirs to say.
+			const msg = "is also given as %q: member names must differ by more than letter case"
+			errs.Add(c.first, fmt.Sprintf(msg, c.names[1]))
+			errs.Add(c.second, fmt.Sprintf(msg, c.names[0]))
+		}
 		return nil
 	}
 	d := &document{Source: NewSource(body)}
@@ -247,8 +262,10 @@ func (o *Obj) Done() {
 // Raw returns a field's raw JSON, unchanged (nil when absent).
 func (o *Obj) Raw(name string, required bool) json.RawMessage { return o.raw(name, required) }
 
-// RawObject returns a field's raw JSON, which must be an object.
-func (o *Obj) RawObject(name string, required bool) json.RawMessage {
+// RawObject returns a field's raw JSON, which must be an object, to be
+// passed on unchanged; rules apply to every string in it, at any depth,
+// each breach named by its path.
+func (o *Obj) RawObject(name string, required bool, rules ...Str) json.RawMessage {
 	raw := o.raw(name, required)
 	if raw == nil {
 		return nil
@@ -257,7 +274,22 @@ func (o *Obj) RawObject(name string, required bool) json.RawMessage {
 		o.Fail(name, "must be an object")
 		return nil
 	}
+	o.checkText(raw, func() string { return o.Path(name) }, rules)
 	return raw
+}
+
+// PassThrough takes every member of o nobody read as known, to be passed
+// on unchanged (so Done does not report them); rules apply to every string
+// in them, at any depth, each breach named by its path.
+func (o *Obj) PassThrough(rules ...Str) {
+	for i := range o.members {
+		f := &o.members[i]
+		if f.used {
+			continue
+		}
+		f.used = true
+		o.checkText(f.raw, func() string { return o.Path(string(f.name)) }, rules)
+	}
 }
 
 // Str is a string rule: it returns a message when s breaks it.
@@ -333,11 +365,9 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 		o.Fail(name, "must be a string")
 		return "", false
 	}
-	for _, r := range rules {
-		if msg := r(s); msg != "" {
-			o.Fail(name, msg)
-			return s, false
-		}
+	if msg := breach(s, rules); msg != "" {
+		o.Fail(name, msg)
+		return s, false
 	}
 	return s, true
 }
@@ -457,24 +487,19 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 			o.errs.Add(p, "must be a string")
 			continue
 		}
-		bad := false
-		for _, r := range rules {
-			if msg := r(s); msg != "" {
-				o.errs.Add(p, msg)
-				bad = true
-				break
-			}
+		if msg := breach(s, rules); msg != "" {
+			o.errs.Add(p, msg)
+			continue
 		}
-		if !bad {
-			out = append(out, s)
-		}
+		out = append(out, s)
 	}
 	return out
 }
 
 // StringMap reads an object whose values must all be strings, at most max
-// entries. keyRule, when set, checks each key (returning a message to reject).
-func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string) string) map[string]string {
+// entries. keyRule, when set, checks each key (returning a message to
+// reject); rules check each value.
+func (o *Obj) StringMap(name string, required bool, max int, keyRule Str, rules ...Str) map[string]string {
 	raw := o.raw(name, required)
 	if raw == nil {
 		return nil
@@ -501,6 +526,10 @@ func (o *Obj) StringMap(name string, required bool, max int, keyRule func(string
 		s, ok := o.doc.str(f.raw)
 		if !ok {
 			o.errs.Add(o.Path(name)+"."+k, "must be a string")
+			continue
+		}
+		if msg := breach(s, rules); msg != "" {
+			o.errs.Add(o.Path(name)+"."+k, msg)
 			continue
 		}
 		out[k] = s

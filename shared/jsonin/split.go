@@ -117,34 +117,50 @@ func decodeName(raw []byte) ([]byte, bool) {
 
 // splitArray returns the elements of the array raw.
 func splitArray(raw []byte) ([]json.RawMessage, bool) {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
+	out := []json.RawMessage{}
+	ok := walkArray(raw, func(v json.RawMessage) bool {
+		out = append(out, v)
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
-	var out []json.RawMessage
+	return out, true
+}
+
+// walkArray calls fn with every element of the array raw, in order, until
+// fn returns false (then, or when raw is not an array, it returns false).
+// It allocates nothing: the elements are slices of raw.
+func walkArray(raw []byte, fn func(v json.RawMessage) bool) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return []json.RawMessage{}, true
+		return true
 	}
 	for i < len(raw) {
 		end := skipValue(raw, i)
 		if end <= i {
-			return nil, false
+			return false
 		}
-		out = append(out, json.RawMessage(raw[i:end]))
+		if !fn(json.RawMessage(raw[i:end])) {
+			return false
+		}
 		i = skipSpace(raw, end)
 		if i >= len(raw) {
-			return nil, false
+			return false
 		}
 		if raw[i] == ']' {
-			return out, true
+			return true
 		}
 		if raw[i] != ',' {
-			return nil, false
+			return false
 		}
 		i = skipSpace(raw, i+1)
 	}
-	return nil, false
+	return false
 }
 
 func skipSpace(b []byte, i int) int {

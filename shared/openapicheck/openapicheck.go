@@ -120,6 +120,20 @@ func (c *Checker) Operations() []string {
 	return out
 }
 
+// Bodies returns, for every operation ("METHOD /path") that takes a request
+// body, whether the document requires it (OpenAPI's default: not required).
+func (c *Checker) Bodies() map[string]bool {
+	out := map[string]bool{}
+	for path, item := range c.model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			if rb := op.RequestBody; rb != nil {
+				out[strings.ToUpper(method)+" "+path] = rb.Required != nil && *rb.Required
+			}
+		}
+	}
+	return out
+}
+
 // ErrorCodes returns the errorCode values the document declares.
 func (c *Checker) ErrorCodes() []string {
 	s := c.model.Components.Schemas.GetOrZero("Error")

@@ -300,3 +300,21 @@ func TestCheckWebhook(t *testing.T) {
 		t.Error("an undocumented webhook passed")
 	}
 }
+
+// Bodies reads each operation's requestBody.required (absent: optional).
+func TestBodies(t *testing.T) {
+	got := repository(t).Bodies()
+	for op, required := range map[string]bool{
+		"POST /v1/ecom/{siteId}/payments":                     true,
+		"POST /v1/notifications/upstream":                     true,
+		"POST /v1/ecom/webhooks/test":                         false,
+		"POST /v1/ecom/webhook-deliveries/{deliveryId}/retry": false,
+	} {
+		if r, ok := got[op]; !ok || r != required {
+			t.Errorf("%s: required %v (listed %v), want %v", op, r, ok, required)
+		}
+	}
+	if _, ok := got["GET /v1/ecom/config"]; ok {
+		t.Error("GET /v1/ecom/config listed with a body")
+	}
+}

@@ -23,7 +23,7 @@ func DecodeReversal(body []byte) (payments.ReversalInput, error) {
 // pspReference must equal psp, the path's.
 func DecodeAmountUpdate(body []byte, psp string) (payments.AmountUpdateInput, error) {
 	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) {
-		if v, ok := o.String("pspReference", true); ok && v != psp {
+		if v, ok := o.String("pspReference", true, jsonin.Identifier); ok && v != psp {
 			o.Fail("pspReference", "must equal the pspReference in the path")
 		}
 	})
@@ -42,7 +42,7 @@ func modificationBody(body []byte, wantAmount bool, extra func(o *jsonin.Obj)) (
 	if wantAmount {
 		amount, _ = readAmount(o, "amount", false)
 	}
-	ref, _ := o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	ref, _ := o.String("reference", false, referenceRules...)
 	if extra != nil {
 		extra(o)
 	}
@@ -58,6 +58,9 @@ func DecodeDeleteStoredMethod(id, shopperReference string) (payments.DeleteStore
 	}
 	if id == "" || len(id) > 64 {
 		return payments.DeleteStoredMethodInput{}, apperr.InvalidField("storedPaymentMethodId", "must be 1 to 64 characters")
+	}
+	if msg := jsonin.Identifier(id); msg != "" {
+		return payments.DeleteStoredMethodInput{}, apperr.InvalidField("storedPaymentMethodId", msg)
 	}
 	return payments.DeleteStoredMethodInput{StoredPaymentMethodID: id, ShopperReference: shopperReference}, nil
 }

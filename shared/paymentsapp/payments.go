@@ -16,6 +16,9 @@ func additionalDataKey(k string) string {
 	if k == "" || len(k) > 100 {
 		return "keys must be 1 to 100 characters"
 	}
+	if msg := jsonin.Identifier(k); msg != "" {
+		return "keys " + msg
+	}
 	lower := strings.ToLower(k) // "Metadata.merchantId" is the service's too
 	for _, p := range serverPrefixes {
 		if strings.HasPrefix(lower, p) {
@@ -41,9 +44,9 @@ func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	o.Forbid("countryCode")
 	in.Amount, _ = readAmount(o, "amount", false)
 	in.PaymentMethod = readPaymentMethod(o, &in)
-	in.ReturnURL, _ = o.String("returnUrl", true, jsonin.MaxLen(maxReturnURL), jsonin.AbsoluteURL)
-	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
-	in.AdditionalData = o.StringMap("additionalData", false, maxAdditional, additionalDataKey)
+	in.ReturnURL, _ = o.String("returnUrl", true, returnURLRules...)
+	in.Reference, _ = o.String("reference", false, referenceRules...)
+	in.AdditionalData = o.StringMap("additionalData", false, maxAdditional, additionalDataKey, jsonin.FreeText)
 	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
 	in.ShopperInteraction, _ = o.String("shopperInteraction", false, jsonin.OneOf(payments.ShopperInteractionEcommerce, payments.ShopperInteractionContAuth))
 	in.RecurringProcessingModel, _ = o.String("recurringProcessingModel", false, jsonin.OneOf(recurringModels...))
@@ -93,13 +96,15 @@ func readPaymentMethod(o *jsonin.Obj, in *payments.PaymentInput) json.RawMessage
 	if !pm.Has("type") && !pm.Has("storedPaymentMethodId") {
 		pm.Fail("type", "is required")
 	}
-	if id, ok := pm.String("storedPaymentMethodId", false, jsonin.LenBetween(1, 64), jsonin.NoControl); ok {
+	if id, ok := pm.String("storedPaymentMethodId", false, storedIDRules...); ok {
 		in.StoredMethodID = id
 	}
 	if pm.Has("type") {
-		pm.String("type", false, jsonin.LenBetween(1, 64))
+		pm.String("type", false, jsonin.LenBetween(1, 64), jsonin.Identifier)
 	}
-	// The rest of the object belongs to the client component: passed through.
+	// The rest of the object belongs to the client component: passed
+	// through, its text free text.
+	pm.PassThrough(jsonin.FreeText)
 	return raw
 }
 
@@ -107,7 +112,7 @@ func readPaymentMethod(o *jsonin.Obj, in *payments.PaymentInput) json.RawMessage
 func readStateData(o *jsonin.Obj) map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
 	for _, name := range stateDataObjects {
-		if raw := o.RawObject(name, false); raw != nil {
+		if raw := o.RawObject(name, false, jsonin.FreeText); raw != nil {
 			out[name] = raw
 		}
 	}
@@ -116,7 +121,7 @@ func readStateData(o *jsonin.Obj) map[string]json.RawMessage {
 			out[name] = o.Raw(name, false)
 		}
 	}
-	keepString("origin", jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
+	keepString("origin", urlRules...)
 	keepString("channel", jsonin.OneOf("Web", "iOS", "Android"))
 	keepString("shopperEmail", emailRule)
 	keepString("shopperIP", func(s string) string {
@@ -149,9 +154,9 @@ func DecodeDetails(body []byte) (payments.DetailsInput, error) {
 		return payments.DetailsInput{}, errs.Err()
 	}
 	var in payments.DetailsInput
-	in.Details = o.RawObject("details", true)
-	in.PaymentData, _ = o.String("paymentData", false, jsonin.MaxLen(100_000))
-	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	in.Details = o.RawObject("details", true, jsonin.FreeText)
+	in.PaymentData, _ = o.String("paymentData", false, jsonin.MaxLen(100_000), jsonin.FreeText)
+	in.Reference, _ = o.String("reference", false, referenceRules...)
 	o.Done()
 	return in, errs.Err()
 }
@@ -169,8 +174,8 @@ func DecodePaymentMethods(body []byte) (payments.PaymentMethodsInput, error) {
 	in.CountryCode, _ = o.String("countryCode", false, countryRule)
 	in.ShopperLocale, _ = o.String("shopperLocale", false, localeRule)
 	in.Channel, _ = o.String("channel", false, jsonin.OneOf("Web", "iOS", "Android"))
-	in.AllowedPaymentMethods = o.Strings("allowedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
-	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
+	in.AllowedPaymentMethods = o.Strings("allowedPaymentMethods", false, maxBlocked, methodTypeRules...)
+	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, methodTypeRules...)
 	in.ShopperReference, _ = o.String("shopperReference", false, shopperReferenceRule)
 	o.Done()
 	return in, errs.Err()

@@ -17,7 +17,7 @@ func DecodeRefund(body []byte) (payments.RefundInput, error) {
 	var in payments.RefundInput
 	o.Forbid(serverControlled...)
 	in.Amount, _ = readAmount(o, "amount", false)
-	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	in.Reference, _ = o.String("reference", false, referenceRules...)
 	in.LineItems = readLineItems(o)
 	o.Done()
 	return in, errs.Err()

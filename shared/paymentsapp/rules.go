@@ -33,6 +33,22 @@ var serverControlled = []string{
 
 var localePattern = regexp.MustCompile(`^[a-z]{2,3}([-_][A-Z]{2})?$`)
 
+// The rules of fields by their class of text (jsonin.Identifier,
+// jsonin.FreeText; docs/security.md): identifiers (references,
+// shopperReference, ids, payment method types) refuse controls, invisible
+// format characters and noncharacters; free text (names, descriptions,
+// and every other string passed on to the upstream, inside the component's
+// objects included) refuses the bidirectional overrides, embeddings and
+// isolates. Made once: a rule built per request would allocate.
+var (
+	referenceRules  = []jsonin.Str{jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.Identifier}
+	methodTypeRules = []jsonin.Str{jsonin.LenBetween(1, 50), jsonin.Identifier}
+	storedIDRules   = []jsonin.Str{jsonin.LenBetween(1, 64), jsonin.Identifier}
+	nameRules       = []jsonin.Str{jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl, jsonin.FreeText}
+	returnURLRules  = []jsonin.Str{jsonin.MaxLen(maxReturnURL), jsonin.AbsoluteURL, jsonin.FreeText}
+	urlRules        = []jsonin.Str{jsonin.MaxLen(maxURL), jsonin.AbsoluteURL, jsonin.FreeText}
+)
+
 // readAmount reads a required Amount. zeroOK allows value 0.
 func readAmount(o *jsonin.Obj, name string, zeroOK bool) (money.Amount, bool) {
 	a := o.Object(name, true)
@@ -64,7 +80,7 @@ func shopperReferenceRule(s string) string {
 	if strings.Contains(s, "@") {
 		return "must not be an e-mail address or contain '@'"
 	}
-	return jsonin.NoControl(s)
+	return jsonin.Identifier(s)
 }
 
 func emailRule(s string) string {
@@ -77,7 +93,7 @@ func emailRule(s string) string {
 	if a, err := mail.ParseAddress(s); err != nil || a.Address != s {
 		return "must be an e-mail address"
 	}
-	return ""
+	return jsonin.FreeText(s) // net/mail takes any non-ASCII text
 }
 
 // plainAddress reports whether s is local@domain with both parts ASCII
@@ -149,8 +165,8 @@ func readName(o *jsonin.Obj, name string) *payments.Name {
 		return nil
 	}
 	// The platform needs both names (it refuses one alone with a 422).
-	first, _ := n.String("firstName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
-	last, _ := n.String("lastName", true, jsonin.MaxLen(maxName), jsonin.NotEmpty, jsonin.NoControl)
+	first, _ := n.String("firstName", true, nameRules...)
+	last, _ := n.String("lastName", true, nameRules...)
 	n.Done()
 	return &payments.Name{FirstName: first, LastName: last}
 }
@@ -170,14 +186,14 @@ func readLineItems(o *jsonin.Obj) []payments.LineItem {
 	for _, li := range items {
 		var it payments.LineItem
 		it.Quantity, _ = li.Int("quantity", true, 1, 1_000_000)
-		it.Description, _ = li.String("description", false, jsonin.MaxLen(127))
-		it.ID, _ = li.String("id", false, jsonin.MaxLen(50))
+		it.Description, _ = li.String("description", false, jsonin.MaxLen(127), jsonin.FreeText)
+		it.ID, _ = li.String("id", false, jsonin.MaxLen(50), jsonin.Identifier)
 		it.AmountExcludingTax = optInt(li, "amountExcludingTax", money.MaxValue)
 		it.AmountIncludingTax = optInt(li, "amountIncludingTax", money.MaxValue)
 		it.TaxAmount = optInt(li, "taxAmount", money.MaxValue)
 		it.TaxPercentage = optInt(li, "taxPercentage", 1_000_000)
-		it.ProductURL, _ = li.String("productUrl", false, jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
-		it.ImageURL, _ = li.String("imageUrl", false, jsonin.MaxLen(maxURL), jsonin.AbsoluteURL)
+		it.ProductURL, _ = li.String("productUrl", false, urlRules...)
+		it.ImageURL, _ = li.String("imageUrl", false, urlRules...)
 		li.Done()
 		out = append(out, it)
 	}

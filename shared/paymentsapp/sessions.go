@@ -20,8 +20,8 @@ func DecodeSession(body []byte) (payments.SessionInput, error) {
 	o.Forbid("shopperInteraction")
 	var amountOK bool
 	in.Amount, amountOK = readAmount(o, "amount", true)
-	in.ReturnURL, _ = o.String("returnUrl", true, jsonin.MaxLen(maxReturnURL), jsonin.AbsoluteURL)
-	in.Reference, _ = o.String("reference", false, jsonin.MaxLen(maxReference), jsonin.NotEmpty, jsonin.NoControl)
+	in.ReturnURL, _ = o.String("returnUrl", true, returnURLRules...)
+	in.Reference, _ = o.String("reference", false, referenceRules...)
 	in.ShopperEmail, _ = o.String("shopperEmail", false, emailRule)
 	in.TelephoneNumber, _ = o.String("telephoneNumber", false, phoneRule)
 	in.ShopperName = readName(o, "shopperName")
@@ -29,7 +29,7 @@ func DecodeSession(body []byte) (payments.SessionInput, error) {
 	if in.Mode == "" {
 		in.Mode = "embedded"
 	}
-	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, jsonin.LenBetween(1, 50), jsonin.NoControl)
+	in.BlockedPaymentMethods = o.Strings("blockedPaymentMethods", false, maxBlocked, methodTypeRules...)
 	in.ShopperLocale, _ = o.String("shopperLocale", false, localeRule)
 	in.CountryCode, _ = o.String("countryCode", false, countryRule)
 	in.LineItems = readLineItems(o)

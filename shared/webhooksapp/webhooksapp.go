@@ -31,7 +31,7 @@ func DecodeTest(body []byte) (subscriptionID string, err error) {
 	if o == nil {
 		return "", errs.Err()
 	}
-	sub, _ := o.String("subscriptionId", false, jsonin.MaxLen(64), jsonin.NotEmpty, jsonin.NoControl)
+	sub, _ := o.String("subscriptionId", false, jsonin.MaxLen(64), jsonin.NotEmpty, jsonin.Identifier)
 	o.Done()
 	return sub, errs.Err()
 }

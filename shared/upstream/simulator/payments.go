@@ -135,7 +135,7 @@ func (s *Simulator) handlePayments(ctx context.Context, c *call) result {
 	if len(in.PaymentMethod) == 0 || string(in.PaymentMethod) == "null" {
 		return errorResult(validationError(codeUnsupportedPM, "Required object 'paymentMethod' is not provided."))
 	}
-	if err := json.Unmarshal(in.PaymentMethod, &pm); err != nil {
+	if err := unmarshal(in.PaymentMethod, &pm); err != nil {
 		return errorResult(errParse("paymentMethod must be an object"))
 	}
 	s.mu.Lock()

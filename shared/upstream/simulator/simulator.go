@@ -264,12 +264,13 @@ func writeResult(w http.ResponseWriter, res result) {
 	_, _ = w.Write(res.body)
 }
 
-// decodeJSON decodes an API request body.
+// decodeJSON decodes an API request body, matching member names exactly
+// (unmarshal).
 func decodeJSON(body []byte, v any) *apiError {
 	if len(body) == 0 {
 		return errParse("empty body")
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := unmarshal(body, v); err != nil {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
 		switch {
