@@ -82,8 +82,10 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 	// cmd/paysvc-bench counts them on moto; tenant reads are cached).
 	for req, want := range map[string]float64{
 		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 6, ReqReversals: 5, ReqDetails: 7,
-		// a notification: 4 (+1 replayUnroutable query for AUTHORISATION), its merchant event 1, per subscription 3, then 2
-		"notification CAPTURE": 4 + 1 + 3*2 + 2, "notification AUTHORISATION": 4 + 1 + 3*2 + 3, ReqAttempts: 5,
+		// a notification: the event and the record read (2), the commit
+		// (event, record, history entry: 3; a delivery per subscription:
+		// 2), the payment's events listed for an AUTHORISATION (1), the mark (1)
+		"notification CAPTURE": 2 + 3 + 2 + 1, "notification AUTHORISATION": 2 + 3 + 2 + 1 + 1, ReqAttempts: 5,
 	} {
 		if got := res.Calls[req]; got != want {
 			t.Errorf("%s: %.2f DynamoDB calls per request in the model, want %.0f", req, got, want)

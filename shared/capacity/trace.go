@@ -652,27 +652,35 @@ func (r *replay) eventRecord(i, code int, now time.Time, status notifications.Ev
 	return e
 }
 
-// notify is the receiver's processing of one notification item.
+// notify is the receiver's processing of one notification item
+// (notifications/process.go): the event and the payment record read
+// together (the merchant and its subscriptions come from the instance's
+// cache, metered in Replay), then CommitItem's concurrent writes (the event
+// with its deliveries listed, the record, the history entry, each
+// delivery), the SQS sends (and for an AUTHORISATION the payment's events
+// listed), then the event marked processed.
 func (r *replay) notify(s, i, code int) error {
 	now := r.at(s, i)
 	l := r.life(i)
 	r.count(ReqNotifications)
-	ev, received, err := r.event(i, code, now, notifications.EventReceived)
+	ev := r.eventRecord(i, code, now, notifications.EventProcessed)
+	processed, err := dynamo.EventItem(ev)
 	if err != nil {
 		return err
 	}
-	_, processed, err := r.event(i, code, now, notifications.EventProcessed)
+	committedEv := ev
+	committedEv.Status, committedEv.ProcessedAt, committedEv.Version = notifications.EventReceived, nil, 1
+	committed, err := dynamo.EventItem(committedEv)
 	if err != nil {
 		return err
 	}
-	r.meter.Put(nil, received)
 	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified}[code])
 	before, after := r.record(i, n-1, now), r.record(i, n, now)
-	for range 2 { // route, then apply: read
-		if err := r.readPayment(before); err != nil {
-			return err
-		}
+	r.meter.Get(committed) // GetEvent: not stored yet
+	if err := r.readPayment(before); err != nil {
+		return err
 	}
+	r.meter.Put(nil, committed)
 	if err := r.savePayment(before, after); err != nil {
 		return err
 	}
@@ -686,22 +694,18 @@ func (r *replay) notify(s, i, code int) error {
 	}
 	r.meter.Put(nil, logged) // the merchant's event history
 	for sub := range r.subIDs {
-		created, err := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, false, now)
+		created, err := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, true, now)
 		if err != nil {
 			return err
 		}
-		enqueued, _ := r.delivery(ev, sub, payload, webhooks.StatusPending, 0, true, now)
 		r.meter.Put(nil, created)
 		r.count(ReqSQSSend)
-		r.meter.Get(created)
-		r.meter.Put(created, enqueued)
 		r.later(s, task{kind: kAttempt, code: uint8(code), sub: uint8(sub), attempt: 1, i: i})
 	}
 	if code == 0 {
-		r.meter.Query(dynamo.Indexes[0].Name, "PAYMENT#"+psp(i), false, received) // replayUnroutable
+		r.meter.Query(dynamo.Indexes[0].Name, "PAYMENT#"+psp(i), false, committed) // replayUnroutable
 	}
-	r.meter.Get(received)
-	r.meter.Put(received, processed)
+	r.meter.Put(committed, processed)
 	switch {
 	case code == 0 && l.captured:
 		r.later(s+r.mix.CaptureAfter, task{kind: kCapture, i: i})
