@@ -33,9 +33,10 @@ var (
 	}
 	// Set by the Lambda runtime (Tracing: Active) or standard SDK switches.
 	lambdaRuntimeEnv = map[string]string{
-		"AWS_LAMBDA_FUNCTION_NAME": "the EMF Function dimension; enables X-Ray",
-		"AWS_XRAY_DAEMON_ADDRESS":  "set by Lambda when Tracing is Active",
-		"AWS_XRAY_SDK_DISABLED":    "X-Ray SDK's own off switch",
+		"AWS_LAMBDA_FUNCTION_NAME":    "the EMF Function dimension; enables X-Ray",
+		"AWS_LAMBDA_FUNCTION_VERSION": "the EMF Version dimension (the rollback alarms' new version)",
+		"AWS_XRAY_DAEMON_ADDRESS":     "set by Lambda when Tracing is Active",
+		"AWS_XRAY_SDK_DISABLED":       "X-Ray SDK's own off switch",
 	}
 	// Secrets: never in the template (they come from Secrets Manager).
 	secretEnv = []string{
