@@ -38,6 +38,13 @@ var (
 		"AWS_XRAY_DAEMON_ADDRESS":     "set by Lambda when Tracing is Active",
 		"AWS_XRAY_SDK_DISABLED":       "X-Ray SDK's own off switch",
 	}
+	// The deployment gate's own settings (the smoke test function's), set
+	// by the template and documented in docs/runbook.md (Deploy), not in
+	// README's table of the service's configuration.
+	deployGateEnv = map[string]string{
+		"PAYSVC_SMOKE_TARGETS":     "kind=function pairs: the functions the smoke test gates",
+		"PAYSVC_CANARY_SECRET_ARN": "the canary merchant's key (CanaryKeySecretArn)",
+	}
 	// Secrets: never in the template (they come from Secrets Manager).
 	secretEnv = []string{
 		"PAYSVC_UPSTREAM_API_KEY", "PAYSVC_UPSTREAM_HMAC_KEY", "PAYSVC_NOTIFICATION_USERNAME", "PAYSVC_NOTIFICATION_PASSWORD",
@@ -58,6 +65,7 @@ func functionNeeds() map[string][]string {
 		"NotificationsFunction":     append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_QUEUE_URL"),
 		"WebhookDispatcherFunction": append(base[:len(base):len(base)], "PAYSVC_QUEUE_URL", "PAYSVC_DLQ_URL"),
 		"RecordUpdatesFunction":     append(base[:len(base):len(base)], "PAYSVC_RECORD_UPDATES_QUEUE_URL", "PAYSVC_RECORD_UPDATES_DLQ_URL"),
+		"SmokeTestFunction":         append(base[:len(base):len(base)], "PAYSVC_SMOKE_TARGETS", "PAYSVC_CANARY_SECRET_ARN"),
 	}
 }
 
@@ -198,6 +206,16 @@ func readmeEnvDefaults(t *testing.T) map[string]string {
 func TestTemplateSetsEveryVariableTheFunctionsNeed(t *testing.T) {
 	code := codeEnvVars(t)
 	readme := readmeEnvDefaults(t)
+	runbook, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, why := range deployGateEnv {
+		if !strings.Contains(string(runbook), "`"+v+"`") {
+			t.Errorf("%s (%s) is not documented in docs/runbook.md", v, why)
+		}
+		readme[v] = "" // documented, set by the template for the smoke test
+	}
 	tpl := loadTemplate(t)
 	fns := tpl.functions()
 	needs := functionNeeds()

@@ -146,7 +146,7 @@ func Probes(k Kind, env Env) ([]Probe, error) {
 		return []Probe{{
 			Name: "POST the retry of an unknown delivery (404 yp_3007)",
 			Event: apiEvent(http.MethodPost, "/v1/ecom/webhook-deliveries/{deliveryId}/retry", "/v1/ecom/webhook-deliveries/msg_smoketest/retry",
-				map[string]string{"deliveryId": "msg_smoketest"}, c.APIKey, "", env.Tag, env.Tag),
+				map[string]string{"deliveryId": "msg_smoketest"}, c.APIKey, "{}", env.Tag, env.Tag),
 			Expect: answer(http.StatusNotFound, "yp_3007", nil),
 		}}, nil
 	case KindNotifications:
