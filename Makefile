@@ -5,8 +5,9 @@
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash .ci/test.sh
 #   make lint-template  bash .ci/check-template.sh (cfn-lint + offline SAM transform)
-#   make deploy-check   CONFIG_ENV=default|test|prod: refuse placeholders and unsafe settings
-#   make deploy         CONFIG_ENV=...: deploy-check, lint-template, sam build, sam deploy
+#   make deploy-check   CONFIG_ENV=default|test|prod [PARAMETER_OVERRIDES='K=V ...']: refuse placeholders and unsafe settings
+#   make deploy         CONFIG_ENV=... [PARAMETER_OVERRIDES='K=V ...'] [EMERGENCY=1]: deploy-check, lint-template,
+#                       sam build, sam deploy (overrides ADD to samconfig.toml's; EMERGENCY=1 lets live deploy AllAtOnce)
 #   make admin          build the admin CLI for this machine -> bin/paysvc-admin
 #   make bench          Go benchmarks + cmd/paysvc-bench -> BENCHMARKS.md, docs/scale.md (a few minutes)
 #   make clean
@@ -19,7 +20,7 @@ GO ?= go
 BIN ?= bin
 
 # Lambda function logical id -> Go main package under ./functions
-FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher recordupdates
+FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher recordupdates smoketest
 
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
@@ -27,12 +28,13 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 .PHONY: all build build-amd64 run test lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
-	build-NotificationsFunction build-WebhookDispatcherFunction build-RecordUpdatesFunction check-artifacts-dir
+	build-NotificationsFunction build-WebhookDispatcherFunction build-RecordUpdatesFunction \
+	build-SmokeTestFunction check-artifacts-dir
 
 all: build
 
 help:
-	@sed -n '2,16p' Makefile
+	@sed -n '2,17p' Makefile
 
 # --- sam build targets (one per function logical id) ---------------------------
 
@@ -69,6 +71,9 @@ build-WebhookDispatcherFunction: check-artifacts-dir
 build-RecordUpdatesFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/recordupdates
 
+build-SmokeTestFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/smoketest
+
 # --- local builds ----------------------------------------------------------------
 
 build:
@@ -94,13 +99,28 @@ lint-template:
 
 # The samconfig.toml environment deploy-check and deploy use.
 CONFIG_ENV ?= default
+# Parameter overrides ADDED to the environment's parameter_overrides (a key
+# given here replaces that key only), e.g. PARAMETER_OVERRIDES='LogLevel=debug'.
+# `sam deploy --parameter-overrides` alone would replace the whole list:
+# deploy passes sam the merged list deploy-check prints, so what is
+# checked is what is deployed.
+PARAMETER_OVERRIDES ?=
+# EMERGENCY=1: a live deploy with DeploymentStrategy=AllAtOnce (a fix that
+# cannot wait for the canary) passes deploy-check with a warning.
+EMERGENCY ?=
+SAMCONFIG ?= samconfig.toml
+SAM ?= sam
+DEPLOY_CHECK = SAMCONFIG="$(SAMCONFIG)" bash .ci/deploy-check.sh --config-env "$(CONFIG_ENV)" \
+	--parameter-overrides '$(PARAMETER_OVERRIDES)' $(if $(EMERGENCY),--emergency)
 
 deploy-check:
-	bash .ci/deploy-check.sh --config-env $(CONFIG_ENV)
+	$(DEPLOY_CHECK)
 
 deploy: deploy-check lint-template
-	sam build --config-env $(CONFIG_ENV)
-	sam deploy --config-env $(CONFIG_ENV)
+	$(SAM) build --config-env "$(CONFIG_ENV)" --config-file "$(SAMCONFIG)"
+	@overrides="$$($(DEPLOY_CHECK) --print-overrides)" || exit 1; \
+	echo "$(SAM) deploy --config-env $(CONFIG_ENV) --config-file $(SAMCONFIG) --parameter-overrides $$overrides"; \
+	$(SAM) deploy --config-env "$(CONFIG_ENV)" --config-file "$(SAMCONFIG)" --parameter-overrides "$$overrides"
 
 # The admin CLI as a binary: its exit codes (0 ok, 1 failure, 2 usage error)
 # reach the shell as they are (`go run` turns every failure into 1).

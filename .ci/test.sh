@@ -16,6 +16,8 @@ need go "install Go 1.26+ from https://go.dev/dl/"
 need moto_server "python3 -m pip install 'moto[server]' (DynamoDB/SQS/Secrets Manager tests run against it)"
 need cfn-lint "python3 -m pip install cfn-lint (template.yaml is linted)"
 need python3 "python3 with aws-sam-translator (pip install aws-sam-translator)"
+need aws "apt-get install -y awscli, or python3 -m pip install awscli (docs/runbook.md's commands are run against moto)"
+need jq "apt-get install -y jq (docs/runbook.md's commands use it)"
 # The browser test (tests/browser_test.go) drives the simulator's shopper
 # pages in headless Chromium.
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then

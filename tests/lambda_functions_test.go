@@ -112,6 +112,11 @@ type lambdaEnv struct {
 	daemon        *xrayDaemon
 	webhooks      *webhookReceiver
 	aws           *awsRecorder // each function's AWS calls, checked against its IAM role
+	// canaryARN is the canary merchant's key secret of the smoke test
+	// (newCanary; "" until then).
+	canaryARN string
+	// smokeTargets is the smoke test's PAYSVC_SMOKE_TARGETS (startSmokeTest).
+	smokeTargets string
 	// secrets that must never appear in any log
 	secrets map[string]string
 
@@ -251,6 +256,9 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 
 		"PAYSVC_RECORD_UPDATES_QUEUE_URL": e.updatesURL,
 		"PAYSVC_RECORD_UPDATES_DLQ_URL":   e.updatesDLQURL,
+
+		"PAYSVC_SMOKE_TARGETS":     e.smokeTargets,
+		"PAYSVC_CANARY_SECRET_ARN": e.canaryARN,
 	}
 	tpl := loadTemplate(t)
 	fn, ok := tpl.functions()[logicalID]
@@ -258,10 +266,13 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		t.Fatalf("no function %s in template.yaml", logicalID)
 	}
 	env := map[string]string{
-		"AWS_ENDPOINT_URL":        e.aws.endpointFor(t, logicalID),
-		"AWS_ACCESS_KEY_ID":       "test",
-		"AWS_SECRET_ACCESS_KEY":   "test",
-		"AWS_XRAY_DAEMON_ADDRESS": e.daemon.addr(),
+		// A published version, as the live alias runs (the harness's
+		// default is $LATEST): the EMF Version dimension.
+		"AWS_LAMBDA_FUNCTION_VERSION": testFunctionVersion,
+		"AWS_ENDPOINT_URL":            e.aws.endpointFor(t, logicalID),
+		"AWS_ACCESS_KEY_ID":           "test",
+		"AWS_SECRET_ACCESS_KEY":       "test",
+		"AWS_XRAY_DAEMON_ADDRESS":     e.daemon.addr(),
 	}
 	if logicalID == "WebhookDispatcherFunction" {
 		env["PAYSVC_WEBHOOK_ALLOW_LOCAL"] = "true" // the receiver is on 127.0.0.1
@@ -470,6 +481,9 @@ func TestLambdaFunctionsServeSampleEvents(t *testing.T) {
 	// written, tests/template_env_test.go pendingFunctions) is reported and
 	// its events are skipped.
 	for id := range loadTemplate(t).functions() {
+		if id == smokeTestFunction {
+			continue // it serves CodeDeploy, not events (TestLambdaSmokeTestGatesDeployments)
+		}
 		dir := wantFunctions[id]
 		if _, err := os.Stat(repoRoot + "/functions/" + dir + "/main.go"); err != nil && pendingFunctions[dir] {
 			t.Logf("pending: %s (functions/%s does not exist yet) is not exercised", id, dir)
@@ -1104,8 +1118,19 @@ func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
 			t.Errorf("%s: no EMF Requests metric", id)
 		}
 		for _, m := range reqs {
-			if m["Service"] != "paysvc" || m["Function"] != fnName {
-				t.Errorf("%s: EMF dimensions %v", id, m)
+			if m["Service"] != "paysvc" || m["Function"] != fnName || m["Version"] != testFunctionVersion ||
+				!emfHasDimensionSet(m, "Requests", "Service", "Function", "Version") ||
+				!emfHasDimensionSet(m, "ServerErrors", "Service", "Function", "Version") {
+				t.Errorf("%s: EMF dimensions %v (want the rollback alarms' [Service Function Version])", id, m)
+			}
+		}
+		// The secret's readers report its age at each read (the
+		// rotation policy's alarm).
+		if age := emfLines(f.h.Logs(), "UpstreamSecretAgeDays"); secretReaders[id] == (len(age) == 0) {
+			t.Errorf("%s: %d EMF UpstreamSecretAgeDays documents", id, len(age))
+		} else if len(age) > 0 {
+			if d, _ := age[0]["UpstreamSecretAgeDays"].(float64); d < 0 || d > 1 {
+				t.Errorf("%s: UpstreamSecretAgeDays = %v for a secret created by this test", id, age[0]["UpstreamSecretAgeDays"])
 			}
 		}
 		up := emfLines(f.h.Logs(), "UpstreamRequests")
@@ -1237,6 +1262,38 @@ func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
 
 // upstreamCallers are the functions that call the upstream checkout API.
 var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true}
+
+// secretReaders are the functions that read the upstream secret.
+var secretReaders = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
+	"NotificationsFunction": true}
+
+// testFunctionVersion is the published version the functions run as in
+// these tests (AWS_LAMBDA_FUNCTION_VERSION).
+const testFunctionVersion = "7"
+
+// emfHasDimensionSet reports whether the EMF document m declares metric
+// under exactly the dimension set dims.
+func emfHasDimensionSet(m map[string]any, metric string, dims ...string) bool {
+	aws, _ := m["_aws"].(map[string]any)
+	for _, d := range asList(aws["CloudWatchMetrics"]) {
+		dm, _ := d.(map[string]any)
+		declares := false
+		for _, x := range asList(dm["Metrics"]) {
+			if xm, _ := x.(map[string]any); xm["Name"] == metric {
+				declares = true
+			}
+		}
+		if !declares {
+			continue
+		}
+		for _, set := range asList(dm["Dimensions"]) {
+			if jsonText(set) == jsonText(dims) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // receiveDeliveries receives n messages from the deliveries queue (moto).
 func (e *lambdaEnv) receiveDeliveries(t *testing.T, n int) []sqstypes.Message {

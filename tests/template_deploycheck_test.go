@@ -115,9 +115,9 @@ func TestTemplateParametersRefusePlaceholders(t *testing.T) {
 	}
 }
 
-func runDeployCheck(t *testing.T, samconfigPath, env string) (string, error) {
+func runDeployCheck(t *testing.T, samconfigPath, env string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("bash", filepath.Join(repoRoot, ".ci", "deploy-check.sh"), "--config-env", env)
+	cmd := exec.Command("bash", append([]string{filepath.Join(repoRoot, ".ci", "deploy-check.sh"), "--config-env", env}, args...)...)
 	cmd.Env = append(os.Environ(), "SAMCONFIG="+samconfigPath)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -138,39 +138,146 @@ func TestDeployCheck(t *testing.T) {
 		}
 	}
 
-	const secret = "arn:aws:secretsmanager:eu-west-1:210987654321:secret:paysvc/live/upstream-Q1w2E3"
-	const topic = "arn:aws:sns:eu-west-1:210987654321:paysvc-live-alarms"
-	const liveURL = "https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71"
 	cases := []struct {
 		name      string
 		overrides string
+		args      []string // more deploy-check arguments
+		stack     string   // default paysvc-x
 		ok        bool
 		mention   string
 	}{
-		{"live, ready", fmt.Sprintf(`Environment="live" UpstreamUrl=%q UpstreamSecretArn=%q AlarmTopicArn=%q DeploymentStrategy="Canary10Percent5Minutes" DispatcherConcurrency="20" DispatcherReservedConcurrency="20"`, liveURL, secret, topic), true, "OK"},
-		{"test stack without a topic", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q`, secret), true, "own topic"},
-		{"live at once", fmt.Sprintf(`Environment="live" UpstreamUrl=%q UpstreamSecretArn=%q AlarmTopicArn=%q DeploymentStrategy="AllAtOnce"`, liveURL, secret, topic), false, "DeploymentStrategy=AllAtOnce"},
-		{"live without a topic", fmt.Sprintf(`Environment="live" UpstreamUrl=%q UpstreamSecretArn=%q DeploymentStrategy="Canary10Percent5Minutes"`, liveURL, secret), false, "AlarmTopicArn"},
-		{"live on the test upstream", fmt.Sprintf(`Environment="live" UpstreamSecretArn=%q AlarmTopicArn=%q DeploymentStrategy="Canary10Percent5Minutes"`, secret, topic), false, "test environment"},
-		{"example account", `Environment="test" UpstreamSecretArn="arn:aws:secretsmanager:eu-west-1:111111111111:secret:paysvc/dev/upstream-AbCdEf"`, false, "example account id"},
-		{"reservation below the cap", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q DispatcherConcurrency="10" DispatcherReservedConcurrency="5"`, secret), false, "DispatcherReservedConcurrency=5"},
-		{"no secret", `Environment="test"`, false, "UpstreamSecretArn: required"},
-		{"unknown parameter", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q Nope="1"`, secret), false, "Nope: not a parameter"},
+		{"live, ready", liveReady, nil, "", true, "OK"},
+		{"test stack without a topic", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q`, liveSecret), nil, "", true, "own topic"},
+		{"live at once", liveReady, []string{"--parameter-overrides", `DeploymentStrategy="AllAtOnce"`}, "", false, "DeploymentStrategy=AllAtOnce"},
+		{"live at once, emergency", liveReady, []string{"--parameter-overrides", `DeploymentStrategy="AllAtOnce"`, "--emergency"}, "", true, "WARNING: DeploymentStrategy=AllAtOnce"},
+		{"live without a topic", liveReady, []string{"--parameter-overrides", `AlarmTopicArn=""`}, "", false, "AlarmTopicArn"},
+		{"live on the test upstream", liveReady, []string{"--parameter-overrides", `UpstreamUrl="https://checkout-test.adyen.com/v71"`}, "", false, "test environment"},
+		{"live without the canary key", liveReady, []string{"--parameter-overrides", `CanaryKeySecretArn=""`}, "", false, "CanaryKeySecretArn: a live stack's smoke test"},
+		{"live without the notifications cap", liveReady, []string{"--parameter-overrides", `NotificationsReservedConcurrency="0"`}, "", false, "NotificationsReservedConcurrency: live caps it"},
+		{"live without the webhooks cap", liveReady, []string{"--parameter-overrides", `WebhooksReservedConcurrency="0"`}, "", false, "WebhooksReservedConcurrency: live caps it"},
+		{"reservations above the account's quota", liveReady, []string{"--parameter-overrides", `PaymentsReservedConcurrency="900"`}, "", false, "leave fewer than 100 of AccountConcurrencyLimit=1000 unreserved"},
+		{"a bigger quota takes them", liveReady, []string{"--parameter-overrides", `PaymentsReservedConcurrency="900" AccountConcurrencyLimit="3000"`}, "", true, "OK"},
+		{"stack name too long for the sampling rule", liveReady, nil, "paysvc-live-eu-west-1-payments-api", false, "longer than 32 characters"},
+		{"example account", `Environment="test" UpstreamSecretArn="arn:aws:secretsmanager:eu-west-1:111111111111:secret:paysvc/dev/upstream-AbCdEf"`, nil, "", false, "example account id"},
+		{"reservation below the cap", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q DispatcherConcurrency="10" DispatcherReservedConcurrency="5"`, liveSecret), nil, "", false, "DispatcherReservedConcurrency=5"},
+		{"no secret", `Environment="test"`, nil, "", false, "UpstreamSecretArn: required"},
+		{"unknown parameter", fmt.Sprintf(`Environment="test" UpstreamSecretArn=%q Nope="1"`, liveSecret), nil, "", false, "Nope: not a parameter"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "samconfig.toml")
-			content := "version = 0.1\n[x.global.parameters]\nstack_name = \"paysvc-x\"\n[x.deploy.parameters]\ncapabilities = \"CAPABILITY_IAM\"\nparameter_overrides = " +
-				fmt.Sprintf("%q", tc.overrides) + "\n"
-			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := runDeployCheck(t, path, "x")
+			path := writeSamconfig(t, tc.stack, tc.overrides)
+			out, err := runDeployCheck(t, path, "x", tc.args...)
 			if (err == nil) != tc.ok || !strings.Contains(out, tc.mention) {
 				t.Errorf("ok %v (err %v), want %v, mentioning %q:\n%s", err == nil, err, tc.ok, tc.mention, out)
 			}
 		})
+	}
+}
+
+// A live configuration deploy-check accepts.
+const (
+	liveSecret = "arn:aws:secretsmanager:eu-west-1:210987654321:secret:paysvc/live/upstream-Q1w2E3"
+	liveTopic  = "arn:aws:sns:eu-west-1:210987654321:paysvc-live-alarms"
+	liveURL    = "https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout/v71"
+	liveCanary = "arn:aws:secretsmanager:eu-west-1:210987654321:secret:paysvc/live/canary-Z9y8X7"
+)
+
+var liveReady = fmt.Sprintf(`Environment="live" UpstreamUrl=%q UpstreamSecretArn=%q AlarmTopicArn=%q DeploymentStrategy="Canary10Percent5Minutes" `+
+	`DispatcherConcurrency="20" DispatcherReservedConcurrency="20" NotificationsReservedConcurrency="50" WebhooksReservedConcurrency="10" `+
+	`CanaryKeySecretArn=%q`, liveURL, liveSecret, liveTopic, liveCanary)
+
+// writeSamconfig writes a samconfig.toml with one environment, x, of stack
+// stack (default paysvc-x) with these parameter_overrides.
+func writeSamconfig(t *testing.T, stack, overrides string) string {
+	t.Helper()
+	if stack == "" {
+		stack = "paysvc-x"
+	}
+	path := filepath.Join(t.TempDir(), "samconfig.toml")
+	content := fmt.Sprintf("version = 0.1\n[x.global.parameters]\nstack_name = %q\n[x.deploy.parameters]\ncapabilities = \"CAPABILITY_IAM\"\nparameter_overrides = %q\n",
+		stack, overrides)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDeployCheckOverridesAdd: overrides given on the command line add to
+// the environment's (a key given replaces that key only), and
+// --print-overrides prints the merged list, the only thing on stdout,
+// which sam deploy gets from make deploy.
+func TestDeployCheckOverridesAdd(t *testing.T) {
+	path := writeSamconfig(t, "", liveReady)
+	cmd := exec.Command("bash", filepath.Join(repoRoot, ".ci", "deploy-check.sh"), "--config-env", "x",
+		"--parameter-overrides", `LogLevel="debug" DispatcherConcurrency="25" DispatcherReservedConcurrency="25"`, "--print-overrides")
+	cmd.Env = append(os.Environ(), "SAMCONFIG="+path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("deploy-check: %v\n%s", err, stderr.String())
+	}
+	got := map[string]string{}
+	for _, m := range overrideRE.FindAllStringSubmatch(string(out), -1) {
+		got[m[1]] = m[2]
+	}
+	want := map[string]string{}
+	for _, m := range overrideRE.FindAllStringSubmatch(liveReady, -1) {
+		want[m[1]] = m[2]
+	}
+	want["LogLevel"], want["DispatcherConcurrency"], want["DispatcherReservedConcurrency"] = "debug", "25", "25"
+	if jsonText(got) != jsonText(want) || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("merged overrides\n%s\nwant %v", out, want)
+	}
+	if !strings.Contains(stderr.String(), "OK") {
+		t.Errorf("the verdict goes to stderr with --print-overrides: %s", stderr.String())
+	}
+}
+
+// TestMakeDeployPassesTheMergedOverrides runs `make deploy` (but its
+// template lint) with a stand-in for the SAM CLI that records its arguments: sam deploy gets the
+// environment's overrides with PARAMETER_OVERRIDES on top, as deploy-check
+// checked them; EMERGENCY=1 lets a live deploy at once through.
+func TestMakeDeployPassesTheMergedOverrides(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(dir, "sam-calls")
+	fake := filepath.Join(dir, "sam")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> "+record+"\necho --- >> "+record+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeSamconfig(t, "", liveReady)
+	root, _ := filepath.Abs(repoRoot)
+	run := func(extra ...string) (string, error) {
+		_ = os.Remove(record)
+		// -o lint-template: make deploy's template lint is
+		// TestTemplate*'s and .ci/check-template.sh's business.
+		args := append([]string{"-C", root, "-o", "lint-template", "deploy", "CONFIG_ENV=x", "SAMCONFIG=" + path, "SAM=" + fake}, extra...)
+		out, err := exec.Command("make", args...).CombinedOutput()
+		calls, _ := os.ReadFile(record)
+		return string(out) + "\n" + string(calls), err
+	}
+	out, err := run(`PARAMETER_OVERRIDES=LogLevel="debug" DeploymentStrategy="Linear10PercentEvery1Minute"`)
+	if err != nil {
+		t.Fatalf("make deploy: %v\n%s", err, out)
+	}
+	_, deploy, _ := strings.Cut(out, "deploy\n--config-env\nx\n--config-file\n"+path+"\n--parameter-overrides\n")
+	overrides, _, _ := strings.Cut(deploy, "\n")
+	for _, want := range []string{`LogLevel="debug"`, `DeploymentStrategy="Linear10PercentEvery1Minute"`, `Environment="live"`,
+		`CanaryKeySecretArn="` + liveCanary + `"`, `NotificationsReservedConcurrency="50"`} {
+		if !strings.Contains(overrides, want) {
+			t.Errorf("sam deploy --parameter-overrides lacks %s:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "build\n--config-env\nx\n") {
+		t.Errorf("no sam build:\n%s", out)
+	}
+	if out, err := run(`PARAMETER_OVERRIDES=DeploymentStrategy="AllAtOnce"`); err == nil || strings.Contains(out, "--parameter-overrides\n") {
+		t.Errorf("a live deploy at once went through:\n%s", out)
+	}
+	out, err = run(`PARAMETER_OVERRIDES=DeploymentStrategy="AllAtOnce"`, "EMERGENCY=1")
+	if err != nil || !strings.Contains(out, `DeploymentStrategy="AllAtOnce"`) || !strings.Contains(out, "WARNING") {
+		t.Errorf("an emergency deploy at once: %v\n%s", err, out)
 	}
 }
 
@@ -187,6 +294,9 @@ func TestSamconfigDeploymentSettings(t *testing.T) {
 		}
 		if env == "prod" && (o["Environment"] != "live" || o["DispatcherReservedConcurrency"] != o["DispatcherConcurrency"] || o["DispatcherConcurrency"] == "") {
 			t.Errorf("[prod] Environment %q, DispatcherConcurrency %q, reserved %q", o["Environment"], o["DispatcherConcurrency"], o["DispatcherReservedConcurrency"])
+		}
+		if env == "prod" && (o["NotificationsReservedConcurrency"] == "" || o["WebhooksReservedConcurrency"] == "" || o["CanaryKeySecretArn"] == "") {
+			t.Errorf("[prod] caps notifications %q, webhooks %q; canary key %q", o["NotificationsReservedConcurrency"], o["WebhooksReservedConcurrency"], o["CanaryKeySecretArn"])
 		}
 		if port := dig(cfg, env, "local_start_api", "parameters", "port"); port == float64(3000) {
 			t.Errorf("[%s] sam local start-api on port 3000, the port of make run", env)
@@ -205,8 +315,18 @@ func TestTemplateAlarmsHaveARunbookEntry(t *testing.T) {
 	runbook := string(raw)
 	tpl := loadTemplate(t)
 	names := map[string]bool{}
+	// Component alarms of a composite have no actions: the composite
+	// notifies.
+	composed := map[string]bool{}
+	for _, r := range tpl.Resources {
+		if r.Type == "AWS::CloudWatch::CompositeAlarm" {
+			for _, m := range regexp.MustCompile(`ALARM\(\\"\$\{([A-Za-z0-9]+)\}\\"\)`).FindAllStringSubmatch(jsonText(r.Properties["AlarmRule"]), -1) {
+				composed[m[1]] = true
+			}
+		}
+	}
 	for id, r := range tpl.Resources {
-		if r.Type != "AWS::CloudWatch::Alarm" {
+		if r.Type != "AWS::CloudWatch::Alarm" && r.Type != "AWS::CloudWatch::CompositeAlarm" {
 			continue
 		}
 		name := strings.TrimPrefix(jsonText(r.Properties["AlarmName"]), `{"Fn::Sub":"${AWS::StackName}-`)
@@ -215,12 +335,21 @@ func TestTemplateAlarmsHaveARunbookEntry(t *testing.T) {
 		if !strings.Contains(runbook, "`"+name+"`") {
 			t.Errorf("%s: alarm %s has no entry in docs/runbook.md", id, name)
 		}
-		if actions := jsonText(r.Properties["AlarmActions"]); !strings.Contains(actions, "AlarmTopic") {
+		actions := jsonText(r.Properties["AlarmActions"])
+		switch {
+		case composed[id] && r.Properties["AlarmActions"] != nil:
+			t.Errorf("%s: a composite's component notifies itself (%s)", id, actions)
+		case !composed[id] && !strings.Contains(actions, "AlarmTopic"):
 			t.Errorf("%s: AlarmActions %s, want the alarm topic", id, actions)
 		}
 	}
+	if len(composed) != 2 {
+		t.Errorf("composite alarm components %v, want notifications-silent's two", composed)
+	}
 	for _, n := range []string{"dynamodb-throttles", "dynamodb-system-errors", "deliveries-queue-age", "api-latency-p99",
-		"notifications-401-rate", "api-5xx-rate", "deliveries-dlq"} {
+		"notifications-401-rate", "api-5xx-rate", "deliveries-dlq", "record-updates-queue-age", "notifications-unroutable",
+		"notifications-silent", "merchant-api-401-surge", "merchant-api-429-surge", "account-concurrency", "upstream-secret-age",
+		"payments-upstream-latency-p99", "payments-upstream-error-rate", "payments-version-5xx", "payments-version-errors"} {
 		if !names[n] {
 			t.Errorf("no alarm %s", n)
 		}
@@ -253,7 +382,7 @@ func TestTemplateDashboardShowsEveryAlarm(t *testing.T) {
 		}
 	}
 	for id, r := range tpl.Resources {
-		if r.Type == "AWS::CloudWatch::Alarm" && !shown[id] {
+		if (r.Type == "AWS::CloudWatch::Alarm" || r.Type == "AWS::CloudWatch::CompositeAlarm") && !shown[id] {
 			t.Errorf("alarm %s is not on the dashboard's alarm widget", id)
 		}
 	}

@@ -33,9 +33,17 @@ var (
 	}
 	// Set by the Lambda runtime (Tracing: Active) or standard SDK switches.
 	lambdaRuntimeEnv = map[string]string{
-		"AWS_LAMBDA_FUNCTION_NAME": "the EMF Function dimension; enables X-Ray",
-		"AWS_XRAY_DAEMON_ADDRESS":  "set by Lambda when Tracing is Active",
-		"AWS_XRAY_SDK_DISABLED":    "X-Ray SDK's own off switch",
+		"AWS_LAMBDA_FUNCTION_NAME":    "the EMF Function dimension; enables X-Ray",
+		"AWS_LAMBDA_FUNCTION_VERSION": "the EMF Version dimension (the rollback alarms' new version)",
+		"AWS_XRAY_DAEMON_ADDRESS":     "set by Lambda when Tracing is Active",
+		"AWS_XRAY_SDK_DISABLED":       "X-Ray SDK's own off switch",
+	}
+	// The deployment gate's own settings (the smoke test function's), set
+	// by the template and documented in docs/runbook.md (Deploy), not in
+	// README's table of the service's configuration.
+	deployGateEnv = map[string]string{
+		"PAYSVC_SMOKE_TARGETS":     "kind=function pairs: the functions the smoke test gates",
+		"PAYSVC_CANARY_SECRET_ARN": "the canary merchant's key (CanaryKeySecretArn)",
 	}
 	// Secrets: never in the template (they come from Secrets Manager).
 	secretEnv = []string{
@@ -57,6 +65,7 @@ func functionNeeds() map[string][]string {
 		"NotificationsFunction":     append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_QUEUE_URL"),
 		"WebhookDispatcherFunction": append(base[:len(base):len(base)], "PAYSVC_QUEUE_URL", "PAYSVC_DLQ_URL"),
 		"RecordUpdatesFunction":     append(base[:len(base):len(base)], "PAYSVC_RECORD_UPDATES_QUEUE_URL", "PAYSVC_RECORD_UPDATES_DLQ_URL"),
+		"SmokeTestFunction":         append(base[:len(base):len(base)], "PAYSVC_SMOKE_TARGETS", "PAYSVC_CANARY_SECRET_ARN"),
 	}
 }
 
@@ -197,6 +206,16 @@ func readmeEnvDefaults(t *testing.T) map[string]string {
 func TestTemplateSetsEveryVariableTheFunctionsNeed(t *testing.T) {
 	code := codeEnvVars(t)
 	readme := readmeEnvDefaults(t)
+	runbook, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, why := range deployGateEnv {
+		if !strings.Contains(string(runbook), "`"+v+"`") {
+			t.Errorf("%s (%s) is not documented in docs/runbook.md", v, why)
+		}
+		readme[v] = "" // documented, set by the template for the smoke test
+	}
 	tpl := loadTemplate(t)
 	fns := tpl.functions()
 	needs := functionNeeds()

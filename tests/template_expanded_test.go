@@ -10,12 +10,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/yp/paysvc/shared/observe"
 )
 
 // expanded is the template after the SAM transform (.ci/sam_transform.py),
 // as CloudFormation deploys it.
 type expanded struct {
 	Resources map[string]cfnResource `json:"Resources"`
+	Outputs   map[string]map[string]any
+	// raw holds each resource whole (UpdatePolicy, Condition, DependsOn).
+	raw map[string]map[string]any
 }
 
 var (
@@ -48,9 +53,17 @@ func expandTemplate(t *testing.T, params map[string]string) *expanded {
 		t.Fatalf("SAM transform (%s): %v\n%s", key, err, stderr.String())
 	}
 	e := &expanded{}
+	var whole struct {
+		Resources map[string]map[string]any `json:"Resources"`
+		Outputs   map[string]map[string]any `json:"Outputs"`
+	}
 	if err := json.Unmarshal(out, e); err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(out, &whole); err != nil {
+		t.Fatal(err)
+	}
+	e.raw, e.Outputs = whole.Resources, whole.Outputs
 	expandCache[key] = e
 	return e
 }
@@ -134,9 +147,25 @@ func TestTemplateWrongMethodGoesToTheFunction(t *testing.T) {
 	}
 }
 
+// rollbackAlarms are the rollback alarms of each function's deployment:
+// the new version's own crashes and (API functions) 5xx answers, and for
+// notifications its 401 share. None is stack-wide or function-wide.
+var rollbackAlarms = map[string][]string{
+	"ConfigFunction":            {"ConfigVersionErrorsAlarm", "ConfigVersion5xxAlarm"},
+	"SessionsFunction":          {"SessionsVersionErrorsAlarm", "SessionsVersion5xxAlarm"},
+	"PaymentsFunction":          {"PaymentsVersionErrorsAlarm", "PaymentsVersion5xxAlarm"},
+	"ModificationsFunction":     {"ModificationsVersionErrorsAlarm", "ModificationsVersion5xxAlarm"},
+	"LookupsFunction":           {"LookupsVersionErrorsAlarm", "LookupsVersion5xxAlarm"},
+	"WebhooksFunction":          {"WebhooksVersionErrorsAlarm", "WebhooksVersion5xxAlarm"},
+	"NotificationsFunction":     {"NotificationsVersionErrorsAlarm", "NotificationsVersion5xxAlarm", "Notification401RateAlarm"},
+	"WebhookDispatcherFunction": {"WebhookDispatcherVersionErrorsAlarm"},
+	"RecordUpdatesFunction":     {"RecordUpdatesVersionErrorsAlarm"},
+}
+
 // TestTemplateDeploysThroughTheAlias: API Gateway and the SQS trigger invoke
 // each function's live alias; live deploys by canary with the rollback
-// alarms, other stacks at once; every rollback alarm can fire within the
+// alarms, other stacks at once; every deployment runs the smoke test
+// before and after traffic; every rollback alarm can fire within the
 // canary's 5 minutes.
 func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 	cases := []struct {
@@ -147,20 +176,17 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 		{"live", liveParams, "CodeDeployDefault.LambdaCanary10Percent5Minutes"},
 		{"test (defaults)", nil, "CodeDeployDefault.LambdaAllAtOnce"},
 	}
-	wantAlarms := map[string][]string{
-		"ConfigFunction":            {"ApiServerErrorRateAlarm", "ConfigErrorsAlarm"},
-		"SessionsFunction":          {"ApiServerErrorRateAlarm", "SessionsErrorsAlarm"},
-		"PaymentsFunction":          {"ApiServerErrorRateAlarm", "PaymentsErrorsAlarm"},
-		"ModificationsFunction":     {"ApiServerErrorRateAlarm", "ModificationsErrorsAlarm"},
-		"NotificationsFunction":     {"ApiServerErrorRateAlarm", "NotificationsErrorsAlarm", "Notification401RateAlarm"},
-		"WebhookDispatcherFunction": {"WebhookDispatcherErrorsAlarm"},
-		"RecordUpdatesFunction":     {"RecordUpdatesErrorsAlarm"},
+	if len(rollbackAlarms) != len(wantFunctions)-1 {
+		t.Fatalf("rollbackAlarms covers %d functions, want every function but the smoke test", len(rollbackAlarms))
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			exp := expandTemplate(t, tc.params)
 			groups := exp.ofType("AWS::CodeDeploy::DeploymentGroup")
-			for fn, alarms := range wantAlarms {
+			if len(groups) != len(rollbackAlarms) {
+				t.Errorf("%d deployment groups, want one per function but the smoke test (%d)", len(groups), len(rollbackAlarms))
+			}
+			for fn, alarms := range rollbackAlarms {
 				g, ok := groups[fn+"DeploymentGroup"]
 				if !ok {
 					t.Errorf("%s: no deployment group", fn)
@@ -170,8 +196,9 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 					t.Errorf("%s: deployment config %s, want %s", fn, got, tc.config)
 				}
 				rollback, _ := g.Properties["AutoRollbackConfiguration"].(map[string]any)
-				if rollback["Enabled"] != true || !strings.Contains(jsonText(rollback["Events"]), "DEPLOYMENT_STOP_ON_ALARM") {
-					t.Errorf("%s: rollback %v, want on alarm", fn, rollback)
+				if rollback["Enabled"] != true || !strings.Contains(jsonText(rollback["Events"]), "DEPLOYMENT_STOP_ON_ALARM") ||
+					!strings.Contains(jsonText(rollback["Events"]), "DEPLOYMENT_FAILURE") {
+					t.Errorf("%s: rollback %v, want on alarm and on failure (a failed hook)", fn, rollback)
 				}
 				ac, _ := g.Properties["AlarmConfiguration"].(map[string]any)
 				var got []string
@@ -192,6 +219,18 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 				if alias.Type != "AWS::Lambda::Alias" || alias.Properties["Name"] != "live" {
 					t.Errorf("%s: no live alias", fn)
 				}
+				// The smoke test gates every deployment, before and after traffic.
+				hooks := exp.updatePolicy(aliasRef(fn))
+				for _, h := range []string{"BeforeAllowTrafficHook", "AfterAllowTrafficHook"} {
+					if jsonText(hooks[h]) != `{"Ref":"SmokeTestFunction"}` {
+						t.Errorf("%s: %s = %s, want the smoke test function", fn, h, jsonText(hooks[h]))
+					}
+				}
+			}
+			// The smoke test itself is not deployed through CodeDeploy: its
+			// alias moves at once (a hook cannot gate its own deployment).
+			if p := exp.updatePolicy(aliasRef(smokeTestFunction)); p != nil {
+				t.Errorf("the smoke test's alias has an update policy %s", jsonText(p))
 			}
 			for id, m := range exp.ofType("AWS::Lambda::EventSourceMapping") {
 				fn, _, _ := strings.Cut(id, "Function")
@@ -206,28 +245,87 @@ func TestTemplateDeploysThroughTheAlias(t *testing.T) {
 			}
 		})
 	}
+}
 
-	// Rollback alarms use one-minute periods (a canary lasts 5 minutes).
-	tpl := loadTemplate(t)
-	seen := map[string]bool{}
-	for _, alarms := range wantAlarms {
+// TestTemplateRollbackAlarmsJudgeTheNewVersion: every rollback alarm reads
+// metrics of one function's new version only — the Version dimension of
+// the EMF request metrics, or ExecutedVersion of the alias's Lambda
+// metrics — with that version's number from the version resource SAM
+// publishes for the deployment (the alarm changes with each deploy); never
+// the API's or the whole function's metrics, where a bad 10 % hides and
+// the old version's errors count. One-minute periods: each can fire inside
+// the 5-minute canary.
+func TestTemplateRollbackAlarmsJudgeTheNewVersion(t *testing.T) {
+	exp := expandTemplate(t, liveParams)
+	versionOf := map[string]string{} // function -> its version resource
+	for id, r := range exp.ofType("AWS::Lambda::Version") {
+		ref, _ := r.Properties["FunctionName"].(map[string]any)
+		versionOf[fmt.Sprint(ref["Ref"])] = id
+	}
+	for fn, alarms := range rollbackAlarms {
+		version := versionOf[fn]
+		if version == "" {
+			t.Fatalf("%s: no published version", fn)
+		}
+		wantVersion := `{"Fn::GetAtt":["` + version + `","Version"]}`
 		for _, a := range alarms {
-			if seen[a] {
-				continue
+			props := exp.Resources[a].Properties
+			text := jsonText(props)
+			var metrics []map[string]any
+			if props["MetricName"] != nil {
+				metrics = append(metrics, props)
 			}
-			seen[a] = true
-			props := tpl.Resources[a].Properties
-			periods := regexp.MustCompile(`"Period":(\d+)`).FindAllStringSubmatch(jsonText(props), -1)
-			if len(periods) == 0 {
-				t.Errorf("%s: no period found", a)
+			for _, m := range asList(props["Metrics"]) {
+				if st, ok := m.(map[string]any)["MetricStat"].(map[string]any); ok {
+					metrics = append(metrics, st["Metric"].(map[string]any))
+				}
 			}
-			for _, p := range periods {
+			if len(metrics) == 0 {
+				t.Errorf("%s: no metric", a)
+			}
+			for _, m := range metrics {
+				dims := map[string]string{}
+				for _, d := range asList(m["Dimensions"]) {
+					dm := d.(map[string]any)
+					dims[fmt.Sprint(dm["Name"])] = jsonText(dm["Value"])
+				}
+				switch m["Namespace"] {
+				case "PaySvc": // EMF, shared/observe
+					if dims["Function"] != `{"Ref":"`+fn+`"}` || dims["Version"] != wantVersion {
+						t.Errorf("%s: %s by %v, want Function %s and Version %s", a, m["MetricName"], dims, fn, wantVersion)
+					}
+				case "AWS/Lambda":
+					if dims["FunctionName"] != `{"Ref":"`+fn+`"}` || dims["ExecutedVersion"] != wantVersion ||
+						!strings.Contains(dims["Resource"], `:live`) || m["MetricName"] != "Errors" {
+						t.Errorf("%s: %s by %v, want Errors of %s's live alias by ExecutedVersion %s", a, m["MetricName"], dims, fn, wantVersion)
+					}
+				default:
+					t.Errorf("%s: metric of %v (the API's or a queue's metrics cannot judge one version)", a, m["Namespace"])
+				}
+			}
+			for _, p := range regexp.MustCompile(`"Period":(\d+)`).FindAllStringSubmatch(text, -1) {
 				if p[1] != "60" {
 					t.Errorf("rollback alarm %s has a %s s period: it cannot fire within a 5-minute canary", a, p[1])
 				}
 			}
 		}
 	}
+	// The 5xx alarms read the metric shared/observe reports per version.
+	for _, name := range []string{observe.MetricServerErrors, observe.MetricRequests} {
+		if !strings.Contains(jsonText(exp.Resources["PaymentsVersion5xxAlarm"].Properties), `"MetricName":"`+name+`"`) {
+			t.Errorf("PaymentsVersion5xxAlarm does not read %s", name)
+		}
+	}
+	if observe.DimVersion != "Version" {
+		t.Errorf("observe.DimVersion = %q, the alarms use Version", observe.DimVersion)
+	}
+}
+
+// updatePolicy is the CodeDeploy update policy of a resource (nil: none).
+func (e *expanded) updatePolicy(id string) map[string]any {
+	p, _ := e.raw[id]["UpdatePolicy"].(map[string]any)
+	c, _ := p["CodeDeployLambdaAliasUpdate"].(map[string]any)
+	return c
 }
 
 // TestTemplateDispatcherConcurrencyIsCapped: the dispatcher can never take
@@ -250,13 +348,24 @@ func TestTemplateDispatcherConcurrencyIsCapped(t *testing.T) {
 			t.Errorf("%s: ScalingConfig %v, want MaximumConcurrency = %s", id, sc, w)
 		}
 	}
-	fn := exp.Resources["WebhookDispatcherFunction"]
-	if got := jsonText(fn.Properties["ReservedConcurrentExecutions"]); !strings.Contains(got, "DispatcherReservedConcurrency") {
-		t.Errorf("dispatcher ReservedConcurrentExecutions = %s", got)
+	// Reserved concurrency (docs/sizing.md): caps on what could starve
+	// the payments (the dispatcher, notifications, merchants' webhook
+	// calls) and an optional guarantee for payments, each its parameter
+	// and none when it is 0; every other function shares the pool.
+	reserved := map[string]string{
+		"WebhookDispatcherFunction": "DispatcherReservedConcurrency",
+		"NotificationsFunction":     "NotificationsReservedConcurrency",
+		"WebhooksFunction":          "WebhooksReservedConcurrency",
+		"PaymentsFunction":          "PaymentsReservedConcurrency",
 	}
 	for id, f := range exp.ofType("AWS::Lambda::Function") {
-		if id != "WebhookDispatcherFunction" && f.Properties["ReservedConcurrentExecutions"] != nil {
-			t.Errorf("%s reserves concurrency: API functions share the account's unreserved pool", id)
+		got := jsonText(f.Properties["ReservedConcurrentExecutions"])
+		param, ok := reserved[id]
+		switch {
+		case ok && (!strings.Contains(got, `"Fn::If"`) || !strings.Contains(got, `{"Ref":"`+param+`"}`) || !strings.Contains(got, "AWS::NoValue")):
+			t.Errorf("%s: ReservedConcurrentExecutions = %s, want %s when set, none at 0", id, got, param)
+		case !ok && f.Properties["ReservedConcurrentExecutions"] != nil:
+			t.Errorf("%s reserves concurrency %s: it shares the account's unreserved pool", id, got)
 		}
 	}
 	tpl := loadTemplate(t)

@@ -181,6 +181,7 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 		`{"Fn::GetAtt":["RecordUpdatesQueue","Arn"]}`:   e.updatesURL,
 		`{"Fn::GetAtt":["RecordUpdatesDLQ","Arn"]}`:     e.updatesDLQURL,
 		`{"Ref":"UpstreamSecretArn"}`:                   e.secretARN,
+		`{"Ref":"CanaryKeySecretArn"}`:                  e.canaryARN,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -32,6 +32,11 @@ func roleStatements(t *testing.T, exp *expanded) map[string][]statement {
 			doc, _ := pm["PolicyDocument"].(map[string]any)
 			for _, st := range asList(doc["Statement"]) {
 				sm, _ := st.(map[string]any)
+				// A statement that exists only under a condition: Fn::If
+				// [condition, statement, AWS::NoValue]; checked as if on.
+				if cond, ok := sm["Fn::If"].([]any); ok && len(cond) == 3 && jsonText(cond[2]) == `{"Ref":"AWS::NoValue"}` {
+					sm, _ = cond[1].(map[string]any)
+				}
 				s := statement{role: id, policy: fmt.Sprint(pm["PolicyName"]), sid: fmt.Sprint(sm["Sid"]), resources: asList(sm["Resource"])}
 				for _, a := range asList(sm["Action"]) {
 					s.actions = append(s.actions, fmt.Sprint(a))
@@ -76,7 +81,7 @@ var stackQueues = map[string]bool{
 func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	roles := roleStatements(t, exp)
-	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "RecordUpdatesRole", "SessionsRole", "WebhookDispatcherRole", "WebhooksRole"}
+	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "RecordUpdatesRole", "SessionsRole", "SmokeTestRole", "WebhookDispatcherRole", "WebhooksRole"}
 	var got []string
 	for id := range exp.ofType("AWS::IAM::Role") {
 		got = append(got, id)
@@ -142,8 +147,16 @@ func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 						t.Errorf("%s: %s on %s, want one of this stack's queues", where, a, r)
 					}
 				case strings.HasPrefix(a, "secretsmanager:"):
-					if a != "secretsmanager:GetSecretValue" || jsonText(s.resources) != `[{"Ref":"UpstreamSecretArn"}]` {
-						t.Errorf("%s: %s on %s, want GetSecretValue on UpstreamSecretArn", where, a, jsonText(s.resources))
+					secret := `[{"Ref":"UpstreamSecretArn"}]`
+					if role == "SmokeTestRole" {
+						secret = `[{"Ref":"CanaryKeySecretArn"}]`
+					}
+					if a != "secretsmanager:GetSecretValue" || jsonText(s.resources) != secret {
+						t.Errorf("%s: %s on %s, want GetSecretValue on %s", where, a, jsonText(s.resources), secret)
+					}
+				case strings.HasPrefix(a, "lambda:"), strings.HasPrefix(a, "codedeploy:"), strings.HasPrefix(a, "cloudwatch:"):
+					if role != "DeployRole" && role != "SmokeTestRole" {
+						t.Errorf("%s: %s: only the deployment's roles act on functions and deployments", where, a)
 					}
 				}
 			}
@@ -154,11 +167,57 @@ func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 	for role, sts := range roles {
 		reads := false
 		for _, s := range sts {
-			reads = reads || strings.Contains(strings.Join(s.actions, " "), "secretsmanager:")
+			reads = reads || jsonText(s.resources) == `[{"Ref":"UpstreamSecretArn"}]`
 		}
 		want := role == "SessionsRole" || role == "PaymentsRole" || role == "ModificationsRole" || role == "NotificationsRole"
 		if reads != want {
 			t.Errorf("%s reads the upstream secret: %v, want %v", role, reads, want)
 		}
+	}
+}
+
+// TestTemplateSmokeTestMayOnlyGateThisStack: the smoke test function may
+// invoke this stack's functions by version or alias (not $LATEST, not
+// another stack's), read and report only this stack's deployments, and
+// read the canary key only when one is configured; CodeDeploy (DeployRole)
+// may run it.
+func TestTemplateSmokeTestMayOnlyGateThisStack(t *testing.T) {
+	exp := expandTemplate(t, liveParams)
+	roles := roleStatements(t, exp)
+	invokes := map[string]bool{}
+	for _, s := range roles["SmokeTestRole"] {
+		for _, a := range s.actions {
+			switch a {
+			case "lambda:InvokeFunction":
+				for _, r := range s.resources {
+					invokes[jsonText(r)] = true
+				}
+			case "codedeploy:ListDeploymentTargets", "codedeploy:BatchGetDeploymentTargets", "codedeploy:PutLifecycleEventHookExecutionStatus":
+				if got := jsonText(s.resources); !strings.Contains(got, ":deploymentgroup:${ServerlessDeploymentApplication}/*") {
+					t.Errorf("%s on %s, want this stack's deployment groups", a, got)
+				}
+			}
+		}
+	}
+	for fn := range rollbackAlarms {
+		if !invokes[`{"Fn::Sub":"${`+fn+`.Arn}:*"}`] {
+			t.Errorf("the smoke test may not invoke %s's versions", fn)
+		}
+	}
+	if len(invokes) != len(rollbackAlarms) {
+		t.Errorf("the smoke test may invoke %v, want the %d deployed functions' versions and aliases only", invokes, len(rollbackAlarms))
+	}
+	role := exp.Resources["SmokeTestRole"].Properties
+	if !strings.Contains(jsonText(role), `"Fn::If":["HasCanaryKey"`) {
+		t.Error("the canary key statement is not conditional on CanaryKeySecretArn")
+	}
+	deploy := false
+	for _, s := range roles["DeployRole"] {
+		if contains(s.actions, "lambda:InvokeFunction") && jsonText(s.resources) == `[{"Fn::GetAtt":["SmokeTestFunction","Arn"]}]` {
+			deploy = true
+		}
+	}
+	if !deploy {
+		t.Error("DeployRole may not invoke the smoke test (CodeDeploy runs the hooks with it)")
 	}
 }

@@ -41,18 +41,21 @@ var lambdaFlags = []string{"-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w
 
 // fnResult is one function's cold-start figures.
 type fnResult struct {
-	Name       string
-	Pkg        string
-	SizeArm64  int64 // bytes; 0 when not built
-	SizeAmd64  int64
-	BuildErr   string
-	Starts     int
-	Init       []time.Duration
-	First      []time.Duration // first request after init
-	Warm       []time.Duration // the request after it
-	PeakRSSKB  []int64         // VmHWM after the two requests
-	FirstRoute string          // what the first request was
-	Err        string
+	Name      string
+	Pkg       string
+	SizeArm64 int64 // bytes; 0 when not built
+	SizeAmd64 int64
+	BuildErr  string
+	Starts    int
+	Init      []time.Duration
+	First     []time.Duration // first request after init
+	Warm      []time.Duration // the request after it
+	PeakRSSKB []int64         // VmHWM after the two requests
+	// CPU time of the process (every thread, from /proc schedstat): the
+	// init, the first request and the next one.
+	InitCPU, FirstCPU, WarmCPU []time.Duration
+	FirstRoute                 string // what the first request was
+	Err                        string
 }
 
 // coldStartResult is item 3.
@@ -124,6 +127,10 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
+// notOnRequestPath are function packages whose cold start no request
+// waits for: the deployment hook (its events come from CodeDeploy).
+var notOnRequestPath = map[string]bool{"smoketest": true}
+
 // discoverFunctions lists functions/* packages with a main.go, plus the
 // extra packages asked for (module-relative, e.g. the harness's echo).
 func discoverFunctions(root string, cfg *config) ([]fnResult, error) {
@@ -133,7 +140,7 @@ func discoverFunctions(root string, cfg *config) ([]fnResult, error) {
 	}
 	var out []fnResult
 	for _, e := range entries {
-		if !e.IsDir() || !cfg.functionWanted(e.Name()) {
+		if !e.IsDir() || !cfg.functionWanted(e.Name()) || notOnRequestPath[e.Name()] {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(root, "functions", e.Name(), "main.go")); err != nil {
@@ -437,7 +444,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 	res := &coldStartResult{}
 	if len(cfg.Functions) == 0 {
 		for _, f := range makefileFunctions(root) {
-			if _, err := os.Stat(filepath.Join(root, "functions", f, "main.go")); err != nil {
+			if _, err := os.Stat(filepath.Join(root, "functions", f, "main.go")); err != nil && !notOnRequestPath[f] {
 				res.Missing = append(res.Missing, f)
 			}
 		}
@@ -547,7 +554,8 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 			if init == 0 {
 				return fmt.Errorf("start %d: init failed: %v\n%s", i+1, h.WaitReady(ctx), tail(h.Logs(), 2000))
 			}
-			var lat [2]time.Duration
+			cpu0, cpuOK := procCPU(h.Pid())
+			var lat, cpu [2]time.Duration
 			for k, ev := range evs {
 				rctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 				res, err := h.Do(rctx, ev)
@@ -559,6 +567,9 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 					return fmt.Errorf("start %d, request %d (%s): %v\n%s", i+1, k+1, f.FirstRoute, err, tail(h.Logs(), 2000))
 				}
 				lat[k] = res.Duration
+				c, ok := procCPU(h.Pid())
+				cpuOK = cpuOK && ok
+				cpu[k] = c
 			}
 			rss, ok := procStatusKB(h.Pid(), "VmHWM")
 			if !ok {
@@ -568,6 +579,11 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 			f.First = append(f.First, lat[0])
 			f.Warm = append(f.Warm, lat[1])
 			f.PeakRSSKB = append(f.PeakRSSKB, rss)
+			if cpuOK {
+				f.InitCPU = append(f.InitCPU, cpu0)
+				f.FirstCPU = append(f.FirstCPU, cpu[0]-cpu0)
+				f.WarmCPU = append(f.WarmCPU, cpu[1]-cpu[0])
+			}
 			f.Starts++
 			return nil
 		}()

@@ -698,6 +698,43 @@ func (r *report) coldStartSection(w func(string, ...any)) {
 	}
 	w("The first request of an instance is slower than the next one: it opens the connections (DynamoDB, the upstream) and\n")
 	w("fills the tenant cache (API key, site, merchant: sequential reads, see §2).\n\n")
+	r.coldStartCPU(w, cs)
+}
+
+// lambdaCPUShare is the share of one vCPU Lambda gives a function of mb
+// MB: CPU is allocated in proportion to memory, one vCPU at 1,769 MB.
+func lambdaCPUShare(mb int) float64 { return min(float64(mb)/1769, 1) }
+
+// coldStartCPU renders the CPU the functions used in the cold-start runs,
+// and what it takes on paper at 128, 256 and 512 MB (docs/sizing.md).
+func (r *report) coldStartCPU(w func(string, ...any), cs *coldStartResult) {
+	measured := false
+	for _, f := range cs.Functions {
+		measured = measured || len(f.InitCPU) > 0
+	}
+	if !measured {
+		return
+	}
+	w("CPU time of the same runs (the process's threads, `/proc/<pid>/task/*/schedstat`; on this machine's x86 core, p50),\n")
+	w("and the time it takes on paper at 128 / 256 / 512 MB, where Lambda gives a function MB/1769 of one vCPU\n")
+	w("(time = CPU ÷ share; I/O waits come on top, the same at any size). Sizing: docs/sizing.md.\n\n")
+	w("| function | init CPU | first request CPU | next request CPU | init at 128 / 256 / 512 MB | next request's CPU at 128 / 256 / 512 MB |\n")
+	w("|---|---|---|---|---|---|\n")
+	paper := func(cpu time.Duration) string {
+		var parts []string
+		for _, m := range []int{128, 256, 512} {
+			parts = append(parts, dur(time.Duration(float64(cpu)/lambdaCPUShare(m))))
+		}
+		return strings.Join(parts, " / ")
+	}
+	for _, f := range cs.Functions {
+		if len(f.InitCPU) == 0 {
+			continue
+		}
+		initCPU, warm := median(f.InitCPU), median(f.WarmCPU)
+		w("| %s | %s | %s | %s | %s | %s |\n", f.Name, dur(initCPU), dur(median(f.FirstCPU)), dur(warm), paper(initCPU), paper(warm))
+	}
+	w("\n")
 }
 
 // webhookSection renders item 4.

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // machine describes where the benchmarks ran.
@@ -112,4 +113,33 @@ func loadAvg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " / ")
+}
+
+// procCPU is the CPU time a process has used so far, all its threads
+// together: the first field of /proc/<pid>/task/<tid>/schedstat
+// (nanoseconds on a CPU), precise where /proc/<pid>/stat counts 10 ms
+// ticks. false when it cannot be read (not Linux, the process is gone).
+func procCPU(pid int) (time.Duration, bool) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			return 0, false
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
 }

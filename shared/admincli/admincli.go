@@ -88,6 +88,7 @@ func (c *cli) commands() []command {
 		{"subscription enable", "enable a webhook subscription", c.subEnable},
 		{"subscription disable", "disable a webhook subscription", c.subDisable},
 		{"delivery list", "list a merchant's webhook deliveries with status and last error", c.deliveryList},
+		{"delivery show", "show one delivery by id (its merchant, subscription, attempts, last error)", c.deliveryShow},
 		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
 		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},

@@ -391,6 +391,32 @@ func TestSubscriptions(t *testing.T) {
 	}
 }
 
+// TestInsecureLocalRefusedInLive: --allow-insecure-local is a usage error
+// (exit 2) in the live environment, before the store is touched; nothing
+// is created. The test environment only warns (TestSubscriptions).
+func TestInsecureLocalRefusedInLive(t *testing.T) {
+	h := newEmbedded(t)
+	h.ok(shopArgs...)
+	getenv := h.getenv
+	h.getenv = func(k string) string {
+		if k == "PAYSVC_ENVIRONMENT" {
+			return "live"
+		}
+		return getenv(k)
+	}
+	for _, url := range []string{"http://127.0.0.1:8080/hooks", "https://hooks.example.com/x"} {
+		code, out, errs := h.run("subscription", "create", "--merchant", "m_shop", "--url", url, "--allow-insecure-local")
+		if code != 2 || out != "" || !strings.Contains(errs, "refused in the live environment") {
+			t.Errorf("%s in live: exit %d\nstdout:\n%s\nstderr:\n%s", url, code, out, errs)
+		}
+	}
+	var subs []subOut
+	h.jsonOK(&subs, "subscription", "list", "--merchant", "m_shop")
+	if len(subs) != 0 {
+		t.Errorf("a refused create stored %+v", subs)
+	}
+}
+
 func TestSeed(t *testing.T) {
 	h := newEmbedded(t)
 	key := "yp_test_" + strings.Repeat("S", 40)
@@ -488,6 +514,9 @@ func TestErrors(t *testing.T) {
 		{"rotate bad overlap", []string{"subscription", "rotate-secret", "--merchant", "m_shop", "--id", "sub_main", "--overlap", "-1h"}, 2, "--overlap must be between"},
 		{"rotate unparsable overlap", []string{"subscription", "rotate-secret", "--merchant", "m_shop", "--id", "sub_main", "--overlap", "a day"}, 2, "invalid value"},
 		{"disable unknown sub", []string{"subscription", "disable", "--merchant", "m_shop", "--id", "sub_nope"}, 1, "has no subscription"},
+		{"delivery list without merchant", []string{"delivery", "list"}, 2, "delivery show --id"},
+		{"delivery show missing id", []string{"delivery", "show"}, 2, "--id is required"},
+		{"delivery show unknown", []string{"delivery", "show", "--id", "msg_nope"}, 1, `unknown delivery "msg_nope"`},
 		{"seed missing file flag", []string{"seed"}, 2, "--file is required"},
 		{"seed missing file", []string{"seed", "--file", filepath.Join(t.TempDir(), "nope.json")}, 1, "no such file"},
 		{"migrate-keys on the embedded store", []string{"table", "migrate-keys"}, 1, "only the dynamo store has a key layout to migrate"},

@@ -2,6 +2,7 @@ package admincli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,15 +22,16 @@ func (c *cli) webhookAdmin(ctx context.Context, s *session) (*webhooks.Admin, er
 
 func (c *cli) deliveryList(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--merchant ID [--status pending|failed|disabled|delivered] [--limit N] [--json]",
-		"Lists a merchant's webhook deliveries, newest first, with attempts and the last error.")
+		"Lists a merchant's webhook deliveries, newest first, with attempts and the last error.\n"+
+			"The merchant of one delivery (e.g. the deliveryId of a dead letter): delivery show --id ID.")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	status := f.str("status", "", "only deliveries in this `status`")
 	limit := f.integer("limit", 50, "at most `N` deliveries")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.required("merchant"); err != nil {
-		return err
+	if strings.TrimSpace(*merchantID) == "" {
+		return usagef(path, "--merchant is required (the merchant of a delivery, e.g. a dead letter's deliveryId: `%s delivery show --id ID`)", prog)
 	}
 	st := webhooks.Status(strings.TrimSpace(*status))
 	if st != "" && !validStatus(st) {
@@ -66,6 +68,55 @@ func (c *cli) deliveryList(ctx context.Context, path string, args []string) erro
 			}
 			t.row(d.ID, d.EventCode, d.PSPReference, string(d.Status), fmt.Sprint(d.Attempts), last, d.LastError, next, fmtTime(d.CreatedAt))
 		}
+		return t.flush()
+	})
+}
+
+// deliveryView is a delivery as delivery show prints it: without its
+// payload (the notification; lookups show the payment).
+type deliveryView struct {
+	webhooks.Delivery
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+func (c *cli) deliveryShow(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--id DELIVERY_ID [--json]",
+		"Shows one webhook delivery by its id (the X-Webhook-Id; the deliveryId of a dead letter):\n"+
+			"its merchant and subscription, status, attempts and the last error.")
+	id := f.str("id", "", "the delivery `ID` (msg_…; required)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.required("id"); err != nil {
+		return err
+	}
+	return c.withStore(ctx, func(s *session) error {
+		d, err := s.stores.Deliveries.GetDelivery(ctx, strings.TrimSpace(*id))
+		if errors.Is(err, storeerr.ErrNotFound) {
+			return fmt.Errorf("unknown delivery %q (deliveries are kept 180 days)", *id)
+		}
+		if err != nil {
+			return fmt.Errorf("read delivery %q: %w", *id, err)
+		}
+		if *f.json {
+			return c.printJSON(deliveryView{Delivery: d})
+		}
+		t := newTable(c.stdout)
+		t.row("id", d.ID)
+		t.row("merchant", d.MerchantID)
+		t.row("subscription", d.SubscriptionID)
+		t.row("event", d.EventCode)
+		t.row("psp reference", d.PSPReference)
+		t.row("status", string(d.Status))
+		t.row("attempts", fmt.Sprint(d.Attempts))
+		if d.LastStatusCode != 0 {
+			t.row("last status", fmt.Sprint(d.LastStatusCode))
+		}
+		t.row("last error", d.LastError)
+		t.row("last attempt", fmtTimePtr(d.LastAttemptAt))
+		t.row("next attempt", fmtTimePtr(d.NextAttemptAt))
+		t.row("redrives", fmt.Sprint(d.Redrives))
+		t.row("created", fmtTime(d.CreatedAt))
 		return t.flush()
 	})
 }

@@ -31,6 +31,19 @@ func TestDeliveries(t *testing.T) {
 	}
 	st.Close()
 
+	// The merchant of a delivery known only by its id (a dead letter's
+	// deliveryId), then its failed deliveries.
+	show := h.ok("delivery", "show", "--id", "msg_other")
+	for _, want := range []string{"m_other", "sub_2", "failed", "PSP0000000000002"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("delivery show lacks %q:\n%s", want, show)
+		}
+	}
+	var shown webhooks.Delivery
+	h.jsonOK(&shown, "delivery", "show", "--id", "msg_failed1")
+	if shown.MerchantID != "m_hook" || shown.LastError != "HTTP 503" || shown.Attempts != 10 || len(shown.Payload) != 0 {
+		t.Errorf("delivery show --json: %+v", shown)
+	}
 	out := h.ok("delivery", "list", "--merchant", "m_hook", "--status", "failed")
 	if !strings.Contains(out, "msg_failed1") || !strings.Contains(out, "HTTP 503") || strings.Contains(out, "msg_done1") || strings.Contains(out, "msg_other") {
 		t.Fatalf("list:\n%s", out)

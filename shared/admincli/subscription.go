@@ -162,12 +162,16 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 	events := f.str("events", "", "comma-separated event `CODES` to deliver, e.g. AUTHORISATION,CAPTURE (default: every event)")
 	id := f.str("id", "", "subscription `ID` (A-Z a-z 0-9 _ -); generated (sub_…) when omitted")
 	allowLocal := f.boolean("allow-insecure-local", false,
-		"accept http:// or https:// targets on localhost / 127.0.0.1 / ::1 (local development only)")
+		"accept http:// or https:// targets on localhost / 127.0.0.1 / ::1 (local development only; refused with PAYSVC_ENVIRONMENT=live)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if err := f.required("merchant", "url"); err != nil {
 		return err
+	}
+	if *allowLocal && tenant.Environment(strings.TrimSpace(c.getenv("PAYSVC_ENVIRONMENT"))) == tenant.EnvLive {
+		return usagef(path, "--allow-insecure-local is refused in the live environment (PAYSVC_ENVIRONMENT=live): "+
+			"no live server delivers to a local target; give the merchant's public https:// URL")
 	}
 	target := strings.TrimSpace(*rawURL)
 	local, err := checkWebhookURL(target, *allowLocal)

@@ -214,7 +214,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 			return nil, err
 		}
 		a.Tracer.InstrumentAWS(&ac)
-		a.SecretCache = NewSecretCache(SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN), clk, log)
+		src := SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN, func(written time.Time) {
+			a.Metrics.UpstreamSecretAge(clk.Now().Sub(written))
+		})
+		a.SecretCache = NewSecretCache(src, clk, log)
 		if secrets, _, err = a.SecretCache.Get(ctx); err != nil {
 			_ = stores.Close()
 			return nil, err
@@ -316,7 +319,11 @@ func lambdaApp(ctx context.Context) (*App, *slog.Logger, error) {
 	if err != nil {
 		return nil, log, err
 	}
-	m := observe.New(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), clock.System{})
+	// The version serving the invocation (a number behind the live alias):
+	// the request metrics' Version dimension, which the rollback alarms of
+	// a deployment read.
+	m := observe.New(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), clock.System{},
+		observe.WithVersion(os.Getenv("AWS_LAMBDA_FUNCTION_VERSION")))
 	a, err := New(ctx, cfg, log, clock.System{}, WithObservability(m, tr))
 	return a, log, err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
@@ -15,11 +16,17 @@ import (
 // SecretsManagerSource reads the upstream secret arn (JSON {"apiKey",
 // "hmacKey", "notificationUsername", "notificationPassword"}, apiKey
 // required) from Secrets Manager at each call. Errors never hold the value.
-func SecretsManagerSource(client *secretsmanager.Client, arn string) func(context.Context) (config.Secrets, error) {
+// written, when not nil, is told at each read when the current value was
+// written (its version's creation): the age the rotation policy's alarm
+// watches (docs/runbook.md, upstream-secret-age).
+func SecretsManagerSource(client *secretsmanager.Client, arn string, written func(time.Time)) func(context.Context) (config.Secrets, error) {
 	return func(ctx context.Context) (config.Secrets, error) {
 		out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: &arn})
 		if err != nil {
 			return config.Secrets{}, fmt.Errorf("read upstream secret: %w", err)
+		}
+		if written != nil && out.CreatedDate != nil {
+			written(*out.CreatedDate)
 		}
 		if out.SecretString == nil {
 			return config.Secrets{}, errors.New("upstream secret has no SecretString")

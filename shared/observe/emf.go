@@ -7,7 +7,15 @@
 // is fixed: namespace PaySvc, and every metric is emitted at least with the
 // dimension set ["Service", "Function"] where Service is "paysvc" and
 // Function is $AWS_LAMBDA_FUNCTION_NAME. Finer dimension sets (Route,
-// ErrorCode, Operation) are added next to it, never instead of it.
+// ErrorCode, Operation, Version) are added next to it, never instead of it.
+//
+// Version is the function version serving the request
+// ($AWS_LAMBDA_FUNCTION_VERSION, see WithVersion): the request metrics are
+// also reported under ["Service", "Function", "Version"] (and Errors under
+// ["Service", "Function", "Version", "ErrorCode"]), so a deployment's
+// rollback alarms judge the new version on its own answers. A 5xx the
+// function answers through the API proxy is a successful Lambda invocation:
+// only these metrics see it per version.
 //
 // Metrics (unit in brackets):
 //
@@ -22,6 +30,9 @@
 //	RecordUpdatesDeferred, RecordUpdatesLost [Count] per record update after an
 //	                                              upstream answer the request could not
 //	                                              apply: deferred, or lost (not deferred either)
+//	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
+//	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
+//	                                              current value was written
 //
 // Every method is safe for concurrent use and on a nil *Metrics (a no-op),
 // so code paths that run without metrics need no checks.
@@ -49,6 +60,7 @@ const (
 	DimRoute     = "Route"
 	DimErrorCode = "ErrorCode"
 	DimOperation = "Operation"
+	DimVersion   = "Version"
 
 	MetricRequests          = "Requests"
 	MetricLatency           = "Latency"
@@ -67,6 +79,8 @@ const (
 	MetricInitDuration      = "InitDuration"
 	MetricRecordDeferred    = "RecordUpdatesDeferred"
 	MetricRecordLost        = "RecordUpdatesLost"
+	MetricUnroutable        = "NotificationsUnroutable"
+	MetricSecretAge         = "UpstreamSecretAgeDays"
 )
 
 // CloudWatch units used here.
@@ -82,15 +96,40 @@ type Metrics struct {
 	w        io.Writer
 	clock    clock.Clock
 	function string
+	version  string
+	// The dimension sets of Request's two directives, made once: the
+	// request metrics, and Errors.
+	requestDims, errorDims [][]string
+}
+
+// Option configures New.
+type Option func(*Metrics)
+
+// WithVersion reports the request metrics also per function version
+// (the Version dimension): version is $AWS_LAMBDA_FUNCTION_VERSION, the
+// published version an alias invocation runs ("$LATEST" when invoked
+// unqualified). Empty: no Version dimension.
+func WithVersion(version string) Option {
+	return func(m *Metrics) { m.version = version }
 }
 
 // New returns Metrics writing to w (os.Stdout in Lambda) for the function
 // named function ($AWS_LAMBDA_FUNCTION_NAME), timestamped by clk.
-func New(w io.Writer, function string, clk clock.Clock) *Metrics {
+func New(w io.Writer, function string, clk clock.Clock, opts ...Option) *Metrics {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Metrics{w: w, clock: clk, function: function}
+	m := &Metrics{w: w, clock: clk, function: function}
+	for _, o := range opts {
+		o(m)
+	}
+	m.requestDims = [][]string{with(), with(DimRoute)}
+	m.errorDims = [][]string{with(DimErrorCode), with(DimRoute, DimErrorCode)}
+	if m.version != "" {
+		m.requestDims = append(m.requestDims, with(DimVersion))
+		m.errorDims = append(m.errorDims, with(DimVersion, DimErrorCode))
+	}
+	return m
 }
 
 // Function is the Function dimension value.
@@ -141,6 +180,9 @@ func (m *Metrics) emit(props map[string]any, directives ...directive) {
 	}
 	doc[DimService] = ServiceName
 	doc[DimFunction] = m.function
+	if m.version != "" {
+		doc[DimVersion] = m.version
+	}
 	meta := emfMeta{Timestamp: m.clock.Now().UnixMilli()}
 	for _, d := range directives {
 		ed := emfDirective{Namespace: Namespace, Dimensions: d.dims}
@@ -180,14 +222,14 @@ func flag(b bool) float64 {
 
 // Request records one API request (it implements httpapi.Metrics): route is
 // the route's short name, errorCode the yp_ code of an error answer ("" on
-// success).
+// success). With WithVersion, every metric is also reported per version.
 func (m *Metrics) Request(route string, status int, errorCode string, latency time.Duration) {
 	if m == nil {
 		return
 	}
 	props := map[string]any{DimRoute: route, "status": status}
 	ds := []directive{{
-		dims: [][]string{with(), with(DimRoute)},
+		dims: m.requestDims,
 		metrics: []metric{
 			{MetricRequests, UnitCount, 1},
 			{MetricLatency, UnitMilliseconds, ms(latency)},
@@ -198,7 +240,7 @@ func (m *Metrics) Request(route string, status int, errorCode string, latency ti
 	if errorCode != "" {
 		props[DimErrorCode] = errorCode
 		ds = append(ds, directive{
-			dims:    [][]string{with(DimErrorCode), with(DimRoute, DimErrorCode)},
+			dims:    m.errorDims,
 			metrics: []metric{{MetricErrors, UnitCount, 1}},
 		})
 	}
@@ -288,5 +330,35 @@ func (m *Metrics) recordUpdate(kind string, lost bool) {
 			{MetricRecordDeferred, UnitCount, flag(!lost)},
 			{MetricRecordLost, UnitCount, flag(lost)},
 		},
+	})
+}
+
+// NotificationUnroutable records a notification kept unroutable: no
+// merchant owns it (reason says why, e.g. no merchant for its upstream
+// account), so no record is updated and no webhook is sent until it is
+// routed (paysvc-admin notification route). The template's
+// NotificationsUnroutableAlarm fires on it. The notifications receiver
+// calls it next to its "notification kept unroutable" log line.
+func (m *Metrics) NotificationUnroutable(reason string) {
+	if m == nil {
+		return
+	}
+	m.emit(map[string]any{"reason": reason}, directive{
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricUnroutable, UnitCount, 1}},
+	})
+}
+
+// UpstreamSecretAge records the age of the upstream secret's current value
+// (now minus when it was written), at each read of the secret. The
+// template's UpstreamSecretAgeAlarm fires when it exceeds the rotation
+// policy (SecretMaxAgeDays).
+func (m *Metrics) UpstreamSecretAge(age time.Duration) {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricSecretAge, UnitNone, age.Hours() / 24}},
 	})
 }

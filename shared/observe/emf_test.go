@@ -175,6 +175,80 @@ func TestRequestMetricsFollowTheTemplateContract(t *testing.T) {
 	}
 }
 
+// TestRequestMetricsPerVersion: with the function's version, every request
+// metric is also reported under [Service Function Version] and Errors
+// under [Service Function Version ErrorCode]: what a deployment's rollback
+// alarms read (template.yaml, <fn>-version-5xx and notifications-401-rate).
+// Without it, no Version dimension at all.
+func TestRequestMetricsPerVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []observe.Option
+		version any // the document's Version property
+	}{
+		{"published version", []observe.Option{observe.WithVersion("7")}, "7"},
+		{"no version", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			m := observe.New(&out, "fn", clock.NewFake(t0), tc.opts...)
+			m.Request("payments", 200, "", time.Millisecond)
+			m.Request("payments", 502, "yp_4006", time.Millisecond)
+			ds := docs(t, out.String())
+			if len(ds) != 2 {
+				t.Fatalf("%d documents", len(ds))
+			}
+			versioned := tc.version != nil
+			for i, d := range ds {
+				if d.raw["Version"] != tc.version {
+					t.Errorf("document %d: Version = %v, want %v", i, d.raw["Version"], tc.version)
+				}
+				for _, name := range []string{"Requests", "Latency", "ClientErrors", "ServerErrors"} {
+					if _, sets := d.value(name); hasSet(sets, "Service", "Function", "Version") != versioned ||
+						!hasSet(sets, "Service", "Function") || !hasSet(sets, "Service", "Function", "Route") {
+						t.Errorf("document %d: %s dimension sets %v", i, name, sets)
+					}
+				}
+			}
+			if v, sets := ds[1].value("ServerErrors"); v != 1 || hasSet(sets, "Service", "Function", "Version") != versioned {
+				t.Errorf("ServerErrors = %v under %v", v, sets)
+			}
+			if _, sets := ds[1].value("Errors"); hasSet(sets, "Service", "Function", "Version", "ErrorCode") != versioned ||
+				!hasSet(sets, "Service", "Function", "ErrorCode") {
+				t.Errorf("Errors dimension sets %v", sets)
+			}
+		})
+	}
+}
+
+// TestNotificationUnroutableAndSecretAge: the two operations metrics, each
+// under the template's dimension set.
+func TestNotificationUnroutableAndSecretAge(t *testing.T) {
+	var out bytes.Buffer
+	m := observe.New(&out, "fn", clock.NewFake(t0), observe.WithVersion("3"))
+	m.NotificationUnroutable("no merchant for upstream account ShopECOM")
+	m.UpstreamSecretAge(36 * time.Hour)
+	ds := docs(t, out.String())
+	if len(ds) != 2 {
+		t.Fatalf("%d documents", len(ds))
+	}
+	for _, c := range []struct {
+		doc    emfDoc
+		metric string
+		want   float64
+	}{
+		{ds[0], "NotificationsUnroutable", 1},
+		{ds[1], "UpstreamSecretAgeDays", 1.5},
+	} {
+		if v, sets := c.doc.value(c.metric); v != c.want || len(sets) != 1 || !hasSet(sets, "Service", "Function") {
+			t.Errorf("%s = %v under %v, want %v under [Service Function] only", c.metric, v, sets, c.want)
+		}
+	}
+	if ds[0].raw["reason"] != "no merchant for upstream account ShopECOM" {
+		t.Errorf("reason property: %v", ds[0].raw)
+	}
+}
+
 func TestUpstreamTransport(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -334,6 +408,8 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.Upstream("POST /payments", 200, false, time.Millisecond)
 	m.WebhookDelivery(webhooks.Attempt{Attempt: 1})
 	m.ColdStart(time.Millisecond)
+	m.NotificationUnroutable("x")
+	m.UpstreamSecretAge(time.Hour)
 	base := http.DefaultTransport
 	if m.UpstreamTransport(base) != base {
 		t.Error("nil Metrics must return the base transport")
@@ -380,4 +456,15 @@ func (errWriter) Write([]byte) (int, error) { return 0, errors.New("closed") }
 
 func TestWriteErrorsAreIgnored(t *testing.T) {
 	observe.New(errWriter{}, "fn", nil).Request("config", 200, "", 0)
+}
+
+// BenchmarkRequest is the EMF document of one API request (in Lambda it is
+// on every request's path, after the answer is written): with the Version
+// dimension sets, as deployed.
+func BenchmarkRequest(b *testing.B) {
+	m := observe.New(io.Discard, "paysvc-live-PaymentsFunction-AbCdEf123456", clock.System{}, observe.WithVersion("42"))
+	b.ReportAllocs()
+	for b.Loop() {
+		m.Request("payments", 200, "", 1500*time.Microsecond)
+	}
 }
