@@ -88,11 +88,15 @@ func NewInbox(a *App, q queue.Queue) (*connector.Inbox, error) {
 }
 
 func newReceiver(a *App, q queue.Queue) *notifications.Receiver {
-	return &notifications.Receiver{
+	r := &notifications.Receiver{
 		Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
 		Deliveries: a.Stores.Deliveries, Queue: q, Clock: a.Clock, Log: a.Log,
 		Live: a.Config.Environment == tenant.EnvLive,
 	}
+	if a.Metrics != nil {
+		r.Metrics = a.Metrics
+	}
+	return r
 }
 
 func newInbox(a *App, r *notifications.Receiver, s config.Secrets) (*connector.Inbox, error) {

@@ -38,6 +38,14 @@ type Receiver struct {
 	Live bool
 	// Grace is payments.NotificationOptions.Grace (0: the default).
 	Grace time.Duration
+	// Metrics counts unroutable notifications (nil: not counted).
+	Metrics Metrics
+}
+
+// Metrics counts what the receiver sees (EMF in Lambda).
+type Metrics interface {
+	// NotificationUnroutable counts an item kept unroutable, and why.
+	NotificationUnroutable(reason string)
 }
 
 // Accept processes the items of one notification, whose signatures the
@@ -235,6 +243,9 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 		}
 		log.WarnContext(ctx, "notification kept unroutable: no owning merchant found", "reason", unroutable,
 			"merchantAccountCode", item.MerchantAccountCode)
+		if r.Metrics != nil {
+			r.Metrics.NotificationUnroutable(unroutable)
+		}
 		return nil
 	}
 	log = log.With("merchant", o.merchant.ID)

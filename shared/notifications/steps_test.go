@@ -238,6 +238,8 @@ func BenchmarkNotificationItem(b *testing.B) {
 // found unroutable, so the operator's list shows it.
 func TestUnroutableKeepsItsReason(t *testing.T) {
 	f := newFixture(t)
+	counted := &unroutableCount{}
+	f.r.Metrics = counted
 	auth := authorisation("PSP9", true)
 	auth.AdditionalData["metadata.merchantId"], auth.MerchantAccountCode = "m_none", "NoneECOM"
 	f.must(f.accept(note(f.signed(auth))))
@@ -246,4 +248,12 @@ func TestUnroutableKeepsItsReason(t *testing.T) {
 	if len(list) != 1 || list[0].UnroutableReason != "unknown merchant m_none" || list[0].UnroutableAt == nil {
 		t.Fatalf("unroutable list: %+v", list)
 	}
+	if len(counted.reasons) != 1 || counted.reasons[0] != "unknown merchant m_none" {
+		t.Fatalf("unroutable metric: %v", counted.reasons)
+	}
 }
+
+// unroutableCount records the unroutable metric.
+type unroutableCount struct{ reasons []string }
+
+func (c *unroutableCount) NotificationUnroutable(reason string) { c.reasons = append(c.reasons, reason) }
