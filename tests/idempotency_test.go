@@ -42,6 +42,7 @@ var idempotencyCases = []struct {
 	{"crash after the upstream call, before storing the result", crashBeforeStoringResult},
 	{"the upstream's own 400 is stored and replayed", upstream400Replayed},
 	{"merchants have separate key spaces", separateKeySpaces},
+	{"a key reused after the service forgot it", keyReusedAfterExpiry},
 }
 
 func idempotencySuite(t *testing.T, dyn bool) {
@@ -238,4 +239,43 @@ func (f *flakyIdem) Complete(ctx context.Context, scope, key, token string, resp
 		return errors.New("injected: store unavailable")
 	}
 	return f.Store.Complete(ctx, scope, key, token, resp, exp)
+}
+
+// keyReusedAfterExpiry: the service has forgotten a key the upstream still
+// remembers (the service here keeps keys 7 days; the upstream, 31). The
+// key reused for another request reaches the upstream as another derived
+// key: a new payment, never the first one's answer replayed. Reused for
+// the same request, the upstream replays the first answer and the service
+// records no new operation.
+func keyReusedAfterExpiry(t *testing.T, dyn bool) {
+	e := testenv.NewWith(t, testenv.Options{Dynamo: dyn, IdemRetention: 7 * 24 * time.Hour})
+	pay := func(key string, value int) (string, testenv.Response) {
+		t.Helper()
+		r := e.Do("POST", payPath, "A", cardPayment(value), "Idempotency-Key", key)
+		if r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("%s: %d %s", key, r.Status, r.Body)
+		}
+		return r.JSON(t)["pspReference"].(string), r
+	}
+	same, _ := pay("reused-same", 1000)
+	other, _ := pay("reused-other", 1000)
+	e.Clock.Advance(8 * 24 * time.Hour)
+
+	if again, _ := pay("reused-same", 1000); again != same {
+		t.Fatalf("same request after expiry: payment %s, want the upstream's replay of %s", again, same)
+	}
+	if got := e.Sim.PaymentCount(); got != 2 {
+		t.Fatalf("same request after expiry: %d payments upstream, want 2", got)
+	}
+	timeline := e.Do("GET", payPath+"/"+same+"/timeline", "A", "")
+	if timeline.Status != 200 || strings.Count(string(timeline.Body), `"kind":"payment"`) != 1 {
+		t.Fatalf("the replay recorded a second payment: %d %s", timeline.Status, timeline.Body)
+	}
+
+	if changed, _ := pay("reused-other", 2000); changed == other {
+		t.Fatalf("another request after expiry got payment %s, the first request's", changed)
+	}
+	if got := e.Sim.PaymentCount(); got != 3 {
+		t.Fatalf("another request after expiry: %d payments upstream, want 3", got)
+	}
 }

@@ -1265,7 +1265,7 @@ var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunctio
 
 // secretReaders are the functions that read the upstream secret.
 var secretReaders = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
-	"NotificationsFunction": true}
+	"NotificationsFunction": true, "RecordUpdatesFunction": true}
 
 // testFunctionVersion is the published version the functions run as in
 // these tests (AWS_LAMBDA_FUNCTION_VERSION).

@@ -138,15 +138,25 @@ func TestClassify(t *testing.T) {
 			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("MERCHANT#m_demo"), ":prefix": s("SUB#")},
 		}, "tenant: subscriptions list"},
-		// A payment record is read by one Query of its partition (META and
-		// history items) and saved by one transaction; its events are
-		// listed through gsi1.
+		// A payment's head is read by one BatchGetItem (HEAD and META), its
+		// entries by another, a page of its timeline by one Query of its
+		// facts; a write is one transaction, its head put whole or updated
+		// by a delta; its events are listed through gsi1.
+		{"BatchGetItem", &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			"paysvc": {Keys: []map[string]types.AttributeValue{key("PAYMENT#PSP1", "HEAD"), key("PAYMENT#PSP1", "META")}},
+		}}, "payment record: read"},
+		{"BatchGetItem", &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			"paysvc": {Keys: []map[string]types.AttributeValue{key("PAYMENT#PSP1", "E#op_1"), key("PAYMENT#PSP1", "META")}},
+		}}, "payment entries: read"},
 		{"Query", &dynamodb.QueryInput{
-			KeyConditionExpression:    aws.String("#pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("PAYMENT#PSP1")},
-		}, "payment record: read"},
+			KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :f)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s("PAYMENT#PSP1"), ":f": s("F#")},
+		}, "payment timeline: read"},
 		{"TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{Item: key("PAYMENT#PSP1", "META")}}, {Put: &types.Put{Item: key("PAYMENT#PSP1", "H#0000000001")}},
+			{Put: &types.Put{Item: key("PAYMENT#PSP1", "HEAD")}}, {Put: &types.Put{Item: key("PAYMENT#PSP1", "F#2026-03-02T10:00:00.000000000Z#f1")}},
+		}}, "payment record: write"},
+		{"TransactWriteItems", &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: &types.Update{Key: key("PAYMENT#PSP1", "HEAD")}}, {Put: &types.Put{Item: key("PAYMENT#PSP1", "E#op_1")}},
 		}}, "payment record: write"},
 		{"Query", &dynamodb.QueryInput{
 			IndexName:                 aws.String("gsi1"),

@@ -188,13 +188,28 @@ func classify(service, op string, params any) string {
 			return v.Value
 		}
 		pk, sk = value(keyEquals), value(keyBeginsWith)
+	case *dynamodb.BatchGetItemInput:
+		for _, ka := range in.RequestItems { // the adapter reads one table, one partition
+			if len(ka.Keys) > 0 {
+				keyOf(ka.Keys[0])
+			}
+		}
 	case *dynamodb.TransactWriteItemsInput:
-		if len(in.TransactItems) > 0 && in.TransactItems[0].Put != nil {
-			keyOf(in.TransactItems[0].Put.Item)
+		if len(in.TransactItems) > 0 {
+			switch it := in.TransactItems[0]; {
+			case it.Put != nil:
+				keyOf(it.Put.Item)
+			case it.Update != nil:
+				keyOf(it.Update.Key)
+			case it.ConditionCheck != nil:
+				keyOf(it.ConditionCheck.Key)
+			case it.Delete != nil:
+				keyOf(it.Delete.Key)
+			}
 		}
 	}
 	prefix, _, _ := strings.Cut(pk, "#")
-	read := op == "GetItem" || op == "Query"
+	read := op == "GetItem" || op == "Query" || op == "BatchGetItem"
 	rw := map[bool]string{true: "read", false: "write"}[read]
 	switch prefix {
 	case "APIKEY":
@@ -228,10 +243,17 @@ func classify(service, op string, params any) string {
 		}
 		return "idempotency: " + op
 	case "PAYMENT":
-		if op == "Query" && index {
+		switch {
+		case op == "Query" && index:
 			return "events: list of payment"
+		case op == "Query":
+			return "payment timeline: read" // a page of its F# items
+		case op == "BatchGetItem" && strings.HasPrefix(sk, "E#"):
+			return "payment entries: read" // GetEntries: E# items (and META)
 		}
-		return "payment record: " + rw // a read is one Query of META and history items
+		// GetPayment is one BatchGetItem of HEAD and META, a write one
+		// TransactWriteItems of HEAD, entries and facts.
+		return "payment record: " + rw
 	case "EVENTLOG":
 		return "event history: " + rw
 	case "SESSION":

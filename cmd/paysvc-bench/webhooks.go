@@ -150,7 +150,7 @@ func newWebhookBench(st webhookStore, recv *receivers) (*webhookBench, error) {
 		PaymentMethod: "visa", PSPReference: "QFQTPCQ8HXSKGK82", Success: "true",
 		AdditionalData: map[string]string{"authCode": "058158", "cardSummary": "1111"},
 	}
-	payload, err := webhooks.BuildPayload(false, connector.Notification(item), "advanced")
+	payload, err := webhooks.BuildPayload(false, connector.Notification(item), "advanced", 0)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,7 @@ var layerOf = map[string]int{
 	"shared/webhooks/sender":      adapter, // the HTTP sender (webhooks.Poster)
 	"shared/client":               adapter,
 	"shared/eventreplay":          adapter,
+	"shared/smoketest":            adapter, // the deployment hook's checks over the AWS SDK
 	"shared/config":               wiring,
 	"shared/app":                  wiring,
 	"shared/localserver":          wiring,
@@ -65,7 +66,8 @@ var layerOf = map[string]int{
 	"internal/motoserver":         tooling,
 	"internal/lambdaharness":      tooling,
 	"internal/bodies":             tooling,
-	"shared/capacity":             wiring, // models the assembled service over the DynamoDB adapter's items
+	"internal/awsfake":            tooling, // fake AWS endpoints the smoke test's tests talk to
+	"shared/capacity":             wiring,  // models the assembled service over the DynamoDB adapter's items
 	"cmd":                         mains,
 	"functions":                   mains,
 	"internal/layers":             testSupport,

@@ -164,6 +164,9 @@ type App struct {
 	Secrets     config.Secrets
 	SecretCache *SecretCache // nil without PAYSVC_UPSTREAM_SECRET_ARN
 	Deps        *httpapi.Deps
+	// Payments is the payments service the API runs on (also the one whose
+	// Recover the record updates function and the local server run).
+	Payments *payments.Service
 	// Metrics (EMF) and Tracer (X-Ray) are set in Lambda, nil locally; both
 	// are no-ops when nil. Webhook code reports deliveries with
 	// Metrics.WebhookDelivery and wraps its HTTP client with Tracer.HTTPClient.
@@ -230,6 +233,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 		return nil, err
 	}
 	svc := payments.NewService(stores.Payments, connector.New(up), clk, log).DeferUpdatesTo(a.Pending)
+	a.Payments = svc
 	if a.Metrics != nil {
 		svc.CountRecordUpdates(a.Metrics)
 	}

@@ -2,28 +2,91 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 )
 
-// RecordUpdatesHandler is the record updates function's SQS handler: it
-// applies the record updates the API functions deferred
-// (PAYSVC_RECORD_UPDATES_QUEUE_URL, PAYSVC_RECORD_UPDATES_DLQ_URL).
-func RecordUpdatesHandler(a *App) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+// RecoverBatch bounds the operations one recovery pass repeats.
+const RecoverBatch = 100
+
+// RecoverInterval is how often the local server runs a recovery pass (the
+// record updates function runs one a minute, on its schedule).
+const RecoverInterval = 30 * time.Second
+
+// RecordUpdatesHandler is the record updates function's handler: an SQS
+// batch applies the record updates the API functions deferred
+// (PAYSVC_RECORD_UPDATES_QUEUE_URL, PAYSVC_RECORD_UPDATES_DLQ_URL); the
+// scheduled event runs a recovery pass (payments.Service.Recover: the
+// operations whose answer was lost, their calls repeated).
+func RecordUpdatesHandler(a *App) (func(context.Context, json.RawMessage) (any, error), error) {
 	q, ok := a.Pending.(*sqsupdates.Queue)
 	if !ok {
 		return nil, errors.New("PAYSVC_RECORD_UPDATES_QUEUE_URL is required by the record updates function")
 	}
-	return q.LambdaHandler(a.Stores.Payments, a.Log), nil
+	idx, ok := a.Stores.Payments.(payments.InFlight)
+	if !ok {
+		return nil, fmt.Errorf("the payment store %T does not list operations in flight", a.Stores.Payments)
+	}
+	updates := q.LambdaHandler(a.Stores.Payments, a.Log)
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var ev struct {
+			DetailType string `json:"detail-type"`
+		}
+		if err := json.Unmarshal(raw, &ev); err == nil && ev.DetailType == "Scheduled Event" {
+			return Recover(ctx, a.Payments, idx, a.Log)
+		}
+		var batch events.SQSEvent
+		if err := json.Unmarshal(raw, &batch); err != nil {
+			return nil, fmt.Errorf("record updates: not an SQS batch nor a scheduled event: %w", err)
+		}
+		return updates(ctx, batch)
+	}, nil
 }
 
-// RunRecordUpdates applies the record updates the API defers until ctx
-// ends, where no function does it: locally, from the embedded store, or
-// from the queue on moto (a dynamo store with PAYSVC_RECORD_UPDATES_QUEUE_URL).
+// Recover runs one recovery pass and logs what it did.
+func Recover(ctx context.Context, svc *payments.Service, idx payments.InFlight, log *slog.Logger) (payments.Recovered, error) {
+	r, err := svc.Recover(ctx, idx, RecoverBatch)
+	level := slog.LevelDebug
+	if r != (payments.Recovered{}) {
+		level = slog.LevelInfo
+	}
+	if err != nil {
+		level = slog.LevelError
+		log.Log(ctx, level, "recovery pass failed for some operations", "answered", r.Answered, "unknown", r.Unknown,
+			"skipped", r.Skipped, "err", err.Error())
+		return r, err
+	}
+	log.Log(ctx, level, "recovery pass", "answered", r.Answered, "unknown", r.Unknown, "skipped", r.Skipped)
+	return r, nil
+}
+
+// RunRecordUpdates applies the record updates the API defers, and runs a
+// recovery pass every RecoverInterval, until ctx ends, where no function
+// does it: locally, from the embedded store, or from the queue on moto (a
+// dynamo store with PAYSVC_RECORD_UPDATES_QUEUE_URL).
 func RunRecordUpdates(ctx context.Context, a *App) {
+	if idx, ok := a.Stores.Payments.(payments.InFlight); ok && a.Payments != nil {
+		go func() {
+			t := time.NewTicker(RecoverInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					_, _ = Recover(ctx, a.Payments, idx, a.Log)
+				}
+			}
+		}()
+	}
 	switch q := a.Pending.(type) {
 	case *sqsupdates.Queue:
 		q.Poll(ctx, a.Stores.Payments, a.Log)

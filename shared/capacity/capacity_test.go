@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -81,11 +80,15 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 	// DynamoDB calls per request, as the adapter makes them (and as
 	// cmd/paysvc-bench counts them on moto; tenant reads are cached).
 	for req, want := range map[string]float64{
-		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 6, ReqReversals: 5, ReqDetails: 7,
-		// a notification: the event and the record read (2), the commit
-		// (event, record, history entry: 3; a delivery per subscription:
-		// 2), the payment's events listed for an AUTHORISATION (1), the mark (1)
-		"notification CAPTURE": 2 + 3 + 2 + 1, "notification AUTHORISATION": 2 + 3 + 2 + 1 + 1, ReqAttempts: 5,
+		// a capture or reversal writes its request and its answer, reading
+		// nothing first (2, besides the key's claim and completion)
+		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 5, ReqReversals: 5, ReqDetails: 7,
+		// a notification: the event and the payment's head read, and for
+		// an operation's notification its entry (2 or 3), the commit
+		// (event, the ledger's write, the merchant's event: 3; a delivery
+		// per subscription: 2), the payment's events listed for an
+		// AUTHORISATION (1), the mark (1)
+		"notification CAPTURE": 3 + 3 + 2 + 1, "notification AUTHORISATION": 2 + 3 + 2 + 1 + 1, ReqAttempts: 5,
 	} {
 		if got := res.Calls[req]; got != want {
 			t.Errorf("%s: %.2f DynamoDB calls per request in the model, want %.0f", req, got, want)
@@ -158,12 +161,14 @@ func TestItemSize(t *testing.T) {
 	}
 }
 
-// A payment save is metered as SavePayment makes it: one
-// TransactWriteItems of the META item and the history item the version
-// adds, each at 2 write units per KB; a read as GetPayment makes it: one
-// strongly consistent Query of META and every history item, their sizes
-// summed before rounding. No item grows with the history.
-func TestPaymentRecordTransactionsAndQuery(t *testing.T) {
+// A payment write is metered as payments.Store's Write makes it: one
+// TransactWriteItems of the HEAD item, the entries the step changes and the
+// timeline fact it adds, each at 2 write units per KB of the larger of its
+// old and new image; a read as GetPayment makes it: one BatchGetItem of
+// HEAD and META (absent: a payment stored before ledgers has one), each
+// item its own read units. No item grows with the ledger: every operation
+// and every fact is its own item.
+func TestPaymentLedgerTransactionsAndReads(t *testing.T) {
 	r := &replay{mix: FullMix(), meter: NewMeter()}
 	r.meter.At(0)
 	i := 0
@@ -174,59 +179,103 @@ func TestPaymentRecordTransactionsAndQuery(t *testing.T) {
 	if len(stages) != 5 {
 		t.Fatalf("stages %v", stages)
 	}
-	var prev payments.Payment
+	prev := r.ledgerAt(i, 0, base)
 	var wantW float64
-	metas, entries := map[int]bool{}, map[int]bool{}
+	items := 0
+	heads, entries := map[int]bool{}, map[int]bool{}
 	for v := 1; v <= len(stages); v++ {
-		next := r.record(i, v, base)
-		meta, err := dynamo.PaymentItem(next)
+		next := r.ledgerAt(i, v, base)
+		if next.head.Version != int64(v) {
+			t.Fatalf("step %d: head version %d", v, next.head.Version)
+		}
+		head, err := dynamo.HeadItem(next.head)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entry, err := dynamo.PaymentHistoryItem(next, v-1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, sk := dynamo.Keys(entry); sk != fmt.Sprintf("H#%010d", v-1) {
-			t.Fatalf("history item %d: sort key %s", v-1, sk)
+		if _, sk := dynamo.Keys(head); sk != "HEAD" {
+			t.Fatalf("head item: sort key %s", sk)
 		}
 		old := 0
 		if v > 1 {
-			o, _ := dynamo.PaymentItem(prev)
+			o, _ := dynamo.HeadItem(prev.head)
 			old = dynamo.ItemSize(o)
 		}
-		wantW += 2*writeUnits(max(old, dynamo.ItemSize(meta))) + 2*writeUnits(dynamo.ItemSize(entry))
-		metas[dynamo.ItemSize(meta)/256], entries[dynamo.ItemSize(entry)/256] = true, true
+		wantW += 2 * writeUnits(max(old, dynamo.ItemSize(head)))
+		items++
+		heads[dynamo.ItemSize(head)/256] = true
+		for ref, e := range next.entries {
+			before, existed := prev.entries[ref]
+			if existed && before.Version == e.Version {
+				continue
+			}
+			it, err := dynamo.EntryItem(next.head.PSPReference, e, head["ttl"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, sk := dynamo.Keys(it); sk != "E#"+ref {
+				t.Fatalf("entry %s: sort key %s", ref, sk)
+			}
+			old := 0
+			if existed {
+				o, _ := dynamo.EntryItem(next.head.PSPReference, before, head["ttl"])
+				old = dynamo.ItemSize(o)
+			}
+			wantW += 2 * writeUnits(max(old, dynamo.ItemSize(it)))
+			items++
+			entries[dynamo.ItemSize(it)/256] = true
+		}
+		if len(next.facts) != len(prev.facts)+1 {
+			t.Fatalf("step %d adds %d facts, want 1", v, len(next.facts)-len(prev.facts))
+		}
+		fact, err := dynamo.FactItem(next.head.PSPReference, next.facts[len(next.facts)-1], head["ttl"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, sk := dynamo.Keys(fact); !strings.HasPrefix(sk, "F#") {
+			t.Fatalf("fact item: sort key %s", sk)
+		}
+		wantW += 2 * writeUnits(dynamo.ItemSize(fact))
+		items++
 		ops := r.meter.ops
-		if err := r.savePayment(prev, next); err != nil {
+		if err := r.write(prev, next); err != nil {
 			t.Fatal(err)
 		}
 		if r.meter.ops != ops+1 {
-			t.Fatalf("version %d: %d DynamoDB calls, want one transaction", v, r.meter.ops-ops)
+			t.Fatalf("step %d: %d DynamoDB calls, want one transaction", v, r.meter.ops-ops)
 		}
 		prev = next
 	}
-	if err := r.readPayment(prev); err != nil {
+	// The ledger the model writes ends where the domain's fold does.
+	if v := prev.head.View(); v.State != payments.StateCaptured || v.Captured != 4999 || v.CapturesInFlight != 0 {
+		t.Fatalf("ledger after the capture's notification: %+v", v)
+	}
+	es := make([]payments.Entry, 0, len(prev.entries))
+	for _, e := range prev.entries {
+		es = append(es, e)
+	}
+	if got := payments.Fold(prev.head, es); got != prev.head.Totals {
+		t.Fatalf("Totals %+v, fold of the entries %+v", prev.head.Totals, got)
+	}
+	ops := r.meter.ops
+	if err := r.getPayment(prev); err != nil {
 		t.Fatal(err)
+	}
+	if r.meter.ops != ops+1 {
+		t.Fatalf("GetPayment: %d DynamoDB calls, want one BatchGetItem", r.meter.ops-ops)
 	}
 	r.meter.Close()
 	res := r.meter.Result()
-	size := 0
-	meta, _ := dynamo.PaymentItem(prev)
-	size += dynamo.ItemSize(meta)
-	for k := range prev.History {
-		h, _ := dynamo.PaymentHistoryItem(prev, k)
-		size += dynamo.ItemSize(h)
+	head, _ := dynamo.HeadItem(prev.head)
+	wantR := readUnits(dynamo.ItemSize(head), true) + readUnits(dynamo.ItemSize(keyOnly("PAYMENT#"+prev.head.PSPReference, "META")), true)
+	if got := res.ByIndex[Table]; got.W != wantW || got.R != wantR {
+		t.Fatalf("table units %+v, want %.0f WCU and %.0f RCU", got, wantW, wantR)
 	}
-	if got := res.ByIndex[Table]; got.W != wantW || got.R != readUnits(size, true) {
-		t.Fatalf("table units %+v, want %.0f WCU and %.0f RCU", got, wantW, readUnits(size, true))
+	if wantW < 2*float64(items) {
+		t.Fatalf("%.0f WCU for %d items written in transactions: not 2 per KB", wantW, items)
 	}
-	if wantW < 4*float64(len(stages)) {
-		t.Fatalf("%.0f WCU for %d transactional saves of two items: not 2 per KB", wantW, len(stages))
-	}
-	// The record's items stay the same size class as the history grows.
-	if len(metas) > 2 || len(entries) > 2 || r.paymentMeta > 1024 || r.paymentEntry > 512 {
-		t.Fatalf("payment items grow with the history: META %d bytes, entry %d bytes (%v, %v)", r.paymentMeta, r.paymentEntry, metas, entries)
+	// The ledger's items stay the same size class as it grows.
+	if len(heads) > 2 || len(entries) > 2 || r.paymentMeta > 1024 || r.paymentEntry > 512 {
+		t.Fatalf("payment items grow with the ledger: HEAD %d bytes, entry %d bytes (%v, %v)", r.paymentMeta, r.paymentEntry, heads, entries)
 	}
 }
 

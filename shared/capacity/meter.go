@@ -248,6 +248,16 @@ func (m *Meter) Get(it dynamo.Item) {
 	m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
 }
 
+// BatchGet meters one BatchGetItem of items (strongly consistent): each
+// its read units on its partition.
+func (m *Meter) BatchGet(items ...dynamo.Item) {
+	m.ops++
+	for _, it := range items {
+		pk, _ := dynamo.Keys(it)
+		m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
+	}
+}
+
 // Query meters one Query of partition pk in index ("" for the table)
 // returning items: their sizes summed, then rounded.
 func (m *Meter) Query(index, pk string, consistent bool, items ...dynamo.Item) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/money"
@@ -349,7 +350,7 @@ func (r *replay) tenants() error {
 		return err
 	}
 	ev := r.eventRecord(0, 1, base, notifications.EventProcessed)
-	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced), 3)
 	if err != nil {
 		return err
 	}
@@ -500,7 +501,7 @@ func (r *replay) pay(s, i int) error {
 	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
 		return err
 	}
-	if err := r.savePayment(r.record(i, 0, now), r.record(i, 1, now)); err != nil {
+	if err := r.write(r.ledgerAt(i, 0, now), r.ledgerAt(i, 1, now)); err != nil { // recordResult: one create-only write
 		return err
 	}
 	if l.replayed {
@@ -539,17 +540,17 @@ func (r *replay) details(s, i int) error {
 	if err != nil {
 		return err
 	}
-	v1, v2 := r.record(i, 1, now), r.record(i, 2, now)
-	if err := r.readPayment(v1); err != nil { // SubmitDetails: ownership
+	v1, v2 := r.ledgerAt(i, 1, now), r.ledgerAt(i, 2, now)
+	if err := r.getPayment(v1); err != nil { // SubmitDetails: ownership
 		return err
 	}
-	if err := r.failedCreate(v1, v2); err != nil { // recordResult: the create-only write finds the record
+	if err := r.failedCreate(v1, v2); err != nil { // recordResult: the create-only write finds the head
 		return err
 	}
-	if err := r.readPayment(v1); err != nil { // Mutate: read
+	if err := r.getPayment(v1); err != nil { // updateHead: read
 		return err
 	}
-	if err := r.savePayment(v1, v2); err != nil { // Mutate: write
+	if err := r.write(v1, v2); err != nil { // updateHead: write
 		return err
 	}
 	code := "Authorised"
@@ -569,14 +570,11 @@ func (r *replay) capture(s, i int) error {
 		return err
 	}
 	n := r.stage(i, stageCaptureRequested)
-	before, reserved, settled := r.record(i, n-1, now), r.record(i, n, now), r.record(i, n+1, now)
-	if err := r.readPayment(before); err != nil {
+	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
+	if err := r.write(before, reserved); err != nil { // the request, before the upstream call
 		return err
 	}
-	if err := r.savePayment(before, reserved); err != nil {
-		return err
-	}
-	if err := r.savePayment(reserved, settled); err != nil {
+	if err := r.write(reserved, settled); err != nil { // the answer
 		return err
 	}
 	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
@@ -591,12 +589,12 @@ func (r *replay) refund(s, i int) error {
 	if err != nil {
 		return err
 	}
-	n := r.stage(i, stageReversal)
-	before, after := r.record(i, n-1, now), r.record(i, n, now)
-	if err := r.readPayment(before); err != nil {
+	n := r.stage(i, stageReversalRequested)
+	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
+	if err := r.write(before, reserved); err != nil {
 		return err
 	}
-	if err := r.savePayment(before, after); err != nil {
+	if err := r.write(reserved, settled); err != nil {
 		return err
 	}
 	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
@@ -675,16 +673,21 @@ func (r *replay) notify(s, i, code int) error {
 		return err
 	}
 	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified}[code])
-	before, after := r.record(i, n-1, now), r.record(i, n, now)
+	before, after := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now)
 	r.meter.Get(committed) // GetEvent: not stored yet
-	if err := r.readPayment(before); err != nil {
+	if err := r.getPayment(before); err != nil {
 		return err
+	}
+	if code != 0 { // the entry the notification is a fact of
+		if err := r.getEntries(after, modRef(i, code)); err != nil {
+			return err
+		}
 	}
 	r.meter.Put(nil, committed)
-	if err := r.savePayment(before, after); err != nil {
+	if err := r.write(before, after); err != nil {
 		return err
 	}
-	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced), 3)
 	if err != nil {
 		return err
 	}
@@ -750,7 +753,7 @@ func (r *replay) attempt(s int, t task) error {
 	now := r.at(s, i)
 	r.count(ReqAttempts)
 	ev := r.eventRecord(i, code, now, notifications.EventReceived)
-	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced))
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced), 3)
 	if err != nil {
 		return err
 	}
@@ -799,7 +802,8 @@ const (
 	stageCaptureRequested
 	stageCaptured
 	stageCaptureNotified
-	stageReversal
+	stageReversalRequested
+	stageReversed
 	stageRefundNotified
 )
 
@@ -815,7 +819,7 @@ func (r *replay) stages(i int) []int {
 		out = append(out, stageCaptureRequested, stageCaptured, stageCaptureNotified)
 	}
 	if l.refunded {
-		out = append(out, stageReversal, stageRefundNotified)
+		out = append(out, stageReversalRequested, stageReversed, stageRefundNotified)
 	}
 	return out
 }
@@ -830,102 +834,180 @@ func (r *replay) stage(i, step int) int {
 	return 0
 }
 
-// record is payment i's record at version v (its first v steps; v 0: none
-// yet).
-func (r *replay) record(i, v int, now time.Time) payments.Payment {
+// ledgerState is a payment's ledger at one of its steps.
+type ledgerState struct {
+	head    payments.Head
+	entries map[string]payments.Entry
+	facts   []payments.Fact
+}
+
+// modRef is the pspReference of payment i's capture (code 1) or reversal
+// (code 2) at the platform.
+func modRef(i, code int) string {
+	if code == 1 {
+		return fmt.Sprintf("M%015d", i)
+	}
+	return fmt.Sprintf("R%015d", i)
+}
+
+// ledgerAt is payment i's ledger after its first v steps (v 0: none yet),
+// as the domain writes it.
+func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 	l := r.life(i)
 	amount := money.Amount{Value: 4999, Currency: "EUR"}
-	p := payments.Payment{
+	h := payments.Head{
 		PSPReference: psp(i), MerchantID: traceMerchant, SiteID: traceSite, Reference: fmt.Sprintf("order-%09d", i),
-		Source: payments.SourceAdvanced, Amount: amount, State: payments.StatePending, PaymentMethod: "visa",
+		Source: payments.SourceAdvanced, Amount: amount, PaymentMethod: "visa", CaptureMode: tenant.CaptureManual,
 		ShopperReference: fmt.Sprintf("shopper-%09d", i%100_000), Version: int64(v), CreatedAt: now, UpdatedAt: now,
 	}
+	st := ledgerState{entries: map[string]payments.Entry{}}
 	ok := true
-	for _, st := range r.stages(i)[:v] {
-		e := payments.Event{At: now, Origin: "api", PSPReference: psp(i)}
-		switch st {
-		case stageCreated:
-			e.Kind, e.Detail = "payment", "Authorised"
-			if l.tds {
-				e.Detail = "RedirectShopper"
-			} else if l.refused {
-				e.Detail, p.State, p.RefusalReason = "Refused", payments.StateRefused, "Refused"
-			} else {
-				p.State, p.AuthorisedValue, p.ResultCode = payments.StateAuthorised, amount.Value, "Authorised"
+	capOp, revOp := fmt.Sprintf("op_%09d", i), fmt.Sprintf("op_r%08d", i)
+	for _, step := range r.stages(i)[:v] {
+		f := payments.Fact{ID: fmt.Sprintf("f%d", step), At: now, Origin: payments.OriginAPI, PSPReference: psp(i)}
+		switch step {
+		case stageCreated, stageDetails:
+			f.Kind, f.Detail = "payment", "Authorised"
+			if step == stageDetails {
+				f.Kind = "details"
 			}
-		case stageDetails:
-			e.Kind, e.Detail = "details", "Authorised"
-			if l.refused {
-				e.Detail, p.State = "Refused", payments.StateRefused
-			} else {
-				p.State, p.AuthorisedValue, p.ResultCode = payments.StateAuthorised, amount.Value, "Authorised"
+			switch {
+			case l.tds && step == stageCreated:
+				f.Detail, h.Auth.ResultCode = "RedirectShopper", "RedirectShopper"
+			case l.refused:
+				f.Detail, h.Auth.ResultCode, h.RefusalReason = "Refused", "Refused", "Refused"
+			default:
+				h.Auth.ResultCode, h.Authorised = "Authorised", amount.Value
 			}
 		case stageAuthorisation, stageCaptureNotified, stageRefundNotified:
-			code := map[int]string{stageAuthorisation: "AUTHORISATION", stageCaptureNotified: "CAPTURE", stageRefundNotified: "REFUND"}[st]
-			e.Kind, e.Origin, e.Success, e.Amount = code, "notification", &ok, &amount
-		case stageCaptureRequested:
-			e.Kind, e.PSPReference, e.Amount = "capture-requested", fmt.Sprintf("op-%09d", i), &amount
-			p.Reservations = map[string]int64{e.PSPReference: amount.Value}
-		case stageCaptured:
-			e.Kind, e.PSPReference, e.Amount, e.Detail = "capture", fmt.Sprintf("M%015d", i), &amount, "received"
-			p.Reservations, p.CapturedValue, p.State = nil, amount.Value, payments.StateCaptured
-		case stageReversal:
-			e.Kind, e.PSPReference, e.Detail = "reversal", fmt.Sprintf("R%015d", i), "refund"
-			p.RefundedValue, p.State = amount.Value, payments.StateRefunded
+			code := map[int]string{stageAuthorisation: "AUTHORISATION", stageCaptureNotified: "CAPTURE", stageRefundNotified: "REFUND"}[step]
+			f.Kind, f.Origin, f.Success, f.Amount = code, payments.OriginNotification, &ok, &amount
+			h.Seq++
+			if step == stageAuthorisation {
+				h.Auth.Notified = &ok
+				break
+			}
+			mod := modRef(i, map[int]int{stageCaptureNotified: 1, stageRefundNotified: 2}[step])
+			e := st.entries[mod]
+			e.Notices = append(e.Notices, payments.Notice{Code: code, Success: true, Amount: amount, Seq: h.Seq, At: now})
+			e.Version++
+			st.entries[mod] = e
+		case stageCaptureRequested, stageReversalRequested:
+			kind, op := payments.OpCapture, capOp
+			if step == stageReversalRequested {
+				kind, op = payments.OpReversal, revOp
+			}
+			e := payments.Entry{Ref: op, Kind: kind, Version: 1, Requested: &payments.Request{Amount: amount, UpstreamKey: idemKey(i, string(kind)), At: now}}
+			st.entries[op] = e
+			f.Kind, f.PSPReference, f.Amount = string(kind)+"-requested", op, &amount
+		case stageCaptured, stageReversed:
+			op, mod := capOp, modRef(i, 1)
+			if step == stageReversed {
+				op, mod = revOp, modRef(i, 2)
+			}
+			e := st.entries[op]
+			st.entries[op] = payments.Entry{Ref: op, Kind: e.Kind, MergedInto: mod, Version: e.Version + 1}
+			e.Ref, e.Modification, e.Version, e.Answered = mod, mod, 1, &payments.Answer{Outcome: payments.Received, At: now}
+			st.entries[mod] = e
+			f.Kind, f.PSPReference, f.Amount, f.Detail = string(e.Kind), mod, &amount, "received"
 		}
-		p.History = append(p.History, e)
+		st.facts = append(st.facts, f)
 	}
-	return p
+	entries := make([]payments.Entry, 0, len(st.entries))
+	for _, e := range st.entries {
+		entries = append(entries, e)
+	}
+	h.Totals = payments.Fold(h, entries)
+	st.head = h
+	return st
 }
 
-// recordItems are the stored items of p: its META item and its history
-// items, built by the adapter's own builders.
-func (r *replay) recordItems(p payments.Payment) (meta dynamo.Item, history []dynamo.Item, err error) {
-	if meta, err = dynamo.PaymentItem(p); err != nil {
-		return nil, nil, err
+// items are the stored items of ledger st (its head; nil items for a
+// ledger not created yet), built by the adapter's own builders.
+func (r *replay) items(st ledgerState) (head dynamo.Item, entries map[string]dynamo.Item, facts []dynamo.Item, err error) {
+	if st.head.Version == 0 {
+		return nil, nil, nil, nil
 	}
-	for k := range p.History {
-		h, err := dynamo.PaymentHistoryItem(p, k)
+	if head, err = dynamo.HeadItem(st.head); err != nil {
+		return nil, nil, nil, err
+	}
+	ttl := head["ttl"]
+	entries = map[string]dynamo.Item{}
+	for ref, e := range st.entries {
+		if entries[ref], err = dynamo.EntryItem(st.head.PSPReference, e, ttl); err != nil {
+			return nil, nil, nil, err
+		}
+		r.paymentEntry = max(r.paymentEntry, dynamo.ItemSize(entries[ref]))
+	}
+	for _, f := range st.facts {
+		it, err := dynamo.FactItem(st.head.PSPReference, f, ttl)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		history = append(history, h)
+		facts = append(facts, it)
 	}
-	r.paymentMeta = max(r.paymentMeta, dynamo.ItemSize(meta))
-	for _, h := range history {
-		r.paymentEntry = max(r.paymentEntry, dynamo.ItemSize(h))
-	}
-	return meta, history, nil
+	r.paymentMeta = max(r.paymentMeta, dynamo.ItemSize(head))
+	return head, entries, facts, nil
 }
 
-// readPayment meters GetPayment of p: one strongly consistent Query of
-// its partition returning META and every history item.
-func (r *replay) readPayment(p payments.Payment) error {
-	meta, history, err := r.recordItems(p)
+// keyOnly is the key of a stored item (what a read of a missing one reads).
+func keyOnly(pk, sk string) dynamo.Item {
+	return dynamo.Item{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}
+}
+
+// getPayment meters GetPayment of st: one BatchGetItem of HEAD and META.
+func (r *replay) getPayment(st ledgerState) error {
+	head, _, _, err := r.items(st)
 	if err != nil {
 		return err
 	}
-	pk, _ := dynamo.Keys(meta)
-	r.meter.Query(Table, pk, true, append([]dynamo.Item{meta}, history...)...)
+	pk := "PAYMENT#" + st.head.PSPReference
+	if head == nil {
+		head = keyOnly(pk, "HEAD")
+	}
+	r.meter.BatchGet(head, keyOnly(pk, "META"))
 	return nil
 }
 
-// savePayment meters SavePayment of next over prev (version 0: none): one
-// TransactWriteItems of the META item (replacing prev's) and of the
-// history items next adds.
-func (r *replay) savePayment(prev, next payments.Payment) error {
-	meta, history, err := r.recordItems(next)
+// getEntries meters GetEntries of refs of st: one BatchGetItem.
+func (r *replay) getEntries(st ledgerState, refs ...string) error {
+	_, entries, _, err := r.items(st)
 	if err != nil {
 		return err
 	}
-	writes := []Write{{New: meta}}
-	if prev.Version != 0 {
-		if writes[0].Old, err = dynamo.PaymentItem(prev); err != nil {
-			return err
+	pk := "PAYMENT#" + st.head.PSPReference
+	its := []dynamo.Item{keyOnly(pk, "META")}
+	for _, ref := range refs {
+		if it, ok := entries[ref]; ok {
+			its = append(its, it)
+		} else {
+			its = append(its, keyOnly(pk, "E#"+ref))
 		}
 	}
-	for _, h := range history[len(prev.History):] {
-		writes = append(writes, Write{New: h})
+	r.meter.BatchGet(its...)
+	return nil
+}
+
+// write meters the Write taking ledger prev to next: one
+// TransactWriteItems of the head, the entries that changed and the facts
+// added.
+func (r *replay) write(prev, next ledgerState) error {
+	ph, pe, _, err := r.items(prev)
+	if err != nil {
+		return err
+	}
+	nh, ne, nf, err := r.items(next)
+	if err != nil {
+		return err
+	}
+	writes := []Write{{Old: ph, New: nh}}
+	for ref, it := range ne {
+		if prev.entries[ref].Version != next.entries[ref].Version {
+			writes = append(writes, Write{Old: pe[ref], New: it})
+		}
+	}
+	for _, f := range nf[len(prev.facts):] {
+		writes = append(writes, Write{New: f})
 	}
 	r.meter.TransactWrite(writes...)
 	return nil
@@ -933,17 +1015,15 @@ func (r *replay) savePayment(prev, next payments.Payment) error {
 
 // failedCreate meters a create-only SavePayment of attempt (version 1)
 // cancelled because stored exists.
-func (r *replay) failedCreate(stored, attempt payments.Payment) error {
-	old, err := dynamo.PaymentItem(stored)
+func (r *replay) failedCreate(stored, attempt ledgerState) error {
+	old, _, _, err := r.items(stored)
 	if err != nil {
 		return err
 	}
-	first := attempt
-	first.History, first.Version = attempt.History[:1], 1
-	h, err := dynamo.PaymentHistoryItem(first, 0)
+	_, _, facts, err := r.items(attempt)
 	if err != nil {
 		return err
 	}
-	r.meter.FailedTransactWrite(old, h)
+	r.meter.FailedTransactWrite(old, facts[len(facts)-1])
 	return nil
 }

@@ -47,13 +47,14 @@ func (f *flow) post(path, body string, wantStatus int) map[string]any {
 
 func (f *flow) pay(body string) map[string]any { return f.post("/payments", body, 200) }
 
-func (f *flow) record(psp string) payments.Payment {
+// record is payment psp's head and the view of it.
+func (f *flow) record(psp string) (payments.Head, payments.View) {
 	f.t.Helper()
-	p, err := f.e.Store.GetPayment(context.Background(), psp)
+	h, err := f.e.Store.GetPayment(context.Background(), psp)
 	if err != nil {
 		f.t.Fatalf("payment record %s: %v", psp, err)
 	}
-	return p
+	return h, h.View()
 }
 
 func (f *flow) simState(psp string) simulator.PaymentState {
@@ -74,15 +75,15 @@ func TestFlowCaptureInPartsThenReversalRefunds(t *testing.T) {
 	if out["resultCode"] != "Authorised" || len(psp) != 16 {
 		t.Fatalf("payment %v", out)
 	}
-	if p := f.record(psp); p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || p.MerchantID != testenv.MerchantA || p.SiteID != testenv.SiteA {
-		t.Fatalf("record %+v", p)
+	if p, v := f.record(psp); v.State != payments.StateAuthorised || v.Authorised != 1000 || p.MerchantID != testenv.MerchantA || p.SiteID != testenv.SiteA {
+		t.Fatalf("record %+v, view %+v", p, v)
 	}
 	c1 := f.post("/payments/"+psp+"/captures", amountBody(400), 200)
 	if c1["status"] != "received" || c1["pspReference"] == psp || c1["paymentPspReference"] != psp {
 		t.Fatalf("capture %v", c1)
 	}
-	if p := f.record(psp); p.State != payments.StatePartiallyCaptured || p.CapturedValue != 400 || len(p.Reservations) != 0 {
-		t.Fatalf("after partial capture %+v", p)
+	if p, v := f.record(psp); v.State != payments.StatePartiallyCaptured || v.Captured != 400 || inFlight(p) {
+		t.Fatalf("after partial capture %+v, view %+v", p, v)
 	}
 	// Over the remaining 600: rejected before reaching the upstream.
 	before := len(f.e.Upstream.Requests("/captures"))
@@ -92,8 +93,8 @@ func TestFlowCaptureInPartsThenReversalRefunds(t *testing.T) {
 	}
 	f.post("/payments/"+psp+"/captures", `{"amount":{"value":1,"currency":"USD"}}`, 400)
 	f.post("/payments/"+psp+"/captures", amountBody(600), 200)
-	if p := f.record(psp); p.State != payments.StateCaptured || p.CapturedValue != 1000 {
-		t.Fatalf("after full capture %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateCaptured || v.Captured != 1000 {
+		t.Fatalf("after full capture %+v", v)
 	}
 	// Capture splits follow the split profile for the captured amount.
 	up := f.e.Upstream.Last(t, "/captures")
@@ -104,8 +105,8 @@ func TestFlowCaptureInPartsThenReversalRefunds(t *testing.T) {
 	if rev["status"] != "received" {
 		t.Fatalf("reversal %v", rev)
 	}
-	if p := f.record(psp); p.State != payments.StateRefunded || p.RefundedValue != 1000 {
-		t.Fatalf("after reversal %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateRefunded || v.Refunded != 1000 {
+		t.Fatalf("after reversal %+v", v)
 	}
 	// The upstream chose a refund: the payment was captured.
 	if s := f.simState(psp); s.State != simulator.StateRefunded || s.RefundedValue != 1000 {
@@ -117,8 +118,8 @@ func TestFlowReversalBeforeCaptureCancels(t *testing.T) {
 	f := newFlow(t)
 	psp := f.pay(cardBody("5555555555554444", "737", "Jo", 2500))["pspReference"].(string)
 	f.post("/payments/"+psp+"/reversals", `{}`, 200)
-	if p := f.record(psp); p.State != payments.StateCancelled || p.RefundedValue != 0 {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateCancelled || v.Refunded != 0 {
+		t.Fatalf("record %+v", v)
 	}
 	if s := f.simState(psp); s.State != simulator.StateCancelled {
 		t.Fatalf("simulator state %+v", s)
@@ -139,8 +140,8 @@ func TestFlowThreeDS2ChallengeThenDetailsAuthorised(t *testing.T) {
 		t.Fatalf("action %s", action)
 	}
 	psp := out["pspReference"].(string)
-	if p := f.record(psp); p.State != payments.StateChallengeShopper {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateChallengeShopper {
+		t.Fatalf("record %+v", v)
 	}
 	details, err := simulator.DetailsFor(action, true)
 	if err != nil {
@@ -150,8 +151,8 @@ func TestFlowThreeDS2ChallengeThenDetailsAuthorised(t *testing.T) {
 	if res["resultCode"] != "Authorised" || res["pspReference"] != psp {
 		t.Fatalf("details %v", res)
 	}
-	if p := f.record(psp); p.State != payments.StateAuthorised || p.AuthorisedValue != 1500 {
-		t.Fatalf("record after details %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateAuthorised || v.Authorised != 1500 {
+		t.Fatalf("record after details %+v", v)
 	}
 }
 
@@ -174,8 +175,8 @@ func TestFlowRedirectThenDetailsRefused(t *testing.T) {
 	if res["resultCode"] != "Refused" {
 		t.Fatalf("details %v", res)
 	}
-	if p := f.record(out["pspReference"].(string)); p.State != payments.StateRefused {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(out["pspReference"].(string)); v.State != payments.StateRefused {
+		t.Fatalf("record %+v", v)
 	}
 	// details is required and must be an object.
 	f.post("/payments/details", `{"paymentData":"x"}`, 400)
@@ -189,8 +190,8 @@ func TestFlowRefusedCard(t *testing.T) {
 		t.Fatalf("payment %v", out)
 	}
 	psp := out["pspReference"].(string)
-	if p := f.record(psp); p.State != payments.StateRefused {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateRefused {
+		t.Fatalf("record %+v", v)
 	}
 	f.post("/payments/"+psp+"/captures", amountBody(1000), 400)
 }
@@ -211,27 +212,27 @@ func TestFlowForeignPaymentIsNotFound(t *testing.T) {
 	// Nor can another site of the same merchant.
 	sameMerchant := &flow{t: t, e: f.e, site: testenv.SiteAAdvanced, key: "A"}
 	sameMerchant.post("/payments/"+psp+"/captures", amountBody(100), 404)
-	if p := f.record(psp); p.CapturedValue != 0 {
-		t.Fatalf("foreign capture changed the record %+v", p)
+	if _, v := f.record(psp); v.Captured != 0 {
+		t.Fatalf("foreign capture changed the record %+v", v)
 	}
 }
 
 func TestFlowAmountUpdateThenCaptureNewAmount(t *testing.T) {
 	f := newFlow(t)
 	psp := f.pay(preAuth(cardBody("4111111111111111", "737", "Jo", 1000)))["pspReference"].(string)
-	if p := f.record(psp); p.AuthorisationType != payments.AuthorisationPreAuth {
+	if p, _ := f.record(psp); p.AuthorisationType != payments.AuthorisationPreAuth {
 		t.Fatalf("the pre-authorisation is not recorded: %+v", p)
 	}
 	upd := f.post("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":1500,"currency":"EUR"},"reference":"stay-ext"}`, 200)
 	if upd["status"] != "received" {
 		t.Fatalf("update %v", upd)
 	}
-	if p := f.record(psp); p.AuthorisedValue != 1500 {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.Authorised != 1500 {
+		t.Fatalf("record %+v", v)
 	}
 	f.post("/payments/"+psp+"/captures", amountBody(1500), 200)
-	if p := f.record(psp); p.State != payments.StateCaptured || p.CapturedValue != 1500 {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateCaptured || v.Captured != 1500 {
+		t.Fatalf("record %+v", v)
 	}
 	// A captured payment's amount cannot change.
 	f.post("/payments/"+psp+"/amount-updates", `{"pspReference":"`+psp+`","amount":{"value":2000,"currency":"EUR"}}`, 400)
@@ -241,13 +242,13 @@ func TestFlowAutoCaptureMerchant(t *testing.T) {
 	f := newFlow(t)
 	f.site, f.key = testenv.SiteB, "B"
 	psp := f.pay(cardBody("4111111111111111", "737", "Jo", 1000))["pspReference"].(string)
-	if p := f.record(psp); p.State != payments.StateCaptured || p.CapturedValue != 1000 {
-		t.Fatalf("auto-capture record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateCaptured || v.Captured != 1000 {
+		t.Fatalf("auto-capture record %+v", v)
 	}
 	f.post("/payments/"+psp+"/captures", amountBody(1), 400)
 	f.post("/payments/"+psp+"/reversals", `{}`, 200)
-	if p := f.record(psp); p.State != payments.StateRefunded {
-		t.Fatalf("record %+v", p)
+	if _, v := f.record(psp); v.State != payments.StateRefunded {
+		t.Fatalf("record %+v", v)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
+	"github.com/yp/paysvc/shared/testutil/memledger"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
 )
@@ -43,16 +44,16 @@ var (
 )
 
 // memHot keeps the per-request records (rate-limit windows, idempotency
-// records, payments, sessions) in memory, so a benchmark measures the
-// service's CPU without store I/O. Tenant data comes from the embedded
-// store, read once and then served from the authenticator's cache.
+// records) in memory, and payments and sessions in an in-memory ledger
+// (memledger), so a benchmark measures the service's CPU without store
+// I/O. Tenant data comes from the embedded store, read once and then
+// served from the authenticator's cache.
 type memHot struct {
 	*embedded.Store
-	mu   sync.Mutex
-	rl   map[string]int
-	idem map[string]idempotency.Record
-	pay  map[string]payments.Payment
-	ses  map[string]payments.Session
+	mu     sync.Mutex
+	rl     map[string]int
+	idem   map[string]idempotency.Record
+	ledger *memledger.Store
 }
 
 var (
@@ -110,44 +111,31 @@ func (m *memHot) Release(_ context.Context, scope, key, token string) error {
 }
 
 // GetPayment implements payments.Store.
-func (m *memHot) GetPayment(_ context.Context, psp string) (payments.Payment, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.pay[psp]
-	if !ok {
-		return payments.Payment{}, storeerr.ErrNotFound
-	}
-	return p, nil
+func (m *memHot) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
+	return m.ledger.GetPayment(ctx, psp)
 }
 
-// SavePayment implements payments.Store.
-func (m *memHot) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pay[p.PSPReference].Version != prev {
-		return storeerr.ErrConflict
-	}
-	m.pay[p.PSPReference] = p
-	return nil
+// GetEntries implements payments.Store.
+func (m *memHot) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
+	return m.ledger.GetEntries(ctx, psp, refs...)
 }
+
+// Timeline implements payments.Store.
+func (m *memHot) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
+	return m.ledger.Timeline(ctx, psp, cursor, limit)
+}
+
+// Write implements payments.Store.
+func (m *memHot) Write(ctx context.Context, w payments.Write) error { return m.ledger.Write(ctx, w) }
 
 // PutSession implements payments.Store.
-func (m *memHot) PutSession(_ context.Context, s payments.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ses[s.ID] = s
-	return nil
+func (m *memHot) PutSession(ctx context.Context, s payments.Session) error {
+	return m.ledger.PutSession(ctx, s)
 }
 
 // GetSession implements payments.Store.
-func (m *memHot) GetSession(_ context.Context, id string) (payments.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.ses[id]
-	if !ok {
-		return payments.Session{}, storeerr.ErrNotFound
-	}
-	return s, nil
+func (m *memHot) GetSession(ctx context.Context, id string) (payments.Session, error) {
+	return m.ledger.GetSession(ctx, id)
 }
 
 // cannedUpstream answers upstream calls in memory, like the simulator
@@ -215,8 +203,7 @@ func benchService(b *testing.B) (http.Handler, string) {
 	if err := (&provision.Provisioner{Store: es, Env: tenant.EnvTest, Clock: clk}).ApplySeed(ctx, demo); err != nil {
 		b.Fatal(err)
 	}
-	hot := &memHot{Store: es, rl: map[string]int{}, idem: map[string]idempotency.Record{},
-		pay: map[string]payments.Payment{}, ses: map[string]payments.Session{}}
+	hot := &memHot{Store: es, rl: map[string]int{}, idem: map[string]idempotency.Record{}, ledger: memledger.New(clk)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	up := upstream.New(upstream.Config{BaseURL: "http://upstream.invalid/v71", APIKey: "sim_bench_api_key",
 		Timeout: 5 * time.Second, HTTPClient: &http.Client{Transport: &cannedUpstream{}}})

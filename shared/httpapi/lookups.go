@@ -14,6 +14,7 @@ import (
 // LookupAPI is the port to the read-only merchant lookups.
 type LookupAPI interface {
 	Payment(ctx context.Context, m tenant.Merchant, s tenant.Site, psp string) (lookup.PaymentView, error)
+	Timeline(ctx context.Context, m tenant.Merchant, s tenant.Site, psp, cursor string) (lookup.TimelineView, error)
 	EventHistory(ctx context.Context, m tenant.Merchant, in lookup.EventsInput) (lookup.EventPage, error)
 	DeliveryList(ctx context.Context, m tenant.Merchant, in lookup.DeliveriesInput) (lookup.DeliveryPage, error)
 }
@@ -47,6 +48,17 @@ func LookupsRoutes(d *Deps) []Route {
 			Perm: tenant.PermPaymentsRead, Site: true,
 			Handle: func(ctx context.Context, c *Call) (any, error) {
 				return d.Lookup.Payment(ctx, c.Merchant, c.Site, c.PathValue("pspReference"))
+			},
+		},
+		{
+			Method: http.MethodGet, Pattern: "/v1/ecom/{siteId}/payments/{pspReference}/timeline", Name: "payment-timeline",
+			Perm: tenant.PermPaymentsRead, Site: true,
+			Handle: func(ctx context.Context, c *Call) (any, error) {
+				cursor, err := lookup.ParseTimeline(c.Req.URL.Query())
+				if err != nil {
+					return nil, err
+				}
+				return d.Lookup.Timeline(ctx, c.Merchant, c.Site, c.PathValue("pspReference"), cursor)
 			},
 		},
 		{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/testenv"
@@ -38,6 +39,7 @@ func TestPaymentLookup(t *testing.T) {
 	stores(t, func(t *testing.T, e *testenv.Env) {
 		f := &flow{t: t, e: e, site: testenv.SiteA, key: "A"}
 		psp := f.captured(1000)
+		e.Clock.Advance(time.Second) // the timeline orders by time
 		f.post("/payments/"+psp+"/refunds", amountBody(250), 200)
 		path := "/v1/ecom/" + testenv.SiteA + "/payments/" + psp
 		v := get(t, e, path, "A", 200)

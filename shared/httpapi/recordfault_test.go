@@ -158,8 +158,8 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 				t.Fatalf("the platform captured %d, want 300", sim.CapturedValue)
 			}
 			before := record(t, e, psp)
-			if len(before.Reservations) != 1 || hasAPIEvent(before, "capture", answer.PSPReference) {
-				t.Fatalf("before: reservations %v history %v, want the capture still in flight", before.Reservations, before.History)
+			if before.Totals.CapturesInFlight != 300 || hasAPIFact(timeline(t, e, psp), "capture", answer.PSPReference) {
+				t.Fatalf("before: totals %+v timeline %+v, want the capture still in flight", before.Totals, timeline(t, e, psp))
 			}
 
 			// Attempts while the store is down change nothing and keep it.
@@ -178,15 +178,16 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 			}
 
 			p := record(t, e, psp)
+			v, facts := p.View(), timeline(t, e, psp)
 			sim, _ = e.Sim.Payment(psp)
-			if p.CapturedValue != sim.CapturedValue || p.AuthorisedValue != sim.AuthorisedValue || len(p.Reservations) != 0 ||
-				p.State != payments.StatePartiallyCaptured || !hasAPIEvent(p, "capture", answer.PSPReference) {
-				t.Fatalf("record: captured %d of %d, reservations %v, state %s, history %v; platform captured %d of %d",
-					p.CapturedValue, p.AuthorisedValue, p.Reservations, p.State, p.History, sim.CapturedValue, sim.AuthorisedValue)
+			if v.Captured != sim.CapturedValue || v.Authorised != sim.AuthorisedValue || inFlight(p) ||
+				v.State != payments.StatePartiallyCaptured || !hasAPIFact(facts, "capture", answer.PSPReference) {
+				t.Fatalf("record: captured %d of %d, totals %+v, state %s, timeline %+v; platform captured %d of %d",
+					v.Captured, v.Authorised, p.Totals, v.State, facts, sim.CapturedValue, sim.AuthorisedValue)
 			}
-			for _, ev := range p.History {
-				if ev.Origin == payments.OriginNotification {
-					t.Fatalf("a notification was applied: %+v (the update alone must repair the record)", ev)
+			for _, f := range facts {
+				if f.Origin == payments.OriginNotification {
+					t.Fatalf("a notification was applied: %+v (the update alone must repair the record)", f)
 				}
 			}
 			// The merchant's view agrees.
@@ -198,11 +199,11 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 	}
 }
 
-// hasAPIEvent reports whether the record's history holds the service's own
-// entry of kind for the operation with pspReference op.
-func hasAPIEvent(p payments.Payment, kind, op string) bool {
-	for _, ev := range p.History {
-		if ev.Origin == payments.OriginAPI && ev.Kind == kind && ev.PSPReference == op {
+// hasAPIFact reports whether a timeline holds the service's own fact of
+// kind for the operation with pspReference op.
+func hasAPIFact(facts []payments.Fact, kind, op string) bool {
+	for _, f := range facts {
+		if f.Origin == payments.OriginAPI && f.Kind == kind && f.PSPReference == op {
 			return true
 		}
 	}

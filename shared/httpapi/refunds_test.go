@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,8 +31,8 @@ func TestFlowPartialRefunds(t *testing.T) {
 	if up["merchantAccount"] != "AlphaECOM" || up["reference"] != "rma-1" || len(up["lineItems"].([]any)) != 1 || len(up["splits"].([]any)) != 2 {
 		t.Fatalf("upstream refund %v", up)
 	}
-	if p := f.record(psp); p.RefundsInFlight() != 300 || p.RefundedValue != 0 || p.State != payments.StateCaptured {
-		t.Fatalf("after refund %+v", p)
+	if _, v := f.record(psp); v.RefundsInFlight != 300 || v.Refunded != 0 || v.State != payments.StateCaptured {
+		t.Fatalf("after refund %+v", v)
 	}
 	// Over what is left (1000 − 300 in flight), or another currency: 400
 	// naming the field, before the upstream.
@@ -67,11 +68,13 @@ func TestFlowRefundUpstreamFailure(t *testing.T) {
 	if r.Status != 500 || r.JSON(t)["errorCode"] != "yp_4010" {
 		t.Fatalf("refund with the upstream failing: %d %s", r.Status, r.Body)
 	}
-	if p := f.record(psp); p.RefundsInFlight() != 0 {
-		t.Fatalf("reservation not released: %+v", p.RefundReservations)
+	// No definitive answer: the platform may have refunded, so the refund
+	// stays in flight (payments.Unknown) until the same call is answered.
+	if p, v := f.record(psp); v.RefundsInFlight != 1000 || v.Refundable != 0 {
+		t.Fatalf("after a 500: %+v, want the refund in flight", p.Totals)
 	}
-	// The same key again runs the refund (a 500 is not stored) and then
-	// replays its answer.
+	// The same key again runs the refund (a 500 is not stored), as the same
+	// operation, and then replays its answer.
 	r = f.e.Do("POST", "/v1/ecom/"+f.site+"/payments/"+psp+"/refunds", f.key, amountBody(1000), "Idempotency-Key", "rf-1")
 	if r.Status != 200 {
 		t.Fatalf("retry: %d %s", r.Status, r.Body)
@@ -80,8 +83,17 @@ func TestFlowRefundUpstreamFailure(t *testing.T) {
 	if again.Status != 200 || string(again.Body) != string(r.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay: %d %s", again.Status, again.Body)
 	}
-	if p := f.record(psp); p.RefundsInFlight() != 1000 {
-		t.Fatalf("in flight %d, want 1000 once", p.RefundsInFlight())
+	if _, v := f.record(psp); v.RefundsInFlight != 1000 {
+		t.Fatalf("in flight %d, want 1000 once", v.RefundsInFlight)
+	}
+	// The retry's answer is recorded: the refund is known by its own
+	// pspReference, so its REFUND notification finds it.
+	var answer struct{ PSPReference string }
+	if err := json.Unmarshal(r.Body, &answer); err != nil {
+		t.Fatal(err)
+	}
+	if facts := timeline(t, f.e, psp); !hasAPIFact(facts, "refund", answer.PSPReference) {
+		t.Fatalf("the retry's answer (%s) is not recorded: timeline %+v", answer.PSPReference, facts)
 	}
 }
 
@@ -104,7 +116,7 @@ func TestFlowRefundOfAnotherMerchantOrSite(t *testing.T) {
 	if r := noPerm.post("/payments/"+psp+"/refunds", amountBody(100), 403); r["errorCode"] != "yp_1002" {
 		t.Fatalf("without the refunds permission: %v", r)
 	}
-	if p := f.record(psp); p.RefundsInFlight() != 0 || len(f.e.Upstream.Requests("/refunds")) != 0 {
+	if p, v := f.record(psp); v.RefundsInFlight != 0 || len(f.e.Upstream.Requests("/refunds")) != 0 {
 		t.Fatalf("a refused refund changed something: %+v", p)
 	}
 }
@@ -137,13 +149,39 @@ func TestParallelRefundsOfOnePayment(t *testing.T) {
 			rec := record(t, e, psp)
 			sim, _ := e.Sim.Payment(psp)
 			want := int64(ok) * 34
-			if rec.RefundsInFlight() != want || sim.RefundedValue != want || len(rec.RefundReservations) != ok {
-				t.Fatalf("record in flight %d (%d reservations), upstream refunded %d; want %d", rec.RefundsInFlight(), len(rec.RefundReservations), sim.RefundedValue, want)
-			}
-			for k := range rec.RefundReservations {
-				if strings.HasPrefix(k, "op_") {
-					t.Fatalf("a reservation of an accepted call was not settled: %v", rec.RefundReservations)
+			// Each refund written is one request and one answer in the
+			// timeline: its operation's entry (op_…) moved to the refund's
+			// own pspReference, accepted there.
+			var ops, mods, all []string
+			for _, f := range timeline(t, e, psp) {
+				switch f.Kind {
+				case "refund-requested":
+					ops = append(ops, f.PSPReference)
+				case "refund":
+					mods = append(mods, f.PSPReference)
+				case "capture-requested", "capture":
+					all = append(all, f.PSPReference)
 				}
+			}
+			if v := rec.View(); v.RefundsInFlight != want || sim.RefundedValue != want || len(ops) != ok || len(mods) != ok {
+				t.Fatalf("record in flight %d (%d requested, %d answered), upstream refunded %d; want %d", v.RefundsInFlight, len(ops), len(mods), sim.RefundedValue, want)
+			}
+			entries, err := e.Store.GetEntries(context.Background(), psp, append(ops, mods...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, en := range entries {
+				accepted := en.Answered != nil && en.Answered.Outcome == payments.Received && en.Ref == en.Modification
+				if strings.HasPrefix(en.Ref, "op_") && en.MergedInto == "" || !strings.HasPrefix(en.Ref, "op_") && !accepted {
+					t.Fatalf("a refund of an accepted call was not settled: %+v", en)
+				}
+			}
+			captures, err := e.Store.GetEntries(context.Background(), psp, all...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := payments.Fold(rec, append(entries, captures...)); len(entries) != 2*ok || got != rec.Totals {
+				t.Fatalf("%d refund entries; Totals %+v, fold of the entries %+v", len(entries), rec.Totals, got)
 			}
 		})
 	}

@@ -260,7 +260,8 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 		return
 	}
 	scope := c.Principal.MerchantID()
-	lease, replay, err := d.Idem.Begin(ctx, scope, key, idempotency.Fingerprint(r.Method, r.URL.Path, c.Body))
+	fp := idempotency.Fingerprint(r.Method, r.URL.Path, c.Body)
+	lease, replay, err := d.Idem.Begin(ctx, scope, key, fp)
 	if lerr := limit.wait(); lerr != nil {
 		if lease != nil { // limited: the request never ran
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
@@ -292,7 +293,7 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
 		}
 	}()
-	c.UpstreamKey = idempotency.UpstreamKey(scope, key)
+	c.UpstreamKey = idempotency.UpstreamKey(scope, key, fp)
 	resp := d.run(ctx, rt, c)
 	info.PSPReference = resp.psp
 	keep := idempotency.Keep(resp.status, c.UpstreamCalled())

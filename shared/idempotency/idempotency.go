@@ -9,7 +9,7 @@
 // only once the upstream has been called (its answer would not change);
 // otherwise the key is released so a corrected request or a retry after a
 // 5xx runs again, and the upstream call carries a key derived from
-// (merchant, key) so the upstream never charges twice.
+// (merchant, key, request) so the upstream never charges twice.
 package idempotency
 
 import (
@@ -39,9 +39,11 @@ const (
 	// DefaultLease bounds how long a crashed request blocks its key. It must
 	// exceed the longest request (upstream timeout 20 s + margin).
 	DefaultLease = 60 * time.Second
-	// DefaultRetention is how long completed keys are replayed (the
-	// upstream's own window is 7 days as well).
-	DefaultRetention = 7 * 24 * time.Hour
+	// DefaultRetention is how long completed keys are replayed: the
+	// upstream keeps its keys at least 31 days, so the service remembers
+	// a key as long (a request retried within the upstream's window is
+	// answered by the service, never by an upstream replay alone).
+	DefaultRetention = 31 * 24 * time.Hour
 	maxKeyLen        = 255
 )
 
@@ -101,14 +103,21 @@ func Fingerprint(method, path string, body []byte) string {
 	return string(out[:])
 }
 
-// UpstreamKey derives the Idempotency-Key sent upstream from (merchant, key):
-// 43 characters of base64url SHA-256, within the upstream's 64-character limit.
-func UpstreamKey(scope, key string) string {
+// UpstreamKey derives the Idempotency-Key sent upstream from the merchant
+// (scope), its key and the request's fingerprint: the same request retried
+// sends the same key, and a key reused for another request — possible once
+// the service has forgotten it, while the upstream may still remember it —
+// sends another, so the upstream can never replay one operation's answer
+// for another. 43 characters of base64url SHA-256, within the upstream's
+// 64-character limit.
+func UpstreamKey(scope, key, fingerprint string) string {
 	h := sha256.New()
-	h.Write([]byte("paysvc/v1\x00"))
+	h.Write([]byte("paysvc/v2\x00"))
 	h.Write([]byte(scope))
 	h.Write([]byte{0})
 	h.Write([]byte(key))
+	h.Write([]byte{0})
+	h.Write([]byte(fingerprint))
 	var sum [sha256.Size]byte
 	var out [43]byte // base64.RawURLEncoding.EncodedLen(sha256.Size)
 	base64.RawURLEncoding.Encode(out[:], h.Sum(sum[:0]))

@@ -24,7 +24,7 @@ func BenchmarkFingerprint(b *testing.B) {
 func BenchmarkUpstreamKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if k := idempotency.UpstreamKey("m_demo", "order-2026-000123-attempt-1"); len(k) != 43 {
+		if k := idempotency.UpstreamKey("m_demo", "order-2026-000123-attempt-1", "0a2f9c"); len(k) != 43 {
 			b.Fatalf("key %q", k)
 		}
 	}

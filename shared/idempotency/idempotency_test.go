@@ -22,7 +22,7 @@ func newService(t *testing.T) (*idempotency.Service, *clock.Fake) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return idempotency.New(st, clk, 60*time.Second, 7*24*time.Hour, slog.New(slog.NewJSONHandler(io.Discard, nil))), clk
+	return idempotency.New(st, clk, 60*time.Second, 0, slog.New(slog.NewJSONHandler(io.Discard, nil))), clk
 }
 
 func TestParseKey(t *testing.T) {
@@ -69,20 +69,31 @@ func TestFingerprintIsCanonical(t *testing.T) {
 }
 
 func TestUpstreamKeyIsScopedAndShort(t *testing.T) {
-	k1 := idempotency.UpstreamKey("m_a", "key")
-	if len(k1) > 64 || k1 != idempotency.UpstreamKey("m_a", "key") {
+	fp := idempotency.Fingerprint("POST", "/v1/ecom/site_a/payments", []byte(`{"amount":{"value":1000,"currency":"EUR"}}`))
+	k1 := idempotency.UpstreamKey("m_a", "key", fp)
+	if len(k1) > 64 || k1 != idempotency.UpstreamKey("m_a", "key", fp) {
 		t.Fatalf("key %q", k1)
 	}
-	if k1 == idempotency.UpstreamKey("m_b", "key") || k1 == idempotency.UpstreamKey("m_a", "key2") {
-		t.Fatal("derived keys collide")
+	other := idempotency.Fingerprint("POST", "/v1/ecom/site_a/payments", []byte(`{"amount":{"value":1001,"currency":"EUR"}}`))
+	for _, k := range []string{
+		idempotency.UpstreamKey("m_b", "key", fp),    // another merchant
+		idempotency.UpstreamKey("m_a", "key2", fp),   // another key
+		idempotency.UpstreamKey("m_a", "key", other), // the key reused for another request
+	} {
+		if k == k1 {
+			t.Fatal("derived keys collide")
+		}
 	}
-	// The derivation never changes: a merchant's retry across a deploy must
-	// send the upstream the same key (base64url of SHA-256 of
-	// "paysvc/v1\x00" + scope + "\x00" + key, unpadded).
-	if k1 != "b_0kUKwi0xaOQB3BuY5LGZYWQDK-OQJjDv6W-HFzo94" {
-		t.Fatalf("UpstreamKey changed: %q", k1)
+	// The derivation never changes within a version: a merchant's retry
+	// across a deploy must send the upstream the same key (base64url of
+	// SHA-256 of "paysvc/v2\x00" + scope + "\x00" + key + "\x00" +
+	// fingerprint, unpadded).
+	if k := idempotency.UpstreamKey("m_a", "key", "fp"); k != wantUpstreamKeyV2 {
+		t.Fatalf("UpstreamKey changed: %q", k)
 	}
 }
+
+const wantUpstreamKeyV2 = "ehSOxK7SDrBSKxZYD_4fOomV8PXfQQI0X5bxBGFtN5c"
 
 func TestBeginFinishLifecycle(t *testing.T) {
 	ctx := context.Background()
@@ -109,8 +120,13 @@ func TestBeginFinishLifecycle(t *testing.T) {
 	if _, _, err := s.Begin(ctx, "m", "k", "fp2"); apperr.KindOf(err) != apperr.IdempotencyMismatch {
 		t.Fatalf("different request after completion: %v", err)
 	}
-	// Retention: after 7 days the key is new again.
-	clk.Advance(7*24*time.Hour + time.Second)
+	// Retention: kept as long as the upstream keeps its keys (31 days),
+	// then new again.
+	clk.Advance(31*24*time.Hour - time.Second)
+	if _, _, err := s.Begin(ctx, "m", "k", "fp2"); apperr.KindOf(err) != apperr.IdempotencyMismatch {
+		t.Fatalf("day 31: %v", err)
+	}
+	clk.Advance(2 * time.Second)
 	if lease, _, err := s.Begin(ctx, "m", "k", "fp2"); err != nil || lease == nil {
 		t.Fatalf("after retention: %v", err)
 	}

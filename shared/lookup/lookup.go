@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/notifications"
@@ -18,10 +19,13 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// Payments is the port to payment records.
+// Payments is the port to payments.
 type Payments interface {
 	// GetPayment returns storeerr.ErrNotFound for an unknown pspReference.
-	GetPayment(ctx context.Context, pspReference string) (payments.Payment, error)
+	GetPayment(ctx context.Context, pspReference string) (payments.Head, error)
+	// Timeline returns at most limit facts of a payment after cursor and
+	// the cursor of the last one when more follow.
+	Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error)
 }
 
 // Events is the port to notification events and merchants' histories.
@@ -52,18 +56,57 @@ func New(p Payments, e Events, d Deliveries) *Service {
 	return &Service{payments: p, events: e, deliveries: d}
 }
 
+// TimelinePage is how many lines of a payment's timeline one answer holds
+// at most (GET payment holds the first page).
+const TimelinePage = 50
+
 // Payment returns the payment psp of merchant m and site as the merchant
-// may see it: one store read (payments.Owned). Unknown, another
-// merchant's and another site's payments are all 404 yp_3006, and so are
-// the service's internal records kept beside payments (a pending record of
-// a payment started with an action, bound to one or not: merchants see the
-// payment under its pspReference).
+// may see it, with the first page of its timeline: its head and that page
+// read at once. Unknown, another merchant's and another site's payments
+// are all 404 yp_3006, and so are the service's internal records kept
+// beside payments (payments.Owned).
 func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (PaymentView, error) {
-	p, err := payments.Owned(ctx, s.payments, m, site, psp)
-	if err != nil {
-		return PaymentView{}, err
+	var (
+		head    payments.Head
+		headErr error
+		page    TimelineView
+		pageErr error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() { page, pageErr = s.timeline(ctx, psp, "") })
+	head, headErr = payments.Owned(ctx, s.payments, m, site, psp)
+	wg.Wait()
+	if headErr != nil {
+		return PaymentView{}, headErr
 	}
-	return paymentView(p), nil
+	if pageErr != nil {
+		return PaymentView{}, apperr.Wrap(apperr.Internal, "internal error", pageErr)
+	}
+	v := paymentView(head)
+	v.Timeline, v.TimelineNext = page.Data, page.Next
+	return v, nil
+}
+
+// Timeline returns a page of payment psp's timeline after cursor (the
+// Next of the page before), for GET payments/{pspReference}/timeline.
+func (s *Service) Timeline(ctx context.Context, m tenant.Merchant, site tenant.Site, psp, cursor string) (TimelineView, error) {
+	if _, err := payments.Owned(ctx, s.payments, m, site, psp); err != nil {
+		return TimelineView{}, err
+	}
+	page, err := s.timeline(ctx, psp, cursor)
+	if err != nil {
+		return TimelineView{}, apperr.InvalidField("startingAfter", "not a position in this payment's timeline")
+	}
+	return page, nil
+}
+
+// timeline reads one page of psp's timeline.
+func (s *Service) timeline(ctx context.Context, psp, cursor string) (TimelineView, error) {
+	facts, next, err := s.payments.Timeline(ctx, psp, cursor, TimelinePage)
+	if err != nil {
+		return TimelineView{}, fmt.Errorf("timeline of %s: %w", psp, err)
+	}
+	return TimelineView{Data: timelineOf(facts), Next: next, HasMore: next != ""}, nil
 }
 
 // EventHistory returns a page of the merchant's event history, newest first.

@@ -126,3 +126,14 @@ func ParseDeliveries(v url.Values) (DeliveriesInput, error) {
 	}
 	return in, q.err()
 }
+
+// cursorPattern is a timeline cursor as the stores make them.
+var cursorPattern = regexp.MustCompile(`^[A-Za-z0-9#:._\-]{1,200}$`)
+
+// ParseTimeline validates GET payments/{pspReference}/timeline's query:
+// startingAfter, the Next of the page before.
+func ParseTimeline(v url.Values) (cursor string, _ error) {
+	q := newQuery(v, "startingAfter")
+	cursor = q.str("startingAfter", cursorPattern, "must be the next of the timeline page before")
+	return cursor, q.err()
+}

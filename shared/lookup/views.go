@@ -12,9 +12,10 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// PaymentView is GET payments/{pspReference}'s answer: the record without
-// what the merchant must not see (routing metadata, reservations by
-// internal operation reference, shopper tokens, versions).
+// PaymentView is GET payments/{pspReference}'s answer: the payment's
+// amounts and state (the fold of its ledger) and the first page of its
+// timeline, without what the merchant must not see (routing metadata, the
+// service's internal operation references, shopper tokens, versions).
 type PaymentView struct {
 	PSPReference      string          `json:"pspReference"`
 	MerchantReference string          `json:"merchantReference,omitempty"`
@@ -32,7 +33,10 @@ type PaymentView struct {
 	Source            payments.Source `json:"paymentSource,omitempty"`
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
-	Timeline          []TimelineEntry `json:"timeline"`
+	// Timeline is the first page of the timeline; TimelineNext, when set,
+	// is where GET …/timeline?startingAfter= continues it.
+	Timeline     []TimelineEntry `json:"timeline"`
+	TimelineNext string          `json:"timelineNext,omitempty"`
 }
 
 // PSP reports the payment's pspReference for the request log.
@@ -57,45 +61,52 @@ type TimelineEntry struct {
 	Reason       string `json:"reason,omitempty"`
 }
 
+// TimelineView is a page of a payment's timeline
+// (GET payments/{pspReference}/timeline).
+type TimelineView struct {
+	Data    []TimelineEntry `json:"data"`
+	HasMore bool            `json:"hasMore"`
+	Next    string          `json:"next,omitempty"`
+}
+
 // internalRef marks the service's own operation references (not shown).
 const internalRef = "op_"
 
-func paymentView(p payments.Payment) PaymentView {
-	cur := p.Amount.Currency
+func paymentView(h payments.Head) PaymentView {
+	cur := h.Amount.Currency
 	amt := func(v int64) money.Amount { return money.Amount{Value: v, Currency: cur} }
-	v := PaymentView{
-		PSPReference: p.PSPReference, MerchantReference: p.Reference, SiteID: p.SiteID, Amount: p.Amount,
-		Authorised: amt(p.AuthorisedValue), Captured: amt(p.CapturedValue), Refunded: amt(p.RefundedValue),
-		CapturesInFlight: amt(p.CapturesInFlight()), RefundsInFlight: amt(p.RefundsInFlight()), Refundable: amt(p.Refundable()),
-		State: p.State, RefusalReason: p.RefusalReason, Source: p.Source,
-		CreatedAt: p.CreatedAt.UTC(), UpdatedAt: p.UpdatedAt.UTC(), Timeline: make([]TimelineEntry, 0, len(p.History)),
+	v := h.View()
+	out := PaymentView{
+		PSPReference: h.PSPReference, MerchantReference: h.Reference, SiteID: h.SiteID, Amount: v.Amount,
+		Authorised: amt(v.Authorised), Captured: amt(v.Captured), Refunded: amt(v.Refunded),
+		CapturesInFlight: amt(v.CapturesInFlight), RefundsInFlight: amt(v.RefundsInFlight), Refundable: amt(v.Refundable),
+		State: v.State, RefusalReason: h.RefusalReason, Source: h.Source,
+		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC(), Timeline: []TimelineEntry{},
 	}
-	if p.PaymentMethod != "" {
-		v.PaymentMethod = &PaymentMethod{Brand: p.PaymentMethod}
+	if h.PaymentMethod != "" {
+		out.PaymentMethod = &PaymentMethod{Brand: h.PaymentMethod}
 	}
-	for _, e := range p.History {
-		if e.Internal() {
-			continue
-		}
-		t := TimelineEntry{Time: e.At.UTC(), Kind: e.Kind, Source: e.Origin, Amount: e.Amount, Success: e.Success, PSPReference: e.PSPReference, Reason: e.Detail}
+	return out
+}
+
+// timelineOf is the merchant's view of timeline facts.
+func timelineOf(facts []payments.Fact) []TimelineEntry {
+	out := make([]TimelineEntry, 0, len(facts))
+	for _, f := range facts {
+		t := TimelineEntry{Time: f.At.UTC(), Kind: f.Kind, Source: f.Origin, Amount: f.Amount, Success: f.Success,
+			PSPReference: f.PSPReference, Reason: f.Detail}
 		if strings.HasPrefix(t.PSPReference, internalRef) || payments.IsPendingKey(t.PSPReference) {
 			t.PSPReference = ""
 		}
-		if payments.IsPendingKey(t.Reason) {
-			t.Reason = ""
-		}
-		if e.Origin != payments.OriginNotification {
+		if f.Origin != payments.OriginNotification {
 			t.Success = nil
-			if e.Detail == "received" { // the platform's status of every modification
+			if f.Detail == "received" { // the platform's status of every modification
 				t.Reason = ""
 			}
 		}
-		v.Timeline = append(v.Timeline, t)
+		out = append(out, t)
 	}
-	// History is appended in order; keep it oldest first even if clocks
-	// of concurrent writers disagree slightly.
-	sortTimeline(v.Timeline)
-	return v
+	return out
 }
 
 // EventView is one event of the history: the webhook body as delivered.

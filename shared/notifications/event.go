@@ -79,8 +79,8 @@ type EventStore interface {
 	// list may lag a write briefly.
 	ListUnroutableEvents(ctx context.Context, limit int) ([]Event, error)
 	// CommitItem writes what processing one item decided (see ItemCommit).
-	// storeerr.ErrConflict when the event's or the payment's stored
-	// version is not the one given. A store may write the parts in one
+	// storeerr.ErrConflict when the event's stored version is not the one
+	// given or a condition of the payment's write fails. A store may write the parts in one
 	// transaction (the embedded store) or as concurrent independent writes
 	// (DynamoDB): each part is idempotent, and the event is marked
 	// processed only afterwards, so a commit that stopped part way is
@@ -94,10 +94,10 @@ type ItemCommit struct {
 	// PrevEventVersion 0: new).
 	Event            Event
 	PrevEventVersion int64
-	// Payment is the payment record as updated or created (nil: none
-	// changed), at Version PrevPaymentVersion+1 (0: new).
-	Payment            *payments.Payment
-	PrevPaymentVersion int64
+	// Payment is the write of the payment's ledger (nil: none changed):
+	// made with the rest, its own conditions (payments.Write) as much the
+	// commit's as the event's version.
+	Payment *payments.Write
 	// Deliveries are the event's deliveries (Version 1): each is created
 	// unless one with its id is stored.
 	Deliveries []webhooks.Delivery

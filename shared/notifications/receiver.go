@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
@@ -23,7 +22,7 @@ import (
 const maxItems = 100
 
 // Receiver processes the upstream's notifications, on every store the
-// same way (process.go). Every field but Grace and Live is required. It is
+// same way. Every field but Live and Metrics is required. It is
 // safe for concurrent use.
 type Receiver struct {
 	Events     EventStore
@@ -36,8 +35,6 @@ type Receiver struct {
 	// Live is the deployment's environment: webhooks carry "live": true
 	// only in production (docs/security.md).
 	Live bool
-	// Grace is payments.NotificationOptions.Grace (0: the default).
-	Grace time.Duration
 	// Metrics counts unroutable notifications (nil: not counted).
 	Metrics Metrics
 }
@@ -70,8 +67,6 @@ func (r *Receiver) Accept(ctx context.Context, live string, items []payments.Not
 		err := r.acceptItem(ctx, live, it)
 		switch {
 		case err == nil:
-		case errors.Is(err, payments.ErrNotReady):
-			return apperr.Wrap(apperr.Internal, "notification not processed yet; retry", err)
 		default:
 			return apperr.Wrap(apperr.Internal, "internal error", err)
 		}
@@ -89,7 +84,7 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 	for range maxMutateAttempts {
 		var stored Event
 		var storedErr error
-		in := r.read(ctx, fresh.PaymentPSP, item.AdditionalData[keyMetaMerchant],
+		in := r.read(ctx, fresh.PaymentPSP, payments.EntryRef(item), item.AdditionalData[keyMetaMerchant],
 			func() { stored, storedErr = r.Events.GetEvent(ctx, fresh.ID) })
 		ev, prev := fresh, int64(0)
 		switch {
@@ -144,7 +139,7 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 type processOpts struct {
 	// replay: an unroutable event processed again because its payment's
 	// record appeared (or an operator routes it); the upstream will not
-	// retry it, so failures are applied without waiting (no ErrNotReady).
+	// retry it.
 	replay bool
 	// to: the owner an operator gives the event (Route); nil: route it.
 	to *RouteTo
@@ -152,8 +147,10 @@ type processOpts struct {
 
 // reads is what processing an event reads first, concurrently.
 type reads struct {
-	pay    payments.Payment
+	pay    payments.Head
 	payErr error
+	entry  *payments.Entry // the entry the item is a fact of (nil: none stored)
+	entErr error
 	tenant *tenantRead // the merchant the routing metadata names (nil: none read)
 }
 
@@ -168,9 +165,17 @@ type tenantRead struct {
 
 // read reads payment psp and, when merchantID is set, that merchant with
 // its subscriptions, concurrently with more.
-func (r *Receiver) read(ctx context.Context, psp, merchantID string, more ...func()) *reads {
+func (r *Receiver) read(ctx context.Context, psp, ref, merchantID string, more ...func()) *reads {
 	in := &reads{}
 	fns := append(more, func() { in.pay, in.payErr = r.Payments.GetPayment(ctx, psp) })
+	if ref != "" {
+		fns = append(fns, func() {
+			var es []payments.Entry
+			if es, in.entErr = r.Payments.GetEntries(ctx, psp, ref); len(es) == 1 {
+				in.entry = &es[0]
+			}
+		})
+	}
 	if merchantID != "" {
 		fns = append(fns, func() { in.tenant = r.readTenant(ctx, merchantID) })
 	}
@@ -250,40 +255,31 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 	}
 	log = log.With("merchant", o.merchant.ID)
 
-	popts := payments.NotificationOptions{
-		Now: now, FirstSeen: ev.ReceivedAt, Grace: r.Grace, CaptureMode: o.merchant.CaptureMode,
-	}
-	if opts.replay {
-		popts.Grace = -1
-	}
+	popts := payments.NotificationOptions{Now: now, CaptureMode: o.merchant.CaptureMode}
 	if o.via != viaPayment {
 		popts.Owner = &payments.NotificationOwner{MerchantID: o.merchant.ID, SiteID: o.siteID, Source: o.source, SessionID: o.sessionID}
 	}
-	var record *payments.Payment
+	var record *payments.Head
 	if in.payErr == nil {
 		record = &in.pay
 	}
-	res, err := payments.Notify(ctx, r.Payments, record, item, popts)
+	if in.entErr != nil {
+		return fmt.Errorf("read payment %s: %w", ev.PaymentPSP, in.entErr)
+	}
+	res, err := payments.Notify(ctx, r.Payments, record, in.entry, item, popts)
 	switch {
 	case errors.Is(err, payments.ErrUnknownPayment):
 		log.InfoContext(ctx, "notification for a payment without record: delivered, no record updated")
-	case errors.Is(err, payments.ErrNotReady):
-		// Keep the event: its first arrival starts the grace period.
-		if serr := save("store"); serr != nil {
-			return serr
-		}
-		log.WarnContext(ctx, "notification not applied yet: its operation is still being recorded; the upstream retries")
-		return err
 	case err != nil:
 		return err
 	case res.Created:
-		log.InfoContext(ctx, "payment record created from its notification", "state", string(res.Payment.State))
+		log.InfoContext(ctx, "payment record created from its notification", "state", string(res.Head.View().State))
 	}
 	source := o.source
-	if res.Payment.Source != "" {
-		source = res.Payment.Source
+	if res.Head.Source != "" {
+		source = res.Head.Source
 	}
-	payload, err := webhooks.BuildPayload(r.Live, item, string(source))
+	payload, err := webhooks.BuildPayload(r.Live, item, string(source), res.Seq)
 	if err != nil {
 		return err
 	}
@@ -311,9 +307,7 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 			ev.DeliveryIDs = append(slices.Clip(ev.DeliveryIDs), d.ID)
 		}
 	}
-	if res.Changed {
-		c.Payment, c.PrevPaymentVersion = &res.Payment, res.Payment.Version-1
-	}
+	c.Payment = res.Write
 	ev.Status, ev.MerchantID, ev.UpdatedAt, ev.Version = EventReceived, o.merchant.ID, now, prev+1
 	c.Event = ev
 	if err := r.Events.CommitItem(ctx, c); err != nil {
@@ -405,7 +399,7 @@ func (r *Receiver) processStored(ctx context.Context, id string, opts processOpt
 		if ev.Status != EventUnroutable {
 			return nil // processed meanwhile
 		}
-		err = r.process(ctx, ev, ev.Version, r.read(ctx, ev.PaymentPSP, ""), opts)
+		err = r.process(ctx, ev, ev.Version, r.read(ctx, ev.PaymentPSP, payments.EntryRef(ev.Item), ""), opts)
 		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}
@@ -472,7 +466,7 @@ type owner struct {
 // when both are known, its upstream account must be the item's
 // merchantAccountCode (which the HMAC covers). unroutable explains why no
 // owner was found.
-func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Payment, err error,
+func (r *Receiver) routeWith(ctx context.Context, ev Event, p payments.Head, err error,
 	getMerchant func(context.Context, string) (tenant.Merchant, error)) (o owner, unroutable string, _ error) {
 	ad := ev.Item.AdditionalData
 	sessionID := ad[payments.KeyCheckoutSessionID]

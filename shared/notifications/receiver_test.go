@@ -158,6 +158,14 @@ func (f *fixture) event(it upstream.NotificationRequestItem) notifications.Event
 	return e
 }
 
+// timeline is payment psp's timeline (its first 100 facts).
+func (f *fixture) timeline(psp string) []payments.Fact {
+	f.t.Helper()
+	facts, _, err := f.st.Timeline(f.ctx, psp, "", 100)
+	f.must(err)
+	return facts
+}
+
 func (f *fixture) deliveries(merchant string) []webhooks.Delivery {
 	f.t.Helper()
 	ds, err := f.st.ListDeliveries(f.ctx, merchant, "", 0)
@@ -175,7 +183,7 @@ func TestAcceptRoutesAndEnqueues(t *testing.T) {
 	}
 	p, err := f.st.GetPayment(f.ctx, "PSP1")
 	f.must(err)
-	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.State != payments.StateAuthorised {
+	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.StoredMethodID != "TOKEN1" || p.View().State != payments.StateAuthorised {
 		t.Fatalf("payment: %+v", p)
 	}
 	ds := f.deliveries("m_a")
@@ -212,10 +220,8 @@ func TestDuplicateStoredOnce(t *testing.T) {
 	if ev := f.event(auth); ev.Received != 3 || ev.Version != 4 {
 		t.Fatalf("event: %+v", ev)
 	}
-	p, err := f.st.GetPayment(f.ctx, "PSP1")
-	f.must(err)
-	if len(p.History) != 1 || f.jobs() != 1 || len(f.deliveries("m_a")) != 1 {
-		t.Fatalf("duplicates: history %d, jobs %d", len(p.History), f.jobs())
+	if n := len(f.timeline("PSP1")); n != 1 || f.jobs() != 1 || len(f.deliveries("m_a")) != 1 {
+		t.Fatalf("duplicates: timeline %d, jobs %d", n, f.jobs())
 	}
 }
 
@@ -259,9 +265,8 @@ func TestEnqueueCompletedOnRetry(t *testing.T) {
 		t.Fatalf("after the retry: %+v, %d jobs", ev, f.jobs())
 	}
 	f.must(f.accept(note(auth)))
-	p, _ := f.st.GetPayment(f.ctx, "PSP1")
-	if f.jobs() != 1 || len(p.History) != 1 {
-		t.Fatalf("after a duplicate: %d jobs, history %d", f.jobs(), len(p.History))
+	if n := len(f.timeline("PSP1")); f.jobs() != 1 || n != 1 {
+		t.Fatalf("after a duplicate: %d jobs, timeline %d", f.jobs(), n)
 	}
 }
 
@@ -285,8 +290,8 @@ func TestUnroutableKeptThenReplayed(t *testing.T) {
 	}
 	p, err := f.st.GetPayment(f.ctx, "PSP1")
 	f.must(err)
-	if p.CapturedValue != 400 || p.State != payments.StatePartiallyCaptured {
-		t.Fatalf("payment: %+v", p)
+	if v := p.View(); v.Captured != 400 || v.State != payments.StatePartiallyCaptured {
+		t.Fatalf("payment: %+v", v)
 	}
 	if n := len(f.deliveries("m_a")); n != 3 {
 		t.Fatalf("%d deliveries, want 3 (authorisation to sub_all, capture to sub_all and sub_capture)", n)
@@ -319,20 +324,44 @@ func TestRoutingBySessionAndAccountCheck(t *testing.T) {
 	}
 }
 
-func TestNotReadyAsksForRetry(t *testing.T) {
+// A notification of an operation whose answer the service has not
+// recorded yet is applied at once, to the entry under the operation's own
+// pspReference (no retry asked: any order of notifications and answers
+// gives the same ledger); the answer, recorded later, merges into it, and
+// the failure it reported stands.
+func TestNotificationBeforeAnswerApplied(t *testing.T) {
 	f := newFixture(t)
 	f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
-	// The service's reversal call is in flight: its failure arrives first.
+	// The service's reversal call is in flight: its request is written.
+	req := payments.Entry{Ref: "op_rev1", Kind: payments.OpReversal, Version: 1,
+		Requested: &payments.Request{Reference: "rev-1", UpstreamKey: "rev1", At: f.clk.Now()}}
+	f.must(f.st.Write(f.ctx, payments.Write{PSP: "PSP1", Delta: req.Contribution(), At: f.clk.Now(), Entries: []payments.Entry{req},
+		Expect: payments.Expect{Authorised: true, NoReversal: true}}))
+	// Its failure arrives first.
 	failed := f.signed(upstream.NotificationRequestItem{EventCode: "CANCEL_OR_REFUND", PSPReference: "MOD1", OriginalReference: "PSP1",
 		Success: "false", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 1000, Currency: "EUR"},
 		AdditionalData: map[string]string{"modification.action": "cancel"}})
-	if err := f.accept(note(failed)); apperr.KindOf(err) != apperr.Internal || !errors.Is(err, payments.ErrNotReady) {
-		t.Fatalf("Accept: %v, want a retryable error", err)
-	}
-	f.clk.Advance(payments.DefaultNotReadyGrace)
 	f.must(f.accept(note(failed)))
 	if ev := f.event(failed); !ev.DeliveriesEnqueued() {
-		t.Fatalf("after the grace period: %+v", ev)
+		t.Fatalf("the failure before the answer: %+v", ev)
+	}
+	es, err := f.st.GetEntries(f.ctx, "PSP1", "MOD1")
+	f.must(err)
+	if len(es) != 1 || len(es[0].Notices) != 1 || es[0].Notices[0].Success {
+		t.Fatalf("entry of the failure: %+v", es)
+	}
+	// The answer names the operation: it merges into the failure's entry.
+	f.must(payments.ApplyRecordUpdate(f.ctx, f.st, payments.RecordUpdate{Kind: payments.UpdateReversal, PSPReference: "PSP1",
+		Op: "op_rev1", Modification: "MOD1", Status: string(payments.Received), At: f.clk.Now()}))
+	h, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	es, err = f.st.GetEntries(f.ctx, "PSP1", "op_rev1", "MOD1")
+	f.must(err)
+	if v := h.View(); v.State != payments.StateAuthorised || h.Totals.Reversals != 0 || h.Totals.ReversalsInFlight != 0 {
+		t.Fatalf("after the answer: %+v (totals %+v)", v, h.Totals)
+	}
+	if got := payments.Fold(h, es); got != h.Totals {
+		t.Fatalf("Totals %+v, fold of the entries %+v", h.Totals, got)
 	}
 }
 
@@ -357,7 +386,6 @@ func TestModificationsWithoutMetadataRoutedByRecord(t *testing.T) {
 	} {
 		t.Run(code, func(t *testing.T) {
 			f := newFixture(t)
-			f.r.Grace = -1 // a failure of an operation the service did not make applies at once
 			f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
 			mod := upstream.NotificationRequestItem{EventCode: code, PSPReference: "MOD1", OriginalReference: "PSP1", Success: "true",
 				MerchantAccountCode: "AlphaECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 400, Currency: "EUR"}}
@@ -430,7 +458,7 @@ func TestUnroutableListedThenRoutedByOperator(t *testing.T) {
 	if ev.Status != notifications.EventProcessed || ev.MerchantID != "m_new" || len(ev.DeliveryIDs) != 1 {
 		t.Fatalf("routed by metadata: %+v", ev)
 	}
-	if p, err := f.st.GetPayment(f.ctx, "PSP7"); err != nil || p.MerchantID != "m_new" || p.State != payments.StateAuthorised {
+	if p, err := f.st.GetPayment(f.ctx, "PSP7"); err != nil || p.MerchantID != "m_new" || p.View().State != payments.StateAuthorised {
 		t.Fatalf("payment record: %+v, %v", p, err)
 	}
 	ev, err = f.r.Route(f.ctx, list[1].ID, &notifications.RouteTo{MerchantID: "m_new", SiteID: "site_new"})

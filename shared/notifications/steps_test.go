@@ -60,7 +60,7 @@ func (c *stepCounter) writes() (n int) {
 	defer c.mu.Unlock()
 	for _, s := range c.steps {
 		for _, name := range s {
-			if strings.HasPrefix(name, "Save") || strings.HasPrefix(name, "Put") || name == "CommitItem" || name == "Enqueue" {
+			if strings.HasPrefix(name, "Save") || strings.HasPrefix(name, "Put") || name == "Write" || name == "CommitItem" || name == "Enqueue" {
 				n++
 			}
 		}
@@ -106,13 +106,23 @@ func (s *counted) GetSession(ctx context.Context, id string) (x payments.Session
 	return
 }
 
-func (s *counted) GetPayment(ctx context.Context, psp string) (p payments.Payment, err error) {
-	s.c.call("GetPayment", func() { p, err = s.st.GetPayment(ctx, psp) })
+func (s *counted) GetPayment(ctx context.Context, psp string) (h payments.Head, err error) {
+	s.c.call("GetPayment", func() { h, err = s.st.GetPayment(ctx, psp) })
 	return
 }
 
-func (s *counted) SavePayment(ctx context.Context, p payments.Payment, prev int64) (err error) {
-	s.c.call("SavePayment", func() { err = s.st.SavePayment(ctx, p, prev) })
+func (s *counted) GetEntries(ctx context.Context, psp string, refs ...string) (es []payments.Entry, err error) {
+	s.c.call("GetEntries", func() { es, err = s.st.GetEntries(ctx, psp, refs...) })
+	return
+}
+
+func (s *counted) Timeline(ctx context.Context, psp, cursor string, limit int) (fs []payments.Fact, next string, err error) {
+	s.c.call("Timeline", func() { fs, next, err = s.st.Timeline(ctx, psp, cursor, limit) })
+	return
+}
+
+func (s *counted) Write(ctx context.Context, w payments.Write) (err error) {
+	s.c.call("Write", func() { err = s.st.Write(ctx, w) })
 	return
 }
 
@@ -191,10 +201,12 @@ func TestStoreStepsPerItem(t *testing.T) {
 		if n := len(f.deliveries("m_a")); n != 3 || f.jobs() != 3 {
 			t.Fatalf("%d deliveries and %d jobs, want 3 each", n, f.jobs())
 		}
-		p, err := f.st.GetPayment(f.ctx, "PSP1")
+		h, err := f.st.GetPayment(f.ctx, "PSP1")
 		f.must(err)
-		if p.CapturedValue != 400 || len(p.History) != 2 {
-			t.Fatalf("payment: %+v", p)
+		facts, _, err := f.st.Timeline(f.ctx, "PSP1", "", 10)
+		f.must(err)
+		if h.View().Captured != 400 || len(facts) != 2 || facts[0].Kind != "AUTHORISATION" || facts[1].Kind != "CAPTURE" {
+			t.Fatalf("payment: %+v, timeline %+v", h, facts)
 		}
 		// The merchant's event history holds both, once, newest first.
 		evs, err := f.st.ListMerchantEvents(f.ctx, "m_a", notifications.EventQuery{Limit: 10})
@@ -256,4 +268,6 @@ func TestUnroutableKeepsItsReason(t *testing.T) {
 // unroutableCount records the unroutable metric.
 type unroutableCount struct{ reasons []string }
 
-func (c *unroutableCount) NotificationUnroutable(reason string) { c.reasons = append(c.reasons, reason) }
+func (c *unroutableCount) NotificationUnroutable(reason string) {
+	c.reasons = append(c.reasons, reason)
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/payments"
@@ -74,7 +75,7 @@ func TestCallCarriesTheUpstreamKey(t *testing.T) {
 				t.Fatal("not marked as having called the upstream")
 			}
 			// The record was written before Wait returned.
-			if p := record(t, st); p.Reference != ref || p.State != payments.StateAuthorised || p.MerchantID != merchant.ID {
+			if p := record(t, st); p.Reference != ref || p.View().State != payments.StateAuthorised || p.MerchantID != merchant.ID {
 				t.Fatalf("record %+v", p)
 			}
 		})
@@ -117,15 +118,17 @@ func TestUpstreamRefusalIsTheUpstreamsAnswer(t *testing.T) {
 // TestSessionRecordErrorReachesTheCaller: the session stands when its
 // record cannot be written; Wait reports why.
 func TestSessionRecordErrorReachesTheCaller(t *testing.T) {
-	st := &failingSessions{memStore: newMemStore()}
-	c := &payments.Call{Merchant: merchant, Site: site}
-	res, err := newCaptureService(st, &paymentsUpstream{}).CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
-	if err != nil || res.ID != "CS1" {
-		t.Fatalf("session %+v, %v", res, err)
-	}
-	if werr := c.Wait(); werr == nil || !strings.Contains(werr.Error(), "store session record CS1") {
-		t.Fatalf("Wait = %v", werr)
-	}
+	synctest.Test(t, func(t *testing.T) { // settle's retries wait on the bubble's clock
+		st := &failingSessions{memStore: newMemStore()}
+		c := &payments.Call{Merchant: merchant, Site: site}
+		res, err := newCaptureService(st, &paymentsUpstream{}).CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
+		if err != nil || res.ID != "CS1" {
+			t.Fatalf("session %+v, %v", res, err)
+		}
+		if werr := c.Wait(); werr == nil || !strings.Contains(werr.Error(), "store session record CS1") {
+			t.Fatalf("Wait = %v", werr)
+		}
+	})
 }
 
 type failingSessions struct{ *memStore }

@@ -49,27 +49,29 @@ func (u *captureUpstream) calls() int {
 	return len(u.reqs)
 }
 
-// failingSaves fails every SavePayment once armed.
+// failingSaves fails every Write once armed.
 type failingSaves struct {
 	*memStore
 	armed atomic.Bool
 }
 
-func (s *failingSaves) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
+func (s *failingSaves) Write(ctx context.Context, w payments.Write) error {
 	if s.armed.Load() {
 		return errors.New("disk on fire")
 	}
-	return s.memStore.SavePayment(ctx, p, prev)
+	return s.memStore.Write(ctx, w)
 }
 
 // authorised stores an authorised payment of 1000 EUR of merchant/site.
 func authorised(t *testing.T, st payments.Store) {
 	t.Helper()
-	p := payments.Payment{
+	h := payments.Head{
 		PSPReference: psp, MerchantID: merchant.ID, SiteID: site.ID, Source: payments.SourceAdvanced,
-		Amount: eur(1000), AuthorisedValue: 1000, State: payments.StateAuthorised, Version: 1, CreatedAt: t0, UpdatedAt: t0,
+		Amount: eur(1000), Authorised: 1000, Auth: payments.Auth{ResultCode: "Authorised"}, CaptureMode: merchant.CaptureMode,
+		Version: 1, CreatedAt: t0, UpdatedAt: t0,
 	}
-	if err := st.SavePayment(context.Background(), p, 0); err != nil {
+	h.Totals = payments.Fold(h, nil)
+	if err := st.Write(context.Background(), payments.Write{PSP: psp, Put: &h}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -80,19 +82,30 @@ func newCaptureService(st payments.Store, up payments.Upstream) *payments.Servic
 	return payments.NewService(st, up, clock.NewFake(t0), slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
-func record(t *testing.T, st payments.Store) payments.Payment {
+// record returns the payment's head, having checked its totals against
+// the fold of its entries.
+func record(t *testing.T, st *memStore) payments.Head {
 	t.Helper()
-	p, err := st.GetPayment(context.Background(), psp)
+	h, err := st.GetPayment(context.Background(), psp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	if fold := payments.Fold(h, st.Entries(psp)); fold != h.Totals {
+		t.Fatalf("cached totals %+v, fold of the entries %+v", h.Totals, fold)
+	}
+	return h
 }
 
-func historyKinds(p payments.Payment) string {
+// timelineKinds lists the kinds of the payment's timeline facts.
+func timelineKinds(t *testing.T, st payments.Store) string {
+	t.Helper()
+	facts, _, err := st.Timeline(context.Background(), psp, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var kinds []string
-	for _, e := range p.History {
-		kinds = append(kinds, e.Kind)
+	for _, f := range facts {
+		kinds = append(kinds, f.Kind)
 	}
 	return strings.Join(kinds, ",")
 }
@@ -107,24 +120,26 @@ func TestCapture(t *testing.T) {
 		wantCalled  bool // the last capture reached the upstream
 		wantState   payments.State
 		wantValue   int64 // captured value after the last capture
-		wantHistory string
+		// wantInFlight: captured, or not, nobody knows yet (no definitive answer).
+		wantInFlight int64
+		wantTimeline string
 	}{
 		{name: "partial", amounts: []money.Amount{eur(600)}, wantCalled: true,
-			wantState: payments.StatePartiallyCaptured, wantValue: 600, wantHistory: "capture-requested,capture"},
+			wantState: payments.StatePartiallyCaptured, wantValue: 600, wantTimeline: "capture-requested,capture"},
 		{name: "in two parts to the full amount", amounts: []money.Amount{eur(600), eur(400)}, wantCalled: true,
-			wantState: payments.StateCaptured, wantValue: 1000, wantHistory: "capture-requested,capture,capture-requested,capture"},
+			wantState: payments.StateCaptured, wantValue: 1000, wantTimeline: "capture-requested,capture,capture-requested,capture"},
 		{name: "more than remains: refused before the upstream", amounts: []money.Amount{eur(600), eur(401)},
 			wantKind: apperr.Invalid, wantField: "amount.value",
-			wantState: payments.StatePartiallyCaptured, wantValue: 600, wantHistory: "capture-requested,capture"},
+			wantState: payments.StatePartiallyCaptured, wantValue: 600, wantTimeline: "capture-requested,capture"},
 		{name: "another currency: refused before the upstream", amounts: []money.Amount{{Value: 100, Currency: "USD"}},
 			wantKind: apperr.Invalid, wantField: "amount.currency", wantState: payments.StateAuthorised},
-		{name: "upstream refuses: reservation released", amounts: []money.Amount{eur(600)},
+		{name: "upstream refuses: nothing in flight", amounts: []money.Amount{eur(600)},
 			upstreamErr: &payments.UpstreamRejection{Message: "Original pspReference required", Err: errors.New("upstream: HTTP 422 errorCode 167")},
 			wantKind:    apperr.Invalid, wantCalled: true,
-			wantState: payments.StateAuthorised, wantValue: 0, wantHistory: "capture-requested,capture-released"},
-		{name: "upstream unavailable: reservation released", amounts: []money.Amount{eur(600)},
+			wantState: payments.StateAuthorised, wantValue: 0, wantTimeline: "capture-requested,capture-refused"},
+		{name: "upstream unavailable: in flight until the platform's answer is learnt", amounts: []money.Amount{eur(600)},
 			upstreamErr: errUnavailable, wantKind: apperr.CaptureFailed, wantCalled: true,
-			wantState: payments.StateAuthorised, wantValue: 0, wantHistory: "capture-requested,capture-released"},
+			wantState: payments.StateAuthorised, wantValue: 0, wantInFlight: 600, wantTimeline: "capture-requested,capture-unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, up := newMemStore(), &captureUpstream{}
@@ -154,10 +169,10 @@ func TestCapture(t *testing.T) {
 			if c.UpstreamCalled() != tc.wantCalled {
 				t.Fatalf("UpstreamCalled = %v, want %v", c.UpstreamCalled(), tc.wantCalled)
 			}
-			p := record(t, st)
-			if p.State != tc.wantState || p.CapturedValue != tc.wantValue || len(p.Reservations) != 0 || historyKinds(p) != tc.wantHistory {
-				t.Fatalf("record: state %s captured %d reservations %v history %s; want %s %d none %s",
-					p.State, p.CapturedValue, p.Reservations, historyKinds(p), tc.wantState, tc.wantValue, tc.wantHistory)
+			v := record(t, st).View()
+			if v.State != tc.wantState || v.Captured != tc.wantValue || v.CapturesInFlight != tc.wantInFlight || timelineKinds(t, st) != tc.wantTimeline {
+				t.Fatalf("record: %+v timeline %s; want %s captured %d in flight %d, %s",
+					v, timelineKinds(t, st), tc.wantState, tc.wantValue, tc.wantInFlight, tc.wantTimeline)
 			}
 		})
 	}
@@ -171,12 +186,11 @@ func TestCaptureRetryReservesOnce(t *testing.T) {
 	authorised(t, st)
 	ctx := context.Background()
 	const key = "derived-upstream-key-0123456789abcdefghijk"
-	// The crashed attempt: reserved 700, never called the upstream.
-	p := record(t, st)
-	p.Reservations = map[string]int64{"op_" + key: 700}
-	p.CapturedValue = 700
-	p.Version++
-	if err := st.SavePayment(ctx, p, p.Version-1); err != nil {
+	// The crashed attempt: its request written (700 in flight), the
+	// upstream never called.
+	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1,
+		Requested: &payments.Request{Amount: eur(700), UpstreamKey: key, At: t0}}
+	if err := st.Write(ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: t0}); err != nil {
 		t.Fatal(err)
 	}
 	c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}
@@ -186,8 +200,8 @@ func TestCaptureRetryReservesOnce(t *testing.T) {
 	if err := c.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if p := record(t, st); p.CapturedValue != 700 || len(p.Reservations) != 0 || p.State != payments.StatePartiallyCaptured {
-		t.Fatalf("record: %+v", p)
+	if v := record(t, st).View(); v.Captured != 700 || v.CapturesInFlight != 0 || v.State != payments.StatePartiallyCaptured {
+		t.Fatalf("record: %+v", v)
 	}
 	if up.keys[0] != key {
 		t.Fatalf("upstream key %q, want %q", up.keys[0], key)
@@ -220,10 +234,9 @@ func TestConcurrentCapturesNeverExceedTheAuthorisedAmount(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	p := record(t, st)
-	if ok.Load() != 5 || refused.Load() != 5 || up.calls() != 5 || p.CapturedValue != 1000 || p.State != payments.StateCaptured || len(p.Reservations) != 0 {
-		t.Fatalf("ok %d refused %d upstream calls %d; record captured %d state %s reservations %v",
-			ok.Load(), refused.Load(), up.calls(), p.CapturedValue, p.State, p.Reservations)
+	v := record(t, st).View()
+	if ok.Load() != 5 || refused.Load() != 5 || up.calls() != 5 || v.Captured != 1000 || v.State != payments.StateCaptured || v.CapturesInFlight != 0 {
+		t.Fatalf("ok %d refused %d upstream calls %d; record %+v", ok.Load(), refused.Load(), up.calls(), v)
 	}
 }
 

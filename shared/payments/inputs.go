@@ -45,14 +45,6 @@ type PaymentInput struct {
 	StateData map[string]json.RawMessage
 }
 
-// Authorisation types (additionalData.authorisationType): only a
-// pre-authorisation's amount can be updated.
-const (
-	KeyAuthorisationType   = "authorisationType"
-	AuthorisationPreAuth   = "PreAuth"
-	AuthorisationFinalAuth = "FinalAuth"
-)
-
 // StorePaymentMethod reports whether the payment asks to store its method.
 func (in PaymentInput) StorePaymentMethod() bool {
 	return string(in.StateData["storePaymentMethod"]) == "true"
@@ -84,24 +76,6 @@ type PaymentMethodsInput struct {
 	AllowedPaymentMethods []string
 	BlockedPaymentMethods []string
 	ShopperReference      string
-}
-
-// CaptureInput is a validated POST captures body.
-type CaptureInput struct {
-	Amount    money.Amount
-	Reference string
-}
-
-// ReversalInput is a validated POST reversals body.
-type ReversalInput struct {
-	Reference string
-}
-
-// AmountUpdateInput is a validated POST amount-updates body (its
-// pspReference already checked against the path's).
-type AmountUpdateInput struct {
-	Amount    money.Amount
-	Reference string
 }
 
 // DeleteStoredMethodInput names a shopper's stored payment method.

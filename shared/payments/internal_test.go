@@ -62,29 +62,42 @@ func TestMergeBlocked(t *testing.T) {
 	}
 }
 
-func TestApplyResultNeverDowngrades(t *testing.T) {
+func TestAnsweredNeverDowngrades(t *testing.T) {
+	captured := func(v int64) []Entry {
+		return []Entry{{Ref: "c", Kind: OpCapture, Requested: &Request{Amount: money.Amount{Value: v, Currency: "EUR"}},
+			Answered: &Answer{Outcome: Received}}}
+	}
+	reversed := []Entry{{Ref: "r", Kind: OpReversal, Requested: &Request{}, Answered: &Answer{Outcome: Received}}}
 	for _, tc := range []struct {
-		from   State
-		result string
-		mode   tenant.CaptureMode
-		want   State
+		from    string
+		entries []Entry
+		result  string
+		mode    tenant.CaptureMode
+		want    State
 	}{
-		{"", "Authorised", tenant.CaptureManual, StateAuthorised},
-		{"", "Authorised", tenant.CaptureAuto, StateCaptured},
-		{"", "Pending", tenant.CaptureManual, StatePending},
-		{StateChallengeShopper, "Authorised", tenant.CaptureManual, StateAuthorised},
-		{StatePending, "Refused", tenant.CaptureManual, StateRefused},
-		{StateAuthorised, "Pending", tenant.CaptureManual, StateAuthorised},          // notification first
-		{StateAuthorised, "ChallengeShopper", tenant.CaptureManual, StateAuthorised}, // notification first
-		{StateRefused, "Received", tenant.CaptureManual, StateRefused},               // notification first
-		{StateCaptured, "Authorised", tenant.CaptureManual, StateCaptured},           // settled stays
-		{StateCancelled, "Authorised", tenant.CaptureManual, StateCancelled},         // settled stays
-		{StatePartiallyCaptured, "Received", tenant.CaptureManual, StatePartiallyCaptured},
+		{"", nil, "Authorised", tenant.CaptureManual, StateAuthorised},
+		{"", nil, "Authorised", tenant.CaptureAuto, StateCaptured},
+		{"", nil, "Pending", tenant.CaptureManual, StatePending},
+		{"ChallengeShopper", nil, "Authorised", tenant.CaptureManual, StateAuthorised},
+		{"Pending", nil, "Refused", tenant.CaptureManual, StateRefused},
+		{"Authorised", nil, "Pending", tenant.CaptureManual, StateAuthorised},          // notification first
+		{"Authorised", nil, "ChallengeShopper", tenant.CaptureManual, StateAuthorised}, // notification first
+		{"Refused", nil, "Received", tenant.CaptureManual, StateRefused},               // notification first
+		{"Authorised", captured(100), "Authorised", tenant.CaptureManual, StateCaptured},
+		{"Authorised", reversed, "Authorised", tenant.CaptureManual, StateCancelled},
+		{"Authorised", captured(40), "Received", tenant.CaptureManual, StatePartiallyCaptured},
 	} {
-		p := Payment{State: tc.from, Amount: money.Amount{Value: 100, Currency: "EUR"}}
-		applyResult(&p, tc.result, tc.mode)
-		if p.State != tc.want {
-			t.Errorf("%s + %s (%s) = %s, want %s", tc.from, tc.result, tc.mode, p.State, tc.want)
+		h := Head{Amount: money.Amount{Value: 100, Currency: "EUR"}, CaptureMode: tc.mode, Auth: Auth{ResultCode: tc.from}}
+		if tc.from == "Authorised" {
+			h.Authorised = 100
+		}
+		h.Totals = Fold(h, tc.entries)
+		h.answered(tc.result)
+		if got := h.View().State; got != tc.want {
+			t.Errorf("%s + %s (%s) = %s, want %s", tc.from, tc.result, tc.mode, got, tc.want)
+		}
+		if got := Fold(h, tc.entries); got != h.Totals {
+			t.Errorf("%s + %s: cached totals %+v, fold %+v", tc.from, tc.result, h.Totals, got)
 		}
 	}
 }
@@ -94,8 +107,8 @@ func TestCapturedState(t *testing.T) {
 		captured, authorised int64
 		want                 State
 	}{{0, 100, StateAuthorised}, {40, 100, StatePartiallyCaptured}, {100, 100, StateCaptured}} {
-		p := Payment{CapturedValue: tc.captured, AuthorisedValue: tc.authorised}
-		if got := capturedState(&p); got != tc.want {
+		h := Head{Auth: Auth{ResultCode: "Authorised"}, Authorised: tc.authorised, Totals: Totals{Captured: tc.captured}}
+		if got := h.View().State; got != tc.want {
 			t.Errorf("%d/%d = %s", tc.captured, tc.authorised, got)
 		}
 	}

@@ -9,75 +9,36 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/memledger"
 )
 
-// memStore is an in-memory payments.Store with the port's version rules.
+// memStore is the in-memory ledger store (the port's contract) whose
+// writes can be made to fail (not a conflict).
 type memStore struct {
-	mu       sync.Mutex
-	payments map[string][]byte
-	sessions map[string]payments.Session
-	// failSaves makes that many SavePayment calls fail (not a conflict).
-	failSaves int
+	*memledger.Store
+	mu sync.Mutex
+	// failWrites makes that many Write calls fail.
+	failWrites int
 }
 
-func newMemStore() *memStore {
-	return &memStore{payments: map[string][]byte{}, sessions: map[string]payments.Session{}}
-}
+func newMemStore() *memStore { return &memStore{Store: memledger.New(clock.NewFake(t0))} }
 
-func (m *memStore) PutSession(_ context.Context, s payments.Session) error {
+func (m *memStore) Write(ctx context.Context, w payments.Write) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sessions[s.ID] = s
-	return nil
-}
-
-func (m *memStore) GetSession(_ context.Context, id string) (payments.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok {
-		return s, storeerr.ErrNotFound
-	}
-	return s, nil
-}
-
-func (m *memStore) GetPayment(_ context.Context, psp string) (payments.Payment, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	raw, ok := m.payments[psp]
-	if !ok {
-		return payments.Payment{}, storeerr.ErrNotFound
-	}
-	var p payments.Payment
-	err := json.Unmarshal(raw, &p)
-	return p, err
-}
-
-func (m *memStore) SavePayment(_ context.Context, p payments.Payment, prev int64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failSaves > 0 {
-		m.failSaves--
+	if m.failWrites > 0 {
+		m.failWrites--
+		m.mu.Unlock()
 		return errors.New("store unavailable")
 	}
-	var cur payments.Payment
-	raw, found := m.payments[p.PSPReference]
-	if found {
-		_ = json.Unmarshal(raw, &cur)
-	}
-	if (prev == 0 && found) || (prev != 0 && (!found || cur.Version != prev)) || p.Version != prev+1 {
-		return storeerr.ErrConflict
-	}
-	b, err := json.Marshal(p)
-	m.payments[p.PSPReference] = b
-	return err
+	m.mu.Unlock()
+	return m.Store.Write(ctx, w)
 }
 
 // fakeUpstream answers modifications "received" and can run a hook while
@@ -155,7 +116,7 @@ func authorisation(success string, value int64) payments.Notification {
 // apply applies it with the default options (owner known, now = clock).
 func (f *fixture) apply(it payments.Notification) (payments.NotificationResult, error) {
 	return payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
-		Now: f.clk.Now(), FirstSeen: f.clk.Now().Add(-time.Hour), Owner: owner, CaptureMode: tenant.CaptureManual,
+		Now: f.clk.Now(), Owner: owner, CaptureMode: tenant.CaptureManual,
 	})
 }
 
@@ -168,24 +129,55 @@ func (f *fixture) mustApply(its ...payments.Notification) {
 	}
 }
 
-func (f *fixture) payment() payments.Payment {
+// payment returns the payment's head, having checked that its cached
+// totals are the fold of its entries.
+func (f *fixture) payment() payments.Head {
 	f.t.Helper()
-	p, err := f.st.GetPayment(f.ctx, psp)
+	return f.head(psp)
+}
+
+func (f *fixture) head(ref string) payments.Head {
+	f.t.Helper()
+	h, err := f.st.GetPayment(f.ctx, ref)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return p
+	if fold := payments.Fold(h, f.st.Entries(ref)); fold != h.Totals {
+		f.t.Fatalf("payment %s: cached totals %+v, fold of its entries %+v", ref, h.Totals, fold)
+	}
+	return h
 }
 
-// notifications counts the history entries from notifications.
-func notifications(p payments.Payment) int {
+// timeline returns every fact of the payment.
+func (f *fixture) timeline() []payments.Fact {
+	f.t.Helper()
+	facts, next, err := f.st.Timeline(f.ctx, psp, "", 1000)
+	if err != nil || next != "" {
+		f.t.Fatalf("timeline: %v (next %q)", err, next)
+	}
+	return facts
+}
+
+// notifications counts the timeline's facts from notifications.
+func (f *fixture) notifications() int {
 	n := 0
-	for _, e := range p.History {
-		if e.Origin == payments.OriginNotification {
+	for _, fact := range f.timeline() {
+		if fact.Origin == payments.OriginNotification {
 			n++
 		}
 	}
 	return n
+}
+
+// hasFact reports whether the timeline has a fact of kind about operation
+// pspReference mod.
+func (f *fixture) hasFact(kind, mod string) bool {
+	for _, fact := range f.timeline() {
+		if fact.Kind == kind && fact.PSPReference == mod {
+			return true
+		}
+	}
+	return false
 }
 
 type want struct {
@@ -196,10 +188,10 @@ type want struct {
 
 func (f *fixture) check(w want) {
 	f.t.Helper()
-	p := f.payment()
-	if p.State != w.state || p.AuthorisedValue != w.authorised || p.CapturedValue != w.captured || p.RefundedValue != w.refunded || notifications(p) != w.notes {
-		f.t.Fatalf("record: state %s authorised %d captured %d refunded %d notes %d; want %+v\nhistory: %+v",
-			p.State, p.AuthorisedValue, p.CapturedValue, p.RefundedValue, notifications(p), w, p.History)
+	v := f.payment().View()
+	if v.State != w.state || v.Authorised != w.authorised || v.Captured != w.captured || v.Refunded != w.refunded || f.notifications() != w.notes {
+		f.t.Fatalf("record: state %s authorised %d captured %d refunded %d notes %d; want %+v\ntimeline: %+v",
+			v.State, v.Authorised, v.Captured, v.Refunded, f.notifications(), w, f.timeline())
 	}
 }
 
@@ -255,7 +247,7 @@ func TestAuthorisationCreatesSessionsPaymentWithToken(t *testing.T) {
 	p := f.payment()
 	if p.MerchantID != "m_a" || p.SiteID != "site_a" || p.Source != payments.SourceSessions || p.SessionID != "CS1" ||
 		p.Reference != "order-1" || p.StoredMethodID != "M5N7TQ4TG5PFWR50" || p.ShopperReference != "guest-1" ||
-		p.State != payments.StateAuthorised || p.Version != 1 {
+		p.View().State != payments.StateAuthorised || p.Version != 1 {
 		t.Fatalf("record: %+v", p)
 	}
 	res, err = f.apply(it)
@@ -351,7 +343,7 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 	f.advancedPayment("Authorised")
 	f.mustApply(authorisation("true", 1000))
 	p := f.payment()
-	if p.Source != payments.SourceAdvanced || p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 {
+	if p.Source != payments.SourceAdvanced || p.View().State != payments.StateAuthorised || p.Authorised != 1000 || len(f.timeline()) != 2 {
 		t.Fatalf("API first: %+v", p)
 	}
 
@@ -359,7 +351,7 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 	f.mustApply(authorisation("true", 1000))
 	f.advancedPayment("Authorised")
 	p = f.payment()
-	if p.State != payments.StateAuthorised || p.AuthorisedValue != 1000 || len(p.History) != 2 || p.Version != 2 {
+	if p.View().State != payments.StateAuthorised || p.Authorised != 1000 || len(f.timeline()) != 2 || p.Version != 2 {
 		t.Fatalf("notification first: %+v", p)
 	}
 	// What only the request knew reaches the record the notification made:
@@ -375,23 +367,25 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 // A record update after the upstream accepted is not dropped when the store
 // fails for a while: settle retries until it lands.
 func TestSettleSurvivesStoreFailures(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	f.up.during = func(string) {
-		f.st.mu.Lock()
-		f.st.failSaves = 4
-		f.st.mu.Unlock()
-	}
-	if _, err := f.capture(400); err != nil {
-		t.Fatal(err)
-	}
-	p := f.payment()
-	if p.State != payments.StatePartiallyCaptured || p.CapturedValue != 400 || len(p.Reservations) != 0 || !p.HasEvent("capture", "MOD0000000000001") {
-		t.Fatalf("record %s captured %d reservations %v history %+v", p.State, p.CapturedValue, p.Reservations, p.History)
-	}
-	if f.st.failSaves != 0 {
-		t.Fatalf("%d failures left", f.st.failSaves)
-	}
+	synctest.Test(t, func(t *testing.T) { // settle's retries wait on the bubble's clock
+		f := newFixture(t)
+		f.advancedPayment("Authorised")
+		f.up.during = func(string) {
+			f.st.mu.Lock()
+			f.st.failWrites = 4
+			f.st.mu.Unlock()
+		}
+		if _, err := f.capture(400); err != nil {
+			t.Fatal(err)
+		}
+		v := f.payment().View()
+		if v.State != payments.StatePartiallyCaptured || v.Captured != 400 || v.CapturesInFlight != 0 || !f.hasFact("capture", "MOD0000000000001") {
+			t.Fatalf("record %+v timeline %+v", v, f.timeline())
+		}
+		if f.st.failWrites != 0 {
+			t.Fatalf("%d failures left", f.st.failWrites)
+		}
+	})
 }
 
 // TestCaptureNotificationDuringTheCall: the CAPTURE arrives while the
@@ -413,7 +407,9 @@ func TestCaptureNotificationDuringTheCall(t *testing.T) {
 }
 
 // TestCaptureFailedRevertsOptimisticCapture covers CAPTURE_FAILED after the
-// call was recorded, and during the call (retried later: ErrNotReady).
+// call was recorded, and during the call (before the answer naming the
+// operation is recorded: the answer then merges into the entry the
+// notification made).
 func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
@@ -427,47 +423,16 @@ func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
 	failed := item(payments.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil)
-	var during error
-	f.up.during = func(string) {
-		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{
-			Now: f.clk.Now(), FirstSeen: f.clk.Now(), CaptureMode: tenant.CaptureManual,
-		})
-	}
+	f.up.during = func(string) { f.mustApply(failed) }
 	if _, err := f.capture(600); err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(during, payments.ErrNotReady) {
-		t.Fatalf("CAPTURE_FAILED during the call: %v, want ErrNotReady", during)
-	}
-	f.mustApply(failed) // the upstream's retry
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
-}
-
-// TestStaleReservationReleasedAfterGrace: a reservation whose call never
-// settled is released by CAPTURE_FAILED once the grace period is over.
-func TestStaleReservationReleasedAfterGrace(t *testing.T) {
-	f := newFixture(t)
-	f.mustApply(authorisation("true", 1000))
-	_, err := payments.Mutate(f.ctx, f.st, psp, nil, func(p *payments.Payment) error {
-		p.Reservations = map[string]int64{"op_lost": 500}
-		p.CapturedValue, p.State = 500, payments.StatePartiallyCaptured
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	if v := f.payment().View(); v.CapturesInFlight != 0 || v.Capturable != 1000 {
+		t.Fatalf("after the failure and the answer: %+v", v)
 	}
-	failed := item(payments.EventCaptureFailed, "MOD9", psp, "true", 500, nil)
-	opts := payments.NotificationOptions{Now: t0, FirstSeen: t0, CaptureMode: tenant.CaptureManual}
-	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); !errors.Is(err, payments.ErrNotReady) {
-		t.Fatalf("within grace: %v", err)
-	}
-	opts.Now = t0.Add(payments.DefaultNotReadyGrace)
-	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); err != nil {
-		t.Fatal(err)
-	}
-	if p := f.payment(); len(p.Reservations) != 0 || p.CapturedValue != 0 || p.State != payments.StateAuthorised {
-		t.Fatalf("after grace: %+v", p)
-	}
+	f.mustApply(failed) // the platform's retry: applied once
+	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 }
 
 func TestReversalOutcomes(t *testing.T) {
@@ -502,19 +467,14 @@ func TestReversalOutcomes(t *testing.T) {
 	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000002", psp, "false", 1000, map[string]string{"modification.action": "refund"}))
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 
-	// A reversal failure overtaking the call's answer waits (ErrNotReady).
+	// A reversal failure overtaking the call's answer: the answer merges
+	// into it, and the payment is authorised again.
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
 	failed := item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"})
-	var during error
-	f.up.during = func(string) {
-		_, during = payments.ApplyNotification(f.ctx, f.st, failed, payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now()})
-	}
+	f.up.during = func(string) { f.mustApply(failed) }
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
-	}
-	if !errors.Is(during, payments.ErrNotReady) {
-		t.Fatalf("reversal failure during the call: %v", during)
 	}
 	f.mustApply(failed)
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
@@ -529,8 +489,8 @@ func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
 	f.check(want{payments.StateAuthorised, 1500, 0, 0, 0})
 	f.mustApply(item(payments.EventAuthorisationAdjustment, "MOD0000000000001", psp, "false", 1500, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
-	if p := f.payment(); p.Amount.Value != 1000 {
-		t.Fatalf("amount not restored: %+v", p.Amount)
+	if p := f.payment(); p.Amount.Value != 1000 || p.View().Capturable != 1000 {
+		t.Fatalf("amount not restored: %+v %+v", p.Amount, p.View())
 	}
 }
 
@@ -538,8 +498,8 @@ func TestOfferClosedExpiresUnfinishedPayment(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("RedirectShopper")
 	f.mustApply(item(payments.EventOfferClosed, psp, "", "true", 1000, nil))
-	if p := f.payment(); p.State != payments.StateExpired {
-		t.Fatalf("state %s, want Expired", p.State)
+	if st := f.payment().View().State; st != payments.StateExpired {
+		t.Fatalf("state %s, want Expired", st)
 	}
 }
 

@@ -47,9 +47,9 @@ func saveActionAlias(ctx context.Context, st Store, merchantID, siteID, ref, pay
 	if paymentData == "" || ref == "" {
 		return nil
 	}
-	alias := Payment{PSPReference: actionKey(paymentData), MerchantID: merchantID, SiteID: siteID, Reference: ref,
+	alias := Head{PSPReference: actionKey(paymentData), MerchantID: merchantID, SiteID: siteID, Reference: ref,
 		Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := st.SavePayment(ctx, alias, 0); err != nil && !errors.Is(err, storeerr.ErrConflict) {
+	if err := st.Write(ctx, Write{PSP: alias.PSPReference, Put: &alias}); err != nil && !errors.Is(err, storeerr.ErrConflict) {
 		return fmt.Errorf("record action of %s: %w", ref, err)
 	}
 	return nil
@@ -78,143 +78,120 @@ func (s *Service) referenceOfAction(ctx context.Context, merchantID, siteID, pay
 // payment.
 func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix) }
 
-// kindBound is the history entry of a record that took over a pending one
-// (Detail: the pending key).
-const kindBound = "bound"
+// A pending record is a head under PendingKey, with the request's facts
+// and the answer's result code; the head of the payment starts from it once
+// its pspReference is known (bound), and the pending record is marked
+// BoundTo it.
 
-// Internal reports whether e is the service's own bookkeeping rather than
-// an operation or notification of the payment: the entry recording that
-// the record took over a pending one (its Detail is the internal pending
-// key). Views for merchants leave such entries out.
-func (e Event) Internal() bool { return e.Kind == kindBound }
-
-// savePending writes the pending record p (keyed by PendingKey), replacing
-// an earlier payment's with the same reference: the latest payment started
-// with a reference is the one its details and notification bind. The same
-// record written again once its payment is bound (a repeated update) stays
-// as it is.
-func savePending(ctx context.Context, st Store, p Payment) error {
-	key := PendingKey(p.MerchantID, p.SiteID, p.Reference)
-	_, err := Mutate(ctx, st, key, func() Payment { return p }, func(cur *Payment) error {
-		if cur.Version == 0 {
-			return nil
-		}
-		if cur.BoundTo != "" && cur.CreatedAt.Equal(p.CreatedAt) && cur.Amount == p.Amount {
+// savePending writes the pending record h (keyed by PendingKey),
+// replacing an earlier payment's with the same reference: the latest
+// payment started with a reference is the one its details and notification
+// bind. The same record written again once its payment is bound (a
+// repeated update) stays as it is.
+func savePending(ctx context.Context, st Store, h Head) error {
+	key := PendingKey(h.MerchantID, h.SiteID, h.Reference)
+	err := updateHead(ctx, st, key, func(cur *Head) error {
+		if cur.Version != 0 && cur.BoundTo != "" && cur.CreatedAt.Equal(h.CreatedAt) && cur.Amount == h.Amount {
 			return ErrSkip // this payment's, bound since
 		}
-		v := cur.Version
-		*cur = clonePayment(p)
-		cur.PSPReference, cur.Version = key, v
+		*cur = h.clone()
 		return nil
-	})
+	}, Fact{ID: "pending", At: h.UpdatedAt, Kind: "payment", Origin: OriginAPI, Detail: h.Auth.ResultCode})
 	if err != nil {
-		return fmt.Errorf("record pending payment %s: %w", p.Reference, err)
+		return fmt.Errorf("record pending payment %s: %w", h.Reference, err)
 	}
 	return nil
 }
 
 // pendingFor returns the unbound (or bound to psp) pending record of the
 // payment with reference ref of a site, if there is one.
-func pendingFor(ctx context.Context, st Store, merchantID, siteID, ref, psp string) (Payment, bool, error) {
+func pendingFor(ctx context.Context, st Store, merchantID, siteID, ref, psp string) (Head, bool, error) {
 	if ref == "" || merchantID == "" {
-		return Payment{}, false, nil
+		return Head{}, false, nil
 	}
-	p, err := st.GetPayment(ctx, PendingKey(merchantID, siteID, ref))
+	h, err := st.GetPayment(ctx, PendingKey(merchantID, siteID, ref))
 	if errors.Is(err, storeerr.ErrNotFound) {
-		return Payment{}, false, nil
+		return Head{}, false, nil
 	}
 	if err != nil {
-		return Payment{}, false, err
+		return Head{}, false, err
 	}
-	if p.MerchantID != merchantID || p.SiteID != siteID || (p.BoundTo != "" && p.BoundTo != psp) {
-		return Payment{}, false, nil
+	if h.MerchantID != merchantID || h.SiteID != siteID || (h.BoundTo != "" && h.BoundTo != psp) {
+		return Head{}, false, nil
 	}
-	return p, true, nil
+	return h, true, nil
 }
 
-// fromPending is the record of payment psp starting from its pending record.
-func fromPending(pend Payment, psp string) Payment {
-	p := clonePayment(pend)
-	p.PSPReference, p.BoundTo, p.Version = psp, "", 0
-	p.History = append(p.History, Event{At: pend.UpdatedAt, Kind: kindBound, Origin: OriginAPI, PSPReference: psp,
-		Detail: PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)})
-	return p
+// fromPending is the head of payment psp starting from its pending record.
+func fromPending(pend Head, psp string) Head {
+	h := pend.clone()
+	h.PSPReference, h.BoundTo, h.Version, h.Totals = psp, "", 0, Totals{}
+	h.Totals = h.authContribution()
+	return h
 }
 
-// mergePending fills what p (a record made from an upstream answer or a
-// notification) lacks from its pending record, once.
-func mergePending(p *Payment, pend Payment) {
-	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	for _, e := range p.History {
-		if e.Kind == kindBound && e.Detail == key {
-			return
+// fillRequestFacts fills what h (a head made from an upstream answer or
+// a notification) lacks from req, a head of what the merchant's request
+// knew: reference, amount, flow, shopper, card storage, authorisation type
+// and the earlier creation time. A known amount becoming known moves the
+// Totals with the authorisation.
+func fillRequestFacts(h *Head, req Head) {
+	if h.Reference == "" {
+		h.Reference = req.Reference
+	}
+	if !h.AmountKnown() && req.AmountKnown() {
+		before := h.authContribution()
+		h.Amount = req.Amount
+		if h.AuthStatus() == StateAuthorised && h.Authorised == 0 {
+			h.Authorised = h.Amount.Value
+		}
+		h.Totals = h.Totals.Sub(before).Add(h.authContribution())
+	}
+	if h.Source == "" || h.Source == SourceSessions && h.SessionID == "" {
+		if req.Source != "" {
+			h.Source = req.Source
 		}
 	}
-	fillRequestFacts(p, pend)
-	history := append([]Event(nil), pend.History...)
-	history = append(history, Event{At: pend.UpdatedAt, Kind: kindBound, Origin: OriginAPI, PSPReference: p.PSPReference, Detail: key})
-	p.History = append(history, p.History...)
+	if h.ShopperReference == "" {
+		h.ShopperReference = req.ShopperReference
+	}
+	if h.StoredMethodID == "" {
+		h.StoredMethodID = req.StoredMethodID
+	}
+	h.StorePaymentMethod = h.StorePaymentMethod || req.StorePaymentMethod
+	if h.AuthorisationType == "" {
+		h.AuthorisationType = req.AuthorisationType
+	}
+	if h.CaptureMode == "" {
+		h.CaptureMode = req.CaptureMode
+	}
+	if !req.CreatedAt.IsZero() && (h.CreatedAt.IsZero() || req.CreatedAt.Before(h.CreatedAt)) {
+		h.CreatedAt = req.CreatedAt
+	}
 }
 
-// fillRequestFacts fills what p (a record made from an upstream answer or
-// a notification) lacks from req, a record of what the merchant's request
-// knew: reference, amount, flow, shopper, card storage, authorisation type
-// and the earlier creation time.
-func fillRequestFacts(p *Payment, req Payment) {
-	if p.Reference == "" {
-		p.Reference = req.Reference
-	}
-	if p.Amount.Currency == "" || p.Amount.Value == 0 && p.AuthorisedValue == 0 {
-		p.Amount = req.Amount
-	}
-	if p.Source == "" || p.Source == SourceSessions && p.SessionID == "" {
-		p.Source = req.Source
-	}
-	if p.ShopperReference == "" {
-		p.ShopperReference = req.ShopperReference
-	}
-	if p.StoredMethodID == "" {
-		p.StoredMethodID = req.StoredMethodID
-	}
-	p.StorePaymentMethod = p.StorePaymentMethod || req.StorePaymentMethod
-	if p.AuthorisationType == "" {
-		p.AuthorisationType = req.AuthorisationType
-	}
-	if !req.CreatedAt.IsZero() && (p.CreatedAt.IsZero() || req.CreatedAt.Before(p.CreatedAt)) {
-		p.CreatedAt = req.CreatedAt
-	}
+// boundFact is the timeline's line of a payment that started from its
+// pending record (once, whichever of details and notification binds it).
+func boundFact(pend Head, at time.Time) Fact {
+	return Fact{ID: "bound", At: at, Kind: "bound", Origin: OriginAPI, Detail: pend.Reference}
 }
 
 // markBound records on a pending record the pspReference its payment got.
-// Its failure does not matter much: the payment's own record is complete.
-func markBound(ctx context.Context, st Store, pend Payment, psp string) error {
+// Its failure does not matter much: the payment's own head is complete.
+func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 	if pend.BoundTo == psp {
 		return nil
 	}
-	_, err := MutateFrom(ctx, st, pend, func(p *Payment) error {
-		if p.BoundTo == psp {
+	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
+	err := updateHead(ctx, st, key, func(h *Head) error {
+		if h.Version == 0 || h.BoundTo == psp {
 			return ErrSkip
 		}
-		p.BoundTo = psp
+		h.BoundTo = psp
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("bind pending payment to %s: %w", psp, err)
 	}
 	return nil
-}
-
-// mayHavePending reports whether a record could still take over a pending
-// one: not when it did already, when /payments answered with its
-// pspReference, or when it is a session's payment.
-func (p *Payment) mayHavePending() bool {
-	if p.SessionID != "" {
-		return false
-	}
-	for _, e := range p.History {
-		if e.Kind == kindBound || e.Origin == OriginAPI && e.Kind == "payment" && e.PSPReference != "" {
-			return false
-		}
-	}
-	return true
 }

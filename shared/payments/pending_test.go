@@ -79,19 +79,13 @@ func (f *fixture) applyAdvancedAuthorisation() {
 func (f *fixture) wantBound(state payments.State) {
 	f.t.Helper()
 	p := f.payment()
-	if p.Reference != "order-1" || p.Amount.Value != 1000 || p.Amount.Currency != "EUR" || p.AuthorisedValue != 1000 ||
+	if p.Reference != "order-1" || p.Amount.Value != 1000 || p.Amount.Currency != "EUR" || p.Authorised != 1000 ||
 		p.ShopperReference != "shopper-1" || !p.StorePaymentMethod || p.AuthorisationType != payments.AuthorisationPreAuth ||
-		p.Source != payments.SourceAdvanced || p.SiteID != site.ID || p.State != state {
+		p.Source != payments.SourceAdvanced || p.SiteID != site.ID || p.View().State != state {
 		f.t.Fatalf("record: %+v", p)
 	}
-	bound := 0
-	for _, e := range p.History {
-		if e.Kind == "bound" {
-			bound++
-		}
-	}
-	if bound != 1 {
-		f.t.Fatalf("merged %d times: %+v", bound, p.History)
+	if bound := f.apiFacts("bound"); bound != 1 {
+		f.t.Fatalf("merged %d times: %+v", bound, f.timeline())
 	}
 	pend, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
 	if err != nil || pend.BoundTo != psp {
@@ -102,7 +96,7 @@ func (f *fixture) wantBound(state payments.State) {
 func TestPendingPaymentRecordedAtOnce(t *testing.T) {
 	f := pendingFixture(t)
 	p, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
-	if err != nil || p.State != payments.StateIdentifyShopper || p.Amount.Value != 1000 || p.BoundTo != "" || p.AuthorisationType != payments.AuthorisationPreAuth {
+	if err != nil || p.View().State != payments.StateIdentifyShopper || p.Amount.Value != 1000 || p.BoundTo != "" || p.AuthorisationType != payments.AuthorisationPreAuth {
 		t.Fatalf("pending record: %+v %v", p, err)
 	}
 	// Not a payment: no modification reaches it.
@@ -121,7 +115,7 @@ func TestPendingBoundByDetailsThenNotification(t *testing.T) {
 	}
 	f.applyAdvancedAuthorisation()
 	p := f.payment()
-	if p.AuthorisedValue != 1200 || p.ShopperReference != "shopper-1" {
+	if p.Authorised != 1200 || p.ShopperReference != "shopper-1" {
 		t.Fatalf("after the notification: %+v", p)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -22,23 +21,17 @@ import (
 // UpdateKind says what a record update records.
 type UpdateKind string
 
-// Record update kinds.
+// Record update kinds. An operation's answer is its kind's update with
+// the outcome as Status ("received", "refused" or "unknown"); the
+// *-release kinds are the refusals an earlier version wrote.
 const (
-	// UpdateCapture: the upstream accepted a capture (Op: its reservation).
-	UpdateCapture UpdateKind = "capture"
-	// UpdateCaptureRelease: the capture call failed; its reservation is released.
+	UpdateCapture        UpdateKind = "capture"
 	UpdateCaptureRelease UpdateKind = "capture-release"
-	// UpdateRefund: the upstream accepted a refund (Op: its reservation,
-	// moved to the refund's pspReference until its notification).
-	UpdateRefund UpdateKind = "refund"
-	// UpdateRefundRelease: the refund call failed; its reservation is released.
-	UpdateRefundRelease UpdateKind = "refund-release"
-	// UpdateReversal: the upstream accepted a reversal.
-	UpdateReversal UpdateKind = "reversal"
-	// UpdateAmount: the upstream accepted an amount update (Op: its marker).
-	UpdateAmount UpdateKind = "amount-update"
-	// UpdateAmountRelease: the amount update call failed; its marker is removed.
-	UpdateAmountRelease UpdateKind = "amount-update-release"
+	UpdateRefund         UpdateKind = "refund"
+	UpdateRefundRelease  UpdateKind = "refund-release"
+	UpdateReversal       UpdateKind = "reversal"
+	UpdateAmount         UpdateKind = "amount-update"
+	UpdateAmountRelease  UpdateKind = "amount-update-release"
 	// UpdatePayment: /payments answered with the payment's pspReference.
 	UpdatePayment UpdateKind = "payment"
 	// UpdateDetails: /payments/details answered with the pspReference.
@@ -51,6 +44,36 @@ const (
 	// UpdateSession: the record of a session the upstream created.
 	UpdateSession UpdateKind = "session"
 )
+
+// updateKind is the update kind of an operation's answer.
+func updateKind(k OpKind) UpdateKind {
+	switch k {
+	case OpCapture:
+		return UpdateCapture
+	case OpRefund:
+		return UpdateRefund
+	case OpReversal:
+		return UpdateReversal
+	}
+	return UpdateAmount
+}
+
+// answerOf is the operation kind and the answer an update records.
+func (u RecordUpdate) answerOf() (OpKind, Answer) {
+	a := Answer{Outcome: Outcome(u.Status), Reason: u.Reason, At: u.At}
+	switch a.Outcome {
+	case Received, Refused, Unknown:
+	default: // an earlier version's: "received", or a release
+		a.Outcome = Received
+	}
+	kind := map[UpdateKind]OpKind{UpdateCapture: OpCapture, UpdateCaptureRelease: OpCapture, UpdateRefund: OpRefund,
+		UpdateRefundRelease: OpRefund, UpdateReversal: OpReversal, UpdateAmount: OpAmountUpdate, UpdateAmountRelease: OpAmountUpdate}[u.Kind]
+	switch u.Kind {
+	case UpdateCaptureRelease, UpdateRefundRelease, UpdateAmountRelease:
+		a.Outcome = Refused
+	}
+	return kind, a
+}
 
 // RecordUpdate is one record write that follows an upstream answer: which
 // record, which operation, and the facts of the answer. It holds no
@@ -68,9 +91,11 @@ type RecordUpdate struct {
 	Modification string
 	// Amount of a capture, refund or amount update.
 	Amount money.Amount
-	// Status is the upstream's answer: a modification's status
-	// ("received"), a payment's resultCode.
+	// Status is the upstream's answer: an operation's Outcome, a
+	// payment's resultCode.
 	Status string
+	// Reason is a refusal's message.
+	Reason string
 	// Payment: what a payment or details call knew (payment, details,
 	// pending, action).
 	Payment *PaymentFacts
@@ -131,13 +156,11 @@ func (u RecordUpdate) Validate() error {
 		return fmt.Errorf("%w: %s update without %s", ErrUpdateRefused, u.Kind, what)
 	}
 	switch u.Kind {
-	case UpdateCapture, UpdateRefund, UpdateAmount:
+	case UpdateCapture, UpdateRefund, UpdateAmount, UpdateReversal:
 		if u.Op == "" {
 			return missing("operation reference")
 		}
-		fallthrough
-	case UpdateReversal:
-		if u.Modification == "" {
+		if _, a := u.answerOf(); a.Outcome == Received && u.Modification == "" {
 			return missing("modification pspReference")
 		}
 	case UpdateCaptureRelease, UpdateRefundRelease, UpdateAmountRelease:
@@ -171,18 +194,17 @@ func (u RecordUpdate) Validate() error {
 	return nil
 }
 
-// ApplyRecordUpdate applies u to its record, idempotently: an update
-// applied before (keyed by the modification's pspReference, or the
-// reservation it ends) changes nothing, and so does one whose effect a
-// notification already decided. Conflicts are retried; other store errors
-// are returned (retry later); ErrUpdateRefused when it can never apply.
+// ApplyRecordUpdate applies u to its payment, idempotently: an update
+// applied before changes nothing. Conflicts are retried; other store
+// errors are returned (retry later); ErrUpdateRefused when it can never
+// apply.
 func ApplyRecordUpdate(ctx context.Context, st Store, u RecordUpdate) error {
 	return applyRecordUpdate(ctx, st, u, nil)
 }
 
-// applyRecordUpdate is ApplyRecordUpdate starting from first, the record
-// as the request last saw it (nil: read it).
-func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Payment) error {
+// applyRecordUpdate is ApplyRecordUpdate starting, for an operation's
+// answer, from first: the entry as the request wrote it (nil: read it).
+func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Entry) error {
 	if err := u.Validate(); err != nil {
 		return err
 	}
@@ -200,222 +222,17 @@ func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Pay
 		}
 		return nil
 	}
-	_, err := mutate(ctx, st, u.PSPReference, first, nil, func(p *Payment) error {
-		if err := u.applyTo(p); err != nil {
-			return err
-		}
-		if u.At.After(p.UpdatedAt) {
-			p.UpdatedAt = u.At
-		}
-		return nil
-	}, maxSettleAttempts)
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return fmt.Errorf("%w: payment %s not found: %w", ErrUpdateRefused, u.PSPReference, err)
+	kind, a := u.answerOf()
+	var err error
+	if kind == OpAmountUpdate {
+		err = answerAmountUpdate(ctx, st, u.PSPReference, u.Op, u.Modification, a)
+	} else {
+		err = answerEntry(ctx, st, u.PSPReference, u.Op, u.Modification, a, first)
 	}
 	if err != nil {
 		return fmt.Errorf("%s update of payment %s: %w", u.Kind, u.PSPReference, err)
 	}
 	return nil
-}
-
-// applyTo applies a modification's update to p, or returns ErrSkip when p
-// already has it.
-func (u RecordUpdate) applyTo(p *Payment) error {
-	amount := u.Amount
-	switch u.Kind {
-	case UpdateCapture:
-		if _, done := p.apiEvent(kindAPICapture, u.Modification); done {
-			return ErrSkip
-		}
-		_, reserved := p.Reservations[u.Op]
-		delete(p.Reservations, u.Op)
-		switch {
-		case !reserved || p.notifiedAny(EventCaptureFailed, u.Modification):
-			// Not counted any more: its failure notification took it
-			// back (or, after the grace period, released a reservation of
-			// the same amount, leaving this one to stand for it).
-			p.recomputeState()
-		case p.State == StateCancelled || p.State == StateRefunded || p.State == StatePartiallyRefunded:
-			// A reversal was recorded first, but the upstream accepted
-			// this capture, so it came before the reversal there: the
-			// reversal refunded it.
-			p.RefundedValue += amount.Value
-			p.State = StateRefunded
-		default:
-			p.State = capturedState(p)
-		}
-		p.History = append(p.History, Event{At: u.At, Kind: kindAPICapture, Origin: OriginAPI, PSPReference: u.Modification, Amount: &amount, Detail: u.Status})
-	case UpdateCaptureRelease:
-		v, ok := p.Reservations[u.Op]
-		if !ok {
-			return ErrSkip
-		}
-		p.CapturedValue -= v
-		delete(p.Reservations, u.Op)
-		p.History = append(p.History, Event{At: u.At, Kind: "capture-released", Origin: OriginAPI, PSPReference: u.Op})
-	case UpdateRefund:
-		if _, done := p.apiEvent(kindAPIRefund, u.Modification); done {
-			return ErrSkip
-		}
-		delete(p.RefundReservations, u.Op)
-		if !p.notifiedAny(EventRefund, u.Modification) && !p.notifiedAny(EventRefundFailed, u.Modification) {
-			if p.RefundReservations == nil {
-				p.RefundReservations = map[string]int64{}
-			}
-			p.RefundReservations[u.Modification] = amount.Value
-		}
-		p.History = append(p.History, Event{At: u.At, Kind: kindAPIRefund, Origin: OriginAPI, PSPReference: u.Modification, Amount: &amount, Detail: u.Status})
-	case UpdateRefundRelease:
-		if _, ok := p.RefundReservations[u.Op]; !ok {
-			return ErrSkip
-		}
-		delete(p.RefundReservations, u.Op)
-		p.History = append(p.History, Event{At: u.At, Kind: kindAPIRefundReleased, Origin: OriginAPI, PSPReference: u.Op})
-	case UpdateReversal:
-		if _, done := p.apiEvent(kindAPIReversal, u.Modification); done {
-			return ErrSkip
-		}
-		// Captures still in flight are not counted: one the upstream
-		// accepted before this reversal adds itself to the refund when it
-		// settles (UpdateCapture), one it refuses after is released.
-		kind := "cancel"
-		captured := p.settledCaptures()
-		if captured > 0 {
-			kind = "refund"
-		}
-		switch {
-		case p.notified(EventCancelOrRefund, u.Modification, false):
-			// Its failure was notified first and stands.
-		case captured > 0:
-			p.RefundedValue = captured
-			p.State = StateRefunded
-		default:
-			p.State = StateCancelled
-		}
-		p.History = append(p.History, Event{At: u.At, Kind: kindAPIReversal, Origin: OriginAPI, PSPReference: u.Modification, Detail: kind})
-	case UpdateAmount:
-		if _, done := p.apiEvent(kindAPIAmountUpdate, u.Modification); done {
-			return ErrSkip
-		}
-		if p.AmountUpdate != nil && p.AmountUpdate.Op == u.Op {
-			p.AmountUpdate = nil
-		}
-		p.History = append(p.History, Event{At: u.At, Kind: kindAPIAmountUpdate, Origin: OriginAPI, PSPReference: u.Modification, Amount: &amount, Detail: fmt.Sprintf("from %d", p.AuthorisedValue)})
-		if !p.notified(EventAuthorisationAdjustment, u.Modification, false) { // else its failure stands
-			p.AuthorisedValue = amount.Value
-			p.Amount.Value = amount.Value
-		}
-	case UpdateAmountRelease:
-		if p.AmountUpdate == nil || p.AmountUpdate.Op != u.Op {
-			return ErrSkip
-		}
-		p.AmountUpdate = nil
-	default:
-		return fmt.Errorf("%w: %s is not a modification update", ErrUpdateRefused, u.Kind)
-	}
-	return nil
-}
-
-// newRecord is the record a payment or details answer creates when none
-// exists (and no pending record leads to it).
-func (f *PaymentFacts) newRecord(at time.Time) Payment {
-	return Payment{
-		MerchantID: f.MerchantID, SiteID: f.SiteID, Reference: f.Reference, Source: SourceAdvanced,
-		Amount: f.Amount, ShopperReference: f.ShopperReference, StoredMethodID: f.StoredMethodID,
-		StorePaymentMethod: f.StorePaymentMethod, AuthorisationType: f.AuthorisationType,
-		CreatedAt: at,
-	}
-}
-
-// recordResult creates or updates the record of a payment after a payment
-// or details answer naming its pspReference. A details answer starts from
-// the payment's pending record (found by PendingReference), which is then
-// marked bound.
-func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
-	f := u.Payment
-	psp := u.PSPReference
-	var pend Payment
-	var found bool
-	if u.Kind == UpdateDetails {
-		var err error
-		if pend, found, err = pendingFor(ctx, st, f.MerchantID, f.SiteID, f.PendingReference, psp); err != nil {
-			return fmt.Errorf("read pending payment %s: %w", f.PendingReference, err)
-		}
-	}
-	create := func() Payment {
-		if found {
-			return fromPending(pend, psp)
-		}
-		return f.newRecord(u.At)
-	}
-	apply := func(p *Payment) error {
-		if p.MerchantID != f.MerchantID || (p.SiteID != "" && p.SiteID != f.SiteID) {
-			return fmt.Errorf("%w: payment %s belongs to another merchant or site", ErrUpdateRefused, psp)
-		}
-		for _, e := range p.History {
-			if e.Origin == OriginAPI && e.Kind == string(u.Kind) && e.PSPReference == psp && e.Detail == u.Status {
-				return ErrSkip // this answer is recorded
-			}
-		}
-		if p.SiteID == "" {
-			p.SiteID = f.SiteID
-		}
-		if found {
-			mergePending(p, pend)
-		}
-		applyResult(p, u.Status, f.CaptureMode)
-		if f.RefusalReason != "" {
-			p.RefusalReason = f.RefusalReason
-		}
-		if f.PaymentMethod != "" {
-			p.PaymentMethod = f.PaymentMethod
-		}
-		p.History = append(p.History, Event{At: u.At, Kind: string(u.Kind), Origin: OriginAPI, PSPReference: psp, Detail: u.Status})
-		if u.At.After(p.UpdatedAt) {
-			p.UpdatedAt = u.At
-		}
-		return nil
-	}
-	// A new payment is one create-only write; only when a notification got
-	// there first (or on a retry) is the record read and merged, the
-	// request's facts filling what the notification could not know (its
-	// authorisation type, the shopper, card storage).
-	fresh := create()
-	fresh.PSPReference = psp
-	if err := apply(&fresh); err != nil {
-		return err // cannot happen: a new record is the merchant's and has no history of this answer
-	}
-	fresh.Version = 1
-	err := st.SavePayment(ctx, fresh, 0)
-	if errors.Is(err, storeerr.ErrConflict) {
-		req := create()
-		_, err = Mutate(ctx, st, psp, create, func(p *Payment) error {
-			if p.Version != 0 {
-				fillRequestFacts(p, req)
-			}
-			return apply(p)
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("record payment %s: %w", psp, err)
-	}
-	if found {
-		return markBound(ctx, st, pend, psp)
-	}
-	return nil
-}
-
-// recordPending writes the pending record of a payment answered with an
-// action and no pspReference, and its action's alias. Applying it again
-// replaces the pending record with the same one, unless its payment was
-// bound meanwhile.
-func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
-	f := u.Payment
-	p := f.newRecord(u.At)
-	applyResult(&p, u.Status, f.CaptureMode)
-	p.History = []Event{{At: u.At, Kind: "payment", Origin: OriginAPI, Detail: u.Status}}
-	p.UpdatedAt = u.At
-	return errors.Join(savePending(ctx, st, p), saveActionAlias(ctx, st, f.MerchantID, f.SiteID, f.Reference, f.ActionPaymentData, u.At))
 }
 
 // settle applies u, a record write after the upstream's answer, starting
@@ -426,7 +243,7 @@ func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
 // port, which applies it until it lands. Only when that fails too is an
 // error returned: the update is lost and the upstream's notification is
 // the only repair.
-func (s *Service) settle(ctx context.Context, u RecordUpdate, first *Payment) error {
+func (s *Service) settle(ctx context.Context, u RecordUpdate, first *Entry) error {
 	if ctx.Done() != nil { // not detached yet (Call.record's context is)
 		ctx = context.WithoutCancel(ctx)
 	}
@@ -475,7 +292,7 @@ func (s *Service) deferUpdate(ctx context.Context, u RecordUpdate, attempts int,
 
 // recordAfter starts the record update u after the upstream's answer
 // alongside the rest of the request (c.Wait).
-func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, first *Payment) {
+func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, first *Entry) {
 	if first != nil {
 		last := *first
 		first = &last

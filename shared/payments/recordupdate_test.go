@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
@@ -57,7 +56,7 @@ func (f *fixture) deferring() *deferred {
 	f.svc.RetryRecordWritesFor(0).DeferUpdatesTo(d)
 	f.up.during = func(string) {
 		f.st.mu.Lock()
-		f.st.failSaves = 1 << 30
+		f.st.failWrites = 1 << 30
 		f.st.mu.Unlock()
 	}
 	return d
@@ -67,7 +66,7 @@ func (f *fixture) deferring() *deferred {
 // without failing them.
 func (f *fixture) recovered() {
 	f.st.mu.Lock()
-	f.st.failSaves = 0
+	f.st.failWrites = 0
 	f.st.mu.Unlock()
 	f.up.during = nil
 }
@@ -89,23 +88,22 @@ func (f *fixture) applyUpdate(u payments.RecordUpdate) {
 	}
 }
 
-// apiEntries counts the service's own history entries of kind.
-func apiEntries(p payments.Payment, kind string) int {
+// apiFacts counts the timeline's facts of kind from the service's calls.
+func (f *fixture) apiFacts(kind string) int {
 	n := 0
-	for _, e := range p.History {
-		if e.Origin == payments.OriginAPI && e.Kind == kind {
+	for _, fact := range f.timeline() {
+		if fact.Origin == payments.OriginAPI && fact.Kind == kind {
 			n++
 		}
 	}
 	return n
 }
 
-// afterGrace applies a notification item whose first arrival is past the
-// grace period (it does not wait for the service's record any more).
-func (f *fixture) afterGrace(it payments.Notification) {
+// notify applies a notification item of a payment the service knows.
+func (f *fixture) notify(it payments.Notification) {
 	f.t.Helper()
 	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
-		Now: f.clk.Now(), FirstSeen: f.clk.Now().Add(-time.Hour), CaptureMode: tenant.CaptureManual,
+		Now: f.clk.Now(), CaptureMode: tenant.CaptureManual,
 	}); err != nil {
 		f.t.Fatalf("apply %s: %v", it.EventCode, err)
 	}
@@ -143,8 +141,8 @@ func TestDeferredCaptureUpdate(t *testing.T) {
 				t.Fatalf("deferred %+v", u)
 			}
 			f.recovered()
-			if p := f.payment(); len(p.Reservations) != 1 || p.CapturedValue != 400 || apiEntries(p, "capture") != 0 {
-				t.Fatalf("before: the capture must still be in flight: %+v", p)
+			if v := f.payment().View(); v.CapturesInFlight != 400 || v.Captured != 0 || f.apiFacts("capture") != 0 {
+				t.Fatalf("before: the capture must still be in flight: %+v", v)
 			}
 			for _, s := range tc.steps {
 				switch s {
@@ -153,12 +151,12 @@ func TestDeferredCaptureUpdate(t *testing.T) {
 				case "capture":
 					f.mustApply(capture)
 				case "failed":
-					f.afterGrace(failed)
+					f.notify(failed)
 				}
 			}
 			f.check(tc.want)
-			if p := f.payment(); len(p.Reservations) != 0 || apiEntries(p, "capture") != 1 {
-				t.Fatalf("reservations %v, %d API capture entries; want none and 1", p.Reservations, apiEntries(p, "capture"))
+			if v := f.payment().View(); v.CapturesInFlight != 0 || f.apiFacts("capture") != 1 {
+				t.Fatalf("in flight %d, %d API capture facts; want none and 1", v.CapturesInFlight, f.apiFacts("capture"))
 			}
 		})
 	}
@@ -183,37 +181,56 @@ func TestDeferredCaptureAfterAReversal(t *testing.T) {
 	f.check(want{payments.StateRefunded, 1000, 400, 400, 0})
 }
 
-// TestDeferredReleaseAppliesOnce: the capture call failed and the release
-// of its reservation was deferred: applied twice, released once.
-func TestDeferredReleaseAppliesOnce(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	d := f.deferring()
-	st := f.st
-	svc := payments.NewService(st, failingCaptures{f.up}, f.clk, slog.New(slog.NewTextHandler(io.Discard, nil))).RetryRecordWritesFor(0).DeferUpdatesTo(d)
-	c := f.call()
-	if _, err := svc.Capture(f.ctx, c, psp, payments.CaptureInput{Amount: money.Amount{Value: 300, Currency: "EUR"}}); err == nil {
-		t.Fatal("capture succeeded")
-	}
-	if err := c.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	u := d.only(t)
-	f.recovered()
-	if u.Kind != payments.UpdateCaptureRelease {
-		t.Fatalf("deferred %+v", u)
-	}
-	f.applyUpdate(u)
-	f.applyUpdate(u)
-	f.check(want{payments.StateAuthorised, 1000, 0, 0, 0})
-	if p := f.payment(); len(p.Reservations) != 0 || apiEntries(p, "capture-released") != 1 {
-		t.Fatalf("record %+v", p)
+// TestDeferredAnswersApplyOnce: the capture call got no definitive
+// answer, or a refusal, and recording it was deferred: applied twice, it
+// is recorded once — unknown, the capture stays in flight (to be learnt
+// by repeating the call); refused, nothing is in flight.
+func TestDeferredAnswersApplyOnce(t *testing.T) {
+	refusal := &payments.UpstreamRejection{Message: "Original pspReference required", Err: errors.New("upstream: HTTP 422")}
+	for _, tc := range []struct {
+		name     string
+		err      error
+		status   string
+		inFlight int64
+		fact     string
+	}{
+		{"no definitive answer", errUnavailable, "unknown", 300, "capture-unknown"},
+		{"refused", refusal, "refused", 0, "capture-refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.advancedPayment("Authorised")
+			d := f.deferring()
+			svc := payments.NewService(f.st, failingCaptures{f.up, tc.err}, f.clk, slog.New(slog.NewTextHandler(io.Discard, nil))).
+				RetryRecordWritesFor(0).DeferUpdatesTo(d)
+			c := f.call()
+			if _, err := svc.Capture(f.ctx, c, psp, payments.CaptureInput{Amount: money.Amount{Value: 300, Currency: "EUR"}}); err == nil {
+				t.Fatal("capture succeeded")
+			}
+			if err := c.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			u := d.only(t)
+			f.recovered()
+			if u.Kind != payments.UpdateCapture || u.Status != tc.status {
+				t.Fatalf("deferred %+v", u)
+			}
+			f.applyUpdate(u)
+			f.applyUpdate(u)
+			f.check(want{payments.StateAuthorised, 1000, 0, 0, 0})
+			if v := f.payment().View(); v.CapturesInFlight != tc.inFlight || f.apiFacts(tc.fact) != 1 {
+				t.Fatalf("record %+v, %d %s facts; want %d in flight, 1", v, f.apiFacts(tc.fact), tc.fact, tc.inFlight)
+			}
+		})
 	}
 }
 
-// failingCaptures refuses captures after reserving (the store fails as it
-// answers).
-type failingCaptures struct{ *fakeUpstream }
+// failingCaptures fails captures with err after their request is written
+// (the store fails as it answers).
+type failingCaptures struct {
+	*fakeUpstream
+	err error
+}
 
 func (u failingCaptures) Modify(ctx context.Context, r payments.ModificationRequest) (payments.ModificationAnswer, error) {
 	if r.Kind != payments.ModifyCapture {
@@ -222,7 +239,7 @@ func (u failingCaptures) Modify(ctx context.Context, r payments.ModificationRequ
 	if u.during != nil {
 		u.during("")
 	}
-	return payments.ModificationAnswer{}, errUnavailable
+	return payments.ModificationAnswer{}, u.err
 }
 
 // TestDeferredRefundUpdate: a refund the upstream accepted, its record
@@ -257,18 +274,18 @@ func TestDeferredRefundUpdate(t *testing.T) {
 			}
 			switch tc.first {
 			case "refund":
-				f.afterGrace(item(payments.EventRefund, mod, psp, "true", 250, nil))
+				f.notify(item(payments.EventRefund, mod, psp, "true", 250, nil))
 			case "failed":
-				f.afterGrace(item(payments.EventRefundFailed, mod, psp, "true", 250, nil))
+				f.notify(item(payments.EventRefundFailed, mod, psp, "true", 250, nil))
 			}
 			f.applyUpdate(u)
 			f.applyUpdate(u)
 			f.checkRefunds(tc.state, tc.refunded, tc.inFlight)
-			if p := f.payment(); apiEntries(p, "refund") != 1 {
-				t.Fatalf("%d API refund entries", apiEntries(p, "refund"))
+			if n := f.apiFacts("refund"); n != 1 {
+				t.Fatalf("%d API refund facts", n)
 			}
 			if tc.first == "" { // its notification after: counted once
-				f.afterGrace(item(payments.EventRefund, mod, psp, "true", 250, nil))
+				f.notify(item(payments.EventRefund, mod, psp, "true", 250, nil))
 				f.applyUpdate(u)
 				f.checkRefunds(payments.StatePartiallyRefunded, 250, 0)
 			}
@@ -292,13 +309,13 @@ func TestDeferredReversalAndAmountUpdate(t *testing.T) {
 			f.recovered()
 			wantState := payments.StateCancelled
 			if failedFirst {
-				f.afterGrace(item(payments.EventCancelOrRefund, mod, psp, "false", 1000, nil))
+				f.notify(item(payments.EventCancelOrRefund, mod, psp, "false", 1000, nil))
 				wantState = payments.StateAuthorised
 			}
 			f.applyUpdate(u)
 			f.applyUpdate(u)
-			if p := f.payment(); p.State != wantState || apiEntries(p, "reversal") != 1 {
-				t.Fatalf("failure first %v: state %s, %d reversal entries; want %s, 1", failedFirst, p.State, apiEntries(p, "reversal"), wantState)
+			if st := f.payment().View().State; st != wantState || f.apiFacts("reversal") != 1 {
+				t.Fatalf("failure first %v: state %s, %d reversal facts; want %s, 1", failedFirst, st, f.apiFacts("reversal"), wantState)
 			}
 		}
 	})
@@ -312,19 +329,19 @@ func TestDeferredReversalAndAmountUpdate(t *testing.T) {
 			}
 			u := d.only(t)
 			f.recovered()
-			if p := f.payment(); p.AmountUpdate == nil {
+			if p := f.payment(); p.Totals.AmountUpdatesInFlight != 1 {
 				t.Fatal("the amount update is not marked in flight before its update lands")
 			}
 			want := int64(1500)
 			if failedFirst {
-				f.afterGrace(item(payments.EventAuthorisationAdjustment, mod, psp, "false", 1500, nil))
+				f.notify(item(payments.EventAuthorisationAdjustment, mod, psp, "false", 1500, nil))
 				want = 1000
 			}
 			f.applyUpdate(u)
 			f.applyUpdate(u)
-			if p := f.payment(); p.AuthorisedValue != want || p.AmountUpdate != nil || apiEntries(p, "amount-update") != 1 {
-				t.Fatalf("failure first %v: authorised %d marker %v entries %d; want %d, none, 1",
-					failedFirst, p.AuthorisedValue, p.AmountUpdate, apiEntries(p, "amount-update"), want)
+			if p := f.payment(); p.Authorised != want || p.Totals.AmountUpdatesInFlight != 0 || f.apiFacts("amount-update") != 1 {
+				t.Fatalf("failure first %v: authorised %d in flight %d facts %d; want %d, none, 1",
+					failedFirst, p.Authorised, p.Totals.AmountUpdatesInFlight, f.apiFacts("amount-update"), want)
 			}
 		}
 	})
@@ -338,7 +355,7 @@ func TestDeferredPaymentResult(t *testing.T) {
 		f := newFixture(t)
 		d := &deferred{}
 		f.svc.RetryRecordWritesFor(0).DeferUpdatesTo(d)
-		f.st.failSaves = 1 << 30
+		f.st.failWrites = 1 << 30
 		f.advancedPayment("Authorised")
 		u := d.only(t)
 		f.recovered()
@@ -355,9 +372,9 @@ func TestDeferredPaymentResult(t *testing.T) {
 		f.check(want{payments.StateAuthorised, 1000, 0, 0, notes})
 		// (Which of the call's facts a record the notification created
 		// takes is the merge's rule, tested with the notifications.)
-		if p := f.payment(); apiEntries(p, "payment") != 1 || p.Reference != "order-1" ||
+		if p := f.payment(); f.apiFacts("payment") != 1 || p.Reference != "order-1" ||
 			(!notifiedFirst && p.AuthorisationType != payments.AuthorisationPreAuth) {
-			t.Fatalf("notified first %v: %d payment entries, record %+v", notifiedFirst, apiEntries(p, "payment"), p)
+			t.Fatalf("notified first %v: %d payment facts, record %+v", notifiedFirst, f.apiFacts("payment"), p)
 		}
 	}
 }
@@ -399,8 +416,8 @@ func TestDeferringAndLosing(t *testing.T) {
 		if m.lost["capture"] != 1 || len(m.deferred) != 0 {
 			t.Fatalf("metrics %+v", m)
 		}
-		if p := f.payment(); len(p.Reservations) != 1 {
-			t.Fatalf("the reservation stays (the notification reconciles it): %+v", p.Reservations)
+		if v := f.payment().View(); v.CapturesInFlight != 100 {
+			t.Fatalf("the capture stays in flight (its notification settles it): %+v", v)
 		}
 	})
 	t.Run("refused", func(t *testing.T) {

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
@@ -45,10 +44,10 @@ func refundWith(f *fixture, svc *payments.Service, m tenant.Merchant, s tenant.S
 // checkRefunds checks the refunded amount, the refunds in flight and the state.
 func (f *fixture) checkRefunds(state payments.State, refunded, inFlight int64) {
 	f.t.Helper()
-	p := f.payment()
-	if p.State != state || p.RefundedValue != refunded || p.RefundsInFlight() != inFlight {
-		f.t.Fatalf("state %s refunded %d in flight %d; want %s %d %d\nreservations %v history %+v",
-			p.State, p.RefundedValue, p.RefundsInFlight(), state, refunded, inFlight, p.RefundReservations, p.History)
+	v := f.payment().View()
+	if v.State != state || v.Refunded != refunded || v.RefundsInFlight != inFlight {
+		f.t.Fatalf("state %s refunded %d in flight %d; want %s %d %d\ntimeline %+v",
+			v.State, v.Refunded, v.RefundsInFlight, state, refunded, inFlight, f.timeline())
 	}
 }
 
@@ -136,27 +135,22 @@ func (u failingRefunds) Modify(ctx context.Context, r payments.ModificationReque
 	return payments.ModificationAnswer{}, errors.New("upstream: HTTP 500: boom")
 }
 
-// An upstream failure releases the reservation and is the refund's 500.
-func TestRefundUpstreamFailureReleases(t *testing.T) {
+// An upstream failure without a definitive answer is the refund's 500 and
+// leaves the refund in flight: the platform may have taken it, so its
+// amount stays out of what may be refunded until the answer is learnt.
+func TestRefundUpstreamFailureStaysInFlight(t *testing.T) {
 	f := captured(t)
 	svc := payments.NewService(f.st, failingRefunds{f.up}, f.clk, discardLog())
 	_, err := refundWith(f, svc, merchant, site, refundOf(400))
 	if apperr.KindOf(err) != apperr.RefundFailed {
 		t.Fatalf("err %v, want RefundFailed", err)
 	}
-	f.checkRefunds(payments.StateCaptured, 0, 0)
-	if p := f.payment(); !hasKind(p, "refund-requested") || !hasKind(p, "refund-released") {
-		t.Fatalf("history %+v", p.History)
+	f.checkRefunds(payments.StateCaptured, 0, 400)
+	if f.apiFacts("refund-requested") != 1 || f.apiFacts("refund-unknown") != 1 {
+		t.Fatalf("timeline %+v", f.timeline())
 	}
-}
-
-func hasKind(p payments.Payment, kind string) bool {
-	for _, e := range p.History {
-		if e.Kind == kind {
-			return true
-		}
-	}
-	return false
+	_, err = f.refund(601)
+	wantInvalid(t, err, "amount.value")
 }
 
 // Notifications overtaking the service's own record of the call.
@@ -169,19 +163,12 @@ func TestRefundNotificationsDuringTheCall(t *testing.T) {
 	f.checkRefunds(payments.StatePartiallyRefunded, 400, 0)
 
 	f = captured(t)
-	var during error
-	f.up.during = func(mod string) {
-		_, during = payments.ApplyNotification(f.ctx, f.st, item(payments.EventRefundFailed, mod, psp, "true", 400, nil),
-			payments.NotificationOptions{Now: f.clk.Now(), FirstSeen: f.clk.Now(), CaptureMode: tenant.CaptureManual})
-	}
+	f.up.during = func(mod string) { f.mustApply(item(payments.EventRefundFailed, mod, psp, "true", 400, nil)) }
 	r, err := f.refund(400)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(during, payments.ErrNotReady) {
-		t.Fatalf("REFUND_FAILED during the call: %v, want ErrNotReady", during)
-	}
-	f.checkRefunds(payments.StateCaptured, 0, 400)
+	f.checkRefunds(payments.StateCaptured, 0, 0)
 	f.mustApply(item(payments.EventRefundFailed, r.PSPReference, psp, "true", 400, nil)) // the upstream's retry
 	f.checkRefunds(payments.StateCaptured, 0, 0)
 }
@@ -196,28 +183,6 @@ func TestRefundConfirmedThenFailed(t *testing.T) {
 	f.mustApply(item(payments.EventRefund, r.PSPReference, psp, "true", 1000, nil))
 	f.checkRefunds(payments.StateRefunded, 1000, 0)
 	f.mustApply(item(payments.EventRefundFailed, r.PSPReference, psp, "true", 1000, nil))
-	f.checkRefunds(payments.StateCaptured, 0, 0)
-}
-
-// A reservation whose call never settled is released by REFUND_FAILED
-// after the grace period.
-func TestStaleRefundReservationReleasedAfterGrace(t *testing.T) {
-	f := captured(t)
-	if _, err := payments.Mutate(f.ctx, f.st, psp, nil, func(p *payments.Payment) error {
-		p.RefundReservations = map[string]int64{"op_lost": 250}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	failed := item(payments.EventRefundFailed, "MOD9", psp, "true", 250, nil)
-	opts := payments.NotificationOptions{Now: t0, FirstSeen: t0, CaptureMode: tenant.CaptureManual}
-	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); !errors.Is(err, payments.ErrNotReady) {
-		t.Fatalf("within grace: %v", err)
-	}
-	opts.Now = t0.Add(payments.DefaultNotReadyGrace + time.Second)
-	if _, err := payments.ApplyNotification(f.ctx, f.st, failed, opts); err != nil {
-		t.Fatal(err)
-	}
 	f.checkRefunds(payments.StateCaptured, 0, 0)
 }
 

@@ -33,6 +33,7 @@ type message struct {
 	Modification string        `json:"modification,omitempty"`
 	Amount       *money.Amount `json:"amount,omitempty"`
 	Status       string        `json:"status,omitempty"`
+	Reason       string        `json:"reason,omitempty"`
 	Payment      *paymentFacts `json:"payment,omitempty"`
 	Session      *session      `json:"session,omitempty"`
 	At           time.Time     `json:"at"`
@@ -76,7 +77,7 @@ func Encode(u payments.RecordUpdate) ([]byte, error) {
 		return nil, err
 	}
 	m := message{V: messageVersion, Kind: string(u.Kind), PSPReference: u.PSPReference, Op: u.Op,
-		Modification: u.Modification, Status: u.Status, At: u.At.UTC()}
+		Modification: u.Modification, Status: u.Status, Reason: u.Reason, At: u.At.UTC()}
 	if u.Amount != (money.Amount{}) {
 		a := u.Amount
 		m.Amount = &a
@@ -116,7 +117,7 @@ func Decode(body []byte) (payments.RecordUpdate, error) {
 		return payments.RecordUpdate{}, fmt.Errorf("%w: version %d", ErrMalformed, m.V)
 	}
 	u := payments.RecordUpdate{Kind: payments.UpdateKind(m.Kind), PSPReference: m.PSPReference, Op: m.Op,
-		Modification: m.Modification, Status: m.Status, At: m.At}
+		Modification: m.Modification, Status: m.Status, Reason: m.Reason, At: m.At}
 	if m.Amount != nil {
 		u.Amount = *m.Amount
 	}

@@ -33,10 +33,12 @@ func samples() []payments.RecordUpdate {
 		AuthorisationType: "PreAuth", CaptureMode: tenant.CaptureAuto, RefusalReason: "", PaymentMethod: "visa", ActionPaymentData: "pd1"}
 	return []payments.RecordUpdate{
 		{Kind: payments.UpdateCapture, PSPReference: psp, Op: "op_1", Modification: "MOD1", Amount: eur(400), Status: "received", At: t0},
+		{Kind: payments.UpdateCapture, PSPReference: psp, Op: "op_1", Amount: eur(400), Status: "refused", Reason: "Insufficient balance", At: t0},
 		{Kind: payments.UpdateCaptureRelease, PSPReference: psp, Op: "op_1", Amount: eur(400), At: t0},
 		{Kind: payments.UpdateRefund, PSPReference: psp, Op: "op_2", Modification: "MOD2", Amount: eur(100), Status: "received", At: t0},
+		{Kind: payments.UpdateRefund, PSPReference: psp, Op: "op_2", Amount: eur(100), Status: "unknown", At: t0},
 		{Kind: payments.UpdateRefundRelease, PSPReference: psp, Op: "op_2", Amount: eur(100), At: t0},
-		{Kind: payments.UpdateReversal, PSPReference: psp, Modification: "MOD3", Status: "received", At: t0},
+		{Kind: payments.UpdateReversal, PSPReference: psp, Op: "op_4", Modification: "MOD3", Status: "received", At: t0},
 		{Kind: payments.UpdateAmount, PSPReference: psp, Op: "op_3", Modification: "MOD4", Amount: eur(1500), Status: "received", At: t0},
 		{Kind: payments.UpdateAmountRelease, PSPReference: psp, Op: "op_3", Amount: eur(1500), At: t0},
 		{Kind: payments.UpdatePayment, PSPReference: psp, Status: "Authorised", Payment: facts, At: t0},
@@ -75,8 +77,9 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 }
 
-// openStore opens the embedded store at path with the reserved capture of
-// 400 on an authorised payment of 1000 (when seed).
+// openStore opens the embedded store at path with, when seed, an
+// authorised payment of 1000 whose capture of 400 (op_1) is requested and
+// not answered yet.
 func openStore(t *testing.T, path string, clk clock.Clock, seed bool) *embedded.Store {
 	t.Helper()
 	st, err := embedded.Open(path, embedded.WithClock(clk))
@@ -84,14 +87,46 @@ func openStore(t *testing.T, path string, clk clock.Clock, seed bool) *embedded.
 		t.Fatal(err)
 	}
 	if seed {
-		p := payments.Payment{PSPReference: psp, MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceAdvanced,
-			Amount: eur(1000), AuthorisedValue: 1000, CapturedValue: 400, State: payments.StateAuthorised,
-			Reservations: map[string]int64{"op_1": 400}, Version: 1, CreatedAt: t0, UpdatedAt: t0}
-		if err := st.SavePayment(context.Background(), p, 0); err != nil {
+		yes := true
+		h := payments.Head{PSPReference: psp, MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceAdvanced,
+			Amount: eur(1000), Authorised: 1000, CaptureMode: tenant.CaptureManual,
+			Auth: payments.Auth{ResultCode: "Authorised", Notified: &yes}, Version: 1, CreatedAt: t0, UpdatedAt: t0}
+		op := payments.Entry{Ref: "op_1", Kind: payments.OpCapture, Version: 1,
+			Requested: &payments.Request{Amount: eur(400), Reference: "cap-1", UpstreamKey: "k1", At: t0}}
+		h.Totals = payments.Fold(h, []payments.Entry{op})
+		if err := st.Write(context.Background(), payments.Write{PSP: psp, Put: &h, Entries: []payments.Entry{op}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return st
+}
+
+// captured checks that the capture's answer landed on payment psp of st:
+// 400 captured, nothing in flight, the capture's entry moved to its own
+// pspReference (MOD1) and its answer in the timeline.
+func captured(t *testing.T, st *embedded.Store) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := st.GetPayment(ctx, psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := st.GetEntries(ctx, psp, "op_1", "MOD1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, _, err := st.Timeline(ctx, psp, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := false
+	for _, f := range facts {
+		answered = answered || f.Kind == "capture" && f.PSPReference == "MOD1"
+	}
+	if v := h.View(); v.Captured != 400 || v.CapturesInFlight != 0 || v.State != payments.StatePartiallyCaptured || !answered ||
+		len(es) != 2 || payments.Fold(h, es) != h.Totals {
+		t.Fatalf("payment %+v, entries %+v, timeline %+v", v, es, facts)
+	}
 }
 
 func capture() payments.RecordUpdate { return samples()[0] }
@@ -135,13 +170,7 @@ func TestLocalRetriesUntilItLands(t *testing.T) {
 	clk.Advance(time.Second)
 	run(1, 0) // lands
 	run(0, 0) // and is gone
-	p, err := st.GetPayment(ctx, psp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.CapturedValue != 400 || len(p.Reservations) != 0 || p.State != payments.StatePartiallyCaptured || !p.HasEvent("capture", "MOD1") {
-		t.Fatalf("record %+v", p)
-	}
+	captured(t, st)
 	if kept, err := st.RecordUpdates(ctx); err != nil || len(kept) != 0 {
 		t.Fatalf("kept %v, %v", kept, err)
 	}
@@ -169,9 +198,7 @@ func TestLocalSurvivesACrash(t *testing.T) {
 	if done, left, err := recordupdates.NewLocal(st, st, clk, log).RunDue(ctx); err != nil || done != 1 || left != 0 {
 		t.Fatalf("after restart: %d done, %d left, %v", done, left, err)
 	}
-	if p, err := st.GetPayment(ctx, psp); err != nil || p.CapturedValue != 400 || len(p.Reservations) != 0 {
-		t.Fatalf("record %+v, %v", p, err)
-	}
+	captured(t, st)
 }
 
 // TestLocalDropsWhatCanNeverApply: an update of an unknown payment is

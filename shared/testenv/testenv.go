@@ -70,6 +70,9 @@ type Options struct {
 	Dynamo bool
 	// WrapIdem wraps the idempotency store (fault injection).
 	WrapIdem func(idempotency.Store) idempotency.Store
+	// IdemRetention is how long the service keeps idempotency keys (0:
+	// the default, as long as the upstream keeps its own).
+	IdemRetention time.Duration
 	// WrapPayments wraps the payments service's store (fault injection).
 	WrapPayments func(payments.Store) payments.Store
 	// UpstreamTimeout bounds each upstream call; 0 means 30 s, a bound on
@@ -234,7 +237,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, 0),
 		Limiter:  ratelimit.New(st, clk, 1000, 2000, log),
-		Idem:     idempotency.New(idem, clk, 0, 0, log),
+		Idem:     idempotency.New(idem, clk, 0, opts.IdemRetention, log),
 		Payments: svc,
 		Lookup:   lookup.New(st, sst, sst),
 		Log:      log,

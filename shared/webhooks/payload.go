@@ -23,6 +23,11 @@ import (
 // payment was started: "sessions" or "advanced".
 const KeyPaymentSource = "paymentSource"
 
+// KeyEventSequence is the additionalData entry numbering a payment's
+// events as the service applied them (1, 2, …): receivers order one
+// payment's webhooks by it.
+const KeyEventSequence = "paymentEventSequence"
+
 // Payload is the body of one delivery: the upstream's notification format
 // with one item, and live as a JSON boolean.
 type Payload struct {
@@ -55,13 +60,22 @@ type Item struct {
 // BuildPayload renders the body delivered for item: the upstream's item
 // with its hmacSignature and every "metadata.*" entry (the service's
 // internal routing data; merchants cannot send metadata) removed from
-// additionalData and paymentSource added (when source is not empty).
-// Everything else, including tokenization.storedPaymentMethodId and
-// recurring.recurringDetailReference, is kept. The encoding is
-// deterministic, so the same item always gives the same bytes.
-func BuildPayload(live bool, n payments.Notification, source string) ([]byte, error) {
+// additionalData, and paymentSource (when source is not empty) and the
+// event's sequence number in its payment (KeyEventSequence, when seq is
+// not 0) added. Everything else, including
+// tokenization.storedPaymentMethodId and recurring.recurringDetailReference,
+// is kept. The encoding is deterministic, so the same item always gives
+// the same bytes.
+func BuildPayload(live bool, n payments.Notification, source string, seq int64) ([]byte, error) {
+	ad := merchantAdditionalData(n.AdditionalData, source)
+	if seq != 0 {
+		if ad == nil {
+			ad = map[string]string{}
+		}
+		ad[KeyEventSequence] = strconv.FormatInt(seq, 10)
+	}
 	item := Item{
-		AdditionalData: merchantAdditionalData(n.AdditionalData, source), Amount: n.Amount, EventCode: n.EventCode,
+		AdditionalData: ad, Amount: n.Amount, EventCode: n.EventCode,
 		EventDate: n.EventDate, MerchantAccountCode: n.MerchantAccountCode, MerchantReference: n.MerchantReference,
 		OriginalReference: n.OriginalReference, PaymentMethod: n.PaymentMethod, PSPReference: n.PSPReference,
 		Reason: n.Reason, Success: n.Success, Operations: n.Operations,

@@ -22,7 +22,7 @@ func TestBuildPayload(t *testing.T) {
 		},
 	}
 	orig := len(item.AdditionalData)
-	body, err := webhooks.BuildPayload(false, item, "sessions")
+	body, err := webhooks.BuildPayload(false, item, "sessions", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func TestBuildPayload(t *testing.T) {
 			t.Errorf("additionalData[%s] = %v, want %s", k, ad[k], v)
 		}
 	}
-	again, _ := webhooks.BuildPayload(false, item, "sessions")
+	again, _ := webhooks.BuildPayload(false, item, "sessions", 0)
 	if !bytes.Equal(body, again) {
 		t.Fatal("the payload is not deterministic")
 	}
-	live, _ := webhooks.BuildPayload(true, payments.Notification{EventCode: "CAPTURE"}, "advanced")
+	live, _ := webhooks.BuildPayload(true, payments.Notification{EventCode: "CAPTURE"}, "advanced", 0)
 	if !bytes.Contains(live, []byte(`"live":true`)) || !bytes.Contains(live, []byte(`"paymentSource":"advanced"`)) {
 		t.Fatalf("live payload: %s", live)
 	}
@@ -80,7 +80,7 @@ func TestPayloadItemIsThePlatformsFormat(t *testing.T) {
 			PaymentMethod: "visa", Reason: "ok", Operations: []string{"REFUND"}, AdditionalData: map[string]string{"authCode": "1"}},
 		{EventCode: "AUTHORISATION", PSPReference: "PSP1", Success: "false"},
 	} {
-		body, err := webhooks.BuildPayload(false, n, "")
+		body, err := webhooks.BuildPayload(false, n, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

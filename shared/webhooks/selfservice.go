@@ -178,7 +178,7 @@ func (s *SelfService) test(ctx context.Context, m tenant.Merchant, sub tenant.Su
 		MerchantReference: "webhook-test", MerchantAccountCode: m.UpstreamAccount,
 		Amount: money.Amount{Value: 0, Currency: "EUR"}, EventDate: now.UTC().Format(time.RFC3339),
 	}
-	body, err := BuildPayload(s.Live, item, "")
+	body, err := BuildPayload(s.Live, item, "", 0)
 	if err != nil {
 		out.Error = err.Error()
 		return out

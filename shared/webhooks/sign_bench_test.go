@@ -29,7 +29,7 @@ func benchPayload(b *testing.B) []byte {
 			"authCode": "058158", "cardSummary": "1111", "expiryDate": "03/2030", payments.KeyHMACSignature: "x",
 		},
 	}
-	body, err := webhooks.BuildPayload(false, item, "advanced")
+	body, err := webhooks.BuildPayload(false, item, "advanced", 0)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func BenchmarkWebhookPayload(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := webhooks.BuildPayload(false, item, "advanced"); err != nil {
+		if _, err := webhooks.BuildPayload(false, item, "advanced", 0); err != nil {
 			b.Fatal(err)
 		}
 	}

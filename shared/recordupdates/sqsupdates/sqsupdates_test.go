@@ -21,6 +21,7 @@ import (
 	"github.com/yp/paysvc/shared/recordupdates"
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/testutil/storefault"
 )
@@ -61,10 +62,14 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	p := payments.Payment{PSPReference: psp, MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceAdvanced,
-		Amount: money.Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, CapturedValue: 400, State: payments.StateAuthorised,
-		Reservations: map[string]int64{"op_1": 400}, Version: 1, CreatedAt: t0, UpdatedAt: t0}
-	if err := st.SavePayment(ctx, p, 0); err != nil {
+	yes := true
+	h := payments.Head{PSPReference: psp, MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceAdvanced,
+		Amount: money.Amount{Value: 1000, Currency: "EUR"}, Authorised: 1000, CaptureMode: tenant.CaptureManual,
+		Auth: payments.Auth{ResultCode: "Authorised", Notified: &yes}, Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	op := payments.Entry{Ref: "op_1", Kind: payments.OpCapture, Version: 1,
+		Requested: &payments.Request{Amount: money.Amount{Value: 400, Currency: "EUR"}, Reference: "cap-1", UpstreamKey: "k1", At: t0}}
+	h.Totals = payments.Fold(h, []payments.Entry{op})
+	if err := st.Write(ctx, payments.Write{PSP: psp, Put: &h, Entries: []payments.Entry{op}}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{client: client, url: url, dlq: dlq, q: sqsupdates.New(client, url, dlq), raw: sqsqueue.New(client, url, dlq),
@@ -89,6 +94,30 @@ func (e *env) invoke(t *testing.T) (events.SQSEvent, map[string]bool) {
 		failed[f.ItemIdentifier] = true
 	}
 	return ev, failed
+}
+
+// payment is the payment's head and timeline.
+func (e *env) payment(t *testing.T) (payments.Head, []payments.Fact) {
+	t.Helper()
+	h, err := e.store.GetPayment(context.Background(), psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts, _, err := e.store.Timeline(context.Background(), psp, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, facts
+}
+
+// hasFact reports whether the timeline holds a fact of kind about pspReference ref.
+func hasFact(facts []payments.Fact, kind, ref string) bool {
+	for _, f := range facts {
+		if f.Kind == kind && f.PSPReference == ref {
+			return true
+		}
+	}
+	return false
 }
 
 func captureUpdate() payments.RecordUpdate {
@@ -128,9 +157,8 @@ func TestHandlerRetriesWhileTheTableFails(t *testing.T) {
 	if len(ev.Records) != 1 || len(failed) != 0 || ev.Records[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("after recovery: %+v, failed %v", ev.Records, failed)
 	}
-	p, err := e.store.GetPayment(ctx, psp)
-	if err != nil || p.CapturedValue != 400 || len(p.Reservations) != 0 || !p.HasEvent("capture", "MOD1") {
-		t.Fatalf("record %+v, %v", p, err)
+	if h, facts := e.payment(t); h.View().Captured != 400 || h.Totals.CapturesInFlight != 0 || !hasFact(facts, "capture", "MOD1") {
+		t.Fatalf("payment %+v, timeline %+v", h.View(), facts)
 	}
 }
 
@@ -173,8 +201,8 @@ func TestHandlerDeadLettersWhatCanNeverApply(t *testing.T) {
 			t.Errorf("dead letter %s", m.Body)
 		}
 	}
-	if p, err := e.store.GetPayment(ctx, psp); err != nil || len(p.Reservations) != 0 {
-		t.Fatalf("the good update was not applied: %+v, %v", p, err)
+	if h, facts := e.payment(t); h.Totals.CapturesInFlight != 0 || !hasFact(facts, "capture", "MOD1") {
+		t.Fatalf("the good update was not applied: %+v, timeline %+v", h.Totals, facts)
 	}
 }
 

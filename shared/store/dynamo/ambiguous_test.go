@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/dynamo"
@@ -23,59 +24,146 @@ import (
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
-// loseAnswer makes the next TransactWriteItems, PutItem or UpdateItem that succeeds
-// look failed to the SDK (its answer lost on the way back), so the SDK
-// sends it again: the ambiguous success of a write whose connection broke
-// after DynamoDB applied it.
-func loseAnswer(armed *atomic.Bool) func(*middleware.Stack) error {
+// loseAnswer makes the next TransactWriteItems, PutItem or UpdateItem that
+// succeeds look failed to the SDK (its answer lost on the way back), so the
+// SDK sends it again: the ambiguous success of a write whose connection
+// broke after DynamoDB applied it. (A write whose answer a broken
+// connection to the server lost already is that case too: it disarms.)
+// meanwhile, when set, runs once the lost write landed and before the SDK
+// sends it again (another writer's change landing in between).
+func loseAnswer(armed *atomic.Bool, meanwhile *func()) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("loseAnswer",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				out, md, err := next.HandleFinalize(ctx, in)
-				op := awsmiddleware.GetOperationName(ctx)
-				if err == nil && (op == "TransactWriteItems" || op == "PutItem" || op == "UpdateItem") && armed.CompareAndSwap(true, false) {
-					return out, md, &smithyhttp.RequestSendError{Err: errors.New("connection reset after the request was applied")}
+				switch awsmiddleware.GetOperationName(ctx) {
+				case "TransactWriteItems", "PutItem", "UpdateItem":
+				default:
+					return out, md, err
 				}
-				return out, md, err
+				var answered smithy.APIError // DynamoDB's answer (a failed condition): not lost
+				if errors.As(err, &answered) || !armed.CompareAndSwap(true, false) {
+					return out, md, err
+				}
+				if f := *meanwhile; f != nil {
+					*meanwhile = nil
+					f()
+				}
+				if err != nil {
+					return out, md, err // lost on the way already
+				}
+				return out, md, &smithyhttp.RequestSendError{Err: errors.New("connection reset after the request was applied")}
 			}), middleware.After)
 	}
 }
 
-// TestSaveWhoseAnswerWasLost: a payment save that DynamoDB applied but whose
-// answer was lost, then sent again by the SDK, is reported saved (not a
-// conflict, which would make the caller apply its change a second time),
-// for a new record and for an update alike.
-func TestSaveWhoseAnswerWasLost(t *testing.T) {
+// TestPaymentWriteWhoseAnswerWasLost: a payment write that DynamoDB
+// applied but whose answer was lost, then sent again by the SDK, is
+// reported done — not a conflict, on which the domain would re-read and
+// write its change a second time — and applied once: a head put (new and
+// from a version), a delta write moving money (a capture's request and
+// its answer), one moving the head alone, and one whose head another
+// writer changed before the SDK sent it again. The head's Totals stay the
+// fold of its entries, each fact is in the timeline once, and a write that
+// really conflicts still does.
+func TestPaymentWriteWhoseAnswerWasLost(t *testing.T) {
 	ctx := context.Background()
-	s, armed, at := losingStore(t)
+	l := newLosing(t)
+	s, at, psp := l.store, l.at, "PSP_LOST"
 
-	p := payments.Payment{PSPReference: "PSP_LOST", MerchantID: "m_a", SiteID: "site_1", Amount: money.Amount{Value: 100, Currency: "EUR"},
-		State: payments.StateAuthorised, Version: 1, CreatedAt: at, UpdatedAt: at,
-		History: []payments.Event{{At: at, Kind: "payment", Origin: "api"}}}
-	lose(t, armed, "create whose answer was lost", func() error { return s.SavePayment(ctx, p, 0) })
-	p.History = append(p.History, payments.Event{At: at.Add(time.Second), Kind: "capture-requested", Origin: "api"})
-	p.Version = 2
-	lose(t, armed, "update whose answer was lost", func() error { return s.SavePayment(ctx, p, 1) })
-	got, err := s.GetPayment(ctx, "PSP_LOST")
-	if err != nil || got.Version != 2 || len(got.History) != 2 {
-		t.Fatalf("stored: version %d, %d history entries, %v; want 2 and 2", got.Version, len(got.History), err)
+	h := authorised(psp, at)
+	lose(t, &l.armed, "head created", func() error { return s.Write(ctx, created(h)) })
+	op1 := capture("op_1", 1200, at.Add(time.Second))
+	lose(t, &l.armed, "capture requested", func() error { return s.Write(ctx, request(psp, op1)) })
+	answered, op1a := answer(psp, op1, payments.Received, at.Add(2*time.Second))
+	lose(t, &l.armed, "capture answered", func() error { return s.Write(ctx, answered) })
+
+	// Another capture lands between the write and the SDK's second send:
+	// the head then carries the other writer's token, the entry this
+	// write's.
+	op2, op3 := capture("op_2", 300, at.Add(4*time.Second)), capture("op_3", 100, at.Add(3*time.Second))
+	l.meanwhile = func() {
+		if err := l.plain.Write(ctx, request(psp, op3)); err != nil {
+			t.Errorf("the other writer's capture: %v", err)
+		}
 	}
-	// A save that really conflicts still does.
-	p.Version = 2
-	if err := s.SavePayment(ctx, p, 1); err == nil {
-		t.Fatal("a save from a stale version succeeded")
+	lose(t, &l.armed, "capture requested while another landed", func() error { return s.Write(ctx, request(psp, op2)) })
+
+	got, _ := ledger(t, s, psp, "op_1", "op_2", "op_3")
+	seq := got.Seq
+	lose(t, &l.armed, "sequence step", func() error {
+		return s.Write(ctx, payments.Write{PSP: psp, SeqStep: 1, Expect: payments.Expect{Seq: &seq}, At: at.Add(5 * time.Second)})
+	})
+	got, _ = ledger(t, s, psp, "op_1", "op_2", "op_3")
+	put := got
+	put.Reference, put.Version, put.UpdatedAt = "order-changed", got.Version+1, at.Add(6*time.Second)
+	putFact := payments.Fact{ID: "changed", At: put.UpdatedAt, Kind: "reference", Origin: payments.OriginAPI}
+	lose(t, &l.armed, "head put from a version", func() error {
+		return s.Write(ctx, payments.Write{PSP: psp, Put: &put, At: put.UpdatedAt, Facts: []payments.Fact{putFact}})
+	})
+
+	got, es := ledger(t, s, psp, "op_1", "op_2", "op_3")
+	want := payments.Totals{Captured: 1200, CapturesInFlight: 400, Capturable: 1999 - 1200 - 400, Refundable: 1200}
+	if got.Totals != want {
+		t.Fatalf("Totals %+v, want %+v: a capture counted twice or not at all", got.Totals, want)
 	}
+	// created, 4 delta writes (op_1 twice, op_3, op_2), the step, the put.
+	if got.Version != 7 || got.Seq != 2 || got.Reference != "order-changed" {
+		t.Fatalf("head version %d, seq %d, reference %q; want 7, 2, order-changed", got.Version, got.Seq, got.Reference)
+	}
+	if e := byRef(es); len(e) != 3 || e["op_1"].Version != 2 || e["op_2"].Version != 1 || e["op_3"].Version != 1 {
+		t.Fatalf("entries %+v, want op_1 (version 2), op_2 and op_3", es)
+	}
+	wantFacts := []string{"payment", "op_1#requested", "op_1#answered", "op_3#requested", "op_2#requested", "changed"}
+	sameValue(t, "timeline", ids(timeline(t, s, psp, 4)), wantFacts)
+
+	// Writes that really conflict still do.
+	for name, w := range map[string]payments.Write{
+		"the request again":         request(psp, op1),
+		"the answer again":          answered,
+		"the put again":             {PSP: psp, Put: &put, At: put.UpdatedAt},
+		"the answer from before":    func() payments.Write { w, _ := answer(psp, op1, payments.Refused, at); return w }(),
+		"the step from a stale seq": {PSP: psp, SeqStep: 1, Expect: payments.Expect{Seq: &seq}, At: at},
+	} {
+		if err := s.Write(ctx, w); !errors.Is(err, storeerr.ErrConflict) {
+			t.Fatalf("%s: %v, want a conflict", name, err)
+		}
+	}
+	if after, _ := ledger(t, s, psp, "op_1", "op_2", "op_3"); after.Version != 7 || after.Totals != want {
+		t.Fatalf("after the conflicts: version %d, Totals %+v", after.Version, after.Totals)
+	}
+	if got, err := s.GetEntries(ctx, psp, "op_1"); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], op1a) {
+		t.Fatalf("op_1 after the conflicts: %+v, %v; want %+v", got, err, op1a)
+	}
+}
+
+// losing is a store on a fresh table whose client loses the answer of its
+// next write once armed, and a plain store on the same table.
+type losing struct {
+	store, plain *dynamo.Store
+	armed        atomic.Bool
+	meanwhile    func() // see loseAnswer
+	at           time.Time
+}
+
+func newLosing(t *testing.T) *losing {
+	t.Helper()
+	base, table := newTable(t)
+	l := &losing{at: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)}
+	client := dynamodb.New(base.Options(), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, loseAnswer(&l.armed, &l.meanwhile))
+	})
+	clk := clock.NewFake(l.at)
+	l.store, l.plain = dynamo.New(client, table, clk), dynamo.New(base, table, clk)
+	return l
 }
 
 // losingStore is a store on a fresh table whose client loses the answer
 // of the next write once armed.
 func losingStore(t *testing.T) (*dynamo.Store, *atomic.Bool, time.Time) {
 	t.Helper()
-	base, table := newTable(t)
-	armed := new(atomic.Bool)
-	client := dynamodb.New(base.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, loseAnswer(armed)) })
-	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	return dynamo.New(client, table, clock.NewFake(at)), armed, at
+	l := newLosing(t)
+	return l.store, &l.armed, l.at
 }
 
 // lose runs write with the next answer lost; write must succeed.

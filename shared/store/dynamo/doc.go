@@ -19,8 +19,10 @@
 //	idempotency record  IDEM#<merchant>#<key>     KEY
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
-//	payment             PAYMENT#<pspReference>    META
-//	payment history     PAYMENT#<pspReference>    H#<index, 10 digits>
+//	payment head        PAYMENT#<pspReference>    HEAD
+//	payment entry       PAYMENT#<pspReference>    E#<operation ref>
+//	payment fact        PAYMENT#<pspReference>    F#<at>#<fact id>
+//	legacy payment      PAYMENT#<pspReference>    META, H#<index>  (read, moved on first write)
 //	merchant event      EVENTLOG#<merchant>#<n>   <receivedAt>#<eventId>
 //
 // Partition keys are chosen so that one merchant at 10,000 payments/s
@@ -37,7 +39,7 @@
 // event history has had no other layout in a release.
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
-// the plain attributes conditions need: version (payments), revokedAt (API
+// the plain attributes conditions need: version and the Totals (payments), revokedAt (API
 // keys), c and expiresAtN (rate-limit windows), and the idempotency record's
 // fields as attributes (st, lease, leaseUntilN, expiresAtN, …) so Complete
 // can update it in place. Attributes ending in N hold instants as exact
@@ -67,20 +69,21 @@
 //     set wt to the call's token and the count refuses its own token, so a
 //     hit applied whose answer was lost is not counted twice when the SDK
 //     sends it again.
-//   - A payment record is bounded: META holds the record without its
-//     history and the count hn; each history entry is its own item
-//     (H#0000000000, …), written once. SavePayment is one
-//     TransactWriteItems — META conditional on the stored version and on hn
-//     covering what the save assumes is stored, plus the new entries (one
-//     per save as the domain appends them; when more, it reads hn and saves
-//     again). META also carries wt, a random token of the save that wrote
-//     it: a save whose condition fails on META of its own version and
-//     token had been applied (its answer lost, the SDK sent it again) and
-//     is reported saved, not as a conflict the caller would apply its
-//     change again for. GetPayment is one strongly consistent Query of the partition,
-//     descending so META comes first; entries past its hn are ignored. A
-//     record written with its history inline in data (before history items)
-//     is read as it is and converted on its next save.
+//   - A payment is a ledger (payments.go): its HEAD (the head as JSON
+//     beside the plain attributes its conditions and deltas use: the
+//     Totals, version, seq, owner, …), one E#<ref> item per operation and
+//     one F#<at>#<id> item per timeline fact. A Write is one
+//     TransactWriteItems: the HEAD put (conditional on its version) or
+//     updated by a delta (conditional on the write's expectations), each
+//     entry conditional on its version, the facts. HEAD and entries carry
+//     wt, the writing call's random token: a write whose condition fails
+//     on an item carrying its own token had been applied (its answer lost,
+//     the SDK sent it again) and is reported done, not as a conflict the
+//     caller would apply its change again for. GetPayment and GetEntries
+//     are one strongly consistent BatchGetItem, Timeline one Query of the
+//     F# items. A payment stored before ledgers (META and H# history items,
+//     or its history inline in META) is read converted and moved to the
+//     ledger by its first write.
 //   - A merchant's event history is written once per routed event, in
 //     the shard EVENTLOG#<merchant>#<n> of the event's id. A page is one
 //     strongly consistent Query per shard, newest first below the
@@ -101,8 +104,9 @@
 // Every base-table read is strongly consistent. Every item but the
 // tenant's (merchants, sites, keys, subscriptions) carries ttl for
 // DynamoDB's TTL deletion: idempotency records, rate-limit windows and
-// sessions at their own expiry, payment records (every item of one record
-// the same) CreatedAt + store.PaymentRetention, events ReceivedAt +
+// sessions at their own expiry, payments CreatedAt +
+// store.PaymentRetention (a delta write's items: its time + that, none
+// before the head), events ReceivedAt +
 // store.EventRetention, merchant events (the history) their CreatedAt (the
 // event's first arrival) + store.EventRetention, deliveries CreatedAt +
 // store.DeliveryRetention (docs/limits.md). Expiry is also checked in

@@ -132,50 +132,6 @@ func numberSize(s string) int {
 	return (len(digits)+1)/2 + 1
 }
 
-// PaymentItem is the META item SavePayment writes for p: the record
-// without its history, with its version, its history count and its ttl.
-func PaymentItem(p payments.Payment) (Item, error) {
-	if p.PSPReference == "" {
-		return nil, errEmpty("pspReference")
-	}
-	return paymentMetaItem(records.FromPayment(p))
-}
-
-// PaymentHistoryItem is the item SavePayment writes for p's history entry
-// number i.
-func PaymentHistoryItem(p payments.Payment, i int) (Item, error) {
-	if p.PSPReference == "" {
-		return nil, errEmpty("pspReference")
-	}
-	r := records.FromPayment(p)
-	return paymentHistoryItem(r, i)
-}
-
-func paymentMetaItem(r records.Payment) (Item, error) {
-	n := len(r.History)
-	meta := r
-	meta.History = nil
-	it, err := dataItem(pfxPayment+r.PSPReference, skMeta, meta)
-	if err != nil {
-		return nil, err
-	}
-	it[attrVersion], it[attrHistoryN] = num(r.Version), num(int64(n))
-	// The saving call's token (SavePayment sets its own): as long as one,
-	// so the item's size is the stored one's.
-	it[attrWriteToken] = str(writeTokenPlaceholder)
-	setTTL(it, paymentTTL(r))
-	return it, nil
-}
-
-func paymentHistoryItem(r records.Payment, i int) (Item, error) {
-	it, err := dataItem(pfxPayment+r.PSPReference, historySK(i), r.History[i])
-	if err != nil {
-		return nil, err
-	}
-	setTTL(it, paymentTTL(r))
-	return it, nil
-}
-
 // SessionItem is the item PutSession writes for sess.
 func SessionItem(sess payments.Session) (Item, error) {
 	if sess.ID == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -36,6 +38,13 @@ func rawGet(t *testing.T, client *dynamodb.Client, table, pk, sk string) dynamo.
 		t.Fatalf("GetItem %s/%s: %v", pk, sk, err)
 	}
 	return out.Item
+}
+
+// rawGetOf reads the stored item with the key of it.
+func rawGetOf(t *testing.T, client *dynamodb.Client, table string, it dynamo.Item) dynamo.Item {
+	t.Helper()
+	pk, sk := dynamo.Keys(it)
+	return rawGet(t, client, table, pk, sk)
 }
 
 func rawPut(t *testing.T, client *dynamodb.Client, table string, it dynamo.Item) {
@@ -136,36 +145,63 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 		t.Errorf("delivery gsi1pk %q, want a shard of MERCHANT#m_1#DELIVERIES#", ipk)
 	}
 
-	// A payment record: its META item as the last save left it, and one
-	// item per history entry, each as its builder returns it.
-	amount := money.Amount{Value: 100, Currency: "EUR"}
-	p := payments.Payment{PSPReference: "PSP_1", MerchantID: "m_1", SiteID: "s_1", Amount: amount, State: payments.StateAuthorised,
-		Version: 1, CreatedAt: t0, UpdatedAt: t0, History: []payments.Event{{At: t0, Kind: "payment", Origin: "api", PSPReference: "PSP_1"}}}
-	if err := s.SavePayment(ctx, p, 0); err != nil {
+	// A payment's ledger: its HEAD as a put leaves it, then as a delta
+	// write leaves it, an entry and facts, each as its builder returns it
+	// (TestPaymentLedgerLayout checks the attributes themselves).
+	h := authorised("PSP_1", t0)
+	create := created(h)
+	if err := s.Write(ctx, create); err != nil {
 		t.Fatal(err)
 	}
-	p.History = append(p.History, payments.Event{At: t0.Add(time.Second), Kind: "capture", Origin: "api", PSPReference: "CAP_1", Amount: &amount})
-	p.State, p.CapturedValue, p.Version, p.UpdatedAt = payments.StateCaptured, 100, 2, t0.Add(time.Second)
-	if err := s.SavePayment(ctx, p, 1); err != nil {
+	head, err := dynamo.HeadItem(h)
+	if err != nil {
 		t.Fatal(err)
 	}
-	meta, _ := dynamo.PaymentItem(p)
-	pk, sk = dynamo.Keys(meta)
-	if pk != "PAYMENT#PSP_1" || sk != "META" {
-		t.Fatalf("payment META key %s / %s", pk, sk)
+	pk, sk = dynamo.Keys(head)
+	if pk != "PAYMENT#PSP_1" || sk != "HEAD" {
+		t.Fatalf("payment head key %s / %s", pk, sk)
 	}
-	sameItem(t, "payment META", withWriteToken(t, "payment META", rawGet(t, client, table, pk, sk), meta), meta)
-	for i := range p.History {
-		h, err := dynamo.PaymentHistoryItem(p, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hpk, hsk := dynamo.Keys(h)
-		if hpk != pk || hsk != fmt.Sprintf("H#%010d", i) {
-			t.Fatalf("history item %d key %s / %s", i, hpk, hsk)
-		}
-		sameItem(t, fmt.Sprintf("payment history item %d", i), rawGet(t, client, table, hpk, hsk), h)
+	sameItem(t, "payment HEAD put", withWriteToken(t, "payment HEAD", rawGet(t, client, table, pk, sk), head), head)
+	fact, err := dynamo.FactItem("PSP_1", create.Facts[0], head["ttl"])
+	if err != nil {
+		t.Fatal(err)
 	}
+	if _, fsk := dynamo.Keys(fact); fsk != "F#2026-03-02T10:00:00.123456789Z#0#payment" {
+		t.Fatalf("fact key %s", fsk)
+	}
+	sameItem(t, "payment fact", rawGetOf(t, client, table, fact), fact)
+
+	e := capture("op_1", 600, t0)
+	w := request("PSP_1", e)
+	if err := s.Write(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	// The delta moves the attributes, not data: that holds the head as
+	// last put (what GetPayment reads under the attributes).
+	moved, err := dynamo.HeadItem(w.Apply(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := withWriteToken(t, "payment HEAD", rawGet(t, client, table, pk, sk), moved)
+	if !reflect.DeepEqual(stored["data"], head["data"]) {
+		t.Errorf("a delta write changed the HEAD's data")
+	}
+	moved["data"] = head["data"]
+	sameItem(t, "payment HEAD after a delta write", stored, moved)
+	entry, err := dynamo.EntryItem("PSP_1", e, head["ttl"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if epk, esk := dynamo.Keys(entry); epk != pk || esk != "E#op_1" {
+		t.Fatalf("entry key %s / %s", epk, esk)
+	}
+	storedEntry := withWriteToken(t, "payment entry", rawGetOf(t, client, table, entry), entry)
+	sameItem(t, "payment entry", storedEntry, entry)
+	if storedEntry["wt"].(*types.AttributeValueMemberS).Value != stored["wt"].(*types.AttributeValueMemberS).Value {
+		t.Errorf("the entry and the HEAD of one write carry different tokens")
+	}
+	fact, _ = dynamo.FactItem("PSP_1", w.Facts[0], head["ttl"])
+	sameItem(t, "payment fact of a delta write", rawGetOf(t, client, table, fact), fact)
 
 	// A merchant event: in its shard of the merchant's event history.
 	me := notifications.MerchantEvent{ID: "evt_1", MerchantID: "m_1", EventCode: "CAPTURE", PSPReference: "CAP_1", PaymentPSP: "PSP_1",
@@ -184,21 +220,165 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 	sameItem(t, "merchant event", rawGet(t, client, table, pk, sk), logged)
 }
 
-// A payment item over DynamoDB's 400 KB is refused with an error that
-// says so. (A record's history cannot make it so: each entry is its own
-// item beside META.)
-func TestSavePaymentRefusesOversizeItem(t *testing.T) {
+// TestPaymentLedgerLayout: a payment is its HEAD, one E#<ref> item per
+// operation and one F#<at>#<id> item per fact in its partition, read raw:
+// the HEAD carries the Totals, version, seq, owner, authorisation state,
+// currency, pre-authorisation flag, update time and writer's token as
+// plain attributes (the conditions and deltas use them) beside the head's
+// JSON; every item carries its ttl; and every item of a typical payment —
+// its request, authorisation and amount updates, captured in two parts and
+// partly refunded with line items, each operation answered and notified —
+// fits in one 4 KB read unit, well under DynamoDB's per-item costs that
+// matter (a write unit is 1 KB: the HEAD, written most, stays near it).
+func TestPaymentLedgerLayout(t *testing.T) {
+	ctx := context.Background()
+	client, table := newTable(t)
+	clk := clock.NewFake(t0)
+	s := dynamo.New(client, table, clk)
+	const psp = "PSP_TYPICAL"
+	h := authorised(psp, t0)
+	h.SessionID, h.StoredMethodID, h.StorePaymentMethod, h.AuthorisationType = "CS_0123456789ABCDEF", "SPM_0123456789", true, payments.AuthorisationPreAuth
+	h.Amount.Value, h.Authorised = 2500, 2500
+	h.AmountUpdates = []payments.AmountUpdate{{Ref: "ADJ_0123456789ABCDEF", Amount: 2500, From: 1999}}
+	h.Totals = payments.Fold(h, nil)
+	if err := s.Write(ctx, created(h)); err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for i, v := range []int64{1500, 1000} { // two captures, requested, answered, notified
+		clk.Advance(time.Second)
+		e := capture(fmt.Sprintf("op_capture_%d_0123456789abcdef", i), v, clk.Now())
+		write(t, s, request(psp, e))
+		clk.Advance(time.Second)
+		w, answered := answer(psp, e, payments.Received, clk.Now())
+		write(t, s, w)
+		notified := answered
+		notified.Notices = []payments.Notice{{Code: payments.EventCapture, Success: true, Amount: e.Requested.Amount, Seq: int64(2 + i), At: clk.Now()}}
+		notified.Version++
+		write(t, s, payments.Write{PSP: psp, Delta: notified.Contribution().Sub(answered.Contribution()), SeqStep: 1, At: clk.Now(),
+			Entries: []payments.Entry{notified}, Facts: []payments.Fact{{ID: e.Ref + "#CAPTURE", At: clk.Now(), Kind: payments.EventCapture,
+				Origin: payments.OriginNotification, PSPReference: e.Ref, Amount: &e.Requested.Amount}}})
+		refs = append(refs, e.Ref)
+	}
+	clk.Advance(time.Second)
+	refund := payments.Entry{Ref: "op_refund_0123456789abcdef", Kind: payments.OpRefund, Version: 1, Requested: &payments.Request{
+		Amount: money.Amount{Value: 700, Currency: "EUR"}, Reference: "refund-order-1", UpstreamKey: "idem-refund-0123456789abcdef", At: clk.Now()}}
+	for i := range 3 {
+		tax := int64(21)
+		refund.Requested.LineItems = append(refund.Requested.LineItems, payments.LineItem{ID: fmt.Sprintf("item-%d", i),
+			Description: "A product with a fairly long description, size M", Quantity: 1, AmountIncludingTax: &tax, TaxPercentage: &tax,
+			ProductURL: "https://shop.example/products/0123456789", ImageURL: "https://shop.example/images/0123456789.jpg", SKU: "SKU-0123456789"})
+	}
+	rw := request(psp, refund)
+	v := int64(700)
+	rw.Expect.Capturable, rw.Expect.Refundable = nil, &v
+	write(t, s, rw)
+	refs = append(refs, refund.Ref)
+
+	got, _ := ledger(t, s, psp, refs...)
+	if got.Totals.Captured != 2500 || got.Totals.RefundsInFlight != 700 || got.Totals.Refundable != 1800 || got.Totals.Capturable != 0 {
+		t.Fatalf("Totals %+v", got.Totals)
+	}
+	all := items(t, client, table, "PAYMENT#"+psp)
+	var heads, entries, facts int
+	for sk, it := range all {
+		switch {
+		case sk == "HEAD":
+			heads++
+		case strings.HasPrefix(sk, "E#"):
+			entries++
+			if _, ok := it["version"].(*types.AttributeValueMemberN); !ok || it["wt"] == nil || it["data"] == nil {
+				t.Errorf("entry %s: %s, want data, version and wt", sk, dump(it))
+			}
+		case strings.HasPrefix(sk, "F#"):
+			facts++
+			if _, err := time.Parse("2006-01-02T15:04:05.000000000Z", strings.SplitN(sk[2:], "#", 2)[0]); err != nil || it["data"] == nil {
+				t.Errorf("fact %s: %s (%v)", sk, dump(it), err)
+			}
+		default:
+			t.Errorf("item %s of a ledger", sk)
+		}
+		if ttlOf(t, it) < t0.Add(store.PaymentRetention).Unix() {
+			t.Errorf("%s: ttl %d before the payment's retention ends", sk, ttlOf(t, it))
+		}
+		if n := dynamo.ItemSize(it); n > 4096 {
+			t.Errorf("%s: %d bytes, over one 4 KB read unit", sk, n)
+		} else {
+			t.Logf("%s: %d bytes", sk, n)
+		}
+	}
+	if heads != 1 || entries != 3 || facts != 8 {
+		t.Fatalf("%d heads, %d entries, %d facts (%s); want 1, 3, 8", heads, entries, facts, keys(all))
+	}
+	if n := dynamo.ItemSize(all["HEAD"]); n > 1536 {
+		t.Errorf("HEAD: %d bytes, want at most 1.5 KB (two write units)", n)
+	}
+
+	// The HEAD's plain attributes are the head's, as the writes moved them.
+	hd := all["HEAD"]
+	for name, want := range map[string]int64{"cap": 2500, "capf": 0, "ref": 0, "reff": 700, "capb": 0, "refb": 1800, "rev": 0,
+		"revf": 0, "auf": 0, "seq": 3, "version": got.Version} {
+		if n, ok := hd[name].(*types.AttributeValueMemberN); !ok || n.Value != strconv.FormatInt(want, 10) {
+			t.Errorf("HEAD %s = %v, want %d", name, hd[name], want)
+		}
+	}
+	for name, want := range map[string]string{"mid": "m_a", "sid": "site_1", "auth": "Authorised", "cur": "EUR",
+		"ua": clk.Now().Format(time.RFC3339Nano)} {
+		if v, ok := hd[name].(*types.AttributeValueMemberS); !ok || v.Value != want {
+			t.Errorf("HEAD %s = %v, want %q", name, hd[name], want)
+		}
+	}
+	if pre, ok := hd["pre"].(*types.AttributeValueMemberBOOL); !ok || !pre.Value {
+		t.Errorf("HEAD pre = %v, want true", hd["pre"])
+	}
+	if wt, ok := hd["wt"].(*types.AttributeValueMemberS); !ok || len(wt.Value) != 24 {
+		t.Errorf("HEAD wt = %v, want a write token", hd["wt"])
+	}
+	if ttlOf(t, hd) != t0.Add(store.PaymentRetention).Unix()+1 { // rounded up: t0 has a fraction
+		t.Errorf("HEAD ttl %d, want %d", ttlOf(t, hd), t0.Add(store.PaymentRetention).Unix()+1)
+	}
+}
+
+// write makes w on s, failing t if it fails.
+func write(t *testing.T, s payments.Store, w payments.Write) {
+	t.Helper()
+	if err := s.Write(context.Background(), w); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+}
+
+// An item over DynamoDB's 400 KB — a head, an entry, a fact — is refused
+// with an error that says so, and nothing of its write is written.
+func TestPaymentWriteRefusesOversizeItem(t *testing.T) {
+	ctx := context.Background()
 	client, table := newTable(t)
 	s := dynamo.New(client, table, clock.NewFake(t0))
-	amount := money.Amount{Value: 100, Currency: "EUR"}
-	p := payments.Payment{PSPReference: "PSP_BIG", MerchantID: "m_1", SiteID: "s_1", Amount: amount, Version: 1, CreatedAt: t0, UpdatedAt: t0,
-		RefusalReason: strings.Repeat("x", dynamo.MaxItemBytes)}
-	err := s.SavePayment(context.Background(), p, 0)
-	if err == nil || !strings.Contains(err.Error(), "exceeds DynamoDB's 409600-byte limit") {
-		t.Fatalf("SavePayment of an oversize record: %v", err)
+	huge := strings.Repeat("x", dynamo.MaxItemBytes)
+	const tooBig = "exceeds DynamoDB's 409600-byte limit"
+
+	h := authorised("PSP_BIG", t0)
+	h.RefusalReason = huge
+	if err := s.Write(ctx, created(h)); err == nil || !strings.Contains(err.Error(), tooBig) {
+		t.Fatalf("an oversize head: %v", err)
 	}
-	if _, err := s.GetPayment(context.Background(), "PSP_BIG"); !errors.Is(err, storeerr.ErrNotFound) {
-		t.Fatalf("oversize record written: %v", err)
+	if _, err := s.GetPayment(ctx, "PSP_BIG"); !errors.Is(err, storeerr.ErrNotFound) {
+		t.Fatalf("oversize head written: %v", err)
+	}
+
+	write(t, s, created(authorised("PSP_BIG", t0)))
+	e := capture("op_big", 100, t0)
+	e.Requested.Reference = huge
+	if err := s.Write(ctx, request("PSP_BIG", e)); err == nil || !strings.Contains(err.Error(), tooBig) {
+		t.Fatalf("an oversize entry: %v", err)
+	}
+	w := request("PSP_BIG", capture("op_1", 100, t0))
+	w.Facts[0].Detail = huge
+	if err := s.Write(ctx, w); err == nil || !strings.Contains(err.Error(), tooBig) {
+		t.Fatalf("an oversize fact: %v", err)
+	}
+	got, es := ledger(t, s, "PSP_BIG", "op_big", "op_1")
+	if got.Version != 1 || len(es) != 0 {
+		t.Fatalf("after the refused writes: version %d, %d entries", got.Version, len(es))
 	}
 }
 

@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -55,69 +59,725 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// A payment record is one item per partition PAYMENT#<pspReference>: the
-// record without its history under META (attribute hn: how many history
-// entries it has), and each history entry as its own item under
-// H#<index, 10 digits> (see doc.go), so the META item stays small however
-// long the history grows. Every item of a record carries the same ttl
-// (CreatedAt + store.PaymentRetention).
+// A payment is a ledger in its partition PAYMENT#<pspReference>:
+//
+//	HEAD        the head (payments.Head) as JSON in data, and beside it the
+//	            attributes its conditions and deltas use: the Totals
+//	            (cap capf ref reff capb refb rev revf auf), seq, version,
+//	            mid and sid (owner), auth (the authorisation's state), cur
+//	            (the amount's currency, "" while unknown), pre (a
+//	            pre-authorisation), ua (updated at), wt (the last writer's
+//	            token)
+//	E#<ref>     an entry (payments.Entry) as JSON, its version, wt
+//	F#<at>#<id> a timeline fact, at in fixed-width UTC, so facts sort in
+//	            time order
+//
+// A Write is one TransactWriteItems: the head put whole (conditional on
+// its version) or updated by the delta (conditional on Expect), each entry
+// conditional on its version, the facts. Every item carries a ttl: the
+// head's (CreatedAt + store.PaymentRetention) for the items of a write that
+// puts the head, the write's time + store.PaymentRetention for those of a
+// delta write (which does not know CreatedAt), so no item of a payment
+// expires before its head. A write on a head past its retention fails its
+// condition (the payment reads as absent), and a new payment under the
+// pspReference of one past its retention whose HEAD TTL has not deleted
+// yet deletes that one first (purgeExpired). A payment stored before
+// ledgers (META and H#<index> history items: records.LegacyPayment) is
+// converted on read and moved to the ledger by its first write
+// (migrateLegacy), its history items deleted.
 const (
-	skHistory    = "H#"
-	attrHistoryN = "hn"
-	// attrWriteToken names the call that wrote a versioned item — a
-	// payment's META, an event, a delivery — (random per call): a write
-	// whose condition fails on an item of its own version and token had
-	// landed — DynamoDB applied it, its answer was lost and the SDK sent it
-	// again — and is reported done, not as a conflict that would have its
-	// caller apply the change a second time.
+	skHead      = "HEAD"
+	skEntry     = "E#"
+	skFact      = "F#"
+	skHistory   = "H#"
+	attrHistN   = "hn"
+	attrCapt    = "cap"
+	attrCaptIF  = "capf"
+	attrRefd    = "ref"
+	attrRefdIF  = "reff"
+	attrCaptble = "capb"
+	attrRefble  = "refb"
+	attrRev     = "rev"
+	attrRevIF   = "revf"
+	attrAmtIF   = "auf"
+	attrSeq     = "seq"
+	attrMid     = "mid"
+	attrSid     = "sid"
+	attrAuth    = "auth"
+	attrCur     = "cur"
+	attrPreAuth = "pre"
+	attrUpdated = "ua"
+	// attrWriteToken names the call that wrote an item (random per call):
+	// a write whose condition fails on an item carrying its own token had
+	// landed — DynamoDB applied it, its answer was lost and the SDK sent
+	// it again — and is reported done, not as a conflict.
 	attrWriteToken = "wt"
-	// maxNewEntries bounds the history entries one SavePayment may add: a
-	// transaction holds at most 100 writes, one of them the META item.
-	maxNewEntries = 99
-	// readAttempts bounds GetPayment's re-reads of a record whose history
+	// readAttempts bounds the re-reads of a legacy record whose history
 	// was read while a save was landing.
 	readAttempts = 5
+	// condLive is the condition of a write on a stored head: not past its
+	// retention (#ttl, compared with :now, ttlOf the store's clock), as a
+	// payment past it reads as absent though DynamoDB's TTL has not
+	// deleted it yet.
+	condLive = "(attribute_not_exists(#ttl) OR #ttl > :now)"
 )
 
-func historySK(i int) string { return fmt.Sprintf("%s%010d", skHistory, i) }
+// totalAttrs names each Totals field's attribute.
+var totalAttrs = []struct {
+	name string
+	get  func(*payments.Totals) *int64
+}{
+	{attrCapt, func(t *payments.Totals) *int64 { return &t.Captured }},
+	{attrCaptIF, func(t *payments.Totals) *int64 { return &t.CapturesInFlight }},
+	{attrRefd, func(t *payments.Totals) *int64 { return &t.Refunded }},
+	{attrRefdIF, func(t *payments.Totals) *int64 { return &t.RefundsInFlight }},
+	{attrCaptble, func(t *payments.Totals) *int64 { return &t.Capturable }},
+	{attrRefble, func(t *payments.Totals) *int64 { return &t.Refundable }},
+	{attrRev, func(t *payments.Totals) *int64 { return &t.Reversals }},
+	{attrRevIF, func(t *payments.Totals) *int64 { return &t.ReversalsInFlight }},
+	{attrAmtIF, func(t *payments.Totals) *int64 { return &t.AmountUpdatesInFlight }},
+}
 
-// GetPayment returns a payment (strongly consistent), or storeerr.ErrNotFound
-// (also once it is past its retention, before DynamoDB's TTL deletes it).
-// One Query of the record's partition, META first (descending), then its
-// history; entries past META's count (a save that lost its condition never
-// writes any, but a newer save may land while the query runs) are ignored.
-func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	for range readAttempts {
-		p, complete, err := s.readPayment(ctx, pspReference)
-		if err != nil {
-			return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: %w", pspReference, err)
-		}
-		if complete {
-			return p, nil
+// HeadItem is the HEAD item of head h (its token a placeholder of the
+// right size, as the capacity model counts it).
+func HeadItem(h payments.Head) (Item, error) {
+	if h.PSPReference == "" {
+		return nil, errEmpty("pspReference")
+	}
+	it, err := dataItem(pfxPayment+h.PSPReference, skHead, records.FromHead(h))
+	if err != nil {
+		return nil, err
+	}
+	t := h.Totals
+	for _, a := range totalAttrs {
+		it[a.name] = num(*a.get(&t))
+	}
+	it[attrVersion], it[attrSeq] = num(h.Version), num(h.Seq)
+	it[attrMid], it[attrSid], it[attrAuth], it[attrCur] = str(h.MerchantID), str(h.SiteID), str(string(h.AuthStatus())), str(h.Amount.Currency)
+	it[attrPreAuth] = &types.AttributeValueMemberBOOL{Value: h.AuthorisationType == payments.AuthorisationPreAuth}
+	it[attrUpdated] = rfc3339(h.UpdatedAt)
+	it[attrWriteToken] = str(writeTokenPlaceholder)
+	setTTL(it, headTTL(h))
+	return it, nil
+}
+
+// EntryItem is the item of entry e of payment psp.
+func EntryItem(psp string, e payments.Entry, ttl types.AttributeValue) (Item, error) {
+	it, err := dataItem(pfxPayment+psp, skEntry+e.Ref, records.FromEntry(e))
+	if err != nil {
+		return nil, err
+	}
+	it[attrVersion], it[attrWriteToken] = num(e.Version), str(writeTokenPlaceholder)
+	if e.Recoverable() { // in gsi1 while it awaits its answer: InFlight
+		it[attrGSI1PK] = str(inFlightPartition(psp))
+		it[attrGSI1SK] = str(sortTime(e.Requested.At) + "#" + psp + "#" + e.Ref)
+	}
+	setTTL(it, ttl)
+	return it, nil
+}
+
+// FactItem is the item of fact f of payment psp.
+func FactItem(psp string, f payments.Fact, ttl types.AttributeValue) (Item, error) {
+	it, err := dataItem(pfxPayment+psp, factSK(f), records.FromFact(f))
+	if err != nil {
+		return nil, err
+	}
+	setTTL(it, ttl)
+	return it, nil
+}
+
+func factSK(f payments.Fact) string {
+	return skFact + sortTime(f.At) + "#" + factStage(f) + "#" + f.ID
+}
+
+// factStage orders the facts of one instant as they happen: a payment's
+// answer and its binding, an operation's request, its answer, then
+// notifications (DynamoDB sorts by key; the embedded store keeps the order
+// written).
+func factStage(f payments.Fact) string {
+	switch {
+	case f.Origin == payments.OriginNotification:
+		return "4"
+	case strings.HasSuffix(f.Kind, "-requested"):
+		return "2"
+	case f.Kind == "bound":
+		return "1"
+	case f.Kind == "payment" || f.Kind == "details" || f.Kind == "pending":
+		return "0"
+	}
+	return "3"
+}
+
+// headTTL is the ttl of head h's payment (nil for a head without
+// CreatedAt: kept).
+func headTTL(h payments.Head) types.AttributeValue {
+	if h.CreatedAt.IsZero() {
+		return nil
+	}
+	return ttlOf(h.CreatedAt.Add(store.PaymentRetention))
+}
+
+// decodeHeadItem decodes a HEAD item: its data, then the attributes the
+// deltas move.
+func decodeHeadItem(it map[string]types.AttributeValue) (payments.Head, error) {
+	r, err := decodeData[records.PaymentHead](it)
+	if err != nil {
+		return payments.Head{}, err
+	}
+	h := r.ToHead()
+	for _, a := range totalAttrs {
+		*a.get(&h.Totals) = getN(it, a.name)
+	}
+	h.Version, h.Seq = getN(it, attrVersion), getN(it, attrSeq)
+	if ua, err := getTime(it, attrUpdated); err == nil && !ua.IsZero() {
+		h.UpdatedAt = ua
+	}
+	return h, nil
+}
+
+// GetPayment returns payment psp's head (strongly consistent), or
+// storeerr.ErrNotFound (also once it is past its retention, before
+// DynamoDB's TTL deletes it): one BatchGetItem of HEAD and, for a payment
+// stored before ledgers, META (then its history, converted).
+func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
+	l, err := s.readLedger(ctx, psp)
+	if err == nil && !l.found {
+		err = storeerr.ErrNotFound
+	}
+	if err != nil {
+		return payments.Head{}, fmt.Errorf("dynamo: get payment %q: %w", psp, err)
+	}
+	return l.head, nil
+}
+
+// ledger is one payment as read.
+type ledger struct {
+	head    payments.Head
+	found   bool
+	legacy  *records.LegacyPayment // a payment stored before ledgers
+	entries []payments.Entry       // the legacy record's, converted
+	facts   []payments.Fact
+}
+
+// readLedger reads payment psp's head, or its legacy record converted.
+func (s *Store) readLedger(ctx context.Context, psp string) (ledger, error) {
+	pk := pfxPayment + psp
+	out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		s.table: {Keys: []map[string]types.AttributeValue{itemKey(pk, skHead), itemKey(pk, skMeta)}, ConsistentRead: aws.Bool(true)},
+	}})
+	if err != nil {
+		return ledger{}, err
+	}
+	if len(out.UnprocessedKeys) > 0 {
+		return ledger{}, fmt.Errorf("read of %s throttled: %w", psp, storeerr.ErrConflict)
+	}
+	var l ledger
+	var meta bool
+	for _, it := range out.Responses[s.table] {
+		switch getS(it, attrSK) {
+		case skHead:
+			if l.head, err = decodeHeadItem(it); err != nil {
+				return ledger{}, err
+			}
+			l.found = true
+		case skMeta:
+			meta = true
 		}
 	}
-	return payments.Payment{}, fmt.Errorf("dynamo: get payment %q: history incomplete after %d reads", pspReference, readAttempts)
+	if !l.found && meta {
+		if l, err = s.readLegacy(ctx, psp); err != nil {
+			return ledger{}, err
+		}
+	}
+	if l.found && !l.head.CreatedAt.IsZero() && !l.head.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
+		return ledger{}, nil
+	}
+	return l, nil
 }
 
-// readPayment reads the record once; complete is false when the history
-// read does not match META's count.
-func (s *Store) readPayment(ctx context.Context, psp string) (payments.Payment, bool, error) {
-	r, complete, err := s.readRecord(ctx, psp)
-	return r.ToPayment(), complete, err
+// readLegacy reads a legacy record (META and its H# history) and converts
+// it.
+func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
+	for range readAttempts {
+		r, complete, err := s.readRecord(ctx, psp)
+		if errors.Is(err, storeerr.ErrNotFound) {
+			return ledger{}, nil
+		}
+		if err != nil {
+			return ledger{}, err
+		}
+		if complete {
+			l := ledger{found: true, legacy: &r}
+			l.head, l.entries, l.facts = r.ToLedger()
+			return l, nil
+		}
+	}
+	return ledger{}, fmt.Errorf("history of %s incomplete after %d reads", psp, readAttempts)
 }
 
-// readRecord reads the stored record once (see readPayment).
-func (s *Store) readRecord(ctx context.Context, psp string) (records.Payment, bool, error) {
+// GetEntries returns those of payment psp's entries refs that exist: one
+// BatchGetItem.
+func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	pk := pfxPayment + psp
+	keys := make([]map[string]types.AttributeValue, 0, len(refs)+1)
+	for _, ref := range refs {
+		keys = append(keys, itemKey(pk, skEntry+ref))
+	}
+	keys = append(keys, itemKey(pk, skMeta)) // a legacy record has its entries in it
+	out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
+	}
+	var es []payments.Entry
+	legacy := false
+	for _, it := range out.Responses[s.table] {
+		if getS(it, attrSK) == skMeta {
+			legacy = true
+			continue
+		}
+		r, err := decodeData[records.Entry](it)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
+		}
+		es = append(es, r.ToEntry())
+	}
+	if legacy { // not moved yet: its entries are the converted record's
+		l, err := s.readLedger(ctx, psp)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
+		}
+		if l.legacy != nil {
+			es = es[:0]
+			for _, e := range l.entries {
+				if slices.Contains(refs, e.Ref) {
+					es = append(es, e)
+				}
+			}
+		}
+	}
+	return es, nil
+}
+
+// Timeline returns at most limit facts of payment psp after cursor (the
+// sort key of the last one read), oldest first: one Query of at most
+// limit+1 items.
+func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
+	pk := pfxPayment + psp
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxPayment + psp)},
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :f)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":f": str(skFact)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(int32(limit + 1)),
+	}
+	if cursor != "" {
+		if !strings.HasPrefix(cursor, skFact) {
+			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: bad cursor", psp)
+		}
+		in.ExclusiveStartKey = itemKey(pk, cursor)
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
+	}
+	if len(out.Items) == 0 && (cursor == "" || legacyCursor(cursor)) {
+		l, err := s.readLedger(ctx, psp) // a legacy record's history
+		if err != nil {
+			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
+		}
+		if l.legacy != nil {
+			return pageOf(l.facts, cursor, limit)
+		}
+	}
+	facts := make([]payments.Fact, 0, len(out.Items))
+	next := ""
+	for i, it := range out.Items {
+		if i == limit {
+			next = getS(out.Items[i-1], attrSK)
+			break
+		}
+		r, err := decodeData[records.Fact](it)
+		if err != nil {
+			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
+		}
+		facts = append(facts, r.ToFact())
+	}
+	return facts, next, nil
+}
+
+// pageOf is a page of a legacy record's facts (cursor: F#<index>).
+func pageOf(facts []payments.Fact, cursor string, limit int) ([]payments.Fact, string, error) {
+	start := 0
+	if cursor != "" {
+		start, _ = strconv.Atoi(strings.TrimPrefix(cursor, skFact))
+	}
+	start = min(max(start, 0), len(facts))
+	end := min(start+limit, len(facts))
+	next := ""
+	if end < len(facts) {
+		next = skFact + strconv.Itoa(end)
+	}
+	return facts[start:end], next, nil
+}
+
+// legacyCursor reports whether cursor is a page of a legacy record's
+// facts (F#<index>; a ledger's are F#<at>#<id>).
+func legacyCursor(cursor string) bool {
+	n := strings.TrimPrefix(cursor, skFact)
+	return n != "" && strings.Trim(n, "0123456789") == ""
+}
+
+// Write makes payment write w: one TransactWriteItems. A payment stored
+// before ledgers is moved to the ledger first (migrateLegacy).
+func (s *Store) Write(ctx context.Context, w payments.Write) error {
+	if w.PSP == "" {
+		return fmt.Errorf("dynamo: write payment: %w", errEmpty("pspReference"))
+	}
+	token := writeToken()
+	items, err := s.writeItems(w, token)
+	if err != nil {
+		return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, err)
+	}
+	for attempt := 0; ; attempt++ {
+		_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		if transactionConflict(err) {
+			return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, storeerr.ErrConflict)
+		}
+		if !transactionConditionFailed(err) {
+			return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, err)
+		}
+		if s.landed(ctx, w, err, token) {
+			return nil
+		}
+		if attempt == 0 {
+			// A new payment over an expired one not deleted yet: that one
+			// is deleted first. Else a payment stored before ledgers is
+			// moved to the ledger first.
+			var again bool
+			var rerr error
+			if w.Put != nil && w.Put.Version == 1 {
+				again, rerr = s.purgeExpired(ctx, w.PSP)
+			} else {
+				again, rerr = s.migrateLegacy(ctx, w.PSP)
+			}
+			if rerr != nil {
+				return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, rerr)
+			}
+			if again {
+				continue
+			}
+		}
+		return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, storeerr.ErrConflict)
+	}
+}
+
+// landed reports whether the write with token had been applied: the head
+// (or its first entry, when the head is not written) carries the token.
+func (s *Store) landed(ctx context.Context, w payments.Write, err error, token string) bool {
+	pk := pfxPayment + w.PSP
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if r.Item != nil && getS(r.Item, attrWriteToken) == token {
+				return true
+			}
+		}
+	}
+	it, gerr := s.getItem(ctx, pk, skHead)
+	return gerr == nil && getS(it, attrWriteToken) == token
+}
+
+// writeItems are the transaction's writes of w.
+func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWriteItem, error) {
+	pk := pfxPayment + w.PSP
+	ttl := ttlOf(s.clock.Now().Add(store.PaymentRetention))
+	var items []types.TransactWriteItem
+	if w.Put != nil {
+		it, err := HeadItem(*w.Put)
+		if err != nil {
+			return nil, err
+		}
+		it[attrWriteToken] = str(token)
+		if err := checkSize(it); err != nil {
+			return nil, err
+		}
+		put := &types.Put{TableName: aws.String(s.table), Item: it,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+		if w.Put.Version == 1 {
+			// An expired head still stored is deleted first (purgeExpired).
+			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+			put.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+		} else {
+			put.ConditionExpression = aws.String("#v = :prev AND " + condLive)
+			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion, "#ttl": attrTTL}
+			put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(w.Put.Version - 1), ":now": ttlOf(s.clock.Now())}
+		}
+		items = append(items, types.TransactWriteItem{Put: put})
+		if t := headTTL(*w.Put); t != nil {
+			ttl = t
+		}
+	} else {
+		items = append(items, types.TransactWriteItem{Update: s.deltaUpdate(pk, w, token)})
+	}
+	for _, e := range w.Entries {
+		it, err := EntryItem(w.PSP, e, ttl)
+		if err != nil {
+			return nil, err
+		}
+		it[attrWriteToken] = str(token)
+		if err := checkSize(it); err != nil {
+			return nil, err
+		}
+		put := &types.Put{TableName: aws.String(s.table), Item: it,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+		put.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#v": attrVersion}
+		if e.Version == 1 {
+			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+			delete(put.ExpressionAttributeNames, "#v")
+		} else {
+			put.ConditionExpression = aws.String("attribute_exists(#pk) AND #v = :prev")
+			put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(e.Version - 1)}
+		}
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
+	for _, f := range w.Facts {
+		it, err := FactItem(w.PSP, f, ttl)
+		if err == nil {
+			err = checkSize(it)
+		}
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
+	}
+	if len(items) > 100 {
+		return nil, fmt.Errorf("%d writes in one transaction (at most 100)", len(items))
+	}
+	return items, nil
+}
+
+// deltaUpdate is the head's update of a Delta write: the Totals moved, the
+// version and sequence advanced, conditional on Expect.
+func (s *Store) deltaUpdate(pk string, w payments.Write, token string) *types.Update {
+	names := map[string]string{"#pk": attrPK, "#v": attrVersion, "#ua": attrUpdated, "#wt": attrWriteToken, "#ttl": attrTTL}
+	values := map[string]types.AttributeValue{":one": num(1), ":ua": rfc3339(w.At), ":wt": str(token), ":now": ttlOf(s.clock.Now())}
+	set := []string{"#v = #v + :one", "#ua = :ua", "#wt = :wt"}
+	d := w.Delta
+	for i, a := range totalAttrs {
+		if v := *a.get(&d); v != 0 {
+			n, val := fmt.Sprintf("#t%d", i), fmt.Sprintf(":t%d", i)
+			names[n], values[val] = a.name, num(v)
+			set = append(set, n+" = "+n+" + "+val)
+		}
+	}
+	if w.SeqStep != 0 {
+		names["#seq"], values[":seqstep"] = attrSeq, num(w.SeqStep)
+		set = append(set, "#seq = #seq + :seqstep")
+	}
+	cond := []string{"attribute_exists(#pk)", condLive}
+	e := w.Expect
+	eq := func(attr string, v types.AttributeValue) {
+		n, val := "#c"+attr, ":c"+attr
+		names[n], values[val] = attr, v
+		cond = append(cond, n+" = "+val)
+	}
+	if e.MerchantID != "" {
+		eq(attrMid, str(e.MerchantID))
+	}
+	if e.SiteID != "" {
+		eq(attrSid, str(e.SiteID))
+	}
+	if e.Authorised {
+		eq(attrAuth, str(string(payments.StateAuthorised)))
+	}
+	if e.NoReversal {
+		eq(attrRev, num(0))
+		eq(attrRevIF, num(0))
+	}
+	if e.NoAmountUpdate {
+		eq(attrAmtIF, num(0))
+	}
+	if e.PreAuth {
+		eq(attrPreAuth, &types.AttributeValueMemberBOOL{Value: true})
+	}
+	if e.Uncaptured {
+		eq(attrCapt, num(0))
+		eq(attrCaptIF, num(0))
+	}
+	if e.Seq != nil {
+		eq(attrSeq, num(*e.Seq))
+	}
+	// Once the amount is known (cur set): its currency and the minimums.
+	var known []string
+	names["#cur"], values[":unknown"] = attrCur, str("")
+	if e.Currency != "" {
+		values[":cur"] = str(e.Currency)
+		known = append(known, "#cur = :cur")
+	}
+	if e.Capturable != nil {
+		names["#capb"], values[":capb"] = attrCaptble, num(*e.Capturable)
+		known = append(known, "#capb >= :capb")
+	}
+	if e.Refundable != nil {
+		names["#refb"], values[":refb"] = attrRefble, num(*e.Refundable)
+		known = append(known, "#refb >= :refb")
+	}
+	if len(known) > 0 {
+		cond = append(cond, "(#cur = :unknown OR ("+strings.Join(known, " AND ")+"))")
+	} else {
+		delete(names, "#cur")
+		delete(values, ":unknown")
+	}
+	return &types.Update{
+		TableName: aws.String(s.table), Key: itemKey(pk, skHead),
+		UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ")),
+		ConditionExpression:                 aws.String(strings.Join(cond, " AND ")),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// migrateLegacy moves payment psp, stored before ledgers, to the ledger:
+// its facts first (each one put), then in one transaction its head (absent
+// until then), its entries, and META's removal (conditional on its
+// version). moved is false when psp has no legacy record.
+func (s *Store) migrateLegacy(ctx context.Context, psp string) (moved bool, _ error) {
+	l, err := s.readLedger(ctx, psp)
+	if err != nil || l.legacy == nil {
+		return false, err
+	}
+	pk := pfxPayment + psp
+	ttl := headTTL(l.head)
+	for _, f := range l.facts {
+		it, err := FactItem(psp, f, ttl)
+		if err == nil {
+			err = s.putItem(ctx, it)
+		}
+		if err != nil {
+			return false, fmt.Errorf("move fact %s: %w", f.ID, err)
+		}
+	}
+	head, err := HeadItem(l.head)
+	if err != nil {
+		return false, err
+	}
+	items := []types.TransactWriteItem{
+		{Put: &types.Put{TableName: aws.String(s.table), Item: head, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
+		{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pk, skMeta), ConditionExpression: aws.String("#v = :v"),
+			ExpressionAttributeNames:  map[string]string{"#v": attrVersion},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(l.legacy.Version)}}},
+	}
+	for _, e := range l.entries {
+		it, err := EntryItem(psp, e, ttl)
+		if err != nil {
+			return false, err
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
+	}
+	if len(items) > 100 {
+		return false, fmt.Errorf("legacy payment %s has %d operations (at most 98 move at once)", psp, len(l.entries))
+	}
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if transactionConditionFailed(err) || transactionConflict(err) {
+		return true, nil // moved meanwhile, or changed: the write is tried again either way
+	}
+	if err != nil {
+		return false, err
+	}
+	// META is gone, so its history items are read by nothing any more:
+	// deleted here, else (this being best effort) by their ttl.
+	_ = s.deleteItems(ctx, pk, skHistory)
+	return true, nil
+}
+
+// purgeExpired deletes payment psp when it is past its retention but its
+// HEAD is still stored (DynamoDB's TTL deletes items some time after they
+// expire), so that a new payment under the same pspReference starts
+// clean: its entries and facts, then its HEAD, conditional on being the
+// one read. No write lands on an expired head (condLive), so the entries
+// and facts listed are all there are. again is false when there is no
+// expired head.
+func (s *Store) purgeExpired(ctx context.Context, psp string) (again bool, _ error) {
+	pk := pfxPayment + psp
+	it, err := s.getItem(ctx, pk, skHead)
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	h, err := decodeHeadItem(it)
+	if err != nil {
+		return false, err
+	}
+	if h.CreatedAt.IsZero() || h.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
+		return false, nil // live: a conflict
+	}
+	if err := s.deleteItems(ctx, pk, skEntry, skFact); err != nil {
+		return false, fmt.Errorf("delete expired payment: %w", err)
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: itemKey(pk, skHead),
+		ConditionExpression:      aws.String("#v = :v AND #wt = :wt"),
+		ExpressionAttributeNames: map[string]string{"#v": attrVersion, "#wt": attrWriteToken},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(getN(it, attrVersion)),
+			":wt": str(getS(it, attrWriteToken))}})
+	if _, failed := conditionFailed(err); failed {
+		return true, nil // deleted (and maybe created again) meanwhile: the write is tried again either way
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete expired payment: %w", err)
+	}
+	return true, nil
+}
+
+// deleteItems deletes the items of partition pk whose sort keys start
+// with one of prefixes.
+func (s *Store) deleteItems(ctx context.Context, pk string, prefixes ...string) error {
+	for _, prefix := range prefixes {
+		in := partitionQuery(pk, prefix)
+		in.TableName, in.ProjectionExpression = aws.String(s.table), aws.String("#pk, #sk")
+		pages := dynamodb.NewQueryPaginator(s.client, in)
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				return err
+			}
+			for _, it := range page.Items {
+				_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table),
+					Key: itemKey(pk, getS(it, attrSK))})
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// readRecord reads a legacy record once; complete is false when the
+// history read does not match META's count.
+func (s *Store) readRecord(ctx context.Context, psp string) (records.LegacyPayment, bool, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(s.table),
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :h AND :m"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxPayment + psp), ":h": str(skHistory), ":m": str(skMeta)},
 		ConsistentRead:            aws.Bool(true),
 		ScanIndexForward:          aws.Bool(false),
 	}
 	var (
-		p       records.Payment
+		p       records.LegacyPayment
 		meta    bool
 		n       int
 		history []records.Event
@@ -133,27 +793,23 @@ func (s *Store) readRecord(ctx context.Context, psp string) (records.Payment, bo
 			sk := getS(item, attrSK)
 			switch {
 			case sk == skMeta:
-				if p, err = decodeData[records.Payment](item); err != nil {
+				if p, err = decodeData[records.LegacyPayment](item); err != nil {
 					return p, false, err
 				}
-				if !p.CreatedAt.IsZero() && !p.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
-					return p, false, storeerr.ErrNotFound
-				}
 				meta = true
-				if _, split := item[attrHistoryN]; !split {
+				if _, split := item[attrHistN]; !split {
 					return p, true, nil // written before history items: all in data
 				}
-				n = int(getN(item, attrHistoryN))
+				n = int(getN(item, attrHistN))
 				history, filled = make([]records.Event, n), make([]bool, n)
 			case !meta:
-				// History items without META: a record being created.
 			case strings.HasPrefix(sk, skHistory):
 				i, err := strconv.Atoi(sk[len(skHistory):])
 				if err != nil {
 					return p, false, fmt.Errorf("history item %q: %w", sk, err)
 				}
 				if i >= n {
-					continue // a save landing after META was read
+					continue
 				}
 				if history[i], err = decodeData[records.Event](item); err != nil {
 					return p, false, err
@@ -174,129 +830,6 @@ func (s *Store) readRecord(ctx context.Context, psp string) (records.Payment, bo
 	return p, true, nil
 }
 
-// SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist, or only one past its retention): one TransactWriteItems of the
-// META item, conditional on the version, and of the history entries p adds.
-// Which entries are new is not passed in: the save assumes one (the domain
-// appends one per change), conditional on META's count being at least
-// that; if the condition fails only because more were added, it reads the
-// count and saves again. storeerr.ErrConflict if the version moved.
-func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
-	switch {
-	case p.PSPReference == "":
-		return fmt.Errorf("dynamo: save payment: %w", errEmpty("pspReference"))
-	case p.Version != prevVersion+1:
-		return fmt.Errorf("dynamo: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
-	}
-	r := records.FromPayment(p)
-	from := 0
-	if prevVersion != 0 {
-		from = max(len(r.History)-1, 0)
-	}
-	token := writeToken()
-	err := s.savePayment(ctx, r, prevVersion, from, false, token)
-	var moved *historyMoved
-	if errors.As(err, &moved) && prevVersion != 0 {
-		if landed(s.failedMeta(ctx, r, moved), r, token) {
-			return nil
-		}
-		var legacy bool
-		from, legacy, err = s.storedHistory(ctx, r, prevVersion, moved.old)
-		if err == nil {
-			err = s.savePayment(ctx, r, prevVersion, from, legacy, token)
-		}
-	}
-	if errors.As(err, &moved) {
-		err = storeerr.ErrConflict
-		if landed(s.failedMeta(ctx, r, moved), r, token) {
-			err = nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("dynamo: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
-	}
-	return nil
-}
-
-// historyMoved: the save's condition failed (version or history count);
-// old is the stored META item when DynamoDB returned it.
-type historyMoved struct {
-	old map[string]types.AttributeValue
-}
-
-func (*historyMoved) Error() string { return "condition failed" }
-
-// savePayment writes META and the history entries from index from on, in
-// one transaction conditional on the stored version being prev and its
-// history count at least from (legacy: META has no count, its history is
-// in data and was copied to items by storedHistory).
-func (s *Store) savePayment(ctx context.Context, p records.Payment, prev int64, from int, legacy bool, token string) error {
-	n := len(p.History)
-	if n-from > maxNewEntries {
-		return fmt.Errorf("%d new history entries in one save (at most %d)", n-from, maxNewEntries)
-	}
-	item, err := paymentMetaItem(p)
-	if err == nil {
-		item[attrWriteToken] = str(token)
-		err = checkSize(item)
-	}
-	if err != nil {
-		return err
-	}
-	put := &types.Put{
-		TableName:                           aws.String(s.table),
-		Item:                                item,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		ConditionExpression:                 aws.String("attribute_not_exists(#pk) OR #ttl <= :now"),
-		ExpressionAttributeNames:            map[string]string{"#pk": attrPK, "#ttl": attrTTL},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": ttlOf(s.clock.Now()),
-		},
-	}
-	if prev != 0 {
-		put.ConditionExpression = aws.String("#version = :prev AND #hn >= :from")
-		put.ExpressionAttributeNames = map[string]string{"#version": attrVersion, "#hn": attrHistoryN}
-		put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(prev), ":from": num(int64(from))}
-		if legacy {
-			put.ConditionExpression = aws.String("#version = :prev AND attribute_not_exists(#hn)")
-			delete(put.ExpressionAttributeValues, ":from")
-		}
-	}
-	writes := []types.TransactWriteItem{{Put: put}}
-	for i := from; i < n; i++ {
-		h, err := paymentHistoryItem(p, i)
-		if err == nil {
-			err = checkSize(h)
-		}
-		if err != nil {
-			return err
-		}
-		writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: h}})
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
-	if transactionConflict(err) {
-		return storeerr.ErrConflict // a concurrent save: re-read and retry
-	}
-	if transactionConditionFailed(err) {
-		return &historyMoved{old: cancelledItem(err)}
-	}
-	return err
-}
-
-// failedMeta returns the stored META a failed save met: the item DynamoDB
-// returned with the failure, else read now (and kept in moved for the
-// next look); nil when it cannot be read.
-func (s *Store) failedMeta(ctx context.Context, p records.Payment, moved *historyMoved) map[string]types.AttributeValue {
-	moved.old = s.itemOr(ctx, moved.old, pfxPayment+p.PSPReference, skMeta)
-	return moved.old
-}
-
-// landed reports whether meta is p's version written by the save with
-// token: the save had been applied (attrWriteToken).
-func landed(meta map[string]types.AttributeValue, p records.Payment, token string) bool {
-	return wrote(meta, p.Version, token)
-}
-
 // wrote reports whether item (nil: unknown) is version, written by the
 // call with token.
 func wrote(item map[string]types.AttributeValue, version int64, token string) bool {
@@ -314,50 +847,9 @@ func writeToken() string {
 // characters).
 const writeTokenBytes = 12
 
-// writeTokenPlaceholder is a token's length of zeros: the META item's
-// builder's value (its size is what the capacity model counts).
+// writeTokenPlaceholder is a token's length of zeros: the item builders'
+// value (its size is what the capacity model counts).
 var writeTokenPlaceholder = strings.Repeat("0", 2*writeTokenBytes)
-
-// storedHistory reads META after a failed save (or takes old, the item
-// DynamoDB returned with the failure): storeerr.ErrConflict if its
-// version is not prev, else how many history entries are stored as items.
-// A record written before history items (its history in data) has its
-// entries written as items first — they are the stored ones, the same for
-// every writer — and then counts as having none.
-func (s *Store) storedHistory(ctx context.Context, p records.Payment, prev int64, old map[string]types.AttributeValue) (from int, legacy bool, err error) {
-	item := old
-	if item == nil {
-		item, err = s.getItem(ctx, pfxPayment+p.PSPReference, skMeta)
-	}
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return 0, false, storeerr.ErrConflict
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if getN(item, attrVersion) != prev {
-		return 0, false, storeerr.ErrConflict
-	}
-	if _, split := item[attrHistoryN]; split {
-		return int(getN(item, attrHistoryN)), false, nil
-	}
-	inline, err := decodeData[records.Payment](item)
-	if err != nil {
-		return 0, false, err
-	}
-	ttl := paymentTTL(p)
-	for i, e := range inline.History {
-		h, err := dataItem(pfxPayment+p.PSPReference, historySK(i), e)
-		if err == nil {
-			setTTL(h, ttl)
-			err = s.putItem(ctx, h)
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("move history entry %d to its item: %w", i, err)
-		}
-	}
-	return len(inline.History), true, nil
-}
 
 // getN returns item[name] as an integer (0 if absent or not a number).
 func getN(item map[string]types.AttributeValue, name string) int64 {
@@ -368,18 +860,66 @@ func getN(item map[string]types.AttributeValue, name string) int64 {
 	return 0
 }
 
-// paymentTTL is the ttl of every item of p's record (nil for a record
-// without CreatedAt: kept).
-func paymentTTL(p records.Payment) types.AttributeValue {
-	if p.CreatedAt.IsZero() {
-		return nil
-	}
-	return ttlOf(p.CreatedAt.Add(store.PaymentRetention))
-}
-
 // setTTL sets item's ttl unless ttl is nil.
 func setTTL(item map[string]types.AttributeValue, ttl types.AttributeValue) {
 	if ttl != nil {
 		item[attrTTL] = ttl
 	}
 }
+
+// The operations awaiting their answer (payments.Entry.Recoverable) are
+// a sparse part of gsi1: their entry items carry gsi1pk INFLIGHT#<shard>
+// and gsi1sk <requested at>#<psp>#<ref> until an answer's put replaces
+// them without. inFlightShards spread the writes.
+const (
+	pfxInFlight    = "INFLIGHT#"
+	inFlightShards = 64
+)
+
+// inFlightPartition is the gsi1 partition of payment psp's operations in
+// flight.
+func inFlightPartition(psp string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(psp))
+	return pfxInFlight + strconv.Itoa(int(h.Sum32()%inFlightShards))
+}
+
+// InFlight implements payments.InFlight: each shard's oldest, merged. The
+// index is eventually consistent: Recover re-reads each entry.
+func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
+	type op struct {
+		ref payments.OpRef
+		sk  string
+	}
+	var ops []op
+	for shard := range inFlightShards {
+		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.table),
+			IndexName:                 aws.String(indexGSI1),
+			KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :before"),
+			ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK, "#sk": attrGSI1SK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxInFlight + strconv.Itoa(shard)), ":before": str(sortTime(before))},
+			ProjectionExpression:      aws.String("#pk, #sk"),
+			Limit:                     aws.Int32(int32(limit)),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: operations in flight: %w", err)
+		}
+		for _, it := range out.Items {
+			sk := getS(it, attrGSI1SK)
+			parts := strings.SplitN(sk, "#", 3)
+			if len(parts) != 3 {
+				continue
+			}
+			ops = append(ops, op{payments.OpRef{PSP: parts[1], Ref: parts[2]}, sk})
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].sk < ops[j].sk })
+	var refs []payments.OpRef
+	for _, o := range ops[:min(limit, len(ops))] {
+		refs = append(refs, o.ref)
+	}
+	return refs, nil
+}
+
+var _ payments.InFlight = (*Store)(nil)

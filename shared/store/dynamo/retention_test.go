@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
@@ -54,95 +53,83 @@ func ttlOf(t *testing.T, item map[string]types.AttributeValue) int64 {
 	return n
 }
 
-func record(psp string) payments.Payment {
-	return payments.Payment{
-		PSPReference: psp, MerchantID: "m_a", SiteID: "site_1", Source: payments.SourceAdvanced,
-		Amount: money.Amount{Value: 100, Currency: "EUR"}, State: payments.StateAuthorised,
-		History: []payments.Event{{At: tRetain, Kind: "payment", Origin: "api"}}, Version: 1, CreatedAt: tRetain, UpdatedAt: tRetain,
-	}
-}
-
-// The payment's META item holds no history (each entry is its own item),
-// every item of the record expires PaymentRetention after its creation,
-// and a record past it reads as absent and can be created again.
-func TestPaymentItemsBoundedAndExpiring(t *testing.T) {
+// Every item of a payment carries a ttl, none before its head's
+// (CreatedAt + PaymentRetention: the items written with the head carry
+// exactly that); a payment past its retention reads as absent, and a
+// write to it conflicts, before DynamoDB's TTL deletes it; a new payment
+// under the same pspReference then starts clean — none of the expired
+// one's entries or facts are its.
+func TestPaymentItemsExpire(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
 	clk := clock.NewFake(tRetain)
 	s := dynamo.New(client, table, clk)
-	p := record("PSP1")
-	if err := s.SavePayment(ctx, p, 0); err != nil {
-		t.Fatal(err)
-	}
-	p.History = append(p.History, payments.Event{At: tRetain, Kind: "capture", Origin: "api"})
-	p.Version = 2
-	if err := s.SavePayment(ctx, p, 1); err != nil {
-		t.Fatal(err)
-	}
-	got := items(t, client, table, "PAYMENT#PSP1")
+	h := authorised("PSP1", tRetain)
+	write(t, s, created(h))
+	op1 := capture("op_1", 500, tRetain)
+	write(t, s, request("PSP1", op1))
+	clk.Advance(time.Hour)
+	w, _ := answer("PSP1", op1, payments.Received, clk.Now())
+	write(t, s, w)
+	got, _ := ledger(t, s, "PSP1", "op_1")
+
+	all := items(t, client, table, "PAYMENT#PSP1")
 	want := tRetain.Add(store.PaymentRetention).Unix()
-	if len(got) != 3 || got["META"] == nil || got["H#0000000000"] == nil || got["H#0000000001"] == nil {
-		t.Fatalf("items %v, want META and two history items", keys(got))
+	payment, requested := "F#"+tRetain.Format("2006-01-02T15:04:05.000000000Z")+"#0#payment", "F#"+tRetain.Format("2006-01-02T15:04:05.000000000Z")+"#2#op_1#requested"
+	answered := "F#" + clk.Now().Format("2006-01-02T15:04:05.000000000Z") + "#3#op_1#answered"
+	if len(all) != 5 || all["HEAD"] == nil || all["E#op_1"] == nil || all[payment] == nil || all[requested] == nil || all[answered] == nil {
+		t.Fatalf("items %s; want HEAD, E#op_1 and three facts", keys(all))
 	}
-	for sk, it := range got {
-		if ttlOf(t, it) != want {
-			t.Fatalf("%s: ttl %d, want %d", sk, ttlOf(t, it), want)
+	for sk, it := range all {
+		if ttlOf(t, it) < want {
+			t.Fatalf("%s: ttl %d, before the payment's %d", sk, ttlOf(t, it), want)
 		}
 	}
-	var meta map[string]any
-	if err := json.Unmarshal([]byte(got["META"]["data"].(*types.AttributeValueMemberS).Value), &meta); err != nil {
-		t.Fatal(err)
-	}
-	if meta["history"] != nil {
-		t.Fatalf("META data holds the history: %v", meta["history"])
+	for _, sk := range []string{"HEAD", payment, requested} {
+		if ttlOf(t, all[sk]) != want {
+			t.Fatalf("%s: ttl %d, want the payment's %d", sk, ttlOf(t, all[sk]), want)
+		}
 	}
 
+	clk.Set(tRetain.Add(store.PaymentRetention - time.Second))
+	if _, err := s.GetPayment(ctx, "PSP1"); err != nil {
+		t.Fatalf("GetPayment just before the end of retention: %v", err)
+	}
 	clk.Set(tRetain.Add(store.PaymentRetention))
 	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("GetPayment past retention: %v, want ErrNotFound", err)
 	}
-	again := record("PSP1")
-	again.CreatedAt = clk.Now()
-	if err := s.SavePayment(ctx, again, 0); err != nil {
-		t.Fatalf("create over an expired record: %v", err)
+	late := got
+	late.Reference, late.Version = "order-late", got.Version+1
+	for name, w := range map[string]payments.Write{
+		"a capture":   request("PSP1", capture("op_2", 100, clk.Now())),
+		"a head put":  {PSP: "PSP1", Put: &late, At: clk.Now()},
+		"a fact only": {PSP: "PSP1", At: clk.Now(), Facts: []payments.Fact{{ID: "late", At: clk.Now(), Kind: "late"}}},
+	} {
+		if err := s.Write(ctx, w); !errors.Is(err, storeerr.ErrConflict) {
+			t.Fatalf("%s on a payment past retention: %v, want a conflict", name, err)
+		}
 	}
-	p2, err := s.GetPayment(ctx, "PSP1")
-	if err != nil || len(p2.History) != 1 || p2.Version != 1 {
-		t.Fatalf("recreated record: %+v, %v", p2, err)
-	}
-}
 
-// A record written before history items (its history inline in data) is
-// read as it is and converted on its next save, losing nothing.
-func TestPaymentInlineHistoryConverted(t *testing.T) {
-	ctx := context.Background()
-	client, table := newTable(t)
-	s := dynamo.New(client, table, clock.NewFake(tRetain))
-	old := record("PSP1")
-	old.History = append(old.History, payments.Event{At: tRetain, Kind: "details", Origin: "api"})
-	raw, _ := json.Marshal(old)
-	_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "PAYMENT#PSP1"}, "sk": &types.AttributeValueMemberS{Value: "META"},
-		"data": &types.AttributeValueMemberS{Value: string(raw)}, "version": &types.AttributeValueMemberN{Value: "1"},
-	}})
-	if err != nil {
-		t.Fatal(err)
+	again := authorised("PSP1", clk.Now())
+	again.Reference = "order-again"
+	write(t, s, created(again))
+	fresh, es := ledger(t, s, "PSP1", "op_1", "op_2")
+	sameValue(t, "the new payment", fresh, again)
+	if len(es) != 0 {
+		t.Fatalf("the new payment has the expired one's entries: %+v", es)
 	}
-	p, err := s.GetPayment(ctx, "PSP1")
-	if err != nil || len(p.History) != 2 {
-		t.Fatalf("legacy record: %+v, %v", p, err)
+	sameValue(t, "the new payment's timeline", ids(timeline(t, s, "PSP1", 10)), []string{"payment"})
+	if now := items(t, client, table, "PAYMENT#PSP1"); len(now) != 2 || now["HEAD"] == nil {
+		t.Fatalf("items %s; want the new payment's HEAD and fact", keys(now))
 	}
-	p.History = append(p.History, payments.Event{At: tRetain, Kind: "capture", Origin: "api"})
-	p.Version = 2
-	if err := s.SavePayment(ctx, p, 1); err != nil {
-		t.Fatal(err)
+	if n := ttlOf(t, items(t, client, table, "PAYMENT#PSP1")["HEAD"]); n != clk.Now().Add(store.PaymentRetention).Unix() {
+		t.Fatalf("the new payment's ttl %d", n)
 	}
-	p, err = s.GetPayment(ctx, "PSP1")
-	if err != nil || len(p.History) != 3 || p.History[1].Kind != "details" || p.History[2].Kind != "capture" {
-		t.Fatalf("converted record: %+v, %v", p.History, err)
-	}
-	if got := items(t, client, table, "PAYMENT#PSP1"); len(got) != 4 {
-		t.Fatalf("items %v, want META and three history items", keys(got))
+	// It is a payment like any other.
+	write(t, s, request("PSP1", capture("op_1", 100, clk.Now())))
+	if h, _ := ledger(t, s, "PSP1", "op_1"); h.Totals.CapturesInFlight != 100 || h.Version != 2 {
+		t.Fatalf("the new payment after a capture: %+v, version %d", h.Totals, h.Version)
 	}
 }
 

@@ -106,7 +106,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) error {
 	writes := []func() error{func() error { return s.SaveEvent(ctx, c.Event, c.PrevEventVersion) }}
 	if c.Payment != nil {
-		writes = append(writes, func() error { return s.SavePayment(ctx, *c.Payment, c.PrevPaymentVersion) })
+		writes = append(writes, func() error { return s.Write(ctx, *c.Payment) })
 	}
 	if c.MerchantEvent != nil {
 		writes = append(writes, func() error { return s.PutMerchantEvent(ctx, *c.MerchantEvent) })

@@ -20,8 +20,6 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 		return fmt.Errorf("embedded: commit item: %w", errEmpty("event id"))
 	case e.Version != c.PrevEventVersion+1:
 		return fmt.Errorf("embedded: commit item %q: version %d must be previous version %d + 1", e.ID, e.Version, c.PrevEventVersion)
-	case c.Payment != nil && c.Payment.Version != c.PrevPaymentVersion+1:
-		return fmt.Errorf("embedded: commit item %q: payment version %d must be previous version %d + 1", e.ID, c.Payment.Version, c.PrevPaymentVersion)
 	}
 	for _, d := range c.Deliveries {
 		switch {
@@ -33,19 +31,12 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 	}
 	e = utcEvent(e)
 	now := s.clock.Now()
-	var payment encodedPayment
-	if c.Payment != nil {
-		var err error
-		if payment, err = encodePayment(*c.Payment); err != nil {
-			return fmt.Errorf("embedded: commit item %q: %w", e.ID, err)
-		}
-	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if err := saveEvent(tx, e, c.PrevEventVersion); err != nil {
 			return err
 		}
 		if c.Payment != nil {
-			if err := payment.save(tx, c.PrevPaymentVersion, now); err != nil {
+			if err := writeLedger(tx, *c.Payment, now); err != nil {
 				return err
 			}
 		}

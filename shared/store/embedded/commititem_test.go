@@ -21,7 +21,7 @@ func TestCommitItemIsOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
 	s := openTemp(t, clock.NewFake(at))
-	if err := s.SavePayment(ctx, payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 1}, 0); err != nil {
+	if err := s.Write(ctx, payments.Write{PSP: "PSP1", Put: &payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Version: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	ev := notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", Status: notifications.EventReceived, Received: 1,
@@ -29,7 +29,7 @@ func TestCommitItemIsOneTransaction(t *testing.T) {
 	d := webhooks.Delivery{ID: "msg_new", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1", EventCode: "CAPTURE",
 		PSPReference: "PSP1", Payload: []byte(`{}`), Status: webhooks.StatusPending, Enqueued: true,
 		CreatedAt: at, UpdatedAt: at, Version: 1}
-	stale := notifications.ItemCommit{Event: ev, Payment: &payments.Payment{PSPReference: "PSP1", Version: 6}, PrevPaymentVersion: 5,
+	stale := notifications.ItemCommit{Event: ev, Payment: &payments.Write{PSP: "PSP1", Put: &payments.Head{PSPReference: "PSP1", Version: 6}},
 		Deliveries: []webhooks.Delivery{d}}
 	if err := s.CommitItem(ctx, stale); !errors.Is(err, storeerr.ErrConflict) {
 		t.Fatalf("stale payment version: %v, want a conflict", err)

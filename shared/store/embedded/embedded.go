@@ -206,6 +206,25 @@ func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error
 	return j, nil
 }
 
+// paymentHead is what the journal's fold reads of a legacy record.
+type paymentHead struct {
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// decodeHead decodes the head of key's encoded legacy record raw (nil: the
+// zero head, version 0).
+func decodeHead(key, raw []byte) (paymentHead, error) {
+	var head paymentHead
+	if raw == nil {
+		return head, nil
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return head, fmt.Errorf("decode payment %q: %w", key, err)
+	}
+	return head, nil
+}
+
 // foldJournal puts the journal's pending records into tx (committer.fold).
 func (s *Store) foldJournal(tx *bolt.Tx) error {
 	b := bucket(tx, bktPayments)
@@ -299,7 +318,11 @@ func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
 var sweepKinds = []sweepKind{
 	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
 	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
-	{bucket: bktPayments, expires: expiresAt(func(p records.Payment) time.Time { return paymentExpiry(p.CreatedAt) })},
+	{bucket: bktPayments, expires: expiresAt(func(p records.LegacyPayment) time.Time { return paymentExpiry(p.CreatedAt) })},
+	{bucket: bktHeads, expires: expiresAt(func(h records.PaymentHead) time.Time { return paymentExpiry(h.CreatedAt) }),
+		also: func(tx *bolt.Tx, key, _ []byte) error {
+			return deletePrefix(tx, prefixOf(string(key)), bktEntries, bktFacts, bktFactIDs)
+		}},
 	{bucket: bktEvents, expires: expiresAt(func(e records.Notification) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
 		also: deleteIndexEntry(bktEventsByPayment, func(r records.Notification) []byte { return eventIndexKey(r.ToEvent()) })},
 	{bucket: bktMerchantEvents, expires: expiresAt(func(e records.MerchantEvent) time.Time { return e.CreatedAt.Add(store.EventRetention) })},
@@ -312,6 +335,23 @@ var sweepKinds = []sweepKind{
 			}
 			return nil
 		}},
+}
+
+// deletePrefix deletes every key starting with prefix in buckets.
+func deletePrefix(tx *bolt.Tx, prefix []byte, buckets ...string) error {
+	for _, name := range buckets {
+		b := readBucket(tx, name)
+		if b == nil {
+			continue
+		}
+		c := b.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // deleteIndexEntry deletes a swept T's entry in index bucket idx.
@@ -382,6 +422,15 @@ func compositeKey(parts ...string) []byte {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// splitCompositeKey splits a two-part compositeKey.
+func splitCompositeKey(k []byte) (first, second string, ok bool) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) < n {
+		return "", "", false
+	}
+	return string(k[w : w+int(n)]), string(k[w+int(n):]), true
 }
 
 // prefixOf is the prefix shared by every compositeKey(first, …).

@@ -54,11 +54,11 @@ func TestDataSurvivesReopen(t *testing.T) {
 	}
 	m := tenant.Merchant{ID: "m_a", Name: "A", Active: true, CreatedAt: now}
 	k := tenant.APIKey{ID: "key_1", Hash: "h1", MerchantID: "m_a", CreatedAt: now}
-	p := payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
+	p := payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
 	must(t, s.PutMerchant(ctx, m))
 	must(t, s.PutSite(ctx, tenant.Site{ID: "site_1", MerchantID: "m_a", CreatedAt: now}))
 	must(t, s.CreateAPIKey(ctx, k))
-	must(t, s.SavePayment(ctx, p, 0))
+	must(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &p}))
 	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: now.Add(time.Hour)}))
 	_, err = s.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", LeaseToken: "tok", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(time.Hour)}, now)
 	must(t, err)
@@ -235,10 +235,10 @@ func TestFreelistNotSyncedStaysConsistent(t *testing.T) {
 		must(t, err)
 		for i := range 50 {
 			psp := fmt.Sprintf("PSP%d_%d", round, i)
-			p := payments.Payment{PSPReference: psp, MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
-			must(t, s.SavePayment(ctx, p, 0))
+			p := payments.Head{PSPReference: psp, MerchantID: "m_a", Amount: money.Amount{Value: 1, Currency: "EUR"}, Version: 1, CreatedAt: now}
+			must(t, s.Write(ctx, payments.Write{PSP: psp, Put: &p}))
 			p.Version, p.Reference = 2, strings.Repeat("r", 64)
-			must(t, s.SavePayment(ctx, p, 1))
+			must(t, s.Write(ctx, payments.Write{PSP: psp, Put: &p}))
 		}
 		must(t, s.Close())
 		checkFile(t, path)

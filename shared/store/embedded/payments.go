@@ -2,9 +2,11 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -46,143 +48,298 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 	return sess, nil
 }
 
-// GetPayment returns a payment, or storeerr.ErrNotFound (also once it is
-// past its retention, before a sweep deletes it).
-func (s *Store) GetPayment(ctx context.Context, pspReference string) (payments.Payment, error) {
-	var rec records.Payment
-	err := ctx.Err()
-	if err == nil {
-		err = s.storedPayment([]byte(pspReference), func(raw []byte) error {
-			if raw == nil {
-				return storeerr.ErrNotFound
-			}
-			return json.Unmarshal(raw, &rec)
-		})
+// A payment is a ledger (payments.Head, Entry, Fact) in four buckets:
+// its head by pspReference, its entries by (pspReference, ref), its
+// timeline facts by (pspReference, number) in the order written, and the
+// numbers of its facts by (pspReference, fact id), so a fact written again
+// is found and left as it is. A payment stored before ledgers (a
+// records.LegacyPayment in the payments bucket) is converted on read and
+// moved to the ledger buckets by its first write.
+const (
+	bktHeads   = "ledger_heads"
+	bktEntries = "ledger_entries"
+	bktFacts   = "ledger_facts"
+	bktFactIDs = "ledger_fact_ids"
+	// bktInFlight indexes the entries awaiting their answer
+	// (payments.Entry.Recoverable) by (requested at, pspReference, ref).
+	bktInFlight = "ledger_inflight"
+)
+
+// ledger is one payment as read in a transaction.
+type ledger struct {
+	head    payments.Head
+	found   bool
+	legacy  bool             // converted from a LegacyPayment
+	entries []payments.Entry // the legacy record's, converted
+	facts   []payments.Fact  // the legacy record's, converted
+}
+
+// readLedger reads payment psp's head (or its legacy record) in tx; a
+// payment past its retention at now counts as absent.
+func readLedger(tx *bolt.Tx, psp string, now time.Time) (ledger, error) {
+	var l ledger
+	if b := readBucket(tx, bktHeads); b != nil {
+		var r records.PaymentHead
+		found, err := getJSON(b, []byte(psp), &r)
+		if err != nil {
+			return l, err
+		}
+		if found {
+			l.head, l.found = r.ToHead(), true
+		}
 	}
-	if err == nil && paymentExpired(rec.CreatedAt, s.clock.Now()) {
+	if !l.found {
+		var r records.LegacyPayment
+		found, err := getJSON(bucket(tx, bktPayments), []byte(psp), &r)
+		if err != nil {
+			return l, err
+		}
+		if found {
+			l.head, l.entries, l.facts = r.ToLedger()
+			l.found, l.legacy = true, true
+		}
+	}
+	if l.found && paymentExpired(l.head.CreatedAt, now) {
+		return ledger{}, nil
+	}
+	return l, nil
+}
+
+// GetPayment returns payment psp's head, or storeerr.ErrNotFound (also
+// once it is past its retention, before a sweep deletes it).
+func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
+	var l ledger
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		l, err = readLedger(tx, psp, s.clock.Now())
+		return err
+	})
+	if err == nil && !l.found {
 		err = storeerr.ErrNotFound
 	}
 	if err != nil {
-		return payments.Payment{}, fmt.Errorf("embedded: get payment %q: %w", pspReference, err)
+		return payments.Head{}, fmt.Errorf("embedded: get payment %q: %w", psp, err)
 	}
-	return rec.ToPayment(), nil
+	return l.head, nil
 }
 
-// SavePayment writes p if the stored version is prevVersion (0: no record
-// may exist); storeerr.ErrConflict otherwise. p.Version must be prevVersion+1.
-func (s *Store) SavePayment(ctx context.Context, p payments.Payment, prevVersion int64) error {
-	switch {
-	case p.PSPReference == "":
-		return fmt.Errorf("embedded: save payment: %w", errEmpty("pspReference"))
-	case p.Version != prevVersion+1:
-		return fmt.Errorf("embedded: save payment %q: version %d must be previous version %d + 1", p.PSPReference, p.Version, prevVersion)
-	}
-	rec, err := encodePayment(p)
-	if err == nil {
-		err = s.savePayment(ctx, rec, prevVersion)
-	}
+// GetEntries returns those of payment psp's entries refs that exist.
+func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
+	var out []payments.Entry
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		l, err := readLedger(tx, psp, s.clock.Now())
+		if err != nil || !l.found {
+			return err
+		}
+		for _, ref := range refs {
+			e, ok, err := l.entry(tx, psp, ref)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("embedded: save payment %q (version %d): %w", p.PSPReference, prevVersion, err)
+		return nil, fmt.Errorf("embedded: get entries of payment %q: %w", psp, err)
 	}
-	return nil
+	return out, nil
 }
 
-// encodedPayment is a payment record encoded before its write transaction:
-// the commit, which every writer waits for, runs only the version check and
-// the put.
-type encodedPayment struct {
-	key, raw []byte
+// entry reads entry ref of the ledger psp.
+func (l ledger) entry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
+	if l.legacy {
+		for _, e := range l.entries {
+			if e.Ref == ref {
+				return e, true, nil
+			}
+		}
+		return payments.Entry{}, false, nil
+	}
+	b := readBucket(tx, bktEntries)
+	if b == nil {
+		return payments.Entry{}, false, nil
+	}
+	var r records.Entry
+	found, err := getJSON(b, compositeKey(psp, ref), &r)
+	return r.ToEntry(), found, err
 }
 
-func encodePayment(p payments.Payment) (encodedPayment, error) {
-	raw, err := json.Marshal(records.FromPayment(p))
+// Timeline returns at most limit facts of payment psp after cursor, oldest
+// first, and the cursor of the last one when more follow.
+func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
+	var out []payments.Fact
+	next := ""
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		l, err := readLedger(tx, psp, s.clock.Now())
+		if err != nil || !l.found {
+			return err
+		}
+		after := uint64(0)
+		if cursor != "" {
+			if after, err = strconv.ParseUint(cursor, 10, 64); err != nil {
+				return fmt.Errorf("bad cursor %q", cursor)
+			}
+		}
+		if l.legacy {
+			for i := int(after); i < len(l.facts) && len(out) < limit+1; i++ {
+				out = append(out, l.facts[i])
+			}
+			if len(out) > limit {
+				out, next = out[:limit], strconv.Itoa(int(after)+limit)
+			}
+			return nil
+		}
+		b := readBucket(tx, bktFacts)
+		if b == nil {
+			return nil
+		}
+		prefix := prefixOf(psp)
+		c := b.Cursor()
+		n := after
+		for k, v := c.Seek(factKey(psp, after+1)); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+			if len(out) == limit {
+				next = strconv.FormatUint(n, 10)
+				break
+			}
+			var r records.Fact
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode fact %q: %w", k, err)
+			}
+			out = append(out, r.ToFact())
+			n = factNumber(k, prefix)
+		}
+		return nil
+	})
 	if err != nil {
-		return encodedPayment{}, fmt.Errorf("encode payment %q: %w", p.PSPReference, err)
+		return nil, "", fmt.Errorf("embedded: timeline of payment %q: %w", psp, err)
 	}
-	return encodedPayment{key: []byte(p.PSPReference), raw: raw}, nil
+	return out, next, nil
 }
 
-// savePayment writes rec if the stored version is prevVersion: in the
-// request's write group if ctx has one; otherwise a save that commits
-// alone goes to the payment journal (one fdatasync instead of a bbolt
-// commit's two, journal.go).
-func (s *Store) savePayment(ctx context.Context, rec encodedPayment, prevVersion int64) error {
-	return s.updateOr(ctx, func(tx *bolt.Tx) error { return rec.save(tx, prevVersion, s.clock.Now()) },
-		func() (bool, error) { return s.journalPayment(rec, prevVersion) })
+// factKey is the key of payment psp's fact number n (numbers sort in
+// order: fixed width, big-endian).
+func factKey(psp string, n uint64) []byte {
+	return binary.BigEndian.AppendUint64(prefixOf(psp), n)
 }
 
-// storedPayment calls fn with the newest stored bytes of payment key (nil:
-// none): the journal's pending record if there is one, else the file's
-// (valid only during fn).
-func (s *Store) storedPayment(key []byte, fn func(raw []byte) error) error {
-	if raw, ok := s.journal.get(key); ok {
-		return fn(raw)
-	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(bucket(tx, bktPayments).Get(key)) })
-}
+// factNumber is the number in fact key k (prefix: its payment's).
+func factNumber(k, prefix []byte) uint64 { return binary.BigEndian.Uint64(k[len(prefix):]) }
 
-// journalPayment is savePayment through the journal, run by the
-// committer's leader; handled false: the bbolt commit takes the save.
-func (s *Store) journalPayment(rec encodedPayment, prevVersion int64) (handled bool, err error) {
-	if !s.journal.usable() {
-		return false, nil
+// Write makes payment write w in one transaction (shared with concurrent
+// writers by group commit): storeerr.ErrConflict when a condition fails,
+// and nothing is written then.
+func (s *Store) Write(ctx context.Context, w payments.Write) error {
+	if w.PSP == "" {
+		return fmt.Errorf("embedded: write payment: %w", errEmpty("pspReference"))
 	}
 	now := s.clock.Now()
-	if err := s.storedPayment(rec.key, func(cur []byte) error { return rec.check(cur, prevVersion, now) }); err != nil {
-		return true, err
-	}
-	if err := s.journal.append(rec.key, rec.raw); errors.Is(err, errJournalFull) {
-		return false, nil
-	} else if err != nil {
-		return true, err
-	}
-	return true, nil
-}
-
-// save is SavePayment in tx, at now (a record past its retention counts
-// as absent).
-func (e encodedPayment) save(tx *bolt.Tx, prevVersion int64, now time.Time) error {
-	b := bucket(tx, bktPayments)
-	if err := e.check(b.Get(e.key), prevVersion, now); err != nil {
-		return err
-	}
-	return b.Put(e.key, e.raw)
-}
-
-// check returns storeerr.ErrConflict unless the stored record cur (nil:
-// none) is at prevVersion (0: none, or one past its retention at now).
-func (e encodedPayment) check(cur []byte, prevVersion int64, now time.Time) error {
-	found := cur != nil
-	head, err := decodeHead(e.key, cur)
+	err := s.update(ctx, func(tx *bolt.Tx) error { return writeLedger(tx, w, now) })
 	if err != nil {
-		return err
-	}
-	if found && prevVersion == 0 && paymentExpired(head.CreatedAt, now) {
-		found = false // past its retention: a new record may take its place
-	}
-	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || head.Version != prevVersion)) {
-		return storeerr.ErrConflict
+		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 	}
 	return nil
 }
 
-// paymentHead is what a version check reads of a stored record.
-type paymentHead struct {
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"createdAt"`
+// writeLedger is Write in tx.
+func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
+	l, err := readLedger(tx, w.PSP, now)
+	if err != nil {
+		return err
+	}
+	var head payments.Head
+	switch {
+	case w.Put != nil:
+		if stored := l.head.Version; !l.found && w.Put.Version != 1 || l.found && stored != w.Put.Version-1 {
+			return storeerr.ErrConflict
+		}
+		head = *w.Put
+	case !l.found || !w.Expect.Meets(l.head):
+		return storeerr.ErrConflict
+	default:
+		head = w.Apply(l.head)
+	}
+	if l.legacy { // moved to the ledger buckets by this write
+		if err := putLedger(tx, w.PSP, l.entries, l.facts); err != nil {
+			return err
+		}
+		if err := bucket(tx, bktPayments).Delete([]byte(w.PSP)); err != nil {
+			return err
+		}
+	}
+	var index []indexChange
+	for _, e := range w.Entries {
+		stored, found, err := l.entry(tx, w.PSP, e.Ref)
+		if err != nil {
+			return err
+		}
+		if !found && e.Version != 1 || found && stored.Version != e.Version-1 {
+			return storeerr.ErrConflict
+		}
+		index = append(index, indexChange{stored, e})
+	}
+	if err := indexInFlight(tx, w.PSP, index); err != nil {
+		return err
+	}
+	if err := putLedger(tx, w.PSP, w.Entries, w.Facts); err != nil {
+		return err
+	}
+	heads, err := writeBucket(tx, bktHeads)
+	if err != nil {
+		return err
+	}
+	return putJSON(heads, []byte(w.PSP), records.FromHead(head))
 }
 
-// decodeHead decodes the head of key's encoded record raw (nil: the zero
-// head, version 0).
-func decodeHead(key, raw []byte) (paymentHead, error) {
-	var head paymentHead
-	if raw == nil {
-		return head, nil
+// putLedger puts entries and the facts not stored yet of payment psp.
+func putLedger(tx *bolt.Tx, psp string, entries []payments.Entry, facts []payments.Fact) error {
+	eb, err := writeBucket(tx, bktEntries)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return head, fmt.Errorf("decode payment %q: %w", key, err)
+	for _, e := range entries {
+		if err := putJSON(eb, compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
+			return err
+		}
 	}
-	return head, nil
+	if len(facts) == 0 {
+		return nil
+	}
+	fb, err := writeBucket(tx, bktFacts)
+	if err != nil {
+		return err
+	}
+	ids, err := writeBucket(tx, bktFactIDs)
+	if err != nil {
+		return err
+	}
+	prefix := prefixOf(psp)
+	n := uint64(0)
+	c := fb.Cursor()
+	k, _ := c.Seek(factKey(psp, math.MaxUint64)) // beyond psp's facts
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if k != nil && hasPrefix(k, prefix) {
+		n = factNumber(k, prefix)
+	}
+	for _, f := range facts {
+		id := compositeKey(psp, f.ID)
+		if ids.Get(id) != nil {
+			continue
+		}
+		n++
+		if err := putJSON(fb, factKey(psp, n), records.FromFact(f)); err != nil {
+			return err
+		}
+		if err := ids.Put(id, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // paymentExpired reports whether a record created at created is past its
@@ -197,3 +354,82 @@ func paymentExpiry(created time.Time) time.Time {
 	}
 	return created.Add(store.PaymentRetention)
 }
+
+// indexChange is an entry as stored (zero: none) and as written.
+type indexChange struct{ from, to payments.Entry }
+
+// indexInFlight moves payment psp's entries in the in-flight index as
+// they change.
+func indexInFlight(tx *bolt.Tx, psp string, changes []indexChange) error {
+	var b *bolt.Bucket
+	for _, c := range changes {
+		was, is := c.from.Requested != nil && c.from.Recoverable(), c.to.Recoverable()
+		if was == is {
+			continue
+		}
+		if b == nil {
+			var err error
+			if b, err = writeBucket(tx, bktInFlight); err != nil {
+				return err
+			}
+		}
+		if was {
+			if err := b.Delete(inFlightKey(c.from.Requested.At, psp, c.from.Ref)); err != nil {
+				return err
+			}
+		}
+		if is {
+			if err := b.Put(inFlightKey(c.to.Requested.At, psp, c.to.Ref), []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// inFlightKey orders the index by time: 8 bytes of Unix nanoseconds, the
+// pspReference and the ref (compositeKey).
+func inFlightKey(at time.Time, psp, ref string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())), compositeKey(psp, ref)...)
+}
+
+// InFlight implements payments.InFlight: the index read oldest first;
+// an entry that does not await its answer any more (its payment expired)
+// is passed over.
+func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
+	now := s.clock.Now()
+	var out []payments.OpRef
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bktInFlight)
+		if b == nil {
+			return nil
+		}
+		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && string(k[:8]) < string(end); k, _ = c.Next() {
+			psp, ref, ok := splitCompositeKey(k[8:])
+			if !ok {
+				continue
+			}
+			l, err := readLedger(tx, psp, now)
+			if err != nil {
+				return err
+			}
+			if !l.found {
+				continue
+			}
+			if e, found, err := l.entry(tx, psp, ref); err != nil {
+				return err
+			} else if found && e.Recoverable() {
+				out = append(out, payments.OpRef{PSP: psp, Ref: ref})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: operations in flight: %w", err)
+	}
+	return out, nil
+}
+
+var _ payments.InFlight = (*Store)(nil)

@@ -26,8 +26,9 @@ func TestSweepRetention(t *testing.T) {
 	t0 := time.Date(2025, 3, 14, 9, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	s := openTemp(t, clk)
-	must(t, s.SavePayment(ctx, payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: t0, UpdatedAt: t0,
-		History: []payments.Event{{At: t0, Kind: "payment", Origin: "api"}}}, 0))
+	must(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: t0, UpdatedAt: t0},
+		Entries: []payments.Entry{{Ref: "op_1", Kind: payments.OpCapture, Version: 1}},
+		Facts:   []payments.Fact{{ID: "f1", At: t0, Kind: "payment", Origin: "api"}}}))
 	must(t, s.SaveEvent(ctx, notifications.Event{ID: "evt_1", PaymentPSP: "PSP1", Status: notifications.EventUnroutable,
 		ReceivedAt: t0, UpdatedAt: t0, Version: 1}, 0))
 	must(t, s.SaveDelivery(ctx, webhooks.Delivery{ID: "dlv_1", MerchantID: "m_a", SubscriptionID: "sub_1", EventID: "evt_1",
@@ -76,6 +77,14 @@ func TestSweepRetention(t *testing.T) {
 	clk.Set(t0)
 	if _, err := s.GetPayment(ctx, "PSP1"); !errors.Is(err, storeerr.ErrNotFound) {
 		t.Fatalf("payment after the sweep: %v", err)
+	}
+	// A new payment under the same reference starts with nothing of the old.
+	must(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: t0, UpdatedAt: t0}}))
+	if es, err := s.GetEntries(ctx, "PSP1", "op_1"); err != nil || len(es) != 0 {
+		t.Fatalf("entries of the swept payment: %v, %v", es, err)
+	}
+	if fs, _, err := s.Timeline(ctx, "PSP1", "", 10); err != nil || len(fs) != 0 {
+		t.Fatalf("timeline of the swept payment: %v, %v", fs, err)
 	}
 }
 

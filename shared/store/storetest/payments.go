@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +17,12 @@ import (
 )
 
 // TestPaymentStore checks the payments.Store contract: sessions are
-// overwritten by id and vanish once expired; payments are created only once
-// and updated only from the version read, so concurrent read-modify-write
-// loops never lose a history entry.
+// overwritten by id and vanish once expired; a payment's head is created
+// once and put only from the version read; a delta write moves the Totals
+// only when the head meets its expectations, and its entries only from
+// their versions, all of it or nothing; concurrent writers lose nothing and
+// never cross a guard; the timeline keeps facts in the order written, each
+// once, a page at a time; a payment vanishes after its retention.
 func TestPaymentStore(t *testing.T, newStore Factory[payments.Store]) {
 	t.Helper()
 	tests := []struct {
@@ -29,12 +32,14 @@ func TestPaymentStore(t *testing.T, newStore Factory[payments.Store]) {
 		{"NotFound", testPaymentsNotFound},
 		{"SessionPutGet", testSessionPutGet},
 		{"SessionExpires", testSessionExpires},
-		{"PaymentCreateOnce", testPaymentCreateOnce},
-		{"PaymentOptimisticVersion", testPaymentVersion},
-		{"ConcurrentUpdatersLoseNothing", testPaymentConcurrentUpdates},
-		{"TimesStoredAsUTC", testPaymentTimesUTC},
-		{"LongHistoryKeptInOrder", testPaymentLongHistory},
+		{"HeadCreateOnceRoundTrip", testHeadCreateOnce},
+		{"HeadOptimisticVersion", testHeadVersion},
+		{"DeltaOnlyWhenExpected", testDeltaExpect},
+		{"EntryOptimisticVersion", testEntryVersion},
+		{"ConcurrentReservationsNeverCrossTheGuard", testConcurrentReservations},
+		{"TimelineInOrderOncePaged", testTimeline},
 		{"PaymentExpiresAfterRetention", testPaymentRetention},
+		{"InFlightListsOperationsAwaitingTheirAnswer", testInFlight},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,25 +58,44 @@ func session(id string) payments.Session {
 	}
 }
 
-func payment(psp string) payments.Payment {
+// head is an authorised payment of 1999 EUR (capturable in full).
+func head(psp string) payments.Head {
 	yes := true
-	return payments.Payment{
-		PSPReference: psp, MerchantID: "m_a", SiteID: "site_1", Reference: "order-1",
-		Source: payments.SourceAdvanced, Amount: money.Amount{Value: 1999, Currency: "EUR"},
-		AuthorisedValue: 1999, State: payments.StateAuthorised, ResultCode: "Authorised",
-		PaymentMethod: "scheme", ShopperReference: "shopper-1", StoredMethodID: "stored-1",
-		History: []payments.Event{{
-			At: epoch(), Kind: "payment", Origin: "api", PSPReference: psp,
-			Amount: &money.Amount{Value: 1999, Currency: "EUR"}, Success: &yes, Detail: "ok",
-		}},
-		Version: 1, CreatedAt: epoch(), UpdatedAt: epoch(),
+	h := payments.Head{
+		PSPReference: psp, MerchantID: "m_a", SiteID: "site_1", Reference: "order-1", Source: payments.SourceAdvanced,
+		Amount: money.Amount{Value: 1999, Currency: "EUR"}, ShopperReference: "shopper-1", StoredMethodID: "SPM1",
+		StorePaymentMethod: true, AuthorisationType: payments.AuthorisationPreAuth, CaptureMode: "manual", PaymentMethod: "visa",
+		Auth: payments.Auth{ResultCode: "Authorised", Notified: &yes}, Authorised: 1999,
+		AmountUpdates: []payments.AmountUpdate{{Ref: "ADJ1", Amount: 1999, From: 2500}},
+		Seq:           2, CreatedAt: epoch(), UpdatedAt: epoch(), Version: 1,
 	}
+	h.Totals = payments.Fold(h, nil)
+	return h
+}
+
+// capture is a capture's entry as its request writes it.
+func capture(ref string, v int64) payments.Entry {
+	return payments.Entry{Ref: ref, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
+		Amount: money.Amount{Value: v, Currency: "EUR"}, Reference: "cap-" + ref, UpstreamKey: "k-" + ref, At: epoch()}}
+}
+
+// reserve is the delta write of capture e's request on psp.
+func reserve(psp string, e payments.Entry) payments.Write {
+	v := e.Requested.Amount.Value
+	return payments.Write{PSP: psp, Delta: e.Contribution(), At: e.Requested.At, Entries: []payments.Entry{e},
+		Expect: payments.Expect{MerchantID: "m_a", SiteID: "site_1", Authorised: true, NoReversal: true, NoAmountUpdate: true,
+			Currency: "EUR", Capturable: &v},
+		Facts: []payments.Fact{{ID: e.Ref + "#requested", At: e.Requested.At, Kind: "capture-requested", Origin: payments.OriginAPI,
+			PSPReference: e.Ref, Amount: &e.Requested.Amount}}}
 }
 
 func testPaymentsNotFound(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
 	_, err := s.GetPayment(ctx, "PSP_MISSING")
 	wantErr(t, err, storeerr.ErrNotFound, "GetPayment")
+	es, err := s.GetEntries(ctx, "PSP_MISSING", "op_1")
+	noErr(t, err, "GetEntries")
+	same(t, len(es), 0, "entries of an unknown payment")
 	_, err = s.GetSession(ctx, "CS_MISSING")
 	wantErr(t, err, storeerr.ErrNotFound, "GetSession")
 }
@@ -113,195 +137,252 @@ func testSessionExpires(t *testing.T, s payments.Store, clk *clock.Fake) {
 	same(t, got, revived, "GetSession after renew")
 }
 
-func testPaymentCreateOnce(t *testing.T, s payments.Store, _ *clock.Fake) {
+func testHeadCreateOnce(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	p := payment("PSP1")
-	noErr(t, s.SavePayment(ctx, p, 0), "SavePayment create")
+	h := head("PSP1")
+	h.CreatedAt, h.UpdatedAt = h.CreatedAt.In(elsewhere()), h.UpdatedAt.In(elsewhere())
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	wantErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), storeerr.ErrConflict, "create twice")
 	got, err := s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment")
-	same(t, got, p, "GetPayment")
+	want := head("PSP1")
+	sameTime(t, got.CreatedAt, want.CreatedAt, "CreatedAt")
+	same(t, got, want, "head round trip")
+	es, err := s.GetEntries(ctx, "PSP1", "op_none")
+	noErr(t, err, "GetEntries")
+	same(t, len(es), 0, "entries of a new payment")
+}
 
-	dup := payment("PSP1")
-	dup.Reference = "someone-else"
-	wantErr(t, s.SavePayment(ctx, dup, 0), storeerr.ErrConflict, "second create")
+func testHeadVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	next := h
+	next.Reference, next.Version = "order-2", 2
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &next}), "put from version 1")
+	stale := h
+	stale.Reference, stale.Version = "order-stale", 2
+	wantErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &stale}), storeerr.ErrConflict, "put from a stale version")
+	got, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	same(t, [2]any{got.Reference, got.Version}, [2]any{"order-2", int64(2)}, "head after a stale put")
+}
+
+func testDeltaExpect(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	noErr(t, s.Write(ctx, reserve("PSP1", capture("op_1", 1200))), "reserve 1200 of 1999")
+	for name, w := range map[string]payments.Write{
+		"over what can be captured": reserve("PSP1", capture("op_2", 800)),
+		"another merchant": func() payments.Write {
+			w := reserve("PSP1", capture("op_3", 1))
+			w.Expect.MerchantID = "m_b"
+			return w
+		}(),
+		"another currency": func() payments.Write {
+			w := reserve("PSP1", capture("op_4", 1))
+			w.Expect.Currency = "USD"
+			return w
+		}(),
+		"a stale sequence": func() payments.Write {
+			w := reserve("PSP1", capture("op_5", 1))
+			stale := int64(1)
+			w.Expect.Seq = &stale
+			return w
+		}(),
+		"the same entry again": reserve("PSP1", capture("op_1", 1)),
+		"an unknown payment":   reserve("PSP_NONE", capture("op_6", 1)),
+	} {
+		wantErr(t, s.Write(ctx, w), storeerr.ErrConflict, name)
+	}
+	got, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	e, err := s.GetEntries(ctx, "PSP1", "op_1", "op_2", "op_3", "op_4", "op_5")
+	noErr(t, err, "GetEntries")
+	same(t, len(e), 1, "entries written")
+	same(t, got.Totals, payments.Fold(got, e), "Totals against the fold of the entries")
+	same(t, [3]int64{got.Totals.CapturesInFlight, got.Totals.Capturable, got.Version}, [3]int64{1200, 799, 2}, "in flight, capturable, version")
+	// A write that moves the sequence.
+	seq := got.Seq
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", SeqStep: 1, Expect: payments.Expect{Seq: &seq}, At: epoch()}), "seq step")
 	got, err = s.GetPayment(ctx, "PSP1")
-	noErr(t, err, "GetPayment after conflict")
-	same(t, got, p, "payment after a conflicting create")
-}
-
-func testPaymentVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
-	ctx := context.Background()
-	missing := payment("PSP_MISSING")
-	missing.Version = 2
-	wantErr(t, s.SavePayment(ctx, missing, 1), storeerr.ErrConflict, "update of a missing payment")
-
-	p := payment("PSP1")
-	noErr(t, s.SavePayment(ctx, p, 0), "create")
-	v2 := p
-	v2.Version, v2.State, v2.CapturedValue = 2, payments.StateCaptured, 1999
-	v2.UpdatedAt = epoch().Add(time.Minute)
-	v2.History = append(append([]payments.Event{}, p.History...), payments.Event{At: v2.UpdatedAt, Kind: "capture", Origin: "api"})
-	noErr(t, s.SavePayment(ctx, v2, 1), "update 1→2")
-
-	stale := p
-	stale.Version, stale.State = 2, payments.StateCancelled
-	tests := []struct {
-		name string
-		p    payments.Payment
-		prev int64
-	}{
-		{"stale version", stale, 1},
-		{"future version", func() payments.Payment { x := v2; x.Version = 6; return x }(), 5},
-	}
-	for _, tc := range tests {
-		wantErr(t, s.SavePayment(ctx, tc.p, tc.prev), storeerr.ErrConflict, tc.name)
-	}
-	bad := v2
-	bad.Version = 4 // must be prevVersion+1
-	if err := s.SavePayment(ctx, bad, 2); err == nil {
-		t.Fatal("SavePayment with Version != prevVersion+1: got nil error")
-	}
-	got, err := s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment")
-	same(t, got, v2, "payment after rejected writes")
+	same(t, got.Seq, seq+1, "seq after a step")
 }
 
-func testPaymentConcurrentUpdates(t *testing.T, s payments.Store, _ *clock.Fake) {
+func testEntryVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	p := payment("PSP1")
-	noErr(t, s.SavePayment(ctx, p, 0), "create")
-	const writers = 10
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	e := capture("op_1", 100)
+	noErr(t, s.Write(ctx, reserve("PSP1", e)), "reserve")
+	answered := e
+	answered.Answered, answered.Version = &payments.Answer{Outcome: payments.Received, At: epoch()}, 2
+	delta := answered.Contribution().Sub(e.Contribution())
+	w := payments.Write{PSP: "PSP1", Delta: delta, At: epoch(), Entries: []payments.Entry{answered}}
+	noErr(t, s.Write(ctx, w), "answer from version 1")
+	wantErr(t, s.Write(ctx, w), storeerr.ErrConflict, "answer from version 1 again")
+	got, err := s.GetEntries(ctx, "PSP1", "op_1")
+	noErr(t, err, "GetEntries")
+	want := answered
+	same(t, got, []payments.Entry{want}, "entry round trip")
+	hh, err := s.GetPayment(ctx, "PSP1")
+	noErr(t, err, "GetPayment")
+	same(t, hh.Totals, payments.Fold(hh, got), "Totals against the fold of the entries")
+}
+
+// testConcurrentReservations: 20 writers reserve 150 each of 1999 at
+// once: exactly 13 succeed (1950), the rest conflict, and the Totals are
+// the fold of the entries written.
+func testConcurrentReservations(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	const writers = 20
 	errs := make([]error, writers)
-	runConcurrently(writers, func(i int) {
-		errs[i] = appendEvent(ctx, s, "PSP1", payments.Event{
-			At: epoch().Add(time.Duration(i+1) * time.Second), Kind: "AUTHORISATION", Origin: "notification",
-			Detail: name("writer", i),
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			e := capture(fmt.Sprintf("op_%02d", i), 150)
+			for {
+				errs[i] = s.Write(ctx, reserve("PSP1", e))
+				if !errors.Is(errs[i], storeerr.ErrConflict) {
+					return
+				}
+				// A conflict is a lost race or the guard: which, the head tells.
+				got, err := s.GetPayment(ctx, "PSP1")
+				if err != nil || got.Totals.Capturable < 150 {
+					return
+				}
+				if es, _ := s.GetEntries(ctx, "PSP1", e.Ref); len(es) > 0 {
+					errs[i] = nil // landed
+					return
+				}
+			}
 		})
-	})
+	}
+	wg.Wait()
+	ok := 0
+	refs := make([]string, writers)
 	for i, err := range errs {
-		noErr(t, err, name("writer", i))
+		refs[i] = fmt.Sprintf("op_%02d", i)
+		if err == nil {
+			ok++
+		} else if !errors.Is(err, storeerr.ErrConflict) {
+			t.Fatalf("writer %d: %v", i, err)
+		}
 	}
 	got, err := s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment")
-	if got.Version != 1+writers || len(got.History) != 1+writers {
-		t.Fatalf("after %d concurrent updates: version %d, %d history entries; want %d and %d",
-			writers, got.Version, len(got.History), 1+writers, 1+writers)
-	}
-	details := make([]string, 0, writers)
-	for _, e := range got.History[1:] {
-		details = append(details, e.Detail)
-	}
-	sort.Strings(details)
-	want := make([]string, writers)
-	for i := range want {
-		want[i] = name("writer", i)
-	}
-	same(t, details, want, "history entries")
+	es, err := s.GetEntries(ctx, "PSP1", refs...)
+	noErr(t, err, "GetEntries")
+	same(t, [2]int{ok, len(es)}, [2]int{13, 13}, "reservations that succeeded, entries written")
+	same(t, got.Totals, payments.Fold(got, es), "Totals against the fold of the entries")
 }
 
-// appendEvent is the read-modify-write loop services use: read, change,
-// save conditional on the version read, retry on conflict.
-func appendEvent(ctx context.Context, s payments.Store, psp string, e payments.Event) error {
-	const maxAttempts = 200
-	for range maxAttempts {
-		p, err := s.GetPayment(ctx, psp)
-		if err != nil {
-			return err
-		}
-		prev := p.Version
-		p.History = append(p.History, e)
-		p.Version = prev + 1
-		p.UpdatedAt = e.At
-		err = s.SavePayment(ctx, p, prev)
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("append to %s: still conflicting after %d attempts", psp, maxAttempts)
-}
-
-func testPaymentTimesUTC(t *testing.T, s payments.Store, _ *clock.Fake) {
+func testTimeline(t *testing.T, s payments.Store, clk *clock.Fake) {
 	ctx := context.Background()
-	local := epoch().In(elsewhere())
-	sess := session("CS1")
-	sess.CreatedAt, sess.ExpiresAt = local, local.Add(time.Hour)
-	noErr(t, s.PutSession(ctx, sess), "PutSession")
-	gs, err := s.GetSession(ctx, "CS1")
-	noErr(t, err, "GetSession")
-	sameTime(t, gs.CreatedAt, epoch(), "Session.CreatedAt")
-	sameTime(t, gs.ExpiresAt, epoch().Add(time.Hour), "Session.ExpiresAt")
-
-	p := payment("PSP1")
-	p.CreatedAt, p.UpdatedAt = local, local.Add(time.Second)
-	p.History = append([]payments.Event{}, p.History...)
-	p.History[0].At = local.Add(2 * time.Second)
-	noErr(t, s.SavePayment(ctx, p, 0), "SavePayment")
-	gp, err := s.GetPayment(ctx, "PSP1")
-	noErr(t, err, "GetPayment")
-	sameTime(t, gp.CreatedAt, epoch(), "Payment.CreatedAt")
-	sameTime(t, gp.UpdatedAt, epoch().Add(time.Second), "Payment.UpdatedAt")
-	sameTime(t, gp.History[0].At, epoch().Add(2*time.Second), "Event.At")
-	if p.History[0].At.Location() == time.UTC {
-		t.Fatal("store modified the caller's history")
-	}
-}
-
-// A history far longer than fits one DynamoDB item comes back whole and in
-// order, whether entries are added one per save or several at once.
-func testPaymentLongHistory(t *testing.T, s payments.Store, _ *clock.Fake) {
-	ctx := context.Background()
-	p := payment("PSP1")
-	noErr(t, s.SavePayment(ctx, p, 0), "create")
-	const appends = 30
-	long := strings.Repeat("x", 16000) // 30 × 16 KB: beyond one 400 KB item
-	for i := range appends {
-		noErr(t, appendEvent(ctx, s, "PSP1", payments.Event{
-			At: epoch().Add(time.Duration(i+1) * time.Second), Kind: "amount-update", Origin: "api", Detail: name("entry", i) + long,
-		}), name("append", i))
-	}
-	got, err := s.GetPayment(ctx, "PSP1")
-	noErr(t, err, "GetPayment")
-	prev := got.Version
-	for i := range 3 {
-		got.History = append(got.History, payments.Event{At: epoch().Add(time.Hour), Kind: "capture", Origin: "api", Detail: name("batch", i)})
-	}
-	got.Version = prev + 1
-	noErr(t, s.SavePayment(ctx, got, prev), "save adding three entries")
-	got, err = s.GetPayment(ctx, "PSP1")
-	noErr(t, err, "GetPayment")
-	if len(got.History) != 1+appends+3 || got.Version != appends+2 {
-		t.Fatalf("%d history entries, version %d; want %d and %d", len(got.History), got.Version, 1+appends+3, appends+2)
-	}
-	same(t, got.History[0], p.History[0], "first entry")
-	for i := range appends {
-		if want := name("entry", i) + long; got.History[1+i].Detail != want {
-			t.Fatalf("entry %d: %.20q, want %.20q", 1+i, got.History[1+i].Detail, want)
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	const n = 7
+	for i := range n {
+		clk.Advance(time.Second)
+		f := payments.Fact{ID: fmt.Sprintf("f%d", i), At: clk.Now().In(elsewhere()), Kind: "capture", Origin: payments.OriginAPI, Detail: fmt.Sprint(i)}
+		w := payments.Write{PSP: "PSP1", At: clk.Now(), Facts: []payments.Fact{f}}
+		noErr(t, s.Write(ctx, w), "fact")
+		if i == 3 {
+			noErr(t, s.Write(ctx, w), "the same fact again")
 		}
 	}
-	for i := range 3 {
-		if want := name("batch", i); got.History[1+appends+i].Detail != want {
-			t.Fatalf("entry %d: %q, want %q", 1+appends+i, got.History[1+appends+i].Detail, want)
+	var all []payments.Fact
+	cursor := ""
+	for pages := 0; ; pages++ {
+		page, next, err := s.Timeline(ctx, "PSP1", cursor, 3)
+		noErr(t, err, "Timeline")
+		if len(page) > 3 || pages > n {
+			t.Fatalf("page of %d facts (page %d)", len(page), pages)
 		}
+		all = append(all, page...)
+		if next == "" {
+			break
+		}
+		cursor = next
 	}
+	same(t, len(all), n, "facts in the timeline")
+	for i, f := range all {
+		same(t, f.Detail, fmt.Sprint(i), "fact order")
+		same(t, f.At.Location(), time.UTC, "fact time in UTC")
+	}
+	page, next, err := s.Timeline(ctx, "PSP_NONE", "", 3)
+	noErr(t, err, "Timeline of an unknown payment")
+	same(t, [2]any{len(page), next}, [2]any{0, ""}, "timeline of an unknown payment")
 }
 
-// A payment record is kept store.PaymentRetention after its creation, then
-// reads as absent (before the TTL or sweep deletes it) and a record with
-// the same pspReference can be created.
 func testPaymentRetention(t *testing.T, s payments.Store, clk *clock.Fake) {
 	ctx := context.Background()
-	p := payment("PSP1")
-	noErr(t, s.SavePayment(ctx, p, 0), "create")
+	h := head("PSP1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
 	clk.Set(epoch().Add(store.PaymentRetention - time.Second))
 	_, err := s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment just before the end of retention")
 	clk.Set(epoch().Add(store.PaymentRetention))
 	_, err = s.GetPayment(ctx, "PSP1")
 	wantErr(t, err, storeerr.ErrNotFound, "GetPayment at the end of retention")
-	again := payment("PSP1")
+	again := head("PSP1")
 	again.Reference, again.CreatedAt, again.UpdatedAt = "order-2", clk.Now(), clk.Now()
-	noErr(t, s.SavePayment(ctx, again, 0), "create over an expired record")
+	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &again}), "create over an expired payment")
 	got, err := s.GetPayment(ctx, "PSP1")
-	noErr(t, err, "GetPayment of the new record")
-	same(t, got, again, "new record")
+	noErr(t, err, "GetPayment of the new payment")
+	same(t, got, again, "new payment")
+}
+
+// testInFlight: the operations awaiting their answer with a key to repeat
+// the call with are listed oldest first, those requested before the bound
+// only; an answer received or refused takes one out, an unknown answer
+// leaves it in.
+func testInFlight(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	idx, ok := s.(payments.InFlight)
+	if !ok {
+		t.Fatalf("%T does not list operations in flight (payments.InFlight)", s)
+	}
+	list := func(before time.Time, limit int) string {
+		t.Helper()
+		refs, err := idx.InFlight(ctx, before, limit)
+		noErr(t, err, "InFlight")
+		var out []string
+		for _, r := range refs {
+			out = append(out, r.PSP+"/"+r.Ref)
+		}
+		return strings.Join(out, ",")
+	}
+	h := head("PSP_IF1")
+	noErr(t, s.Write(ctx, payments.Write{PSP: h.PSPReference, Put: &h}), "create")
+	var ops []payments.Entry
+	for i, ref := range []string{"op_b", "op_a", "op_c"} {
+		e := capture(ref, 100)
+		e.Requested.At = epoch().Add(time.Duration(i) * time.Minute)
+		ops = append(ops, e)
+		noErr(t, s.Write(ctx, reserve(h.PSPReference, e)), "reserve "+ref)
+	}
+	keyless := capture("op_nokey", 100)
+	keyless.Requested.UpstreamKey = ""
+	noErr(t, s.Write(ctx, reserve(h.PSPReference, keyless)), "reserve keyless")
+
+	same(t, list(epoch().Add(90*time.Second), 10), "PSP_IF1/op_b,PSP_IF1/op_a", "requested before the bound, oldest first")
+	same(t, list(epoch().Add(time.Hour), 1), "PSP_IF1/op_b", "limited")
+
+	answer := func(e payments.Entry, o payments.Outcome) payments.Entry {
+		a := e
+		a.Answered, a.Version = &payments.Answer{Outcome: o, At: epoch().Add(time.Hour)}, e.Version+1
+		noErr(t, s.Write(ctx, payments.Write{PSP: h.PSPReference, Delta: a.Contribution().Sub(e.Contribution()),
+			Entries: []payments.Entry{a}, At: epoch().Add(time.Hour)}), "answer "+e.Ref)
+		return a
+	}
+	answer(ops[0], payments.Refused)
+	unknown := answer(ops[1], payments.Unknown)
+	same(t, list(epoch().Add(time.Hour), 10), "PSP_IF1/op_a,PSP_IF1/op_c", "a refusal ends it; an unknown answer does not")
+	answer(unknown, payments.Received)
+	same(t, list(epoch().Add(time.Hour), 10), "PSP_IF1/op_c", "received")
 }

@@ -46,23 +46,24 @@ func RunWebhooks(t *testing.T, newStores Factory[WebhookStores]) {
 func testCommitItem(t *testing.T, s WebhookStores) {
 	ctx := context.Background()
 	at := epoch()
-	noErr(t, s.Payments.SavePayment(ctx, payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: at}, 0), "create payment")
+	h := payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Version: 1, CreatedAt: at}
+	noErr(t, s.Payments.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create payment")
 	done := delivery("msg_done", "m_a", at)
 	done.Status = webhooks.StatusDelivered
 	noErr(t, s.Deliveries.SaveDelivery(ctx, done, 0), "create delivery")
 
 	ev := event("evt_c1", "PSP1", at)
-	pay := payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", CapturedValue: 400, Version: 2, CreatedAt: at}
+	pay := payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Reference: "order-4", Version: 2, CreatedAt: at}
 	newDl := delivery("msg_new", "m_a", at)
 	again := done
 	again.Status = webhooks.StatusPending
-	c := notifications.ItemCommit{Event: ev, Payment: &pay, PrevPaymentVersion: 1,
+	c := notifications.ItemCommit{Event: ev, Payment: &payments.Write{PSP: "PSP1", Put: &pay},
 		Deliveries: []webhooks.Delivery{newDl, again},
 		MerchantEvent: &notifications.MerchantEvent{ID: ev.ID, MerchantID: "m_a", EventCode: ev.Item.EventCode,
 			PSPReference: ev.Item.PSPReference, PaymentPSP: "PSP1", Payload: []byte(`{"live":false}`), CreatedAt: at}}
 
 	stale := c
-	stale.Payment, stale.PrevPaymentVersion = &payments.Payment{PSPReference: "PSP1", MerchantID: "m_a", Version: 6, CreatedAt: at}, 5
+	stale.Payment = &payments.Write{PSP: "PSP1", Put: &payments.Head{PSPReference: "PSP1", MerchantID: "m_a", Version: 6, CreatedAt: at}}
 	wantErr(t, s.Events.CommitItem(ctx, stale), storeerr.ErrConflict, "CommitItem with a stale payment version")
 	p, err := s.Payments.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment")
@@ -79,7 +80,7 @@ func testCommitItem(t *testing.T, s WebhookStores) {
 	same(t, got.Version, c.Event.Version, "event version")
 	p, err = s.Payments.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment")
-	same(t, [2]int64{p.Version, p.CapturedValue}, [2]int64{2, 400}, "payment version and captured")
+	same(t, [2]any{p.Version, p.Reference}, [2]any{int64(2), "order-4"}, "payment version and reference")
 	for id, want := range map[string]webhooks.Status{"msg_new": webhooks.StatusPending, "msg_done": webhooks.StatusDelivered} {
 		d, err := s.Deliveries.GetDelivery(ctx, id)
 		noErr(t, err, "GetDelivery "+id)

@@ -14,9 +14,9 @@ import (
 // ErrDown is what a write fails with while the store is down.
 var ErrDown = errors.New("storefault: the store refuses writes")
 
-// Payments wraps a payments.Store: SavePayment fails with ErrDown while
-// Down is set (reads and sessions pass through). Writes counts the
-// SavePayment calls, failed or not.
+// Payments wraps a payments.Store: Write fails with ErrDown while Down is
+// set (reads and sessions pass through). Writes counts the Write calls,
+// failed or not.
 type Payments struct {
 	payments.Store
 	Down   atomic.Bool
@@ -25,11 +25,11 @@ type Payments struct {
 
 var _ payments.Store = (*Payments)(nil)
 
-// SavePayment fails while the store is down, else saves.
-func (s *Payments) SavePayment(ctx context.Context, p payments.Payment, prev int64) error {
+// Write fails while the store is down, else writes.
+func (s *Payments) Write(ctx context.Context, w payments.Write) error {
 	s.Writes.Add(1)
 	if s.Down.Load() {
 		return ErrDown
 	}
-	return s.Store.SavePayment(ctx, p, prev)
+	return s.Store.Write(ctx, w)
 }

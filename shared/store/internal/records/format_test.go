@@ -21,36 +21,75 @@ var (
 )
 
 // samples are records with every field set (and one with every optional
-// field empty), and the JSON the adapters wrote for them when they stored
-// the domain structs directly: existing data keeps reading, new writes
-// stay readable by the previous version.
+// field empty), and the JSON the adapters write for them (for payment
+// records stored before ledgers, the JSON they wrote then): existing data
+// keeps reading, new writes stay readable by the previous version, and a
+// ledger's items keep their format.
 var samples = []struct {
 	name   string
 	domain any
 	golden string
 }{
-	{"payment", payments.Payment{
-		PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a", Reference: "order-1", Source: payments.SourceAdvanced,
-		SessionID: "CS1", Amount: money.Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, CapturedValue: 600,
-		RefundedValue: 100, State: payments.StatePartiallyCaptured, ResultCode: "Authorised", RefusalReason: "none",
+	// A payment record as stored before payments were ledgers: still read
+	// (and converted, TestLegacyToLedger) until its first change.
+	{"legacy payment", LegacyPayment{
+		PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a", Reference: "order-1", Source: "advanced",
+		SessionID: "CS1", Amount: Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, CapturedValue: 600,
+		RefundedValue: 100, State: "PartiallyCaptured", ResultCode: "Authorised", RefusalReason: "none",
 		PaymentMethod: "visa", ShopperReference: "shopper-1", StoredMethodID: "SPM1", Reservations: map[string]int64{"op_x": 600},
 		RefundReservations: map[string]int64{"REF1": 100},
-		History: []payments.Event{{At: at, Kind: "capture", Origin: "api", PSPReference: "CAP1", Amount: &eur, Success: &success, Detail: "received"},
+		History: []Event{{At: at, Kind: "capture", Origin: "api", PSPReference: "CAP1", Amount: &Amount{Value: 600, Currency: "EUR"}, Success: &success, Detail: "received"},
 			{At: at, Kind: "payment", Origin: "api"}},
 		Version: 3, CreatedAt: at, UpdatedAt: at,
 	},
 		`{"pspReference":"PSP1","merchantId":"m_a","siteId":"site_a","reference":"order-1","source":"advanced","sessionId":"CS1","amount":{"value":1000,"currency":"EUR"},"authorisedValue":1000,"capturedValue":600,"refundedValue":100,"state":"PartiallyCaptured","resultCode":"Authorised","refusalReason":"none","paymentMethod":"visa","shopperReference":"shopper-1","storedPaymentMethodId":"SPM1","reservations":{"op_x":600},"refundReservations":{"REF1":100},"history":[{"at":"2026-05-04T10:00:00.123Z","kind":"capture","origin":"api","pspReference":"CAP1","amount":{"value":600,"currency":"EUR"},"success":true,"detail":"received"},{"at":"2026-05-04T10:00:00.123Z","kind":"payment","origin":"api"}],"version":3,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
-	// A pending record of a payment that started with an action, bound
-	// (the fields added with it are omitted when empty, so older records
-	// read the same).
-	{"pending payment, pre-authorisation that stores the card", payments.Payment{
-		PSPReference: "pending_0123", MerchantID: "m_a", SiteID: "site_a", Reference: "order-2", Source: payments.SourceAdvanced,
-		Amount: eur, State: payments.StateIdentifyShopper, StorePaymentMethod: true, AuthorisationType: payments.AuthorisationPreAuth,
-		BoundTo: "PSP3", Version: 2, CreatedAt: at, UpdatedAt: at,
+	{"legacy pending payment, pre-authorisation that stores the card", LegacyPayment{
+		PSPReference: "pending_0123", MerchantID: "m_a", SiteID: "site_a", Reference: "order-2", Source: "advanced",
+		Amount: Amount{Value: 600, Currency: "EUR"}, State: "IdentifyShopper", StorePayment: true, AuthType: payments.AuthorisationPreAuth,
+		BoundTo: "PSP3", AmountUpdate: &InFlight{Op: "op_a", Since: at}, Version: 2, CreatedAt: at, UpdatedAt: at,
 	},
-		`{"pspReference":"pending_0123","merchantId":"m_a","siteId":"site_a","reference":"order-2","source":"advanced","amount":{"value":600,"currency":"EUR"},"authorisedValue":0,"capturedValue":0,"refundedValue":0,"state":"IdentifyShopper","storePaymentMethod":true,"authorisationType":"PreAuth","boundTo":"PSP3","history":null,"version":2,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
-	{"payment, optional fields empty", payments.Payment{PSPReference: "PSP2", Version: 1, CreatedAt: at, UpdatedAt: at},
+		`{"pspReference":"pending_0123","merchantId":"m_a","siteId":"site_a","reference":"order-2","source":"advanced","amount":{"value":600,"currency":"EUR"},"authorisedValue":0,"capturedValue":0,"refundedValue":0,"state":"IdentifyShopper","storePaymentMethod":true,"authorisationType":"PreAuth","boundTo":"PSP3","amountUpdate":{"op":"op_a","since":"2026-05-04T10:00:00.123Z"},"history":null,"version":2,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
+	{"legacy payment, optional fields empty", LegacyPayment{PSPReference: "PSP2", Version: 1, CreatedAt: at, UpdatedAt: at},
 		`{"pspReference":"PSP2","merchantId":"","siteId":"","source":"","amount":{"value":0,"currency":""},"authorisedValue":0,"capturedValue":0,"refundedValue":0,"state":"","history":null,"version":1,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z"}`},
+	{"payment head", payments.Head{
+		PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a", Reference: "order-1", Source: payments.SourceSessions,
+		SessionID: "CS1", Amount: money.Amount{Value: 1000, Currency: "EUR"}, ShopperReference: "shopper-1", StoredMethodID: "SPM1",
+		StorePaymentMethod: true, AuthorisationType: payments.AuthorisationPreAuth, CaptureMode: tenant.CaptureManual,
+		PaymentMethod: "visa", RefusalReason: "none", Auth: payments.Auth{ResultCode: "Authorised", Notified: &success, Expired: true},
+		Authorised: 1200, AmountUpdates: []payments.AmountUpdate{{Ref: "ADJ1", Amount: 1200, From: 1000}, {Ref: "ADJ2", Amount: 1500, From: 1200, Failed: true}},
+		Totals: payments.Totals{Captured: 1, CapturesInFlight: 2, Refunded: 3, RefundsInFlight: 4, Capturable: -5, Refundable: 6,
+			Reversals: 7, ReversalsInFlight: 8, AmountUpdatesInFlight: 9},
+		Seq: 4, CreatedAt: at, UpdatedAt: at, Version: 3,
+	},
+		`{"pspReference":"PSP1","merchantId":"m_a","siteId":"site_a","reference":"order-1","source":"sessions","sessionId":"CS1","amount":{"value":1000,"currency":"EUR"},"shopperReference":"shopper-1","storedPaymentMethodId":"SPM1","storePaymentMethod":true,"authorisationType":"PreAuth","captureMode":"manual","paymentMethod":"visa","refusalReason":"none","resultCode":"Authorised","authNotified":true,"expired":true,"authorised":1200,"amountUpdates":[{"ref":"ADJ1","amount":1200,"from":1000},{"ref":"ADJ2","amount":1500,"from":1200,"failed":true}],"totals":{"captured":1,"capturesInFlight":2,"refunded":3,"refundsInFlight":4,"capturable":-5,"refundable":6,"reversals":7,"reversalsInFlight":8,"amountUpdatesInFlight":9},"seq":4,"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":3,"ledger":1}`},
+	{"payment head, pending, bound", payments.Head{
+		PSPReference: "pending_0123", MerchantID: "m_a", SiteID: "site_a", Reference: "order-2", Source: payments.SourceAdvanced,
+		Amount: eur, Auth: payments.Auth{ResultCode: "IdentifyShopper"}, BoundTo: "PSP3", CreatedAt: at, UpdatedAt: at, Version: 2,
+	},
+		`{"pspReference":"pending_0123","merchantId":"m_a","siteId":"site_a","reference":"order-2","source":"advanced","amount":{"value":600,"currency":"EUR"},"resultCode":"IdentifyShopper","totals":{},"boundTo":"PSP3","createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":2,"ledger":1}`},
+	{"payment head, optional fields empty", payments.Head{PSPReference: "PSP2", CreatedAt: at, UpdatedAt: at, Version: 1},
+		`{"pspReference":"PSP2","merchantId":"","totals":{},"createdAt":"2026-05-04T10:00:00.123Z","updatedAt":"2026-05-04T10:00:00.123Z","version":1,"ledger":1}`},
+	{"entry", payments.Entry{
+		Ref: "REF1", Kind: payments.OpRefund, Modification: "REF1", Covered: true, Version: 2,
+		Requested: &payments.Request{Amount: eur, Reference: "rma-1", UpstreamKey: "k1", At: at, LineItems: []payments.LineItem{{
+			ID: "l1", Description: "Shoe", Quantity: 2, AmountExcludingTax: ptr(250), AmountIncludingTax: ptr(300), TaxAmount: ptr(50),
+			TaxPercentage: ptr(2000), ProductURL: "https://shop.example/p", ImageURL: "https://shop.example/i", ItemCategory: "shoes",
+			SKU: "sku-1", Brand: "B", Color: "red", Size: "42", Manufacturer: "M", UPC: "012345678905"}}},
+		Answered: &payments.Answer{Outcome: payments.Refused, Reason: "Not enough balance", At: at},
+		Notices: []payments.Notice{{Code: "REFUND", Success: true, Amount: eur, Reason: "refund", Seq: 5, At: at},
+			{Code: "REFUND_FAILED", Amount: eur, At: at}},
+	},
+		`{"ref":"REF1","kind":"refund","requested":{"amount":{"value":600,"currency":"EUR"},"reference":"rma-1","upstreamKey":"k1","lineItems":[{"id":"l1","description":"Shoe","quantity":2,"amountExcludingTax":250,"amountIncludingTax":300,"taxAmount":50,"taxPercentage":2000,"productUrl":"https://shop.example/p","imageUrl":"https://shop.example/i","itemCategory":"shoes","sku":"sku-1","brand":"B","color":"red","size":"42","manufacturer":"M","upc":"012345678905"}],"at":"2026-05-04T10:00:00.123Z"},"answered":{"outcome":"refused","reason":"Not enough balance","at":"2026-05-04T10:00:00.123Z"},"notices":[{"code":"REFUND","success":true,"amount":{"value":600,"currency":"EUR"},"reason":"refund","seq":5,"at":"2026-05-04T10:00:00.123Z"},{"code":"REFUND_FAILED","success":false,"amount":{"value":600,"currency":"EUR"},"at":"2026-05-04T10:00:00.123Z"}],"modification":"REF1","covered":true,"version":2}`},
+	{"entry moved to its operation's pspReference", payments.Entry{Ref: "op_1", Kind: payments.OpCapture, MergedInto: "CAP1", Version: 2},
+		`{"ref":"op_1","kind":"capture","mergedInto":"CAP1","version":2}`},
+	{"entry, amount update", payments.Entry{Ref: "ADJ1", Kind: payments.OpAmountUpdate, Modification: "ADJ1", Version: 1,
+		Requested: &payments.Request{Amount: eur, From: 1000, At: at}, Answered: &payments.Answer{Outcome: payments.Unknown, At: at}},
+		`{"ref":"ADJ1","kind":"amount-update","requested":{"amount":{"value":600,"currency":"EUR"},"from":1000,"at":"2026-05-04T10:00:00.123Z"},"answered":{"outcome":"unknown","at":"2026-05-04T10:00:00.123Z"},"modification":"ADJ1","version":1}`},
+	{"fact", payments.Fact{ID: "n#CAPTURE#CAP1#true", At: at, Kind: "CAPTURE", Origin: payments.OriginNotification,
+		PSPReference: "CAP1", Amount: &eur, Success: &success, Detail: "capture"},
+		`{"id":"n#CAPTURE#CAP1#true","at":"2026-05-04T10:00:00.123Z","kind":"CAPTURE","origin":"notification","pspReference":"CAP1","amount":{"value":600,"currency":"EUR"},"success":true,"detail":"capture"}`},
+	{"fact, optional fields empty", payments.Fact{ID: "f1", At: at, Kind: "payment", Origin: payments.OriginAPI},
+		`{"id":"f1","at":"2026-05-04T10:00:00.123Z","kind":"payment","origin":"api"}`},
 	{"session", payments.Session{ID: "CS1", MerchantID: "m_a", SiteID: "site_a", Reference: "ses_1", Amount: eur,
 		ShopperReference: "shopper-1", StorePaymentMethod: true, CreatedAt: at, ExpiresAt: at},
 		`{"id":"CS1","merchantId":"m_a","siteId":"site_a","reference":"ses_1","amount":{"value":600,"currency":"EUR"},"shopperReference":"shopper-1","storePaymentMethod":true,"createdAt":"2026-05-04T10:00:00.123Z","expiresAt":"2026-05-04T10:00:00.123Z"}`},
@@ -96,9 +135,18 @@ func TestStoredFormatUnchanged(t *testing.T) {
 			var stored any
 			var back func([]byte) (any, error)
 			switch d := tc.domain.(type) {
-			case payments.Payment:
-				stored = FromPayment(d)
-				back = func(b []byte) (any, error) { var r Payment; err := json.Unmarshal(b, &r); return r.ToPayment(), err }
+			case LegacyPayment:
+				stored = d
+				back = func(b []byte) (any, error) { var r LegacyPayment; err := json.Unmarshal(b, &r); return r, err }
+			case payments.Head:
+				stored = FromHead(d)
+				back = func(b []byte) (any, error) { var r PaymentHead; err := json.Unmarshal(b, &r); return r.ToHead(), err }
+			case payments.Entry:
+				stored = FromEntry(d)
+				back = func(b []byte) (any, error) { var r Entry; err := json.Unmarshal(b, &r); return r.ToEntry(), err }
+			case payments.Fact:
+				stored = FromFact(d)
+				back = func(b []byte) (any, error) { var r Fact; err := json.Unmarshal(b, &r); return r.ToFact(), err }
 			case payments.Session:
 				stored = FromSession(d)
 				back = func(b []byte) (any, error) { var r Session; err := json.Unmarshal(b, &r); return r.ToSession(), err }
@@ -161,14 +209,84 @@ func TestStoredFormatUnchanged(t *testing.T) {
 // and the caller's value is not modified.
 func TestToStoredIsUTC(t *testing.T) {
 	zone := time.FixedZone("X", 3600)
-	p := payments.Payment{PSPReference: "P", CreatedAt: at.In(zone), UpdatedAt: at.In(zone),
-		History: []payments.Event{{At: at.In(zone)}}, Reservations: map[string]int64{"a": 1}}
-	r := FromPayment(p)
-	if r.CreatedAt.Location() != time.UTC || r.UpdatedAt.Location() != time.UTC || r.History[0].At.Location() != time.UTC {
-		t.Fatalf("not UTC: %+v", r)
+	h := payments.Head{PSPReference: "P", CreatedAt: at.In(zone), UpdatedAt: at.In(zone),
+		AmountUpdates: []payments.AmountUpdate{{Ref: "ADJ1", Amount: 1}}}
+	r := FromHead(h)
+	if r.CreatedAt.Location() != time.UTC || r.UpdatedAt.Location() != time.UTC {
+		t.Fatalf("head not UTC: %+v", r)
 	}
-	r.Reservations["a"] = 2
-	if p.History[0].At.Location() != zone || p.Reservations["a"] != 1 {
+	r.AmountUpdates[0].Amount = 2
+	e := payments.Entry{Ref: "op_1", Requested: &payments.Request{At: at.In(zone), LineItems: []payments.LineItem{{ID: "l1"}}},
+		Answered: &payments.Answer{At: at.In(zone)}, Notices: []payments.Notice{{Code: "CAPTURE", At: at.In(zone)}}}
+	re := FromEntry(e)
+	if re.Requested.At.Location() != time.UTC || re.Answered.At.Location() != time.UTC || re.Notices[0].At.Location() != time.UTC {
+		t.Fatalf("entry not UTC: %+v", re)
+	}
+	re.Requested.LineItems[0].ID, re.Notices[0].Code = "l2", "REFUND"
+	f := payments.Fact{ID: "f1", At: at.In(zone)}
+	if rf := FromFact(f); rf.At.Location() != time.UTC {
+		t.Fatalf("fact not UTC: %+v", rf)
+	}
+	if h.AmountUpdates[0].Amount != 1 || h.CreatedAt.Location() != zone || e.Requested.LineItems[0].ID != "l1" ||
+		e.Notices[0].Code != "CAPTURE" || e.Requested.At.Location() != zone || f.At.Location() != zone {
 		t.Fatal("the caller's value was modified")
 	}
 }
+
+// TestLegacyToLedger: a payment stored before ledgers reads as the ledger
+// its history describes: the head's authorisation and amounts, one entry
+// per operation (answered, notified, or still in flight), one timeline
+// fact per history line in order, and Totals that are the fold of the
+// entries.
+func TestLegacyToLedger(t *testing.T) {
+	amt := func(v int64) *Amount { return &Amount{Value: v, Currency: "EUR"} }
+	no := false
+	r := LegacyPayment{
+		PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a", Reference: "order-1", Source: "advanced",
+		Amount: Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, CapturedValue: 600, State: "PartiallyCaptured",
+		ResultCode: "Authorised", PaymentMethod: "visa", StoredMethodID: "SPM1", AuthType: payments.AuthorisationPreAuth,
+		Reservations:       map[string]int64{"op_x": 200}, // a capture sent, not answered
+		RefundReservations: map[string]int64{"REF1": 100}, // a refund accepted, not notified
+		History: []Event{
+			{At: at, Kind: "payment", Origin: "api", PSPReference: "PSP1", Detail: "Authorised"},
+			{At: at.Add(time.Second), Kind: "AUTHORISATION", Origin: "notification", PSPReference: "PSP1", Amount: amt(1000), Success: &success},
+			{At: at.Add(2 * time.Second), Kind: "capture", Origin: "api", PSPReference: "CAP1", Amount: amt(600), Detail: "received"},
+			{At: at.Add(3 * time.Second), Kind: "CAPTURE", Origin: "notification", PSPReference: "CAP1", Amount: amt(600), Success: &success},
+			{At: at.Add(4 * time.Second), Kind: "refund", Origin: "api", PSPReference: "REF1", Amount: amt(100), Detail: "received"},
+			{At: at.Add(5 * time.Second), Kind: "CAPTURE_FAILED", Origin: "notification", PSPReference: "CAP2", Amount: amt(50), Success: &no},
+		},
+		Version: 7, CreatedAt: at, UpdatedAt: at.Add(5 * time.Second),
+	}
+	h, entries, facts := r.ToLedger()
+	v := h.View()
+	if h.PSPReference != "PSP1" || h.MerchantID != "m_a" || h.Version != 7 || h.AuthorisationType != payments.AuthorisationPreAuth ||
+		h.Auth.Notified == nil || !*h.Auth.Notified || h.Amount != (money.Amount{Value: 1000, Currency: "EUR"}) {
+		t.Fatalf("head %+v", h)
+	}
+	if v.State != payments.StatePartiallyCaptured || v.Authorised != 1000 || v.Captured != 600 || v.CapturesInFlight != 200 ||
+		v.RefundsInFlight != 100 || v.Refunded != 0 || v.Refundable != 500 || v.Capturable != 200 {
+		t.Fatalf("view %+v", v)
+	}
+	if got := payments.Fold(h, entries); got != h.Totals {
+		t.Fatalf("Totals %+v, fold of the entries %+v", h.Totals, got)
+	}
+	refs := map[string]payments.Entry{}
+	for _, e := range entries {
+		refs[e.Ref] = e
+	}
+	if len(entries) != 4 || refs["CAP1"].Kind != payments.OpCapture || len(refs["CAP1"].Notices) != 1 ||
+		refs["op_x"].Answered != nil || refs["REF1"].Kind != payments.OpRefund || refs["CAP2"].Requested != nil {
+		t.Fatalf("entries %+v", entries)
+	}
+	if len(facts) != len(r.History) {
+		t.Fatalf("%d facts, want %d", len(facts), len(r.History))
+	}
+	for i, f := range facts {
+		ev := r.History[i]
+		if f.Kind != ev.Kind || f.Origin != ev.Origin || f.PSPReference != ev.PSPReference || !f.At.Equal(ev.At) || f.ID == "" {
+			t.Fatalf("fact %d: %+v, history %+v", i, f, ev)
+		}
+	}
+}
+
+func ptr(v int64) *int64 { return &v }

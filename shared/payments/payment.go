@@ -3,9 +3,13 @@ package payments
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -89,45 +93,6 @@ func resultUpdate(kind UpdateKind, resp PaymentAnswer, facts PaymentFacts, mode 
 	facts.RefusalReason = resp.RefusalReason
 	facts.PaymentMethod = resp.PaymentMethod
 	return RecordUpdate{Kind: kind, PSPReference: resp.PSPReference, Status: resp.ResultCode, Payment: &facts, At: at}
-}
-
-// applyResult moves a record to the state of an API result code. An
-// outcome a notification already recorded is never downgraded to an
-// intermediate state (Pending, Received, an action), and a settled payment
-// (captured, cancelled, refunded) keeps its state.
-func applyResult(p *Payment, resultCode string, mode tenant.CaptureMode) {
-	p.ResultCode = resultCode
-	next := State(resultCode)
-	if settled(p.State) || (outcome(p.State) && !outcome(next)) {
-		return
-	}
-	p.State = next
-	if p.State == StateAuthorised && p.AuthorisedValue == 0 {
-		p.AuthorisedValue = p.Amount.Value
-		if mode == tenant.CaptureAuto {
-			p.CapturedValue = p.Amount.Value
-			p.State = StateCaptured
-		}
-	}
-}
-
-// settled reports whether a state comes after the authorisation outcome.
-func settled(s State) bool {
-	switch s {
-	case StateCaptured, StatePartiallyCaptured, StateCancelled, StateRefunded, StatePartiallyRefunded, StateExpired:
-		return true
-	}
-	return false
-}
-
-// outcome reports whether a state is an authorisation outcome rather than
-// a step towards one.
-func outcome(s State) bool {
-	switch s {
-	case StateAuthorised, StateRefused, StateError, StateCancelled:
-		return true
-	}
-	return settled(s)
 }
 
 // SubmitDetails submits the component's additional details (docs/openapi.yaml). The
@@ -228,4 +193,176 @@ func (s *Service) PaymentMethods(ctx context.Context, c *Call, in PaymentMethods
 		return PaymentMethodsResult{}, upstreamError(err, apperr.PaymentMethodsFailed, "listing payment methods")
 	}
 	return resp, nil
+}
+
+// outcome reports whether a result code is an authorisation outcome rather
+// than a step towards one.
+func outcome(s State) bool {
+	switch s {
+	case StateAuthorised, StateRefused, StateError, StateCancelled:
+		return true
+	}
+	return false
+}
+
+// recordResult creates or updates the head of a payment after a payment
+// or details answer naming its pspReference. A details answer starts from
+// the payment's pending record (found by PendingReference), which is then
+// marked bound.
+func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
+	f, psp := u.Payment, u.PSPReference
+	var pend Head
+	var found bool
+	if u.Kind == UpdateDetails {
+		var err error
+		if pend, found, err = pendingFor(ctx, st, f.MerchantID, f.SiteID, f.PendingReference, psp); err != nil {
+			return fmt.Errorf("read pending payment %s: %w", f.PendingReference, err)
+		}
+	}
+	fact := Fact{ID: "answer#" + string(u.Kind) + "#" + u.Status, At: u.At, Kind: string(u.Kind), Origin: OriginAPI,
+		PSPReference: psp, Detail: u.Status}
+	facts := []Fact{fact}
+	if found {
+		facts = append(facts, boundFact(pend, u.At))
+	}
+	if !found { // a new payment is one create-only write; the read follows only if one exists
+		h := f.newHead(psp, u.At)
+		h.answered(u.Status)
+		h.UpdatedAt, h.Version = u.At, 1
+		err := st.Write(ctx, Write{PSP: psp, Put: &h, Facts: []Fact{fact}})
+		if !errors.Is(err, storeerr.ErrConflict) {
+			if err != nil {
+				return fmt.Errorf("record payment %s: %w", psp, err)
+			}
+			return nil
+		}
+	}
+	err := updateHead(ctx, st, psp, func(h *Head) error {
+		stored := h.clone()
+		if h.Version == 0 {
+			*h = f.newHead(psp, u.At)
+			if found {
+				*h = fromPending(pend, psp)
+			}
+		}
+		if h.MerchantID != f.MerchantID || (h.SiteID != "" && h.SiteID != f.SiteID) {
+			return fmt.Errorf("%w: payment %s belongs to another merchant or site", ErrUpdateRefused, psp)
+		}
+		if found {
+			fillRequestFacts(h, pend)
+		}
+		f.fill(h)
+		h.answered(u.Status)
+		if stored.Version != 0 && reflect.DeepEqual(*h, stored) {
+			return ErrSkip // the same answer again (a replay): nothing new
+		}
+		h.UpdatedAt = later(h.UpdatedAt, u.At)
+		return nil
+	}, facts...)
+	if err != nil {
+		return fmt.Errorf("record payment %s: %w", psp, err)
+	}
+	if found {
+		return markBound(ctx, st, pend, psp)
+	}
+	return nil
+}
+
+// answered moves the head to an answer's result code: an outcome is never
+// downgraded to a step towards one (Pending, Received, an action), and
+// the authorised amount follows an authorisation.
+func (h *Head) answered(resultCode string) {
+	if outcome(State(h.Auth.ResultCode)) && !outcome(State(resultCode)) {
+		return
+	}
+	before := h.authContribution()
+	h.Auth.ResultCode = resultCode
+	if h.AuthStatus() == StateAuthorised && h.Authorised == 0 {
+		h.Authorised = h.Amount.Value
+	}
+	h.Totals = h.Totals.Sub(before).Add(h.authContribution())
+}
+
+// newHead is the head a payment or details answer creates when none
+// exists (and no pending record leads to it).
+func (f *PaymentFacts) newHead(psp string, at time.Time) Head {
+	h := Head{PSPReference: psp, MerchantID: f.MerchantID, SiteID: f.SiteID, Source: SourceAdvanced, CreatedAt: at}
+	f.fill(&h)
+	return h
+}
+
+// fill fills what head h lacks from what the call knew and answered.
+func (f *PaymentFacts) fill(h *Head) {
+	if h.SiteID == "" {
+		h.SiteID = f.SiteID
+	}
+	fillRequestFacts(h, Head{Reference: f.Reference, Amount: f.Amount, ShopperReference: f.ShopperReference,
+		StoredMethodID: f.StoredMethodID, StorePaymentMethod: f.StorePaymentMethod, AuthorisationType: f.AuthorisationType})
+	if h.CaptureMode == "" {
+		h.CaptureMode = f.CaptureMode
+	}
+	if f.RefusalReason != "" {
+		h.RefusalReason = f.RefusalReason
+	}
+	if f.PaymentMethod != "" {
+		h.PaymentMethod = f.PaymentMethod
+	}
+}
+
+// recordPending writes the pending record of a payment answered with an
+// action and no pspReference, and its action's alias. Applying it again
+// replaces the pending record with the same one, unless its payment was
+// bound meanwhile.
+func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
+	f := u.Payment
+	h := f.newHead("", u.At)
+	h.answered(u.Status)
+	h.UpdatedAt = u.At
+	return errors.Join(savePending(ctx, st, h), saveActionAlias(ctx, st, f.MerchantID, f.SiteID, f.Reference, f.ActionPaymentData, u.At))
+}
+
+// updateHead applies fn to payment psp's head (Version 0: none stored)
+// and writes it conditionally on its version, with facts, re-reading and
+// re-applying on a concurrent change. fn returning ErrSkip writes nothing.
+func updateHead(ctx context.Context, st Store, psp string, fn func(*Head) error, facts ...Fact) error {
+	for attempt := 1; ; attempt++ {
+		h, err := st.GetPayment(ctx, psp)
+		if errors.Is(err, storeerr.ErrNotFound) {
+			h, err = Head{PSPReference: psp}, nil
+		}
+		if err != nil {
+			return err
+		}
+		next := h.clone()
+		if err := fn(&next); err != nil {
+			if errors.Is(err, ErrSkip) {
+				return nil
+			}
+			return err
+		}
+		next.PSPReference, next.Version = psp, h.Version+1
+		err = st.Write(ctx, Write{PSP: psp, Put: &next, Facts: facts})
+		if !errors.Is(err, storeerr.ErrConflict) {
+			return err
+		}
+		if attempt == maxSettleAttempts {
+			return fmt.Errorf("update payment %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
+		}
+		if err := wait(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// ErrSkip tells updateHead that fn decided to change nothing.
+var ErrSkip = errors.New("payments: no change")
+
+// clone copies the parts of h a change may modify in place.
+func (h Head) clone() Head {
+	h.AmountUpdates = append([]AmountUpdate(nil), h.AmountUpdates...)
+	if h.Auth.Notified != nil {
+		ok := *h.Auth.Notified
+		h.Auth.Notified = &ok
+	}
+	return h
 }

@@ -1,0 +1,56 @@
+package payments
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/money"
+)
+
+// CaptureInput is a validated POST captures body.
+type CaptureInput struct {
+	Amount    money.Amount
+	Reference string
+}
+
+// Capture captures (part of) an authorised payment (docs/openapi.yaml).
+// The capture's request is written before the upstream call, its amount in
+// flight and taken from what can be captured, so concurrent captures can
+// never exceed the authorised amount; the platform's answer is written
+// after it, alongside the rest of the request (c.Wait). A payment whose
+// amount is not known yet (a bare details answer) is guarded by the
+// platform until its AUTHORISATION brings the amount.
+func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureInput) (ModificationResult, error) {
+	m := c.Merchant
+	amount := in.Amount.Value
+	return s.run(ctx, c, psp, operation{kind: OpCapture,
+		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
+			Splits: Splits(m, in.Amount, orRef(in.Reference, psp))},
+		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, Currency: in.Amount.Currency, Capturable: &amount},
+		why:    func(h Head) error { return captureRefusal(h, in) },
+		failed: apperr.CaptureFailed, what: "capture"})
+}
+
+// captureRefusal is why head h cannot take capture in (nil: it could now).
+func captureRefusal(h Head, in CaptureInput) error {
+	v := h.View()
+	switch {
+	case v.State != StateAuthorised && v.State != StatePartiallyCaptured:
+		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", v.State)
+	case h.Totals.AmountUpdatesInFlight > 0:
+		return nil // wait for the amount update's answer
+	case h.AmountKnown() && in.Amount.Currency != h.Amount.Currency:
+		return apperr.InvalidField("amount.currency", "must be the payment's currency, "+h.Amount.Currency)
+	case h.AmountKnown() && in.Amount.Value > v.Capturable:
+		return apperr.InvalidField("amount.value", fmt.Sprintf("must be at most the authorised amount not yet captured (%d)", v.Capturable))
+	}
+	return nil
+}
+
+func orRef(ref, psp string) string {
+	if ref != "" {
+		return ref
+	}
+	return psp
+}

@@ -1,0 +1,212 @@
+package payments_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yp/paysvc/shared/payments"
+)
+
+// keyedUpstream acts on each idempotency key once and replays its answer
+// to a repeat, as the platform does. fail decides, per call, whether the
+// answer is lost (the platform acted, the caller sees err) or the call
+// refused or still running.
+type keyedUpstream struct {
+	payments.Upstream
+	mu      sync.Mutex
+	answers map[string]payments.ModificationAnswer
+	reqs    []payments.ModificationRequest
+	fail    func(n int) (act bool, err error) // n: 1-based call number
+}
+
+func (u *keyedUpstream) Modify(_ context.Context, req payments.ModificationRequest) (payments.ModificationAnswer, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.reqs = append(u.reqs, req)
+	act, err := true, error(nil)
+	if u.fail != nil {
+		act, err = u.fail(len(u.reqs))
+	}
+	a, seen := u.answers[req.IdempotencyKey]
+	if !seen && act {
+		a = payments.ModificationAnswer{PSPReference: fmt.Sprintf("MOD%013d", len(u.answers)+1), Status: "received"}
+		u.answers[req.IdempotencyKey] = a
+	}
+	if err != nil {
+		return payments.ModificationAnswer{}, err
+	}
+	return a, nil
+}
+
+// recoverFixture is an authorised payment of 1000 whose first capture of
+// 400 got no definitive answer (the call's fate decided by fail).
+func recoverFixture(t *testing.T, fail func(n int) (bool, error)) (*fixture, *keyedUpstream) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}, fail: fail}
+	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	if _, err := f.capture(400); err == nil {
+		t.Fatal("the capture's answer was not lost")
+	}
+	return f, up
+}
+
+func (f *fixture) recover() payments.Recovered {
+	f.t.Helper()
+	r, err := f.svc.Recover(f.ctx, f.st, 100)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return r
+}
+
+// TestRecoverLearnsALostAnswer: the platform took the capture and the
+// answer was lost. The capture stays in flight until Recover, past
+// RecoverAfter, repeats the same call under the same key: the platform's
+// replay names the capture, which its notification then settles once.
+func TestRecoverLearnsALostAnswer(t *testing.T) {
+	f, up := recoverFixture(t, func(n int) (bool, error) {
+		if n == 1 {
+			return true, errUnavailable // acted, answer lost
+		}
+		return true, nil
+	})
+	if v := f.payment().View(); v.CapturesInFlight != 400 || v.Captured != 0 {
+		t.Fatalf("after the lost answer: %+v", v)
+	}
+	if r := f.recover(); r != (payments.Recovered{}) || len(up.reqs) != 1 {
+		t.Fatalf("recovered before RecoverAfter: %+v, %d calls", r, len(up.reqs))
+	}
+	f.clk.Advance(payments.RecoverAfter + time.Second)
+	if r := f.recover(); r.Answered != 1 {
+		t.Fatalf("recover: %+v", r)
+	}
+	if first, again := up.reqs[0], up.reqs[1]; fmt.Sprint(first) != fmt.Sprint(again) || first.IdempotencyKey == "" {
+		t.Fatalf("the repeat is not the same call:\n%+v\n%+v", first, again)
+	}
+	f.check(want{payments.StatePartiallyCaptured, 1000, 400, 0, 0})
+	if v := f.payment().View(); v.CapturesInFlight != 0 || v.Capturable != 600 {
+		t.Fatalf("after recovery: %+v", v)
+	}
+	f.mustApply(item(payments.EventCapture, "MOD0000000000001", psp, "true", 400, nil))
+	f.check(want{payments.StatePartiallyCaptured, 1000, 400, 0, 1})
+	if r := f.recover(); r != (payments.Recovered{}) {
+		t.Fatalf("a second pass found work: %+v", r)
+	}
+}
+
+// TestRecoverOutcomes: the call never reached the platform (it acts on the
+// repeat), is refused on the repeat, is still running there, or still
+// gets no definitive answer.
+func TestRecoverOutcomes(t *testing.T) {
+	refused := &payments.UpstreamRejection{Message: "Insufficient balance on payment", Err: errors.New("upstream: HTTP 422")}
+	for _, tc := range []struct {
+		name     string
+		repeat   error
+		want     payments.Recovered
+		captured int64
+		inFlight int64
+	}{
+		{"acts on the repeat", nil, payments.Recovered{Answered: 1}, 400, 0},
+		{"refused on the repeat", refused, payments.Recovered{Answered: 1}, 0, 0},
+		{"still running at the platform", fmt.Errorf("%w: HTTP 409", payments.ErrUpstreamInFlight), payments.Recovered{Skipped: 1}, 0, 400},
+		{"still no answer", errUnavailable, payments.Recovered{Unknown: 1}, 0, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, up := recoverFixture(t, func(n int) (bool, error) {
+				if n == 1 {
+					return false, errUnavailable // never reached the platform
+				}
+				return tc.repeat == nil, tc.repeat
+			})
+			f.clk.Advance(payments.RecoverAfter + time.Second)
+			if r := f.recover(); r != tc.want {
+				t.Fatalf("recover: %+v, want %+v", r, tc.want)
+			}
+			if v := f.payment().View(); v.Captured != tc.captured || v.CapturesInFlight != tc.inFlight {
+				t.Fatalf("after recovery: %+v", v)
+			}
+			if len(up.reqs) != 2 {
+				t.Fatalf("%d calls, want 2", len(up.reqs))
+			}
+		})
+	}
+}
+
+// TestRecoverCrashBeforeTheAnswer: the request was written, then the
+// process died before the call returned (nothing answered recorded):
+// Recover repeats the call and the capture is learnt.
+func TestRecoverCrashBeforeTheAnswer(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	const key = "crashed-upstream-key-00000000000000000000"
+	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
+		Amount: eur(300), UpstreamKey: key, Account: merchant.UpstreamAccount, At: f.clk.Now()}}
+	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e},
+		Facts: []payments.Fact{}, At: f.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
+	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	f.clk.Advance(payments.RecoverAfter + time.Second)
+	if r := f.recover(); r.Answered != 1 || up.reqs[0].IdempotencyKey != key || up.reqs[0].Amount != eur(300) {
+		t.Fatalf("recover: %+v, calls %+v", r, up.reqs)
+	}
+	f.check(want{payments.StatePartiallyCaptured, 1000, 300, 0, 0})
+}
+
+// TestRecoverLeavesKeylessOperations: an operation an earlier release
+// started without an idempotency key cannot be repeated safely: it waits
+// for its notification.
+func TestRecoverLeavesKeylessOperations(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	e := payments.Entry{Ref: "op_0123456789abcdef01234567", Kind: payments.OpCapture, Version: 1,
+		Requested: &payments.Request{Amount: eur(300), At: f.clk.Now()}}
+	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: f.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
+	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	f.clk.Advance(payments.RecoverAfter + time.Second)
+	if r := f.recover(); r != (payments.Recovered{}) || len(up.reqs) != 0 {
+		t.Fatalf("recover: %+v, %d calls", r, len(up.reqs))
+	}
+}
+
+// TestMerchantRetryLearnsTheAnswer: the merchant's retry with the same
+// Idempotency-Key repeats the call; the platform's replay is recorded over
+// the unknown answer, and the capture counts once.
+func TestMerchantRetryLearnsTheAnswer(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}, fail: func(n int) (bool, error) {
+		if n == 1 {
+			return true, errUnavailable
+		}
+		return true, nil
+	}}
+	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	const key = "merchant-derived-upstream-key-0000000000"
+	for i := range 2 {
+		c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}
+		_, err := f.svc.Capture(f.ctx, c, psp, payments.CaptureInput{Amount: eur(400)})
+		if werr := c.Wait(); werr != nil {
+			t.Fatal(werr)
+		}
+		if (i == 0) != (err != nil) {
+			t.Fatalf("attempt %d: %v", i+1, err)
+		}
+	}
+	f.check(want{payments.StatePartiallyCaptured, 1000, 400, 0, 0})
+	if v := f.payment().View(); v.CapturesInFlight != 0 {
+		t.Fatalf("after the retry: %+v", v)
+	}
+	if f.apiFacts("capture-unknown") != 1 || f.apiFacts("capture") != 1 {
+		t.Fatalf("timeline %+v", f.timeline())
+	}
+}
