@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (README: `make test`; CI: .ci/run).
-# Checks the tools the tests need, starts one moto_server for the whole run,
+# Checks the tools the tests need (installs Chromium when it is missing and
+# it may: .ci/chromium.sh), starts one moto_server for the whole run,
 # then runs formatting, vet, the template checks and every Go test with the
 # race detector, and the benchmarks in smoke mode.
 set -euo pipefail
@@ -17,11 +18,9 @@ need moto_server "python3 -m pip install 'moto[server]' (DynamoDB/SQS/Secrets Ma
 need cfn-lint "python3 -m pip install cfn-lint (template.yaml is linted)"
 need python3 "python3 with aws-sam-translator (pip install aws-sam-translator)"
 # The browser test (tests/browser_test.go) drives the simulator's shopper
-# pages in headless Chromium.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
-  echo "test.sh: Chromium is not installed: apt-get update && apt-get install -y chromium (Debian/Ubuntu; the browser test drives the simulator's pages)" >&2
-  exit 1
-fi
+# pages in headless Chromium: installed here when missing and this user may
+# (root, or sudo without a password); otherwise the command to run is printed.
+bash .ci/chromium.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.paysvc/*' -not -path './.aws-sam/*'))
