@@ -30,8 +30,12 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+# The Go client is its own module (shared/client/go.mod): ./... of the
+# service's module does not reach it, so it is vetted and tested in its
+# own directory, as a merchant's build sees it.
 echo "== go vet"
 go vet ./...
+(cd shared/client && go vet ./...)
 
 echo "== template (cfn-lint + SAM transform)"
 bash .ci/check-template.sh
@@ -55,6 +59,8 @@ fi
 
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...
+echo "== go test -race (the client module)"
+(cd shared/client && go test -race -count=1 -timeout 5m ./...)
 
 echo "== fuzz targets (each briefly; FUZZTIME=10m bash .ci/fuzz.sh for a long run)"
 bash .ci/fuzz.sh

@@ -1,21 +1,96 @@
 package client
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
-
-	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
 // DefaultWebhookTolerance is the recommended maximum distance between a
 // delivery's timestamp and your clock.
-const DefaultWebhookTolerance = verify.DefaultTolerance
+const DefaultWebhookTolerance = 5 * time.Minute
+
+// Errors of VerifyWebhook.
+var (
+	ErrWebhookSecret    = errors.New("paysvc: webhook secret must be whsec_ followed by base64")
+	ErrWebhookHeaders   = errors.New("paysvc: webhook id, timestamp or signature header missing")
+	ErrWebhookTimestamp = errors.New("paysvc: webhook timestamp header is not Unix seconds")
+	ErrWebhookTooOld    = errors.New("paysvc: webhook timestamp too old")
+	ErrWebhookTooNew    = errors.New("paysvc: webhook timestamp too far in the future")
+	ErrWebhookSignature = errors.New("paysvc: no matching v1 webhook signature")
+)
 
 // VerifyWebhook checks a webhook delivery's signature: secret is the
-// subscription's whsec_ secret, body the raw request body. Call it before
-// acting on a delivery; deduplicate by the X-Webhook-Id header.
+// subscription's whsec_ secret, body the raw request body, and the
+// delivery's timestamp must be at most tolerance away from now (tolerance
+// <= 0 means DefaultWebhookTolerance). Call it before acting on a
+// delivery; deduplicate by the X-Webhook-Id header. nil means authentic.
+//
+// A delivery carries the Standard Webhooks v1 headers (webhook-id,
+// webhook-timestamp, webhook-signature), and the same values as
+// X-Webhook-Id, X-Webhook-Timestamp and X-Webhook-HMAC-Signature, which
+// are read when the others are absent. The signature is
+// base64(HMAC-SHA256(key, "{id}.{timestamp}.{raw body}")), key being the
+// base64-decoded part of the secret after "whsec_". During a secret
+// rotation the header holds several space-separated "v1,<sig>" values; one
+// matching is enough.
 func VerifyWebhook(secret string, header http.Header, body []byte, now time.Time, tolerance time.Duration) error {
-	return verify.Verify(secret, header, body, now, tolerance)
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(key) == 0 {
+		return ErrWebhookSecret
+	}
+	id := firstHeader(header, "webhook-id", "X-Webhook-Id")
+	ts := firstHeader(header, "webhook-timestamp", "X-Webhook-Timestamp")
+	sigs := firstHeader(header, "webhook-signature", "X-Webhook-HMAC-Signature")
+	if id == "" || ts == "" || sigs == "" {
+		return ErrWebhookHeaders
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return ErrWebhookTimestamp
+	}
+	if tolerance <= 0 {
+		tolerance = DefaultWebhookTolerance
+	}
+	at := time.Unix(sec, 0)
+	if now.Sub(at) > tolerance {
+		return ErrWebhookTooOld
+	}
+	if at.Sub(now) > tolerance {
+		return ErrWebhookTooNew
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + ts + "."))
+	m.Write(body)
+	want := m.Sum(nil)
+	for _, s := range strings.Fields(sigs) {
+		version, sig, ok := strings.Cut(s, ",")
+		if !ok || version != "v1" {
+			continue
+		}
+		// Strict: only the canonical encoding of the signature is its
+		// signature (lax decoding also accepts other padding bits).
+		got, err := base64.StdEncoding.Strict().DecodeString(sig)
+		if err == nil && hmac.Equal(got, want) {
+			return nil
+		}
+	}
+	return ErrWebhookSignature
+}
+
+// firstHeader returns the first non-empty header among names.
+func firstHeader(h http.Header, names ...string) string {
+	for _, n := range names {
+		if v := h.Get(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // Webhook is a delivery's body: one notification item.
