@@ -43,15 +43,15 @@ func TestClientEveryEndpoint(t *testing.T) {
 	// A pre-authorisation, so that its amount can be updated.
 	pay, err := c.CreatePayment(ctx, testenv.SiteA, client.PaymentParams{Amount: eur(1000), PaymentMethod: card("5454545454545454", "737", ""), ReturnURL: "https://shop.example/r", Reference: "order-2",
 		AdditionalData: map[string]string{"authorisationType": "PreAuth"}})
-	if err != nil || pay.ResultCode != client.ChallengeShopper || len(pay.Action) == 0 || pay.MerchantReference != "order-2" {
+	if err != nil || pay.ResultCode != client.ResultChallengeShopper || pay.Action == nil || pay.MerchantReference != "order-2" {
 		t.Fatalf("payment %+v %v", pay, err)
 	}
-	details, err := simulator.DetailsFor(pay.Action, true)
+	details, err := simulator.DetailsFor(pay.Action.Raw, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	done, err := c.SubmitDetails(ctx, testenv.SiteA, client.DetailsParams{Details: details, Reference: pay.MerchantReference})
-	if err != nil || done.ResultCode != client.Authorised || done.PSPReference == "" {
+	if err != nil || done.ResultCode != client.ResultAuthorised || done.PSPReference == "" {
 		t.Fatalf("details %+v %v", done, err)
 	}
 	psp := done.PSPReference
@@ -79,7 +79,7 @@ func TestClientEveryEndpoint(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Status != 404 || apiErr.Code != "yp_3006" {
 		t.Fatalf("unknown payment: %v", err)
 	}
-	err = c.DeleteStoredPaymentMethod(ctx, testenv.SiteA, "NOSUCHTOKEN", "shopper-1")
+	_, err = c.DeleteStoredPaymentMethod(ctx, testenv.SiteA, "NOSUCHTOKEN", "shopper-1")
 	if !errors.As(err, &apiErr) || apiErr.Code != "yp_3006" {
 		t.Fatalf("delete unknown token: %v", err)
 	}

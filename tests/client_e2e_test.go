@@ -95,15 +95,15 @@ func TestClientE2ELocalServer(t *testing.T) {
 		Amount: eur, Reference: "order-c2", ReturnURL: "https://acme.example/return",
 		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}`),
 	})
-	if err != nil || pay.ResultCode != client.ChallengeShopper {
+	if err != nil || pay.ResultCode != client.ResultChallengeShopper {
 		t.Fatalf("payment %+v: %v", pay, err)
 	}
 	// As the README's integration: every action goes to the component, its
 	// details come back with the payment's reference (3-D Secure 2 may ask
 	// for a fingerprint, then a challenge).
 	done := pay
-	for i := 0; len(done.Action) > 0 && i < 3; i++ {
-		details, err := simulator.DetailsFor(done.Action, true) // what the shopper's component sends back
+	for i := 0; done.Action != nil && i < 3; i++ {
+		details, err := simulator.DetailsFor(done.Action.Raw, true) // what the shopper's component sends back
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestClientE2ELocalServer(t *testing.T) {
 			t.Fatalf("details: %v", err)
 		}
 	}
-	if done.ResultCode != client.Authorised {
+	if done.ResultCode != client.ResultAuthorised {
 		t.Fatalf("details %+v", done)
 	}
 	capt, err := c.Capture(ctx, "site_acme_web", done.PSPReference, client.CaptureParams{Amount: eur, Reference: "cap-c2"})

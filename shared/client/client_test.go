@@ -18,12 +18,14 @@ import (
 type scripted struct {
 	mu      sync.Mutex
 	answers []func(w http.ResponseWriter)
-	keys    []string
+	keys    []string // each request's Idempotency-Key
+	agents  []string // and User-Agent
 }
 
 func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
+	s.agents = append(s.agents, r.Header.Get("User-Agent"))
 	a := s.answers[0]
 	if len(s.answers) > 1 {
 		s.answers = s.answers[1:]
@@ -53,7 +55,7 @@ func TestClientRetries(t *testing.T) {
 		name      string
 		answers   []func(http.ResponseWriter)
 		wantCalls int
-		wantErr   string // errorCode of the final error, "" = success
+		wantErr   client.ErrorCode // errorCode of the final error, "" = success
 		wantWaits []time.Duration
 	}{
 		{"in flight then ok", []func(http.ResponseWriter){fail(409, "yp_2004"), captured}, 2, "", []time.Duration{100 * time.Millisecond}},

@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,6 +83,81 @@ func VerifyWebhook(secret string, header http.Header, body []byte, now time.Time
 		}
 	}
 	return ErrWebhookSignature
+}
+
+// WebhookEvent is a verified webhook delivery (ConstructEvent).
+type WebhookEvent struct {
+	// ID is the delivery's X-Webhook-Id, the same for every attempt of one
+	// event: deduplicate by it.
+	ID        string
+	Timestamp time.Time // of this attempt (X-Webhook-Timestamp)
+	Attempt   int       // X-Webhook-Delivery-Attempt, 1 for the first
+	Live      bool
+	Item      WebhookItem // the event: a delivery carries one
+}
+
+// WebhookOptions tune ConstructEventWithOptions.
+type WebhookOptions struct {
+	Now       time.Time     // your clock's time (zero: time.Now())
+	Tolerance time.Duration // the most a delivery's timestamp may be away from Now (0: DefaultWebhookTolerance)
+}
+
+// ConstructEvent verifies a webhook delivery and decodes it, in one step:
+// body is the raw request body, header the request's headers, secrets your
+// subscription's whsec_ secret (or several, while you rotate it: one
+// matching is enough). It refuses a delivery whose signature matches none
+// of them or whose timestamp is more than DefaultWebhookTolerance from
+// your clock (VerifyWebhook's errors), and a body that is not one
+// notification item.
+//
+//	http.HandleFunc("/webhooks", func(w http.ResponseWriter, r *http.Request) {
+//		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+//		if err != nil {
+//			http.Error(w, "bad body", http.StatusBadRequest)
+//			return
+//		}
+//		ev, err := client.ConstructEvent(body, r.Header, secret)
+//		if err != nil {
+//			http.Error(w, "bad signature", http.StatusUnauthorized)
+//			return
+//		}
+//		// Deduplicate by ev.ID, store ev.Item, answer 2xx within 15 s.
+//		w.WriteHeader(http.StatusNoContent)
+//	})
+func ConstructEvent(body []byte, header http.Header, secrets ...string) (WebhookEvent, error) {
+	return ConstructEventWithOptions(body, header, WebhookOptions{}, secrets...)
+}
+
+// ConstructEventWithOptions is ConstructEvent with your clock and tolerance.
+func ConstructEventWithOptions(body []byte, header http.Header, o WebhookOptions, secrets ...string) (WebhookEvent, error) {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	err := ErrWebhookSecret // no secret given
+	for _, s := range secrets {
+		if err = VerifyWebhook(s, header, body, o.Now, o.Tolerance); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return WebhookEvent{}, err
+	}
+	var hook Webhook
+	if err := json.Unmarshal(body, &hook); err != nil {
+		return WebhookEvent{}, fmt.Errorf("paysvc: webhook body: %w", err)
+	}
+	if n := len(hook.NotificationItems); n != 1 {
+		return WebhookEvent{}, fmt.Errorf("paysvc: webhook body has %d notification items, not 1", n)
+	}
+	sec, _ := strconv.ParseInt(firstHeader(header, "webhook-timestamp", "X-Webhook-Timestamp"), 10, 64) // verified above
+	attempt, _ := strconv.Atoi(header.Get("X-Webhook-Delivery-Attempt"))
+	return WebhookEvent{
+		ID:        firstHeader(header, "webhook-id", "X-Webhook-Id"),
+		Timestamp: time.Unix(sec, 0),
+		Attempt:   attempt,
+		Live:      hook.Live,
+		Item:      hook.NotificationItems[0].Item,
+	}, nil
 }
 
 // firstHeader returns the first non-empty header among names.
