@@ -95,6 +95,7 @@ func TestDocsCoverTheDesign(t *testing.T) {
 		"upstream mapping":                      "upstream.md",
 		"limits and retention":                  "limits.md",
 		"the contract":                          "openapi.yaml",
+		"the Go client":                         "client.md",
 	} {
 		b, err := os.ReadFile(filepath.Join(root, "docs", file))
 		if err != nil || len(b) < 500 {

@@ -34,7 +34,6 @@ var layerOf = map[string]int{
 	"shared/jsonin":               foundation,
 	"shared/queue":                foundation,
 	"shared/webhooks/target":      foundation,
-	"shared/webhooks/verify":      foundation,
 	"shared/tenant":               domain,
 	"shared/idempotency":          domain,
 	"shared/ratelimit":            domain,
@@ -56,7 +55,8 @@ var layerOf = map[string]int{
 	"shared/upstream/simulator":   adapter,
 	"shared/observe":              adapter, // CloudWatch EMF metrics
 	"shared/webhooks/sender":      adapter, // the HTTP sender (webhooks.Poster)
-	"shared/client":               adapter,
+	"shared/client":               adapter, // its own module (standard library only), required with a replace
+	"shared/webhooks/verify":      adapter, // client.VerifyWebhook under the name the service's tests use
 	"shared/eventreplay":          adapter,
 	"shared/config":               wiring,
 	"shared/app":                  wiring,
