@@ -58,6 +58,7 @@ var layerOf = map[string]int{
 	"shared/client":               adapter, // its own module (standard library only), required with a replace
 	"shared/webhooks/verify":      adapter, // client.VerifyWebhook under the name the service's tests use
 	"shared/eventreplay":          adapter,
+	"shared/smoketest":            adapter, // the deployment gate over the CodeDeploy and Lambda SDK clients
 	"shared/config":               wiring,
 	"shared/app":                  wiring,
 	"shared/localserver":          wiring,
@@ -65,7 +66,10 @@ var layerOf = map[string]int{
 	"internal/motoserver":         tooling,
 	"internal/lambdaharness":      tooling,
 	"internal/bodies":             tooling,
-	"shared/capacity":             wiring, // models the assembled service over the DynamoDB adapter's items
+	"internal/awsfake":            tooling, // CodeDeploy's and Lambda's calls served for tests (moto has neither)
+	"shared/capacity":             wiring,  // models the assembled service over the DynamoDB adapter's items
+	"shared/adminapi":             wiring,  // the local server's admin API and the operations behind it and the dashboard
+	"shared/dashboard":            wiring,  // the local server's dashboard: pages over adminapi
 	"cmd":                         mains,
 	"functions":                   mains,
 	"internal/layers":             testSupport,
