@@ -69,12 +69,14 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	if res := send("payments-details.json", keep); !res.Replayed || res.IdempotencyKey != "details-order-1002" {
 		t.Fatalf("the file's key sent again: %+v, want a replay", res)
 	}
-	// After a challenge is started (events/README.md), the same event file
-	// sent again is a new call (a fresh key) and completes it.
+	// After a challenge is started (events/README.md: the challenge-only
+	// card, 3-D Secure in the component), the same event file sent again is
+	// a new call (a fresh key) and completes it.
 	req, _ := http.NewRequest("POST", s.base+"/v1/ecom/site_demo/payments", strings.NewReader(
 		`{"amount":{"value":1000,"currency":"EUR"},"reference":"order-3ds","returnUrl":"https://shop.example/return",`+
-			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03",`+
-			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`))
+			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4212345678910006","encryptedExpiryMonth":"test_03",`+
+			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"},`+
+			`"authenticationData":{"threeDSRequestData":{"nativeThreeDS":"preferred"}}}`))
 	req.Header.Set("Authorization", "Bearer yp_test_demoKey000000000000000000000000000000000000")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "order-3ds")

@@ -19,11 +19,13 @@ func Example() {
 	ctx := context.Background()
 	eur := client.Amount{Value: 1000, Currency: "EUR"}
 
-	// The component's paymentMethod state data, passed through.
+	// The component's paymentMethod state data, passed through, asking for
+	// 3-D Secure 2 in the component (native) rather than on a redirect page.
 	pay, err := c.CreatePayment(ctx, "site_demo", client.PaymentParams{
 		Amount: eur, Reference: "order-ex-1", ReturnURL: "https://shop.example/return",
-		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454",` +
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_4212345678910006",` +
 			`"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}`),
+		AuthenticationData: json.RawMessage(`{"threeDSRequestData":{"nativeThreeDS":"preferred"}}`),
 	})
 	for err == nil && pay.Action != nil {
 		fmt.Println(pay.ResultCode, pay.Action.Type, pay.Action.Subtype)

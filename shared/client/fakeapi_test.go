@@ -135,7 +135,7 @@ func (f *fakeAPI) payment(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(p.PaymentMethod, &card)
 	psp := f.newPSP()
 	f.payments[psp] = p.Reference
-	if card.Number != "test_5454545454545454" {
+	if card.Number != "test_4212345678910006" { // the challenge-only 3-D Secure card
 		fakeAnswer(w, client.PaymentResult{ResultCode: client.ResultAuthorised, PSPReference: psp, MerchantReference: p.Reference})
 		return
 	}
