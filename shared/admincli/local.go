@@ -3,6 +3,7 @@ package admincli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -128,24 +129,26 @@ func formatMinor(v int64, currency string) string {
 const forwardTimeout = 15 * time.Second
 
 func (c *cli) listen(ctx context.Context, path string, args []string) error {
-	f := c.newFlags(path, "--forward-to URL [--merchant ID] [--events CODES] [--json]",
+	f := c.newFlags(path, "[--forward-to URL] [--merchant ID] [--events CODES] [--json]",
 		"Forwards every webhook of a merchant to a URL on this machine while it runs (Ctrl-C stops it),\n"+
 			"through the running local server: each event as a subscription would receive it, signed\n"+
-			"with a secret made for this listen and printed at the start. No subscription is created\n"+
-			"and nothing is stored. With --json, one JSON line per webhook. For the local test\n"+
-			"environment; deployed stages deliver to subscriptions (webhook endpoints).")
-	forward := f.str("forward-to", "", "the `URL` to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (required)")
+			"with a secret made for this listen and printed at the start. Without --forward-to each\n"+
+			"webhook's body is printed instead. No subscription is created and nothing is stored.\n"+
+			"With --json, one JSON line per webhook. For the local test environment; deployed stages\n"+
+			"deliver to subscriptions (webhook endpoints).")
+	forward := f.str("forward-to", "", "the `URL` to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (default: print them)")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
 	events := f.str("events", "", "comma-separated event `CODES` to forward (default: every event)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.required("forward-to"); err != nil {
-		return err
-	}
-	target, err := url.Parse(strings.TrimSpace(*forward))
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		return usagef(path, "--forward-to %q: an http:// or https:// URL", *forward)
+	var target *url.URL
+	if raw := strings.TrimSpace(*forward); raw != "" {
+		var err error
+		target, err = url.Parse(raw)
+		if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+			return usagef(path, "--forward-to %q: an http:// or https:// URL", *forward)
+		}
 	}
 	codes, err := parseEvents(path, *events)
 	if err != nil {
@@ -158,15 +161,26 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	client := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	ready := func(m, secret string) {
 		if *f.json {
-			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m, "forwardTo": target.String(), "secret": secret})
+			fwd := ""
+			if target != nil {
+				fwd = target.String()
+			}
+			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m, "forwardTo": fwd, "secret": secret})
 			return
 		}
-		fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, target)
+		if target == nil {
+			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m)
+		} else {
+			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, target)
+		}
 		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", secret)
 	}
 	forwardOne := func(wh adminapi.Webhook) error {
 		res := forwarded{Type: "webhook", EventID: wh.EventID, EventCode: wh.EventCode, PSPReference: wh.PSPReference,
 			WebhookID: wh.Headers.Get("X-Webhook-Id"), Missed: wh.Missed}
+		if target == nil {
+			return c.printWebhook(res, wh, *f.json)
+		}
 		start := time.Now()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(wh.Body))
 		if err == nil {
@@ -200,6 +214,17 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	return cl.Listen(ctx, strings.TrimSpace(*merchantID), codes, ready, forwardOne)
 }
 
+// printWebhook prints a webhook listen does not forward: a line, then its
+// body; with asJSON one line with the body in it.
+func (c *cli) printWebhook(res forwarded, wh adminapi.Webhook, asJSON bool) error {
+	if asJSON {
+		res.Body = wh.Body
+		return c.printJSONLine(res)
+	}
+	_, err := fmt.Fprintf(c.stdout, "%s  %-24s %-16s %s\n  %s\n", time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, wh.Body)
+	return err
+}
+
 // forwarded is what listen --json prints for each webhook.
 type forwarded struct {
 	Type         string `json:"type"`
@@ -211,4 +236,6 @@ type forwarded struct {
 	LatencyMs    int64  `json:"latencyMs"`
 	Error        string `json:"error,omitempty"`
 	Missed       int    `json:"missed,omitempty"`
+	// Body is the webhook's body, when it is printed rather than forwarded.
+	Body json.RawMessage `json:"body,omitempty"`
 }

@@ -183,6 +183,15 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	case code := <-done:
 		t.Fatalf("listen exited %d", code)
 	}
+	// A second listen prints the webhooks instead of forwarding them.
+	printed := make(chan string, 16)
+	printDone := make(chan int, 1)
+	go func() {
+		printDone <- admincli.Run(ctx, []string{"listen", "--json"}, s.getenv, streamWriter{printed}, io.Discard)
+	}()
+	if line := <-printed; !strings.Contains(line, `"forwardTo":""`) {
+		t.Fatalf("printing listen's first line %q", line)
+	}
 	if out := s.admin(t, "trigger", "REFUND", "--psp", psp, "--set", "amount.value=300"); !strings.Contains(out, "3.00 EUR") {
 		t.Fatalf("trigger REFUND:\n%s", out)
 	}
@@ -196,9 +205,19 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if refund := next(t, got); item(t, refund)["eventCode"] != "REFUND" {
 		t.Fatalf("the subscription's REFUND webhook %s", refund.body)
 	}
+	var shown struct {
+		EventCode string
+		Body      json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(<-printed), &shown); err != nil || shown.EventCode != "REFUND" || !strings.Contains(string(shown.Body), `"value":300`) {
+		t.Fatalf("printed webhook %+v %v", shown, err)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("listen exit %d", code)
+	}
+	if code := <-printDone; code != 0 {
+		t.Fatalf("printing listen exit %d", code)
 	}
 	var subs []json.RawMessage
 	_ = json.Unmarshal([]byte(s.admin(t, "subscription", "list", "--merchant", "m_demo", "--json")), &subs)

@@ -195,7 +195,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps), httpapi.LookupsRoutes(a.Deps),
 		httpapi.WebhooksRoutes(a.Deps))
 	var h http.Handler = httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
-	requests := dashboard.NewRequestLog(200, dashboard.Prefix, adminapi.Prefix)
+	requests := dashboard.NewRequestLog(200, dashboard.Prefix, adminapi.Prefix, "/favicon.ico")
 	var local *localRoutes
 	if localRefused == "" {
 		if local, err = newLocalRoutes(localDeps{
