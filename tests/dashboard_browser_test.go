@@ -3,78 +3,23 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/yp/paysvc/shared/admincli"
+	"github.com/yp/paysvc/shared/testutil/webhooksink"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
 // screenshotsEnv names the directory the dashboard test writes its
 // screenshots to (docs/images for the documentation); unset, none are taken.
 const screenshotsEnv = "PAYSVC_DASHBOARD_SCREENSHOTS"
-
-// webhookSink is a merchant's webhook endpoint answering each request
-// with the next of answers (then 204).
-type webhookSink struct {
-	URL string
-	got chan received
-}
-
-type received struct {
-	header http.Header
-	body   []byte
-}
-
-func newWebhookSink(t *testing.T, answers ...int) *webhookSink {
-	t.Helper()
-	s := &webhookSink{got: make(chan received, 32)}
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		status := http.StatusNoContent
-		if len(answers) > 0 {
-			status, answers = answers[0], answers[1:]
-		}
-		mu.Unlock()
-		w.WriteHeader(status)
-		s.got <- received{r.Header.Clone(), b}
-	}))
-	t.Cleanup(srv.Close)
-	s.URL = srv.URL + "/webhooks"
-	return s
-}
-
-// next returns the next webhook whose event is code.
-func (s *webhookSink) next(t *testing.T, code string) received {
-	t.Helper()
-	bound := time.After(serverWait) // a failure bound only
-	for {
-		select {
-		case r := <-s.got:
-			var n struct {
-				NotificationItems []struct {
-					Item struct{ EventCode string } `json:"NotificationRequestItem"`
-				} `json:"notificationItems"`
-			}
-			if json.Unmarshal(r.body, &n) == nil && len(n.NotificationItems) == 1 && n.NotificationItems[0].Item.EventCode == code {
-				return r
-			}
-		case <-bound:
-			t.Fatalf("no %s webhook within %s", code, serverWait)
-		}
-	}
-}
 
 // The dashboard in a real browser against the local server process: a
 // payment appears with its timeline, "Retry now" delivers a pending
@@ -100,7 +45,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// A subscription, made while the server runs; its first attempt fails.
-	sink := newWebhookSink(t, http.StatusServiceUnavailable)
+	sink := webhooksink.New(t, http.StatusServiceUnavailable)
 	var sub struct{ Secret string }
 	if err := json.Unmarshal([]byte(admin("subscription", "create", "--merchant", "m_demo", "--url", sink.URL, "--allow-insecure-local", "--json")), &sub); err != nil {
 		t.Fatal(err)
@@ -113,7 +58,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("payment: %d %s", pay.status, pay.body)
 	}
 	psp := out.PSPReference
-	sink.next(t, "AUTHORISATION") // attempt 1, answered 503
+	sink.NextOf(t, "AUTHORISATION") // attempt 1, answered 503
 	s.waitOutput(s.stdout, "the failed attempt recorded", func(logs string) bool { return strings.Contains(logs, `"msg":"webhook attempt failed"`) })
 
 	bctx := newBrowser(t)
@@ -162,9 +107,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(msg, "attempt 2 now") {
 		t.Fatalf("retry now said %q", msg)
 	}
-	again := sink.next(t, "AUTHORISATION")
-	if again.header.Get("X-Webhook-Delivery-Attempt") != "2" {
-		t.Fatalf("retried attempt %v", again.header)
+	again := sink.NextOf(t, "AUTHORISATION")
+	if again.Header.Get("X-Webhook-Delivery-Attempt") != "2" {
+		t.Fatalf("retried attempt %v", again.Header)
 	}
 
 	// A notification from the dashboard: a CAPTURE of the payment, which
@@ -181,12 +126,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if !strings.Contains(msg, "sent CAPTURE") || !strings.Contains(msg, "[accepted]") {
 		t.Fatalf("trigger said %q", msg)
 	}
-	capture := sink.next(t, "CAPTURE")
-	if err := verify.Verify(sub.Secret, capture.header, capture.body, time.Now(), 5*time.Minute); err != nil {
+	capture := sink.NextOf(t, "CAPTURE")
+	if err := verify.Verify(sub.Secret, capture.Header, capture.Body, time.Now(), 5*time.Minute); err != nil {
 		t.Fatalf("the CAPTURE webhook's signature: %v", err)
 	}
-	if !strings.Contains(string(capture.body), `"originalReference":"`+psp+`"`) {
-		t.Fatalf("the CAPTURE webhook: %s", capture.body)
+	if !strings.Contains(string(capture.Body), `"originalReference":"`+psp+`"`) {
+		t.Fatalf("the CAPTURE webhook: %s", capture.Body)
 	}
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(s.base+"/_dashboard/"),

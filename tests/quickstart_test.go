@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yp/paysvc/shared/testutil/webhooksink"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -129,7 +130,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	clone := cleanCopy(t)
 	addr := freeAddr(t)
-	sink := newWebhookSink(t)
+	sink := webhooksink.New(t)
 	u, _ := url.Parse(sink.URL)
 	ports := strings.NewReplacer("127.0.0.1:3000", addr, "127.0.0.1:4000", u.Host)
 	var env []string
@@ -153,12 +154,12 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("terminal 3 printed:\n%s", out)
 	}
 	for _, code := range []string{"AUTHORISATION", "CAPTURE", "REFUND"} {
-		wh := sink.next(t, code)
-		if err := verify.Verify(secret, wh.header, wh.body, time.Now(), 5*time.Minute); err != nil {
+		wh := sink.NextOf(t, code)
+		if err := verify.Verify(secret, wh.Header, wh.Body, time.Now(), 5*time.Minute); err != nil {
 			t.Fatalf("the %s webhook's signature (listen's secret): %v", code, err)
 		}
-		if !strings.Contains(string(wh.body), psp[1]) {
-			t.Fatalf("the %s webhook is not the payment's: %s", code, wh.body)
+		if !strings.Contains(string(wh.Body), psp[1]) {
+			t.Fatalf("the %s webhook is not the payment's: %s", code, wh.Body)
 		}
 	}
 	// The payment is captured: its lookup says so once CAPTURE is in (its

@@ -21,9 +21,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/yp/paysvc/shared/client"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/money"
@@ -73,7 +73,7 @@ func (e *APIError) Error() string {
 // IsNotFound reports whether err is the API's 404.
 func IsNotFound(err error) bool {
 	var ae *APIError
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound || errors.Is(err, client.ErrNotFound)
 }
 
 // call makes one merchant API request as merchantID, in process, and
@@ -258,53 +258,50 @@ func amountOf(v any) money.Amount {
 	return money.Amount{Value: int64(val), Currency: cur}
 }
 
-// Event is one of the merchant's events (GET /v1/ecom/events).
-type Event struct {
-	ID                  string          `json:"id"`
-	EventCode           string          `json:"eventCode"`
-	PSPReference        string          `json:"pspReference"`
-	PaymentPSPReference string          `json:"paymentPspReference"`
-	CreatedAt           time.Time       `json:"createdAt"`
-	Payload             json.RawMessage `json:"payload"`
+// Event is one of the merchant's events, Delivery one of its webhook
+// deliveries: as the Go client reads them.
+type (
+	Event    = client.Event
+	Delivery = client.WebhookDelivery
+)
+
+// handlerTransport serves the Go client's requests with the local
+// server's handler, in process.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// client returns the Go client of merchantID's API, in process.
+func (l *Local) client(merchantID string) (*client.Client, error) {
+	key, err := l.Keys.For(merchantID)
+	if err != nil {
+		return nil, err
+	}
+	return client.New("http://paysvc.local", key, client.WithRetries(0, 0, 0),
+		client.WithHTTPClient(&http.Client{Transport: handlerTransport{l.Handler}})), nil
 }
 
 // Events returns merchantID's latest events (of payment psp when given),
 // newest first.
 func (l *Local) Events(ctx context.Context, merchantID, psp string, limit int) ([]Event, error) {
-	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}
-	if psp != "" {
-		q.Set("pspReference", psp)
-	}
-	var page struct{ Data []Event }
-	if err := l.call(ctx, merchantID, http.MethodGet, "/v1/ecom/events?"+q.Encode(), nil, &page); err != nil {
+	c, err := l.client(merchantID)
+	if err != nil {
 		return nil, err
 	}
-	return page.Data, nil
-}
-
-// Delivery is one webhook delivery (GET /v1/ecom/webhook-deliveries).
-type Delivery struct {
-	ID             string     `json:"id"`
-	SubscriptionID string     `json:"subscriptionId"`
-	EventID        string     `json:"eventId"`
-	EventCode      string     `json:"eventCode"`
-	PSPReference   string     `json:"pspReference"`
-	Status         string     `json:"status"`
-	Attempts       int        `json:"attempts"`
-	LastStatusCode int        `json:"lastStatusCode,omitempty"`
-	LastError      string     `json:"lastError,omitempty"`
-	LastAttemptAt  *time.Time `json:"lastAttemptAt,omitempty"`
-	NextAttemptAt  *time.Time `json:"nextAttemptAt,omitempty"`
-	DeliveredAt    *time.Time `json:"deliveredAt,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
+	page, err := c.ListEvents(ctx, client.EventFilter{ListParams: client.ListParams{Limit: min(max(limit, 1), 100)}, PSPReference: psp})
+	return page.Data, err
 }
 
 // Deliveries returns merchantID's latest webhook deliveries, newest first.
 func (l *Local) Deliveries(ctx context.Context, merchantID string, limit int) ([]Delivery, error) {
-	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}
-	var page struct{ Data []Delivery }
-	if err := l.call(ctx, merchantID, http.MethodGet, "/v1/ecom/webhook-deliveries?"+q.Encode(), nil, &page); err != nil {
+	c, err := l.client(merchantID)
+	if err != nil {
 		return nil, err
 	}
-	return page.Data, nil
+	page, err := c.ListWebhookDeliveries(ctx, client.DeliveryFilter{ListParams: client.ListParams{Limit: min(max(limit, 1), 100)}})
+	return page.Data, err
 }

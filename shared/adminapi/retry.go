@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/yp/paysvc/shared/queue"
@@ -51,8 +50,12 @@ func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, e
 	case webhooks.StatusDelivered:
 		return Retried{}, fmt.Errorf("delivery %s: %w", id, ErrNotRetryable)
 	case webhooks.StatusFailed, webhooks.StatusDisabled:
-		var out struct{ NextAttempt int }
-		if err := l.call(ctx, merchantID, http.MethodPost, "/v1/ecom/webhook-deliveries/"+url.PathEscape(id)+"/retry", nil, &out); err != nil {
+		c, err := l.client(merchantID)
+		if err != nil {
+			return Retried{}, err
+		}
+		out, err := c.RetryWebhookDelivery(ctx, id)
+		if err != nil {
 			return Retried{}, err
 		}
 		return Retried{DeliveryID: id, Status: string(d.Status), NextAttempt: out.NextAttempt, How: "retried (POST /v1/ecom/webhook-deliveries/{id}/retry)"}, nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/yp/paysvc/shared/httpapi"
 )
 
 // Request is one request the local server answered, as the dashboard
@@ -70,9 +72,9 @@ func (l *RequestLog) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		rw := &recordingWriter{ResponseWriter: w}
+		rw := &recordingWriter{StatusWriter: httpapi.StatusWriter{ResponseWriter: w}}
 		next.ServeHTTP(rw, r)
-		status := rw.status
+		status := rw.Status
 		if status == 0 {
 			status = http.StatusOK
 		}
@@ -91,29 +93,17 @@ func (l *RequestLog) Wrap(next http.Handler) http.Handler {
 // maxErrBody bounds what is kept of an error answer to read its errorCode.
 const maxErrBody = 4 << 10
 
-// recordingWriter notes the status and the start of an error answer.
+// recordingWriter is a StatusWriter that also keeps the start of an error
+// answer, to read its errorCode.
 type recordingWriter struct {
-	http.ResponseWriter
-	status  int
+	httpapi.StatusWriter
 	errBody bytes.Buffer
 }
 
-func (w *recordingWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
 func (w *recordingWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	n, err := w.StatusWriter.Write(b)
+	if w.Status >= 400 && w.errBody.Len() < maxErrBody {
+		w.errBody.Write(b[:min(n, maxErrBody-w.errBody.Len())])
 	}
-	if w.status >= 400 && w.errBody.Len() < maxErrBody {
-		w.errBody.Write(b[:min(len(b), maxErrBody-w.errBody.Len())])
-	}
-	return w.ResponseWriter.Write(b)
+	return n, err
 }
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *recordingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -5,71 +5,17 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/yp/paysvc/shared/adminapi"
 	"github.com/yp/paysvc/shared/admincli"
+	"github.com/yp/paysvc/shared/testutil/webhooksink"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
-
-// hook is one webhook a receiver got.
-type hook struct {
-	header http.Header
-	body   []byte
-}
-
-// receiver is a merchant's webhook endpoint: it answers each request with
-// the next status of answers (then 204) and passes the request on.
-func receiver(t *testing.T, answers ...int) (string, <-chan hook) {
-	t.Helper()
-	got := make(chan hook, 32)
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		status := http.StatusNoContent
-		if len(answers) > 0 {
-			status, answers = answers[0], answers[1:]
-		}
-		mu.Unlock()
-		w.WriteHeader(status)
-		got <- hook{r.Header.Clone(), b}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/webhooks", got
-}
-
-// next returns the next webhook, or fails after the bound.
-func next(t *testing.T, c <-chan hook) hook {
-	t.Helper()
-	select {
-	case h := <-c:
-		return h
-	case <-time.After(30 * time.Second): // a failure bound only
-		t.Fatal("no webhook within 30 s")
-		return hook{}
-	}
-}
-
-// item decodes a webhook's notification item.
-func item(t *testing.T, h hook) map[string]any {
-	t.Helper()
-	var n struct {
-		NotificationItems []struct {
-			Item map[string]any `json:"NotificationRequestItem"`
-		} `json:"notificationItems"`
-	}
-	if err := json.Unmarshal(h.body, &n); err != nil || len(n.NotificationItems) != 1 {
-		t.Fatalf("webhook body %s", h.body)
-	}
-	return n.NotificationItems[0].Item
-}
 
 // admin runs paysvc-admin beside the server, as a developer would.
 func (s *server) admin(t *testing.T, args ...string) string {
@@ -116,12 +62,12 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	}
 
 	// A subscription while the server runs; its first attempt fails.
-	hooks, got := receiver(t, http.StatusInternalServerError)
+	sink := webhooksink.New(t, http.StatusInternalServerError)
 	var created struct {
 		Subscription struct{ ID string }
 		Secret       string
 	}
-	if err := json.Unmarshal([]byte(s.admin(t, "subscription", "create", "--merchant", "m_demo", "--url", hooks, "--allow-insecure-local", "--json")), &created); err != nil || created.Secret == "" {
+	if err := json.Unmarshal([]byte(s.admin(t, "subscription", "create", "--merchant", "m_demo", "--url", sink.URL, "--allow-insecure-local", "--json")), &created); err != nil || created.Secret == "" {
 		t.Fatalf("subscription create: %v %+v", err, created)
 	}
 	if out := s.admin(t, "subscription", "list", "--merchant", "m_demo"); !strings.Contains(out, created.Subscription.ID) {
@@ -134,9 +80,9 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if status != 200 || psp == "" {
 		t.Fatalf("payment: %d %v", status, pay)
 	}
-	first := next(t, got)
-	if item(t, first)["eventCode"] != "AUTHORISATION" || first.header.Get("X-Webhook-Delivery-Attempt") != "1" {
-		t.Fatalf("first attempt %v %s", first.header, first.body)
+	first := sink.Next(t)
+	if first.Item()["eventCode"] != "AUTHORISATION" || first.Header.Get("X-Webhook-Delivery-Attempt") != "1" {
+		t.Fatalf("first attempt %v %s", first.Header, first.Body)
 	}
 	// The failed attempt is recorded (then logged): the delivery is pending,
 	// its next attempt 5 s away. Retry it now.
@@ -148,11 +94,11 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if out := s.admin(t, "delivery", "retry", "--merchant", "m_demo", "--id", deliveries[0].ID); !strings.Contains(out, "attempt 2 now") {
 		t.Fatalf("delivery retry:\n%s", out)
 	}
-	second := next(t, got)
-	if second.header.Get("X-Webhook-Id") != first.header.Get("X-Webhook-Id") || second.header.Get("X-Webhook-Delivery-Attempt") != "2" {
-		t.Fatalf("retried attempt %v", second.header)
+	second := sink.Next(t)
+	if second.Header.Get("X-Webhook-Id") != first.Header.Get("X-Webhook-Id") || second.Header.Get("X-Webhook-Delivery-Attempt") != "2" {
+		t.Fatalf("retried attempt %v", second.Header)
 	}
-	if err := verify.Verify(created.Secret, second.header, second.body, time.Now(), 5*time.Minute); err != nil {
+	if err := verify.Verify(created.Secret, second.Header, second.Body, time.Now(), 5*time.Minute); err != nil {
 		t.Fatalf("retried attempt's signature: %v", err)
 	}
 
@@ -160,19 +106,19 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if out := s.admin(t, "trigger", "CAPTURE", "--psp", psp); !strings.Contains(out, "[accepted]") || !strings.Contains(out, "event evt_") {
 		t.Fatalf("trigger:\n%s", out)
 	}
-	capture := next(t, got)
-	if it := item(t, capture); it["eventCode"] != "CAPTURE" || it["originalReference"] != psp {
-		t.Fatalf("triggered webhook %s", capture.body)
+	capture := sink.Next(t)
+	if it := capture.Item(); it["eventCode"] != "CAPTURE" || it["originalReference"] != psp {
+		t.Fatalf("triggered webhook %s", capture.Body)
 	}
 
 	// listen: the merchant's webhooks to another URL, its own secret, no
 	// subscription.
-	listened, lgot := receiver(t)
+	listened := webhooksink.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	lines := make(chan string, 16)
 	done := make(chan int, 1)
 	go func() {
-		done <- admincli.Run(ctx, []string{"listen", "--forward-to", listened, "--json"}, s.getenv, streamWriter{lines}, io.Discard)
+		done <- admincli.Run(ctx, []string{"listen", "--forward-to", listened.URL, "--json"}, s.getenv, streamWriter{lines}, io.Discard)
 	}()
 	var ready struct{ Type, MerchantID, Secret string }
 	select {
@@ -195,15 +141,15 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if out := s.admin(t, "trigger", "REFUND", "--psp", psp, "--set", "amount.value=300"); !strings.Contains(out, "3.00 EUR") {
 		t.Fatalf("trigger REFUND:\n%s", out)
 	}
-	fwd := next(t, lgot)
-	if err := verify.Verify(ready.Secret, fwd.header, fwd.body, time.Now(), 5*time.Minute); err != nil {
+	fwd := listened.Next(t)
+	if err := verify.Verify(ready.Secret, fwd.Header, fwd.Body, time.Now(), 5*time.Minute); err != nil {
 		t.Fatalf("listen's webhook signature: %v", err)
 	}
-	if it := item(t, fwd); it["eventCode"] != "REFUND" || !strings.HasPrefix(fwd.header.Get("X-Webhook-Id"), "msg_listen_") {
-		t.Fatalf("listened webhook %v %s", fwd.header, fwd.body)
+	if fwd.Item()["eventCode"] != "REFUND" || !strings.HasPrefix(fwd.Header.Get("X-Webhook-Id"), "msg_listen_") {
+		t.Fatalf("listened webhook %v %s", fwd.Header, fwd.Body)
 	}
-	if refund := next(t, got); item(t, refund)["eventCode"] != "REFUND" {
-		t.Fatalf("the subscription's REFUND webhook %s", refund.body)
+	if refund := sink.Next(t); refund.Item()["eventCode"] != "REFUND" {
+		t.Fatalf("the subscription's REFUND webhook %s", refund.Body)
 	}
 	var shown struct {
 		EventCode string
