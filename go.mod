@@ -18,6 +18,7 @@ require (
 	github.com/pb33f/libopenapi v0.41.8
 	github.com/pb33f/libopenapi-validator v0.16.2
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
+	github.com/yp/paysvc/shared/client v0.0.0-00010101000000-000000000000
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/text v0.43.0
 )
@@ -63,3 +64,5 @@ require (
 	google.golang.org/grpc v1.82.1 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
+
+replace github.com/yp/paysvc/shared/client => ./shared/client

@@ -44,9 +44,11 @@ if [ $# -eq 2 ]; then
   exit 0
 fi
 
-# Every package with a Fuzz target, and its targets; two at a time (most of
-# a brief run is building each package's instrumented test binary).
-go list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do
+# Every package with a Fuzz target, and its targets, in the service's module
+# and the client module (required with a replace, so its packages are named
+# by import path here); two at a time (most of a brief run is building each
+# package's instrumented test binary).
+go list -f '{{.ImportPath}} {{.Dir}}' ./... github.com/yp/paysvc/shared/client/... | while read -r pkg dir; do
   for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
     echo "$pkg $target"
   done

@@ -47,9 +47,12 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 		post("/payments/"+psp+"/reversals", `{}`, 200)
 		post("/payments/"+psp+"/captures", amount(500), 400) // cancelled
 	})
-	t.Run("3DS2 challenge then details authorised", func(t *testing.T) {
+	// The simulator answers as the platform does (make run's default): an
+	// action without a pspReference; 3-D Secure on a redirect page, or in
+	// the component (fingerprint, then challenge) with nativeThreeDS.
+	t.Run("3DS2 on the 3-D Secure page then details authorised", func(t *testing.T) {
 		out := post("/payments", card("5454545454545454", "Jo", 1500), 200)
-		if out["resultCode"] != "ChallengeShopper" {
+		if out["resultCode"] != "RedirectShopper" || out["pspReference"] != nil {
 			t.Fatalf("payment %v", out)
 		}
 		action, _ := json.Marshal(out["action"])
@@ -57,8 +60,25 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r := post("/payments/details", `{"details":`+string(details)+`}`, 200); r["resultCode"] != "Authorised" || r["pspReference"] != out["pspReference"] {
+		if r := post("/payments/details", `{"details":`+string(details)+`}`, 200); r["resultCode"] != "Authorised" || r["pspReference"] == nil {
 			t.Fatalf("details %v", r)
+		}
+	})
+	t.Run("native 3DS2: fingerprint, challenge, authorised", func(t *testing.T) {
+		native := strings.Replace(card("5454545454545454", "Jo", 1500), `"returnUrl"`, `"authenticationData":{"threeDSRequestData":{"nativeThreeDS":"preferred"}},"returnUrl"`, 1)
+		out := post("/payments", native, 200)
+		var steps []string
+		for i := 0; out["action"] != nil && i < 3; i++ {
+			steps = append(steps, fmt.Sprint(out["resultCode"]))
+			action, _ := json.Marshal(out["action"])
+			details, err := simulator.DetailsFor(action, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = post("/payments/details", `{"details":`+string(details)+`}`, 200)
+		}
+		if fmt.Sprint(steps) != "[IdentifyShopper ChallengeShopper]" || out["resultCode"] != "Authorised" {
+			t.Fatalf("steps %v, result %v", steps, out)
 		}
 	})
 	t.Run("redirect then details refused", func(t *testing.T) {

@@ -17,32 +17,38 @@ import (
 // Every sample event works against the local server (make run) seeded with
 // events/seed.json, sent with cmd/paysvc-event's code, as events/README.md
 // describes: the payment events with the pspReference of a payment made
-// first, details after a challenge was started; the SQS event is refused
+// first, details after a challenge was started (sent before, it fails, and
+// only the file's own key replays that failure); the SQS event is refused
 // with the reason.
 func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+filepath.Join("..", "events", "seed.json"))
 	client := &http.Client{Timeout: 30 * time.Second}
-	send := func(file, psp string) (int, map[string]any, string) {
+	send := func(file string, o eventreplay.Options) eventreplay.Result {
 		t.Helper()
 		raw, err := os.ReadFile(filepath.Join("..", "events", file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		status, body, err := eventreplay.Send(context.Background(), client, s.base, raw, psp)
+		o.BaseURL = s.base
+		res, err := eventreplay.Send(context.Background(), client, raw, o)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
+		return res
+	}
+	wantWith := func(file string, o eventreplay.Options, status int, contains string) map[string]any {
+		t.Helper()
+		res := send(file, o)
+		if res.Status != status || !strings.Contains(string(res.Body), contains) {
+			t.Fatalf("%s: %d %s, want %d with %q", file, res.Status, res.Body, status, contains)
+		}
 		var m map[string]any
-		_ = json.Unmarshal(body, &m)
-		return status, m, string(body)
+		_ = json.Unmarshal(res.Body, &m)
+		return m
 	}
 	want := func(file, psp string, status int, contains string) map[string]any {
 		t.Helper()
-		got, m, body := send(file, psp)
-		if got != status || !strings.Contains(body, contains) {
-			t.Fatalf("%s: %d %s, want %d with %q", file, got, body, status, contains)
-		}
-		return m
+		return wantWith(file, eventreplay.Options{PSP: psp}, status, contains)
 	}
 	want("config.json", "", 200, `"clientToken"`)
 	want("sessions.json", "", 200, `"sessionData"`)
@@ -51,13 +57,26 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	psp, _ := paid["pspReference"].(string)
 	want("amount-updates.json", psp, 200, `"status":"received"`)
 	want("captures.json", psp, 200, `"status":"received"`)
+	want("events.json", psp, 200, `"data":`)
 	want("reversals.json", psp, 200, `"status":"received"`)
 
-	// details: after a challenge is started (events/README.md).
+	// details: before a challenge is started it fails, and the platform's
+	// 400 is stored under the file's key: sent with that key again it is
+	// replayed, and says so.
+	want("payments-details.json", "", 400, `"yp_2002"`)
+	keep := eventreplay.Options{KeepIdempotencyKey: true}
+	wantWith("payments-details.json", keep, 400, `"yp_2002"`)
+	if res := send("payments-details.json", keep); !res.Replayed || res.IdempotencyKey != "details-order-1002" {
+		t.Fatalf("the file's key sent again: %+v, want a replay", res)
+	}
+	// After a challenge is started (events/README.md: the challenge-only
+	// card, 3-D Secure in the component), the same event file sent again is
+	// a new call (a fresh key) and completes it.
 	req, _ := http.NewRequest("POST", s.base+"/v1/ecom/site_demo/payments", strings.NewReader(
 		`{"amount":{"value":1000,"currency":"EUR"},"reference":"order-3ds","returnUrl":"https://shop.example/return",`+
-			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03",`+
-			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`))
+			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4212345678910006","encryptedExpiryMonth":"test_03",`+
+			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"},`+
+			`"authenticationData":{"threeDSRequestData":{"nativeThreeDS":"preferred"}}}`))
 	req.Header.Set("Authorization", "Bearer yp_test_demoKey000000000000000000000000000000000000")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", "order-3ds")
@@ -78,7 +97,7 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := eventreplay.Send(context.Background(), client, s.base, raw, ""); !errors.Is(err, eventreplay.ErrNotAnAPIEvent) {
+	if _, err := eventreplay.Send(context.Background(), client, raw, eventreplay.Options{BaseURL: s.base}); !errors.Is(err, eventreplay.ErrNotAnAPIEvent) {
 		t.Fatalf("sqs-deliveries.json: %v, want ErrNotAnAPIEvent", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // Environment variables the code reads that the template must not or need
 // not set, by reason. Every other variable is either set by the template
-// for the functions in functionNeeds or has a default in README.md.
+// for the functions in functionNeeds or has a default in docs/configuration.md.
 var (
 	// Local runs only (local server, admin CLI, tests).
 	localOnlyEnv = map[string]string{
@@ -30,6 +30,7 @@ var (
 		"PAYSVC_NOTIFICATION_PASSWORD": "local secret; in AWS it comes from PAYSVC_UPSTREAM_SECRET_ARN",
 		"PAYSVC_WEBHOOK_ALLOW_LOCAL":   "development only (webhooks to localhost); refused in live",
 		"GOMAXPROCS":                   "the local server's Go scheduler (embedded store)",
+		"PAYSVC_SIM_LENIENT":           "the local server's simulated upstream: platform-like or lenient",
 	}
 	// Set by the Lambda runtime (Tracing: Active) or standard SDK switches.
 	lambdaRuntimeEnv = map[string]string{
@@ -40,7 +41,7 @@ var (
 	}
 	// The deployment gate's own settings (the smoke test function's), set
 	// by the template and documented in docs/runbook.md (Deploy), not in
-	// README's table of the service's configuration.
+	// docs/configuration.md's table of the service's configuration.
 	deployGateEnv = map[string]string{
 		"PAYSVC_SMOKE_TARGETS":     "kind=function pairs: the functions the smoke test gates",
 		"PAYSVC_CANARY_SECRET_ARN": "the canary merchant's key (CanaryKeySecretArn)",
@@ -169,18 +170,18 @@ func isEnvCall(c *ast.CallExpr) bool {
 	return false
 }
 
-// readmeEnvDefaults parses README.md's Configuration table: variable ->
-// default ("" when the table says "—").
+// readmeEnvDefaults parses docs/configuration.md's Configuration table:
+// variable -> default ("" when the table says "—").
 func readmeEnvDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "configuration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(raw)
 	start := strings.Index(text, "## Configuration")
 	if start < 0 {
-		t.Fatal("README.md has no Configuration section")
+		t.Fatal("docs/configuration.md has no Configuration section")
 	}
 	out := map[string]string{}
 	name := regexp.MustCompile("`([A-Z][A-Z0-9_]+)`")
@@ -198,7 +199,7 @@ func readmeEnvDefaults(t *testing.T) map[string]string {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatal("README.md Configuration table not found")
+		t.Fatal("docs/configuration.md's Configuration table not found")
 	}
 	return out
 }
@@ -248,16 +249,16 @@ func TestTemplateSetsEveryVariableTheFunctionsNeed(t *testing.T) {
 		case runtime:
 			continue // provided by Lambda itself
 		case !documented:
-			t.Errorf("%s (read at %s) is not in README.md's Configuration table", v, where)
+			t.Errorf("%s (read at %s) is not in docs/configuration.md's Configuration table", v, where)
 		case local:
 			continue
 		case def == "" && !neededBySome[v]:
-			t.Errorf("%s (read at %s) has no default in README.md and no function needs it: add it to functionNeeds or document a default", v, where)
+			t.Errorf("%s (read at %s) has no default in docs/configuration.md and no function needs it: add it to functionNeeds or document a default", v, where)
 		}
 	}
 	for v := range readme {
 		if _, ok := code[v]; !ok {
-			t.Errorf("README.md documents %s, but no code reads it", v)
+			t.Errorf("docs/configuration.md documents %s, but no code reads it", v)
 		}
 	}
 

@@ -1,6 +1,7 @@
 // Command paysvc-local runs the whole service on one machine: every route of
 // every function on one HTTP server, the embedded store in .paysvc/ and the
-// upstream simulated in-process. Configuration: README.md.
+// upstream simulated in-process. Running it: docs/local.md; configuration:
+// docs/configuration.md.
 package main
 
 import (

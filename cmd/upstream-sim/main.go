@@ -89,6 +89,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.BoolVar(&c.opts.PublishedShapes, "published-shapes", boolean("PUBLISHED_SHAPES"), "answer like the platform's published examples: no pspReference with an action, minimal details answers (UPSTREAM_SIM_PUBLISHED_SHAPES)")
 	fs.BoolVar(&c.opts.WebThreeDS2, "web-3ds2", boolean("WEB_3DS2"), "3-D Secure 2 as on the web: fingerprint then challenge (nativeThreeDS preferred) or a redirect (UPSTREAM_SIM_WEB_3DS2)")
 	fs.BoolVar(&c.opts.PlatformRules, "platform-rules", boolean("PLATFORM_RULES"), "enforce shopperName, storing and PreAuth amount-update rules (UPSTREAM_SIM_PLATFORM_RULES)")
+	fs.StringVar(&c.opts.StateFile, "state-file", env("STATE_FILE", ""), "JSON file the simulator keeps its payments, sessions and open actions in, across restarts; empty keeps them in memory (UPSTREAM_SIM_STATE_FILE)")
 	fs.StringVar(&c.notifyURL, "notify-url", env("NOTIFY_URL", ""), "notification endpoint; empty only records notifications (UPSTREAM_SIM_NOTIFY_URL)")
 	fs.StringVar(&c.notifyUser, "notify-user", env("NOTIFY_USER", ""), "basic-auth user for notifications (UPSTREAM_SIM_NOTIFY_USER)")
 	fs.StringVar(&c.notifyPass, "notify-password", env("NOTIFY_PASSWORD", ""), "basic-auth password for notifications (UPSTREAM_SIM_NOTIFY_PASSWORD)")

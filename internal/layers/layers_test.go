@@ -34,7 +34,6 @@ var layerOf = map[string]int{
 	"shared/jsonin":               foundation,
 	"shared/queue":                foundation,
 	"shared/webhooks/target":      foundation,
-	"shared/webhooks/verify":      foundation,
 	"shared/tenant":               domain,
 	"shared/idempotency":          domain,
 	"shared/ratelimit":            domain,
@@ -56,9 +55,10 @@ var layerOf = map[string]int{
 	"shared/upstream/simulator":   adapter,
 	"shared/observe":              adapter, // CloudWatch EMF metrics
 	"shared/webhooks/sender":      adapter, // the HTTP sender (webhooks.Poster)
-	"shared/client":               adapter,
+	"shared/client":               adapter, // its own module (standard library only), required with a replace
+	"shared/webhooks/verify":      adapter, // client.VerifyWebhook under the name the service's tests use
 	"shared/eventreplay":          adapter,
-	"shared/smoketest":            adapter, // the deployment hook's checks over the AWS SDK
+	"shared/smoketest":            adapter, // the deployment gate over the CodeDeploy and Lambda SDK clients
 	"shared/config":               wiring,
 	"shared/app":                  wiring,
 	"shared/localserver":          wiring,
@@ -66,8 +66,10 @@ var layerOf = map[string]int{
 	"internal/motoserver":         tooling,
 	"internal/lambdaharness":      tooling,
 	"internal/bodies":             tooling,
-	"internal/awsfake":            tooling, // fake AWS endpoints the smoke test's tests talk to
+	"internal/awsfake":            tooling, // CodeDeploy's and Lambda's calls served for tests (moto has neither)
 	"shared/capacity":             wiring,  // models the assembled service over the DynamoDB adapter's items
+	"shared/adminapi":             wiring,  // the local server's admin API and the operations behind it and the dashboard
+	"shared/dashboard":            wiring,  // the local server's dashboard: pages over adminapi
 	"cmd":                         mains,
 	"functions":                   mains,
 	"internal/layers":             testSupport,

@@ -5,6 +5,12 @@
 // store the service itself is configured with (PAYSVC_STORE, PAYSVC_DATA_DIR,
 // PAYSVC_TABLE, PAYSVC_ENVIRONMENT, AWS_ENDPOINT_URL).
 //
+// While a local server (`make run`) holds the embedded store, every command
+// runs in that server through its admin API (package adminapi: the token and
+// address it keeps in the data directory), on the server's open store;
+// trigger, listen and delivery retry exist only there. With DynamoDB, or when
+// no local server runs, the CLI opens the store itself.
+//
 // Every command takes its own flags (standard library flag, one FlagSet per
 // command), prints aligned text by default and one JSON value on stdout with
 // --json. Diagnostics, warnings and errors go to stderr. Exit codes: 0
@@ -19,7 +25,10 @@ import (
 	"io"
 	"strings"
 
+	"github.com/yp/paysvc/shared/adminapi"
+	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/config"
 )
 
 // Exit codes returned by Run.
@@ -37,6 +46,18 @@ type Options struct {
 	// Clock stamps records (createdAt, revokedAt, secret expiry); nil means
 	// the system clock.
 	Clock clock.Clock
+	// Server, when set, is the running local server the command runs in
+	// (its admin API's exec): its open stores and queues, and the
+	// operations only it has.
+	Server *Server
+}
+
+// Server is a running local server as the commands it runs see it.
+type Server struct {
+	Config config.Config
+	Stores *app.Stores
+	Queues *app.Queues
+	Local  *adminapi.Local
 }
 
 // Run runs the admin command line with args (without the program name),
@@ -51,7 +72,12 @@ func (o Options) Run(ctx context.Context, args []string, getenv func(string) str
 	if clk == nil {
 		clk = clock.System{}
 	}
-	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, clock: clk}
+	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, clock: clk, server: o.Server}
+	if o.Server == nil && !isHelp(args) {
+		if remote := c.localServer(ctx); remote != nil && args[0] != "listen" {
+			return c.runRemote(ctx, remote, args)
+		}
+	}
 	return c.run(ctx, args)
 }
 
@@ -60,6 +86,7 @@ type cli struct {
 	getenv         func(string) string
 	stdout, stderr io.Writer
 	clock          clock.Clock
+	server         *Server // in a running local server (Options.Server)
 }
 
 // command is one leaf command, e.g. "merchant create".
@@ -89,10 +116,13 @@ func (c *cli) commands() []command {
 		{"subscription disable", "disable a webhook subscription", c.subDisable},
 		{"delivery list", "list a merchant's webhook deliveries with status and last error", c.deliveryList},
 		{"delivery show", "show one delivery by id (its merchant, subscription, attempts, last error)", c.deliveryShow},
+		{"delivery retry", "make a delivery's next attempt now, a pending one too (a running local server only)", c.deliveryRetry},
 		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
 		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},
 		{"notification route", "route unroutable notifications once their merchant exists", c.notificationRoute},
+		{"trigger", "send a signed upstream notification (EVENT_CODE) through the running local server", c.trigger},
+		{"listen", "forward a merchant's webhooks to a local URL, signed with a secret of this listen (a running local server only)", c.listen},
 		{"record-update list", "list the payment record updates deferred and still being applied (embedded store)", c.recordUpdateList},
 		{"seed", "apply a seed file (idempotent)", c.seed},
 		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
@@ -188,7 +218,9 @@ func (c *cli) topUsage(w io.Writer) {
 	fmt.Fprintf(w, `Usage: %s <command> [flags]
 
 Provisions merchants, sites, API keys and webhook subscriptions in the store
-the service is configured with (the "management console").
+the service is configured with (the "management console"). While a local
+server (make run) holds the embedded store, commands run in it through its
+admin API; trigger, listen and delivery retry need it.
 
 Commands:
 `, prog)
@@ -198,8 +230,8 @@ Every command accepts -h for its flags and --json for machine-readable output.
 
 Environment (the same variables as the service):
   PAYSVC_STORE        embedded (default) or dynamo
-  PAYSVC_DATA_DIR     embedded store directory (default .paysvc); the file is
-                      single-writer: stop the local server before using it
+  PAYSVC_DATA_DIR     embedded store directory (default .paysvc); while a local
+                      server runs on it, commands go through its admin API
   PAYSVC_TABLE        DynamoDB table (default paysvc)
   PAYSVC_ENVIRONMENT  test (default) or live: the prefix of new API keys
   AWS_ENDPOINT_URL    AWS endpoint override (moto, LocalStack); AWS

@@ -544,7 +544,7 @@ func TestHelp(t *testing.T) {
 		"merchant create", "merchant update", "merchant list", "merchant show", "merchant deactivate",
 		"site create", "site list", "key create", "key list", "key revoke",
 		"subscription create", "subscription list", "subscription rotate-secret", "subscription enable",
-		"subscription disable", "seed",
+		"subscription disable", "seed", "trigger", "listen", "delivery retry",
 	} {
 		if !strings.Contains(top, cmd) {
 			t.Errorf("top-level help lacks %q", cmd)
@@ -571,7 +571,7 @@ func TestDataDirInUse(t *testing.T) {
 	}
 	defer st.Close()
 	code, _, errs := h.run("merchant", "list")
-	if code != 1 || !strings.Contains(errs, "is in use (stop `make run` or point PAYSVC_DATA_DIR elsewhere)") {
+	if code != 1 || !strings.Contains(errs, "is in use by another process whose admin API does not answer") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

@@ -17,6 +17,10 @@ import (
 // webhookAdmin returns the webhook operations over the session's store and
 // the configured queues (local queue, or SQS with PAYSVC_QUEUE_URL/PAYSVC_DLQ_URL).
 func (c *cli) webhookAdmin(ctx context.Context, s *session) (*webhooks.Admin, error) {
+	if c.server != nil { // the running server's queue, whose worker it wakes
+		q := c.server.Queues
+		return &webhooks.Admin{Deliveries: s.stores.Deliveries, Queue: q.Queue, DeadLetters: q.DeadLetters, Clock: c.clock}, nil
+	}
 	return app.NewWebhookAdmin(ctx, s.cfg, s.stores, c.clock, slog.New(slog.DiscardHandler))
 }
 
@@ -133,7 +137,8 @@ func validStatus(s webhooks.Status) bool {
 func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--merchant ID [--id DELIVERY_ID] [--include-disabled] [--json]",
 		"Resets failed deliveries of a merchant (or one delivery) to pending with a new set of attempts\n"+
-			"and queues them. The X-Webhook-Id stays the same, so receivers still deduplicate.")
+			"and queues them. The X-Webhook-Id stays the same, so receivers still deduplicate. In a running\n"+
+			"local server, --id of a pending delivery makes its next attempt now (as delivery retry).")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	id := f.str("id", "", "only this delivery `ID`")
 	includeDisabled := f.boolean("include-disabled", false, "also redrive deliveries stopped because the subscription was disabled")
@@ -144,6 +149,11 @@ func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) e
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
+		if did := strings.TrimSpace(*id); c.server != nil && did != "" {
+			if d, err := s.stores.Deliveries.GetDelivery(ctx, did); err == nil && d.MerchantID == m.ID && d.Status == webhooks.StatusPending {
+				return c.retryNow(ctx, m.ID, did, *f.json)
+			}
+		}
 		a, err := c.webhookAdmin(ctx, s)
 		if err != nil {
 			return err
@@ -189,4 +199,37 @@ func (c *cli) deliveryRedriveDLQ(ctx context.Context, path string, args []string
 		fmt.Fprintf(c.stdout, "redriven %d, dropped %d (nothing to do), kept %d (unreadable or failed)\n", len(res.Redriven), res.Dropped, res.Kept)
 		return nil
 	})
+}
+
+func (c *cli) deliveryRetry(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--merchant ID --id DELIVERY_ID [--json]",
+		"Makes the next attempt of a delivery now, in a running local server (make run): a failed or\n"+
+			"disabled one as POST /v1/ecom/webhook-deliveries/{id}/retry does, a pending one (waiting\n"+
+			"for its next scheduled attempt) by moving that attempt to now. Same X-Webhook-Id.\n"+
+			"Deployed stages: the retry endpoint, or delivery redrive.")
+	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
+	id := f.str("id", "", "the delivery `ID` (msg_…; required)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.required("merchant", "id"); err != nil {
+		return err
+	}
+	if c.server == nil {
+		return errNeedsLocalServer("delivery retry")
+	}
+	return c.retryNow(ctx, strings.TrimSpace(*merchantID), strings.TrimSpace(*id), *f.json)
+}
+
+// retryNow makes a delivery's next attempt now, in the running server.
+func (c *cli) retryNow(ctx context.Context, merchantID, id string, asJSON bool) error {
+	r, err := c.server.Local.RetryNow(ctx, merchantID, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.printJSON(r)
+	}
+	_, err = fmt.Fprintf(c.stdout, "delivery %s (%s): attempt %d now, %s\n", r.DeliveryID, r.Status, r.NextAttempt, r.How)
+	return err
 }

@@ -60,8 +60,8 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 			"routing metadata, session) — its merchant may exist now — and, when that still finds\n"+
 			"no owner and --merchant is given, to that merchant (its upstream account must be the\n"+
 			"notification's merchantAccountCode). The payment record is updated and the webhook\n"+
-			"deliveries are created and queued. With the embedded store, stop `make run` first; its\n"+
-			"next start delivers them.")
+			"deliveries are created and queued. While `make run` runs, the command runs in it (its\n"+
+			"admin API) and the deliveries start at once.")
 	id := f.str("id", "", "the unroutable notification's `EVENT_ID` (see `notification list --unroutable`)")
 	all := f.boolean("all", false, "every unroutable notification")
 	merchantID := f.str("merchant", "", "route to this merchant `ID` when nothing else names one")

@@ -19,6 +19,14 @@ func (c *cli) printJSON(v any) error {
 	return nil
 }
 
+// printJSONLine writes v as one line of JSON (a stream of values).
+func (c *cli) printJSONLine(v any) error {
+	if err := json.NewEncoder(c.stdout).Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
 // warnf prints a warning on stderr.
 func (c *cli) warnf(format string, args ...any) {
 	fmt.Fprintf(c.stderr, "warning: "+format+"\n", args...)

@@ -20,7 +20,7 @@ type seedResult struct {
 
 func (c *cli) seed(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--file PATH [--json]",
-		"Applies a seed file (JSON: merchants, sites, apiKeys, subscriptions; see README \"Seed file\").\n"+
+		"Applies a seed file (JSON: merchants, sites, apiKeys, subscriptions; see docs/local.md, \"Seed file\").\n"+
 			"It is idempotent: records are upserted, keys that exist are left alone, and subscriptions\n"+
 			"whose URL is unchanged keep their secrets and state. Keys and secrets in the file are\n"+
 			"plain text and are stored hashed / as secrets; they are not printed.")

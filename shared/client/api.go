@@ -37,12 +37,13 @@ type LineItem struct {
 type Config struct {
 	ClientToken string `json:"clientToken"`
 	Environment string `json:"environment"`
+	Meta        Meta   `json:"-"`
 }
 
 // Config returns the client key for the checkout components.
 func (c *Client) Config(ctx context.Context) (Config, error) {
 	var out Config
-	err := c.do(ctx, http.MethodGet, "/v1/ecom/config", nil, &out, nil)
+	err := c.do(ctx, http.MethodGet, "/v1/ecom/config", nil, &out, &out.Meta, nil)
 	return out, err
 }
 
@@ -72,12 +73,13 @@ type Session struct {
 	Reference   string     `json:"reference"`
 	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
 	URL         string     `json:"url,omitempty"`
+	Meta        Meta       `json:"-"`
 }
 
 // CreateSession creates a checkout session on a site.
 func (c *Client) CreateSession(ctx context.Context, siteID string, p SessionParams, opts ...CallOption) (Session, error) {
 	var out Session
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "sessions"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "sessions"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -96,12 +98,13 @@ type PaymentMethodsParams struct {
 type PaymentMethods struct {
 	PaymentMethods       []json.RawMessage `json:"paymentMethods"`
 	StoredPaymentMethods []json.RawMessage `json:"storedPaymentMethods"`
+	Meta                 Meta              `json:"-"`
 }
 
 // PaymentMethods lists the payment methods for an amount.
 func (c *Client) PaymentMethods(ctx context.Context, siteID string, p PaymentMethodsParams, opts ...CallOption) (PaymentMethods, error) {
 	var out PaymentMethods
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payment-methods"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payment-methods"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -136,33 +139,108 @@ type PaymentParams struct {
 	LineItems                []LineItem        `json:"lineItems,omitempty"`
 }
 
-// PaymentResult is the answer of payments and payments/details. A non-empty
-// Action goes to the checkout component; its details come back through
-// SubmitDetails.
+// PaymentResult is the answer of payments and payments/details. An Action
+// goes to the checkout component (its Raw JSON, unchanged); the details
+// the component returns come back through SubmitDetails.
 type PaymentResult struct {
-	ResultCode        string          `json:"resultCode"`
-	PSPReference      string          `json:"pspReference,omitempty"`
-	Action            json.RawMessage `json:"action,omitempty"`
-	RefusalReason     string          `json:"refusalReason,omitempty"`
-	RefusalReasonCode string          `json:"refusalReasonCode,omitempty"`
-	MerchantReference string          `json:"merchantReference,omitempty"`
+	ResultCode        ResultCode `json:"resultCode"`
+	PSPReference      string     `json:"pspReference,omitempty"`
+	Action            *Action    `json:"action,omitempty"` // nil: no action
+	RefusalReason     string     `json:"refusalReason,omitempty"`
+	RefusalReasonCode string     `json:"refusalReasonCode,omitempty"`
+	MerchantReference string     `json:"merchantReference,omitempty"`
+	Meta              Meta       `json:"-"`
 }
 
-// Result codes of PaymentResult.
+// ResultCode is a payment's result code, the platform's.
+type ResultCode string
+
+// Result codes of PaymentResult: every one the platform's checkout API
+// (v71) answers.
 const (
-	Authorised       = "Authorised"
-	Refused          = "Refused"
-	ChallengeShopper = "ChallengeShopper"
-	IdentifyShopper  = "IdentifyShopper"
-	RedirectShopper  = "RedirectShopper"
-	Pending          = "Pending"
-	Received         = "Received"
+	ResultAuthorised                ResultCode = "Authorised"
+	ResultPartiallyAuthorised       ResultCode = "PartiallyAuthorised"
+	ResultRefused                   ResultCode = "Refused"
+	ResultError                     ResultCode = "Error" // the platform failed to process it; RefusalReason says why
+	ResultCancelled                 ResultCode = "Cancelled"
+	ResultPending                   ResultCode = "Pending"  // the outcome arrives as a webhook
+	ResultReceived                  ResultCode = "Received" // the outcome arrives as a webhook
+	ResultIdentifyShopper           ResultCode = "IdentifyShopper"
+	ResultChallengeShopper          ResultCode = "ChallengeShopper"
+	ResultRedirectShopper           ResultCode = "RedirectShopper"
+	ResultPresentToShopper          ResultCode = "PresentToShopper" // a voucher or QR code to show the shopper
+	ResultAuthenticationFinished    ResultCode = "AuthenticationFinished"
+	ResultAuthenticationNotRequired ResultCode = "AuthenticationNotRequired"
+	ResultSuccess                   ResultCode = "Success"
 )
+
+// Action is what the checkout component must do next: a 3-D Secure 2
+// fingerprint or challenge, a redirect, a QR code, a voucher… Give Raw to
+// the component unchanged (it also is what Action marshals to); the typed
+// fields are for your server's own decisions and logs. Which fields are set
+// depends on Type.
+type Action struct {
+	Type              ActionType `json:"type"`
+	PaymentMethodType string     `json:"paymentMethodType,omitempty"`
+	URL               string     `json:"url,omitempty"`
+	// Method and Data: a redirect's HTTP method (GET or POST) and, for a
+	// POST, its form fields.
+	Method string            `json:"method,omitempty"`
+	Data   map[string]string `json:"data,omitempty"`
+	// PaymentData identifies the action; send it back with the details
+	// (DetailsParams.PaymentData) when the component gives it.
+	PaymentData        string `json:"paymentData,omitempty"`
+	Subtype            string `json:"subtype,omitempty"` // threeDS2: fingerprint or challenge
+	Token              string `json:"token,omitempty"`   // threeDS2
+	AuthorisationToken string `json:"authorisationToken,omitempty"`
+	QRCodeData         string `json:"qrCodeData,omitempty"` // qrCode
+	// Raw is the action exactly as the platform sent it.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ActionType is an Action's type.
+type ActionType string
+
+// Action types (the platform's checkout API, v71).
+const (
+	ActionThreeDS2                ActionType = "threeDS2"
+	ActionRedirect                ActionType = "redirect"
+	ActionNativeRedirect          ActionType = "nativeRedirect"
+	ActionAwait                   ActionType = "await"
+	ActionQRCode                  ActionType = "qrCode"
+	ActionVoucher                 ActionType = "voucher"
+	ActionSDK                     ActionType = "sdk"
+	ActionWeChatPaySDK            ActionType = "wechatpaySDK"
+	ActionBankTransfer            ActionType = "bankTransfer"
+	ActionDelegatedAuthentication ActionType = "delegatedAuthentication"
+)
+
+// actionFields is Action without its methods (for encoding/json).
+type actionFields Action
+
+// UnmarshalJSON reads the typed fields and keeps the JSON as Raw.
+func (a *Action) UnmarshalJSON(b []byte) error {
+	var f actionFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*a = Action(f)
+	a.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MarshalJSON writes Raw, or the typed fields when there is no Raw.
+func (a Action) MarshalJSON() ([]byte, error) {
+	if len(a.Raw) > 0 {
+		return a.Raw, nil
+	}
+	return json.Marshal(actionFields(a))
+}
 
 // CreatePayment starts a payment on a site.
 func (c *Client) CreatePayment(ctx context.Context, siteID string, p PaymentParams, opts ...CallOption) (PaymentResult, error) {
 	var out PaymentResult
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -181,7 +259,7 @@ type DetailsParams struct {
 // SubmitDetails submits additional details of a payment.
 func (c *Client) SubmitDetails(ctx context.Context, siteID string, p DetailsParams, opts ...CallOption) (PaymentResult, error) {
 	var out PaymentResult
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", "details"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", "details"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -192,6 +270,7 @@ type Modification struct {
 	Status              string `json:"status"`
 	PaymentPSPReference string `json:"paymentPspReference"`
 	Reference           string `json:"reference,omitempty"`
+	Meta                Meta   `json:"-"`
 }
 
 // CaptureParams captures (part of) a payment.
@@ -203,7 +282,7 @@ type CaptureParams struct {
 // Capture captures an authorised payment.
 func (c *Client) Capture(ctx context.Context, siteID, pspReference string, p CaptureParams, opts ...CallOption) (Modification, error) {
 	var out Modification
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "captures"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "captures"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -215,7 +294,7 @@ type ReversalParams struct {
 // Reverse cancels an uncaptured payment or refunds a captured one.
 func (c *Client) Reverse(ctx context.Context, siteID, pspReference string, p ReversalParams, opts ...CallOption) (Modification, error) {
 	var out Modification
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "reversals"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "reversals"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -232,12 +311,21 @@ func (c *Client) UpdateAmount(ctx context.Context, siteID, pspReference string, 
 		AmountUpdateParams
 	}{pspReference, p}
 	var out Modification
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "amount-updates"), body, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "amount-updates"), body, &out, &out.Meta, opts)
 	return out, err
 }
 
+// StoredPaymentMethodDeleted is DeleteStoredPaymentMethod's answer.
+type StoredPaymentMethodDeleted struct {
+	StoredPaymentMethodID string `json:"storedPaymentMethodId"`
+	Status                string `json:"status"` // deleted
+	Meta                  Meta   `json:"-"`
+}
+
 // DeleteStoredPaymentMethod deletes a shopper's stored payment method.
-func (c *Client) DeleteStoredPaymentMethod(ctx context.Context, siteID, storedPaymentMethodID, shopperReference string) error {
+func (c *Client) DeleteStoredPaymentMethod(ctx context.Context, siteID, storedPaymentMethodID, shopperReference string) (StoredPaymentMethodDeleted, error) {
 	path := sitePath(siteID, "stored-payment-methods", storedPaymentMethodID) + "?shopperReference=" + url.QueryEscape(shopperReference)
-	return c.do(ctx, http.MethodDelete, path, nil, nil, nil)
+	var out StoredPaymentMethodDeleted
+	err := c.do(ctx, http.MethodDelete, path, nil, &out, &out.Meta, nil)
+	return out, err
 }

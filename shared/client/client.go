@@ -1,12 +1,3 @@
-// Package client is the Go client of the paysvc merchant API
-// (docs/openapi.yaml). It depends on the standard library only.
-//
-// Every POST carries an Idempotency-Key: the caller's (WithIdempotencyKey)
-// or one generated per call, kept across the client's own retries, so a
-// retried call never pays twice. The client retries 409 yp_2004 and yp_2005, 429
-// (honouring Retry-After), 5xx and network errors with exponential backoff
-// and full jitter, up to MaxRetries, and stops when the context ends.
-// Failed calls return *Error.
 package client
 
 import (
@@ -21,7 +12,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -98,43 +88,31 @@ type call struct{ idemKey string }
 // operation id so a retry after a crash on your side is safe too.
 func WithIdempotencyKey(k string) CallOption { return func(c *call) { c.idemKey = k } }
 
-// Error is a failed call: the answer's status, errorCode, message and
-// invalid fields, and its X-Request-Id (quote it to support). A network
-// failure after the last retry is returned as is, not as *Error.
-type Error struct {
-	Status     int
-	Code       string       `json:"errorCode"`
-	Message    string       `json:"message"`
-	Fields     []FieldError `json:"fields,omitempty"`
-	RequestID  string
-	RetryAfter time.Duration // from Retry-After on 429
+// Meta is what an answer says besides its body. Every call's result has
+// it (the Meta field; a failed call's *Error has the same facts).
+type Meta struct {
+	StatusCode int
+	RequestID  string // X-Request-Id: quote it to support
+	// IdempotencyKey is the key a POST was sent with: yours
+	// (WithIdempotencyKey) or the one the client generated. Send the same
+	// call with it again and the service replays this answer.
+	IdempotencyKey string
+	// Replayed: the answer is the stored answer of an earlier call with
+	// the same Idempotency-Key (Idempotent-Replayed: true); that call, not
+	// this one, reached the platform.
+	Replayed bool
+	Header   http.Header
 }
 
-// FieldError is one invalid request field.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// UserAgent is the User-Agent of every request.
+const UserAgent = "paysvc-go/" + Version
 
-func (e *Error) Error() string {
-	s := fmt.Sprintf("paysvc: %d %s: %s", e.Status, e.Code, e.Message)
-	for _, f := range e.Fields {
-		s += fmt.Sprintf("; %s %s", f.Field, f.Message)
-	}
-	if e.RequestID != "" {
-		s += " (request " + e.RequestID + ")"
-	}
-	return s
-}
+// Version is the client's version.
+const Version = "0.2.0"
 
-// Retryable reports whether the same call may succeed later.
-func (e *Error) Retryable() bool {
-	return e.Code == "yp_2004" || e.Code == "yp_2005" || e.Status == http.StatusTooManyRequests || e.Status >= 500
-}
-
-// do sends one API call, retrying as the package says, and decodes a 2xx
-// answer into out.
-func (c *Client) do(ctx context.Context, method, path string, in, out any, opts []CallOption) error {
+// do sends one API call, retrying as the package says, decodes a 2xx
+// answer into out and fills meta (either may be nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any, meta *Meta, opts []CallOption) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -150,7 +128,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any, opts 
 		cl.idemKey = c.newKey()
 	}
 	for attempt := 0; ; attempt++ {
-		err := c.once(ctx, method, path, body, cl.idemKey, out)
+		err := c.once(ctx, method, path, body, cl.idemKey, out, meta)
 		if err == nil || ctx.Err() != nil || attempt >= c.maxRetries || !retryable(err) {
 			return err
 		}
@@ -186,7 +164,7 @@ func (c *Client) delay(attempt int, err error) time.Duration {
 
 type decodeError struct{ error }
 
-func (c *Client) once(ctx context.Context, method, path string, body []byte, idemKey string, out any) error {
+func (c *Client) once(ctx context.Context, method, path string, body []byte, idemKey string, out any, meta *Meta) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -197,6 +175,7 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, ide
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -212,26 +191,20 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, ide
 	if err != nil {
 		return fmt.Errorf("paysvc: %s %s: read answer: %w", method, path, err)
 	}
+	m := Meta{StatusCode: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id"), IdempotencyKey: idemKey,
+		Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Header: resp.Header}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if out == nil {
-			return nil
+		if out != nil {
+			if err := json.Unmarshal(b, out); err != nil {
+				return decodeError{fmt.Errorf("paysvc: %s %s: decode answer: %w", method, path, err)}
+			}
 		}
-		if err := json.Unmarshal(b, out); err != nil {
-			return decodeError{fmt.Errorf("paysvc: %s %s: decode answer: %w", method, path, err)}
+		if meta != nil {
+			*meta = m
 		}
 		return nil
 	}
-	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-Id")}
-	if json.Unmarshal(b, e) != nil || e.Code == "" {
-		e.Message = strings.TrimSpace(string(b))
-		if e.Message == "" {
-			e.Message = http.StatusText(resp.StatusCode)
-		}
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		e.RetryAfter = time.Duration(s) * time.Second
-	}
-	return e
+	return answerError(m, b)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,7 +22,7 @@ type RefundParams struct {
 // REFUND (or REFUND_FAILED) webhook.
 func (c *Client) Refund(ctx context.Context, siteID, pspReference string, p RefundParams, opts ...CallOption) (Modification, error) {
 	var out Modification
-	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "refunds"), p, &out, opts)
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "refunds"), p, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -44,6 +45,7 @@ type Payment struct {
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
 	Timeline          []TimelineEntry `json:"timeline"`
+	Meta              Meta            `json:"-"`
 }
 
 // PaymentMethod is a payment's method.
@@ -65,7 +67,7 @@ type TimelineEntry struct {
 // GetPayment returns a payment of the site.
 func (c *Client) GetPayment(ctx context.Context, siteID, pspReference string) (Payment, error) {
 	var out Payment
-	err := c.do(ctx, http.MethodGet, sitePath(siteID, "payments", pspReference), nil, &out, nil)
+	err := c.do(ctx, http.MethodGet, sitePath(siteID, "payments", pspReference), nil, &out, &out.Meta, nil)
 	return out, err
 }
 
@@ -83,6 +85,7 @@ type Event struct {
 type EventPage struct {
 	Data    []Event `json:"data"`
 	HasMore bool    `json:"hasMore"`
+	Meta    Meta    `json:"-"`
 }
 
 // ListParams pages a list: Limit 1–100 (0: the default 10), StartingAfter
@@ -119,8 +122,27 @@ func (c *Client) ListEvents(ctx context.Context, f EventFilter) (EventPage, erro
 		q.Set("eventCode", f.EventCode)
 	}
 	var out EventPage
-	err := c.do(ctx, http.MethodGet, withQuery("/v1/ecom/events", q), nil, &out, nil)
+	err := c.do(ctx, http.MethodGet, withQuery("/v1/ecom/events", q), nil, &out, &out.Meta, nil)
 	return out, err
+}
+
+// AllEvents iterates over every event of the merchant's history that f
+// selects, newest first, from f.StartingAfter on, fetching f.Limit events
+// a page (0: the API's default) as the loop goes on. A failed page ends
+// the loop with its error:
+//
+//	for ev, err := range c.AllEvents(ctx, client.EventFilter{PSPReference: psp}) {
+//		if err != nil {
+//			return err
+//		}
+//		…
+//	}
+func (c *Client) AllEvents(ctx context.Context, f EventFilter) iter.Seq2[Event, error] {
+	return pages(f.StartingAfter, func(after string) ([]Event, bool, error) {
+		f.StartingAfter = after
+		p, err := c.ListEvents(ctx, f)
+		return p.Data, p.HasMore, err
+	}, func(e Event) string { return e.ID })
 }
 
 // WebhookDelivery is one delivery of a notification to one subscription.
@@ -140,13 +162,15 @@ type WebhookDelivery struct {
 	CreatedAt      time.Time  `json:"createdAt"`
 	UpdatedAt      time.Time  `json:"updatedAt"`
 	// NextAttempt is set by RetryWebhookDelivery: the attempt number queued.
-	NextAttempt int `json:"nextAttempt,omitempty"`
+	NextAttempt int  `json:"nextAttempt,omitempty"`
+	Meta        Meta `json:"-"`
 }
 
 // WebhookDeliveryPage is a page of deliveries, newest first.
 type WebhookDeliveryPage struct {
 	Data    []WebhookDelivery `json:"data"`
 	HasMore bool              `json:"hasMore"`
+	Meta    Meta              `json:"-"`
 }
 
 // DeliveryFilter narrows ListWebhookDeliveries.
@@ -162,15 +186,49 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, f DeliveryFilter) (W
 		q.Set("status", f.Status)
 	}
 	var out WebhookDeliveryPage
-	err := c.do(ctx, http.MethodGet, withQuery("/v1/ecom/webhook-deliveries", q), nil, &out, nil)
+	err := c.do(ctx, http.MethodGet, withQuery("/v1/ecom/webhook-deliveries", q), nil, &out, &out.Meta, nil)
 	return out, err
+}
+
+// AllWebhookDeliveries iterates over every delivery f selects, newest
+// first, as AllEvents does over events.
+func (c *Client) AllWebhookDeliveries(ctx context.Context, f DeliveryFilter) iter.Seq2[WebhookDelivery, error] {
+	return pages(f.StartingAfter, func(after string) ([]WebhookDelivery, bool, error) {
+		f.StartingAfter = after
+		p, err := c.ListWebhookDeliveries(ctx, f)
+		return p.Data, p.HasMore, err
+	}, func(d WebhookDelivery) string { return d.ID })
+}
+
+// pages iterates over the items of a listing's pages: page fetches the
+// page after an item id ("" = the first), id names an item.
+func pages[T any](after string, page func(after string) ([]T, bool, error), id func(T) string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for {
+			items, more, err := page(after)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if !more || len(items) == 0 {
+				return
+			}
+			after = id(items[len(items)-1])
+		}
+	}
 }
 
 // RetryWebhookDelivery queues one more attempt of a failed delivery now
 // (same X-Webhook-Id, the next attempt number).
 func (c *Client) RetryWebhookDelivery(ctx context.Context, deliveryID string, opts ...CallOption) (WebhookDelivery, error) {
 	var out WebhookDelivery
-	err := c.do(ctx, http.MethodPost, "/v1/ecom/webhook-deliveries/"+url.PathEscape(deliveryID)+"/retry", struct{}{}, &out, opts)
+	err := c.do(ctx, http.MethodPost, "/v1/ecom/webhook-deliveries/"+url.PathEscape(deliveryID)+"/retry", struct{}{}, &out, &out.Meta, opts)
 	return out, err
 }
 
@@ -189,6 +247,7 @@ type WebhookTestResult struct {
 type WebhookTestReport struct {
 	EventCode string              `json:"eventCode"`
 	Results   []WebhookTestResult `json:"results"`
+	Meta      Meta                `json:"-"`
 }
 
 // TestWebhooks sends a signed TEST event now to subscriptionID, or to every
@@ -198,7 +257,7 @@ func (c *Client) TestWebhooks(ctx context.Context, subscriptionID string, opts .
 		SubscriptionID string `json:"subscriptionId,omitempty"`
 	}{subscriptionID}
 	var out WebhookTestReport
-	err := c.do(ctx, http.MethodPost, "/v1/ecom/webhooks/test", body, &out, opts)
+	err := c.do(ctx, http.MethodPost, "/v1/ecom/webhooks/test", body, &out, &out.Meta, opts)
 	return out, err
 }
 

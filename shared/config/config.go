@@ -1,5 +1,5 @@
 // Package config reads the service's configuration from the environment.
-// Every variable is documented in README.md (Configuration); upstream secrets
+// Every variable is documented in docs/configuration.md; upstream secrets
 // come from Secrets Manager in AWS (PAYSVC_UPSTREAM_SECRET_ARN) and from
 // plain variables only for local runs.
 package config

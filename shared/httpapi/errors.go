@@ -14,7 +14,7 @@ type errorSpec struct {
 }
 
 // errorTable is the one place that maps domain error kinds to HTTP status and
-// errorCode (docs/openapi.yaml). README's error table mirrors it and
+// errorCode (docs/openapi.yaml). docs/api.md's error table mirrors it and
 // TestErrorTableDocumented keeps the two in step.
 var errorTable = map[apperr.Kind]errorSpec{
 	apperr.Internal:             {http.StatusInternalServerError, "yp_9000"},

@@ -11,16 +11,16 @@ import (
 	"github.com/yp/paysvc/shared/apperr"
 )
 
-// TestErrorTableDocumented keeps README's error table in step with errorTable.
+// TestErrorTableDocumented keeps docs/api.md's error table in step with errorTable.
 func TestErrorTableDocumented(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for kind, spec := range errorTable {
 		row := fmt.Sprintf("| %d | %s |", spec.Status, spec.Code)
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README lacks the error row %q (kind %d)", row, kind)
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/api.md lacks the error row %q (kind %d)", row, kind)
 		}
 	}
 }

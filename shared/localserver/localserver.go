@@ -1,6 +1,11 @@
 // Package localserver runs every route of the service on one HTTP server
 // for development (`make run`), with the embedded store and, unless
-// PAYSVC_UPSTREAM_URL is set, the upstream simulator in-process.
+// PAYSVC_UPSTREAM_URL is set, the upstream simulator in-process (platform-
+// like, its state in the data directory, its pages on this port). On a
+// loopback address in the test environment it also serves the dashboard
+// (package dashboard) and the admin API paysvc-admin goes through while
+// the server holds the store (package adminapi); those and the simulator's
+// pages answer only to the server's own Host.
 package localserver
 
 import (
@@ -18,9 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yp/paysvc/shared/adminapi"
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/dashboard"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/tenant"
@@ -33,6 +40,9 @@ const (
 	SimAPIKey  = "sim_local_api_key"
 	SimHMACKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 )
+
+// pid is this process's id, for the admin API's files.
+func pid() int { return os.Getpid() }
 
 // procsForSyncedCommits sets GOMAXPROCS to twice the CPUs (unless the
 // GOMAXPROCS environment variable sets it). The embedded store's commits
@@ -68,12 +78,18 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		cfg.WebhookAllowLocal = true
 	}
 
+	lenient, err := simLenient(getenv)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (set PAYSVC_ADDR to change): %w", cfg.Addr, err)
 	}
 	defer ln.Close()
 	baseURL := "http://" + ln.Addr().String()
+	// The dashboard and the admin API: loopback, test environment only.
+	localRefused := adminapi.LocalRoutesRefused(ln.Addr(), cfg.Environment)
 
 	var sim *simulated
 	if cfg.UpstreamURL == "" {
@@ -123,7 +139,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		if err != nil {
 			return err
 		}
-		if err := sim.start(cfg, merchants, log, clk, baseURL); err != nil {
+		if err := sim.start(cfg, merchants, log, clk, baseURL, lenient); err != nil {
 			return err
 		}
 	}
@@ -171,15 +187,34 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	if err := app.WireWebhookSelfService(ctx, a, queues.Queue, nil); err != nil {
 		return err
 	}
+	// The dashboard and the admin API read through the merchant API with
+	// keys of their own, in memory only.
+	keys := adminapi.NewKeys(cfg.Environment, clk.Now)
+	a.Deps.Auth = tenant.NewAuthenticator(keys.Tenants(a.Stores.Tenants), cfg.Environment, clk, cfg.AuthCacheTTL)
 	api := httpapi.NewHandler(a.Deps, httpapi.ConfigRoutes(a.Deps), httpapi.SessionsRoutes(a.Deps),
 		httpapi.PaymentsRoutes(a.Deps), httpapi.ModificationsRoutes(a.Deps), httpapi.LookupsRoutes(a.Deps),
 		httpapi.WebhooksRoutes(a.Deps))
 	var h http.Handler = httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api)
+	requests := dashboard.NewRequestLog(200, dashboard.Prefix, adminapi.Prefix, "/favicon.ico")
+	var local *localRoutes
+	if localRefused == "" {
+		if local, err = newLocalRoutes(localDeps{
+			h: h, keys: keys, a: a, queues: queues, sim: sim, clk: clk, getenv: getenv,
+			baseURL: baseURL, lenient: lenient, requests: requests,
+		}); err != nil {
+			return err
+		}
+		h = local.inner
+	}
 	if sim != nil {
 		h = withSimulatorHooks(h, sim.Sim, cfg.Secrets.APIKey)
 	}
+	h = withOpenAPI(h)
+	if local != nil {
+		h = local.wrap(h, ln.Addr())
+	}
 	srv := &http.Server{
-		Handler:           withOpenAPI(h),
+		Handler:           requests.Wrap(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -189,8 +224,20 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	if sim != nil {
 		simURL = sim.URL
 	}
+	if local != nil {
+		srv.RegisterOnShutdown(local.local.Hub.CloseAll)
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return err
+		}
+		if err := adminapi.WriteFiles(cfg.DataDir, adminapi.Endpoint{URL: baseURL, PID: pid(), Token: local.token}); err != nil {
+			return fmt.Errorf("the admin API's files in %s: %w", cfg.DataDir, err)
+		}
+		defer adminapi.RemoveFiles(cfg.DataDir)
+	} else {
+		log.Info("no dashboard or admin API: "+localRefused, "addr", baseURL)
+	}
 	banner(bannerw, bannerInfo{baseURL: baseURL, cfg: cfg, seeded: seeded, simURL: simURL,
-		localByDefault: localByDefault, targets: targets})
+		localByDefault: localByDefault, targets: targets, localRefused: localRefused, lenient: lenient})
 	log.Info("listening", "addr", baseURL, "store", cfg.Store, "dataDir", cfg.DataDir, "environment", string(cfg.Environment))
 
 	errc := make(chan error, 1)
@@ -316,6 +363,8 @@ type bannerInfo struct {
 	simURL         string // "" when the upstream is not simulated
 	localByDefault bool
 	targets        []target
+	localRefused   string // why there is no dashboard or admin API ("": there are)
+	lenient        bool   // the simulator's lenient mode
 }
 
 // banner prints, for a human: where the service listens, the simulator and
@@ -329,9 +378,15 @@ func banner(w io.Writer, b bannerInfo) {
 	}
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "API contract (OpenAPI 3.1): %s%s\n", b.baseURL, OpenAPIPath)
+	if b.localRefused == "" {
+		fmt.Fprintf(w, "dashboard: %s%s\n", b.baseURL, dashboard.Prefix)
+		fmt.Fprintf(w, "admin: paysvc-admin commands go through this server while it runs (make admin; bin/paysvc-admin -h)\n")
+	} else {
+		fmt.Fprintf(w, "no dashboard or admin API: %s\n", b.localRefused)
+	}
 	if b.simURL != "" {
-		fmt.Fprintf(w, "upstream: simulated in-process at %s (X-API-Key %s)\n", b.simURL, cfg.Secrets.APIKey)
-		fmt.Fprintf(w, "  its test hooks and shopper pages are also served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)
+		fmt.Fprintf(w, "upstream: simulated in-process at %s (X-API-Key %s), %s\n", b.simURL, cfg.Secrets.APIKey, simulatorMode(b.lenient))
+		fmt.Fprintf(w, "  its test hooks and shopper pages are served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)
 	}
 
 	sd := b.seeded

@@ -13,34 +13,77 @@ import (
 	"time"
 )
 
-// lineWriter collects JSON log lines and reports the first one whose msg
-// is awaited.
+// lineWriter collects JSON log lines; changed is closed (and replaced) at
+// every write, so a test waits for a line instead of polling.
 type lineWriter struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	await string
-	seen  chan struct{}
-	once  sync.Once
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
 }
+
+func newLineWriter() *lineWriter { return &lineWriter{changed: make(chan struct{})} }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf.Write(p)
-	if strings.Contains(string(p), `"msg":"`+l.await+`"`) {
-		l.once.Do(func() { close(l.seen) })
-	}
+	close(l.changed)
+	l.changed = make(chan struct{})
 	return len(p), nil
 }
 
 func (l *lineWriter) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.buf.String() }
 
-// server is Run in-process until the test ends.
-type server struct {
-	base   string
-	logs   *lineWriter
-	banner *bytes.Buffer
+func (l *lineWriter) snapshot() (string, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String(), l.changed
 }
+
+// waitFor waits until what was written holds n lines containing all of
+// parts, or done is closed (the server ended), or the failure bound.
+func (l *lineWriter) waitFor(t *testing.T, done <-chan struct{}, n int, parts ...string) {
+	t.Helper()
+	bound := time.NewTimer(30 * time.Second) // a failure bound only
+	defer bound.Stop()
+	for {
+		text, changed := l.snapshot()
+		found := 0
+		for line := range strings.SplitSeq(text, "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(line, p)
+			}
+			if all {
+				found++
+			}
+		}
+		if found >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-done:
+			t.Fatalf("the server ended before %d lines with %q:\n%s", n, parts, text)
+		case <-bound.C:
+			t.Fatalf("no %d lines with %q within 30 s:\n%s", n, parts, text)
+		}
+	}
+}
+
+// server is Run in-process until the test ends (or stop).
+type server struct {
+	base    string
+	dataDir string
+	env     map[string]string
+	logs    *lineWriter
+	banner  *bytes.Buffer
+	stop    func()
+	ended   chan struct{} // closed when Run returned
+}
+
+// getenv reads the server's environment (for the admin CLI beside it).
+func (s *server) getenv(k string) string { return s.env[k] }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -59,25 +102,28 @@ func start(t *testing.T, env map[string]string) *server {
 	for k, v := range env {
 		full[k] = v
 	}
-	logs := &lineWriter{await: "listening", seen: make(chan struct{})}
+	logs := newLineWriter()
 	var banner bytes.Buffer // written before "listening" is logged, by the same goroutine
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, func(k string) string { return full[k] }, logs, &banner) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-logs.seen:
-	case err := <-done:
-		t.Fatalf("Run ended: %v\n%s", err, logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("not listening after 30 s:\n%s", logs.String())
+	ended := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(ended)
+		runErr = Run(ctx, func(k string) string { return full[k] }, logs, &banner)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			<-ended
+			if runErr != nil {
+				t.Errorf("Run: %v", runErr)
+			}
+		})
 	}
-	return &server{base: "http://" + addr, logs: logs, banner: &banner}
+	t.Cleanup(stop)
+	logs.waitFor(t, ended, 1, `"msg":"listening"`)
+	return &server{base: "http://" + full["PAYSVC_ADDR"], dataDir: full["PAYSVC_DATA_DIR"], env: full, logs: logs, banner: &banner, stop: stop, ended: ended}
 }
 
 func (s *server) do(t *testing.T, method, path string, header map[string]string, body string) (int, map[string]any) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -14,6 +15,9 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
+
+// StateFile is the simulator's state in the data directory.
+const StateFile = "simulator.json"
 
 // simulated is the upstream simulator serving on a loopback port, so the
 // service's upstream client speaks real HTTP to it. It is created in two
@@ -35,8 +39,11 @@ func listenSimulator() (*simulated, error) {
 }
 
 // start serves the simulator. Its notifications are posted, signed with the
-// local HMAC key, to the service's notifications endpoint at serviceURL.
-func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string) error {
+// local HMAC key, to the service's notifications endpoint at serviceURL;
+// its pages are linked at serviceURL/_sim/… (the service serves them), so
+// links stay the same across restarts; its state is kept in the data
+// directory (embedded store). It runs like the platform unless lenient.
+func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string, lenient bool) error {
 	var auto []string
 	for _, m := range merchants {
 		if m.CaptureMode == tenant.CaptureAuto && m.UpstreamAccount != "" {
@@ -53,11 +60,19 @@ func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *s
 	if err != nil {
 		return err
 	}
+	var stateFile string
+	if cfg.Store == config.StoreEmbedded {
+		stateFile = filepath.Join(cfg.DataDir, StateFile)
+	}
 	sim, err := simulator.New(simulator.Options{
 		APIKey:              cfg.Secrets.APIKey,
 		HMACKeyHex:          cfg.Secrets.HMACKey,
-		PublicURL:           "http://" + s.ln.Addr().String(),
+		PublicURL:           serviceURL,
+		StateFile:           stateFile,
 		AutoCaptureAccounts: auto,
+		PublishedShapes:     !lenient,
+		WebThreeDS2:         !lenient,
+		PlatformRules:       !lenient,
 		Notifier:            notifier,
 		Clock:               clk,
 		Logger:              simLog,

@@ -14,7 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 )
 
-// Seed is the seed file format (README "Seed file"). Keys and webhook
+// Seed is the seed file format (docs/local.md, "Seed file"). Keys and webhook
 // secrets appear in plain text here and are stored hashed / as secrets.
 type Seed struct {
 	Merchants     []tenant.Merchant `json:"merchants"`

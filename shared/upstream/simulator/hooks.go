@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/yp/paysvc/shared/money"
 )
 
 // Test hooks, outside the upstream's API (README.md):
@@ -51,6 +53,9 @@ func (s *Simulator) hookRoutes() {
 		}
 		return jsonResult(http.StatusOK, s.NotificationStats())
 	}))
+	s.mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
+		writeResult(w, hookError(http.StatusNotFound, fmt.Errorf("simulator: no test hook %s %s (see the simulator's README)", r.Method, r.URL.Path)))
+	})
 }
 
 func nonNil(xs []string) []string {
@@ -64,15 +69,14 @@ func nonNil(xs []string) []string {
 func (s *Simulator) hook(h func(*http.Request) result) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorised(r.Header.Get("X-API-Key")) {
-			writeResult(w, errorResult(errUnauthorized()))
+			writeResult(w, hookError(http.StatusUnauthorized, errHookKey))
 			return
 		}
 		writeResult(w, h(r))
+		if r.Method != http.MethodGet {
+			s.persist()
+		}
 	})
-}
-
-func hookError(status int, err error) result {
-	return jsonResult(status, map[string]string{"error": err.Error()})
 }
 
 func (s *Simulator) hookPaySession(r *http.Request) result {
@@ -135,80 +139,132 @@ func (s *Simulator) hookResolve(r *http.Request) result {
 	return jsonResult(http.StatusOK, p)
 }
 
-// hookRedirect is the simulated issuer page of a redirect or 3DS2 action.
-// With ?result=authorised|refused it sends the shopper back to the payment's
-// returnUrl with a redirectResult for /payments/details.
+// hookRedirect is the simulated issuer page or 3-D Secure challenge of an
+// action; it shows the amount, the reference and, for a challenge, the test
+// password. With ?result=… it completes the step: a payment of the advanced
+// flow returns the shopper to its returnUrl with a redirectResult for
+// /payments/details; a payment started on the hosted checkout page is
+// completed here and returns the shopper to the session's returnUrl with
+// sessionId and sessionResult.
 func (s *Simulator) hookRedirect(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	a := s.actions[id]
-	var returnURL string
-	if a != nil && s.payments[a.PSP] != nil {
-		returnURL = s.payments[a.PSP].ReturnURL
+	var p *payment
+	if a != nil {
+		p = s.payments[a.PSP]
+	}
+	var amount money.Amount
+	var reference, returnURL string
+	hosted, challenge := false, false
+	if p != nil {
+		amount, reference, returnURL, hosted = p.Amount, p.Reference, p.ReturnURL, p.HostedSession
+		challenge = s.threeDSStep(a)
 	}
 	s.mu.Unlock()
-	if a == nil {
-		http.Error(w, "unknown action", http.StatusNotFound)
+	if p == nil {
+		pageError(w, r, http.StatusNotFound, errors.New("simulator: unknown payment action "+id))
 		return
 	}
 	res := r.URL.Query().Get("result")
 	if res == "" {
-		if a.Kind == "redirect" && !s.threeDSRedirect(a) {
-			page(w, "Simulated issuer", fmt.Sprintf(`<p>Payment action %s (%s).</p>
+		what := fmt.Sprintf(`<p>Pay <strong id="amount">%s</strong> for reference <strong id="reference">%s</strong>.</p>`,
+			html.EscapeString(FormatAmount(amount)), html.EscapeString(reference))
+		if !challenge {
+			page(w, "Simulated issuer", what+`<p class="hint">The payment method's page (simulated): choose the outcome.</p>
 <form method="get"><button type="submit" id="authorise" name="result" value="authorised">Complete (authorise)</button>
-<button type="submit" id="refuse" name="result" value="refused">Fail (refuse)</button></form>`,
-				html.EscapeString(id), html.EscapeString(a.Kind)))
+<button type="submit" id="refuse" name="result" value="refused">Fail (refuse)</button></form>`)
 			return
 		}
 		// A 3-D Secure challenge: the platform's test password is "password";
 		// any other value fails the authentication.
-		page(w, "Simulated 3D Secure challenge", fmt.Sprintf(`<p>Payment action %s: enter the one-time password.</p>
-<form method="get"><label for="password">Password</label> <input id="password" name="result" type="password" autocomplete="off">
-<button type="submit" id="submit">Continue</button></form>`, html.EscapeString(id)))
+		page(w, "Simulated 3-D Secure challenge", what+`<p class="hint" id="hint">Test password: <code>password</code> (any other value fails the authentication).</p>
+<form method="get"><label for="password">One-time password</label> <input id="password" name="result" type="password" autocomplete="off">
+<button type="submit" id="submit">Continue</button></form>`)
+		return
+	}
+	if hosted {
+		s.completeHosted(w, r, id, keywordSuccess(res))
 		return
 	}
 	target, err := withQuery(returnURL, "redirectResult", encodeRedirectResult(id, keywordSuccess(res)))
 	if err != nil {
-		http.Error(w, "payment returnUrl is not a URL", http.StatusBadRequest)
+		pageError(w, r, http.StatusBadRequest, errors.New("simulator: the payment's returnUrl is not a URL"))
 		return
 	}
 	http.Redirect(w, r, target, http.StatusFound)
 }
 
+// completeHosted completes the challenge or redirect of a payment started
+// on the hosted checkout page and returns the shopper to the session's
+// returnUrl.
+func (s *Simulator) completeHosted(w http.ResponseWriter, r *http.Request, actionID string, success bool) {
+	s.mu.Lock()
+	a := s.actions[actionID]
+	p := s.payments[a.PSP]
+	sess := s.sessions[p.SessionID]
+	if a.Done || p.pendingActionID != a.ID || sess == nil {
+		s.mu.Unlock()
+		pageError(w, r, http.StatusConflict, errors.New("simulator: this payment step was already completed"))
+		return
+	}
+	a.Done = true
+	s.finishAction(p, a, success)
+	res := s.sessionResult(sess, p)
+	s.mu.Unlock()
+	s.persist()
+	s.returnFromSession(w, r, sess.Req.ReturnURL, sess.ID, res.SessionResult)
+}
+
 // hookHosted is the hosted checkout page of a "hosted" session. With
 // ?holderName=…&cardNumber=… (or ?pay=1) it pays and returns the shopper to
-// the session's returnUrl with sessionId and sessionResult.
+// the session's returnUrl with sessionId and sessionResult; with
+// Options.WebThreeDS2 a 3-D Secure or redirect card goes through its
+// challenge or issuer page first, as on the platform.
 func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	sess, ok := s.Session(id)
 	if !ok {
-		http.Error(w, "unknown session", http.StatusNotFound)
+		pageError(w, r, http.StatusNotFound, ErrSessionNotFound)
 		return
 	}
 	q := r.URL.Query()
 	if q.Get("pay") == "" && q.Get("holderName") == "" && q.Get("cardNumber") == "" {
-		page(w, "Simulated hosted checkout", fmt.Sprintf(`<p>Session %s: %d %s, reference %s.</p>
+		page(w, "Simulated hosted checkout", fmt.Sprintf(`<p>Pay <strong id="amount">%s</strong> for reference <strong id="reference">%s</strong> (session %s).</p>
 <form method="get"><input type="hidden" name="pay" value="1">
 <label for="cardNumber">Card number</label> <input id="cardNumber" name="cardNumber" value="4111111111111111" autocomplete="off">
 <label for="holderName">Name on card</label> <input id="holderName" name="holderName" autocomplete="off">
-<button type="submit" id="pay">Pay</button></form>`,
-			html.EscapeString(id), sess.Amount.Value, html.EscapeString(sess.Amount.Currency), html.EscapeString(sess.Reference)))
+<button type="submit" id="pay">Pay</button></form>
+<p class="hint" id="hint">Test cards: 4111 1111 1111 1111 is authorised; 5454 5454 5454 5454 asks for 3-D Secure
+(test password <code>password</code>); the name DECLINED refuses. Expiry 03/2030 and the card's CVC are filled in.</p>`,
+			html.EscapeString(FormatAmount(sess.Amount)), html.EscapeString(sess.Reference), html.EscapeString(id)))
 		return
 	}
-	res, err := s.PaySession(r.Context(), id, SessionPayment{CardNumber: q.Get("cardNumber"), HolderName: q.Get("holderName")})
+	res, actionID, err := s.paySession(r.Context(), id, SessionPayment{CardNumber: q.Get("cardNumber"), HolderName: q.Get("holderName")}, true)
+	s.persist()
 	if err != nil {
-		http.Error(w, err.Error(), sessionErrorStatus(err))
+		pageError(w, r, sessionErrorStatus(err), err)
+		return
+	}
+	if actionID != "" {
+		http.Redirect(w, r, s.publicURL(r)+"/_sim/redirect/"+actionID, http.StatusFound)
 		return
 	}
 	s.mu.Lock()
 	returnURL := s.sessions[id].Req.ReturnURL
 	s.mu.Unlock()
+	s.returnFromSession(w, r, returnURL, id, res.SessionResult)
+}
+
+// returnFromSession sends the shopper back to a session's returnUrl with
+// sessionId and sessionResult.
+func (s *Simulator) returnFromSession(w http.ResponseWriter, r *http.Request, returnURL, id, result string) {
 	target, err := withQuery(returnURL, "sessionId", id)
 	if err == nil {
-		target, err = withQuery(target, "sessionResult", res.SessionResult)
+		target, err = withQuery(target, "sessionResult", result)
 	}
 	if err != nil {
-		http.Error(w, "session returnUrl is not a URL", http.StatusBadRequest)
+		pageError(w, r, http.StatusBadRequest, errors.New("simulator: the session's returnUrl is not a URL"))
 		return
 	}
 	http.Redirect(w, r, target, http.StatusFound)
@@ -246,15 +302,26 @@ func withQuery(raw, key, value string) (string, error) {
 	return u.String(), nil
 }
 
+// pageStyle keeps the shopper pages readable without any asset.
+const pageStyle = `body{font:16px/1.5 system-ui,sans-serif;max-width:36em;margin:3em auto;padding:0 1em;color:#1b1b1b}
+h1{font-size:1.4em}label{display:block;margin-top:.8em}input{font:inherit;padding:.3em;width:100%;box-sizing:border-box}
+button{font:inherit;margin-top:1em;padding:.4em 1.2em}.hint{background:#f3f6fa;border-left:4px solid #4a7bd0;padding:.5em .8em}
+.error{color:#a00}.sim{color:#666;font-size:.85em;margin-top:3em}`
+
+// page writes a shopper page.
 func page(w http.ResponseWriter, title, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writePage(w, title, body)
+}
+
+func writePage(w io.Writer, title, body string) {
 	var b strings.Builder
-	b.WriteString("<!doctype html><html><head><meta charset=\"utf-8\"><title>")
+	b.WriteString("<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>")
 	b.WriteString(html.EscapeString(title))
-	b.WriteString("</title></head><body><h1>")
+	b.WriteString("</title><style>" + pageStyle + "</style></head><body><h1>")
 	b.WriteString(html.EscapeString(title))
 	b.WriteString("</h1>")
 	b.WriteString(body)
-	b.WriteString("</body></html>")
+	b.WriteString(`<p class="sim">Upstream simulator (test environment): no real payment is made.</p></body></html>`)
 	_, _ = io.WriteString(w, b.String())
 }

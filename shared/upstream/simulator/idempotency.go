@@ -63,3 +63,27 @@ func (st *idemStore) do(scope, key string, fp [32]byte, now time.Time, strict bo
 	completed = true
 	return res, false
 }
+
+// saved returns the completed keys still retained, for the state file.
+func (st *idemStore) saved() []savedIdem {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := make([]savedIdem, 0, len(st.m))
+	for k, e := range st.m {
+		if e.done {
+			out = append(out, savedIdem{Key: k, Fingerprint: e.fingerprint[:], Created: e.created, Status: e.res.status, Body: e.res.body})
+		}
+	}
+	return out
+}
+
+// load adds the keys of a state file.
+func (st *idemStore) load(keys []savedIdem) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, k := range keys {
+		e := &idemEntry{created: k.Created, done: true, res: result{status: k.Status, body: k.Body}}
+		copy(e.fingerprint[:], k.Fingerprint)
+		st.m[k.Key] = e
+	}
+}

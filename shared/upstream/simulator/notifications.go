@@ -194,6 +194,7 @@ var (
 // ResolvePending finishes a Received or Pending payment as authorised or
 // refused and emits its AUTHORISATION notification.
 func (s *Simulator) ResolvePending(psp string, authorised bool) error {
+	defer s.persist()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.payments[psp]
@@ -215,6 +216,7 @@ func (s *Simulator) ResolvePending(psp string, authorised bool) error {
 // within OfferTTL (by the injected clock), emitting OFFER_CLOSED for each,
 // and returns their pspReferences.
 func (s *Simulator) ExpireOffers() []string {
+	defer s.persist()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var closed []string

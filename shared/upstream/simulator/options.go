@@ -85,6 +85,12 @@ type Options struct {
 	// recurringProcessingModel; an amount update applies only to a payment
 	// authorised with additionalData.authorisationType "PreAuth".
 	PlatformRules bool
+	// StateFile, when set, is a JSON file the simulator keeps its state in
+	// (payments, sessions, open actions, stored cards, Idempotency-Keys and
+	// the AdvanceClock offset): loaded by New, written after every request
+	// that changes it, so links to its pages and open challenges survive a
+	// restart. Emitted notifications and queued deliveries are not kept.
+	StateFile string
 	// Notifier receives each notification body (one item per call). Nil
 	// records notifications without delivering them.
 	Notifier Notifier

@@ -188,25 +188,35 @@ type SessionResult struct {
 // session's metadata as metadata.<key>, checkoutSessionId and, when a token
 // was stored, tokenization.storedPaymentMethodId).
 func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment) (SessionResult, error) {
+	res, _, err := s.paySession(ctx, id, sp, false)
+	s.persist()
+	return res, err
+}
+
+// paySession is PaySession. With page (the hosted checkout page) and
+// Options.WebThreeDS2, a card that needs a 3-D Secure challenge or a
+// redirect is not completed: its payment waits for the shopper on the
+// action's page, whose id is returned.
+func (s *Simulator) paySession(ctx context.Context, id string, sp SessionPayment, page bool) (SessionResult, string, error) {
 	if err := ctx.Err(); err != nil {
-		return SessionResult{}, err
+		return SessionResult{}, "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
 	if sess == nil {
-		return SessionResult{}, ErrSessionNotFound
+		return SessionResult{}, "", ErrSessionNotFound
 	}
 	if !s.clock.Now().Before(sess.ExpiresAt) {
-		return SessionResult{}, ErrSessionExpired
+		return SessionResult{}, "", ErrSessionExpired
 	}
 	if sess.Completed {
-		return SessionResult{}, ErrSessionCompleted
+		return SessionResult{}, "", ErrSessionCompleted
 	}
 	typ := firstNonEmpty(sp.PaymentMethodType, "scheme")
 	if slices.Contains(sess.Req.BlockedPaymentMethods, typ) ||
 		len(sess.Req.AllowedPaymentMethods) > 0 && !slices.Contains(sess.Req.AllowedPaymentMethods, typ) {
-		return SessionResult{}, fmt.Errorf("%w: %s", ErrPaymentMethodNotAvailable, typ)
+		return SessionResult{}, "", fmt.Errorf("%w: %s", ErrPaymentMethodNotAvailable, typ)
 	}
 	pm := paymentMethodIn{Type: typ}
 	if typ == "scheme" {
@@ -236,15 +246,21 @@ func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment
 	}
 	pl, e := s.plan(pm, req)
 	if e != nil {
-		return SessionResult{}, e
+		return SessionResult{}, "", e
 	}
 	if pl.behaviour == Fail500 || pl.behaviour == Hang {
-		return SessionResult{}, ErrSimulatedFailure
+		return SessionResult{}, "", ErrSimulatedFailure
 	}
 	p := s.newPayment(req, pl)
 	sess.Payments = append(sess.Payments, p.PSP)
 	switch pl.behaviour {
 	case Challenge, Redirect:
+		if page && s.opts.WebThreeDS2 {
+			a := s.newAction(p, "redirect")
+			p.HostedSession = true
+			p.State, p.ResultCode = StateRedirectShopper, StateRedirectShopper
+			return SessionResult{PSPReference: p.PSP, ResultCode: p.ResultCode}, a.ID, nil
+		}
 		ok := keywordSuccess(firstNonEmpty(sp.ChallengeResult, "password"))
 		kind := "redirect"
 		if pl.behaviour == Challenge {
@@ -254,6 +270,12 @@ func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment
 	default:
 		s.settle(p, outcomeOf(pl.forced, true))
 	}
+	return s.sessionResult(sess, p), "", nil
+}
+
+// sessionResult closes sess once p is authorised (or received) and returns
+// the result the drop-in hands back (caller holds s.mu).
+func (s *Simulator) sessionResult(sess *session, p *payment) SessionResult {
 	switch p.ResultCode {
 	case upstream.ResultAuthorised, upstream.ResultReceived, upstream.ResultPending:
 		sess.Completed = true
@@ -262,7 +284,7 @@ func (s *Simulator) PaySession(ctx context.Context, id string, sp SessionPayment
 	return SessionResult{
 		PSPReference: p.PSP, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason,
 		StoredPaymentMethodID: p.StoredID, SessionResult: base64.RawURLEncoding.EncodeToString(blob),
-	}, nil
+	}
 }
 
 // SessionState is a snapshot of a session.

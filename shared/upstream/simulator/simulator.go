@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -35,6 +36,8 @@ type Simulator struct {
 	mux         *http.ServeMux
 	idem        *idemStore
 	disp        *dispatcher
+	offset      *atomic.Int64 // AdvanceClock, in nanoseconds
+	saveMu      sync.Mutex    // one write of the state file at a time
 
 	mu            sync.Mutex
 	payments      map[string]*payment
@@ -76,10 +79,12 @@ func New(opts Options) (*Simulator, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	offset := new(atomic.Int64)
 	s := &Simulator{
 		opts:          opts,
 		base:          base,
-		clock:         opts.Clock,
+		clock:         offsetClock{base: opts.Clock, offset: offset},
+		offset:        offset,
 		ids:           newIDs(opts.Rand),
 		log:           opts.Logger,
 		autoCapture:   setOf(opts.AutoCaptureAccounts),
@@ -101,6 +106,9 @@ func New(opts Options) (*Simulator, error) {
 			return nil, fmt.Errorf("simulator: HMACKeyHex: %w", err)
 		}
 		s.signer = signer
+	}
+	if err := s.restore(); err != nil {
+		return nil, err
 	}
 	s.routes()
 	s.disp = newDispatcher(opts.Notifier, opts.Faults, opts.Logger, opts.hooks.delivered)
@@ -178,6 +186,7 @@ func (s *Simulator) api(name string, h apiHandler) http.Handler {
 			}
 		}
 		res, replayed := s.serveAPI(ctx, r, h)
+		s.persist()
 		if key := r.Header.Get("Idempotency-Key"); key != "" {
 			w.Header().Set("Idempotency-Key", key)
 		}

@@ -25,6 +25,6 @@ func ExampleVerify() {
 	fmt.Println(verify.Verify(secret, http.Header{}, body, sent, verify.DefaultTolerance))
 	// Output:
 	// <nil>
-	// verify: no matching v1 signature
-	// verify: webhook id, timestamp or signature header missing
+	// paysvc: no matching v1 webhook signature
+	// paysvc: webhook id, timestamp or signature header missing
 }

@@ -1,0 +1,241 @@
+package admincli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/yp/paysvc/shared/adminapi"
+	"github.com/yp/paysvc/shared/config"
+	"github.com/yp/paysvc/shared/upstream/simulator"
+)
+
+// isHelp reports whether args ask for help only (answered without a store).
+func isHelp(args []string) bool {
+	if len(args) == 0 || args[0] == "help" {
+		return true
+	}
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" })
+}
+
+// localServer returns a client of the running local server's admin API
+// when the configured store is the embedded one and a local server serves
+// on it; nil otherwise (DynamoDB, no server, or a server that stopped
+// without removing its files).
+func (c *cli) localServer(ctx context.Context) *adminapi.Client {
+	cfg, err := config.FromEnv(c.getenv, config.StoreEmbedded)
+	if err != nil || cfg.Store != config.StoreEmbedded {
+		return nil
+	}
+	e, ok, err := adminapi.ReadFiles(cfg.DataDir)
+	if err != nil {
+		c.warnf("%v", err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	cl := &adminapi.Client{Endpoint: e}
+	if _, err := cl.Status(ctx); err != nil {
+		return nil // gone: the store is opened directly
+	}
+	return cl
+}
+
+// runRemote runs args in the local server and relays its output.
+func (c *cli) runRemote(ctx context.Context, cl *adminapi.Client, args []string) int {
+	res, err := cl.Exec(ctx, args)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", prog, err)
+		return ExitError
+	}
+	_, _ = io.WriteString(c.stdout, res.Stdout)
+	_, _ = io.WriteString(c.stderr, res.Stderr)
+	return res.ExitCode
+}
+
+// errNeedsLocalServer is the error of a command that only a running local
+// server can do.
+func errNeedsLocalServer(cmd string) error {
+	return fmt.Errorf("%s needs a running local server: start `make run` (in the test environment, on this data dir: PAYSVC_DATA_DIR); "+
+		"deployed stages have the webhook endpoints API and `delivery redrive` instead", cmd)
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func (c *cli) trigger(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "EVENT_CODE [--psp PSP_REFERENCE] [--merchant ID] [--set FIELD=VALUE]... [--json]",
+		"Sends a signed upstream notification through the running local server, as the platform would:\n"+
+			"built like the simulator's (the payment's amount, reference and merchant account), --set\n"+
+			"applied, signed with the upstream HMAC key and posted to the notifications endpoint. The\n"+
+			"service handles it as any notification: payment record, event, webhooks, listeners.\n"+
+			"Without --psp, AUTHORISATION and OFFER_CLOSED are for a new payment and other codes for the\n"+
+			"merchant's latest one. Examples: trigger CAPTURE --psp PSP; trigger AUTHORISATION --set\n"+
+			"success=false --set reason=Refused; trigger REFUND --psp PSP --set amount.value=500.")
+	psp := f.str("psp", "", "the payment's `PSP_REFERENCE`")
+	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
+	var sets stringList
+	f.order = append(f.order, "set")
+	f.Var(&sets, "set", "edit a field of the item before it is signed, `FIELD=VALUE` (repeatable): success=false, amount.value=500, reason=…, additionalData.KEY=…")
+	code, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		code, rest = args[0], args[1:]
+	}
+	if err := f.parse(rest); err != nil {
+		return err
+	}
+	if code == "" {
+		return usagef(path, "the EVENT_CODE is required first, e.g. %s trigger AUTHORISATION", prog)
+	}
+	if c.server == nil {
+		return errNeedsLocalServer("trigger")
+	}
+	res, err := c.server.Local.Trigger(ctx, adminapi.TriggerRequest{MerchantID: *merchantID, EventCode: code, PSPReference: *psp, Set: sets})
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		return c.printJSON(res)
+	}
+	it := res.Item
+	fmt.Fprintf(c.stdout, "sent %s (success %s, %s) for payment %s of %s: %d %s\n",
+		it.EventCode, it.Success, simulator.FormatAmount(it.Amount), res.PaymentPSPReference, res.MerchantID, res.Status, res.Answer)
+	if len(res.Events) == 0 {
+		fmt.Fprintf(c.stdout, "no event recorded for %s: the notification could not be routed to it (see `%s notification list --unroutable`)\n", res.MerchantID, prog)
+	}
+	for _, e := range res.Events {
+		fmt.Fprintf(c.stdout, "event %s recorded: delivered to the subscriptions and listeners of %s\n", e.ID, res.MerchantID)
+	}
+	return nil
+}
+
+// formatMinor writes an amount in minor units as "1000 EUR (minor units)".
+func formatMinor(v int64, currency string) string {
+	return fmt.Sprintf("%d %s minor units", v, currency)
+}
+
+// forwardTimeout bounds one forwarded webhook, as a delivery is bounded.
+const forwardTimeout = 15 * time.Second
+
+func (c *cli) listen(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "[--forward-to URL] [--merchant ID] [--events CODES] [--json]",
+		"Forwards every webhook of a merchant to a URL on this machine while it runs (Ctrl-C stops it),\n"+
+			"through the running local server: each event as a subscription would receive it, signed\n"+
+			"with a secret made for this listen and printed at the start. Without --forward-to each\n"+
+			"webhook's body is printed instead. No subscription is created and nothing is stored.\n"+
+			"With --json, one JSON line per webhook. For the local test environment; deployed stages\n"+
+			"deliver to subscriptions (webhook endpoints).")
+	forward := f.str("forward-to", "", "the `URL` to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (default: print them)")
+	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
+	events := f.str("events", "", "comma-separated event `CODES` to forward (default: every event)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	var target *url.URL
+	if raw := strings.TrimSpace(*forward); raw != "" {
+		var err error
+		target, err = url.Parse(raw)
+		if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+			return usagef(path, "--forward-to %q: an http:// or https:// URL", *forward)
+		}
+	}
+	codes, err := parseEvents(path, *events)
+	if err != nil {
+		return err
+	}
+	cl := c.localServer(ctx)
+	if cl == nil {
+		return errNeedsLocalServer("listen")
+	}
+	client := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	ready := func(m, secret string) {
+		if *f.json {
+			fwd := ""
+			if target != nil {
+				fwd = target.String()
+			}
+			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m, "forwardTo": fwd, "secret": secret})
+			return
+		}
+		if target == nil {
+			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m)
+		} else {
+			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, target)
+		}
+		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", secret)
+	}
+	forwardOne := func(wh adminapi.Webhook) error {
+		res := forwarded{Type: "webhook", EventID: wh.EventID, EventCode: wh.EventCode, PSPReference: wh.PSPReference,
+			WebhookID: wh.Headers.Get("X-Webhook-Id"), Missed: wh.Missed}
+		if target == nil {
+			return c.printWebhook(res, wh, *f.json)
+		}
+		start := time.Now()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(wh.Body))
+		if err == nil {
+			req.Header = wh.Headers.Clone()
+			req.Header.Set("Content-Type", "application/json")
+			var resp *http.Response
+			if resp, err = client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+				resp.Body.Close()
+				res.Status = resp.StatusCode
+			}
+		}
+		res.LatencyMs = time.Since(start).Milliseconds()
+		if err != nil {
+			res.Error = err.Error()
+		}
+		if *f.json {
+			return c.printJSONLine(res)
+		}
+		if wh.Missed > 0 {
+			fmt.Fprintf(c.stdout, "(%d webhooks missed: this listen fell behind)\n", wh.Missed)
+		}
+		outcome := fmt.Sprintf("%d", res.Status)
+		if res.Error != "" {
+			outcome = "failed: " + res.Error
+		}
+		_, err = fmt.Fprintf(c.stdout, "%s  %-24s %-16s %s  -> %s (%d ms)\n",
+			time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, outcome, res.LatencyMs)
+		return err
+	}
+	return cl.Listen(ctx, strings.TrimSpace(*merchantID), codes, ready, forwardOne)
+}
+
+// printWebhook prints a webhook listen does not forward: a line, then its
+// body; with asJSON one line with the body in it.
+func (c *cli) printWebhook(res forwarded, wh adminapi.Webhook, asJSON bool) error {
+	if asJSON {
+		res.Body = wh.Body
+		return c.printJSONLine(res)
+	}
+	_, err := fmt.Fprintf(c.stdout, "%s  %-24s %-16s %s\n  %s\n", time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, wh.Body)
+	return err
+}
+
+// forwarded is what listen --json prints for each webhook.
+type forwarded struct {
+	Type         string `json:"type"`
+	EventID      string `json:"eventId"`
+	EventCode    string `json:"eventCode"`
+	PSPReference string `json:"pspReference"`
+	WebhookID    string `json:"webhookId"`
+	Status       int    `json:"status,omitempty"`
+	LatencyMs    int64  `json:"latencyMs"`
+	Error        string `json:"error,omitempty"`
+	Missed       int    `json:"missed,omitempty"`
+	// Body is the webhook's body, when it is printed rather than forwarded.
+	Body json.RawMessage `json:"body,omitempty"`
+}

@@ -1,0 +1,3 @@
+module github.com/yp/paysvc/shared/client
+
+go 1.26

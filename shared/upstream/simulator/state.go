@@ -1,0 +1,204 @@
+package simulator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/yp/paysvc/shared/clock"
+)
+
+// stateVersion is the format of Options.StateFile.
+const stateVersion = 1
+
+// savedState is what Options.StateFile keeps: everything a shopper's link
+// or a later request can refer to. Emitted notifications, request counts,
+// injected failures and queued deliveries are not kept.
+type savedState struct {
+	Version     int               `json:"version"`
+	ClockOffset time.Duration     `json:"clockOffset"`
+	ActionSeq   int               `json:"actionSeq"`
+	Payments    []savedPayment    `json:"payments"` // oldest first
+	ModRefs     map[string]string `json:"modRefs"`
+	Sessions    []*session        `json:"sessions"`
+	Actions     []savedAction     `json:"actions"`
+	Tokens      []*storedMethod   `json:"tokens"`
+	Idempotency []savedIdem       `json:"idempotency"`
+}
+
+type savedPayment struct {
+	payment
+	PendingActionID      string `json:"pendingActionId,omitempty"`
+	AuthorisationEmitted bool   `json:"authorisationEmitted,omitempty"`
+}
+
+type savedAction struct {
+	action
+	Seq int `json:"seq"`
+}
+
+// savedIdem is a completed Idempotency-Key and its answer.
+type savedIdem struct {
+	Key         string    `json:"key"` // scope NUL key
+	Fingerprint []byte    `json:"fingerprint"`
+	Created     time.Time `json:"created"`
+	Status      int       `json:"status"`
+	Body        []byte    `json:"body"`
+}
+
+// offsetClock is the simulator's clock: Options.Clock moved on by
+// AdvanceClock.
+type offsetClock struct {
+	base   clock.Clock
+	offset *atomic.Int64 // nanoseconds
+}
+
+func (c offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
+
+// Now returns the simulator's time: its clock moved on by AdvanceClock.
+func (s *Simulator) Now() time.Time { return s.clock.Now() }
+
+// AdvanceClock moves the simulator's clock forward by d (sessions expire,
+// offers can be closed with ExpireOffers) and returns the new time. The
+// service's own clock does not move. A negative d is an error.
+func (s *Simulator) AdvanceClock(d time.Duration) (time.Time, error) {
+	if d < 0 {
+		return s.Now(), fmt.Errorf("simulator: the clock only moves forward (got %s)", d)
+	}
+	s.offset.Add(int64(d))
+	s.persist()
+	return s.Now(), nil
+}
+
+// ClockOffset returns how far AdvanceClock has moved the clock in all.
+func (s *Simulator) ClockOffset() time.Duration { return time.Duration(s.offset.Load()) }
+
+// persist writes the state to Options.StateFile (when set). A failure is
+// logged: the simulator goes on in memory.
+func (s *Simulator) persist() {
+	if s.opts.StateFile == "" {
+		return
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	b, err := json.Marshal(s.snapshotState())
+	if err == nil {
+		err = writeFileAtomic(s.opts.StateFile, b)
+	}
+	if err != nil {
+		s.log.Error("upstream-sim: saving the state failed", "file", s.opts.StateFile, "err", err.Error())
+	}
+}
+
+// snapshotState copies the state to keep.
+func (s *Simulator) snapshotState() savedState {
+	s.mu.Lock()
+	st := savedState{
+		Version: stateVersion, ClockOffset: s.ClockOffset(), ActionSeq: s.actionSeq, ModRefs: s.modRefs,
+		Payments: make([]savedPayment, 0, len(s.paymentOrder)),
+	}
+	for _, psp := range s.paymentOrder {
+		p := s.payments[psp]
+		st.Payments = append(st.Payments, savedPayment{payment: *p, PendingActionID: p.pendingActionID, AuthorisationEmitted: p.authorisationEmitted})
+	}
+	for _, sess := range s.sessions {
+		st.Sessions = append(st.Sessions, sess)
+	}
+	for _, a := range s.actions {
+		st.Actions = append(st.Actions, savedAction{action: *a, Seq: a.seq})
+	}
+	for _, ts := range s.tokens {
+		st.Tokens = append(st.Tokens, ts...)
+	}
+	// Marshalled under the lock: the records are shared.
+	b, err := json.Marshal(st)
+	s.mu.Unlock()
+	var out savedState
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		s.log.Error("upstream-sim: copying the state failed", "err", err.Error())
+	}
+	out.Idempotency = s.idem.saved()
+	return out
+}
+
+// restore loads Options.StateFile when it exists.
+func (s *Simulator) restore() error {
+	if s.opts.StateFile == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.opts.StateFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("simulator: read the state file: %w", err)
+	}
+	var st savedState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("simulator: the state file %s is not readable (%v); delete it to start the simulator afresh", s.opts.StateFile, err)
+	}
+	if st.Version != stateVersion {
+		return fmt.Errorf("simulator: the state file %s has version %d, this simulator reads %d; delete it to start afresh", s.opts.StateFile, st.Version, stateVersion)
+	}
+	s.offset.Store(int64(st.ClockOffset))
+	s.actionSeq = st.ActionSeq
+	for _, sp := range st.Payments {
+		p := sp.payment
+		p.pendingActionID, p.authorisationEmitted = sp.PendingActionID, sp.AuthorisationEmitted
+		s.payments[p.PSP] = &p
+		s.paymentOrder = append(s.paymentOrder, p.PSP)
+	}
+	for k, v := range st.ModRefs {
+		s.modRefs[k] = v
+	}
+	for _, sess := range st.Sessions {
+		if sess.Req.Amount == nil || sess.Req.Amount.Value == nil {
+			return fmt.Errorf("simulator: the state file %s has session %s without an amount; delete it to start afresh", s.opts.StateFile, sess.ID)
+		}
+		s.sessions[sess.ID] = sess
+	}
+	for _, sa := range st.Actions {
+		a := sa.action
+		a.seq = sa.Seq
+		s.actions[a.ID] = &a
+		if a.PaymentData != "" {
+			s.actionsByData[a.PaymentData] = &a
+		}
+	}
+	for _, t := range st.Tokens {
+		k := tokenKey{t.MerchantAccount, t.ShopperReference}
+		s.tokens[k] = append(s.tokens[k], t)
+	}
+	s.idem.load(st.Idempotency)
+	return nil
+}
+
+// writeFileAtomic replaces path with b: written beside it, then renamed.
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}

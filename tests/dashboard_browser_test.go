@@ -1,0 +1,143 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/yp/paysvc/shared/admincli"
+	"github.com/yp/paysvc/shared/testutil/webhooksink"
+	"github.com/yp/paysvc/shared/webhooks/verify"
+)
+
+// screenshotsEnv names the directory the dashboard test writes its
+// screenshots to (docs/images for the documentation); unset, none are taken.
+const screenshotsEnv = "PAYSVC_DASHBOARD_SCREENSHOTS"
+
+// The dashboard in a real browser against the local server process: a
+// payment appears with its timeline, "Retry now" delivers a pending
+// delivery at once, and a notification sent from the dashboard arrives as
+// a webhook. With PAYSVC_DASHBOARD_SCREENSHOTS set it writes the
+// screenshots of docs/dashboard.md there.
+func TestDashboardInBrowser(t *testing.T) {
+	data := t.TempDir()
+	s := startLocal(t, "PAYSVC_DATA_DIR="+data)
+	keyFile, err := os.ReadFile(filepath.Join(data, "demo-key.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(keyFile))
+	admin := func(args ...string) string {
+		t.Helper()
+		var out, errb strings.Builder
+		env := map[string]string{"PAYSVC_DATA_DIR": data}
+		if code := admincli.Run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb); code != 0 {
+			t.Fatalf("paysvc-admin %v: %d %s%s", args, code, out.String(), errb.String())
+		}
+		return out.String()
+	}
+
+	// A subscription, made while the server runs; its first attempt fails.
+	sink := webhooksink.New(t, http.StatusServiceUnavailable)
+	var sub struct{ Secret string }
+	if err := json.Unmarshal([]byte(admin("subscription", "create", "--merchant", "m_demo", "--url", sink.URL, "--allow-insecure-local", "--json")), &sub); err != nil {
+		t.Fatal(err)
+	}
+	pay := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":2500,"currency":"EUR"},"reference":"order-dash-1",
+		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
+		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", "order-dash-1")
+	var out struct{ PSPReference string }
+	if err := json.Unmarshal(pay.body, &out); err != nil || pay.status != 200 || out.PSPReference == "" {
+		t.Fatalf("payment: %d %s", pay.status, pay.body)
+	}
+	psp := out.PSPReference
+	sink.NextOf(t, "AUTHORISATION") // attempt 1, answered 503
+	s.waitOutput(s.stdout, "the failed attempt recorded", func(logs string) bool { return strings.Contains(logs, `"msg":"webhook attempt failed"`) })
+
+	bctx := newBrowser(t)
+	shots := os.Getenv(screenshotsEnv)
+	shot := func(name string) chromedp.Action {
+		return chromedp.ActionFunc(func(ctx context.Context) error {
+			if shots == "" {
+				return nil
+			}
+			var png []byte
+			if err := chromedp.FullScreenshot(&png, 100).Do(ctx); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(shots, "dashboard-"+name+".png"), png, 0o644)
+		})
+	}
+	var timeline, msg string
+	if err := chromedp.Run(bctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(s.base+"/_dashboard/"),
+		chromedp.WaitVisible(`a.payment-link[href^="/_dashboard/payments/`+psp+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr.delivery button.retry`, chromedp.ByQuery),
+		shot("overview"),
+		chromedp.Click(`a.payment-link[href^="/_dashboard/payments/`+psp+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#table-timeline`, chromedp.ByID),
+		chromedp.Text(`#table-timeline`, &timeline, chromedp.ByID),
+		shot("payment"),
+	); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	for _, want := range []string{"AUTHORISATION", "notification", "payment", "api", "25.00 EUR"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("the timeline lacks %q:\n%s", want, timeline)
+		}
+	}
+
+	// Retry now: the pending delivery's next attempt is made at once.
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(s.base+"/_dashboard/"),
+		chromedp.Click(`tr.delivery button.retry`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#msg`, chromedp.ByID),
+		chromedp.Text(`#msg`, &msg, chromedp.ByID),
+	); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if !strings.Contains(msg, "attempt 2 now") {
+		t.Fatalf("retry now said %q", msg)
+	}
+	again := sink.NextOf(t, "AUTHORISATION")
+	if again.Header.Get("X-Webhook-Delivery-Attempt") != "2" {
+		t.Fatalf("retried attempt %v", again.Header)
+	}
+
+	// A notification from the dashboard: a CAPTURE of the payment, which
+	// arrives as a signed webhook.
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(s.base+"/_dashboard/payments/"+psp+"?merchant=m_demo"),
+		chromedp.SetValue(`#trigger-event`, "CAPTURE", chromedp.ByID),
+		chromedp.Click(`#trigger-send`, chromedp.ByID),
+		chromedp.WaitVisible(`#msg`, chromedp.ByID),
+		chromedp.Text(`#msg`, &msg, chromedp.ByID),
+	); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if !strings.Contains(msg, "sent CAPTURE") || !strings.Contains(msg, "[accepted]") {
+		t.Fatalf("trigger said %q", msg)
+	}
+	capture := sink.NextOf(t, "CAPTURE")
+	if err := verify.Verify(sub.Secret, capture.Header, capture.Body, time.Now(), 5*time.Minute); err != nil {
+		t.Fatalf("the CAPTURE webhook's signature: %v", err)
+	}
+	if !strings.Contains(string(capture.Body), `"originalReference":"`+psp+`"`) {
+		t.Fatalf("the CAPTURE webhook: %s", capture.Body)
+	}
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(s.base+"/_dashboard/"),
+		chromedp.WaitVisible(`#deliveries`, chromedp.ByID),
+		shot("deliveries"),
+	); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+}
