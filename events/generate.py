@@ -180,6 +180,22 @@ def sqs_event():
                        "DeliveriesQueue", "NotificationsFunction", "059f36b4-87a3-44ab-83d2-66197510")
 
 
+def schedule_event():
+    """The EventBridge scheduled event that starts the record updates
+    function's recovery pass (every minute)."""
+    return {
+        "version": "0",
+        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": ACCOUNT_ID,
+        "time": "2025-11-23T10:00:00Z",
+        "region": REGION,
+        "resources": ["arn:aws:events:%s:%s:rule/paysvc-test-RecordUpdatesFunctionRecover" % (REGION, ACCOUNT_ID)],
+        "detail": {},
+    }
+
+
 def record_updates_event():
     """Two record updates the API functions deferred (shared/recordupdates
     message format, version 1): the demo payment's /payments answer
@@ -336,6 +352,7 @@ EVENTS = {
     }, sign=False)),
     "sqs-deliveries.json": ("WebhookDispatcherFunction", sqs_event()),
     "sqs-record-updates.json": ("RecordUpdatesFunction", record_updates_event()),
+    "schedule-recovery.json": ("RecordUpdatesFunction", schedule_event()),
 }
 
 

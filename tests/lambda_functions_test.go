@@ -30,7 +30,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/openapicheck"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
@@ -1019,6 +1021,7 @@ func (r *lambdaRun) recordUpdates(t *testing.T) {
 	if err != nil || len(item.Item) == 0 {
 		t.Fatalf("the sample session record: %v, %v", item, err)
 	}
+	r.recoveryPass(t, f)
 	malformed := editEvent(t, sampleEvent(t, "sqs-record-updates"), func(ev map[string]any) {
 		rec := ev["Records"].([]any)[0].(map[string]any)
 		rec["body"] = `{"v":1,"kind":"capture"}`
@@ -1030,6 +1033,35 @@ func (r *lambdaRun) recordUpdates(t *testing.T) {
 	res, err := r.e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.e.updatesDLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 	if err != nil || len(res.Messages) != 1 || aws.ToString(res.Messages[0].Body) != `{"v":1,"kind":"capture"}` {
 		t.Fatalf("record updates DLQ: %+v, %v", res, err)
+	}
+}
+
+// recoveryPass: the scheduled event runs a recovery pass. A capture of the
+// sample payment whose answer was lost ten minutes ago (its request in the
+// ledger, awaiting its answer) gets its call repeated with its key, and the
+// platform's definitive answer is recorded: nothing awaits an answer after.
+func (r *lambdaRun) recoveryPass(t *testing.T, f *function) {
+	t.Helper()
+	ctx := context.Background()
+	st := dynamo.New(moto.DynamoClient(t, r.e.endpoint), r.e.table, clock.NewFake(time.Now().Add(-10*time.Minute)))
+	const psp = "QFQTPCQ8HXSKGK82" // the sample payment (events/generate.py)
+	e := payments.Entry{Ref: "op_lambda-recovery-key-00000000000000000000", Kind: payments.OpCapture, Version: 1,
+		Requested: &payments.Request{Amount: money.Amount{Value: 100, Currency: "EUR"}, Account: "DemoShopECOM",
+			UpstreamKey: "lambda-recovery-key-00000000000000000000", At: time.Now().Add(-10 * time.Minute)}}
+	if err := st.Write(ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: e.Requested.At}); err != nil {
+		t.Fatalf("the lost capture's request: %v", err)
+	}
+	payload, _ := f.invokeRaw(t, sampleEvent(t, "schedule-recovery"))
+	var got payments.Recovered
+	if err := json.Unmarshal(payload, &got); err != nil || got.Answered != 1 {
+		t.Fatalf("recovery pass answered %s (%v), want one operation answered", payload, err)
+	}
+	es, err := st.GetEntries(ctx, psp, e.Ref)
+	if err != nil || len(es) != 1 || es[0].AwaitsAnswer() {
+		t.Fatalf("the lost capture after the pass: %+v, %v", es, err)
+	}
+	if left, err := st.InFlight(ctx, time.Now(), 10); err != nil || len(left) != 0 {
+		t.Fatalf("operations still in flight: %v, %v", left, err)
 	}
 }
 
@@ -1261,7 +1293,8 @@ func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
 }
 
 // upstreamCallers are the functions that call the upstream checkout API.
-var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true}
+var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
+	"RecordUpdatesFunction": true} // its recovery pass repeats calls whose answer was lost
 
 // secretReaders are the functions that read the upstream secret.
 var secretReaders = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,

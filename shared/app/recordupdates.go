@@ -41,7 +41,9 @@ func RecordUpdatesHandler(a *App) (func(context.Context, json.RawMessage) (any, 
 			DetailType string `json:"detail-type"`
 		}
 		if err := json.Unmarshal(raw, &ev); err == nil && ev.DetailType == "Scheduled Event" {
-			return Recover(ctx, a.Payments, idx, a.Log)
+			r, err := Recover(ctx, a.Payments, idx, a.Log)
+			a.Metrics.RecoveryPass(r.Answered, r.Unknown, err != nil)
+			return r, err
 		}
 		var batch events.SQSEvent
 		if err := json.Unmarshal(raw, &batch); err != nil {

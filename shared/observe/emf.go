@@ -81,6 +81,9 @@ const (
 	MetricRecordLost        = "RecordUpdatesLost"
 	MetricUnroutable        = "NotificationsUnroutable"
 	MetricSecretAge         = "UpstreamSecretAgeDays"
+	MetricRecovered         = "OperationsRecovered"
+	MetricUnanswered        = "OperationsUnanswered"
+	MetricRecoveryErrors    = "RecoveryErrors"
 )
 
 // CloudWatch units used here.
@@ -346,6 +349,25 @@ func (m *Metrics) NotificationUnroutable(reason string) {
 	m.emit(map[string]any{"reason": reason}, directive{
 		dims:    [][]string{with()},
 		metrics: []metric{{MetricUnroutable, UnitCount, 1}},
+	})
+}
+
+// RecoveryPass records a recovery pass (payments.Service.Recover): the
+// operations whose lost answer it learnt, those still without a
+// definitive answer after their call was repeated, and whether the pass
+// failed for some. The template's OperationsUnansweredAlarm fires when
+// repeats keep getting no answer.
+func (m *Metrics) RecoveryPass(recovered, unanswered int, failed bool) {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims: [][]string{with()},
+		metrics: []metric{
+			{MetricRecovered, UnitCount, float64(recovered)},
+			{MetricUnanswered, UnitCount, float64(unanswered)},
+			{MetricRecoveryErrors, UnitCount, flag(failed)},
+		},
 	})
 }
 
