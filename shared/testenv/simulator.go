@@ -8,15 +8,20 @@ import (
 )
 
 // newSimulator returns the upstream simulator for tests: the test API key,
-// merchant B's account auto-captured.
-func newSimulator(t testing.TB, clk clock.Clock) *simulator.Simulator {
+// merchant B's account auto-captured; adjust (nil: none) changes the
+// options before it starts.
+func newSimulator(t testing.TB, clk clock.Clock, adjust func(*simulator.Options)) *simulator.Simulator {
 	t.Helper()
-	sim, err := simulator.New(simulator.Options{
+	opts := simulator.Options{
 		APIKey:              UpstreamAPIKey,
 		HMACKeyHex:          HMACKey,
 		AutoCaptureAccounts: []string{"BetaECOM"},
 		Clock:               clk,
-	})
+	}
+	if adjust != nil {
+		adjust(&opts)
+	}
+	sim, err := simulator.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

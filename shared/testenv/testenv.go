@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
@@ -79,6 +81,10 @@ type Options struct {
 	// a failure only. A test of the upstream timing out sets it short: it
 	// waits that long.
 	UpstreamTimeout time.Duration
+	// Simulator adjusts the simulator's options before it starts (a
+	// seeded Rand for reproducible pspReferences, asynchronous
+	// modification failures, …).
+	Simulator func(*simulator.Options)
 }
 
 // Env is a running in-process service.
@@ -100,6 +106,11 @@ type Env struct {
 	Upstream    *Recorder
 	Sim         *simulator.Simulator
 	Logs        *bytes.Buffer
+	// DynamoDB and DynamoTable are the client and table of an Env on
+	// DynamoDB (Options.Dynamo), for tests that read raw items; nil and
+	// "" on the embedded store.
+	DynamoDB    *dynamodb.Client
+	DynamoTable string
 	// Keys by name: "A" (all permissions), "AConfigOnly", "ARestricted"
 	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
 	// "B", "NotEcom", "Inactive".
@@ -113,12 +124,27 @@ type Recorder struct {
 	reqs    []Recorded
 	handler http.Handler
 	inject  func(path string) Fault
+	// injectReq is InjectRequest's function (consulted first).
+	injectReq func(req Recorded) Fault
 }
 
 // Fault is what an injected upstream fault does to one request.
 type Fault struct {
 	Status  int  // answer with this status and an upstream error body (0: no fault)
 	Forward bool // forward to the simulator first (the upstream acted; the answer is lost)
+	// After, with Status 0, forwards the request and is called once the
+	// simulator has answered, before the answer goes back to the caller
+	// (which is still waiting for it).
+	After func()
+}
+
+// InjectRequest sets a fault function consulted for every upstream
+// request with the request itself (its headers carry the
+// Idempotency-Key), before Inject's (nil clears).
+func (r *Recorder) InjectRequest(f func(req Recorded) Fault) {
+	r.mu.Lock()
+	r.injectReq = f
+	r.mu.Unlock()
 }
 
 // Inject sets a fault function consulted for every upstream request (nil clears).
@@ -166,9 +192,26 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	r.reqs = append(r.reqs, Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
-	inject := r.inject
+	inject, injectReq := r.inject, r.injectReq
 	r.mu.Unlock()
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	if injectReq != nil {
+		f := injectReq(Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+		if f.Status == 0 && f.After != nil {
+			answer := httptest.NewRecorder()
+			r.handler.ServeHTTP(answer, req)
+			f.After()
+			for k, v := range answer.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(answer.Code)
+			_, _ = w.Write(answer.Body.Bytes())
+			return
+		}
+		if f.Status != 0 {
+			inject = func(string) Fault { return f }
+		}
+	}
 	if inject != nil {
 		if f := inject(req.URL.Path); f.Status != 0 {
 			if f.Forward {
@@ -192,10 +235,12 @@ func NewWith(t testing.TB, opts Options) *Env {
 	clk := clock.NewFake(Start)
 	var st Stores
 	var sst selfServiceStores
+	var client *dynamodb.Client
+	var table string
 	if opts.Dynamo {
 		endpoint := moto.Endpoint(t)
-		client := moto.DynamoClient(t, endpoint)
-		table := moto.TableName(t)
+		client = moto.DynamoClient(t, endpoint)
+		table = moto.TableName(t)
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +262,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 		idem = opts.WrapIdem(st)
 	}
 
-	sim := newSimulator(t, clk)
+	sim := newSimulator(t, clk, opts.Simulator)
 	rec := &Recorder{handler: sim}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
@@ -248,6 +293,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: q, Sender: hooks, Clock: clk}
 	e := &Env{
 		T: t, Deps: d, Payments: svc, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
+		DynamoDB: client, DynamoTable: table,
 		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
 	}
