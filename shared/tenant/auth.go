@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -28,34 +27,28 @@ var siteIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // enforces tenancy: nothing of another merchant is ever returned.
 //
 // Lookups are cached per instance for CacheTTL (default 5 s) to keep the
-// critical path short; a revocation therefore takes effect on other
-// instances within CacheTTL, and at once on the instance that revoked.
+// critical path short, and refreshed in the background before they expire
+// (cache); a revocation therefore takes effect on other instances within
+// CacheTTL, and at once on the instance that revoked. A site and its
+// merchant not in the cache load in parallel: a cold request waits for
+// two reads in a row (key, then site and merchant), not three.
 type Authenticator struct {
 	store Store
 	env   Environment
-	clock clock.Clock
-	ttl   time.Duration
 
-	mu        sync.Mutex
-	keys      map[string]cached[APIKey]
-	merchants map[string]cached[Merchant]
-	sites     map[string]cached[Site]
-}
-
-type cached[T any] struct {
-	v       T
-	missing bool
-	until   time.Time
+	keys      *cache[string, APIKey]
+	merchants *cache[string, Merchant]
+	sites     *cache[string, Site]
 }
 
 // NewAuthenticator returns an Authenticator for a deployment of env. A ttl
 // of 0 disables caching.
 func NewAuthenticator(s Store, env Environment, clk clock.Clock, ttl time.Duration) *Authenticator {
 	return &Authenticator{
-		store: s, env: env, clock: clk, ttl: ttl,
-		keys:      map[string]cached[APIKey]{},
-		merchants: map[string]cached[Merchant]{},
-		sites:     map[string]cached[Site]{},
+		store: s, env: env,
+		keys:      newCache[string, APIKey](clk, ttl, true),
+		merchants: newCache[string, Merchant](clk, ttl, true),
+		sites:     newCache[string, Site](clk, ttl, true),
 	}
 }
 
@@ -133,7 +126,21 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	if !p.Key.AllowsSite(siteID) {
 		return Site{}, Merchant{}, notFound()
 	}
+	var (
+		m    Merchant
+		merr error
+		done chan struct{}
+	)
+	if !a.merchants.fresh(p.MerchantID()) {
+		done = make(chan struct{})
+		go func() { defer close(done); m, merr = a.Merchant(ctx, p) }()
+	}
 	s, err := a.site(ctx, siteID)
+	if done != nil {
+		<-done
+	} else if err == nil {
+		m, merr = a.Merchant(ctx, p)
+	}
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return Site{}, Merchant{}, notFound()
 	}
@@ -143,9 +150,8 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	if s.MerchantID != p.MerchantID() || s.Type != SiteEcommerce {
 		return Site{}, Merchant{}, notFound()
 	}
-	m, err := a.Merchant(ctx, p)
-	if err != nil {
-		return Site{}, Merchant{}, err
+	if merr != nil {
+		return Site{}, Merchant{}, merr
 	}
 	return s, m, nil
 }
@@ -159,51 +165,16 @@ func RequireFlow(s Site, f Flow) error {
 }
 
 // Forget drops a cached key so a revocation on this instance is immediate.
-func (a *Authenticator) Forget(hash string) {
-	a.mu.Lock()
-	delete(a.keys, hash)
-	a.mu.Unlock()
-}
+func (a *Authenticator) Forget(hash string) { a.keys.drop(hash) }
 
 func (a *Authenticator) key(ctx context.Context, hash string) (APIKey, error) {
-	return lookup(a, a.keys, hash, func() (APIKey, error) { return a.store.GetAPIKeyByHash(ctx, hash) })
+	return a.keys.get(ctx, hash, func(ctx context.Context) (APIKey, error) { return a.store.GetAPIKeyByHash(ctx, hash) })
 }
 
 func (a *Authenticator) merchant(ctx context.Context, id string) (Merchant, error) {
-	return lookup(a, a.merchants, id, func() (Merchant, error) { return a.store.GetMerchant(ctx, id) })
+	return a.merchants.get(ctx, id, func(ctx context.Context) (Merchant, error) { return a.store.GetMerchant(ctx, id) })
 }
 
 func (a *Authenticator) site(ctx context.Context, id string) (Site, error) {
-	return lookup(a, a.sites, id, func() (Site, error) { return a.store.GetSite(ctx, id) })
-}
-
-// maxCached bounds each cache; when full it is cleared (simple and safe).
-const maxCached = 10_000
-
-func lookup[T any](a *Authenticator, m map[string]cached[T], id string, load func() (T, error)) (T, error) {
-	if a.ttl <= 0 {
-		return load()
-	}
-	now := a.clock.Now()
-	a.mu.Lock()
-	c, ok := m[id]
-	a.mu.Unlock()
-	if ok && now.Before(c.until) {
-		if c.missing {
-			var zero T
-			return zero, storeerr.ErrNotFound
-		}
-		return c.v, nil
-	}
-	v, err := load()
-	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
-		return v, err
-	}
-	a.mu.Lock()
-	if len(m) >= maxCached {
-		clear(m)
-	}
-	m[id] = cached[T]{v: v, missing: err != nil, until: now.Add(a.ttl)}
-	a.mu.Unlock()
-	return v, err
+	return a.sites.get(ctx, id, func(ctx context.Context) (Site, error) { return a.store.GetSite(ctx, id) })
 }

@@ -240,3 +240,49 @@ func TestHashKey(t *testing.T) {
 		}
 	}
 }
+
+// siteAfterMerchant answers GetSite only once GetMerchant has begun: a
+// Site resolution that reads them one after the other never gets its site.
+type siteAfterMerchant struct {
+	*memTenants
+	merchantBegan chan struct{}
+	once          sync.Once
+}
+
+func (s *siteAfterMerchant) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
+	s.once.Do(func() { close(s.merchantBegan) })
+	return s.memTenants.GetMerchant(ctx, id)
+}
+
+func (s *siteAfterMerchant) GetSite(ctx context.Context, id string) (tenant.Site, error) {
+	select {
+	case <-s.merchantBegan:
+	case <-time.After(10 * time.Second): // a failure guard only: the passing run never waits here
+		return tenant.Site{}, errors.New("the merchant was not read alongside the site")
+	}
+	return s.memTenants.GetSite(ctx, id)
+}
+
+// TestSiteAndMerchantLoadTogether: with neither cached, a request's site
+// and merchant are read at the same time (one round trip after the key's),
+// and the site's refusal still comes first.
+func TestSiteAndMerchantLoadTogether(t *testing.T) {
+	st := &siteAfterMerchant{memTenants: newTenants(), merchantBegan: make(chan struct{})}
+	a := tenant.NewAuthenticator(st, tenant.EnvTest, clock.NewFake(t0), 5*time.Second)
+	ctx := context.Background()
+	p, err := a.Authenticate(ctx, "Bearer "+keyOff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.Site(ctx, p, "site_b"); apperr.As(err).Kind != apperr.SiteNotFound {
+		t.Fatalf("another merchant's site, with the caller's merchant deactivated: %v (the site's refusal first)", err)
+	}
+	if _, _, err := a.Site(ctx, p, "site_off"); apperr.As(err).Kind != apperr.MerchantNotFound {
+		t.Fatalf("own site, merchant deactivated: %v", err)
+	}
+	p, _ = a.Authenticate(ctx, "Bearer "+keyA)
+	s, m, err := a.Site(ctx, p, "site_a")
+	if err != nil || s.ID != "site_a" || m.ID != "m_a" {
+		t.Fatalf("site %q merchant %q: %v", s.ID, m.ID, err)
+	}
+}
