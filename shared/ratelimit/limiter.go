@@ -13,6 +13,17 @@
 // per request; a second one only when the counter taken is full while
 // another may not be. Keys at or below ShardRate (the default) keep one
 // exact counter.
+//
+// A window's counts only grow, so a counter found full stays full until the
+// window ends: each instance remembers that and refuses locally, without a
+// write. Traffic far over a key's limit therefore costs the store one
+// refused write per counter, instance and window, not one per request.
+//
+// When the store fails (DynamoDB throttling, an outage) the limiter fails
+// open, bounded: the instance lets through at most the counter's limit per
+// window on its own count and refuses the rest with 429. The API stays up
+// for keys within their limit while a key far over it cannot turn a store
+// failure into unlimited traffic: at most instances × limit per window.
 package ratelimit
 
 import (
@@ -20,6 +31,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,7 +57,15 @@ type Limiter struct {
 	burst int
 	log   *slog.Logger
 	next  atomic.Uint64 // round-robin over a sharded window's counters
+
+	mu    sync.Mutex
+	full  map[string]time.Time // counters found full → their window's end
+	local map[string]int       // requests let through on this instance's count while the store failed, per counter
 }
+
+// maxRemembered bounds full and local; when one is full it is cleared
+// (forgetting costs one write or one more local window, nothing else).
+const maxRemembered = 10_000
 
 // New returns a limiter with default rate and burst (≤ 0 picks the defaults).
 func New(s Store, clk clock.Clock, rate, burst int, log *slog.Logger) *Limiter {
@@ -55,7 +75,7 @@ func New(s Store, clk clock.Clock, rate, burst int, log *slog.Logger) *Limiter {
 	if burst <= 0 {
 		burst = max(DefaultBurst, rate)
 	}
-	return &Limiter{store: s, clock: clk, rate: rate, burst: burst, log: log}
+	return &Limiter{store: s, clock: clk, rate: rate, burst: burst, log: log, full: map[string]time.Time{}, local: map[string]int{}}
 }
 
 // window returns the window length for a rate and burst.
@@ -98,8 +118,9 @@ func Plan(keyID string, rate, burst int, now time.Time) Window {
 
 // Allow counts one request of keyID, with per-key rate and burst overrides
 // (≤ 0: the limiter's). It returns an apperr.RateLimited error with RetryAfter when
-// the key's window is full. A store failure lets the request through and is
-// logged: the limiter protects capacity, it must not take the API down.
+// the key's window is full. When the store fails, the request is counted on
+// this instance alone (bounded fail-open, see the package doc) and the
+// failure logged.
 func (l *Limiter) Allow(ctx context.Context, keyID string, rate, burst int) error {
 	if rate <= 0 {
 		rate = l.rate
@@ -109,10 +130,10 @@ func (l *Limiter) Allow(ctx context.Context, keyID string, rate, burst int) erro
 	}
 	now := l.clock.Now()
 	win := Plan(keyID, rate, burst, now)
-	ok, err := l.hit(ctx, win)
+	ok, err := l.hit(ctx, win, now)
 	if err != nil {
-		l.log.WarnContext(ctx, "rate limit store failed; request allowed", "err", err.Error())
-		return nil
+		ok = l.hitLocally(win)
+		l.log.WarnContext(ctx, "rate limit store failed; counted on this instance", "err", err.Error(), "allowed", ok)
 	}
 	if ok {
 		return nil
@@ -123,18 +144,58 @@ func (l *Limiter) Allow(ctx context.Context, keyID string, rate, burst int) erro
 	return e
 }
 
-// hit counts the request in the window's next counter, or in the one after
-// it when that one is full.
-func (l *Limiter) hit(ctx context.Context, win Window) (bool, error) {
+// hit counts the request in the window's next counter not known to be
+// full, or in the one after it when that one is full; with every counter
+// it would try known full it refuses without a write.
+func (l *Limiter) hit(ctx context.Context, win Window, now time.Time) (bool, error) {
 	n := win.Shards
 	first := 0
 	if n > 1 {
 		first = int(l.next.Add(1) % uint64(n))
 	}
 	expires := win.End.Add(time.Minute)
-	ok, err := l.store.Hit(ctx, win.Bucket(first), win.Limit, expires)
-	if ok || err != nil || n == 1 {
-		return ok, err
+	tries := min(n, 2)
+	for i := range tries {
+		b := win.Bucket((first + i) % n)
+		if l.knownFull(b, now) {
+			continue
+		}
+		ok, err := l.store.Hit(ctx, b, win.Limit, expires)
+		if ok || err != nil {
+			return ok, err
+		}
+		l.remember(b, win.End)
 	}
-	return l.store.Hit(ctx, win.Bucket((first+1)%n), win.Limit, expires)
+	return false, nil
+}
+
+func (l *Limiter) knownFull(bucket string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	end, ok := l.full[bucket]
+	return ok && now.Before(end)
+}
+
+func (l *Limiter) remember(bucket string, end time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.full) >= maxRemembered {
+		clear(l.full)
+	}
+	l.full[bucket] = end
+}
+
+// hitLocally counts a request on this instance while the store fails: at
+// most one counter's limit per window.
+func (l *Limiter) hitLocally(win Window) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.local[win.Base] >= win.Limit {
+		return false
+	}
+	if len(l.local) >= maxRemembered {
+		clear(l.local)
+	}
+	l.local[win.Base]++
+	return true
 }

@@ -155,3 +155,82 @@ func TestAllowShardedFallsOverOnce(t *testing.T) {
 		t.Fatalf("hits %q counts %v", st.hits, st.counts)
 	}
 }
+
+// Traffic far over the limit costs the store one refused write per counter
+// and window on an instance: a counter found full stays full until its
+// window ends, so later requests are refused without a write.
+func TestAllowRemembersFullCounters(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 4, 0, time.UTC))
+	for _, c := range []struct {
+		name        string
+		rate, burst int
+	}{
+		{"one counter", 0, 0},
+		{"sharded", 2000, 2000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, st := newLimiter(clk)
+			w := Plan("k", max(c.rate, DefaultRate), max(c.burst, DefaultBurst), clk.Now())
+			allowed := 0
+			for range 3 * w.Limit * w.Shards {
+				if l.Allow(ctx, "k", c.rate, c.burst) == nil {
+					allowed++
+				}
+			}
+			if allowed != w.Limit*w.Shards {
+				t.Fatalf("%d allowed in the window, want %d", allowed, w.Limit*w.Shards)
+			}
+			if refused := len(st.hits) - allowed; refused > w.Shards {
+				t.Fatalf("%d refused writes for %d counters", refused, w.Shards)
+			}
+			clk.Advance(w.End.Sub(w.Start))
+			if err := l.Allow(ctx, "k", c.rate, c.burst); err != nil {
+				t.Fatalf("the next window: %v", err)
+			}
+		})
+	}
+}
+
+// failingStore fails every Hit (DynamoDB throttling) while fail is set.
+type failingStore struct {
+	*memStore
+	fail bool
+}
+
+func (f *failingStore) Hit(ctx context.Context, bucket string, limit int, exp time.Time) (bool, error) {
+	if f.fail {
+		return false, errors.New("ProvisionedThroughputExceededException")
+	}
+	return f.memStore.Hit(ctx, bucket, limit, exp)
+}
+
+// When the store fails the limiter fails open, bounded: the instance lets
+// through one counter's limit per window on its own count, refuses the
+// rest with 429, and uses the store again once it answers.
+func TestAllowBoundedFailOpen(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 4, 0, time.UTC))
+	st := &failingStore{memStore: &memStore{counts: map[string]int{}}, fail: true}
+	l := New(st, clk, 0, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for i := range DefaultBurst {
+		if err := l.Allow(ctx, "k", 0, 0); err != nil {
+			t.Fatalf("request %d within the limit while the store fails: %v", i, err)
+		}
+	}
+	var e *apperr.Error
+	if err := l.Allow(ctx, "k", 0, 0); !errors.As(err, &e) || e.Kind != apperr.RateLimited {
+		t.Fatalf("over the limit while the store fails: %v, want 429", err)
+	}
+	if err := l.Allow(ctx, "other", 0, 0); err != nil {
+		t.Fatalf("another key keeps its own count: %v", err)
+	}
+	clk.Advance(2 * time.Second)
+	if err := l.Allow(ctx, "k", 0, 0); err != nil {
+		t.Fatalf("the next window, store still failing: %v", err)
+	}
+	st.fail = false
+	if err := l.Allow(ctx, "k", 0, 0); err != nil || len(st.hits) != 1 {
+		t.Fatalf("store back: %v after %d writes", err, len(st.hits))
+	}
+}
