@@ -192,3 +192,20 @@ func TestMedianOf(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateMemory: the cost model prices each function at the memory
+// template.yaml gives it, also when the value carries a comment.
+func TestTemplateMemory(t *testing.T) {
+	mem, err := templateMemory("../../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fn, want := range map[string]int{
+		"PaymentsFunction": 512, "ModificationsFunction": 512, "NotificationsFunction": 512,
+		"WebhookDispatcherFunction": 256, "RecordUpdatesFunction": 128, "SmokeTestFunction": 128,
+	} {
+		if mem[fn] != want {
+			t.Errorf("%s: %d MB, want %d (template.yaml)", fn, mem[fn], want)
+		}
+	}
+}

@@ -222,7 +222,9 @@ func templateMemory(path string) (map[string]int, error) {
 		return nil, err
 	}
 	defer f.Close()
-	memRe := regexp.MustCompile(`^\s+MemorySize:\s*(\d+)\s*$`)
+	// A value may carry a comment (`MemorySize: 512 # docs/sizing.md`):
+	// missing it priced every function at the Globals' 128 MB.
+	memRe := regexp.MustCompile(`^\s+MemorySize:\s*(\d+)\s*(#.*)?$`)
 	resRe := regexp.MustCompile(`^  ([A-Za-z0-9]+):\s*$`)
 	global, section, resource := 0, "", ""
 	own := map[string]int{}
