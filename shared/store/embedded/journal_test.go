@@ -605,9 +605,9 @@ func readAll(t *testing.T, s *Store, psps ...string) string {
 	return b.String()
 }
 
-// The same writes, on a store that journals those that commit alone and
-// one that commits every write through bbolt, read the same after each
-// write; and the journaling store reads the same again once a commit
+// The same 150 random writes, on a store that journals those that commit
+// alone and one that commits every write through bbolt, read the same
+// after each write; and the journaling store reads the same again once a commit
 // folded its journal: the overlay's reads are the file's.
 func TestOverlayReadsEqualTheFile(t *testing.T) {
 	ctx := context.Background()
@@ -628,7 +628,7 @@ func TestOverlayReadsEqualTheFile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	entries := map[string]map[string]payments.Entry{}
 	folds := 0
-	for step := range 300 {
+	for step := range 150 {
 		psp := psps[rng.IntN(len(psps))]
 		at := journalT0.Add(time.Duration(step) * time.Second)
 		if entries[psp] == nil {
