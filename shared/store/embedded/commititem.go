@@ -36,7 +36,7 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 			return err
 		}
 		if c.Payment != nil {
-			if err := writeLedger(tx, *c.Payment, now); err != nil {
+			if err := writeLedger(txKV{tx}, *c.Payment, now); err != nil {
 				return err
 			}
 		}

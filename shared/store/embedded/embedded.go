@@ -19,7 +19,7 @@
 // sweepChunk records each, queued with the other writers, so that a large
 // file never holds the writers up for long.
 //
-// Writes are committed in groups (groupcommit.go); a payment save that
+// Writes are committed in groups (groupcommit.go); a payment write that
 // commits alone goes to the payment journal beside the file instead, and
 // the next commit puts it into the file (journal.go).
 //
@@ -100,7 +100,7 @@ type Store struct {
 	rate    rateWindows // rate-limit windows (in memory, see ratelimit.go)
 	leases  leases      // idempotency leases (in memory, see idempotency.go)
 	db      *bolt.DB
-	journal *journal   // payment saves that commit alone (journal.go)
+	journal *journal   // payment writes that commit alone (journal.go)
 	commit  *committer // group commit of update
 	clock   clock.Clock
 }
@@ -161,7 +161,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	s := &Store{db: db, journal: j, clock: o.clock}
-	s.commit = &committer{db: db, fold: s.foldJournal, folded: j.folded}
+	s.commit = &committer{db: db, fold: j.fold, folded: j.folded}
 	return s, nil
 }
 
@@ -169,32 +169,38 @@ func Open(path string, opts ...Option) (*Store, error) {
 const journalSuffix = ".journal"
 
 // openFoldedJournal opens the payment journal at path and puts the
-// records a crash left in it into db (each unless the file holds that
-// version or a later one, or the record is past its retention at now).
+// entries a crash left in it into db, each whole or not at all, in one
+// transaction with the marker: those the file's marker covers are in the
+// file already. A payment record the release before the ledger journaled
+// goes in unless the file holds that version or a later one (or the
+// payment moved to the ledger buckets), or the record is past its
+// retention at now.
 func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error) {
 	j, entries, err := openJournal(path)
 	if err != nil || len(entries) == 0 {
 		return j, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, bktPayments)
+		nonce, seq := readMarker(tx)
 		for _, e := range entries {
-			head, err := decodeHead(e.key, e.raw)
-			if err != nil {
-				return err
-			}
-			stored, err := decodeHead(e.key, b.Get(e.key))
-			if err != nil {
-				return err
-			}
-			if stored.Version >= head.Version || paymentExpired(head.CreatedAt, now) {
+			if e.nonce == nonce && e.seq <= seq {
 				continue
 			}
-			if err := b.Put(e.key, e.raw); err != nil {
+			ops, legacy, err := decodeRecord(e.payload)
+			if err != nil {
+				return fmt.Errorf("entry %d: %w", e.seq, err)
+			}
+			if legacy {
+				err = foldLegacy(tx, ops[0], now)
+			} else {
+				err = apply(txKV{tx}, ops)
+			}
+			if err != nil {
 				return err
 			}
 		}
-		return nil
+		last := entries[len(entries)-1]
+		return putMarker(tx, last.nonce, last.seq)
 	})
 	if err == nil {
 		err = j.clearHead()
@@ -204,6 +210,43 @@ func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error
 		return nil, fmt.Errorf("folding the payment journal: %w", err)
 	}
 	return j, nil
+}
+
+// apply makes the changes ops in db.
+func apply(db kv, ops []op) error {
+	for _, o := range ops {
+		var err error
+		if o.del {
+			err = db.del(o.bucket, o.key)
+		} else {
+			err = db.put(o.bucket, o.key, o.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// foldLegacy puts a payment record the release before the ledger
+// journaled (see openFoldedJournal).
+func foldLegacy(tx *bolt.Tx, o op, now time.Time) error {
+	if (txKV{tx}).get(bktHeads, o.key) != nil {
+		return nil // moved to the ledger since
+	}
+	head, err := decodeHead(o.key, o.value)
+	if err != nil {
+		return err
+	}
+	b := bucket(tx, bktPayments)
+	stored, err := decodeHead(o.key, b.Get(o.key))
+	if err != nil {
+		return err
+	}
+	if stored.Version >= head.Version || paymentExpired(head.CreatedAt, now) {
+		return nil
+	}
+	return b.Put(o.key, o.value)
 }
 
 // paymentHead is what the journal's fold reads of a legacy record.
@@ -223,12 +266,6 @@ func decodeHead(key, raw []byte) (paymentHead, error) {
 		return head, fmt.Errorf("decode payment %q: %w", key, err)
 	}
 	return head, nil
-}
-
-// foldJournal puts the journal's pending records into tx (committer.fold).
-func (s *Store) foldJournal(tx *bolt.Tx) error {
-	b := bucket(tx, bktPayments)
-	return s.journal.each(b.Put)
 }
 
 // Close folds the payment journal into the file and releases both.
@@ -489,6 +526,28 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 		return err
 	}
 	return s.db.View(fn)
+}
+
+// viewLedger runs fn on the file in a read-only transaction seen through
+// the payment journal's pending writes, after checking ctx. With nothing
+// pending it reads the file alone: a write journaled after the check is
+// concurrent with the read. Otherwise it holds the journal's read lock
+// from before the transaction begins until fn returns, so no reset of
+// the journal (after a fold's commit) falls in between: each pending
+// write is newer than the transaction's file, or in it already (folded
+// by a commit the transaction sees: the marker tells, journal.view).
+func (s *Store) viewLedger(ctx context.Context, fn func(db kv) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j := s.journal
+	j.mu.RLock()
+	if len(j.pending) == 0 {
+		j.mu.RUnlock()
+		return s.db.View(func(tx *bolt.Tx) error { return fn(txKV{tx}) })
+	}
+	defer j.mu.RUnlock()
+	return s.db.View(func(tx *bolt.Tx) error { return fn(j.view(tx)) })
 }
 
 // update runs fn in a read-write transaction after checking ctx, committed

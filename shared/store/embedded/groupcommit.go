@@ -32,6 +32,9 @@ type committer struct {
 	leading bool
 	// committed, if set, is told each commit's group size (tests).
 	committed func(n int)
+	// queued, if set, is told how many writers wait for the next commit
+	// each time one joins them (tests; called holding mu).
+	queued func(n int)
 }
 
 type pendingTx struct {
@@ -55,6 +58,9 @@ func (c *committer) updateOr(fn func(*bolt.Tx) error, alone func() (bool, error)
 	p := &pendingTx{fn: fn, alone: alone, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
+	if c.queued != nil {
+		c.queued(len(c.pending))
+	}
 	c.mu.Unlock()
 	return c.wait(p)
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -74,23 +74,20 @@ type ledger struct {
 	facts   []payments.Fact  // the legacy record's, converted
 }
 
-// readLedger reads payment psp's head (or its legacy record) in tx; a
+// readLedger reads payment psp's head (or its legacy record) in db; a
 // payment past its retention at now counts as absent.
-func readLedger(tx *bolt.Tx, psp string, now time.Time) (ledger, error) {
+func readLedger(db kv, psp string, now time.Time) (ledger, error) {
 	var l ledger
-	if b := readBucket(tx, bktHeads); b != nil {
-		var r records.PaymentHead
-		found, err := getJSON(b, []byte(psp), &r)
-		if err != nil {
-			return l, err
-		}
-		if found {
-			l.head, l.found = r.ToHead(), true
-		}
+	var r records.PaymentHead
+	found, err := kvGetJSON(db, bktHeads, []byte(psp), &r)
+	if err != nil {
+		return l, err
 	}
-	if !l.found {
+	if found {
+		l.head, l.found = r.ToHead(), true
+	} else {
 		var r records.LegacyPayment
-		found, err := getJSON(bucket(tx, bktPayments), []byte(psp), &r)
+		found, err := kvGetJSON(db, bktPayments, []byte(psp), &r)
 		if err != nil {
 			return l, err
 		}
@@ -109,8 +106,8 @@ func readLedger(tx *bolt.Tx, psp string, now time.Time) (ledger, error) {
 // once it is past its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
 	var l ledger
-	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		l, err = readLedger(tx, psp, s.clock.Now())
+	err := s.viewLedger(ctx, func(db kv) (err error) {
+		l, err = readLedger(db, psp, s.clock.Now())
 		return err
 	})
 	if err == nil && !l.found {
@@ -125,13 +122,13 @@ func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, erro
 // GetEntries returns those of payment psp's entries refs that exist.
 func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
 	var out []payments.Entry
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		l, err := readLedger(tx, psp, s.clock.Now())
+	err := s.viewLedger(ctx, func(db kv) error {
+		l, err := readLedger(db, psp, s.clock.Now())
 		if err != nil || !l.found {
 			return err
 		}
 		for _, ref := range refs {
-			e, ok, err := l.entry(tx, psp, ref)
+			e, ok, err := l.entry(db, psp, ref)
 			if err != nil {
 				return err
 			}
@@ -148,7 +145,7 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 }
 
 // entry reads entry ref of the ledger psp.
-func (l ledger) entry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
+func (l ledger) entry(db kv, psp, ref string) (payments.Entry, bool, error) {
 	if l.legacy {
 		for _, e := range l.entries {
 			if e.Ref == ref {
@@ -157,12 +154,8 @@ func (l ledger) entry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error
 		}
 		return payments.Entry{}, false, nil
 	}
-	b := readBucket(tx, bktEntries)
-	if b == nil {
-		return payments.Entry{}, false, nil
-	}
 	var r records.Entry
-	found, err := getJSON(b, compositeKey(psp, ref), &r)
+	found, err := kvGetJSON(db, bktEntries, compositeKey(psp, ref), &r)
 	return r.ToEntry(), found, err
 }
 
@@ -171,8 +164,8 @@ func (l ledger) entry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error
 func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
 	var out []payments.Fact
 	next := ""
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		l, err := readLedger(tx, psp, s.clock.Now())
+	err := s.viewLedger(ctx, func(db kv) error {
+		l, err := readLedger(db, psp, s.clock.Now())
 		if err != nil || !l.found {
 			return err
 		}
@@ -191,26 +184,21 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 			}
 			return nil
 		}
-		b := readBucket(tx, bktFacts)
-		if b == nil {
-			return nil
-		}
 		prefix := prefixOf(psp)
-		c := b.Cursor()
 		n := after
-		for k, v := c.Seek(factKey(psp, after+1)); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		return db.scan(bktFacts, prefix, factKey(psp, after+1), func(k, v []byte) (bool, error) {
 			if len(out) == limit {
 				next = strconv.FormatUint(n, 10)
-				break
+				return false, nil
 			}
 			var r records.Fact
 			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode fact %q: %w", k, err)
+				return false, fmt.Errorf("decode fact %q: %w", k, err)
 			}
 			out = append(out, r.ToFact())
 			n = factNumber(k, prefix)
-		}
-		return nil
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded: timeline of payment %q: %w", psp, err)
@@ -229,22 +217,55 @@ func factNumber(k, prefix []byte) uint64 { return binary.BigEndian.Uint64(k[len(
 
 // Write makes payment write w in one transaction (shared with concurrent
 // writers by group commit): storeerr.ErrConflict when a condition fails,
-// and nothing is written then.
+// and nothing is written then. A write that commits alone goes to the
+// payment journal instead (journal.go): checked against the file seen
+// through the writes pending there, it is durable when Write returns.
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
 		return fmt.Errorf("embedded: write payment: %w", errEmpty("pspReference"))
 	}
 	now := s.clock.Now()
-	err := s.update(ctx, func(tx *bolt.Tx) error { return writeLedger(tx, w, now) })
+	err := s.updateOr(ctx, func(tx *bolt.Tx) error { return writeLedger(txKV{tx}, w, now) },
+		func() (bool, error) { return s.journalWrite(w, now) })
 	if err != nil {
 		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 	}
 	return nil
 }
 
-// writeLedger is Write in tx.
-func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
-	l, err := readLedger(tx, w.PSP, now)
+// journalWrite is Write through the journal, run by the committer's
+// leader (nobody else appends or folds meanwhile, so the check and the
+// append are atomic with respect to every other writer); handled false:
+// the bbolt commit takes the write.
+func (s *Store) journalWrite(w payments.Write, now time.Time) (handled bool, err error) {
+	j := s.journal
+	if !j.usable() {
+		return false, nil
+	}
+	var ops []op
+	err = s.db.View(func(tx *bolt.Tx) error {
+		o := j.view(tx)
+		o.batch = map[string]map[string]pendingValue{}
+		if err := writeLedger(o, w, now); err != nil {
+			return err
+		}
+		ops = o.ops
+		return nil
+	})
+	if err != nil {
+		return true, err
+	}
+	if err := j.append(ops); errors.Is(err, errJournalFull) {
+		return false, nil
+	} else if err != nil {
+		return true, err
+	}
+	return true, nil
+}
+
+// writeLedger is Write in db.
+func writeLedger(db kv, w payments.Write, now time.Time) error {
+	l, err := readLedger(db, w.PSP, now)
 	if err != nil {
 		return err
 	}
@@ -261,16 +282,16 @@ func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
 		head = w.Apply(l.head)
 	}
 	if l.legacy { // moved to the ledger buckets by this write
-		if err := putLedger(tx, w.PSP, l.entries, l.facts); err != nil {
+		if err := putLedger(db, w.PSP, l.entries, l.facts); err != nil {
 			return err
 		}
-		if err := bucket(tx, bktPayments).Delete([]byte(w.PSP)); err != nil {
+		if err := db.del(bktPayments, []byte(w.PSP)); err != nil {
 			return err
 		}
 	}
 	var index []indexChange
 	for _, e := range w.Entries {
-		stored, found, err := l.entry(tx, w.PSP, e.Ref)
+		stored, found, err := l.entry(db, w.PSP, e.Ref)
 		if err != nil {
 			return err
 		}
@@ -279,63 +300,40 @@ func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
 		}
 		index = append(index, indexChange{stored, e})
 	}
-	if err := indexInFlight(tx, w.PSP, index); err != nil {
+	if err := indexInFlight(db, w.PSP, index); err != nil {
 		return err
 	}
-	if err := putLedger(tx, w.PSP, w.Entries, w.Facts); err != nil {
+	if err := putLedger(db, w.PSP, w.Entries, w.Facts); err != nil {
 		return err
 	}
-	heads, err := writeBucket(tx, bktHeads)
-	if err != nil {
-		return err
-	}
-	return putJSON(heads, []byte(w.PSP), records.FromHead(head))
+	return kvPutJSON(db, bktHeads, []byte(w.PSP), records.FromHead(head))
 }
 
 // putLedger puts entries and the facts not stored yet of payment psp.
-func putLedger(tx *bolt.Tx, psp string, entries []payments.Entry, facts []payments.Fact) error {
-	eb, err := writeBucket(tx, bktEntries)
-	if err != nil {
-		return err
-	}
+func putLedger(db kv, psp string, entries []payments.Entry, facts []payments.Fact) error {
 	for _, e := range entries {
-		if err := putJSON(eb, compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
+		if err := kvPutJSON(db, bktEntries, compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
 			return err
 		}
 	}
 	if len(facts) == 0 {
 		return nil
 	}
-	fb, err := writeBucket(tx, bktFacts)
-	if err != nil {
-		return err
-	}
-	ids, err := writeBucket(tx, bktFactIDs)
-	if err != nil {
-		return err
-	}
 	prefix := prefixOf(psp)
 	n := uint64(0)
-	c := fb.Cursor()
-	k, _ := c.Seek(factKey(psp, math.MaxUint64)) // beyond psp's facts
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	if k != nil && hasPrefix(k, prefix) {
+	if k := db.last(bktFacts, prefix); k != nil {
 		n = factNumber(k, prefix)
 	}
 	for _, f := range facts {
 		id := compositeKey(psp, f.ID)
-		if ids.Get(id) != nil {
+		if db.get(bktFactIDs, id) != nil {
 			continue
 		}
 		n++
-		if err := putJSON(fb, factKey(psp, n), records.FromFact(f)); err != nil {
+		if err := kvPutJSON(db, bktFacts, factKey(psp, n), records.FromFact(f)); err != nil {
 			return err
 		}
-		if err := ids.Put(id, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+		if err := db.put(bktFactIDs, id, binary.BigEndian.AppendUint64(nil, n)); err != nil {
 			return err
 		}
 	}
@@ -360,26 +358,19 @@ type indexChange struct{ from, to payments.Entry }
 
 // indexInFlight moves payment psp's entries in the in-flight index as
 // they change.
-func indexInFlight(tx *bolt.Tx, psp string, changes []indexChange) error {
-	var b *bolt.Bucket
+func indexInFlight(db kv, psp string, changes []indexChange) error {
 	for _, c := range changes {
 		was, is := c.from.Requested != nil && c.from.Recoverable(), c.to.Recoverable()
 		if was == is {
 			continue
 		}
-		if b == nil {
-			var err error
-			if b, err = writeBucket(tx, bktInFlight); err != nil {
-				return err
-			}
-		}
 		if was {
-			if err := b.Delete(inFlightKey(c.from.Requested.At, psp, c.from.Ref)); err != nil {
+			if err := db.del(bktInFlight, inFlightKey(c.from.Requested.At, psp, c.from.Ref)); err != nil {
 				return err
 			}
 		}
 		if is {
-			if err := b.Put(inFlightKey(c.to.Requested.At, psp, c.to.Ref), []byte{}); err != nil {
+			if err := db.put(bktInFlight, inFlightKey(c.to.Requested.At, psp, c.to.Ref), []byte{}); err != nil {
 				return err
 			}
 		}
@@ -399,32 +390,27 @@ func inFlightKey(at time.Time, psp, ref string) []byte {
 func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
 	now := s.clock.Now()
 	var out []payments.OpRef
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktInFlight)
-		if b == nil {
-			return nil
-		}
+	err := s.viewLedger(ctx, func(db kv) error {
 		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && len(out) < limit && string(k[:8]) < string(end); k, _ = c.Next() {
+		return db.scan(bktInFlight, nil, nil, func(k, _ []byte) (bool, error) {
+			if len(out) == limit || len(k) < 8 || string(k[:8]) >= string(end) {
+				return false, nil
+			}
 			psp, ref, ok := splitCompositeKey(k[8:])
 			if !ok {
-				continue
+				return true, nil
 			}
-			l, err := readLedger(tx, psp, now)
-			if err != nil {
-				return err
+			l, err := readLedger(db, psp, now)
+			if err != nil || !l.found {
+				return err == nil, err
 			}
-			if !l.found {
-				continue
-			}
-			if e, found, err := l.entry(tx, psp, ref); err != nil {
-				return err
+			if e, found, err := l.entry(db, psp, ref); err != nil {
+				return false, err
 			} else if found && e.Recoverable() {
 				out = append(out, payments.OpRef{PSP: psp, Ref: ref})
 			}
-		}
-		return nil
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: operations in flight: %w", err)
