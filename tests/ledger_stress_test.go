@@ -93,7 +93,7 @@ const lsRounds = 3
 // at once, the platform's notifications delivered as they are emitted.
 // Every client is answered — accepted, 400 with the guard's reason, or
 // 409 yp_2005 (retry) — never a 5xx, never hung, each within the issue's
-// bound of 5 s on the injected clock (lsModelled); no notification is
+// bound of 5 s in modelled time (lsCounts.modelled); no notification is
 // answered 500; and once they are all delivered the record is what the
 // platform holds, nothing in flight, every accepted operation in the
 // timeline.
@@ -134,11 +134,11 @@ func TestLedgerFiftyWayContention(t *testing.T) {
 			}
 			c := costs[i].snapshot()
 			if d := c.modelled(); d > lsBound {
-				t.Errorf("%s %d answered in %v on the injected clock (%+v); the bound is %v", lsKind(i), i, d, c, lsBound)
+				t.Errorf("%s %d answered in %v, modelled (%+v); the bound is %v", lsKind(i), i, d, c, lsBound)
 			}
 			slowest = max(slowest, c.modelled())
 		}
-		t.Logf("answers %v, accepted %v; slowest request %v on the injected clock", statuses, accepted, slowest)
+		t.Logf("answers %v, accepted %v; slowest request %v, modelled", statuses, accepted, slowest)
 		n.drain()
 		h := lsAgrees(t, e, psp)
 		sim, _ := e.Sim.Payment(psp)
@@ -149,7 +149,7 @@ func TestLedgerFiftyWayContention(t *testing.T) {
 			t.Fatalf("captured %d of %d authorised", h.View().Captured, sim.AuthorisedValue)
 		}
 		kinds := map[string]int{}
-		for _, f := range lsTimeline(t, e, psp) {
+		for _, f := range e.Timeline(psp) {
 			kinds[f.Kind+"/"+f.Origin]++
 		}
 		if kinds["capture/api"] != 1+accepted["captures"] || kinds["refund/api"] != accepted["refunds"] ||
@@ -281,9 +281,10 @@ func lsEnvWith(t *testing.T, dyn bool, notifier simulator.Notifier) *testenv.Env
 }
 
 // The contention bound (issue 27: each of 50 concurrent operations on one
-// payment answers within 5 s) is asserted on the injected clock, not on
-// moto's wall time: a request takes what it waited before its retries
-// (the Service's Sleeper counts it) plus a generous budget per round trip
+// payment answers within 5 s) is asserted in modelled time, not on moto's
+// wall time (nor on a shared fake clock, which concurrent requests would
+// all move): a request takes what it waited before its retries (the
+// Service's Sleeper counts it) plus a generous budget per round trip
 // to the store and to the platform. Round trips made concurrently (the
 // idempotency result beside the record write) are counted one after the
 // other.
@@ -343,7 +344,7 @@ func (c *lsCost) snapshot() lsCounts {
 	return c.lsCounts
 }
 
-// modelled is the request's time on the injected clock (see lsBound).
+// modelled is the request's time as modelled (see lsBound).
 // A conflict the Sleeper did not see a wait for (the record writes after
 // the platform's answer wait in real time) counts the longest wait,
 // lsMaxConflictWait.
@@ -661,7 +662,7 @@ func lsAgrees(t *testing.T, e *testenv.Env, psp string) payments.Head {
 			v, tt, sim.AuthorisedValue, sim.CapturedValue, sim.RefundedValue, sim.State)
 	}
 	var refs []string
-	for _, f := range lsTimeline(t, e, psp) {
+	for _, f := range e.Timeline(psp) {
 		if f.PSPReference != "" && !slices.Contains(refs, f.PSPReference) {
 			refs = append(refs, f.PSPReference)
 		}
@@ -687,24 +688,6 @@ func lsAgrees(t *testing.T, e *testenv.Env, psp string) payments.Head {
 		t.Fatalf("GET payment %s; record %+v", r.Body, v)
 	}
 	return h
-}
-
-// lsTimeline is payment psp's whole timeline as stored.
-func lsTimeline(t *testing.T, e *testenv.Env, psp string) []payments.Fact {
-	t.Helper()
-	var all []payments.Fact
-	cursor := ""
-	for {
-		page, next, err := e.Store.Timeline(context.Background(), psp, cursor, 500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page...)
-		if next == "" {
-			return all
-		}
-		cursor = next
-	}
 }
 
 // lsHistory makes a payment of 100000 with 10000 captured and gives it n
@@ -908,7 +891,7 @@ func lsPageThrough(t *testing.T, e *testenv.Env, psp string, first lookup.Paymen
 		next = page.Next
 		pages++
 	}
-	stored := lsTimeline(t, e, psp)
+	stored := e.Timeline(psp)
 	if next != "" { // stopped at page most: the beginning of the timeline
 		stored = stored[:min(len(got), len(stored))]
 	}

@@ -439,3 +439,22 @@ func (e *Env) DoContext(ctx context.Context, method, path, keyName, body string,
 	e.Handler.ServeHTTP(w, req)
 	return Response{Status: w.Code, Header: w.Header(), Body: w.Body.Bytes()}
 }
+
+// Timeline is payment psp's whole timeline as stored, read a page at a
+// time.
+func (e *Env) Timeline(psp string) []payments.Fact {
+	e.T.Helper()
+	var all []payments.Fact
+	cursor := ""
+	for {
+		page, next, err := e.Store.Timeline(context.Background(), psp, cursor, 500)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all
+		}
+		cursor = next
+	}
+}
