@@ -88,7 +88,7 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 			}
 			// Every accepted modification is in the payment's timeline.
 			kinds := map[string]int{}
-			for _, f := range timeline(t, e, psp) {
+			for _, f := range e.Timeline(psp) {
 				kinds[f.Kind]++
 			}
 			if kinds["capture"] != accepted["/captures"] || kinds["reversal"] != accepted["/reversals"] || kinds["amount-update"] != accepted["/amount-updates"] {
@@ -151,24 +151,6 @@ func record(t *testing.T, e *testenv.Env, psp string) payments.Head {
 		t.Fatal(err)
 	}
 	return h
-}
-
-// timeline is payment psp's whole timeline, read a page at a time.
-func timeline(t *testing.T, e *testenv.Env, psp string) []payments.Fact {
-	t.Helper()
-	var all []payments.Fact
-	cursor := ""
-	for {
-		page, next, err := e.Store.Timeline(context.Background(), psp, cursor, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page...)
-		if next == "" {
-			return all
-		}
-		cursor = next
-	}
 }
 
 // inFlight reports an operation of head h still in flight (requested,

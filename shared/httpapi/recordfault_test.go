@@ -158,8 +158,8 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 				t.Fatalf("the platform captured %d, want 300", sim.CapturedValue)
 			}
 			before := record(t, e, psp)
-			if before.Totals.CapturesInFlight != 300 || hasAPIFact(timeline(t, e, psp), "capture", answer.PSPReference) {
-				t.Fatalf("before: totals %+v timeline %+v, want the capture still in flight", before.Totals, timeline(t, e, psp))
+			if before.Totals.CapturesInFlight != 300 || hasAPIFact(e.Timeline(psp), "capture", answer.PSPReference) {
+				t.Fatalf("before: totals %+v timeline %+v, want the capture still in flight", before.Totals, e.Timeline(psp))
 			}
 
 			// Attempts while the store is down change nothing and keep it.
@@ -178,7 +178,7 @@ func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
 			}
 
 			p := record(t, e, psp)
-			v, facts := p.View(), timeline(t, e, psp)
+			v, facts := p.View(), e.Timeline(psp)
 			sim, _ = e.Sim.Payment(psp)
 			if v.Captured != sim.CapturedValue || v.Authorised != sim.AuthorisedValue || inFlight(p) ||
 				v.State != payments.StatePartiallyCaptured || !hasAPIFact(facts, "capture", answer.PSPReference) {

@@ -92,7 +92,7 @@ func TestFlowRefundUpstreamFailure(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &answer); err != nil {
 		t.Fatal(err)
 	}
-	if facts := timeline(t, f.e, psp); !hasAPIFact(facts, "refund", answer.PSPReference) {
+	if facts := f.e.Timeline(psp); !hasAPIFact(facts, "refund", answer.PSPReference) {
 		t.Fatalf("the retry's answer (%s) is not recorded: timeline %+v", answer.PSPReference, facts)
 	}
 }
@@ -153,7 +153,7 @@ func TestParallelRefundsOfOnePayment(t *testing.T) {
 			// timeline: its operation's entry (op_…) moved to the refund's
 			// own pspReference, accepted there.
 			var ops, mods, all []string
-			for _, f := range timeline(t, e, psp) {
+			for _, f := range e.Timeline(psp) {
 				switch f.Kind {
 				case "refund-requested":
 					ops = append(ops, f.PSPReference)

@@ -37,6 +37,9 @@ type Receiver struct {
 	Live bool
 	// Metrics counts unroutable notifications (nil: not counted).
 	Metrics Metrics
+	// Sleeper waits before an item is processed again after its payment
+	// changed meanwhile (nil: real time).
+	Sleeper payments.Sleeper
 }
 
 // Metrics counts what the receiver sees (EMF in Lambda).
@@ -79,9 +82,20 @@ func (r *Receiver) Accept(ctx context.Context, live string, items []payments.Not
 // merchant its routing metadata names are read at once; a concurrent
 // change of the event or the record (the commit's conditions) redoes the
 // item.
+//
+// Under contention on the payment (concurrent operations and
+// notifications each move its head) an item waits a jittered pause
+// before each retry, as an operation's request does
+// (payments.WaitToRetry), and is retried as often: retrying at once
+// loses again and again, and the upstream would be answered 500.
 func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.Notification) error {
 	fresh := newEvent(live, item, r.Clock.Now())
-	for range maxMutateAttempts {
+	for attempt := 1; attempt <= maxItemAttempts; attempt++ {
+		if attempt > 1 {
+			if err := payments.WaitToRetry(ctx, r.Sleeper, attempt-1); err != nil {
+				return fmt.Errorf("store event %s: %w", fresh.ID, err)
+			}
+		}
 		var stored Event
 		var storedErr error
 		in := r.read(ctx, fresh.PaymentPSP, payments.EntryRef(item), item.AdditionalData[keyMetaMerchant],
@@ -115,6 +129,10 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 	}
 	return fmt.Errorf("store event %s: too many concurrent updates: %w", fresh.ID, storeerr.ErrConflict)
 }
+
+// maxItemAttempts bounds the processings of one arrival of an item that
+// lost to concurrent changes (the bound of an operation's request).
+const maxItemAttempts = 50
 
 // The one pipeline of a notification item, on every store. After one
 // round of concurrent reads (the event, its payment record, the merchant

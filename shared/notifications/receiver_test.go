@@ -476,3 +476,48 @@ func TestUnroutableListedThenRoutedByOperator(t *testing.T) {
 		t.Fatalf("routing a processed event again: %v", err)
 	}
 }
+
+// losingCommits is the embedded store whose first lose CommitItem calls
+// fail as a concurrent change of the payment does.
+type losingCommits struct {
+	*embedded.Store
+	lose, commits int
+}
+
+func (s *losingCommits) CommitItem(ctx context.Context, c notifications.ItemCommit) error {
+	if s.commits++; s.commits <= s.lose {
+		return storeerr.ErrConflict
+	}
+	return s.Store.CommitItem(ctx, c)
+}
+
+// countedSleeps counts the waits asked for and waits none.
+type countedSleeps struct{ n int }
+
+func (c *countedSleeps) Sleep(context.Context, time.Duration) error { c.n++; return nil }
+
+// TestItemRetriedAfterConcurrentChanges: an item whose payment changed
+// meanwhile is processed again after a wait, as often as an operation's
+// request is retried (50 tries), so that contention on the payment does
+// not answer the upstream 500. (Issue 27: 16 immediate retries lost to 50
+// concurrent captures and refunds on the embedded store.)
+func TestItemRetriedAfterConcurrentChanges(t *testing.T) {
+	for _, tc := range []struct {
+		lose     int
+		accepted bool
+	}{{0, true}, {20, true}, {49, true}, {50, false}} {
+		f := newFixture(t)
+		st := &losingCommits{Store: f.st, lose: tc.lose}
+		sl := &countedSleeps{}
+		f.r.Events, f.r.Sleeper = st, sl
+		err := f.accept(note(f.signed(authorisation("PSP1", true))))
+		wantCommits := min(tc.lose+1, 50)
+		if (err == nil) != tc.accepted || st.commits != wantCommits || sl.n != wantCommits-1 {
+			t.Errorf("%d commits lost: %v after %d commits and %d waits; want accepted %v after %d commits, a wait before each retry",
+				tc.lose, err, st.commits, sl.n, tc.accepted, wantCommits)
+		}
+		if !tc.accepted && apperr.KindOf(err) != apperr.Internal {
+			t.Errorf("%d commits lost: %v; want an internal error (the upstream sends it again)", tc.lose, err)
+		}
+	}
+}

@@ -36,7 +36,10 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 func captureRefusal(h Head, in CaptureInput) error {
 	v := h.View()
 	switch {
-	case v.State != StateAuthorised && v.State != StatePartiallyCaptured:
+	case v.State != StateAuthorised && v.State != StatePartiallyCaptured && v.State != StatePartiallyRefunded:
+		// A partial refund leaves the rest of the authorisation capturable
+		// (the write's guard takes the capture): only the amount can
+		// refuse it then.
 		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", v.State)
 	case h.Totals.AmountUpdatesInFlight > 0:
 		return nil // wait for the amount update's answer

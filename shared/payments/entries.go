@@ -59,16 +59,43 @@ func conflictWait(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// wait sleeps before retry attempt n, or returns the context's error.
-func wait(ctx context.Context, n int) error {
-	t := time.NewTimer(conflictWait(n))
+// Sleeper waits out the pause before a retry of a write that lost to
+// concurrent changes. The Service's is real time unless SleepWith sets
+// another: a test counts the time its requests waited on its own clock.
+type Sleeper interface {
+	// Sleep waits d, or returns ctx's error if ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// RealTime is the Sleeper of real time.
+type RealTime struct{}
+
+// Sleep waits d on a timer, or returns ctx's error.
+func (RealTime) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return fmt.Errorf("%w (%w)", ctx.Err(), ErrBusy)
+		return ctx.Err()
 	case <-t.C:
 		return nil
 	}
+}
+
+// wait sleeps before retry attempt n, or returns the context's error.
+func wait(ctx context.Context, n int) error { return WaitToRetry(ctx, RealTime{}, n) }
+
+// WaitToRetry waits on sl (nil: real time) the jittered pause before
+// retry attempt n (1-based) of a write that lost to concurrent changes
+// of a payment, or returns ctx's error (an ErrBusy).
+func WaitToRetry(ctx context.Context, sl Sleeper, n int) error {
+	if sl == nil {
+		sl = RealTime{}
+	}
+	if err := sl.Sleep(ctx, conflictWait(n)); err != nil {
+		return fmt.Errorf("%w (%w)", err, ErrBusy)
+	}
+	return nil
 }
 
 // ErrBusy: a change lost to concurrent changes every time it was tried.
@@ -111,7 +138,7 @@ func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, exp
 		if attempt == maxReserveAttempts {
 			return storeError(fmt.Errorf("reserve %s on %s: %w", e.Ref, psp, ErrBusy))
 		}
-		if err := wait(ctx, attempt); err != nil {
+		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
 			return storeError(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/money"
@@ -111,5 +112,39 @@ func TestCapturedState(t *testing.T) {
 		if got := h.View().State; got != tc.want {
 			t.Errorf("%d/%d = %s", tc.captured, tc.authorised, got)
 		}
+	}
+}
+
+// TestCaptureRefusal: why a capture that lost to a concurrent change is
+// refused, by the payment as it stands. A partial refund leaves the rest
+// of the authorisation capturable: only the amount refuses then (issue
+// 27: the 50-way mix answered "payment in state PartiallyRefunded cannot
+// be captured" for a capture the upstream would take).
+func TestCaptureRefusal(t *testing.T) {
+	eur := func(v int64) CaptureInput { return CaptureInput{Amount: money.Amount{Value: v, Currency: "EUR"}} }
+	for _, tc := range []struct {
+		name                string
+		captured, refunded  int64
+		capture             CaptureInput
+		wantState, wantText string // wantText "": not refused
+	}{
+		{"partially captured, within the rest", 600, 0, eur(400), "PartiallyCaptured", ""},
+		{"partially refunded, within the rest", 600, 100, eur(400), "PartiallyRefunded", ""},
+		{"partially refunded, over the rest", 600, 100, eur(401), "PartiallyRefunded", "must be at most the authorised amount not yet captured (400)"},
+		{"partially refunded, another currency", 600, 100, CaptureInput{Amount: money.Amount{Value: 1, Currency: "USD"}}, "PartiallyRefunded", "must be the payment's currency"},
+		{"captured", 1000, 0, eur(1), "Captured", "cannot be captured"},
+		{"refunded", 600, 600, eur(1), "Refunded", "cannot be captured"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Head{Amount: money.Amount{Value: 1000, Currency: "EUR"}, Authorised: 1000, Auth: Auth{ResultCode: "Authorised"}}
+			h.Totals = Totals{Captured: tc.captured, Refunded: tc.refunded, Capturable: 1000 - tc.captured, Refundable: tc.captured - tc.refunded}
+			if s := h.View().State; string(s) != tc.wantState {
+				t.Fatalf("state %s, want %s", s, tc.wantState)
+			}
+			err := captureRefusal(h, tc.capture)
+			if (err == nil) != (tc.wantText == "") || err != nil && !strings.Contains(err.Error(), tc.wantText) {
+				t.Fatalf("refusal %v; want %q", err, tc.wantText)
+			}
+		})
 	}
 }

@@ -35,11 +35,12 @@ type Service struct {
 	recordRetry time.Duration // see RetryRecordWritesFor
 	pending     PendingUpdates
 	metrics     RecordMetrics
+	sleeper     Sleeper // see SleepWith
 }
 
 // NewService returns a Service.
 func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Service {
-	return &Service{store: s, up: up, clock: clk, log: log, recordRetry: DefaultRecordRetry}
+	return &Service{store: s, up: up, clock: clk, log: log, recordRetry: DefaultRecordRetry, sleeper: RealTime{}}
 }
 
 // DefaultRecordRetry is how long a record write after the upstream's
@@ -60,6 +61,14 @@ func (s *Service) RetryRecordWritesFor(d time.Duration) *Service {
 // upstream's notification repairs the record).
 func (s *Service) DeferUpdatesTo(p PendingUpdates) *Service {
 	s.pending = p
+	return s
+}
+
+// SleepWith sets what waits between the retries of an operation's
+// request that lost to concurrent changes (entries.go reserve): RealTime
+// unless set; a test counts the waits on its own clock.
+func (s *Service) SleepWith(sl Sleeper) *Service {
+	s.sleeper = sl
 	return s
 }
 

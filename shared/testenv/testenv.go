@@ -410,11 +410,18 @@ func (r Response) JSON(t testing.TB) map[string]any {
 // optional headers as alternating names and values.
 func (e *Env) Do(method, path, keyName, body string, headers ...string) Response {
 	e.T.Helper()
+	return e.DoContext(context.Background(), method, path, keyName, body, headers...)
+}
+
+// DoContext is Do with the request's context ctx (a test's values for its
+// own wrappers of the ports; safe for concurrent use).
+func (e *Env) DoContext(ctx context.Context, method, path, keyName, body string, headers ...string) Response {
+	e.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := httptest.NewRequest(method, path, rd).WithContext(ctx)
 	if keyName != "" {
 		key, ok := e.Keys[keyName]
 		if !ok {
@@ -431,4 +438,23 @@ func (e *Env) Do(method, path, keyName, body string, headers ...string) Response
 	w := httptest.NewRecorder()
 	e.Handler.ServeHTTP(w, req)
 	return Response{Status: w.Code, Header: w.Header(), Body: w.Body.Bytes()}
+}
+
+// Timeline is payment psp's whole timeline as stored, read a page at a
+// time.
+func (e *Env) Timeline(psp string) []payments.Fact {
+	e.T.Helper()
+	var all []payments.Fact
+	cursor := ""
+	for {
+		page, next, err := e.Store.Timeline(context.Background(), psp, cursor, 500)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		all = append(all, page...)
+		if next == "" {
+			return all
+		}
+		cursor = next
+	}
 }
