@@ -230,7 +230,14 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.Stores.Close() })
+	t.Cleanup(func() {
+		// The simulator's notifications and the service's requests end
+		// before the stores close.
+		simSrv.Close()
+		_ = sim.Close()
+		svc.Close()
+		_ = a.Stores.Close()
+	})
 	queues, err := app.OpenQueues(ctx, a.Config, a.Stores, clk, log)
 	if err != nil {
 		t.Fatal(err)

@@ -270,7 +270,10 @@ func decodeHead(key, raw []byte) (paymentHead, error) {
 
 // Close folds the payment journal into the file and releases both.
 func (s *Store) Close() error {
-	err := s.journal.closeFolded(func() error { return s.commit.update(func(*bolt.Tx) error { return nil }) })
+	// As the committer's leader: no commit or journal write runs meanwhile.
+	err := s.commit.exclusive(func() error {
+		return s.journal.closeFolded(func() error { return s.commit.run(func(*bolt.Tx) error { return nil }) })
+	})
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}

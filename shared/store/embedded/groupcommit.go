@@ -43,9 +43,11 @@ type pendingTx struct {
 	// commits alone (the payment journal); handled false: it did not, fn
 	// runs.
 	alone func() (handled bool, err error)
-	err   error
-	done  chan struct{} // closed once err is final
-	lead  chan struct{} // this writer leads the next commit
+	// solo: commits alone, never in a group (exclusive).
+	solo bool
+	err  error
+	done chan struct{} // closed once err is final
+	lead chan struct{} // this writer leads the next commit
 }
 
 func (c *committer) update(fn func(*bolt.Tx) error) error {
@@ -55,7 +57,18 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 // updateOr is update where alone may make the write durable instead when
 // it commits alone (see pendingTx).
 func (c *committer) updateOr(fn func(*bolt.Tx) error, alone func() (bool, error)) error {
-	p := &pendingTx{fn: fn, alone: alone, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	return c.enqueue(&pendingTx{fn: fn, alone: alone})
+}
+
+// exclusive runs fn as the leader with no transaction under way and none
+// started until it returns (Close: the journal's state is the leader's).
+// fn must not call the committer; c.run commits from inside it.
+func (c *committer) exclusive(fn func() error) error {
+	return c.enqueue(&pendingTx{solo: true, alone: func() (bool, error) { return true, fn() }})
+}
+
+func (c *committer) enqueue(p *pendingTx) error {
+	p.done, p.lead = make(chan struct{}), make(chan struct{}, 1)
 	c.mu.Lock()
 	c.pending = append(c.pending, p)
 	if c.queued != nil {
@@ -88,7 +101,7 @@ func (c *committer) wait(p *pendingTx) error {
 		c.leading = true
 	}
 	for {
-		n := min(len(c.pending), maxGroup)
+		n := groupSize(c.pending)
 		group := c.pending[:n:n]
 		c.pending = append([]*pendingTx(nil), c.pending[n:]...)
 		c.mu.Unlock()
@@ -110,6 +123,18 @@ func (c *committer) wait(p *pendingTx) error {
 	}
 	c.mu.Unlock()
 	return p.err
+}
+
+// groupSize is how many of pending the next commit takes: up to maxGroup,
+// ending before a solo writer, or the solo writer alone.
+func groupSize(pending []*pendingTx) int {
+	n := min(len(pending), maxGroup)
+	for i, p := range pending[:n] {
+		if p.solo {
+			return max(i, 1)
+		}
+	}
+	return n
 }
 
 // commit runs group in one transaction, or each alone when one fails.
