@@ -118,13 +118,10 @@ func (f *simFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // upstreamOp names an upstream path: "payments", "sessions", "captures", …
 func upstreamOp(path string) string {
-	switch {
-	case strings.HasSuffix(path, "/captures"):
-		return "captures"
-	case strings.HasSuffix(path, "/sessions"):
-		return "sessions"
-	case strings.HasSuffix(path, "/payments"):
-		return "payments"
+	for _, op := range []string{"captures", "refunds", "reversals", "amountUpdates", "payments/details", "sessions", "payments"} {
+		if strings.HasSuffix(path, "/"+op) {
+			return op
+		}
 	}
 	return path
 }

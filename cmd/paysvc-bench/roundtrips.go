@@ -41,6 +41,7 @@ import (
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
+	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/sender"
 )
@@ -523,13 +524,63 @@ func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
 }
 
 // pay starts a payment through the service and returns its pspReference.
-func (e *rtEnv) pay(ref string) (string, error) {
-	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", fmt.Sprintf(payBodyFmt, ref), ref)
+func (e *rtEnv) pay(ref string) (string, error) { return e.payBody(fmt.Sprintf(payBodyFmt, ref), ref) }
+
+// Bodies of the write endpoints measured after captures.
+const (
+	refundBody = `{"amount":{"value":100,"currency":"EUR"}}`
+	// %s is the payment's pspReference.
+	amountUpdateBodyFmt = `{"pspReference":"%s","amount":{"value":15000,"currency":"EUR"}}`
+)
+
+// preAuthBody is a payment body of a pre-authorisation (its amount can be
+// updated) with reference ref.
+func preAuthBody(ref string) string {
+	return strings.Replace(fmt.Sprintf(payBodyFmt, ref), `"reference"`, `"additionalData":{"authorisationType":"PreAuth"},"reference"`, 1)
+}
+
+// payBody starts a payment with body (and Idempotency-Key key, if set)
+// through the service and returns its pspReference.
+func (e *rtEnv) payBody(body, key string) (string, error) {
+	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", body, key)
 	var out struct{ ResultCode, PSPReference string }
 	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || out.ResultCode != "Authorised" {
-		return "", fmt.Errorf("setup payment %s: %d %s", ref, code, b)
+		return "", fmt.Errorf("setup payment: %d %s", code, b)
 	}
 	return out.PSPReference, nil
+}
+
+// challenge starts a payment with a 3-D Secure card and returns the body
+// of the details request that completes its challenge.
+func (e *rtEnv) challenge(ref string) (string, error) {
+	body := strings.Replace(fmt.Sprintf(payBodyFmt, ref), "test_4111111111111111", "test_5454545454545454", 1)
+	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", body, "")
+	var out struct{ Action json.RawMessage }
+	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Action) == 0 {
+		return "", fmt.Errorf("setup challenge %s: %d %s", ref, code, b)
+	}
+	details, err := simulator.DetailsFor(out.Action, true)
+	if err != nil {
+		return "", err
+	}
+	return `{"details":` + string(details) + `}`, nil
+}
+
+// notify accepts the simulator's notification code of payment psp (its
+// modification's, for a capture) through the receiver.
+func (e *rtEnv) notify(psp, code string) error {
+	for _, it := range e.sim.Sim.NotificationsFor(psp) {
+		if it.EventCode != code {
+			continue
+		}
+		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
+		if err != nil {
+			return err
+		}
+		_, err = e.receiver.Accept(context.Background(), body)
+		return err
+	}
+	return fmt.Errorf("no %s notification for %s", code, psp)
 }
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
@@ -644,15 +695,73 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}); err != nil {
 			return err
 		}
-		psps := make([]string, n)
-		for i := range psps {
-			if psps[i], err = e.pay(unique("cap-setup")(i)); err != nil {
+		// setup makes one value per measured request (a payment, a
+		// challenge's details) with mk.
+		setup := func(mk func(i int) (string, error)) ([]string, error) {
+			out := make([]string, n)
+			for i := range out {
+				var err error
+				if out[i], err = mk(i); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		}
+		// measureOn measures name: POST path(v) with body(v), v the
+		// request's value made in setup.
+		measureOn := func(name string, vs []string, path, body func(v string) string, idem string) error {
+			return measure(name, n, func(i int) error {
+				return api(http.MethodPost, path(vs[i]), body(vs[i]), unique(idem), http.StatusOK)(i)
+			})
+		}
+		on := func(op string) func(string) string {
+			return func(psp string) string { return payPath + "/" + psp + "/" + op }
+		}
+		fixed := func(b string) func(string) string { return func(string) string { return b } }
+		pay := func(prefix string) func(i int) (string, error) {
+			return func(i int) (string, error) { return e.pay(unique(prefix)(i)) }
+		}
+		psps, err := setup(pay("cap-setup"))
+		if err != nil {
+			return err
+		}
+		if err := measureOn("POST captures (Idempotency-Key)", psps, on("captures"), fixed(captureBody), "cap"); err != nil {
+			return err
+		}
+		// The other write endpoints, each on payments made for it in setup:
+		// a refund of a captured payment (its CAPTURE notification
+		// accepted), a reversal, an amount update of a pre-authorisation,
+		// and the details of a 3-D Secure challenge.
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		for _, psp := range psps {
+			if err := e.notify(psp, upstream.EventCapture); err != nil {
 				return err
 			}
 		}
-		if err := measure("POST captures (Idempotency-Key)", n, func(i int) error {
-			return api(http.MethodPost, payPath+"/"+psps[i]+"/captures", captureBody, unique("cap"), http.StatusOK)(i)
-		}); err != nil {
+		if err := measureOn("POST refunds (Idempotency-Key)", psps, on("refunds"), fixed(refundBody), "ref"); err != nil {
+			return err
+		}
+		if psps, err = setup(pay("rev-setup")); err != nil {
+			return err
+		}
+		if err := measureOn("POST reversals (Idempotency-Key)", psps, on("reversals"), fixed("{}"), "rev"); err != nil {
+			return err
+		}
+		if psps, err = setup(func(i int) (string, error) { return e.payBody(preAuthBody(unique("upd-setup")(i)), "") }); err != nil {
+			return err
+		}
+		update := func(psp string) string { return fmt.Sprintf(amountUpdateBodyFmt, psp) }
+		if err := measureOn("POST amount-updates (Idempotency-Key)", psps, on("amount-updates"), update, "upd"); err != nil {
+			return err
+		}
+		challenges, err := setup(func(i int) (string, error) { return e.challenge(unique("det-setup")(i)) })
+		if err != nil {
+			return err
+		}
+		details := func(body string) string { return body }
+		if err := measureOn("POST payments/details (Idempotency-Key)", challenges, fixed(payPath+"/details"), details, "det"); err != nil {
 			return err
 		}
 		cfg.logf("roundtrips: API operations done")

@@ -66,8 +66,10 @@ func amountUpdateRefusal(h Head, in AmountUpdateInput) error {
 
 // answerAmountUpdate records the platform's answer to amount update ref
 // of payment psp: accepted, its amount becomes the authorised amount (the
-// head changes with the entry, one write conditional on both).
-func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer) error {
+// head changes with the entry, one write conditional on both). The first
+// attempt starts from first, the entry as the request wrote it, when set
+// (no entry under mod yet; a conflict reads).
+func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer, first *Entry) error {
 	for attempt := 1; ; attempt++ {
 		h, err := st.GetPayment(ctx, psp)
 		if errors.Is(err, storeerr.ErrNotFound) {
@@ -76,8 +78,11 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 		if err != nil {
 			return fmt.Errorf("read payment %s: %w", psp, err)
 		}
-		op, canon, found, err := readOperation(ctx, st, psp, ref, mod)
-		if err != nil {
+		var op, canon Entry
+		var found bool
+		if attempt == 1 && first != nil {
+			op = *first
+		} else if op, canon, found, err = readOperation(ctx, st, psp, ref, mod); err != nil {
 			return err
 		}
 		if op.Ref == "" {

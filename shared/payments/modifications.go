@@ -30,7 +30,7 @@ type ModificationResult struct {
 func (s *Service) answered(ctx context.Context, c *Call, psp string, e Entry, resp ModificationAnswer, err error,
 	failed apperr.Kind, what string) (ModificationResult, error) {
 	if u, ok := answerUpdate(psp, e, resp, err, s.clock.Now()); ok {
-		s.recordAfter(ctx, c, u, &e)
+		s.recordAfter(ctx, c, u, known{entry: &e})
 	}
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, failed, what)

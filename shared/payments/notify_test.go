@@ -26,11 +26,46 @@ type memStore struct {
 	mu sync.Mutex
 	// failWrites makes that many Write calls fail.
 	failWrites int
+	// accesses, when not nil, records each read and write: "read KEY",
+	// "entries KEY", "write KEY".
+	accesses *[]string
+}
+
+func (m *memStore) access(op, key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.accesses != nil {
+		*m.accesses = append(*m.accesses, op+" "+key)
+	}
+}
+
+// record starts recording accesses and returns what they are, when called.
+func (m *memStore) record() func() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var log []string
+	m.accesses = &log
+	return func() []string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return append([]string(nil), log...)
+	}
+}
+
+func (m *memStore) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
+	m.access("read", psp)
+	return m.Store.GetPayment(ctx, psp)
+}
+
+func (m *memStore) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
+	m.access("entries", psp)
+	return m.Store.GetEntries(ctx, psp, refs...)
 }
 
 func newMemStore() *memStore { return &memStore{Store: memledger.New(clock.NewFake(t0))} }
 
 func (m *memStore) Write(ctx context.Context, w payments.Write) error {
+	m.access("write", w.PSP)
 	m.mu.Lock()
 	if m.failWrites > 0 {
 		m.failWrites--

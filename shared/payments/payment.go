@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -68,13 +69,13 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	}
 	switch {
 	case resp.PSPReference != "":
-		s.recordAfter(ctx, c, resultUpdate(UpdatePayment, resp, facts, m.CaptureMode, s.clock.Now()), nil)
+		s.recordAfter(ctx, c, resultUpdate(UpdatePayment, resp, facts, m.CaptureMode, s.clock.Now()), known{})
 	case resp.Action != nil || unfinished(State(resp.ResultCode)):
 		// An action answer without pspReference (pending.go): recorded now,
 		// bound when details or the notification name the pspReference.
 		facts.CaptureMode = m.CaptureMode
 		facts.ActionPaymentData = resp.ActionPaymentData
-		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: s.clock.Now()}, nil)
+		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: s.clock.Now()}, known{})
 	}
 	out := resultOf(resp)
 	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
@@ -104,6 +105,15 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
+	// The payment's head, if stored, is read alongside its pending record.
+	var (
+		existing    Head
+		existingErr error
+		reads       sync.WaitGroup
+	)
+	if resp.PSPReference != "" {
+		reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, resp.PSPReference) })
+	}
 	// The payment these details complete: the reference the merchant sent,
 	// else the one its action's paymentData leads to, else the one the
 	// upstream echoes.
@@ -118,10 +128,21 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if pd := resp.ActionPaymentData; resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
 		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateAction, At: s.clock.Now(),
-			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, nil)
+			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, known{})
 	}
 	if resp.PSPReference != "" {
-		existing, err := s.store.GetPayment(ctx, resp.PSPReference)
+		var k known
+		if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference); err == nil {
+			k.pending = &pendingRead{head: pend, found: found}
+		}
+		reads.Wait()
+		err := existingErr
+		switch {
+		case err == nil:
+			k.head = &existing
+		case errors.Is(err, storeerr.ErrNotFound):
+			k.head = &Head{PSPReference: resp.PSPReference}
+		}
 		if err == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
 			s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
 				"pspReference", resp.PSPReference, "site", site.ID)
@@ -135,7 +156,7 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		if resp.Amount != nil {
 			facts.Amount = *resp.Amount
 		}
-		s.recordAfter(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()), nil)
+		s.recordAfter(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()), k)
 	}
 	out := resultOf(resp)
 	if out.MerchantReference == "" {
@@ -208,12 +229,17 @@ func outcome(s State) bool {
 // recordResult creates or updates the head of a payment after a payment
 // or details answer naming its pspReference. A details answer starts from
 // the payment's pending record (found by PendingReference), which is then
-// marked bound.
-func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
+// marked bound. What k holds (the request's reads after the answer) is
+// not read again.
+func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error {
 	f, psp := u.Payment, u.PSPReference
 	var pend Head
 	var found bool
-	if u.Kind == UpdateDetails {
+	switch {
+	case u.Kind != UpdateDetails:
+	case k.pending != nil:
+		pend, found = k.pending.head, k.pending.found
+	default:
 		var err error
 		if pend, found, err = pendingFor(ctx, st, f.MerchantID, f.SiteID, f.PendingReference, psp); err != nil {
 			return fmt.Errorf("read pending payment %s: %w", f.PendingReference, err)
@@ -225,7 +251,8 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
 	if found {
 		facts = append(facts, boundFact(pend, u.At))
 	}
-	if !found { // a new payment is one create-only write; the read follows only if one exists
+	exists := k.head != nil && k.head.Version != 0
+	if !found && !exists { // a new payment is one create-only write; the read follows only if one exists
 		h := f.newHead(psp, u.At)
 		h.answered(u.Status)
 		h.UpdatedAt, h.Version = u.At, 1
@@ -237,7 +264,14 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
 			return nil
 		}
 	}
-	err := updateHead(ctx, st, psp, func(h *Head) error {
+	// The pending record is marked bound alongside: a later attempt finds
+	// it bound to psp and starts from it again.
+	var bound sync.WaitGroup
+	var bindErr error
+	if found {
+		bound.Go(func() { bindErr = markBound(ctx, st, pend, psp) })
+	}
+	err := updateHead(ctx, st, psp, k.head, func(h *Head) error {
 		stored := h.clone()
 		if h.Version == 0 {
 			*h = f.newHead(psp, u.At)
@@ -259,13 +293,11 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate) error {
 		h.UpdatedAt = later(h.UpdatedAt, u.At)
 		return nil
 	}, facts...)
+	bound.Wait()
 	if err != nil {
-		return fmt.Errorf("record payment %s: %w", psp, err)
+		err = fmt.Errorf("record payment %s: %w", psp, err)
 	}
-	if found {
-		return markBound(ctx, st, pend, psp)
-	}
-	return nil
+	return errors.Join(err, bindErr)
 }
 
 // answered moves the head to an answer's result code: an outcome is never
@@ -318,16 +350,29 @@ func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
 	h := f.newHead("", u.At)
 	h.answered(u.Status)
 	h.UpdatedAt = u.At
-	return errors.Join(savePending(ctx, st, h), saveActionAlias(ctx, st, f.MerchantID, f.SiteID, f.Reference, f.ActionPaymentData, u.At))
+	var wg sync.WaitGroup
+	var aliasErr error
+	wg.Go(func() {
+		aliasErr = saveActionAlias(ctx, st, f.MerchantID, f.SiteID, f.Reference, f.ActionPaymentData, u.At)
+	})
+	err := savePending(ctx, st, h)
+	wg.Wait()
+	return errors.Join(err, aliasErr)
 }
 
 // updateHead applies fn to payment psp's head (Version 0: none stored)
 // and writes it conditionally on its version, with facts, re-reading and
-// re-applying on a concurrent change. fn returning ErrSkip writes nothing.
-func updateHead(ctx context.Context, st Store, psp string, fn func(*Head) error, facts ...Fact) error {
+// re-applying on a concurrent change. The first attempt starts from start
+// when it is set (the head as the caller read it; Version 0: none, so
+// the write creates it) instead of reading. fn returning ErrSkip writes
+// nothing.
+func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) error {
 	for attempt := 1; ; attempt++ {
-		h, err := st.GetPayment(ctx, psp)
-		if errors.Is(err, storeerr.ErrNotFound) {
+		var h Head
+		var err error
+		if attempt == 1 && start != nil {
+			h = start.clone()
+		} else if h, err = st.GetPayment(ctx, psp); errors.Is(err, storeerr.ErrNotFound) {
 			h, err = Head{PSPReference: psp}, nil
 		}
 		if err != nil {

@@ -90,7 +90,9 @@ func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix
 // repeated update) stays as it is.
 func savePending(ctx context.Context, st Store, h Head) error {
 	key := PendingKey(h.MerchantID, h.SiteID, h.Reference)
-	err := updateHead(ctx, st, key, func(cur *Head) error {
+	// A new reference is the common case: the first attempt creates the
+	// record without reading; one that exists is read and replaced.
+	err := updateHead(ctx, st, key, &Head{PSPReference: key}, func(cur *Head) error {
 		if cur.Version != 0 && cur.BoundTo != "" && cur.CreatedAt.Equal(h.CreatedAt) && cur.Amount == h.Amount {
 			return ErrSkip // this payment's, bound since
 		}
@@ -183,7 +185,7 @@ func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 		return nil
 	}
 	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	err := updateHead(ctx, st, key, func(h *Head) error {
+	err := updateHead(ctx, st, key, &pend, func(h *Head) error {
 		if h.Version == 0 || h.BoundTo == psp {
 			return ErrSkip
 		}

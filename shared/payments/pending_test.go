@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/money"
@@ -24,8 +26,10 @@ func (d *detailsUpstream) Details(context.Context, payments.DetailsRequest) (pay
 // pendingFixture starts a 3-D Secure payment the platform answers without
 // pspReference (the published shape); details answer only resultCode and
 // pspReference.
-func pendingFixture(t *testing.T) *fixture {
-	f := newFixture(t)
+func pendingFixture(t *testing.T) *fixture { return pendingFixtureOn(t, newFixture(t)) }
+
+// pendingFixtureOn is pendingFixture with f.
+func pendingFixtureOn(t *testing.T, f *fixture) *fixture {
 	up := &detailsUpstream{fakeUpstream: f.up, details: payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp}}
 	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	f.up.result = payments.PaymentAnswer{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`),
@@ -164,5 +168,71 @@ func TestPendingBoundByTheActionsPaymentData(t *testing.T) {
 	}
 	if p, err := g.st.GetPayment(g.ctx, psp); err != nil || p.SiteID != "site_b" || p.Amount.Value != 0 || p.Reference != "" {
 		t.Fatalf("another site's details bound this site's payment: %+v %v", p, err)
+	}
+}
+
+// What details read and write after the upstream's answer: the payment's
+// head and its pending record, read once each before any write (at once,
+// on the deployed store: one round trip), then the writes (another); a
+// repeated answer writes nothing.
+func TestDetailsReadBeforeTheyWrite(t *testing.T) {
+	pending := payments.PendingKey(merchant.ID, site.ID, "order-1")
+	for _, tc := range []struct {
+		name string
+		// ref is the details request's reference; twice sends it again.
+		ref   string
+		twice bool
+		reads []string
+		write []string
+	}{
+		{name: "pending record bound by details", ref: "order-1",
+			reads: []string{"read " + psp, "read " + pending}, write: []string{"write " + psp, "write " + pending}},
+		{name: "the same answer again", ref: "order-1", twice: true,
+			reads: []string{"read " + psp, "read " + pending}},
+		{name: "nothing names the payment", ref: "",
+			reads: []string{"read " + psp}, write: []string{"write " + psp}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := pendingFixture(t)
+			if tc.twice {
+				f.details(tc.ref)
+			}
+			accesses := f.st.record()
+			f.details(tc.ref)
+			var reads, writes []string
+			for i, a := range accesses() {
+				if strings.HasPrefix(a, "write ") {
+					writes = append(writes, a)
+					continue
+				}
+				if len(writes) > 0 {
+					t.Fatalf("access %d, %q, reads after a write: %q", i, a, accesses())
+				}
+				reads = append(reads, a)
+			}
+			slices.Sort(reads)
+			slices.Sort(writes)
+			if !slices.Equal(reads, tc.reads) || !slices.Equal(writes, tc.write) {
+				t.Fatalf("reads %q, writes %q; want %q then %q", reads, writes, tc.reads, tc.write)
+			}
+		})
+	}
+}
+
+// A payment answered with an action is one write of its pending record
+// and one of its action's alias, without a read.
+func TestPendingRecordWrittenWithoutARead(t *testing.T) {
+	f := newFixture(t)
+	accesses := f.st.record()
+	_ = pendingFixtureOn(t, f)
+	var got []string
+	for _, a := range accesses() {
+		if !strings.HasPrefix(a, "write ") {
+			t.Fatalf("%q: the pending record is read before it is created: %q", a, accesses())
+		}
+		got = append(got, a)
+	}
+	if len(got) != 2 {
+		t.Fatalf("writes %q, want the pending record's and the alias's", got)
 	}
 }

@@ -199,18 +199,35 @@ func (u RecordUpdate) Validate() error {
 // errors are returned (retry later); ErrUpdateRefused when it can never
 // apply.
 func ApplyRecordUpdate(ctx context.Context, st Store, u RecordUpdate) error {
-	return applyRecordUpdate(ctx, st, u, nil)
+	return applyRecordUpdate(ctx, st, u, known{})
 }
 
-// applyRecordUpdate is ApplyRecordUpdate starting, for an operation's
-// answer, from first: the entry as the request wrote it (nil: read it).
-func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Entry) error {
+// known is what a request wrote or read of the records an update applies
+// to: the update's first attempt starts from it instead of reading them
+// (an attempt after a conflict reads). Zero: nothing known.
+type known struct {
+	// entry is an operation's entry as the request wrote it.
+	entry *Entry
+	// head is the payment's head as read after a details answer (Version
+	// 0: none stored); pending its pending record, looked up then.
+	head    *Head
+	pending *pendingRead
+}
+
+// pendingRead is the outcome of pendingFor.
+type pendingRead struct {
+	head  Head
+	found bool
+}
+
+// applyRecordUpdate is ApplyRecordUpdate starting from what k holds.
+func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, k known) error {
 	if err := u.Validate(); err != nil {
 		return err
 	}
 	switch u.Kind {
 	case UpdatePayment, UpdateDetails:
-		return recordResult(ctx, st, u)
+		return recordResult(ctx, st, u, k)
 	case UpdatePending:
 		return recordPending(ctx, st, u)
 	case UpdateAction:
@@ -225,9 +242,9 @@ func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Ent
 	kind, a := u.answerOf()
 	var err error
 	if kind == OpAmountUpdate {
-		err = answerAmountUpdate(ctx, st, u.PSPReference, u.Op, u.Modification, a)
+		err = answerAmountUpdate(ctx, st, u.PSPReference, u.Op, u.Modification, a, k.entry)
 	} else {
-		err = answerEntry(ctx, st, u.PSPReference, u.Op, u.Modification, a, first)
+		err = answerEntry(ctx, st, u.PSPReference, u.Op, u.Modification, a, k.entry)
 	}
 	if err != nil {
 		return fmt.Errorf("%s update of payment %s: %w", u.Kind, u.PSPReference, err)
@@ -243,13 +260,13 @@ func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, first *Ent
 // port, which applies it until it lands. Only when that fails too is an
 // error returned: the update is lost and the upstream's notification is
 // the only repair.
-func (s *Service) settle(ctx context.Context, u RecordUpdate, first *Entry) error {
+func (s *Service) settle(ctx context.Context, u RecordUpdate, k known) error {
 	if ctx.Done() != nil { // not detached yet (Call.record's context is)
 		ctx = context.WithoutCancel(ctx)
 	}
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		err := applyRecordUpdate(ctx, s.store, u, first)
+		err := applyRecordUpdate(ctx, s.store, u, k)
 		if err == nil {
 			return nil
 		}
@@ -261,7 +278,7 @@ func (s *Service) settle(ctx context.Context, u RecordUpdate, first *Entry) erro
 		}
 		s.log.WarnContext(ctx, "updating payment record failed; retrying", "pspReference", u.PSPReference, "update", string(u.Kind), "attempt", attempt, "err", err.Error())
 		time.Sleep(min(settleBackoff<<min(attempt-1, 6), time.Second))
-		first = nil // re-read the record
+		k = known{} // re-read the record
 	}
 }
 
@@ -291,11 +308,11 @@ func (s *Service) deferUpdate(ctx context.Context, u RecordUpdate, attempts int,
 }
 
 // recordAfter starts the record update u after the upstream's answer
-// alongside the rest of the request (c.Wait).
-func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, first *Entry) {
-	if first != nil {
-		last := *first
-		first = &last
+// alongside the rest of the request (c.Wait), starting from k.
+func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k known) {
+	if k.entry != nil {
+		last := *k.entry
+		k.entry = &last
 	}
-	c.record(ctx, func(ctx context.Context) error { return s.settle(ctx, u, first) })
+	c.record(ctx, func(ctx context.Context) error { return s.settle(ctx, u, k) })
 }

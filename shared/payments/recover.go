@@ -98,7 +98,7 @@ func (s *Service) recoverOne(ctx context.Context, r OpRef) (Outcome, error) {
 	if Outcome(u.Status) == Unknown && e.Answered != nil {
 		return Unknown, nil // nothing new to record
 	}
-	if err := applyRecordUpdate(ctx, s.store, u, &e); err != nil {
+	if err := applyRecordUpdate(ctx, s.store, u, known{entry: &e}); err != nil {
 		return "", err
 	}
 	s.log.InfoContext(ctx, "operation's answer recovered", "pspReference", r.PSP, "operation", r.Ref,

@@ -62,6 +62,6 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 	// The session is usable upstream whatever happens here, and its
 	// notifications carry routing metadata; its record is written like
 	// every record after an upstream answer (deferred rather than lost).
-	s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateSession, Session: &rec, At: now}, nil)
+	s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateSession, Session: &rec, At: now}, known{})
 	return SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, ExpiresAt: resp.ExpiresAt, URL: resp.URL}, nil
 }
