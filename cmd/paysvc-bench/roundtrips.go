@@ -369,6 +369,7 @@ type rtEnv struct {
 	rec      *callRecorder
 	logs     *countingWriter // every log line and EMF metric written
 	handler  http.Handler
+	deps     *httpapi.Deps // the handler's
 	key      string
 	receiver *connector.Inbox
 	disp     *webhooks.Dispatcher
@@ -481,7 +482,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 	}
 	q := sqsqueue.New(sqsClient, qURL, dlqURL)
 	return &rtEnv{
-		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key,
+		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key, deps: d,
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
 		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
@@ -684,6 +685,15 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}
 		if err := measure("POST payments, replay of a finished key", n,
 			api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)); err != nil {
+			return err
+		}
+		// A new tenant cache before each request: the API key, site and
+		// merchant are read.
+		cold := api(http.MethodPost, payPath, payBodyFmt, unique("cold"), http.StatusOK)
+		if err := measure("POST payments (Idempotency-Key), tenant cache cold", n, func(i int) error {
+			e.deps.Auth = tenant.NewAuthenticator(e.st, tenant.EnvTest, clock.System{}, 5*time.Second)
+			return cold(i)
+		}); err != nil {
 			return err
 		}
 		if err := measure("POST payments (no Idempotency-Key)", n, func(i int) error {

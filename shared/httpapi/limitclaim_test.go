@@ -9,6 +9,7 @@ import (
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
 )
 
@@ -89,5 +90,106 @@ func TestLimitedIdempotentPostReleasesItsClaim(t *testing.T) {
 	r = e.Do("POST", path, "ASlow", payBody(""), "Idempotency-Key", "slow-3")
 	if r.Status != 200 || r.Header.Get(idempotency.HeaderReplayed) != "" {
 		t.Fatalf("the key of a limited request, after the window: %d %s (want a fresh 200, not 409 in progress)", r.Status, r.Body)
+	}
+}
+
+// barrier makes named calls meet: each announces itself and waits for all
+// the others, so the test fails if any ran after another had finished.
+type barrier map[string]chan struct{}
+
+func newBarrier(names ...string) barrier {
+	b := barrier{}
+	for _, n := range names {
+		b[n] = make(chan struct{})
+	}
+	return b
+}
+
+func (b barrier) meet(t *testing.T, name string) {
+	close(b[name])
+	for other, ch := range b {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second): // a failure bound only
+			t.Errorf("%s did not meet %s: they are not concurrent", name, other)
+		}
+	}
+}
+
+type barrierLimits struct {
+	ratelimit.Store
+	t *testing.T
+	b barrier
+}
+
+func (m barrierLimits) Hit(ctx context.Context, bucket string, limit int, exp time.Time) (bool, error) {
+	m.b.meet(m.t, "rate-limit hit")
+	return m.Store.Hit(ctx, bucket, limit, exp)
+}
+
+type barrierClaims struct {
+	idempotency.Store
+	t *testing.T
+	b barrier
+}
+
+func (m barrierClaims) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
+	m.b.meet(m.t, "idempotency claim")
+	return m.Store.Claim(ctx, rec, now)
+}
+
+type barrierSites struct {
+	tenant.Store
+	t *testing.T
+	b barrier
+}
+
+func (m barrierSites) GetSite(ctx context.Context, id string) (tenant.Site, error) {
+	m.b.meet(m.t, "site read")
+	return m.Store.GetSite(ctx, id)
+}
+
+// With the tenant cache cold, an idempotent POST reads its site while it
+// makes its rate-limit hit and claims its key: after the API key, one store
+// round trip, not three (docs/scale.md, "Round trips per endpoint").
+func TestColdSiteReadAlongsideHitAndClaim(t *testing.T) {
+	b := newBarrier("rate-limit hit", "idempotency claim", "site read")
+	e := testenv.NewWith(t, testenv.Options{WrapIdem: func(s idempotency.Store) idempotency.Store {
+		return barrierClaims{Store: s, t: t, b: b}
+	}})
+	e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e.Deps.Auth = tenant.NewAuthenticator(barrierSites{Store: e.Store, t: t, b: b}, tenant.EnvTest, e.Clock, 0)
+	res := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", payBody(""), "Idempotency-Key", "cold-1")
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Body)
+	}
+}
+
+// A request refused after its key was claimed (an unknown site, a site of
+// another merchant, a bad body) answers that refusal and releases the key:
+// the same key then runs afresh on the right path.
+func TestRefusedRequestReleasesItsClaim(t *testing.T) {
+	e := testenv.New(t)
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		code             string
+	}{
+		{"unknown site", "/v1/ecom/site_nope/payments", payBody(""), 404, "yp_3004"},
+		{"another merchant's site", "/v1/ecom/" + testenv.SiteB + "/payments", payBody(""), 404, "yp_3004"},
+		{"body not JSON", "/v1/ecom/" + testenv.SiteA + "/payments", "{", 400, "yp_2002"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "refused-" + tc.name
+			r := e.Do("POST", tc.path, "A", tc.body, "Idempotency-Key", key)
+			if r.Status != tc.status || (tc.code != "" && r.JSON(t)["errorCode"] != tc.code) {
+				t.Fatalf("%s: %d %s", tc.name, r.Status, r.Body)
+			}
+			r = e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", payBody(""), "Idempotency-Key", key)
+			if r.Status != 200 || r.Header.Get(idempotency.HeaderReplayed) != "" {
+				t.Fatalf("the key after %s: %d %s (want a fresh 200)", tc.name, r.Status, r.Body)
+			}
+		})
 	}
 }

@@ -67,7 +67,10 @@ type Call struct {
 	Req           *http.Request
 	Principal     tenant.Principal
 	Body          []byte
-	payments.Call // by value: one allocation per request for both
+	payments.Call // by value: one allocation per request for all
+	// the rate limit's verdict and the idempotency claim, on their way
+	limit verdict
+	claim claim
 }
 
 // PathValue returns a path wildcard's value.
@@ -148,11 +151,15 @@ func (d *Deps) pattern(routes []Route) http.Handler {
 }
 
 // serve runs one route's pipeline: headers sent once → auth → permission →
-// rate limit → site and merchant → body → idempotency → handler. For an
-// idempotent POST the rate-limit hit runs alongside site resolution, body
-// read and the idempotency claim (one store round trip deep instead of
-// two); its verdict still comes first: a limited request gets its 429
-// whatever else failed, and a claim it made is released.
+// rate limit → site and merchant → body → idempotency → handler, and
+// answers the first of these that fails. After auth the store calls run
+// at once: the rate-limit hit, site and merchant resolution (when not
+// cached) and, for an idempotent POST, the claim of its key (the body is
+// read first: the claim fingerprints it) — one store round trip deep
+// instead of three. Their verdicts still come in that order: a limited
+// request gets its 429 whatever else failed, an unknown site its 404
+// whatever the claim found, and a claim made for a request that does not
+// run is released.
 func (d *Deps) serve(rt Route) handler {
 	return func(w http.ResponseWriter, r *http.Request, info *reqInfo) {
 		ctx := r.Context()
@@ -172,14 +179,18 @@ func (d *Deps) serve(rt Route) handler {
 			return
 		}
 		idempotent := r.Method == http.MethodPost && len(r.Header.Values(idempotency.Header)) > 0
-		var limit *verdict // the rate limit's, on its way (idempotent POSTs)
-		if idempotent {
-			limit = d.allowAsync(ctx, p)
-		} else if err := d.Limiter.Allow(ctx, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst); err != nil {
-			writeError(w, info, err)
-			return
-		}
 		c := &Call{Req: r, Principal: p}
+		limit := &c.limit
+		d.startLimit(ctx, limit, p)
+		var bodyErr error
+		if r.Method == http.MethodPost {
+			c.Body, bodyErr = readBody(w, r, rt.BodyOptional)
+		}
+		var cl *claim
+		if idempotent && bodyErr == nil {
+			cl = &c.claim
+			d.startClaim(ctx, cl, r, c)
+		}
 		if rt.Site {
 			info.Site = r.PathValue("siteId")
 			c.Site, c.Merchant, err = d.Auth.Site(ctx, p, r.PathValue("siteId"))
@@ -189,24 +200,66 @@ func (d *Deps) serve(rt Route) handler {
 		} else {
 			c.Merchant, err = d.Auth.Merchant(ctx, p)
 		}
+		if err == nil {
+			err = bodyErr
+		}
 		if err != nil {
+			cl.release(ctx, d)
 			writeError(w, info, limit.or(err))
 			return
 		}
-		if r.Method == http.MethodPost {
-			if c.Body, err = readBody(w, r, rt.BodyOptional); err != nil {
-				writeError(w, info, limit.or(err))
+		if !idempotent {
+			if err := limit.wait(); err != nil {
+				writeError(w, info, err)
 				return
 			}
-		}
-		if !idempotent {
 			resp := d.run(ctx, rt, c)
 			d.awaitRecords(ctx, rt, c)
 			info.PSPReference = resp.psp
 			resp.write(w, info)
 			return
 		}
-		d.serveIdempotent(w, r, info, rt, c, limit)
+		d.serveIdempotent(w, r, info, rt, c, limit, cl)
+	}
+}
+
+// claim is an idempotency claim on its way: the key as parsed, then the
+// claim's outcome, set by its goroutine before it marks done.
+type claim struct {
+	key    string
+	keyErr error // a malformed key: nothing was claimed
+	fp     string
+	done   sync.WaitGroup
+	lease  *idempotency.Lease
+	replay *idempotency.Response
+	err    error
+}
+
+// startClaim starts claiming the Idempotency-Key of r for c's body.
+func (d *Deps) startClaim(ctx context.Context, cl *claim, r *http.Request, c *Call) {
+	cl.key, cl.keyErr = idempotency.ParseKey(r.Header.Get(idempotency.Header)) // sent once: singleHeaders
+	if cl.keyErr != nil {
+		return
+	}
+	cl.fp = idempotency.Fingerprint(r.Method, r.URL.Path, c.Body)
+	cl.done.Add(1)
+	go d.claimInto(ctx, cl, c.Principal.MerchantID())
+}
+
+func (d *Deps) claimInto(ctx context.Context, cl *claim, scope string) {
+	defer cl.done.Done()
+	cl.lease, cl.replay, cl.err = d.Idem.Begin(ctx, scope, cl.key, cl.fp)
+}
+
+// release gives back the key claimed for a request that does not run
+// (nil: none started).
+func (cl *claim) release(ctx context.Context, d *Deps) {
+	if cl == nil {
+		return
+	}
+	cl.done.Wait()
+	if cl.lease != nil {
+		d.Idem.Finish(ctx, cl.lease, idempotency.Response{}, false)
 	}
 }
 
@@ -236,12 +289,10 @@ func (v *verdict) or(err error) error {
 	return err
 }
 
-// allowAsync starts the caller's rate-limit hit.
-func (d *Deps) allowAsync(ctx context.Context, p tenant.Principal) *verdict {
-	v := &verdict{}
+// startLimit starts the caller's rate-limit hit into v.
+func (d *Deps) startLimit(ctx context.Context, v *verdict, p tenant.Principal) {
 	v.done.Add(1)
 	go d.allowInto(ctx, v, p.Key.ID, p.Key.RatePerSecond, p.Key.Burst)
-	return v
 }
 
 func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, burst int) {
@@ -249,19 +300,18 @@ func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, bu
 	v.done.Done()
 }
 
-// serveIdempotent runs a POST under its Idempotency-Key. limit is the
-// rate limiter's verdict, possibly still on its way: it decides before the
-// claim's outcome does.
-func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict) {
+// serveIdempotent runs a POST under its Idempotency-Key, claimed by cl.
+// limit is the rate limiter's verdict, possibly still on its way: it
+// decides before the claim's outcome does.
+func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict, cl *claim) {
 	ctx := r.Context()
-	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header)) // sent once: singleHeaders
-	if err != nil {
-		writeError(w, info, limit.or(err))
+	if cl.keyErr != nil {
+		writeError(w, info, limit.or(cl.keyErr))
 		return
 	}
-	scope := c.Principal.MerchantID()
-	fp := idempotency.Fingerprint(r.Method, r.URL.Path, c.Body)
-	lease, replay, err := d.Idem.Begin(ctx, scope, key, fp)
+	cl.done.Wait()
+	scope, key, fp := c.Principal.MerchantID(), cl.key, cl.fp
+	lease, replay, err := cl.lease, cl.replay, cl.err
 	if lerr := limit.wait(); lerr != nil {
 		if lease != nil { // limited: the request never ran
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
