@@ -109,9 +109,22 @@ var errSkip = errors.New("webhooks: no change")
 // its version, re-reading and re-applying on a concurrent change. fn
 // returning errSkip saves nothing and returns the current record.
 func MutateDelivery(ctx context.Context, st DeliveryStore, id string, fn func(*Delivery) error) (Delivery, error) {
+	return mutateDelivery(ctx, st, id, nil, fn)
+}
+
+// mutateFrom is MutateDelivery whose first attempt starts from start, the
+// delivery as the caller last read or saved it, instead of reading it.
+func mutateFrom(ctx context.Context, st DeliveryStore, start Delivery, fn func(*Delivery) error) (Delivery, error) {
+	return mutateDelivery(ctx, st, start.ID, &start, fn)
+}
+
+func mutateDelivery(ctx context.Context, st DeliveryStore, id string, start *Delivery, fn func(*Delivery) error) (Delivery, error) {
 	for range maxMutateAttempts {
-		d, err := st.GetDelivery(ctx, id)
-		if err != nil {
+		var d Delivery
+		var err error
+		if start != nil {
+			d, start = *start, nil
+		} else if d, err = st.GetDelivery(ctx, id); err != nil {
 			return Delivery{}, err
 		}
 		prev := d.Version

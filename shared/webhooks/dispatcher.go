@@ -96,7 +96,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 	}
 	sub, err := d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
 	if errors.Is(err, storeerr.ErrNotFound) {
-		d.end(ctx, log, dl.ID, "subscription deleted")
+		d.end(ctx, log, dl, "subscription deleted")
 		return queue.Outcome{Kind: queue.Done}
 	}
 	if err != nil {
@@ -104,19 +104,20 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 		return queue.Outcome{Kind: queue.Retry, After: storeRetryDelay}
 	}
 	if !sub.Enabled {
-		d.end(ctx, log, dl.ID, "subscription disabled: "+sub.DisabledReason)
+		d.end(ctx, log, dl, "subscription disabled: "+sub.DisabledReason)
 		return queue.Outcome{Kind: queue.Done}
 	}
 
 	now := d.Clock.Now()
-	attempt, proceed, err := d.begin(ctx, dl.ID, attempt, now)
+	dl, err = d.begin(ctx, dl, attempt, now)
 	if err != nil {
 		log.ErrorContext(ctx, "recording the webhook attempt failed; job retried", "err", err.Error())
 		return queue.Outcome{Kind: queue.Retry, After: storeRetryDelay}
 	}
-	if !proceed {
+	if dl.Status != StatusPending {
 		return queue.Outcome{Kind: queue.Done} // ended meanwhile (a concurrent copy of the job)
 	}
+	attempt = dl.Attempts
 	log = log.With("attempt", attempt)
 	res := d.attempt(ctx, sub, dl, attempt, now)
 	out := d.decide(res, attempt)
@@ -127,7 +128,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 			Exhausted: out.Kind == queue.DeadLetter, Latency: res.Duration,
 		})
 	}
-	d.record(ctx, log, dl.ID, res, out, now)
+	d.record(ctx, log, dl, res, out, now)
 	if res.Gone() {
 		d.disableSubscription(ctx, log, sub, now)
 	}
@@ -165,10 +166,11 @@ func superseded(job queue.Job, dl Delivery) bool {
 // count includes every attempt that may have reached the receiver: after a
 // crash between sending and recording, the queue offers the job again with
 // its old number, and the attempt sent is the one after those counted. It
-// returns the attempt's number (the X-Webhook-Delivery-Attempt header), and
-// proceed false when the delivery ended meanwhile.
-func (d *Dispatcher) begin(ctx context.Context, id string, queued int, now time.Time) (attempt int, proceed bool, err error) {
-	dl, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+// starts from dl as read and returns the delivery as saved: its Attempts
+// is the attempt's number (the X-Webhook-Delivery-Attempt header); a
+// status other than pending means it ended meanwhile.
+func (d *Dispatcher) begin(ctx context.Context, dl Delivery, queued int, now time.Time) (Delivery, error) {
+	return mutateFrom(ctx, d.Deliveries, dl, func(dl *Delivery) error {
 		if dl.Status != StatusPending {
 			return errSkip
 		}
@@ -176,10 +178,6 @@ func (d *Dispatcher) begin(ctx context.Context, id string, queued int, now time.
 		dl.LastAttemptAt, dl.UpdatedAt = &now, now
 		return nil
 	})
-	if err != nil {
-		return 0, false, err
-	}
-	return dl.Attempts, dl.Status == StatusPending, nil
 }
 
 // attempt signs and sends one attempt, re-signed with the attempt's time.
@@ -219,8 +217,8 @@ func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
 
 // record writes the attempt's result to the delivery. A delivered record
 // is never moved back (a concurrent duplicate attempt may have failed).
-func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, id string, res Result, out queue.Outcome, now time.Time) {
-	_, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, dl Delivery, res Result, out queue.Outcome, now time.Time) {
+	_, err := mutateFrom(ctx, d.Deliveries, dl, func(dl *Delivery) error {
 		dl.LastAttemptAt = &now // counted by begin
 		dl.LastStatusCode = res.StatusCode
 		dl.LastError = res.Describe()
@@ -249,9 +247,9 @@ func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, id string, re
 }
 
 // end marks a pending delivery disabled with reason, making no attempt.
-func (d *Dispatcher) end(ctx context.Context, log *slog.Logger, id, reason string) {
+func (d *Dispatcher) end(ctx context.Context, log *slog.Logger, dl Delivery, reason string) {
 	now := d.Clock.Now()
-	_, err := MutateDelivery(ctx, d.Deliveries, id, func(dl *Delivery) error {
+	_, err := mutateFrom(ctx, d.Deliveries, dl, func(dl *Delivery) error {
 		if dl.Status != StatusPending {
 			return errSkip
 		}

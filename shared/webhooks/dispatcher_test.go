@@ -497,3 +497,54 @@ func TestSupersededCopyDropped(t *testing.T) {
 		t.Fatalf("%d requests, want 4", len(reqs))
 	}
 }
+
+// countingDeliveries counts a delivery store's reads and saves.
+type countingDeliveries struct {
+	webhooks.DeliveryStore
+	mu           sync.Mutex
+	reads, saves int
+}
+
+func (c *countingDeliveries) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.DeliveryStore.GetDelivery(ctx, id)
+}
+
+func (c *countingDeliveries) SaveDelivery(ctx context.Context, d webhooks.Delivery, prev int64) error {
+	c.mu.Lock()
+	c.saves++
+	c.mu.Unlock()
+	return c.DeliveryStore.SaveDelivery(ctx, d, prev)
+}
+
+// An attempt reads its delivery once: counting the attempt and recording
+// its result each save from what was read or saved before (a concurrent
+// change makes the save read again).
+func TestAttemptReadsItsDeliveryOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   webhooks.Status
+	}{
+		{"delivered", http.StatusOK, webhooks.StatusDelivered},
+		{"failed, retried later", http.StatusInternalServerError, webhooks.StatusPending},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.answer = func(int) int { return tc.status }
+			e.newDelivery("msg_once")
+			counted := &countingDeliveries{DeliveryStore: e.st}
+			d := *e.d
+			d.Deliveries = counted
+			d.Process(e.ctx, queue.Job{DeliveryID: "msg_once", Attempt: 1}, 1)
+			if got := e.delivery("msg_once"); got.Status != tc.want || got.Attempts != 1 || got.LastStatusCode != tc.status {
+				t.Fatalf("delivery after the attempt: %+v", got)
+			}
+			if counted.reads != 1 || counted.saves != 2 {
+				t.Fatalf("%d reads and %d saves, want 1 and 2", counted.reads, counted.saves)
+			}
+		})
+	}
+}
