@@ -588,7 +588,7 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	w("## 2. Store round trips\n\n")
 	w("Every DynamoDB and SQS call against moto, counted and timed by an SDK middleware (Initialize step: one operation, retries\n")
 	w("inside; Finalize step after the retry middleware: HTTP attempts), classified by key prefix of the single-table layout.\n")
-	w("The service is wired as in Lambda (`shared/app`): tenant cache 5 s (`PAYSVC_AUTH_CACHE_TTL`), default rate limits, payment\n")
+	w("The service is wired as in Lambda (`shared/app`): tenant cache warm for the run (a cold one in its own row), default rate limits, payment\n")
 	w("and session records written alongside the idempotency result (`payments.Call`). One request at a time, so a request's\n")
 	w("calls are exactly those between its start and its answer; calls that overlap in time ran concurrently (‖). *Sequential\n")
 	w("store steps* counts the steps of the timeline that contain a store call: the store round trips on the critical path.\n\n")

@@ -16,7 +16,7 @@ import (
 // shared/payments' TestDetailsReadBeforeTheyWrite prove the concurrency
 // deterministically).
 func TestWriteEndpointStoreRoundTrips(t *testing.T) {
-	cfg := &config{RTRequests: 5, progress: io.Discard}
+	cfg := &config{RTRequests: 3, progress: io.Discard}
 	// The most sequential store steps each write endpoint takes today
 	// (docs/scale.md, "Round trips per endpoint"): before the upstream
 	// call the claim (with the rate-limit hit) and, for an operation on a
