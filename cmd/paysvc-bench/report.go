@@ -596,7 +596,7 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	if r.roundTrips == nil {
 		return
 	}
-	w("| operation | store calls / request | sequential store steps | critical path (last request) |\n|---|---|---|---|\n")
+	w("| operation | store calls / request | sequential store steps | critical path (the request with the fewest steps) |\n|---|---|---|---|\n")
 	for _, x := range r.roundTrips.Rows {
 		depth := fmt.Sprint(x.DepthMax)
 		if x.DepthMin != x.DepthMax {

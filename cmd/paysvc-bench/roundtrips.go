@@ -328,7 +328,7 @@ type rtRow struct {
 	Retries  int            // extra HTTP attempts, summed
 	DepthMin int            // sequential store steps (min, max over the requests)
 	DepthMax int
-	Chain    string // the steps of the last request
+	Chain    string // the steps of the request with the fewest
 	Note     string
 	// Wall is each request's duration (moto and the simulator at 0 ms on
 	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
@@ -608,7 +608,7 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		ss := steps(calls)
 		depth := storeDepth(ss)
 		if row.DepthMin < 0 || depth < row.DepthMin {
-			row.DepthMin = depth
+			row.DepthMin, row.Chain = depth, chain(ss)
 		}
 		row.DepthMax = max(row.DepthMax, depth)
 		for _, c := range calls {
@@ -618,7 +618,6 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 				row.Retries += max(c.Attempts-1, 0)
 			}
 		}
-		row.Chain = chain(ss)
 	}
 	return row, nil
 }

@@ -10,11 +10,14 @@ import (
 // Each write endpoint makes at most its bound of sequential DynamoDB round
 // trips, an idempotent POST payments 2: (rate-limit hit ‖ idempotency
 // claim) → [upstream] → (complete ‖ record), counted by the SDK middleware
-// on moto. The steps come from call timing, so on a loaded machine a
-// measurement is repeated once before it counts as a failure
-// (shared/httpapi's TestIdempotentPostLimitsAndClaimsConcurrently and
-// shared/payments' TestDetailsReadBeforeTheyWrite prove the concurrency
-// deterministically).
+// on moto. The steps come from call timing: calls made one after the
+// other never overlap, but a loaded machine can start one of two
+// concurrent calls after the other ended, so scheduling only ever adds
+// steps. The bound is therefore held against the fewest steps of a row's
+// requests (the code's structure), and a row over it is measured once more
+// before it counts as a failure (shared/httpapi's
+// TestIdempotentPostLimitsAndClaimsConcurrently and shared/payments'
+// TestDetailsReadBeforeTheyWrite prove the concurrency deterministically).
 func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 	cfg := &config{RTRequests: 3, progress: io.Discard}
 	// The most sequential store steps each write endpoint takes today
@@ -43,8 +46,8 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 			switch {
 			case !ok:
 				out = append(out, "no row "+name)
-			case row.DepthMax > bound:
-				out = append(out, fmt.Sprintf("%s: up to %d sequential store round trips, want ≤ %d: %s", name, row.DepthMax, bound, row.Chain))
+			case row.DepthMin > bound:
+				out = append(out, fmt.Sprintf("%s: at least %d sequential store round trips, want ≤ %d: %s", name, row.DepthMin, bound, row.Chain))
 			}
 		}
 		return out

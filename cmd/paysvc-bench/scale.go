@@ -56,6 +56,8 @@ var rowToRequest = []struct{ row, req string }{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments},
 	{"POST payments, replay of a finished key", capacity.ReqReplay},
 	{"POST captures (Idempotency-Key)", capacity.ReqCaptures},
+	{"POST reversals (Idempotency-Key)", capacity.ReqReversals},
+	{"POST payments/details (Idempotency-Key)", capacity.ReqDetails},
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION"},
 	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts},
 	{hopRow, capacity.ReqHops},

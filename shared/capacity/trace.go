@@ -541,16 +541,15 @@ func (r *replay) details(s, i int) error {
 		return err
 	}
 	v1, v2 := r.ledgerAt(i, 1, now), r.ledgerAt(i, 2, now)
-	if err := r.getPayment(v1); err != nil { // SubmitDetails: ownership
+	// SubmitDetails: the head (its owner) and, at once, the pending record
+	// of the reference the answer echoes (none: the payment's first answer
+	// named its pspReference)
+	if err := r.getPayment(v1); err != nil {
 		return err
 	}
-	if err := r.failedCreate(v1, v2); err != nil { // recordResult: the create-only write finds the head
-		return err
-	}
-	if err := r.getPayment(v1); err != nil { // updateHead: read
-		return err
-	}
-	if err := r.write(v1, v2); err != nil { // updateHead: write
+	pending := "PAYMENT#" + payments.PendingKey(traceMerchant, traceSite, fmt.Sprintf("order-%09d", i))
+	r.meter.BatchGet(keyOnly(pending, "HEAD"), keyOnly(pending, "META"))
+	if err := r.write(v1, v2); err != nil { // recordResult: updateHead from the head read
 		return err
 	}
 	code := "Authorised"
@@ -769,10 +768,8 @@ func (r *replay) attempt(s int, t task) error {
 	}
 	after, _ := r.delivery(ev, sub, payload, end, n, true, now)
 	r.meter.Get(before)        // Process: read
-	r.meter.Get(before)        // begin: read
-	r.meter.Put(before, begun) // begin: count the attempt
-	r.meter.Get(begun)         // record: read
-	r.meter.Put(begun, after)  // record: the result
+	r.meter.Put(before, begun) // begin: count the attempt (from what was read)
+	r.meter.Put(begun, after)  // record: the result (from what begin saved)
 	if failing {
 		// The retry is a new message delayed by the wait, and by hops of
 		// at most 15 minutes when longer: each hop a receive and a send,
@@ -1013,17 +1010,3 @@ func (r *replay) write(prev, next ledgerState) error {
 	return nil
 }
 
-// failedCreate meters a create-only SavePayment of attempt (version 1)
-// cancelled because stored exists.
-func (r *replay) failedCreate(stored, attempt ledgerState) error {
-	old, _, _, err := r.items(stored)
-	if err != nil {
-		return err
-	}
-	_, _, facts, err := r.items(attempt)
-	if err != nil {
-		return err
-	}
-	r.meter.FailedTransactWrite(old, facts[len(facts)-1])
-	return nil
-}
