@@ -1009,4 +1009,3 @@ func (r *replay) write(prev, next ledgerState) error {
 	r.meter.TransactWrite(writes...)
 	return nil
 }
-
