@@ -1,7 +1,8 @@
 package dynamo
 
 // Merchants' event histories and pages of their webhook deliveries
-// (GET /v1/ecom/events, GET /v1/ecom/webhook-deliveries), following doc.go:
+// (GET /v1/ecom/events, GET /v1/ecom/webhook-deliveries), following doc.go
+// and listing.go:
 //
 //	record          pk                              sk
 //	merchant event  EVENTLOG#<merchant>#<shard>     <createdAt>#<eventId>
@@ -9,12 +10,10 @@ package dynamo
 // A merchant's history is write-sharded over EventLogShards partitions
 // (shard: a hash of the event id), so one merchant's notification traffic
 // never concentrates on one partition. A page is one strongly consistent
-// Query per shard, newest first (ScanIndexForward false) below the
-// cursor's sort key, run in parallel and merged newest first
-// (scatter-gather); filters are applied while reading. Delivery pages
-// query the gsi1 delivery shards (MERCHANT#<m>#DELIVERIES#<n> /
-// DELIVERY#<status>#<createdAt>#<id>) per shard and status below the
-// cursor, newest first, and merge the same way.
+// Query per shard with Limit = the page size, newest first
+// (ScanIndexForward false) below the cursor's sort key, in parallel,
+// merged newest first; filters are applied while reading. Delivery pages
+// are listDeliveries (listing.go).
 
 import (
 	"context"
@@ -70,7 +69,10 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 }
 
 // queryEventShard reads one shard of a history newest first below the
-// query's cursor, keeping up to q.Limit events that match it.
+// query's cursor, keeping up to q.Limit events that match it: one Query
+// with Limit = q.Limit, more only when a filter left it short (queryShard
+// reads on with a growing Limit; the filters are on fields inside the
+// record, so they are applied here, not as a FilterExpression).
 func (s *Store) queryEventShard(ctx context.Context, pk string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
@@ -79,17 +81,17 @@ func (s *Store) queryEventShard(ctx context.Context, pk string, q notifications.
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
 		ScanIndexForward:          aws.Bool(false),
 		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(min(max(q.Limit, 1)*2, 200))),
 	}
 	if q.After != nil {
 		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
 		in.ExpressionAttributeNames["#sk"] = attrSK
 		in.ExpressionAttributeValues[":after"] = str(eventLogSK(sortTime(q.After.CreatedAt), q.After.ID))
 	}
+	limit := max(q.Limit, 1)
 	out := []notifications.MerchantEvent{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() && len(out) < q.Limit {
-		page, err := pages.NextPage(ctx)
+	for n := limit; ; n = min(2*n, maxQueryLimit) {
+		in.Limit = aws.Int32(int32(min(n, maxQueryLimit)))
+		page, err := s.client.Query(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -98,17 +100,21 @@ func (s *Store) queryEventShard(ctx context.Context, pk string, q notifications.
 			if err != nil {
 				return nil, err
 			}
-			if e := rec.ToMerchantEvent(); q.Matches(e) && len(out) < q.Limit {
+			if e := rec.ToMerchantEvent(); q.Matches(e) && len(out) < limit {
 				out = append(out, e)
 			}
 		}
+		if len(page.LastEvaluatedKey) == 0 || len(out) >= limit {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	return out, nil
 }
 
 // ListDeliveryPage returns a page of the merchant's deliveries in q.Status
-// (every status when ""), newest first, after q.After: one Query per gsi1
-// shard and status, merged (listDeliveries).
+// (every status when ""), newest first, after q.After: one gsi2 Query per
+// shard, merged, and the page's items in one BatchGetItem
+// (listDeliveries).
 func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
 	ds, err := s.listDeliveries(ctx, merchantID, q.Status, q.After, q.Limit)
 	if err != nil {
