@@ -79,7 +79,7 @@ const EventLogShards = 32
 // unknown merchant account (~15,800 events/s, each entry written in a
 // transaction: 2 units per KB). Writers and readers must agree on it
 // (MigrateKeys moves entries to their shard).
-const UnroutableShards = 64
+const UnroutableShards = 128
 
 // Keys returns an item's primary key.
 func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
