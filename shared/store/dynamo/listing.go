@@ -13,14 +13,16 @@ package dynamo
 // A page queries every shard once, in parallel, with Limit = the page
 // size (the caller asks for one more than it shows, to know whether there
 // is a next page) below the cursor's sort key, merges the shards' items by
-// sort key and keeps the page size: a page is never more than the shard
-// count of Queries, plus for deliveries the BatchGetItem of the page's
-// items (gsi2 projects keys and the status only, not the record). A status
-// filter is a FilterExpression on the projected st: a shard whose first
-// Query leaves it short of the page (a rare status) is read on with a
-// growing Limit until it fills its share of the page or ends. Every shard
-// contributes what it read below the cursor in order, so the merged page
-// is exactly the newest matching items below the cursor.
+// sort key and keeps the page size (readPage): an unfiltered page is the
+// shard count of Queries, plus for deliveries the BatchGetItem of the
+// page's items (gsi2 projects keys and the status only, not the record).
+// A filter (a delivery status: a FilterExpression on the projected st; the
+// event history's fields: applied to the records read) can leave the
+// first round short: then only the shards that have neither ended nor
+// read past the page's last item so far are read on, with a growing
+// Limit. Every shard contributes what it read below the cursor in order,
+// so the merged page is exactly the first matching items below the
+// cursor.
 
 import (
 	"context"
@@ -47,53 +49,118 @@ const maxQueryLimit = 1000
 // batchGetMax is BatchGetItem's limit of keys per call.
 const batchGetMax = 100
 
-// queryShard reads one shard of a listing in the order in sets, keeping up
-// to limit items (limit <= 0: all): one Query with Limit = limit, more
-// only when a filter left it short and the shard goes on (each next
-// Limit twice the last, at most maxQueryLimit).
-func (s *Store) queryShard(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]map[string]types.AttributeValue, error) {
-	in.TableName = aws.String(s.table)
-	n := limit
-	var out []map[string]types.AttributeValue
-	for {
-		if limit > 0 {
-			in.Limit = aws.Int32(int32(min(n, maxQueryLimit)))
+// listing is one page read of a sharded listing.
+type listing struct {
+	shards int
+	// query is shard number shard's Query (key condition below the
+	// cursor, order, index, filter); readPage sets Limit and the start key.
+	query       func(shard int) *dynamodb.QueryInput
+	sortKey     string // the sort key attribute the shards are ordered by
+	newestFirst bool   // descending sort keys (else ascending)
+	// keep reports whether an item read belongs in the page (nil: every
+	// item): filters applied while reading.
+	keep func(item map[string]types.AttributeValue) (bool, error)
+}
+
+// readPage reads a page of at most limit items (<= 0: all) of a sharded
+// listing, merged in sort key order. The first round queries every shard
+// with Limit = limit. A page is complete once every shard has either ended
+// or read past the page's last item (the limit-th kept item of all those
+// read): without a filter, the first round always completes it. With a
+// filter, the shards that have not are read on, each next Query with
+// twice the Limit (at most maxQueryLimit), until it is complete.
+func (s *Store) readPage(ctx context.Context, l listing, limit int) ([]map[string]types.AttributeValue, error) {
+	type shard struct {
+		in     *dynamodb.QueryInput
+		n      int    // the next Query's Limit
+		last   string // the sort key of the last item evaluated
+		done   bool   // ended
+		active bool   // to be queried in this round
+	}
+	order := func(a, b string) int { // < 0: a comes first in the listing
+		if l.newestFirst {
+			return strings.Compare(b, a)
 		}
-		page, err := s.client.Query(ctx, in)
+		return strings.Compare(a, b)
+	}
+	shards := make([]shard, l.shards)
+	for i := range shards {
+		shards[i] = shard{in: l.query(i), n: limit, active: true}
+		shards[i].in.TableName = aws.String(s.table)
+	}
+	var kept []map[string]types.AttributeValue
+	var mu sync.Mutex
+	for {
+		var round []int
+		for i := range shards {
+			if shards[i].active {
+				round = append(round, i)
+			}
+		}
+		err := scatter(ctx, len(round), func(ctx context.Context, k int) error {
+			sh := &shards[round[k]]
+			if limit > 0 {
+				sh.in.Limit = aws.Int32(int32(min(sh.n, maxQueryLimit)))
+			}
+			for {
+				page, err := s.client.Query(ctx, sh.in)
+				if err != nil {
+					return err
+				}
+				var mine []map[string]types.AttributeValue
+				for _, it := range page.Items {
+					if l.keep != nil {
+						ok, err := l.keep(it)
+						if err != nil {
+							return err
+						}
+						if !ok {
+							continue
+						}
+					}
+					mine = append(mine, it)
+				}
+				mu.Lock()
+				kept = append(kept, mine...)
+				mu.Unlock()
+				sh.in.ExclusiveStartKey = page.LastEvaluatedKey
+				sh.done = len(page.LastEvaluatedKey) == 0
+				if !sh.done {
+					sh.last = getS(page.LastEvaluatedKey, l.sortKey)
+				}
+				if sh.done || limit > 0 {
+					return nil
+				}
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Items...)
-		if len(page.LastEvaluatedKey) == 0 || (limit > 0 && len(out) >= limit) {
-			break
+		slices.SortFunc(kept, func(a, b map[string]types.AttributeValue) int {
+			return order(getS(a, l.sortKey), getS(b, l.sortKey))
+		})
+		if limit <= 0 {
+			return kept, nil
 		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-		n = min(2*n, maxQueryLimit)
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
-}
-
-// mergeShards merges the shards' items by the sort key attribute sk
-// (descending when newestFirst) and keeps the first limit (<= 0: all).
-func mergeShards(shards [][]map[string]types.AttributeValue, sk string, newestFirst bool, limit int) []map[string]types.AttributeValue {
-	var all []map[string]types.AttributeValue
-	for _, its := range shards {
-		all = append(all, its...)
-	}
-	slices.SortFunc(all, func(a, b map[string]types.AttributeValue) int {
-		c := strings.Compare(getS(a, sk), getS(b, sk))
-		if newestFirst {
-			return -c
+		more := false
+		for i := range shards {
+			sh := &shards[i]
+			// Read on a shard that has not ended and has not read past
+			// the page's last item (there are fewer than limit: every
+			// shard that has not ended).
+			sh.active = !sh.done && (len(kept) < limit || order(sh.last, getS(kept[limit-1], l.sortKey)) < 0)
+			if sh.active {
+				sh.n = min(2*sh.n, maxQueryLimit)
+				more = true
+			}
 		}
-		return c
-	})
-	if limit > 0 && len(all) > limit {
-		all = all[:limit]
+		if !more {
+			if len(kept) > limit {
+				kept = kept[:limit]
+			}
+			return kept, nil
+		}
 	}
-	return all
 }
 
 // listDeliveries reads a page of the merchant's deliveries in status (""
@@ -103,33 +170,34 @@ func mergeShards(shards [][]map[string]types.AttributeValue, sk string, newestFi
 // page (one per 100 deliveries). A delivery whose status moved since gsi2
 // saw it, or that expired, is left out.
 func (s *Store) listDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
-	shards := make([][]map[string]types.AttributeValue, s.shards)
-	err := scatter(ctx, s.shards, func(ctx context.Context, shard int) error {
-		in := &dynamodb.QueryInput{
-			IndexName:                 aws.String(indexGSI2),
-			KeyConditionExpression:    aws.String("#pk = :pk"),
-			ExpressionAttributeNames:  map[string]string{"#pk": attrGSI2PK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(DeliveryShardPartition(merchantID, shard))},
-			ScanIndexForward:          aws.Bool(false),
-		}
-		if after != nil {
-			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
-			in.ExpressionAttributeNames["#sk"] = attrGSI2SK
-			in.ExpressionAttributeValues[":after"] = str(listingSK(after.CreatedAt, after.ID))
-		}
-		if status != "" {
-			in.FilterExpression = aws.String("#st = :st")
-			in.ExpressionAttributeNames["#st"] = attrStatus
-			in.ExpressionAttributeValues[":st"] = str(string(status))
-		}
-		its, err := s.queryShard(ctx, in, limit)
-		shards[shard] = its
-		return err
-	})
+	page, err := s.readPage(ctx, listing{
+		shards: s.shards,
+		query: func(shard int) *dynamodb.QueryInput {
+			in := &dynamodb.QueryInput{
+				IndexName:                 aws.String(indexGSI2),
+				KeyConditionExpression:    aws.String("#pk = :pk"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrGSI2PK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(DeliveryShardPartition(merchantID, shard))},
+				ScanIndexForward:          aws.Bool(false),
+			}
+			if after != nil {
+				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
+				in.ExpressionAttributeNames["#sk"] = attrGSI2SK
+				in.ExpressionAttributeValues[":after"] = str(listingSK(after.CreatedAt, after.ID))
+			}
+			if status != "" {
+				in.FilterExpression = aws.String("#st = :st")
+				in.ExpressionAttributeNames["#st"] = attrStatus
+				in.ExpressionAttributeValues[":st"] = str(string(status))
+			}
+			return in
+		},
+		sortKey:     attrGSI2SK,
+		newestFirst: true,
+	}, limit)
 	if err != nil {
 		return nil, err
 	}
-	page := mergeShards(shards, attrGSI2SK, true, limit)
 	items, err := s.batchGet(ctx, page)
 	if err != nil {
 		return nil, err

@@ -163,7 +163,9 @@ func TestListingCallsPerPage(t *testing.T) {
 
 // Paging through a listing whose items are spread over shards, with
 // creation times shared by several items, returns every item once, in
-// order, whatever the page size and status.
+// order, whatever the page size and filter (a filter matching a few items
+// reads on in several rounds; one matching none reads every shard to its
+// end).
 func TestListingPagesAcrossShards(t *testing.T) {
 	ctx := context.Background()
 	s, _, _, _ := countingStore(t, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4))
@@ -172,11 +174,17 @@ func TestListingPagesAcrossShards(t *testing.T) {
 	var events []notifications.MerchantEvent
 	for i := range n {
 		d := delivery("m_1", i)
+		if i%20 == 7 { // a rare status: its pages take several rounds
+			d.Status = webhooks.StatusDisabled
+		}
 		if err := s.SaveDelivery(ctx, d, 0); err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, d)
 		e := merchantEvent("m_1", i)
+		if i%20 == 3 { // a rare code
+			e.EventCode = "REFUND"
+		}
 		if err := s.PutMerchantEvent(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +202,8 @@ func TestListingPagesAcrossShards(t *testing.T) {
 	for _, tc := range []struct {
 		status webhooks.Status
 		limit  int
-	}{{"", 1}, {"", 7}, {"", 100}, {webhooks.StatusFailed, 3}, {webhooks.StatusDelivered, 8}, {webhooks.StatusDisabled, 5}} {
+	}{{"", 1}, {"", 7}, {"", 100}, {webhooks.StatusFailed, 3}, {webhooks.StatusDelivered, 8}, {webhooks.StatusDisabled, 1},
+		{webhooks.StatusDisabled, 2}, {webhooks.StatusPending, 100}} {
 		t.Run(fmt.Sprintf("deliveries %q by %d", tc.status, tc.limit), func(t *testing.T) {
 			var want []string
 			for _, d := range all {
@@ -226,15 +235,21 @@ func TestListingPagesAcrossShards(t *testing.T) {
 			}
 		})
 	}
-	for _, limit := range []int{1, 4, 11} {
-		t.Run(fmt.Sprintf("events by %d", limit), func(t *testing.T) {
+	for _, tc := range []struct {
+		code  string
+		limit int
+	}{{"", 1}, {"", 4}, {"", 11}, {"REFUND", 1}, {"REFUND", 2}, {"CAPTURE", 5}} {
+		t.Run(fmt.Sprintf("events %q by %d", tc.code, tc.limit), func(t *testing.T) {
+			limit := tc.limit
 			var got, want []string
 			for _, e := range events {
-				want = append(want, e.ID)
+				if tc.code == "" || e.EventCode == tc.code {
+					want = append(want, e.ID)
+				}
 			}
 			var after *notifications.EventCursor
 			for {
-				page, err := s.ListMerchantEvents(ctx, "m_1", notifications.EventQuery{Limit: limit, After: after})
+				page, err := s.ListMerchantEvents(ctx, "m_1", notifications.EventQuery{Limit: limit, After: after, EventCode: tc.code})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,8 +12,8 @@ package dynamo
 // never concentrates on one partition. A page is one strongly consistent
 // Query per shard with Limit = the page size, newest first
 // (ScanIndexForward false) below the cursor's sort key, in parallel,
-// merged newest first; filters are applied while reading. Delivery pages
-// are listDeliveries (listing.go).
+// merged newest first (readPage, listing.go); filters are applied while
+// reading. Delivery pages are listDeliveries (listing.go).
 
 import (
 	"context"
@@ -50,65 +50,51 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first:
-// up to q.Limit matching events of every shard below the cursor, merged.
+// one strongly consistent Query per shard below the cursor with Limit =
+// q.Limit, merged (readPage). The filters (pspReference, eventCode) are
+// fields inside the record, so they are applied while reading, not as a
+// FilterExpression; a page they leave short reads on in the shards that
+// have not read past it.
 func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
-	results := make([][]notifications.MerchantEvent, s.eventShards)
-	err := scatter(ctx, s.eventShards, func(ctx context.Context, shard int) error {
-		es, err := s.queryEventShard(ctx, EventLogShardPartition(merchantID, shard), q)
-		results[shard] = es
-		return err
-	})
+	l := listing{
+		shards: s.eventShards,
+		query: func(shard int) *dynamodb.QueryInput {
+			in := &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("#pk = :pk"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(EventLogShardPartition(merchantID, shard))},
+				ScanIndexForward:          aws.Bool(false),
+				ConsistentRead:            aws.Bool(true),
+			}
+			if q.After != nil {
+				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
+				in.ExpressionAttributeNames["#sk"] = attrSK
+				in.ExpressionAttributeValues[":after"] = str(eventLogSK(sortTime(q.After.CreatedAt), q.After.ID))
+			}
+			return in
+		},
+		sortKey:     attrSK,
+		newestFirst: true,
+	}
+	if q.PSPReference != "" || q.EventCode != "" {
+		l.keep = func(item map[string]types.AttributeValue) (bool, error) {
+			rec, err := decodeData[records.MerchantEvent](item)
+			return err == nil && q.Matches(rec.ToMerchantEvent()), err
+		}
+	}
+	page, err := s.readPage(ctx, l, max(q.Limit, 1))
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
 	}
-	out := []notifications.MerchantEvent{}
-	for _, es := range results {
-		out = append(out, es...)
+	out := make([]notifications.MerchantEvent, 0, len(page))
+	for _, item := range page {
+		rec, err := decodeData[records.MerchantEvent](item)
+		if err != nil {
+			return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+		}
+		out = append(out, rec.ToMerchantEvent())
 	}
 	return notifications.NewestFirst(out, q.Limit), nil
-}
-
-// queryEventShard reads one shard of a history newest first below the
-// query's cursor, keeping up to q.Limit events that match it: one Query
-// with Limit = q.Limit, more only when a filter left it short (queryShard
-// reads on with a growing Limit; the filters are on fields inside the
-// record, so they are applied here, not as a FilterExpression).
-func (s *Store) queryEventShard(ctx context.Context, pk string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
-		ScanIndexForward:          aws.Bool(false),
-		ConsistentRead:            aws.Bool(true),
-	}
-	if q.After != nil {
-		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
-		in.ExpressionAttributeNames["#sk"] = attrSK
-		in.ExpressionAttributeValues[":after"] = str(eventLogSK(sortTime(q.After.CreatedAt), q.After.ID))
-	}
-	limit := max(q.Limit, 1)
-	out := []notifications.MerchantEvent{}
-	for n := limit; ; n = min(2*n, maxQueryLimit) {
-		in.Limit = aws.Int32(int32(min(n, maxQueryLimit)))
-		page, err := s.client.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range page.Items {
-			rec, err := decodeData[records.MerchantEvent](item)
-			if err != nil {
-				return nil, err
-			}
-			if e := rec.ToMerchantEvent(); q.Matches(e) && len(out) < limit {
-				out = append(out, e)
-			}
-		}
-		if len(page.LastEvaluatedKey) == 0 || len(out) >= limit {
-			return out, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
 }
 
 // ListDeliveryPage returns a page of the merchant's deliveries in q.Status

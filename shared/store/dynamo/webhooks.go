@@ -176,21 +176,21 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 // most limit (<= 0: all): one Query per shard of the unroutable list with
 // Limit = limit, in parallel, merged oldest first (listing.go).
 func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
-	shards := make([][]map[string]types.AttributeValue, s.unroutable)
-	err := scatter(ctx, s.unroutable, func(ctx context.Context, shard int) error {
-		its, err := s.queryShard(ctx, &dynamodb.QueryInput{
-			KeyConditionExpression:    aws.String("#pk = :pk"),
-			ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UnroutableShardPartition(shard))},
-			ConsistentRead:            aws.Bool(true),
-		}, limit)
-		shards[shard] = its
-		return err
-	})
+	page, err := s.readPage(ctx, listing{
+		shards: s.unroutable,
+		query: func(shard int) *dynamodb.QueryInput {
+			return &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("#pk = :pk"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UnroutableShardPartition(shard))},
+				ConsistentRead:            aws.Bool(true),
+			}
+		},
+		sortKey: attrSK,
+	}, limit)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
 	}
-	page := mergeShards(shards, attrSK, false, limit)
 	out := make([]notifications.Event, 0, len(page))
 	for _, item := range page {
 		rec, err := decodeData[records.Notification](item)
