@@ -165,12 +165,55 @@ func (s *Store) readPage(ctx context.Context, l listing, limit int) ([]map[strin
 
 // listDeliveries reads a page of the merchant's deliveries in status (""
 // every status), newest first below after (nil: from the newest), at most
-// limit (<= 0: all): one gsi2 Query per shard in parallel (see the top of
-// this file), merged, then one strongly consistent BatchGetItem of the
-// page (one per 100 deliveries). A delivery whose status moved since gsi2
-// saw it, or that expired, is left out.
+// limit (<= 0: all): one gsi2 Query per shard in parallel (readPage),
+// merged, then one strongly consistent BatchGetItem of the page (one per
+// 100 deliveries). A delivery whose status moved out of the filter since
+// gsi2 saw it, or that expired, is left out, and a page that leaves short
+// is completed by reading on below its last entry.
 func (s *Store) listDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
-	page, err := s.readPage(ctx, listing{
+	below := ""
+	if after != nil {
+		below = listingSK(after.CreatedAt, after.ID)
+	}
+	out := []webhooks.Delivery{}
+	for {
+		need := 0
+		if limit > 0 {
+			need = limit - len(out)
+		}
+		page, err := s.deliveryEntries(ctx, merchantID, status, below, need)
+		if err != nil {
+			return nil, err
+		}
+		items, err := s.batchGet(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		for _, entry := range page {
+			it, ok := items[getS(entry, attrPK)]
+			if !ok {
+				continue // expired since it was indexed
+			}
+			rec, err := decodeData[records.Delivery](it)
+			if err != nil {
+				return nil, err
+			}
+			if d := rec.ToDelivery(); status == "" || d.Status == status {
+				out = append(out, d)
+			}
+		}
+		if limit <= 0 || len(out) >= limit || len(page) < need {
+			return webhooks.NewestFirst(out, limit), nil
+		}
+		below = getS(page[len(page)-1], attrGSI2SK)
+	}
+}
+
+// deliveryEntries reads a page of gsi2 entries of the merchant's
+// deliveries in status ("" every status), newest first below the sort key
+// below ("" from the newest), at most limit (<= 0: all).
+func (s *Store) deliveryEntries(ctx context.Context, merchantID string, status webhooks.Status, below string, limit int) ([]map[string]types.AttributeValue, error) {
+	return s.readPage(ctx, listing{
 		shards: s.shards,
 		query: func(shard int) *dynamodb.QueryInput {
 			in := &dynamodb.QueryInput{
@@ -180,10 +223,10 @@ func (s *Store) listDeliveries(ctx context.Context, merchantID string, status we
 				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(DeliveryShardPartition(merchantID, shard))},
 				ScanIndexForward:          aws.Bool(false),
 			}
-			if after != nil {
-				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
+			if below != "" {
+				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :below")
 				in.ExpressionAttributeNames["#sk"] = attrGSI2SK
-				in.ExpressionAttributeValues[":after"] = str(listingSK(after.CreatedAt, after.ID))
+				in.ExpressionAttributeValues[":below"] = str(below)
 			}
 			if status != "" {
 				in.FilterExpression = aws.String("#st = :st")
@@ -195,28 +238,6 @@ func (s *Store) listDeliveries(ctx context.Context, merchantID string, status we
 		sortKey:     attrGSI2SK,
 		newestFirst: true,
 	}, limit)
-	if err != nil {
-		return nil, err
-	}
-	items, err := s.batchGet(ctx, page)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]webhooks.Delivery, 0, len(page))
-	for _, entry := range page {
-		it, ok := items[getS(entry, attrPK)]
-		if !ok {
-			continue // expired since it was indexed
-		}
-		rec, err := decodeData[records.Delivery](it)
-		if err != nil {
-			return nil, err
-		}
-		if d := rec.ToDelivery(); status == "" || d.Status == status {
-			out = append(out, d)
-		}
-	}
-	return webhooks.NewestFirst(out, limit), nil
 }
 
 // batchGet reads the table items of index entries (strongly consistent),
