@@ -106,7 +106,7 @@ func parseAWSCall(target string, body []byte) []awsCall {
 			res := table
 			attr := "pk"
 			if idx := str(req, "IndexName"); idx != "" {
-				res, attr = table+"/index/"+idx, "gsi1pk"
+				res, attr = table+"/index/"+idx, idx+"pk"
 			}
 			names, _ := req["ExpressionAttributeNames"].(map[string]any)
 			values, _ := req["ExpressionAttributeValues"].(map[string]any)
@@ -176,6 +176,7 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 	refs := map[string]string{
 		`{"Fn::GetAtt":["PaymentsTable","Arn"]}`:        e.table,
 		`{"Fn::Sub":"${PaymentsTable.Arn}/index/gsi1"}`: e.table + "/index/gsi1",
+		`{"Fn::Sub":"${PaymentsTable.Arn}/index/gsi2"}`: e.table + "/index/gsi2",
 		`{"Fn::GetAtt":["DeliveriesQueue","Arn"]}`:      e.queueURL,
 		`{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}`:        e.dlqURL,
 		`{"Fn::GetAtt":["RecordUpdatesQueue","Arn"]}`:   e.updatesURL,

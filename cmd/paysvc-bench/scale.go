@@ -320,7 +320,7 @@ func (r *report) scaleSection(w func(string, ...any)) {
 	}
 	w("## 6. Scale: DynamoDB capacity model and cost of a payment\n\n")
 	w("The capacity model (`shared/capacity`) replays one merchant's trace through the store adapter's own item builders and\n")
-	w("meters write and read units per partition key and second on the table and gsi1; the whole report, with the quotas to\n")
+	w("meters write and read units per partition key and second on the table and its indexes; the whole report, with the quotas to\n")
 	w("raise for 10,000 payments/s, is [docs/scale.md](docs/scale.md).\n\n")
 	r.sectionError(w, secScale)
 	s := r.scale

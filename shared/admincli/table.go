@@ -35,8 +35,10 @@ func (c *cli) tableMigrateKeys(ctx context.Context, path string, args []string) 
 		if *f.json {
 			return c.printJSON(rep)
 		}
-		_, err = fmt.Fprintf(c.stdout, "scanned %d items: %d idempotency records moved, %d dropped (a newer record exists), %d deliveries re-indexed, %d saved meanwhile\n",
-			rep.ItemsScanned, rep.IdempotencyMoved, rep.IdempotencyKept, rep.DeliveriesIndexed, rep.DeliveriesChanged)
+		_, err = fmt.Fprintf(c.stdout, "scanned %d items: %d idempotency records moved, %d dropped (a newer record exists), %d deliveries re-indexed, %d saved meanwhile, "+
+			"%d history entries moved, %d unroutable entries moved, %d dropped (their event saved meanwhile)\n",
+			rep.ItemsScanned, rep.IdempotencyMoved, rep.IdempotencyKept, rep.DeliveriesIndexed, rep.DeliveriesChanged,
+			rep.EventsMoved, rep.UnroutableMoved, rep.UnroutableDropped)
 		return err
 	})
 }

@@ -107,7 +107,7 @@ func CostOf(t *TraceResult, m Measured) (Cost, error) {
 	add("Lambda invocations", invocations, "invocations", invocations*PriceLambdaRequest)
 	add("Lambda compute (arm64)", gbs, "GB-s", gbs*PriceLambdaGBSecArm*1e6)
 	wru, rru := t.Total.W/t.Payments, t.Total.R/t.Payments
-	add("DynamoDB writes (table + gsi1)", wru, "WRU", wru*PriceDynamoWRU)
+	add("DynamoDB writes (table + indexes)", wru, "WRU", wru*PriceDynamoWRU)
 	add("DynamoDB reads", rru, "RRU", rru*PriceDynamoRRU)
 	received := per(ReqAttempts) + per(ReqHops) // messages the dispatcher receives and deletes, in batches
 	sqs := per(ReqSQSSend) + 2*received/SQSBatch

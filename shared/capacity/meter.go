@@ -12,6 +12,7 @@ package capacity
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -72,10 +73,11 @@ type Meter struct {
 
 	sec     int
 	cur     map[Part]*Units
-	keep    float64          // a partition's second is kept in peaks above this many units
-	peaks   map[Part]*Peak   // partitions that came near a limit
-	family  map[string]*Peak // the busiest partition second of each family
-	total   Units            // every unit, all seconds
+	keep    float64           // a partition's second is kept in peaks above this many units
+	peaks   map[Part]*Peak    // partitions that came near a limit
+	family  map[string]*Peak  // the busiest partition second of each family
+	famLoad map[string]*Units // the busiest second of each family, all its partitions summed
+	total   Units             // every unit, all seconds
 	byIndex map[string]*Units
 	maxItem map[string]int // largest item written, per family of its table key
 	ops     int
@@ -85,7 +87,7 @@ type Meter struct {
 func NewMeter() *Meter {
 	return &Meter{
 		Weight: 1, cur: map[Part]*Units{}, keep: 50, peaks: map[Part]*Peak{},
-		family: map[string]*Peak{}, byIndex: map[string]*Units{}, maxItem: map[string]int{},
+		family: map[string]*Peak{}, famLoad: map[string]*Units{}, byIndex: map[string]*Units{}, maxItem: map[string]int{},
 	}
 }
 
@@ -104,6 +106,21 @@ func (m *Meter) At(s int) {
 func (m *Meter) Close() { m.flush() }
 
 func (m *Meter) flush() {
+	sums := map[string]Units{}
+	for p, u := range m.cur {
+		sum := sums[p.Family()]
+		sum.W += u.W
+		sum.R += u.R
+		sums[p.Family()] = sum
+	}
+	for fam, sum := range sums {
+		l := m.famLoad[fam]
+		if l == nil {
+			l = &Units{}
+			m.famLoad[fam] = l
+		}
+		l.W, l.R = max(l.W, sum.W), max(l.R, sum.R)
+	}
 	for p, u := range m.cur {
 		fam := p.Family()
 		f := m.family[fam]
@@ -169,8 +186,10 @@ func readUnits(n int, consistent bool) float64 {
 
 // Put meters a write that replaces old (nil: none) by new (nil: a delete):
 // on the table, the larger of the two sizes; on each index, an update in
-// place when the item keeps its index key, else a delete of the old entry
-// and an insert of the new one (projection ALL: the entry is the item).
+// place when the item keeps its index key and changes a projected
+// attribute (none when it changes none), else a delete of the old entry
+// and an insert of the new one, each entry its projection's size
+// (dynamo.IndexEntry).
 func (m *Meter) Put(old, new dynamo.Item) {
 	m.ops++
 	m.write(old, new, 1)
@@ -217,20 +236,37 @@ func (m *Meter) write(old, new dynamo.Item, factor float64) {
 		m.maxItem[fam] = max(m.maxItem[fam], dynamo.ItemSize(new))
 	}
 	for _, ix := range dynamo.Indexes {
-		opk, osk, inOld := dynamo.IndexKey(old, ix.Name)
-		npk, nsk, inNew := dynamo.IndexKey(new, ix.Name)
+		oe, inOld := dynamo.IndexEntry(old, ix.Name)
+		ne, inNew := dynamo.IndexEntry(new, ix.Name)
+		opk, osk, _ := dynamo.IndexKey(old, ix.Name)
+		npk, nsk, _ := dynamo.IndexKey(new, ix.Name)
 		switch {
 		case inOld && inNew && opk == npk && osk == nsk:
-			m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(new)), 0)
+			if !sameEntry(oe, ne) { // an update that changes no projected attribute writes no entry
+				m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(ne)), 0)
+			}
 		default:
 			if inOld {
-				m.add(Part{ix.Name, opk}, writeUnits(dynamo.ItemSize(old)), 0)
+				m.add(Part{ix.Name, opk}, writeUnits(dynamo.ItemSize(oe)), 0)
 			}
 			if inNew {
-				m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(new)), 0)
+				m.add(Part{ix.Name, npk}, writeUnits(dynamo.ItemSize(ne)), 0)
 			}
 		}
 	}
+}
+
+// sameEntry reports whether two index entries hold the same attributes.
+func sameEntry(a, b dynamo.Item) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !reflect.DeepEqual(v, b[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // FailedPut meters a conditional write whose condition failed: it
@@ -280,8 +316,11 @@ type Result struct {
 	// key family; Hot every partition second over the keep threshold.
 	Families []Peak
 	Hot      []Peak
-	MaxItem  map[string]int // largest item written, per table key family
-	Ops      int            // operations metered (unweighted)
+	// FamilyLoad is each family's busiest second, all its partitions
+	// summed (what a write-sharded family spreads over its shards).
+	FamilyLoad map[string]Units
+	MaxItem    map[string]int // largest item written, per table key family
+	Ops        int            // operations metered (unweighted)
 }
 
 // Result returns the counts, busiest first.
@@ -289,6 +328,10 @@ func (m *Meter) Result() Result {
 	r := Result{Total: m.total, ByIndex: map[string]Units{}, MaxItem: m.maxItem, Ops: m.ops}
 	for k, v := range m.byIndex {
 		r.ByIndex[k] = *v
+	}
+	r.FamilyLoad = map[string]Units{}
+	for k, v := range m.famLoad {
+		r.FamilyLoad[k] = *v
 	}
 	for _, f := range m.family {
 		r.Families = append(r.Families, *f)

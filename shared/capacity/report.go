@@ -43,7 +43,7 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 	fmt.Fprintf(&b, "Every item is built by the adapter's own builders (`shared/store/dynamo/items.go`) and sized as DynamoDB meters it; %d operations metered.\n\n", t.Ops)
 
 	b.WriteString("### Busiest partition key of each key family\n\n")
-	b.WriteString("Write units: 1 per KB of the larger of the old and new item, 2 per KB in a transaction (payment saves); on gsi1 an update that keeps the item's index key costs its new size, one that moves it a delete plus an insert. Read units: 1 per 4 KB strongly consistent, half eventually consistent (gsi1), at least one unit per request. Limits per partition key: 1,000 WCU/s and 3,000 RCU/s.\n\n")
+	b.WriteString("Write units: 1 per KB of the larger of the old and new item, 2 per KB in a transaction (payment saves); on an index an update that keeps the item's index key costs its entry's new size (none when no projected attribute changed), one that moves it a delete plus an insert, each entry its projection's size (gsi1 ALL, gsi2 keys and status). Read units: 1 per 4 KB strongly consistent, half eventually consistent (indexes), at least one unit per request. Limits per partition key: 1,000 WCU/s and 3,000 RCU/s.\n\n")
 	b.WriteString("| key family | busiest partition key | peak WCU/s | peak RCU/s | of the limit |\n|---|---|---|---|---|\n")
 	for _, f := range t.Families {
 		key := f.Part.PK
@@ -85,8 +85,11 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 			fmt.Fprintf(&b, "| ↳ notification %s | | %.1f |\n", code, v)
 		}
 	}
-	fmt.Fprintf(&b, "\nDynamoDB per payment: **%.1f WRU** (table %.1f, gsi1 %.1f) and **%.1f RRU**.\n",
-		t.Total.W/t.Payments, t.ByIndex[Table].W/t.Payments, t.ByIndex[dynamo.Indexes[0].Name].W/t.Payments, t.Total.R/t.Payments)
+	fmt.Fprintf(&b, "\nDynamoDB per payment: **%.1f WRU** (table %.1f", t.Total.W/t.Payments, t.ByIndex[Table].W/t.Payments)
+	for _, ix := range dynamo.Indexes {
+		fmt.Fprintf(&b, ", %s %.1f", ix.Name, t.ByIndex[ix.Name].W/t.Payments)
+	}
+	fmt.Fprintf(&b, ") and **%.1f RRU**.\n", t.Total.R/t.Payments)
 
 	fmt.Fprintf(&b, "\n### Cost of one payment\n\nOn-demand list prices, %s, as of %s (constants in `shared/capacity/cost.go`). Lambda: arm64; durations, memory and log bytes %s.\n\n", PriceRegion, PriceDate, m.Source)
 	b.WriteString("| function | serves | memory | billed duration | log bytes per invocation |\n|---|---|---|---|---|\n")

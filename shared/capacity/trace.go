@@ -56,7 +56,8 @@ type Mix struct {
 	DetailsAfter, CaptureAfter, RefundAfter, NotifyAfter int
 
 	// Listings of the merchant's failed deliveries per second (a dashboard
-	// polling): each reads every delivery shard of gsi1.
+	// polling): each reads every delivery shard of gsi2 and the page's
+	// items.
 	Listings int
 	// EventListings are pages of the merchant's event history read per
 	// second (GET /v1/ecom/events, default limit): each reads every shard
@@ -131,6 +132,12 @@ type TraceResult struct {
 	// history item of the trace, in bytes: a record's items do not grow
 	// with its history (each entry is its own item).
 	PaymentMeta, PaymentEntry int
+	// UnroutableWCU is the unroutable list's write load if every
+	// notification of the trace arrived for an unknown merchant account
+	// (the account not configured yet): each event's list entry written in
+	// a transaction with the event (2 units per KB), at the trace's
+	// notifications per second. It sizes dynamo.UnroutableShards.
+	UnroutableWCU float64
 	Result
 }
 
@@ -221,11 +228,25 @@ func Run(m Mix) (*TraceResult, error) {
 	if r.requests[ReqHops] > 0 {
 		calls[ReqHops] = 0 // a hop reads and writes nothing
 	}
+	unroutable, err := r.unroutableEntry()
+	if err != nil {
+		return nil, err
+	}
 	return &TraceResult{
 		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
 		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
-		Result: r.meter.Result(),
+		UnroutableWCU: r.requests[ReqNotifications] / float64(m.Seconds) * 2 * writeUnits(dynamo.ItemSize(unroutable)),
+		Result:        r.meter.Result(),
 	}, nil
+}
+
+// unroutableEntry is the unroutable list's entry of a typical notification
+// kept unroutable.
+func (r *replay) unroutableEntry() (dynamo.Item, error) {
+	now := r.at(0, 0)
+	e := r.eventRecord(0, 0, now, notifications.EventUnroutable)
+	e.UnroutableAt, e.UnroutableReason = &now, "no merchant for merchantAccountCode "+traceAccount
+	return dynamo.UnroutableItem(e, dynamo.UnroutableShards)
 }
 
 // label names a task's request kind in TraceResult.Calls.
@@ -264,6 +285,7 @@ type replay struct {
 	// largest payment META and history items built
 	paymentMeta, paymentEntry int
 	sampleEvent               dynamo.Item // a merchant event's item (listings)
+	sampleDelivery            dynamo.Item // a delivery's item (listings)
 }
 
 func (r *replay) later(s int, t task) { r.queue[s] = append(r.queue[s], t) }
@@ -368,8 +390,14 @@ func (r *replay) tenants() error {
 		}
 		r.subs, r.subIDs = append(r.subs, it), append(r.subIDs, sub.ID)
 	}
+	if r.sampleDelivery, err = r.delivery(ev, 0, payload, webhooks.StatusDelivered, 1, true, base); err != nil {
+		return err
+	}
 	return nil
 }
+
+// deliveryIndex is the index of a merchant's delivery listing.
+const deliveryIndex = "gsi2"
 
 // cacheRefresh meters one second of cache refreshes: every instance reads
 // each cached item once per TTL.
@@ -382,12 +410,24 @@ func (r *replay) cacheRefresh() {
 	r.reads(r.merchant, api+per("notifications"))
 	r.reads(r.site, api)
 	w := r.meter.Weight
+	// A page of deliveries: every gsi2 shard queried for a page of index
+	// entries, then the page's items in one BatchGetItem.
 	r.meter.Weight = float64(r.mix.Listings)
-	for shard := range dynamo.DeliveryShards {
-		r.meter.Query(dynamo.Indexes[0].Name, dynamo.DeliveryShardPartition(traceMerchant, shard), false)
+	n := lookup.DefaultLimit + 1 // a page and one more (is there a next page?)
+	entries := make([]dynamo.Item, n)
+	for k := range entries {
+		entries[k], _ = dynamo.IndexEntry(r.sampleDelivery, deliveryIndex)
 	}
+	for shard := range dynamo.DeliveryShards {
+		r.meter.Query(deliveryIndex, dynamo.DeliveryShardPartition(traceMerchant, shard), false, entries...)
+	}
+	items := make([]dynamo.Item, n)
+	for k := range items {
+		items[k] = r.sampleDelivery
+	}
+	r.meter.BatchGet(items...)
 	r.meter.Weight = float64(r.mix.EventListings)
-	page := make([]dynamo.Item, lookup.DefaultLimit) // a page of typical entries from each shard
+	page := make([]dynamo.Item, n) // a page of typical entries from each shard
 	for k := range page {
 		page[k] = r.sampleEvent
 	}

@@ -244,10 +244,10 @@ func NewWith(t testing.TB, opts Options) *Env {
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
 		}
-		// A few delivery and event-history shards: a listing queries
-		// every shard, and thousands of queries per listing take seconds
-		// on moto (the merge is the same at any count).
-		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4))
+		// A few shards of each listing: a page queries every shard, and
+		// moto serves one query at a time (the merge is the same at any
+		// count).
+		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4), dynamo.WithUnroutableShards(4))
 		st, sst = ds, ds
 	} else {
 		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))

@@ -4,15 +4,17 @@
 //
 // # Table
 //
-// Partition key pk (S), sort key sk (S), one global secondary index gsi1
-// (gsi1pk S / gsi1sk S, projection ALL), TTL on the Number attribute ttl
-// (Unix seconds), on-demand billing. CreateTable creates it.
+// Partition key pk (S), sort key sk (S), two global secondary indexes —
+// gsi1 (gsi1pk S / gsi1sk S, projection ALL) and gsi2 (gsi2pk S / gsi2sk S,
+// projection INCLUDE st: the keys and a delivery's status) — TTL on the
+// Number attribute ttl (Unix seconds), on-demand billing. CreateTable
+// creates it.
 //
 // # Items
 //
-//	record              pk                        sk                    gsi1pk               gsi1sk
-//	merchant            MERCHANT#<id>             META                  MERCHANTS            MERCHANT#<id>
-//	site                SITE#<id>                 META                  MERCHANT#<merchant>  SITE#<id>
+//	record              pk                        sk                      index pk (gsi1 unless named)        index sk
+//	merchant            MERCHANT#<id>             META                    MERCHANTS                           MERCHANT#<id>
+//	site                SITE#<id>                 META                    MERCHANT#<merchant>                 SITE#<id>
 //	API key (by hash)   APIKEY#<hash>             META
 //	API key (by owner)  MERCHANT#<merchant>       KEY#<keyId>
 //	subscription        MERCHANT#<merchant>       SUB#<id>
@@ -24,19 +26,23 @@
 //	payment fact        PAYMENT#<pspReference>    F#<at>#<fact id>
 //	legacy payment      PAYMENT#<pspReference>    META, H#<index>  (read, moved on first write)
 //	merchant event      EVENTLOG#<merchant>#<n>   <receivedAt>#<eventId>
+//	notification event  EVENT#<id>                META                    PAYMENT#<psp>                       EVENT#<receivedAt>#<id>
+//	unroutable entry    UNROUTABLE#EVENT#<n>      <receivedAt>#<eventId>
+//	delivery            DELIVERY#<id>             META                    gsi2 MERCHANT#<m>#DELIVERIES#<n>    <createdAt>#<id>
 //
 // Partition keys are chosen so that one merchant at 10,000 payments/s
 // stays under DynamoDB's 1,000 WCU/s and 3,000 RCU/s per partition key
 // (docs/scale.md; shared/capacity checks it): every idempotency record is
 // its own partition, a merchant's deliveries are write-sharded over
-// DeliveryShards gsi1 partitions (webhooks.go) and its event history over
-// EventLogShards partitions (selfservice.go; n = FNV-1a(event id) mod
-// EventLogShards), and a rate-limit key above 500 requests/s counts in
-// several windows (shared/ratelimit). The item
-// builders (items.go) are exported so the capacity model sizes exactly the
-// items written. MigrateKeys moves a table of the previous layout
-// (IDEM#<merchant> / KEY#<key>, deliveries under MERCHANT#<merchant>); the
-// event history has had no other layout in a release.
+// DeliveryShards gsi2 partitions (webhooks.go), its event history over
+// EventLogShards partitions (selfservice.go) and the unroutable list over
+// UnroutableShards (n = FNV-1a(id) mod the count, each count the capacity
+// model's: capacity.ShardsFor), and a rate-limit key above 500 requests/s
+// counts in several windows (shared/ratelimit). The item builders
+// (items.go) are exported so the capacity model sizes exactly the items
+// written. MigrateKeys moves a table of the previous layouts
+// (IDEM#<merchant> / KEY#<key>; deliveries in gsi1 by status; the history
+// and the unroutable list under other shard counts).
 //
 // Records are stored as JSON in the attribute data (times in UTC), next to
 // the plain attributes conditions need: version and the Totals (payments), revokedAt (API
@@ -84,22 +90,26 @@
 //     F# items. A payment stored before ledgers (META and H# history items,
 //     or its history inline in META) is read converted and moved to the
 //     ledger by its first write.
-//   - A merchant's event history is written once per routed event, in
-//     the shard EVENTLOG#<merchant>#<n> of the event's id. A page is one
-//     strongly consistent Query per shard, newest first below the
-//     cursor's sort key, in parallel, merged newest first (scatter-gather:
-//     EventLogShards Queries, at least 1 RCU each); its filters
-//     (pspReference, eventCode) are applied while reading, so a rare match
-//     reads more of each shard.
+//   - Listings (listing.go) read what they return: a page queries each
+//     shard of its listing once, in parallel, with Limit = the page size
+//     below the cursor's sort key (<createdAt>#<id>, newest first; the
+//     unroutable list oldest first), and merges by sort key. A merchant's
+//     event history (EVENTLOG#<merchant>#<n>, strongly consistent) is
+//     EventLogShards Queries a page; its filters (pspReference,
+//     eventCode) are applied while reading, so a rare match reads on in
+//     the shards it is short in. A merchant's deliveries are DeliveryShards
+//     gsi2 Queries (eventually consistent; a status filter is a
+//     FilterExpression on the projected st) plus one strongly consistent
+//     BatchGetItem per 100 deliveries of the page; a delivery whose status
+//     moved since gsi2 saw it is left out. The unroutable list is
+//     UnroutableShards Queries.
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
-//     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>, listed per
-//     merchant and status through the gsi1 shards
-//     MERCHANT#<m>#DELIVERIES#<n> / DELIVERY#<status>#…, scatter-gather)
-//     are described in webhooks.go; both are versioned PutItems (an event
-//     kept unroutable: a transaction with its list entry) that carry wt
-//     like META, so a write applied whose answer was lost is reported
-//     done, not as a conflict (the caller would re-read and apply its
-//     change again: an attempt or an arrival counted twice).
+//     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>) are described
+//     in webhooks.go; both are versioned PutItems (an event kept
+//     unroutable: a transaction with its list entry) that carry wt like
+//     META, so a write applied whose answer was lost is reported done,
+//     not as a conflict (the caller would re-read and apply its change
+//     again: an attempt or an arrival counted twice).
 //
 // Every base-table read is strongly consistent. Every item but the
 // tenant's (merchants, sites, keys, subscriptions) carries ttl for

@@ -35,8 +35,11 @@ const (
 	attrSK     = "sk"
 	attrGSI1PK = "gsi1pk"
 	attrGSI1SK = "gsi1sk"
+	attrGSI2PK = "gsi2pk"
+	attrGSI2SK = "gsi2sk"
 	attrTTL    = "ttl"
 	indexGSI1  = "gsi1"
+	indexGSI2  = "gsi2"
 )
 
 // Other attribute names.
@@ -63,27 +66,33 @@ type Store struct {
 	client      *dynamodb.Client
 	table       string
 	clock       clock.Clock
-	shards      int // delivery shards of gsi1
+	shards      int // delivery shards of gsi2
 	eventShards int // partitions of a merchant's event history
+	unroutable  int // partitions of the unroutable list
 }
 
 // Option configures New.
 type Option func(*Store)
 
-// WithDeliveryShards spreads each merchant's deliveries over n gsi1
+// WithDeliveryShards spreads each merchant's deliveries over n gsi2
 // partitions instead of DeliveryShards. Every writer and reader of a table
-// must use the same n; tests use a few to keep scatter-gather listings
-// quick on moto.
+// must use the same n; tests use a few to keep listings quick on moto.
 func WithDeliveryShards(n int) Option {
 	return func(s *Store) { s.shards = max(n, 1) }
 }
 
 // WithEventLogShards spreads each merchant's event history over n
 // partitions instead of EventLogShards. Every writer and reader of a table
-// must use the same n; tests use a few to keep scatter-gather listings
-// quick on moto.
+// must use the same n; tests use a few to keep listings quick on moto.
 func WithEventLogShards(n int) Option {
 	return func(s *Store) { s.eventShards = max(n, 1) }
+}
+
+// WithUnroutableShards spreads the unroutable list over n partitions
+// instead of UnroutableShards. Every writer and reader of a table must use
+// the same n.
+func WithUnroutableShards(n int) Option {
+	return func(s *Store) { s.unroutable = max(n, 1) }
 }
 
 // New returns a Store on table. clk supplies "now" for expiry checks that
@@ -93,7 +102,7 @@ func New(client *dynamodb.Client, table string, clk clock.Clock, opts ...Option)
 	if clk == nil {
 		clk = clock.System{}
 	}
-	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards, eventShards: EventLogShards}
+	s := &Store{client: client, table: table, clock: clk, shards: DeliveryShards, eventShards: EventLogShards, unroutable: UnroutableShards}
 	for _, o := range opts {
 		o(s)
 	}

@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
 // newTable creates a fresh table for t on moto and deletes it afterwards.
-func newTable(t *testing.T) (*dynamodb.Client, string) {
+func newTable(t testing.TB) (*dynamodb.Client, string) {
 	t.Helper()
 	client := moto.DynamoClient(t, moto.Endpoint(t))
 	table := moto.TableName(t)

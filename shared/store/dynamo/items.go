@@ -31,33 +31,55 @@ type Item = map[string]types.AttributeValue
 // MaxItemBytes is DynamoDB's item size limit (400 KB).
 const MaxItemBytes = 400 * 1024
 
-// Indexes are the table's global secondary indexes (template.yaml and
-// CreateTable), each with its partition and sort key attributes.
-var Indexes = []struct{ Name, PK, SK string }{{indexGSI1, attrGSI1PK, attrGSI1SK}}
+// Index is one global secondary index of the table: its name, its
+// partition and sort key attributes, and its projection (All, or the keys
+// plus Include).
+type Index struct {
+	Name, PK, SK string
+	All          bool     // projection ALL
+	Include      []string // projection INCLUDE (KEYS_ONLY when empty and not All)
+}
 
-// DeliveryShards is how many gsi1 partitions a merchant's deliveries are
-// spread over (write sharding; ListDeliveries reads them all). A delivery's
-// shard is a hash of its id, so it keeps its shard when its status moves.
-// Sized by the capacity model (docs/scale.md): one merchant at 10,000
-// payments/s writes about 330,000 delivery index units/s (~31,600
-// deliveries/s, each written four times, a status move costing a delete
-// and an insert, 2 units per write of a ~1.2 KB item): ~320 per shard on
-// average, ~550 in the busiest shard's busiest second, about half of
-// DynamoDB's 1,000. Writers and readers must agree on it: changing it is a
-// migration (MigrateKeys re-shards every delivery).
-const DeliveryShards = 1024
+// Indexes are the table's global secondary indexes (template.yaml and
+// CreateTable): gsi1 projects every attribute (its readers decode the
+// record from the entry); gsi2, the write-sharded time-ordered listing
+// index (listing.go), projects the keys and a delivery's status.
+var Indexes = []Index{
+	{Name: indexGSI1, PK: attrGSI1PK, SK: attrGSI1SK, All: true},
+	{Name: indexGSI2, PK: attrGSI2PK, SK: attrGSI2SK, Include: []string{attrStatus}},
+}
+
+// DeliveryShards is how many gsi2 partitions a merchant's deliveries are
+// spread over (write sharding; a page of ListDeliveryPage queries each
+// once). A delivery's shard is a hash of its id and its gsi2 key
+// (<createdAt>#<id>) does not change with its status, so a delivery is
+// indexed once on creation and its entry (keys and status, ~0.2 KB: 1
+// unit) is rewritten in place when its status moves. Sized by the capacity
+// model (docs/scale.md, capacity.ShardsFor): one merchant at 10,000
+// payments/s writes ~63,000 such index units/s (~31,600 deliveries/s, a
+// creation and about one status move each), ~500 per shard on average.
+// Writers and readers must agree on it: changing it is a migration
+// (MigrateKeys re-shards every delivery).
+const DeliveryShards = 128
 
 // EventLogShards is how many partitions a merchant's event history is
-// spread over (write sharding; ListMerchantEvents reads them all). An
-// event's shard is a hash of its id. Sized by the capacity model
-// (docs/scale.md): one merchant at 10,000 payments/s routes ~15,800
-// events/s, each written once as a ~0.9 KB item (1 unit): ~250 units/s per
-// shard on average, under 300 in the busiest shard's busiest second, so
-// events twice as large (2 units) still stay near half of DynamoDB's
-// 1,000. A page of the history reads every shard (64 Queries, at least
-// 1 RCU each). Writers and readers must agree on it: changing it moves
-// every entry (the history has had no other layout in a release).
-const EventLogShards = 64
+// spread over (write sharding; a page of ListMerchantEvents queries each
+// once). An event's shard is a hash of its id. Sized by the capacity
+// model (docs/scale.md, capacity.ShardsFor): one merchant at 10,000
+// payments/s routes ~15,800 events/s, each written once as a ~0.9 KB item
+// (1 unit): ~500 units/s per shard on average. Writers and readers must
+// agree on it: changing it is a migration (MigrateKeys moves every entry
+// to its shard).
+const EventLogShards = 32
+
+// UnroutableShards is how many partitions the unroutable list
+// (UNROUTABLE#EVENT#<shard>) is spread over; an entry's shard is a hash of
+// its event id. Sized by the capacity model (capacity.ShardsFor) for every
+// notification of one merchant at 10,000 payments/s arriving for an
+// unknown merchant account (~15,800 events/s, each entry written in a
+// transaction: 2 units per KB). Writers and readers must agree on it
+// (MigrateKeys moves entries to their shard).
+const UnroutableShards = 128
 
 // Keys returns an item's primary key.
 func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
@@ -72,6 +94,32 @@ func IndexKey(it Item, index string) (pk, sk string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// IndexEntry returns the item's entry in the named index as DynamoDB
+// stores it (the projection: every attribute, or the table and index keys
+// plus the included attributes); ok is false when the item is not in that
+// index.
+func IndexEntry(it Item, index string) (Item, bool) {
+	for _, ix := range Indexes {
+		if ix.Name != index {
+			continue
+		}
+		if _, _, ok := IndexKey(it, index); !ok {
+			return nil, false
+		}
+		if ix.All {
+			return it, true
+		}
+		entry := Item{}
+		for _, name := range append([]string{attrPK, attrSK, ix.PK, ix.SK}, ix.Include...) {
+			if v, ok := it[name]; ok {
+				entry[name] = v
+			}
+		}
+		return entry, true
+	}
+	return nil, false
 }
 
 // ItemSize is an item's size as DynamoDB meters it: the UTF-8 length of
@@ -163,8 +211,10 @@ func EventItem(e notifications.Event) (Item, error) {
 	return it, nil
 }
 
-// DeliveryItem is the item SaveDelivery writes for d: in gsi1 under its
-// merchant's delivery shard of shards (DeliveryIndexPartition).
+// DeliveryItem is the item SaveDelivery writes for d: in gsi2 under its
+// merchant's delivery shard of shards (DeliveryIndexPartition), sorted by
+// creation time and id, with its status in st (projected into gsi2 for
+// status filters).
 func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	switch {
 	case d.ID == "":
@@ -176,24 +226,51 @@ func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	it[attrGSI1PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID, shards))
-	it[attrGSI1SK] = str(deliverySortKey(d.Status) + sortTime(d.CreatedAt) + "#" + d.ID)
+	it[attrGSI2PK] = str(DeliveryIndexPartition(d.MerchantID, d.ID, shards))
+	it[attrGSI2SK] = str(listingSK(d.CreatedAt, d.ID))
+	it[attrStatus] = str(string(d.Status))
 	it[attrVersion] = num(d.Version)
 	it[attrWriteToken] = str(writeTokenPlaceholder) // the saving call's (putVersioned)
 	it[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
 	return it, nil
 }
 
-// DeliveryIndexPartition is the gsi1 partition of a merchant's delivery:
+// DeliveryIndexPartition is the gsi2 partition of a merchant's delivery:
 // MERCHANT#<merchant>#DELIVERIES#<shard>, shard = FNV-1a(id) mod shards.
 func DeliveryIndexPartition(merchantID, deliveryID string, shards int) string {
 	return DeliveryShardPartition(merchantID, shardOf(deliveryID, shards))
 }
 
 // DeliveryShardPartition is shard number shard of a merchant's deliveries
-// in gsi1.
+// in gsi2.
 func DeliveryShardPartition(merchantID string, shard int) string {
 	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
+}
+
+// UnroutableItem is the unroutable list's entry of e (a copy of the
+// event) that SaveEvent writes while e is unroutable: in the shard
+// UNROUTABLE#EVENT#<n> of shards (UnroutablePartition), sorted by arrival.
+func UnroutableItem(e notifications.Event, shards int) (Item, error) {
+	if e.ID == "" {
+		return nil, errEmpty("id")
+	}
+	it, err := dataItem(UnroutablePartition(e.ID, shards), unroutableSK(e), records.FromEvent(e))
+	if err != nil {
+		return nil, err
+	}
+	it[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
+	return it, nil
+}
+
+// UnroutablePartition is the unroutable list's partition of event id:
+// UNROUTABLE#EVENT#<shard>, shard = FNV-1a(id) mod shards.
+func UnroutablePartition(eventID string, shards int) string {
+	return UnroutableShardPartition(shardOf(eventID, shards))
+}
+
+// UnroutableShardPartition is shard number shard of the unroutable list.
+func UnroutableShardPartition(shard int) string {
+	return pkUnroutable + "#" + strconv.Itoa(shard)
 }
 
 // MerchantEventItem is the item PutMerchantEvent writes for e: in its

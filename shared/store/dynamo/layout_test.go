@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,8 +142,12 @@ func TestItemBuildersMatchStoredItems(t *testing.T) {
 	delivery, _ := dynamo.DeliveryItem(d, 8)
 	pk, sk = dynamo.Keys(delivery)
 	sameItem(t, "delivery", withWriteToken(t, "delivery", rawGet(t, client, table, pk, sk), delivery), delivery)
-	if ipk, _, _ := dynamo.IndexKey(delivery, "gsi1"); !strings.HasPrefix(ipk, "MERCHANT#m_1#DELIVERIES#") {
-		t.Errorf("delivery gsi1pk %q, want a shard of MERCHANT#m_1#DELIVERIES#", ipk)
+	if ipk, isk, _ := dynamo.IndexKey(delivery, "gsi2"); !strings.HasPrefix(ipk, "MERCHANT#m_1#DELIVERIES#") ||
+		isk != "2026-03-02T10:00:00.123456789Z#msg_1" {
+		t.Errorf("delivery gsi2 key %q / %q, want a shard of MERCHANT#m_1#DELIVERIES# / <createdAt>#msg_1", ipk, isk)
+	}
+	if _, _, in := dynamo.IndexKey(delivery, "gsi1"); in {
+		t.Errorf("delivery in gsi1, want only gsi2")
 	}
 
 	// A payment's ledger: its HEAD as a put leaves it, then as a delta
@@ -382,14 +387,16 @@ func TestPaymentWriteRefusesOversizeItem(t *testing.T) {
 	}
 }
 
-// MigrateKeys moves a table written with the previous layout (one
-// partition per merchant's idempotency records, unsharded delivery index)
-// to the current one, and a second run has nothing to do.
+// MigrateKeys moves a table written with the previous layouts (one
+// partition per merchant's idempotency records; deliveries in gsi1 by
+// status, unsharded or sharded; an event history and the unroutable list
+// under other shard counts) to the current one, and a second run has
+// nothing to do.
 func TestMigrateKeys(t *testing.T) {
 	ctx := context.Background()
 	client, table := newTable(t)
 	clk := clock.NewFake(t0)
-	s := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8))
+	s := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4), dynamo.WithUnroutableShards(4))
 
 	legacy := func(rec idempotency.Record) {
 		it, err := dynamo.IdempotencyItem(rec)
@@ -418,9 +425,51 @@ func TestMigrateKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		it["gsi1pk"] = &types.AttributeValueMemberS{Value: "MERCHANT#m_1"} // the unsharded index key
+		// the previous layouts: gsi1 by status, unsharded (msg_0) or in
+		// one of 1,024 shards
+		delete(it, "gsi2pk")
+		delete(it, "gsi2sk")
+		delete(it, "st")
+		it["gsi1pk"] = &types.AttributeValueMemberS{Value: "MERCHANT#m_1"}
+		if i > 0 {
+			it["gsi1pk"] = &types.AttributeValueMemberS{Value: fmt.Sprintf("MERCHANT#m_1#DELIVERIES#%d", 100+i)}
+		}
+		it["gsi1sk"] = &types.AttributeValueMemberS{Value: "DELIVERY#failed#" + d.CreatedAt.Format("2006-01-02T15:04:05.000000000Z") + "#" + d.ID}
 		rawPut(t, client, table, it)
 	}
+	// Event history entries of 64 shards and unroutable entries of the
+	// unsharded list.
+	for i := range 6 {
+		e := notifications.MerchantEvent{ID: fmt.Sprintf("evt_%d", i), MerchantID: "m_1", EventCode: "AUTHORISATION",
+			PSPReference: "PSP", PaymentPSP: "PSP", Payload: json.RawMessage(`{}`), CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+		it, err := dynamo.MerchantEventItem(e, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawPut(t, client, table, it)
+	}
+	for i := range 3 {
+		e := notifications.Event{ID: fmt.Sprintf("evu_%d", i), Status: notifications.EventUnroutable, ReceivedAt: t0.Add(time.Duration(i) * time.Second),
+			UnroutableAt: &t0, UnroutableReason: "no merchant", Version: 1}
+		ev, err := dynamo.EventItem(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rawPut(t, client, table, ev)
+		it, err := dynamo.UnroutableItem(e, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it["pk"] = &types.AttributeValueMemberS{Value: "UNROUTABLE#EVENT"}
+		rawPut(t, client, table, it)
+	}
+	// evu_2 was saved again since (routed: its version moved).
+	routed := notifications.Event{ID: "evu_2", Status: notifications.EventReceived, ReceivedAt: t0.Add(2 * time.Second), Version: 2}
+	ev, err := dynamo.EventItem(routed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawPut(t, client, table, ev)
 	if got, _ := s.ListDeliveries(ctx, "m_1", webhooks.StatusFailed, 10); len(got) != 0 {
 		t.Fatalf("before the migration the sharded listing sees %d old deliveries, want 0", len(got))
 	}
@@ -429,8 +478,19 @@ func TestMigrateKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.IdempotencyMoved != 1 || rep.IdempotencyKept != 1 || rep.DeliveriesIndexed != 3 {
-		t.Fatalf("report %+v, want 1 record moved, 1 kept (new claim), 3 deliveries indexed", rep)
+	moved := 0 // event history entries not in their shard of 4
+	for i := range 6 {
+		if dynamo.EventLogPartition("m_1", fmt.Sprintf("evt_%d", i), 64) != dynamo.EventLogPartition("m_1", fmt.Sprintf("evt_%d", i), 4) {
+			moved++
+		}
+	}
+	if rep.IdempotencyMoved != 1 || rep.IdempotencyKept != 1 || rep.DeliveriesIndexed != 3 || rep.EventsMoved != moved ||
+		rep.UnroutableMoved != 2 || rep.UnroutableDropped != 1 {
+		t.Fatalf("report %+v, want 1 record moved, 1 kept (new claim), 3 deliveries indexed, %d history entries moved, "+
+			"2 unroutable entries moved and 1 dropped (routed since)", rep, moved)
+	}
+	if moved == 0 {
+		t.Fatalf("no history entry outside its shard of 4: the test moves nothing")
 	}
 	got, err := s.Claim(ctx, idempotency.Record{Scope: "m_1", Key: "done", Fingerprint: "fp1", Status: idempotency.StatusInProgress,
 		LeaseToken: "t2", LeaseUntil: t0.Add(time.Minute), ExpiresAt: t0.Add(time.Hour)}, t0)
@@ -450,8 +510,34 @@ func TestMigrateKeys(t *testing.T) {
 	if err != nil || len(ds) != 3 || ds[0].ID != "msg_2" {
 		t.Fatalf("after the migration: %d deliveries (%v), want the 3, newest first", len(ds), err)
 	}
+	for _, d := range ds {
+		if it := rawGet(t, client, table, "DELIVERY#"+d.ID, "META"); it["gsi1pk"] != nil || it["gsi1sk"] != nil {
+			t.Errorf("delivery %s still in gsi1: %v", d.ID, dump(it))
+		}
+	}
+	evs, err := s.ListMerchantEvents(ctx, "m_1", notifications.EventQuery{Limit: 10})
+	if got := eventIDs(evs); err != nil || !slices.Equal(got, []string{"evt_5", "evt_4", "evt_3", "evt_2", "evt_1", "evt_0"}) {
+		t.Fatalf("history after the migration: %v (%v), want all 6, newest first", got, err)
+	}
+	un, err := s.ListUnroutableEvents(ctx, 0)
+	if err != nil || len(un) != 2 || un[0].ID != "evu_0" || un[1].ID != "evu_1" {
+		t.Fatalf("unroutable after the migration: %+v (%v), want evu_0, evu_1", un, err)
+	}
+	if old := rawGet(t, client, table, "UNROUTABLE#EVENT", "2026-03-02T10:00:02.123456789Z#evu_2"); len(old) != 0 {
+		t.Fatalf("the routed event's old entry kept: %v", dump(old))
+	}
 	again, err := s.MigrateKeys(ctx)
-	if err != nil || again.IdempotencyMoved+again.IdempotencyKept+again.DeliveriesIndexed+again.DeliveriesChanged != 0 {
+	if err != nil || again.IdempotencyMoved+again.IdempotencyKept+again.DeliveriesIndexed+again.DeliveriesChanged+
+		again.EventsMoved+again.UnroutableMoved+again.UnroutableDropped != 0 {
 		t.Fatalf("second run: %+v, %v; want nothing to do", again, err)
 	}
+}
+
+// eventIDs are the ids of es, in order.
+func eventIDs(es []notifications.MerchantEvent) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
 }

@@ -31,15 +31,11 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 		}
 	}
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(table),
-		AttributeDefinitions: []types.AttributeDefinition{s(attrPK), s(attrSK), s(attrGSI1PK), s(attrGSI1SK)},
-		KeySchema:            keys(attrPK, attrSK),
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName:  aws.String(indexGSI1),
-			KeySchema:  keys(attrGSI1PK, attrGSI1SK),
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		}},
-		BillingMode: types.BillingModePayPerRequest,
+		TableName:              aws.String(table),
+		AttributeDefinitions:   []types.AttributeDefinition{s(attrPK), s(attrSK), s(attrGSI1PK), s(attrGSI1SK), s(attrGSI2PK), s(attrGSI2SK)},
+		KeySchema:              keys(attrPK, attrSK),
+		GlobalSecondaryIndexes: indexes(keys),
+		BillingMode:            types.BillingModePayPerRequest,
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
@@ -64,6 +60,22 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 		return wrap(fmt.Errorf("enable ttl: %w", err))
 	}
 	return nil
+}
+
+// indexes are the GlobalSecondaryIndexes of Indexes.
+func indexes(keys func(hash, rng string) []types.KeySchemaElement) []types.GlobalSecondaryIndex {
+	out := make([]types.GlobalSecondaryIndex, 0, len(Indexes))
+	for _, ix := range Indexes {
+		p := &types.Projection{ProjectionType: types.ProjectionTypeAll}
+		switch {
+		case !ix.All && len(ix.Include) > 0:
+			p = &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: ix.Include}
+		case !ix.All:
+			p = &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly}
+		}
+		out = append(out, types.GlobalSecondaryIndex{IndexName: aws.String(ix.Name), KeySchema: keys(ix.PK, ix.SK), Projection: p})
+	}
+	return out
 }
 
 // waitActive polls until the table and all its indexes are ACTIVE.

@@ -5,19 +5,20 @@ package dynamo
 // for conditional writes, strongly consistent base-table reads, lists
 // through gsi1):
 //
-//	record     pk                   sk    gsi1pk                 gsi1sk
-//	event      EVENT#<id>           META  PAYMENT#<pspReference>                  EVENT#<receivedAt>#<id>
-//	delivery   DELIVERY#<id>        META  MERCHANT#<merchant>#DELIVERIES#<shard>  DELIVERY#<status>#<createdAt>#<id>
-//	unroutable UNROUTABLE#EVENT     <receivedAt>#<id>   (a copy of an unroutable event, see SaveEvent)
+//	record     pk                          sk                  gsi1pk / gsi2pk                                gsi1sk / gsi2sk
+//	event      EVENT#<id>                  META                gsi1 PAYMENT#<pspReference>                    EVENT#<receivedAt>#<id>
+//	delivery   DELIVERY#<id>               META                gsi2 MERCHANT#<merchant>#DELIVERIES#<shard>    <createdAt>#<id>
+//	unroutable UNROUTABLE#EVENT#<shard>    <receivedAt>#<id>   (a copy of an unroutable event, see SaveEvent)
 //
 // Times in sort keys are fixed-width UTC (2006-01-02T15:04:05.000000000Z)
 // so they sort as strings. SaveEvent and SaveDelivery are one PutItem
 // conditional on the stored version (absence for version 0). A merchant's
-// deliveries are write-sharded over DeliveryShards gsi1 partitions (shard:
-// a hash of the delivery id), so one merchant's webhook traffic never
-// concentrates on one index partition; a delivery's gsi1sk moves with its
-// status, so listing a merchant's failed deliveries is one Query per shard
-// (begins_with DELIVERY#failed#), run in parallel and merged (scatter-gather).
+// deliveries are write-sharded over DeliveryShards gsi2 partitions (shard:
+// a hash of the delivery id), time-ordered; the delivery's status is the
+// attribute st, projected into gsi2 (keys and st only), so a status move
+// rewrites the entry in place and a listing filters on it. The unroutable
+// list is write-sharded over UnroutableShards partitions (shard: a hash of
+// the event id). Listings are in listing.go.
 
 import (
 	"context"
@@ -68,8 +69,8 @@ func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, e
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
 // An event that is, or once was, unroutable (UnroutableAt set) is written
 // in one transaction with its entry in the unroutable list
-// (UNROUTABLE#EVENT / <receivedAt>#<id>, a copy of the event): put while it
-// is unroutable, deleted once it is routed.
+// (UNROUTABLE#EVENT#<shard> / <receivedAt>#<id>, a copy of the event): put
+// while it is unroutable, deleted once it is routed.
 func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
 	switch {
 	case e.ID == "":
@@ -77,7 +78,6 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	rec := records.FromEvent(e)
 	item, err := EventItem(e)
 	if err == nil {
 		err = checkSize(item)
@@ -88,7 +88,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	if e.UnroutableAt == nil {
 		err = s.putVersioned(ctx, item, prevVersion)
 	} else {
-		err = s.saveUnroutable(ctx, e, rec, item, prevVersion, item[attrTTL])
+		err = s.saveUnroutable(ctx, e, item, prevVersion)
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
@@ -131,14 +131,14 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 	return nil
 }
 
-// Key of the unroutable list's entries.
+// Key of the unroutable list's entries (its shards: UnroutablePartition).
 const pkUnroutable = "UNROUTABLE#EVENT"
 
-func unroutableSK(e notifications.Event) string { return sortTime(e.ReceivedAt) + "#" + e.ID }
+func unroutableSK(e notifications.Event) string { return listingSK(e.ReceivedAt, e.ID) }
 
 // saveUnroutable writes an event's item and its unroutable-list entry in
 // one transaction, the item conditional on its version.
-func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec records.Notification, item map[string]types.AttributeValue, prev int64, ttl types.AttributeValue) error {
+func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64) error {
 	item[attrVersion] = num(e.Version)
 	token := writeToken()
 	item[attrWriteToken] = str(token)
@@ -146,13 +146,13 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec r
 	put := &types.Put{TableName: aws.String(s.table), Item: item,
 		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pkUnroutable, unroutableSK(e))}}
+	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
+		Key: itemKey(UnroutablePartition(e.ID, s.unroutable), unroutableSK(e))}}
 	if e.Status == notifications.EventUnroutable {
-		listed, err := dataItem(pkUnroutable, unroutableSK(e), rec)
+		listed, err := UnroutableItem(e, s.unroutable)
 		if err != nil {
 			return err
 		}
-		listed[attrTTL] = ttl
 		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
@@ -173,32 +173,31 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, rec r
 }
 
 // ListUnroutableEvents returns the unroutable events, oldest first, at
-// most limit (<= 0: all): one Query of the unroutable list.
+// most limit (<= 0: all): one Query per shard of the unroutable list with
+// Limit = limit, in parallel, merged oldest first (listing.go).
 func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pkUnroutable)},
-		ConsistentRead:            aws.Bool(true),
+	page, err := s.readPage(ctx, listing{
+		shards: s.unroutable,
+		query: func(shard int) *dynamodb.QueryInput {
+			return &dynamodb.QueryInput{
+				KeyConditionExpression:    aws.String("#pk = :pk"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UnroutableShardPartition(shard))},
+				ConsistentRead:            aws.Bool(true),
+			}
+		},
+		sortKey: attrSK,
+	}, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
 	}
-	out := []notifications.Event{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() && (limit <= 0 || len(out) < limit) {
-		page, err := pages.NextPage(ctx)
+	out := make([]notifications.Event, 0, len(page))
+	for _, item := range page {
+		rec, err := decodeData[records.Notification](item)
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
 		}
-		for _, item := range page.Items {
-			rec, err := decodeData[records.Notification](item)
-			if err != nil {
-				return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
-			}
-			out = append(out, rec.ToEvent())
-		}
-	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+		out = append(out, rec.ToEvent())
 	}
 	return out, nil
 }
@@ -246,12 +245,10 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	return nil
 }
 
-// deliverySortKey is the gsi1sk prefix of a merchant's deliveries in status.
-func deliverySortKey(st webhooks.Status) string { return pfxDelivery + string(st) + "#" }
-
 // ListDeliveries returns the merchant's deliveries in status (all when
-// ""), newest first, at most limit (gsi1, eventually consistent): one
-// newest-first Query per shard and status, in parallel, merged.
+// ""), newest first, at most limit (<= 0: all): one page of
+// listDeliveries (gsi2, eventually consistent, then the items strongly
+// consistent).
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
 	ds, err := s.listDeliveries(ctx, merchantID, status, nil, limit)
 	if err != nil {
@@ -260,56 +257,9 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 	return ds, nil
 }
 
-// listDeliveries is the scatter-gather of ListDeliveries and
-// ListDeliveryPage: every shard and status queried newest first, from
-// below after when given, merged, the first limit kept (<= 0: all).
-func (s *Store) listDeliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
-	statuses := []webhooks.Status{status}
-	if status == "" {
-		statuses = webhooks.Statuses
-	}
-	type query struct {
-		shard int
-		st    webhooks.Status
-	}
-	queries := make([]query, 0, s.shards*len(statuses))
-	for shard := range s.shards {
-		for _, st := range statuses {
-			queries = append(queries, query{shard, st})
-		}
-	}
-	results := make([][]webhooks.Delivery, len(queries))
-	err := scatter(ctx, len(queries), func(ctx context.Context, i int) error {
-		q := queries[i]
-		in := indexQuery(DeliveryShardPartition(merchantID, q.shard), deliverySortKey(q.st))
-		if after != nil { // BETWEEN is inclusive: the cursor's own delivery is dropped below
-			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk BETWEEN :prefix AND :before")
-			in.ExpressionAttributeValues[":before"] = str(deliverySortKey(q.st) + sortTime(after.CreatedAt) + "#" + after.ID)
-		}
-		n := limit
-		if after != nil && n > 0 {
-			n++ // the cursor's own delivery may come first
-		}
-		ds, err := s.queryDeliveries(ctx, in, n)
-		for _, d := range ds {
-			if after == nil || after.Before(d) {
-				results[i] = append(results[i], d)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := []webhooks.Delivery{}
-	for _, ds := range results {
-		out = append(out, ds...)
-	}
-	return webhooks.NewestFirst(out, limit), nil
-}
-
-// scatterParallel bounds the concurrent queries of one scatter-gather read.
-const scatterParallel = 16
+// scatterParallel bounds the concurrent requests of one listing page: every
+// shard of the largest listing at once.
+const scatterParallel = DeliveryShards
 
 // scatter runs fn(0..n-1) with at most scatterParallel at a time and
 // returns the first error (the others are cancelled).
@@ -338,32 +288,6 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 		return err
 	}
 	return ctx.Err()
-}
-
-// queryDeliveries runs a gsi1 query of deliveries newest first, stopping
-// after limit (limit <= 0: all).
-func (s *Store) queryDeliveries(ctx context.Context, in *dynamodb.QueryInput, limit int) ([]webhooks.Delivery, error) {
-	in.TableName = aws.String(s.table)
-	in.ScanIndexForward = aws.Bool(false)
-	if limit > 0 {
-		in.Limit = aws.Int32(int32(min(limit, 1000)))
-	}
-	out := []webhooks.Delivery{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() && (limit <= 0 || len(out) < limit) {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range page.Items {
-			rec, err := decodeData[records.Delivery](item)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, rec.ToDelivery())
-		}
-	}
-	return out, nil
 }
 
 // putVersioned writes item (which carries its version attribute),
