@@ -210,18 +210,6 @@ func (m *Meter) TransactWrite(writes ...Write) {
 	}
 }
 
-// FailedTransactWrite meters a TransactWriteItems cancelled by a failed
-// condition, as if every item of it were written: each its transactional
-// units, the item checked against existing at its size (an upper bound;
-// DynamoDB does not publish what a cancelled transaction consumes).
-func (m *Meter) FailedTransactWrite(existing dynamo.Item, others ...dynamo.Item) {
-	m.ops++
-	for _, it := range append([]dynamo.Item{existing}, others...) {
-		pk, _ := dynamo.Keys(it)
-		m.add(Part{Table, pk}, 2*writeUnits(dynamo.ItemSize(it)), 0)
-	}
-}
-
 // write meters old replaced by new at factor times the table's units.
 func (m *Meter) write(old, new dynamo.Item, factor float64) {
 	ref := new
