@@ -126,17 +126,32 @@ type Recorder struct {
 	inject  func(path string) Fault
 	// injectReq is InjectRequest's function (consulted first).
 	injectReq func(req Recorded) Fault
+	// timeouts make the Env's upstream calls give up (Fault.Timeout).
+	timeouts timeouts
 }
 
 // Fault is what an injected upstream fault does to one request.
 type Fault struct {
 	Status  int  // answer with this status and an upstream error body (0: no fault)
 	Forward bool // forward to the simulator first (the upstream acted; the answer is lost)
-	// After, with Status 0, forwards the request and is called once the
-	// simulator has answered, before the answer goes back to the caller
-	// (which is still waiting for it).
+	// Drop closes the connection without an answer: the caller's call
+	// fails with a connection error. With Forward the upstream acted
+	// first.
+	Drop bool
+	// Timeout holds the answer until the caller gives up: the caller's
+	// call fails as timed out (context.DeadlineExceeded), at once, whatever
+	// its timeout (Env's upstream client gives up when told to). With
+	// Forward the upstream acted first.
+	Timeout bool
+	// After is called once the simulator has answered a forwarded request
+	// (Status 0, or Forward), before the answer goes back to the caller,
+	// is dropped or timed out (the caller is still waiting for it).
 	After func()
 }
+
+// lost reports whether f loses the answer (an error status, Drop or
+// Timeout).
+func (f Fault) lost() bool { return f.Status != 0 || f.Drop || f.Timeout }
 
 // InjectRequest sets a fault function consulted for every upstream
 // request with the request itself (its headers carry the
@@ -195,35 +210,147 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	inject, injectReq := r.inject, r.injectReq
 	r.mu.Unlock()
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	var f Fault
 	if injectReq != nil {
-		f := injectReq(Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
-		if f.Status == 0 && f.After != nil {
-			answer := httptest.NewRecorder()
-			r.handler.ServeHTTP(answer, req)
+		f = injectReq(Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+	}
+	if !f.lost() && f.After == nil && inject != nil {
+		f = inject(req.URL.Path)
+	}
+	if !f.lost() {
+		if f.After == nil {
+			r.handler.ServeHTTP(w, req)
+			return
+		}
+		answer := httptest.NewRecorder()
+		r.handler.ServeHTTP(answer, req)
+		f.After()
+		for k, v := range answer.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(answer.Code)
+		_, _ = w.Write(answer.Body.Bytes())
+		return
+	}
+	if f.Forward {
+		r.handler.ServeHTTP(httptest.NewRecorder(), req)
+		if f.After != nil {
 			f.After()
-			for k, v := range answer.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(answer.Code)
-			_, _ = w.Write(answer.Body.Bytes())
-			return
-		}
-		if f.Status != 0 {
-			inject = func(string) Fault { return f }
 		}
 	}
-	if inject != nil {
-		if f := inject(req.URL.Path); f.Status != 0 {
-			if f.Forward {
-				r.handler.ServeHTTP(httptest.NewRecorder(), req)
+	switch {
+	case f.Timeout:
+		// The caller gives up (its transport is told to); the answer is
+		// held until it has.
+		r.timeouts.giveUp(req.Header.Get(callHeader))
+		<-req.Context().Done()
+	case f.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			fmt.Fprintf(w, `{"status":%d,"errorCode":"905","message":"injected fault","errorType":"internal"}`, f.Status)
-			return
 		}
+		panic(http.ErrAbortHandler) // closes the connection without an answer
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		fmt.Fprintf(w, `{"status":%d,"errorCode":"905","message":"injected fault","errorType":"internal"}`, f.Status)
 	}
-	r.handler.ServeHTTP(w, req)
+}
+
+// callHeader carries the id the Env's upstream transport gives each call,
+// so that a Timeout fault can tell that call to give up.
+const callHeader = "X-Testenv-Call"
+
+// timeouts are the calls of the Env's upstream client under way, each
+// with the channel that makes it give up (Fault.Timeout).
+type timeouts struct {
+	mu    sync.Mutex
+	seq   int64
+	calls map[string]chan struct{}
+}
+
+// start registers a call and returns its id and its give-up channel.
+func (t *timeouts) start() (string, chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls == nil {
+		t.calls = map[string]chan struct{}{}
+	}
+	t.seq++
+	id, ch := fmt.Sprint(t.seq), make(chan struct{})
+	t.calls[id] = ch
+	return id, ch
+}
+
+func (t *timeouts) end(id string) {
+	t.mu.Lock()
+	delete(t.calls, id)
+	t.mu.Unlock()
+}
+
+// giveUp makes call id give up (an unknown id: nothing).
+func (t *timeouts) giveUp(id string) {
+	t.mu.Lock()
+	ch := t.calls[id]
+	delete(t.calls, id)
+	t.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// timingOut is the Env's upstream transport: each request carries its
+// call id (callHeader), and the call fails with context.DeadlineExceeded
+// when the Recorder tells it to give up.
+type timingOut struct {
+	base http.RoundTripper
+	t    *timeouts
+}
+
+func (tr timingOut) RoundTrip(req *http.Request) (*http.Response, error) {
+	id, giveUp := tr.t.start()
+	defer tr.t.end(id)
+	ctx, cancel := context.WithCancel(req.Context())
+	req = req.Clone(ctx)
+	req.Header.Set(callHeader, id)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := tr.base.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		r.resp.Body = cancelOnClose{r.resp.Body, cancel}
+		return r.resp, nil
+	case <-giveUp:
+		cancel()
+		if r := <-done; r.err == nil {
+			_ = r.resp.Body.Close()
+		}
+		return nil, fmt.Errorf("testenv: the upstream did not answer in time: %w", context.DeadlineExceeded)
+	}
+}
+
+// cancelOnClose cancels a call's context once its answer is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // New starts an Env on the embedded store with every route mounted.
@@ -273,7 +400,8 @@ func NewWith(t testing.TB, opts Options) *Env {
 	if opts.UpstreamTimeout == 0 {
 		opts.UpstreamTimeout = 30 * time.Second
 	}
-	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout})
+	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout,
+		HTTPClient: &http.Client{Transport: timingOut{base: upstream.NewTransport(), t: &rec.timeouts}}})
 	var ps payments.Store = st
 	if opts.WrapPayments != nil {
 		ps = opts.WrapPayments(st)
