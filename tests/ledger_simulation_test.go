@@ -59,9 +59,9 @@ import (
 // actor stopped at a point dies there (its later writes fail, as after a
 // crash of the process), the clock moves past the idempotency lease and
 // the recovery delay, and the recovery sweeper (payments.Recover) runs as
-// the restarted service would. The crash leaves the store as the dead
-// process left it, on both stores alike: the store itself is not closed
-// and reopened (each store's own tests cover reopening).
+// the restarted service would: the service is built anew, and the
+// embedded store closed and opened again from its file (a DynamoDB table
+// outlives the process).
 //
 // After every step: no guard crossed (captured + captures in flight ≤
 // authorised, refunded + refunds in flight ≤ captured), nothing negative,
@@ -356,9 +356,6 @@ func runSimulation(t *testing.T, dyn bool, seed uint64, counts *simCounts) {
 			}
 		})
 	}
-	// Steps wait for nothing: conflicts retry at once, a failed record
-	// write (a dead actor's) is given up at once.
-	s.e.Payments.SleepWith(simNoSleep{}).RetryRecordWritesFor(0)
 	s.connect()
 	t.Cleanup(s.stop)
 
@@ -381,10 +378,14 @@ type simNoSleep struct{}
 
 func (simNoSleep) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
-// connect builds the notifications endpoint the simulation delivers to:
-// the service's, its event writes stopping at the notification points.
+// connect tunes the service and builds the notifications endpoint the
+// simulation delivers to: the service's, its event writes stopping at the
+// notification points.
 func (s *simRun) connect() {
 	e := s.e
+	// Steps wait for nothing: conflicts retry at once, a failed record
+	// write (a dead actor's) is given up at once.
+	e.Payments.SleepWith(simNoSleep{}).RetryRecordWritesFor(0)
 	signer, err := upstream.NewSigner(testenv.HMACKey)
 	if err != nil {
 		s.t.Fatal(err)
@@ -927,9 +928,11 @@ func (s *simRun) retry(o *simOp) {
 	s.request(o)
 }
 
-// crash kills every actor stopped at a point, there; the restarted
-// service's clock is past the idempotency lease and the recovery delay,
-// and its recovery sweeper runs.
+// crash kills every actor stopped at a point, there, and restarts the
+// service (testenv Env.Restart: on the embedded store the store is closed
+// and opened again); the restarted service's clock is past the
+// idempotency lease and the recovery delay, and its recovery sweeper
+// runs.
 func (s *simRun) crash() {
 	s.crashed = true
 	s.counts.add(simKindCrash)
@@ -943,6 +946,8 @@ func (s *simRun) crash() {
 		}
 		s.release(a, false)
 	}
+	s.e.Restart()
+	s.connect()
 	s.e.Clock.Advance(payments.RecoverAfter + time.Minute)
 	s.recover()
 }

@@ -115,6 +115,11 @@ type Env struct {
 	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
 	// "B", "NotEcom", "Inactive".
 	Keys map[string]string
+
+	opts     Options
+	log      *slog.Logger
+	dbPath   string          // the embedded store's file ("" on DynamoDB)
+	embedded *embedded.Store // the embedded store open now (nil on DynamoDB)
 }
 
 // Recorder records the upstream requests and forwards them to the simulator.
@@ -376,32 +381,54 @@ func NewWith(t testing.TB, opts Options) *Env {
 		// on moto (the merge is the same at any count).
 		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4))
 		st, sst = ds, ds
-	} else {
-		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = es.Close() })
+	}
+	e := &Env{T: t, Clock: clk, DynamoDB: client, DynamoTable: table, Keys: map[string]string{}, opts: opts,
+		Queue: &MemQueue{}, Hooks: &RecordingPoster{}}
+	if !opts.Dynamo {
+		e.dbPath = filepath.Join(t.TempDir(), "paysvc.db")
+		es := e.openEmbedded()
+		t.Cleanup(func() { _ = e.embedded.Close() })
 		st, sst = es, es
 	}
+	e.Store, e.SelfService = st, sst
+
+	e.Sim = newSimulator(t, clk, opts.Simulator)
+	rec := &Recorder{handler: e.Sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	rec.URL = srv.URL
+	e.Upstream = rec
+
+	e.Logs = &bytes.Buffer{}
+	e.log = slog.New(slog.NewJSONHandler(&syncWriter{w: e.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if e.opts.UpstreamTimeout == 0 {
+		e.opts.UpstreamTimeout = 30 * time.Second
+	}
+	e.build()
+	e.seed()
+	return e
+}
+
+// openEmbedded opens the embedded store at e.dbPath.
+func (e *Env) openEmbedded() *embedded.Store {
+	es, err := embedded.Open(e.dbPath, embedded.WithClock(e.Clock))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.embedded = es
+	return es
+}
+
+// build makes the service on e's stores: the upstream client, the
+// payments service, the handlers and their ports.
+func (e *Env) build() {
+	st, sst, clk, log, opts := e.Store, e.SelfService, e.Clock, e.log, e.opts
 	var idem idempotency.Store = st
 	if opts.WrapIdem != nil {
 		idem = opts.WrapIdem(st)
 	}
-
-	sim := newSimulator(t, clk, opts.Simulator)
-	rec := &Recorder{handler: sim}
-	srv := httptest.NewServer(rec)
-	t.Cleanup(srv.Close)
-	rec.URL = srv.URL
-
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if opts.UpstreamTimeout == 0 {
-		opts.UpstreamTimeout = 30 * time.Second
-	}
-	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout,
-		HTTPClient: &http.Client{Transport: timingOut{base: upstream.NewTransport(), t: &rec.timeouts}}})
+	up := upstream.New(upstream.Config{BaseURL: e.Upstream.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout,
+		HTTPClient: &http.Client{Transport: timingOut{base: upstream.NewTransport(), t: &e.Upstream.timeouts}}})
 	var ps payments.Store = st
 	if opts.WrapPayments != nil {
 		ps = opts.WrapPayments(st)
@@ -416,18 +443,28 @@ func NewWith(t testing.TB, opts Options) *Env {
 		Log:      log,
 		Clock:    clk,
 	}
-	q := &MemQueue{}
-	hooks := &RecordingPoster{}
-	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: q, Sender: hooks, Clock: clk}
-	e := &Env{
-		T: t, Deps: d, Payments: svc, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
-		DynamoDB: client, DynamoTable: table,
-		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
+	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: e.Queue, Sender: e.Hooks, Clock: clk}
+	e.Deps, e.Payments = d, svc
+	e.Handler = contractChecked(e.T, httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
+		httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)))
+}
+
+// Restart is a restart of the service after a crash: the service is built
+// anew (Deps, Payments and Handler are new; the clock, the simulator, the
+// upstream recorder, Queue, Hooks and the seeded tenants stay), and on the
+// embedded store the store is first closed and opened again from its file
+// (Store and SelfService are new). A DynamoDB table outlives any process:
+// it stays. No request may be running.
+func (e *Env) Restart() {
+	e.T.Helper()
+	if e.embedded != nil {
+		if err := e.embedded.Close(); err != nil {
+			e.T.Fatal(err)
+		}
+		es := e.openEmbedded()
+		e.Store, e.SelfService = es, es
 	}
-	e.Handler = contractChecked(t, e.Handler)
-	e.seed()
-	return e
+	e.build()
 }
 
 // contractChecked validates every request and answer of a test against

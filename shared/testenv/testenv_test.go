@@ -100,3 +100,41 @@ func pay(t *testing.T, e *testenv.Env) string {
 	}
 	return out.PSPReference
 }
+
+// TestRestart: after Restart the service answers from what the store
+// kept — the payment, its capture and the capture's Idempotency-Key — on
+// both stores alike, and takes further operations.
+func TestRestart(t *testing.T) {
+	for _, dyn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "embedded", true: "dynamo"}[dyn], func(t *testing.T) {
+			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
+			psp := pay(t, e)
+			first := capture(e, psp)
+			if first.Status != 200 {
+				t.Fatalf("capture: %d %s", first.Status, first.Body)
+			}
+			before := e.Store
+			e.Restart()
+			if (e.Store != before) == dyn {
+				t.Fatalf("store replaced: %v; want a new store on the embedded store only", e.Store != before)
+			}
+			if again := capture(e, psp); again.Status != 200 || string(again.Body) != string(first.Body) ||
+				again.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("the capture again after the restart: %d %s (replayed %q); want the first answer replayed, %s",
+					again.Status, again.Body, again.Header.Get("Idempotent-Replayed"), first.Body)
+			}
+			r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
+				`{"amount":{"value":200,"currency":"EUR"},"reference":"c2"}`, "Idempotency-Key", "c2")
+			if r.Status != 200 {
+				t.Fatalf("a capture after the restart: %d %s", r.Status, r.Body)
+			}
+			h, err := e.Store.GetPayment(context.Background(), psp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Totals.Captured != 500 || h.Totals.CapturesInFlight != 0 {
+				t.Fatalf("totals %+v; want 500 captured", h.Totals)
+			}
+		})
+	}
+}
