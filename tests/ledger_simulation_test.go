@@ -274,7 +274,6 @@ type simEvent struct {
 
 // simOp is one operation of the schedule.
 type simOp struct {
-	n      int
 	kind   string // captures, refunds, reversals, amount-updates
 	amount int64
 	key    string       // its Idempotency-Key and reference
@@ -287,6 +286,7 @@ type simOp struct {
 	running  *simActor // its request running, if any
 }
 
+// body is o's request body (psp: the payment's pspReference).
 func (o *simOp) body(psp string) string {
 	switch o.kind {
 	case "reversals":
@@ -452,7 +452,7 @@ func (s *simRun) schedule() []*simOp {
 	}
 	var ops []*simOp
 	for i := range n {
-		o := &simOp{n: i, key: fmt.Sprintf("s%d-op%d", s.seed, i)}
+		o := &simOp{key: fmt.Sprintf("s%d-op%d", s.seed, i)}
 		switch r := s.rng.IntN(100); {
 		case i < updates:
 			o.kind, o.amount = "amount-updates", 50000+s.rng.Int64N(100001)
@@ -751,7 +751,7 @@ func (s *simRun) recover() payments.Recovered {
 	s.start(a, func(ctx context.Context) {
 		out, err = s.e.Payments.Recover(ctx, s.e.Store.(payments.InFlight), 100)
 	})
-	for len(s.parked) > 0 && slices.Contains(s.parked, a) {
+	for slices.Contains(s.parked, a) {
 		s.release(a, true)
 	}
 	if err != nil {
