@@ -64,9 +64,10 @@ import (
 // outlives the process).
 //
 // After every step: no guard crossed (captured + captures in flight ≤
-// authorised, refunded + refunds in flight ≤ captured), nothing negative,
-// and the platform never holds more than the service knows or has in
-// flight. Once everything has drained (every actor done, every
+// authorised, refunded + refunds in flight ≤ captured, leaving out the
+// operations counted twice while their answer is lost: simRun.invariants),
+// nothing negative, and the platform never holds more than the service
+// knows or has in flight. Once everything has drained (every actor done, every
 // notification delivered, Recover run until nothing is in flight): the
 // record equals the platform's ledger — amounts, state, what can still
 // be captured and refunded — and each operation's outcome is the
