@@ -4,6 +4,7 @@
 #   make build-amd64    the same for x86_64               -> bin/amd64/<name>/bootstrap
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash .ci/test.sh
+#   make soak           the ledger simulation with 10,000 seeds (embedded) and 1,000 (DynamoDB on moto): .ci/soak.sh
 #   make lint-template  bash .ci/check-template.sh (cfn-lint + offline SAM transform)
 #   make deploy-check   CONFIG_ENV=default|test|prod [PARAMETER_OVERRIDES='K=V ...']: refuse placeholders and unsafe settings
 #   make deploy         CONFIG_ENV=... [PARAMETER_OVERRIDES='K=V ...'] [EMERGENCY=1]: deploy-check, lint-template,
@@ -25,7 +26,7 @@ FUNCTIONS := config sessions payments modifications lookups webhooks notificatio
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: all build build-amd64 run test lint-template deploy-check deploy admin bench clean help \
+.PHONY: all build build-amd64 run test soak lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
 	build-NotificationsFunction build-WebhookDispatcherFunction build-RecordUpdatesFunction \
@@ -34,7 +35,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 all: build
 
 help:
-	@sed -n '2,17p' Makefile
+	@sed -n '2,18p' Makefile
 
 # --- sam build targets (one per function logical id) ---------------------------
 
@@ -93,6 +94,11 @@ run:
 
 test:
 	bash .ci/test.sh
+
+# The ledger simulation (tests/ledger_simulation_test.go) at soak counts;
+# PAYSVC_SIM_SEEDS_EMBEDDED / PAYSVC_SIM_SEEDS_DYNAMO override them.
+soak:
+	bash .ci/soak.sh
 
 lint-template:
 	bash .ci/check-template.sh

@@ -115,6 +115,11 @@ type Env struct {
 	// (SiteAAdvanced only), "ARevoked", "ALive", "ASlow" (1/s, burst 2),
 	// "B", "NotEcom", "Inactive".
 	Keys map[string]string
+
+	opts     Options
+	log      *slog.Logger
+	dbPath   string          // the embedded store's file ("" on DynamoDB)
+	embedded *embedded.Store // the embedded store open now (nil on DynamoDB)
 }
 
 // Recorder records the upstream requests and forwards them to the simulator.
@@ -126,17 +131,32 @@ type Recorder struct {
 	inject  func(path string) Fault
 	// injectReq is InjectRequest's function (consulted first).
 	injectReq func(req Recorded) Fault
+	// timeouts make the Env's upstream calls give up (Fault.Timeout).
+	timeouts timeouts
 }
 
 // Fault is what an injected upstream fault does to one request.
 type Fault struct {
 	Status  int  // answer with this status and an upstream error body (0: no fault)
 	Forward bool // forward to the simulator first (the upstream acted; the answer is lost)
-	// After, with Status 0, forwards the request and is called once the
-	// simulator has answered, before the answer goes back to the caller
-	// (which is still waiting for it).
+	// Drop closes the connection without an answer: the caller's call
+	// fails with a connection error. With Forward the upstream acted
+	// first.
+	Drop bool
+	// Timeout holds the answer until the caller gives up: the caller's
+	// call fails as timed out (context.DeadlineExceeded), at once, whatever
+	// its timeout (Env's upstream client gives up when told to). With
+	// Forward the upstream acted first.
+	Timeout bool
+	// After is called once the simulator has answered a forwarded request
+	// (Status 0, or Forward), before the answer goes back to the caller,
+	// is dropped or timed out (the caller is still waiting for it).
 	After func()
 }
+
+// lost reports whether f loses the answer (an error status, Drop or
+// Timeout).
+func (f Fault) lost() bool { return f.Status != 0 || f.Drop || f.Timeout }
 
 // InjectRequest sets a fault function consulted for every upstream
 // request with the request itself (its headers carry the
@@ -195,35 +215,147 @@ func (r *Recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	inject, injectReq := r.inject, r.injectReq
 	r.mu.Unlock()
 	req.Body = io.NopCloser(bytes.NewReader(body))
+	var f Fault
 	if injectReq != nil {
-		f := injectReq(Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
-		if f.Status == 0 && f.After != nil {
-			answer := httptest.NewRecorder()
-			r.handler.ServeHTTP(answer, req)
+		f = injectReq(Recorded{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
+	}
+	if !f.lost() && f.After == nil && inject != nil {
+		f = inject(req.URL.Path)
+	}
+	if !f.lost() {
+		if f.After == nil {
+			r.handler.ServeHTTP(w, req)
+			return
+		}
+		answer := httptest.NewRecorder()
+		r.handler.ServeHTTP(answer, req)
+		f.After()
+		for k, v := range answer.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(answer.Code)
+		_, _ = w.Write(answer.Body.Bytes())
+		return
+	}
+	if f.Forward {
+		r.handler.ServeHTTP(httptest.NewRecorder(), req)
+		if f.After != nil {
 			f.After()
-			for k, v := range answer.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(answer.Code)
-			_, _ = w.Write(answer.Body.Bytes())
-			return
-		}
-		if f.Status != 0 {
-			inject = func(string) Fault { return f }
 		}
 	}
-	if inject != nil {
-		if f := inject(req.URL.Path); f.Status != 0 {
-			if f.Forward {
-				r.handler.ServeHTTP(httptest.NewRecorder(), req)
+	switch {
+	case f.Timeout:
+		// The caller gives up (its transport is told to); the answer is
+		// held until it has.
+		r.timeouts.giveUp(req.Header.Get(callHeader))
+		<-req.Context().Done()
+	case f.Drop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.Status)
-			fmt.Fprintf(w, `{"status":%d,"errorCode":"905","message":"injected fault","errorType":"internal"}`, f.Status)
-			return
 		}
+		panic(http.ErrAbortHandler) // closes the connection without an answer
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		fmt.Fprintf(w, `{"status":%d,"errorCode":"905","message":"injected fault","errorType":"internal"}`, f.Status)
 	}
-	r.handler.ServeHTTP(w, req)
+}
+
+// callHeader carries the id the Env's upstream transport gives each call,
+// so that a Timeout fault can tell that call to give up.
+const callHeader = "X-Testenv-Call"
+
+// timeouts are the calls of the Env's upstream client under way, each
+// with the channel that makes it give up (Fault.Timeout).
+type timeouts struct {
+	mu    sync.Mutex
+	seq   int64
+	calls map[string]chan struct{}
+}
+
+// start registers a call and returns its id and its give-up channel.
+func (t *timeouts) start() (string, chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls == nil {
+		t.calls = map[string]chan struct{}{}
+	}
+	t.seq++
+	id, ch := fmt.Sprint(t.seq), make(chan struct{})
+	t.calls[id] = ch
+	return id, ch
+}
+
+func (t *timeouts) end(id string) {
+	t.mu.Lock()
+	delete(t.calls, id)
+	t.mu.Unlock()
+}
+
+// giveUp makes call id give up (an unknown id: nothing).
+func (t *timeouts) giveUp(id string) {
+	t.mu.Lock()
+	ch := t.calls[id]
+	delete(t.calls, id)
+	t.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// timingOut is the Env's upstream transport: each request carries its
+// call id (callHeader), and the call fails with context.DeadlineExceeded
+// when the Recorder tells it to give up.
+type timingOut struct {
+	base http.RoundTripper
+	t    *timeouts
+}
+
+func (tr timingOut) RoundTrip(req *http.Request) (*http.Response, error) {
+	id, giveUp := tr.t.start()
+	defer tr.t.end(id)
+	ctx, cancel := context.WithCancel(req.Context())
+	req = req.Clone(ctx)
+	req.Header.Set(callHeader, id)
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := tr.base.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			cancel()
+			return nil, r.err
+		}
+		r.resp.Body = cancelOnClose{r.resp.Body, cancel}
+		return r.resp, nil
+	case <-giveUp:
+		cancel()
+		if r := <-done; r.err == nil {
+			_ = r.resp.Body.Close()
+		}
+		return nil, fmt.Errorf("testenv: the upstream did not answer in time: %w", context.DeadlineExceeded)
+	}
+}
+
+// cancelOnClose cancels a call's context once its answer is read.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // New starts an Env on the embedded store with every route mounted.
@@ -249,31 +381,54 @@ func NewWith(t testing.TB, opts Options) *Env {
 		// count).
 		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4), dynamo.WithUnroutableShards(4))
 		st, sst = ds, ds
-	} else {
-		es, err := embedded.Open(filepath.Join(t.TempDir(), "paysvc.db"), embedded.WithClock(clk))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = es.Close() })
+	}
+	e := &Env{T: t, Clock: clk, DynamoDB: client, DynamoTable: table, Keys: map[string]string{}, opts: opts,
+		Queue: &MemQueue{}, Hooks: &RecordingPoster{}}
+	if !opts.Dynamo {
+		e.dbPath = filepath.Join(t.TempDir(), "paysvc.db")
+		es := e.openEmbedded()
+		t.Cleanup(func() { _ = e.embedded.Close() })
 		st, sst = es, es
 	}
+	e.Store, e.SelfService = st, sst
+
+	e.Sim = newSimulator(t, clk, opts.Simulator)
+	rec := &Recorder{handler: e.Sim}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	rec.URL = srv.URL
+	e.Upstream = rec
+
+	e.Logs = &bytes.Buffer{}
+	e.log = slog.New(slog.NewJSONHandler(&syncWriter{w: e.Logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if e.opts.UpstreamTimeout == 0 {
+		e.opts.UpstreamTimeout = 30 * time.Second
+	}
+	e.build()
+	e.seed()
+	return e
+}
+
+// openEmbedded opens the embedded store at e.dbPath.
+func (e *Env) openEmbedded() *embedded.Store {
+	es, err := embedded.Open(e.dbPath, embedded.WithClock(e.Clock))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.embedded = es
+	return es
+}
+
+// build makes the service on e's stores: the upstream client, the
+// payments service, the handlers and their ports.
+func (e *Env) build() {
+	st, sst, clk, log, opts := e.Store, e.SelfService, e.Clock, e.log, e.opts
 	var idem idempotency.Store = st
 	if opts.WrapIdem != nil {
 		idem = opts.WrapIdem(st)
 	}
-
-	sim := newSimulator(t, clk, opts.Simulator)
-	rec := &Recorder{handler: sim}
-	srv := httptest.NewServer(rec)
-	t.Cleanup(srv.Close)
-	rec.URL = srv.URL
-
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewJSONHandler(&syncWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	if opts.UpstreamTimeout == 0 {
-		opts.UpstreamTimeout = 30 * time.Second
-	}
-	up := upstream.New(upstream.Config{BaseURL: srv.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout})
+	up := upstream.New(upstream.Config{BaseURL: e.Upstream.URL + "/v71", APIKey: UpstreamAPIKey, Timeout: opts.UpstreamTimeout,
+		HTTPClient: &http.Client{Transport: timingOut{base: upstream.NewTransport(), t: &e.Upstream.timeouts}}})
 	var ps payments.Store = st
 	if opts.WrapPayments != nil {
 		ps = opts.WrapPayments(st)
@@ -288,18 +443,28 @@ func NewWith(t testing.TB, opts Options) *Env {
 		Log:      log,
 		Clock:    clk,
 	}
-	q := &MemQueue{}
-	hooks := &RecordingPoster{}
-	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: q, Sender: hooks, Clock: clk}
-	e := &Env{
-		T: t, Deps: d, Payments: svc, Clock: clk, Store: st, SelfService: sst, Queue: q, Hooks: hooks, Upstream: rec, Sim: sim, Logs: logs, Keys: map[string]string{},
-		DynamoDB: client, DynamoTable: table,
-		Handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
+	d.Webhooks = &webhooks.SelfService{Deliveries: sst, Subscriptions: st, Queue: e.Queue, Sender: e.Hooks, Clock: clk}
+	e.Deps, e.Payments = d, svc
+	e.Handler = contractChecked(e.T, httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
+		httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)))
+}
+
+// Restart is a restart of the service after a crash: the service is built
+// anew (Deps, Payments and Handler are new; the clock, the simulator, the
+// upstream recorder, Queue, Hooks and the seeded tenants stay), and on the
+// embedded store the store is first closed and opened again from its file
+// (Store and SelfService are new). A DynamoDB table outlives any process:
+// it stays. No request may be running.
+func (e *Env) Restart() {
+	e.T.Helper()
+	if e.embedded != nil {
+		if err := e.embedded.Close(); err != nil {
+			e.T.Fatal(err)
+		}
+		es := e.openEmbedded()
+		e.Store, e.SelfService = es, es
 	}
-	e.Handler = contractChecked(t, e.Handler)
-	e.seed()
-	return e
+	e.build()
 }
 
 // contractChecked validates every request and answer of a test against
