@@ -813,7 +813,7 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 				return err
 			}
 			ev := notifications.EventID(notifications.DedupKey(connector.Notification(*item)))
-			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1})
+			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"})
 			return nil
 		}); err != nil {
 			return err

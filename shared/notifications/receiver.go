@@ -368,7 +368,8 @@ func (r *Receiver) enqueue(ctx context.Context, ds []webhooks.Delivery, listed [
 					return
 				}
 			}
-			if err := r.Queue.Enqueue(ctx, queue.Job{DeliveryID: d.ID, Attempt: 1}, 0); err != nil {
+			job := queue.Job{DeliveryID: d.ID, Attempt: 1, MerchantID: d.MerchantID, SubscriptionID: d.SubscriptionID}
+			if err := r.Queue.Enqueue(ctx, job, 0); err != nil {
 				errs[i] = fmt.Errorf("enqueue delivery %s: %w", d.ID, err)
 			}
 		})

@@ -37,6 +37,11 @@ type Job struct {
 	// job that no handler has seen before (webhooks.Dispatcher drops one
 	// whose delivery was meanwhile scheduled past it by another copy).
 	NotBefore time.Time `json:"notBefore,omitzero"`
+	// MerchantID and SubscriptionID, when set, name the delivery's
+	// subscription, so that a consumer reads it alongside the delivery; a
+	// job without them (or naming another) has it read after the delivery.
+	MerchantID     string `json:"merchantId,omitempty"`
+	SubscriptionID string `json:"subscriptionId,omitempty"`
 }
 
 // Validate reports a job that no consumer can act on.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -74,7 +75,18 @@ var _ queue.Handler = (*Dispatcher)(nil).Process
 // disables the subscription and ends the delivery as disabled.
 func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) queue.Outcome {
 	log := d.Log.With("deliveryId", job.DeliveryID, "queuedAttempt", attempt)
+	// A job naming the subscription has it read alongside the delivery.
+	var (
+		sub     tenant.Subscription
+		subErr  error
+		subRead sync.WaitGroup
+	)
+	named := job.MerchantID != "" && job.SubscriptionID != ""
+	if named {
+		subRead.Go(func() { sub, subErr = d.Tenants.GetSubscription(ctx, job.MerchantID, job.SubscriptionID) })
+	}
 	dl, err := d.Deliveries.GetDelivery(ctx, job.DeliveryID)
+	subRead.Wait()
 	if errors.Is(err, storeerr.ErrNotFound) {
 		log.WarnContext(ctx, "webhook job for an unknown delivery dropped")
 		return queue.Outcome{Kind: queue.Done}
@@ -94,8 +106,10 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 			"notBefore", job.NotBefore, "nextAttemptAt", *dl.NextAttemptAt)
 		return queue.Outcome{Kind: queue.Done}
 	}
-	sub, err := d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
-	if errors.Is(err, storeerr.ErrNotFound) {
+	if !named || job.MerchantID != dl.MerchantID || job.SubscriptionID != dl.SubscriptionID {
+		sub, subErr = d.Tenants.GetSubscription(ctx, dl.MerchantID, dl.SubscriptionID)
+	}
+	if err = subErr; errors.Is(err, storeerr.ErrNotFound) {
 		d.end(ctx, log, dl, "subscription deleted")
 		return queue.Outcome{Kind: queue.Done}
 	}

@@ -548,3 +548,71 @@ func TestAttemptReadsItsDeliveryOnce(t *testing.T) {
 		})
 	}
 }
+
+// readsMeet makes the delivery's read and its subscription's meet: each
+// waits for the other, so the test fails if they ran one after the other.
+type readsMeet struct {
+	delivery, subscription chan struct{}
+	t                      *testing.T
+}
+
+func (m readsMeet) meet(mine, other chan struct{}, what string) {
+	close(mine)
+	select {
+	case <-other:
+	case <-time.After(30 * time.Second): // a failure bound only
+		m.t.Errorf("%s ran alone: the delivery and its subscription are not read at once", what)
+	}
+}
+
+type meetingDeliveries struct {
+	webhooks.DeliveryStore
+	readsMeet
+}
+
+func (m meetingDeliveries) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
+	m.meet(m.delivery, m.subscription, "delivery read")
+	return m.DeliveryStore.GetDelivery(ctx, id)
+}
+
+type meetingTenants struct {
+	tenant.Store
+	readsMeet
+}
+
+func (m meetingTenants) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
+	m.meet(m.subscription, m.delivery, "subscription read")
+	return m.Store.GetSubscription(ctx, merchantID, id)
+}
+
+// A job naming its delivery's subscription has both read at once; one
+// naming another subscription is sent with the delivery's own.
+func TestJobNamingItsSubscription(t *testing.T) {
+	t.Run("read at once", func(t *testing.T) {
+		e := newEnv(t)
+		e.newDelivery("msg_named")
+		m := readsMeet{delivery: make(chan struct{}), subscription: make(chan struct{}), t: t}
+		d := *e.d
+		d.Deliveries, d.Tenants = meetingDeliveries{e.st, m}, meetingTenants{e.st, m}
+		d.Process(e.ctx, queue.Job{DeliveryID: "msg_named", Attempt: 1, MerchantID: "m_a", SubscriptionID: "sub_1"}, 1)
+		if got := e.delivery("msg_named"); got.Status != webhooks.StatusDelivered {
+			t.Fatalf("delivery: %+v", got)
+		}
+	})
+	t.Run("another subscription named", func(t *testing.T) {
+		e := newEnv(t)
+		other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t.Errorf("the named subscription's URL received %s", r.URL)
+		}))
+		t.Cleanup(other.Close)
+		e.must(e.st.PutSubscription(e.ctx, tenant.Subscription{
+			ID: "sub_2", MerchantID: "m_a", URL: other.URL + "/hooks", Enabled: true, CreatedAt: t0,
+			Secrets: []tenant.Secret{{Value: secretNew, CreatedAt: t0}},
+		}))
+		e.newDelivery("msg_other")
+		e.d.Process(e.ctx, queue.Job{DeliveryID: "msg_other", Attempt: 1, MerchantID: "m_a", SubscriptionID: "sub_2"}, 1)
+		if got := e.delivery("msg_other"); got.Status != webhooks.StatusDelivered || len(e.got) != 1 {
+			t.Fatalf("delivery %+v after %d requests to its own subscription", got, len(e.got))
+		}
+	})
+}

@@ -148,7 +148,8 @@ func handleRecord(ctx context.Context, q Backoff, h queue.Handler, clk clock.Clo
 // hidden (the next receive of it makes attempt+1).
 func retry(ctx context.Context, q Backoff, clk clock.Clock, log *slog.Logger, rec events.SQSMessage, job queue.Job, attempt int, out queue.Outcome) bool {
 	now := clk.Now()
-	next := queue.Job{DeliveryID: job.DeliveryID, Attempt: attempt, NotBefore: now.Add(max(out.After, 0))}
+	next := job
+	next.Attempt, next.NotBefore = attempt, now.Add(max(out.After, 0))
 	if out.Next > 0 {
 		next.Attempt = out.Next
 	}

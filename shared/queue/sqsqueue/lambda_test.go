@@ -159,9 +159,10 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 			}}
 			handle := sqsqueue.LambdaHandler(b, h.handle, clk, discard)
 
-			// Attempt 3 fails: the job is sent again for attempt 4.
+			// Attempt 3 fails: the job is sent again for attempt 4, still
+			// naming its subscription.
 			resp, err := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
-				record(t, "m0", queue.Job{DeliveryID: "msg_1", Attempt: 3}, 1)}})
+				record(t, "m0", queue.Job{DeliveryID: "msg_1", Attempt: 3, MerchantID: "m_a", SubscriptionID: "sub_1"}, 1)}})
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("attempt 3: %+v, %v; want the message deleted", resp, err)
 			}
@@ -170,7 +171,7 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 			}
 			sent := b.takeSent()
 			due := start.Add(tc.wait)
-			want := queue.Job{DeliveryID: "msg_1", Attempt: 4, NotBefore: due}
+			want := queue.Job{DeliveryID: "msg_1", Attempt: 4, NotBefore: due, MerchantID: "m_a", SubscriptionID: "sub_1"}
 			if len(sent) != 1 || sent[0].job != want || sent[0].delay != tc.first {
 				t.Fatalf("sent %+v, want %+v delayed %s", sent, want, tc.first)
 			}
