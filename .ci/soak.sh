@@ -13,20 +13,7 @@ if ! command -v moto_server >/dev/null 2>&1; then
   exit 1
 fi
 
-if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-  motolog=$(mktemp)
-  moto_server -H 127.0.0.1 -p "$port" >"$motolog" 2>&1 &
-  moto_pid=$!
-  trap 'kill $moto_pid 2>/dev/null || true; rm -f "$motolog"' EXIT
-  for _ in $(seq 1 100); do
-    if curl -fsS "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
-    if ! kill -0 $moto_pid 2>/dev/null; then echo "moto_server failed:" >&2; cat "$motolog" >&2; exit 1; fi
-    sleep 0.2
-  done
-  export PAYSVC_TEST_AWS_ENDPOINT="http://127.0.0.1:$port"
-  echo "== moto_server on $PAYSVC_TEST_AWS_ENDPOINT"
-fi
+source .ci/moto.sh
 
 export PAYSVC_SIM_SEEDS_EMBEDDED="${PAYSVC_SIM_SEEDS_EMBEDDED:-10000}"
 export PAYSVC_SIM_SEEDS_DYNAMO="${PAYSVC_SIM_SEEDS_DYNAMO:-1000}"

@@ -42,22 +42,7 @@ go vet ./...
 echo "== template (cfn-lint + SAM transform)"
 bash .ci/check-template.sh
 
-# One moto_server for every test package (each test uses its own table/queue
-# names). Tests start their own when PAYSVC_TEST_AWS_ENDPOINT is unset.
-if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-  motolog=$(mktemp)
-  moto_server -H 127.0.0.1 -p "$port" >"$motolog" 2>&1 &
-  moto_pid=$!
-  trap 'kill $moto_pid 2>/dev/null || true; rm -f "$motolog"' EXIT
-  for _ in $(seq 1 100); do
-    if curl -fsS "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
-    if ! kill -0 $moto_pid 2>/dev/null; then echo "moto_server failed:" >&2; cat "$motolog" >&2; exit 1; fi
-    sleep 0.2
-  done
-  export PAYSVC_TEST_AWS_ENDPOINT="http://127.0.0.1:$port"
-  echo "== moto_server on $PAYSVC_TEST_AWS_ENDPOINT"
-fi
+source .ci/moto.sh
 
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./...

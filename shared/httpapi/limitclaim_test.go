@@ -13,50 +13,15 @@ import (
 	"github.com/yp/paysvc/shared/testenv"
 )
 
-// rendezvous makes two calls meet: each announces itself and waits for the
-// other, so the test fails if they ran one after the other.
-type rendezvous struct{ hit, claim chan struct{} }
-
-func (r rendezvous) meet(t *testing.T, mine, other chan struct{}, what string) {
-	close(mine)
-	select {
-	case <-other:
-	case <-time.After(30 * time.Second): // a failure bound only
-		t.Errorf("%s ran alone: rate-limit hit and idempotency claim are not concurrent", what)
-	}
-}
-
-type meetingLimits struct {
-	ratelimit.Store
-	t *testing.T
-	r rendezvous
-}
-
-func (m meetingLimits) Hit(ctx context.Context, bucket string, limit int, exp time.Time) (bool, error) {
-	m.r.meet(m.t, m.r.hit, m.r.claim, "rate-limit hit")
-	return m.Store.Hit(ctx, bucket, limit, exp)
-}
-
-type meetingClaims struct {
-	idempotency.Store
-	t *testing.T
-	r rendezvous
-}
-
-func (m meetingClaims) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
-	m.r.meet(m.t, m.r.claim, m.r.hit, "idempotency claim")
-	return m.Store.Claim(ctx, rec, now)
-}
-
 // An idempotent POST makes its rate-limit hit and its idempotency claim in
 // one store round trip (issue 15: at most 2 sequential round trips on
 // DynamoDB, counted on moto in cmd/paysvc-bench).
 func TestIdempotentPostLimitsAndClaimsConcurrently(t *testing.T) {
-	r := rendezvous{hit: make(chan struct{}), claim: make(chan struct{})}
+	b := newBarrier("rate-limit hit", "idempotency claim")
 	e := testenv.NewWith(t, testenv.Options{WrapIdem: func(s idempotency.Store) idempotency.Store {
-		return meetingClaims{Store: s, t: t, r: r}
+		return barrierClaims{Store: s, t: t, b: b}
 	}})
-	e.Deps.Limiter = ratelimit.New(meetingLimits{Store: e.Store, t: t, r: r}, e.Clock, 1000, 2000,
+	e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	res := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", payBody(""), "Idempotency-Key", "concurrent-1")
 	if res.Status != 200 {
