@@ -67,6 +67,12 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		// the SDK's retry of a send whose answer moto lost (a loaded
 		// machine) makes a second message, as SQS may (at least once).
 		BaseEndpoint: aws.String(endpoint), RetryMaxAttempts: 1,
+		// A new connection per call: with no retry, a kept-alive
+		// connection that the transport closes while an answer is read
+		// (aws-sdk-go-v2 #1825: "deserialization failed … use of closed
+		// network connection" with status 200) would fail the test — a
+		// CI run failed a receive so.
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 	})
 	name := table
 	if len(name) > 70 {
