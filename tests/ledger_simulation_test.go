@@ -27,6 +27,7 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/testenv"
+	"github.com/yp/paysvc/shared/testutil/hang"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
 	"github.com/yp/paysvc/shared/upstream/simulator"
@@ -240,11 +241,6 @@ const (
 // errSimCrashed is what a dead actor's writes fail with.
 var errSimCrashed = errors.New("simulation: the service crashed")
 
-// simHang bounds how long the scheduler waits for a released actor to
-// stop at a point or finish: far beyond any step; a failure only on a
-// real hang.
-const simHang = 2 * time.Minute
-
 // simActor is one goroutine of the service's work the scheduler runs: a
 // merchant's request, a notification's delivery, a recovery pass.
 type simActor struct {
@@ -405,8 +401,8 @@ func (s *simRun) stop() {
 		a.resume <- false
 		select {
 		case <-s.events:
-		case <-time.After(simHang):
-			s.t.Errorf("seed=%d: actor %s not done after %v", s.seed, a.id, simHang)
+		case <-hang.Deadline(s.t):
+			s.t.Errorf("seed=%d: actor %s never finished (a hang)", s.seed, a.id)
 			return
 		}
 	}
@@ -654,8 +650,8 @@ func (s *simRun) await(a *simActor) {
 	var ev simEvent
 	select {
 	case ev = <-s.events:
-	case <-time.After(simHang):
-		s.t.Fatalf("seed=%d: actor %s neither stopped nor done after %v", s.seed, a.id, simHang)
+	case <-hang.Deadline(s.t):
+		s.t.Fatalf("seed=%d: actor %s neither stopped nor finished (a hang)", s.seed, a.id)
 	}
 	if ev.a != a {
 		s.t.Fatalf("seed=%d: actor %s reported while %s ran: the schedule is not deterministic", s.seed, ev.a.id, a.id)
@@ -763,7 +759,7 @@ func (s *simRun) recover() payments.Recovered {
 
 // syncNotes waits until every notification emitted so far is held.
 func (s *simRun) syncNotes() {
-	ctx, cancel := context.WithTimeout(context.Background(), simHang)
+	ctx, cancel := hang.Context(s.t)
 	defer cancel()
 	if err := s.e.Sim.Flush(ctx); err != nil {
 		s.t.Fatalf("seed=%d: notifications not handed over: %v", s.seed, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
+	"github.com/yp/paysvc/shared/testutil/hang"
 )
 
 // An idempotent POST makes its rate-limit hit and its idempotency claim in
@@ -75,7 +76,7 @@ func (b barrier) meet(t *testing.T, name string) {
 	for other, ch := range b {
 		select {
 		case <-ch:
-		case <-time.After(30 * time.Second): // a failure bound only
+		case <-hang.Deadline(t):
 			t.Errorf("%s did not meet %s: they are not concurrent", name, other)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/testutil/hang"
 	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/sender"
 	"github.com/yp/paysvc/shared/webhooks/verify"
@@ -560,7 +561,7 @@ func (m readsMeet) meet(mine, other chan struct{}, what string) {
 	close(mine)
 	select {
 	case <-other:
-	case <-time.After(30 * time.Second): // a failure bound only
+	case <-hang.Deadline(m.t):
 		m.t.Errorf("%s ran alone: the delivery and its subscription are not read at once", what)
 	}
 }

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -174,10 +175,7 @@ func (s *Store) migrateEventLog(ctx context.Context, it map[string]types.Attribu
 	if pk == EventLogPartition(e.MerchantID, e.ID, s.eventShards) {
 		return nil
 	}
-	moved := make(map[string]types.AttributeValue, len(it))
-	for k, v := range it {
-		moved[k] = v
-	}
+	moved := maps.Clone(it)
 	moved[attrPK] = str(EventLogPartition(e.MerchantID, e.ID, s.eventShards))
 	if err := s.putItem(ctx, moved); err != nil {
 		return err
@@ -201,10 +199,7 @@ func (s *Store) migrateUnroutable(ctx context.Context, it map[string]types.Attri
 	if pk == UnroutablePartition(e.ID, s.unroutable) {
 		return nil
 	}
-	moved := make(map[string]types.AttributeValue, len(it))
-	for k, v := range it {
-		moved[k] = v
-	}
+	moved := maps.Clone(it)
 	moved[attrPK] = str(UnroutablePartition(e.ID, s.unroutable))
 	del := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pk, sk)}}
 	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
