@@ -206,7 +206,7 @@ func EventItem(e notifications.Event) (Item, error) {
 	it[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
 	it[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
 	it[attrVersion] = num(e.Version)
-	it[attrWriteToken] = str(writeTokenPlaceholder) // the saving call's (putVersioned)
+	stampVersion(it, e.Version) // the saving call's (versionSlots)
 	it[attrTTL] = ttlOf(e.ReceivedAt.Add(store.EventRetention))
 	return it, nil
 }
@@ -230,7 +230,7 @@ func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	it[attrGSI2SK] = str(listingSK(d.CreatedAt, d.ID))
 	it[attrStatus] = str(string(d.Status))
 	it[attrVersion] = num(d.Version)
-	it[attrWriteToken] = str(writeTokenPlaceholder) // the saving call's (putVersioned)
+	stampVersion(it, d.Version) // the saving call's (versionSlots)
 	it[attrTTL] = ttlOf(d.CreatedAt.Add(store.DeliveryRetention))
 	return it, nil
 }

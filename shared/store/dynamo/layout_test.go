@@ -57,14 +57,25 @@ func rawPut(t *testing.T, client *dynamodb.Client, table string, it dynamo.Item)
 
 // withWriteToken checks that stored names the call that wrote it (a
 // random token, for which built, the builder's item, has a placeholder of
-// the same length), copies the token into built and returns stored.
+// the same length: in "wt", or for a versioned item in its version's slot
+// "wv<version mod 8>" as "<version>:<token>"), copies the token into built
+// and returns stored.
 func withWriteToken(t *testing.T, what string, stored, built dynamo.Item) dynamo.Item {
 	t.Helper()
-	wt, _ := stored["wt"].(*types.AttributeValueMemberS)
-	if wt == nil || len(wt.Value) != 24 || wt.Value == "000000000000000000000000" {
-		t.Errorf("%s write token %v, want 24 random hex digits", what, stored["wt"])
+	name, prefix := "wt", ""
+	for n, v := range built {
+		if strings.HasPrefix(n, "wv") {
+			name = n
+			prefix, _, _ = strings.Cut(v.(*types.AttributeValueMemberS).Value, ":")
+			prefix += ":"
+		}
+	}
+	wt, _ := stored[name].(*types.AttributeValueMemberS)
+	if wt == nil || !strings.HasPrefix(wt.Value, prefix) || len(wt.Value) != len(prefix)+24 ||
+		strings.TrimPrefix(wt.Value, prefix) == "000000000000000000000000" {
+		t.Errorf("%s write token %s %v, want %s and 24 random hex digits", what, name, stored[name], prefix)
 	} else {
-		built["wt"] = wt
+		built[name] = wt
 	}
 	return stored
 }

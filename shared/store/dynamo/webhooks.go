@@ -139,13 +139,7 @@ func unroutableSK(e notifications.Event) string { return listingSK(e.ReceivedAt,
 // saveUnroutable writes an event's item and its unroutable-list entry in
 // one transaction, the item conditional on its version.
 func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64) error {
-	item[attrVersion] = num(e.Version)
 	token := writeToken()
-	item[attrWriteToken] = str(token)
-	expr, names, values := versionCondition(prev)
-	put := &types.Put{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
 		Key: itemKey(UnroutablePartition(e.ID, s.unroutable), unroutableSK(e))}}
 	if e.Status == notifications.EventUnroutable {
@@ -156,12 +150,12 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{{Put: put}, entry},
+		TransactItems: []types.TransactWriteItem{{Update: versionedUpdate(s.table, item, prev, token)}, entry},
 	})
 	if transactionConditionFailed(err) {
-		// Applied before, its answer lost (see putVersioned)? The stored
+		// Applied before, its answer lost (see versionSlots)? The stored
 		// item came back with the failure, or is read now.
-		if wrote(s.itemOr(ctx, cancelledItem(err), pfxEvent+e.ID, skRecord), e.Version, token) {
+		if wroteVersion(s.itemOr(ctx, cancelledItem(err), pfxEvent+e.ID, skRecord), e.Version, token) {
 			return nil
 		}
 		return storeerr.ErrConflict
@@ -288,27 +282,6 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 		return err
 	}
 	return ctx.Err()
-}
-
-// putVersioned writes item (which carries its version attribute),
-// conditional on the stored version being prev (absence when prev is 0).
-// A put DynamoDB applied whose answer was lost, sent again by the SDK,
-// fails its condition on the item it wrote itself: that is success
-// (attrWriteToken), not a conflict.
-func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, prev int64) error {
-	token := writeToken()
-	item[attrWriteToken] = str(token)
-	expr, names, values := versionCondition(prev)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item,
-		ConditionExpression: expr, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	if old, failed := conditionFailed(err); failed {
-		if wrote(old, getN(item, attrVersion), token) {
-			return nil
-		}
-		return storeerr.ErrConflict
-	}
-	return err
 }
 
 // versionCondition is the condition of a versioned write: the item is
