@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 )
@@ -70,13 +71,41 @@ func Recover(ctx context.Context, svc *payments.Service, idx payments.InFlight, 
 	return r, nil
 }
 
+// RecoverOrphans runs recovery passes over the operations requested
+// before `before` (no request of theirs is running) while a pass answers a
+// whole batch; what is left is the regular passes' work.
+func RecoverOrphans(ctx context.Context, svc *payments.Service, idx payments.InFlight, before time.Time, log *slog.Logger) {
+	for {
+		r, err := svc.RecoverBefore(ctx, idx, before, RecoverBatch)
+		if err != nil {
+			log.ErrorContext(ctx, "recovery at start failed for some operations", "answered", r.Answered, "err", err.Error())
+			return
+		}
+		if r != (payments.Recovered{}) {
+			log.InfoContext(ctx, "recovery at start", "answered", r.Answered, "unknown", r.Unknown, "skipped", r.Skipped)
+		}
+		if r.Answered < RecoverBatch {
+			return
+		}
+	}
+}
+
 // RunRecordUpdates applies the record updates the API defers, and runs a
 // recovery pass every RecoverInterval, until ctx ends, where no function
 // does it: locally, from the embedded store, or from the queue on moto (a
 // dynamo store with PAYSVC_RECORD_UPDATES_QUEUE_URL).
+//
+// On the embedded store, which only this process can open, every operation
+// requested before it started has no live request: the first pass repairs
+// them at once (payments.Service.RecoverBefore), a crash's lost answers
+// included.
 func RunRecordUpdates(ctx context.Context, a *App) {
 	if idx, ok := a.Stores.Payments.(payments.InFlight); ok && a.Payments != nil {
+		started := a.Clock.Now()
 		go func() {
+			if a.Config.Store == config.StoreEmbedded {
+				RecoverOrphans(ctx, a.Payments, idx, started, a.Log)
+			}
 			t := time.NewTicker(RecoverInterval)
 			defer t.Stop()
 			for {

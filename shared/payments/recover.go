@@ -47,8 +47,18 @@ type Recovered struct {
 // of one operation does not stop the others; the errors are returned
 // joined.
 func (s *Service) Recover(ctx context.Context, idx InFlight, limit int) (Recovered, error) {
+	return s.RecoverBefore(ctx, idx, s.clock.Now().Add(-RecoverAfter), limit)
+}
+
+// RecoverBefore is Recover for the operations requested before `before`,
+// for a caller that knows no request of that time is still running: a
+// single process restarted on a store only it can open (the embedded
+// store's file lock) repairs its predecessor's operations at once rather
+// than after RecoverAfter — an answer the platform gave and the crash
+// lost, the merchant's retry replaying the stored response meanwhile.
+func (s *Service) RecoverBefore(ctx context.Context, idx InFlight, before time.Time, limit int) (Recovered, error) {
 	var out Recovered
-	refs, err := idx.InFlight(ctx, s.clock.Now().Add(-RecoverAfter), limit)
+	refs, err := idx.InFlight(ctx, before, limit)
 	if err != nil {
 		return out, fmt.Errorf("list operations in flight: %w", err)
 	}

@@ -159,6 +159,55 @@ func TestRecoverCrashBeforeTheAnswer(t *testing.T) {
 	f.check(want{payments.StatePartiallyCaptured, 1000, 300, 0, 0})
 }
 
+// TestRecoverBeforeAfterACrash: the platform took a capture of 300 and the
+// process died before the answer reached the record (the response may
+// still have been stored for the merchant's retry to replay); the
+// capture's notification, under a pspReference the record does not know,
+// is booked first. A restarted single process repairs its predecessor's
+// operations at once (RecoverBefore its start, no RecoverAfter to wait):
+// the repeat's replay binds the operation to the notified capture,
+// counted once, nothing left in flight. An operation requested after
+// `before` is left to the regular passes.
+func TestRecoverBeforeAfterACrash(t *testing.T) {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	const key = "crashed-upstream-key-00000000000000000000"
+	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
+		Amount: eur(300), UpstreamKey: key, Account: merchant.UpstreamAccount, At: f.clk.Now()}}
+	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e},
+		Facts: []payments.Fact{}, At: f.clk.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{
+		key: {PSPReference: "MOD0000000000001", Status: "received"}}} // acted: its answer lost with the process
+	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	f.mustApply(item(payments.EventCapture, "MOD0000000000001", psp, "true", 300, nil))
+	if v := f.payment().View(); v.Captured != 300 || v.CapturesInFlight != 300 {
+		t.Fatalf("after the crash and the notification: %+v; want 300 captured and the lost answer's 300 in flight", v)
+	}
+	f.clk.Advance(time.Second)
+	started := f.clk.Now()
+	if r, err := f.svc.RecoverBefore(f.ctx, f.st, started, 100); err != nil || r != (payments.Recovered{Answered: 1}) {
+		t.Fatalf("RecoverBefore the restart: %+v, %v; want 1 answered", r, err)
+	}
+	if len(up.reqs) != 1 || up.reqs[0].IdempotencyKey != key {
+		t.Fatalf("calls %+v, want the one repeat under the first key", up.reqs)
+	}
+	f.check(want{payments.StatePartiallyCaptured, 1000, 300, 0, 1})
+	if v := f.payment().View(); v.CapturesInFlight != 0 || v.Capturable != 700 {
+		t.Fatalf("after recovery: %+v", v)
+	}
+
+	// A capture this process requested after it started is not an orphan.
+	up.fail = func(int) (bool, error) { return true, errUnavailable }
+	if _, err := f.capture(100); err == nil {
+		t.Fatal("the second capture's answer was not lost")
+	}
+	if r, err := f.svc.RecoverBefore(f.ctx, f.st, started, 100); err != nil || r != (payments.Recovered{}) {
+		t.Fatalf("RecoverBefore the restart, with a capture of this process in flight: %+v, %v; want nothing", r, err)
+	}
+}
+
 // TestRecoverLeavesKeylessOperations: an operation an earlier release
 // started without an idempotency key cannot be repeated safely: it waits
 // for its notification.
