@@ -200,6 +200,7 @@ func TestRecoverBeforeAfterACrash(t *testing.T) {
 
 	// A capture this process requested after it started is not an orphan.
 	up.fail = func(int) (bool, error) { return true, errUnavailable }
+	f.clk.Advance(time.Second)
 	if _, err := f.capture(100); err == nil {
 		t.Fatal("the second capture's answer was not lost")
 	}
