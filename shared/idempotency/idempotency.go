@@ -92,10 +92,8 @@ func ParseKey(v string) (string, error) {
 // re-serialises the same JSON still matches.
 func Fingerprint(method, path string, body []byte) string {
 	h := sha256.New()
-	h.Write([]byte(method))
-	h.Write([]byte{0})
-	h.Write([]byte(path))
-	h.Write([]byte{0})
+	var room [256]byte // method and path on the stack (a conversion of over 32 bytes allocates)
+	h.Write(append(append(append(append(room[:0], method...), 0), path...), 0))
 	withCanonicalJSON(body, func(b []byte) { h.Write(b) })
 	var sum [sha256.Size]byte
 	var out [2 * sha256.Size]byte
@@ -111,16 +109,14 @@ func Fingerprint(method, path string, body []byte) string {
 // for another. 43 characters of base64url SHA-256, within the upstream's
 // 64-character limit.
 func UpstreamKey(scope, key, fingerprint string) string {
-	h := sha256.New()
-	h.Write([]byte("paysvc/v2\x00"))
-	h.Write([]byte(scope))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(fingerprint))
-	var sum [sha256.Size]byte
+	var room [512]byte // the hashed bytes on the stack (keys are at most 255 characters)
+	b := append(room[:0], "paysvc/v2\x00"...)
+	b = append(append(b, scope...), 0)
+	b = append(append(b, key...), 0)
+	b = append(b, fingerprint...)
+	sum := sha256.Sum256(b)
 	var out [43]byte // base64.RawURLEncoding.EncodedLen(sha256.Size)
-	base64.RawURLEncoding.Encode(out[:], h.Sum(sum[:0]))
+	base64.RawURLEncoding.Encode(out[:], sum[:])
 	return string(out[:])
 }
 

@@ -174,3 +174,17 @@ func TestKeep(t *testing.T) {
 		}
 	}
 }
+
+// TestDerivationsAreStable: the fingerprint and the derived upstream key
+// are part of what retries across releases rely on (a retry after a deploy
+// must send the platform the key the first attempt sent): their values are
+// pinned, computed outside Go (Python's hashlib).
+func TestDerivationsAreStable(t *testing.T) {
+	if k := idempotency.UpstreamKey("m_demo", "order-2026-000123-attempt-1", "0a2f9c"); k != "N_GK9l3SoPe8a4BO8Xg3nH6tjafvmg24Jk8wEtW3EkE" {
+		t.Fatalf("UpstreamKey = %q: the derivation changed", k)
+	}
+	// SHA-256 of "POST\x00<path>\x00" and the body's canonical JSON (members sorted).
+	if fp := idempotency.Fingerprint("POST", "/v1/ecom/site_a/payments", []byte(`{"b":1,"a":[true,null]}`)); fp != "875cffdab7007e25e74416b390320619d4705f9b7923c003dd0d5e32cabce5e6" {
+		t.Fatalf("Fingerprint = %q: the derivation changed", fp)
+	}
+}

@@ -52,13 +52,22 @@ func (c *Call) callUpstream() string {
 	return c.UpstreamKey
 }
 
-// record runs a record write that follows the upstream's answer alongside
-// the rest of the request (the idempotency result write); Wait returns its
-// error. It gets a context without the request's cancellation: the write
-// records what the upstream already did.
-func (c *Call) record(ctx context.Context, write func(ctx context.Context) error) {
-	ctx = context.WithoutCancel(ctx)
-	c.records.Go(func() { c.fail(write(ctx)) })
+// settlement is a record write that follows the upstream's answer, run
+// alongside the rest of the request (the idempotency result write); Wait
+// returns its error. Its context has no cancellation: the write records
+// what the upstream already did. One value per write, so that starting
+// one costs few allocations on the hot path.
+type settlement struct {
+	ctx context.Context
+	s   *Service
+	c   *Call
+	u   RecordUpdate
+	k   known
+}
+
+func (w *settlement) run() {
+	defer w.c.records.Done()
+	w.c.fail(w.s.settle(w.ctx, w.u, w.k))
 }
 
 // fail records the error of a record write done in line after the

@@ -73,9 +73,7 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	case resp.Action != nil || unfinished(State(resp.ResultCode)):
 		// An action answer without pspReference (pending.go): recorded now,
 		// bound when details or the notification name the pspReference.
-		facts.CaptureMode = m.CaptureMode
-		facts.ActionPaymentData = resp.ActionPaymentData
-		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: s.clock.Now()}, known{})
+		s.recordAfter(ctx, c, pendingUpdate(resp, facts, m.CaptureMode, s.clock.Now()), known{})
 	}
 	out := resultOf(resp)
 	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
@@ -94,6 +92,15 @@ func resultUpdate(kind UpdateKind, resp PaymentAnswer, facts PaymentFacts, mode 
 	facts.RefusalReason = resp.RefusalReason
 	facts.PaymentMethod = resp.PaymentMethod
 	return RecordUpdate{Kind: kind, PSPReference: resp.PSPReference, Status: resp.ResultCode, Payment: &facts, At: at}
+}
+
+// pendingUpdate is the record update of an action answer without
+// pspReference: what the call knew (facts) and the action's paymentData.
+// (facts is a parameter so that StartPayment's stays off the heap.)
+func pendingUpdate(resp PaymentAnswer, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
+	facts.CaptureMode = mode
+	facts.ActionPaymentData = resp.ActionPaymentData
+	return RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: at}
 }
 
 // SubmitDetails submits the component's additional details (docs/openapi.yaml). The
@@ -247,10 +254,6 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error 
 	}
 	fact := Fact{ID: "answer#" + string(u.Kind) + "#" + u.Status, At: u.At, Kind: string(u.Kind), Origin: OriginAPI,
 		PSPReference: psp, Detail: u.Status}
-	facts := []Fact{fact}
-	if found {
-		facts = append(facts, boundFact(pend, u.At))
-	}
 	exists := k.head != nil && k.head.Version != 0
 	if !found && !exists { // a new payment is one create-only write; the read follows only if one exists
 		h := f.newHead(psp, u.At)
@@ -263,6 +266,18 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error 
 			}
 			return nil
 		}
+	}
+	return updateResult(ctx, st, u, k, fact, pend, found)
+}
+
+// updateResult is recordResult's update of a head that exists, or of one
+// that starts from pending record pend (when found). Apart, so that the
+// path creating a new payment keeps what this one captures off the heap.
+func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact Fact, pend Head, found bool) error {
+	f, psp := u.Payment, u.PSPReference
+	facts := []Fact{fact}
+	if found {
+		facts = append(facts, boundFact(pend, u.At))
 	}
 	// The pending record is marked bound alongside: a later attempt finds
 	// it bound to psp and starts from it again.

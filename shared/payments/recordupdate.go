@@ -314,5 +314,6 @@ func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k kn
 		last := *k.entry
 		k.entry = &last
 	}
-	c.record(ctx, func(ctx context.Context) error { return s.settle(ctx, u, k) })
+	c.records.Add(1)
+	go (&settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, k: k}).run()
 }

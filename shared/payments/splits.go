@@ -22,19 +22,28 @@ func Splits(m tenant.Merchant, a money.Amount, reference string) []Split {
 	}
 	c := Commission(m, a.Value)
 	out := make([]Split, 0, 2)
+	merchantRef, commissionRef := splitRefs(reference)
 	if rest := a.Value - c; rest > 0 {
 		out = append(out, Split{Kind: SplitMerchant, Account: m.SplitAccount, Value: rest, Currency: a.Currency,
-			Reference: splitRef(reference, "merchant"), Description: "Merchant share"})
+			Reference: merchantRef, Description: "Merchant share"})
 	}
 	if c > 0 {
 		out = append(out, Split{Kind: SplitCommission, Account: m.CommissionAccount, Value: c, Currency: a.Currency,
-			Reference: splitRef(reference, "commission"), Description: "Platform commission"})
+			Reference: commissionRef, Description: "Platform commission"})
 	}
 	return out
 }
 
-func splitRef(ref, part string) string {
-	r := ref + "-" + part
+// splitRefs are the references of the merchant's and the commission's
+// parts: ref + "-merchant" and ref + "-commission", each at most 80
+// characters (the end kept), made in one allocation.
+func splitRefs(ref string) (merchant, commission string) {
+	both := ref + "-merchant" + ref + "-commission"
+	n := len(ref) + len("-merchant")
+	return last80(both[:n]), last80(both[n:])
+}
+
+func last80(r string) string {
 	if len(r) > 80 {
 		r = r[len(r)-80:]
 	}

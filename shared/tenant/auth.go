@@ -46,9 +46,9 @@ type Authenticator struct {
 func NewAuthenticator(s Store, env Environment, clk clock.Clock, ttl time.Duration) *Authenticator {
 	return &Authenticator{
 		store: s, env: env,
-		keys:      newCache[string, APIKey](clk, ttl, true),
-		merchants: newCache[string, Merchant](clk, ttl, true),
-		sites:     newCache[string, Site](clk, ttl, true),
+		keys:      newCache(clk, ttl, true, s.GetAPIKeyByHash),
+		merchants: newCache(clk, ttl, true, s.GetMerchant),
+		sites:     newCache(clk, ttl, true, s.GetSite),
 	}
 }
 
@@ -126,21 +126,16 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	if !p.Key.AllowsSite(siteID) {
 		return Site{}, Merchant{}, notFound()
 	}
-	var (
-		m    Merchant
-		merr error
-		done chan struct{}
-	)
-	if !a.merchants.fresh(p.MerchantID()) {
-		done = make(chan struct{})
-		go func() { defer close(done); m, merr = a.Merchant(ctx, p) }()
+	var r siteRead
+	if a.merchants.fresh(p.MerchantID()) {
+		r.site, r.err = a.site(ctx, siteID)
+		if r.err == nil {
+			r.merchant, r.merr = a.Merchant(ctx, p)
+		}
+	} else {
+		r = a.siteAndMerchant(ctx, p, siteID)
 	}
-	s, err := a.site(ctx, siteID)
-	if done != nil {
-		<-done
-	} else if err == nil {
-		m, merr = a.Merchant(ctx, p)
-	}
+	s, m, err, merr := r.site, r.merchant, r.err, r.merr
 	if errors.Is(err, storeerr.ErrNotFound) {
 		return Site{}, Merchant{}, notFound()
 	}
@@ -156,6 +151,25 @@ func (a *Authenticator) Site(ctx context.Context, p Principal, siteID string) (S
 	return s, m, nil
 }
 
+// siteRead is a site and its merchant as read, each with its error.
+type siteRead struct {
+	site      Site
+	merchant  Merchant
+	err, merr error
+}
+
+// siteAndMerchant reads the site and the merchant at once (the merchant's
+// cache entry is stale: both are store reads). Apart from Site so that a
+// warm cache's path allocates nothing for the goroutine.
+func (a *Authenticator) siteAndMerchant(ctx context.Context, p Principal, siteID string) siteRead {
+	var r siteRead
+	done := make(chan struct{})
+	go func() { defer close(done); r.merchant, r.merr = a.Merchant(ctx, p) }()
+	r.site, r.err = a.site(ctx, siteID)
+	<-done
+	return r
+}
+
 // RequireFlow returns apperr.SiteFlowNotEnabled when the site is not enabled for f.
 func RequireFlow(s Site, f Flow) error {
 	if !s.HasFlow(f) {
@@ -168,13 +182,13 @@ func RequireFlow(s Site, f Flow) error {
 func (a *Authenticator) Forget(hash string) { a.keys.drop(hash) }
 
 func (a *Authenticator) key(ctx context.Context, hash string) (APIKey, error) {
-	return a.keys.get(ctx, hash, func(ctx context.Context) (APIKey, error) { return a.store.GetAPIKeyByHash(ctx, hash) })
+	return a.keys.get(ctx, hash)
 }
 
 func (a *Authenticator) merchant(ctx context.Context, id string) (Merchant, error) {
-	return a.merchants.get(ctx, id, func(ctx context.Context) (Merchant, error) { return a.store.GetMerchant(ctx, id) })
+	return a.merchants.get(ctx, id)
 }
 
 func (a *Authenticator) site(ctx context.Context, id string) (Site, error) {
-	return a.sites.get(ctx, id, func(ctx context.Context) (Site, error) { return a.store.GetSite(ctx, id) })
+	return a.sites.get(ctx, id)
 }

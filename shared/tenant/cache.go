@@ -30,6 +30,7 @@ type cache[K comparable, T any] struct {
 	clock       clock.Clock
 	ttl         time.Duration
 	keepMissing bool
+	load        func(ctx context.Context, k K) (T, error) // a record from the store
 
 	mu       sync.Mutex
 	entries  map[K]*cacheEntry[T]
@@ -51,14 +52,15 @@ type cacheLoad[T any] struct {
 	err  error
 }
 
-func newCache[K comparable, T any](clk clock.Clock, ttl time.Duration, keepMissing bool) *cache[K, T] {
-	return &cache[K, T]{clock: clk, ttl: ttl, keepMissing: keepMissing, entries: map[K]*cacheEntry[T]{}, loads: map[K]*cacheLoad[T]{}}
+func newCache[K comparable, T any](clk clock.Clock, ttl time.Duration, keepMissing bool, load func(context.Context, K) (T, error)) *cache[K, T] {
+	return &cache[K, T]{clock: clk, ttl: ttl, keepMissing: keepMissing, load: load, entries: map[K]*cacheEntry[T]{}, loads: map[K]*cacheLoad[T]{}}
 }
 
-// get returns k's record, from the cache while it is fresh, else from load.
-func (c *cache[K, T]) get(ctx context.Context, k K, load func(context.Context) (T, error)) (T, error) {
+// get returns k's record, from the cache while it is fresh, else from the
+// store (c.load).
+func (c *cache[K, T]) get(ctx context.Context, k K) (T, error) {
 	if c.ttl <= 0 {
-		return load(ctx)
+		return c.load(ctx, k)
 	}
 	now := c.clock.Now()
 	c.mu.Lock()
@@ -66,7 +68,7 @@ func (c *cache[K, T]) get(ctx context.Context, k K, load func(context.Context) (
 		if !e.refreshing && !now.Before(e.until.Add(-c.ttl/4)) {
 			e.refreshing = true
 			c.inFlight.Add(1)
-			go c.refresh(context.WithoutCancel(ctx), k, e, load)
+			go c.refresh(context.WithoutCancel(ctx), k, e)
 		}
 		v, missing := e.v, e.missing
 		c.mu.Unlock()
@@ -90,7 +92,7 @@ func (c *cache[K, T]) get(ctx context.Context, k K, load func(context.Context) (
 	drops := c.drops
 	c.mu.Unlock()
 
-	l.v, l.err = load(ctx)
+	l.v, l.err = c.load(ctx, k)
 	c.mu.Lock()
 	delete(c.loads, k)
 	c.keep(k, drops, now, l.v, l.err)
@@ -101,14 +103,14 @@ func (c *cache[K, T]) get(ctx context.Context, k K, load func(context.Context) (
 
 // refresh reloads k in the background; on failure the entry stays until it
 // expires, and the next read after that loads on its own path.
-func (c *cache[K, T]) refresh(ctx context.Context, k K, e *cacheEntry[T], load func(context.Context) (T, error)) {
+func (c *cache[K, T]) refresh(ctx context.Context, k K, e *cacheEntry[T]) {
 	defer c.inFlight.Done()
 	c.mu.Lock()
 	drops := c.drops
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, refreshTimeout)
 	defer cancel()
-	v, err := load(ctx)
+	v, err := c.load(ctx, k)
 	c.mu.Lock()
 	e.refreshing = false
 	c.keep(k, drops, c.clock.Now(), v, err)

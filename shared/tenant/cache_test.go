@@ -22,7 +22,7 @@ type loader struct {
 	began chan struct{} // when set, receives once per load as it begins
 }
 
-func (l *loader) load(ctx context.Context) (int, error) {
+func (l *loader) load(ctx context.Context, _ string) (int, error) {
 	l.mu.Lock()
 	l.loads++
 	gate, began := l.gate, l.began
@@ -48,20 +48,20 @@ func (l *loader) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.loads 
 func TestCacheRefreshesAheadOfExpiry(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := newCache[string, int](clk, 4*time.Second, false)
 	l := &loader{v: 1}
-	if v, _ := c.get(ctx, "k", l.load); v != 1 || l.count() != 1 {
+	c := newCache(clk, 4*time.Second, false, l.load)
+	if v, _ := c.get(ctx, "k"); v != 1 || l.count() != 1 {
 		t.Fatalf("first read: %d after %d loads", v, l.count())
 	}
 	clk.Advance(2 * time.Second) // half the TTL: no refresh
 	l.set(2)
-	if v, _ := c.get(ctx, "k", l.load); v != 1 || l.count() != 1 {
+	if v, _ := c.get(ctx, "k"); v != 1 || l.count() != 1 {
 		t.Fatalf("mid-TTL read: %d after %d loads", v, l.count())
 	}
 	clk.Advance(time.Second) // the last quarter: answered from the cache, one refresh
 	l.gate = make(chan struct{})
 	for range 3 {
-		if v, _ := c.get(ctx, "k", l.load); v != 1 {
+		if v, _ := c.get(ctx, "k"); v != 1 {
 			t.Fatalf("a read during the refresh waited for it or saw it: %d", v)
 		}
 	}
@@ -71,7 +71,7 @@ func TestCacheRefreshesAheadOfExpiry(t *testing.T) {
 		t.Fatalf("%d loads, want one refresh for three reads", l.count())
 	}
 	clk.Advance(2 * time.Second) // past the first load's expiry, within the refresh's
-	if v, _ := c.get(ctx, "k", l.load); v != 2 || l.count() != 2 {
+	if v, _ := c.get(ctx, "k"); v != 2 || l.count() != 2 {
 		t.Fatalf("after the refresh: %d after %d loads", v, l.count())
 	}
 }
@@ -82,16 +82,16 @@ func TestCacheRefreshesAheadOfExpiry(t *testing.T) {
 func TestCacheFailedRefreshKeepsEntryUntilExpiry(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := newCache[string, int](clk, 4*time.Second, false)
 	l := &loader{v: 1}
-	_, _ = c.get(ctx, "k", l.load)
+	c := newCache(clk, 4*time.Second, false, l.load)
+	_, _ = c.get(ctx, "k")
 	clk.Advance(3 * time.Second)
 	l.err = errors.New("throttled")
-	if v, err := c.get(ctx, "k", l.load); v != 1 || err != nil {
+	if v, err := c.get(ctx, "k"); v != 1 || err != nil {
 		t.Fatalf("read in the refresh window: %d, %v", v, err)
 	}
 	c.inFlight.Wait()
-	if v, err := c.get(ctx, "k", l.load); v != 1 || err != nil {
+	if v, err := c.get(ctx, "k"); v != 1 || err != nil {
 		t.Fatalf("after a failed refresh: %d, %v (want the entry)", v, err)
 	}
 	c.inFlight.Wait()
@@ -99,7 +99,7 @@ func TestCacheFailedRefreshKeepsEntryUntilExpiry(t *testing.T) {
 		t.Fatalf("%d loads, want the first and two refreshes", l.count())
 	}
 	clk.Advance(time.Second)
-	if _, err := c.get(ctx, "k", l.load); !errors.Is(err, l.err) {
+	if _, err := c.get(ctx, "k"); !errors.Is(err, l.err) {
 		t.Fatalf("after expiry the failure shows: %v", err)
 	}
 }
@@ -108,11 +108,11 @@ func TestCacheFailedRefreshKeepsEntryUntilExpiry(t *testing.T) {
 // for one load.
 func TestCacheMissesShareOneLoad(t *testing.T) {
 	ctx := context.Background()
-	c := newCache[string, int](clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), time.Second, false)
 	l := &loader{v: 7, gate: make(chan struct{}), began: make(chan struct{}, 8)}
+	c := newCache(clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), time.Second, false, l.load)
 	var wg sync.WaitGroup
 	got := make([]int, 8)
-	read := func(i int) { defer wg.Done(); got[i], _ = c.get(ctx, "k", l.load) }
+	read := func(i int) { defer wg.Done(); got[i], _ = c.get(ctx, "k") }
 	wg.Add(len(got))
 	go read(0)
 	<-l.began // the load is registered before it begins: every later miss finds it
@@ -136,10 +136,10 @@ func TestCacheMissesShareOneLoad(t *testing.T) {
 func TestCacheDropDuringLoad(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	c := newCache[string, int](clk, time.Minute, false)
 	l := &loader{v: 1, gate: make(chan struct{}), began: make(chan struct{}, 1)}
+	c := newCache(clk, time.Minute, false, l.load)
 	done := make(chan int)
-	go func() { v, _ := c.get(ctx, "k", l.load); done <- v }()
+	go func() { v, _ := c.get(ctx, "k"); done <- v }()
 	<-l.began
 	l.set(2)
 	c.drop("k")
@@ -149,7 +149,7 @@ func TestCacheDropDuringLoad(t *testing.T) {
 	}
 	l.gate, l.began = nil, nil
 	l.set(3)
-	if v, _ := c.get(ctx, "k", l.load); v != 3 {
+	if v, _ := c.get(ctx, "k"); v != 3 {
 		t.Fatalf("a load older than the drop was kept: %d", v)
 	}
 }
@@ -160,10 +160,10 @@ func TestCacheMissing(t *testing.T) {
 	ctx := context.Background()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	for _, keep := range []bool{true, false} {
-		c := newCache[string, int](clk, time.Minute, keep)
 		l := &loader{err: storeerr.ErrNotFound}
+		c := newCache(clk, time.Minute, keep, l.load)
 		for range 2 {
-			if _, err := c.get(ctx, "k", l.load); !errors.Is(err, storeerr.ErrNotFound) {
+			if _, err := c.get(ctx, "k"); !errors.Is(err, storeerr.ErrNotFound) {
 				t.Fatal(err)
 			}
 		}

@@ -32,29 +32,27 @@ func NewReadCache(s Store, clk clock.Clock, ttl time.Duration) Store {
 	}
 	return &ReadCache{
 		Store: s,
-		m:     newCache[string, Merchant](clk, ttl, false),
-		sub:   newCache[[2]string, Subscription](clk, ttl, false),
-		subs:  newCache[string, []Subscription](clk, ttl, false),
+		m:     newCache(clk, ttl, false, s.GetMerchant),
+		sub: newCache(clk, ttl, false, func(ctx context.Context, k [2]string) (Subscription, error) {
+			return s.GetSubscription(ctx, k[0], k[1])
+		}),
+		subs: newCache(clk, ttl, false, s.ListSubscriptions),
 	}
 }
 
 // GetMerchant implements Store, cached.
 func (c *ReadCache) GetMerchant(ctx context.Context, id string) (Merchant, error) {
-	return c.m.get(ctx, id, func(ctx context.Context) (Merchant, error) { return c.Store.GetMerchant(ctx, id) })
+	return c.m.get(ctx, id)
 }
 
 // GetSubscription implements Store, cached.
 func (c *ReadCache) GetSubscription(ctx context.Context, merchantID, id string) (Subscription, error) {
-	return c.sub.get(ctx, [2]string{merchantID, id}, func(ctx context.Context) (Subscription, error) {
-		return c.Store.GetSubscription(ctx, merchantID, id)
-	})
+	return c.sub.get(ctx, [2]string{merchantID, id})
 }
 
 // ListSubscriptions implements Store, cached.
 func (c *ReadCache) ListSubscriptions(ctx context.Context, merchantID string) ([]Subscription, error) {
-	subs, err := c.subs.get(ctx, merchantID, func(ctx context.Context) ([]Subscription, error) {
-		return c.Store.ListSubscriptions(ctx, merchantID)
-	})
+	subs, err := c.subs.get(ctx, merchantID)
 	return append([]Subscription(nil), subs...), err
 }
 
