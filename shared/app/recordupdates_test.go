@@ -28,19 +28,7 @@ func TestPendingUpdatesWiring(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	clk := clock.NewFake(time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC))
-	open := func(env map[string]string, store string) *App {
-		t.Helper()
-		cfg, err := config.FromEnv(func(k string) string { return env[k] }, store)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := New(ctx, cfg, log, clk)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = a.Stores.Close() })
-		return a
-	}
+	open := func(env map[string]string, store string) *App { return openApp(t, env, store, log, clk) }
 
 	local := open(map[string]string{"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": "http://127.0.0.1:1"}, config.StoreEmbedded)
 	if local.LocalUpdates == nil || local.Pending != local.LocalUpdates {
@@ -93,17 +81,7 @@ func TestEmbeddedStartRecoversOrphans(t *testing.T) {
 	started := make(chan struct{})
 	log := slog.New(&onMessage{Handler: slog.NewJSONHandler(io.Discard, nil), msg: "recovery at start", seen: started})
 	clk := clock.NewFake(time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC))
-	cfg, err := config.FromEnv(func(k string) string {
-		return map[string]string{"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": up.URL}[k]
-	}, config.StoreEmbedded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(ctx, cfg, log, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stores.Close() })
+	a := openApp(t, map[string]string{"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": up.URL}, config.StoreEmbedded, log, clk)
 
 	const psp = "PSP0000000000001"
 	inFlight := func(key string) payments.Entry {
@@ -138,6 +116,21 @@ func TestEmbeddedStartRecoversOrphans(t *testing.T) {
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d upstream calls, want the orphan's one repeat", n)
 	}
+}
+
+// openApp is an App on env's configuration for store, closed with t.
+func openApp(t *testing.T, env map[string]string, store string, log *slog.Logger, clk clock.Clock) *App {
+	t.Helper()
+	cfg, err := config.FromEnv(func(k string) string { return env[k] }, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(context.Background(), cfg, log, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stores.Close() })
+	return a
 }
 
 // onMessage is a handler closing seen at the first record of msg.

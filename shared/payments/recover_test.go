@@ -137,6 +137,18 @@ func TestRecoverOutcomes(t *testing.T) {
 	}
 }
 
+// crashedCapture writes the request of a capture of value under upstream
+// key, as a process that died before its call returned left it.
+func (f *fixture) crashedCapture(key string, value int64) {
+	f.t.Helper()
+	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
+		Amount: eur(value), UpstreamKey: key, Account: merchant.UpstreamAccount, At: f.clk.Now()}}
+	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e},
+		Facts: []payments.Fact{}, At: f.clk.Now()}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // TestRecoverCrashBeforeTheAnswer: the request was written, then the
 // process died before the call returned (nothing answered recorded):
 // Recover repeats the call and the capture is learnt.
@@ -144,12 +156,7 @@ func TestRecoverCrashBeforeTheAnswer(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
 	const key = "crashed-upstream-key-00000000000000000000"
-	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
-		Amount: eur(300), UpstreamKey: key, Account: merchant.UpstreamAccount, At: f.clk.Now()}}
-	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e},
-		Facts: []payments.Fact{}, At: f.clk.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	f.crashedCapture(key, 300)
 	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
 	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
 	f.clk.Advance(payments.RecoverAfter + time.Second)
@@ -172,12 +179,7 @@ func TestRecoverBeforeAfterACrash(t *testing.T) {
 	f := newFixture(t)
 	f.advancedPayment("Authorised")
 	const key = "crashed-upstream-key-00000000000000000000"
-	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1, Requested: &payments.Request{
-		Amount: eur(300), UpstreamKey: key, Account: merchant.UpstreamAccount, At: f.clk.Now()}}
-	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e},
-		Facts: []payments.Fact{}, At: f.clk.Now()}); err != nil {
-		t.Fatal(err)
-	}
+	f.crashedCapture(key, 300)
 	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{
 		key: {PSPReference: "MOD0000000000001", Status: "received"}}} // acted: its answer lost with the process
 	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
