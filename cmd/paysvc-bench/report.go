@@ -287,8 +287,9 @@ func (r *report) storeWriteWhy() string {
 	var b strings.Builder
 	if r.storeWrite != nil && r.storeWrite.P50 > 0 {
 		fmt.Fprintf(&b, "every embedded-store commit is a bbolt transaction with fdatasync, %s (p50) for one write alone on this disk (%s). "+
-			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`), and one request's writes after "+
-			"the upstream call (idempotency result ‖ record) share one (a write group); leases and rate-limit windows are in memory. "+
+			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`); a writer that would commit "+
+			"alone first waits up to 60 µs for others to join, so one request's writes after the upstream call (idempotency result ‖ "+
+			"record, started at once) share one; leases and rate-limit windows are in memory. "+
 			"So sessions and payments make one commit per request; captures also make their amount's reservation durable before the call, "+
 			"alone in the payment journal (one write and one fdatasync, `shared/store/embedded/journal.go`). ",
 			dur(r.storeWrite.P50), r.storeWrite.FS)

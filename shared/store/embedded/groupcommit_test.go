@@ -109,3 +109,43 @@ func openTestDB(t *testing.T) *bolt.DB {
 func put(key string) func(*bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte(key), []byte("v")) }
 }
+
+// TestLoneLeaderGathers: a writer that would commit alone first gives
+// others a moment to join (gather): one that joins meanwhile shares its
+// commit — a request's result and its record, written at once, take one
+// fsync — and nobody joining, it commits alone.
+func TestLoneLeaderGathers(t *testing.T) {
+	db := openTestDB(t)
+	var groups []int
+	var mu sync.Mutex
+	joined := make(chan struct{})
+	c := &committer{db: db, committed: func(n int) { mu.Lock(); groups = append(groups, n); mu.Unlock() }}
+	c.queued = func(n int) {
+		if n == 2 {
+			close(joined)
+		}
+	}
+	gathering := make(chan struct{})
+	c.gathering = func() { close(gathering); <-joined } // the leader waits until the second writer is queued
+	put := func(k string) func(*bolt.Tx) error {
+		return func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte(k), []byte("v")) }
+	}
+	first := make(chan error, 1)
+	go func() { first <- c.update(put("result")) }()
+	<-gathering // the first writer leads and gathers
+	if err := c.update(put("record")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	c.gathering = func() {} // nobody comes
+	if err := c.update(put("alone")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(groups) != "[2 1]" {
+		t.Fatalf("commit group sizes %v, want [2 1]: the joiner shares the gathering leader's commit, a lone writer commits alone", groups)
+	}
+}
