@@ -78,17 +78,42 @@ func versionedUpdate(table string, item map[string]types.AttributeValue, prev in
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 }
 
+// versionedWrite is the write of item at its version conditionally on the
+// stored version being prev: a Put when it creates the item (prev 0: no
+// other slot to keep; a single put, which moto also applies at once, where
+// its UpdateItem of a new item first stores the bare key), else
+// versionedUpdate.
+func versionedWrite(table string, item map[string]types.AttributeValue, prev int64, token string) types.TransactWriteItem {
+	if prev != 0 {
+		return types.TransactWriteItem{Update: versionedUpdate(table, item, prev, token)}
+	}
+	v := getN(item, attrVersion)
+	created := maps.Clone(item)
+	delete(created, attrWriteToken)
+	created[versionSlot(v)] = str(versionStamp(v, token))
+	cond, names, _ := versionCondition(0)
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: created, ConditionExpression: cond,
+		ExpressionAttributeNames: names, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+}
+
 // putVersioned writes item conditionally on the stored version being prev
-// (versionedUpdate); a condition failing on the item this call wrote, or
+// (versionedWrite); a condition failing on the item this call wrote, or
 // on one written on top of it, is success (wroteVersion), else
 // storeerr.ErrConflict.
 func (s *Store) putVersioned(ctx context.Context, item map[string]types.AttributeValue, prev int64) error {
 	token := writeToken()
-	u := versionedUpdate(s.table, item, prev, token)
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key,
-		UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
-		ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	var err error
+	if w := versionedWrite(s.table, item, prev, token); w.Put != nil {
+		_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: w.Put.TableName, Item: w.Put.Item,
+			ConditionExpression: w.Put.ConditionExpression, ExpressionAttributeNames: w.Put.ExpressionAttributeNames,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	} else {
+		u := w.Update
+		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key,
+			UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	}
 	if old, failed := conditionFailed(err); failed {
 		if wroteVersion(s.itemOr(ctx, old, getS(item, attrPK), getS(item, attrSK)), getN(item, attrVersion), token) {
 			return nil

@@ -150,7 +150,7 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{{Update: versionedUpdate(s.table, item, prev, token)}, entry},
+		TransactItems: []types.TransactWriteItem{versionedWrite(s.table, item, prev, token), entry},
 	})
 	if transactionConditionFailed(err) {
 		// Applied before, its answer lost (see versionSlots)? The stored
