@@ -830,12 +830,6 @@ func (s *Store) readRecord(ctx context.Context, psp string) (records.LegacyPayme
 	return p, true, nil
 }
 
-// wrote reports whether item (nil: unknown) is version, written by the
-// call with token.
-func wrote(item map[string]types.AttributeValue, version int64, token string) bool {
-	return item != nil && getN(item, attrVersion) == version && getS(item, attrWriteToken) == token
-}
-
 // writeToken returns a new random token for attrWriteToken.
 func writeToken() string {
 	var b [writeTokenBytes]byte

@@ -46,20 +46,14 @@ func wroteVersion(old map[string]types.AttributeValue, v int64, token string) bo
 }
 
 // versionedUpdate is the update writing item (which carries its version
-// attribute) conditionally on the stored version being prev (absence when
-// prev is 0), naming token in the version's slot. Every other attribute is
+// attribute) conditionally on the stored version being prev (> 0: creates
+// are versionedWrite's Put), naming token in the version's slot. Every other attribute is
 // set from item — the builders write the same attributes at every version
 // — and the other slots are kept; the single write token of items written
 // before slots is removed.
 func versionedUpdate(table string, item map[string]types.AttributeValue, prev int64, token string) *types.Update {
 	v := getN(item, attrVersion)
 	cond, names, values := versionCondition(prev)
-	if names == nil {
-		names = map[string]string{}
-	}
-	if values == nil {
-		values = map[string]types.AttributeValue{}
-	}
 	set := make([]string, 0, len(item))
 	for i, name := range slices.Sorted(maps.Keys(item)) {
 		if name == attrPK || name == attrSK || strings.HasPrefix(name, "wv") || name == attrWriteToken {
@@ -89,7 +83,6 @@ func versionedWrite(table string, item map[string]types.AttributeValue, prev int
 	}
 	v := getN(item, attrVersion)
 	created := maps.Clone(item)
-	delete(created, attrWriteToken)
 	created[versionSlot(v)] = str(versionStamp(v, token))
 	cond, names, _ := versionCondition(0)
 	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: created, ConditionExpression: cond,
