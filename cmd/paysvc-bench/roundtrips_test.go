@@ -22,20 +22,21 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 	cfg := &config{RTRequests: 3, progress: io.Discard}
 	// The most sequential store steps each write endpoint takes today
 	// (docs/scale.md, "Round trips per endpoint"): before the upstream
-	// call the claim (with the rate-limit hit) and, for an operation on a
-	// payment, its reservation; after it the record (with the claim's
-	// completion), and for details the reads of the payment and its
-	// pending record first, for an amount update the payment's head.
+	// call the claim with the rate-limit hit — for an operation on a
+	// payment the claim is taken by its reservation's transaction; after
+	// it the record (with the claim's completion), and for details the
+	// reads of the payment and its pending record first, for an amount
+	// update the payment's head.
 	bounds := map[string]int{
 		"POST payments (Idempotency-Key)": 2,
 		// the API key's read, then the site's and the merchant's with the
 		// hit and the claim
 		"POST payments (Idempotency-Key), tenant cache cold": 3,
 		"POST sessions (Idempotency-Key)":                    2,
-		"POST captures (Idempotency-Key)":                    3,
-		"POST refunds (Idempotency-Key)":                     3,
-		"POST reversals (Idempotency-Key)":                   3,
-		"POST amount-updates (Idempotency-Key)":              4,
+		"POST captures (Idempotency-Key)":                    2,
+		"POST refunds (Idempotency-Key)":                     2,
+		"POST reversals (Idempotency-Key)":                   2,
+		"POST amount-updates (Idempotency-Key)":              3,
 		"POST payments/details (Idempotency-Key)":            3,
 	}
 	var res *roundTripResult
@@ -76,5 +77,11 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 	}
 	if row.Total != 4*row.Requests {
 		t.Errorf("%d store calls over %d requests, want 4 each", row.Total, row.Requests)
+	}
+	// An operation on a payment claims its key in its reservation's
+	// transaction: no claim of its own.
+	row, _ = res.row("POST captures (Idempotency-Key)")
+	if got := row.Counts["idempotency: claim"]; got != 0 {
+		t.Errorf("captures: %d idempotency claims of their own over %d requests, want none", got, row.Requests)
 	}
 }

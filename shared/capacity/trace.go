@@ -483,16 +483,45 @@ func (r *replay) request(req, what string, s, i int) (now time.Time, key string,
 
 // claim meters an idempotency claim and returns the claimed item.
 func (r *replay) claim(key string, now time.Time) (dynamo.Item, error) {
-	rec := idempotency.Record{
-		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusInProgress,
-		LeaseToken: strings.Repeat("1", 32), LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
-	}
-	it, err := dynamo.IdempotencyItem(rec)
+	it, err := claimItem(key, now)
 	if err != nil {
 		return nil, err
 	}
 	r.meter.Put(nil, it)
 	return it, nil
+}
+
+// claimItem is the idempotency item of a claim of key at now.
+func claimItem(key string, now time.Time) (dynamo.Item, error) {
+	return dynamo.IdempotencyItem(idempotency.Record{
+		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusInProgress,
+		LeaseToken: strings.Repeat("1", 32), LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
+	})
+}
+
+// modification meters an operation on payment i (a capture, or a refund
+// made as a reversal) in second s, its ledger moving through stage n:
+// the rate-limit hit alongside the reservation, which takes the
+// idempotency claim in its transaction (httpapi's ClaimOnWrite), the
+// answer's write, the claim completed.
+func (r *replay) modification(req, what string, s, i, n int) error {
+	now := r.at(s, i)
+	r.count(req)
+	r.rateHit(now)
+	key := idemKey(i, what)
+	claimed, err := claimItem(key, now)
+	if err != nil {
+		return err
+	}
+	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
+	if err := r.write(before, reserved, Write{New: claimed}); err != nil { // the request, before the upstream call
+		return err
+	}
+	if err := r.write(reserved, settled); err != nil { // the answer
+		return err
+	}
+	_, err = r.complete(claimed, key, now, modificationResponse(i, "received"))
+	return err
 }
 
 // complete meters the completion of a claim with the answer body.
@@ -604,19 +633,7 @@ func (r *replay) details(s, i int) error {
 }
 
 func (r *replay) capture(s, i int) error {
-	now, key, claimed, err := r.request(ReqCaptures, "capture", s, i)
-	if err != nil {
-		return err
-	}
-	n := r.stage(i, stageCaptureRequested)
-	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
-	if err := r.write(before, reserved); err != nil { // the request, before the upstream call
-		return err
-	}
-	if err := r.write(reserved, settled); err != nil { // the answer
-		return err
-	}
-	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
+	if err := r.modification(ReqCaptures, "capture", s, i, r.stage(i, stageCaptureRequested)); err != nil {
 		return err
 	}
 	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 1, i: i})
@@ -624,19 +641,7 @@ func (r *replay) capture(s, i int) error {
 }
 
 func (r *replay) refund(s, i int) error {
-	now, key, claimed, err := r.request(ReqReversals, "refund", s, i)
-	if err != nil {
-		return err
-	}
-	n := r.stage(i, stageReversalRequested)
-	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
-	if err := r.write(before, reserved); err != nil {
-		return err
-	}
-	if err := r.write(reserved, settled); err != nil {
-		return err
-	}
-	if _, err := r.complete(claimed, key, now, modificationResponse(i, "received")); err != nil {
+	if err := r.modification(ReqReversals, "refund", s, i, r.stage(i, stageReversalRequested)); err != nil {
 		return err
 	}
 	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 2, i: i})
@@ -1028,7 +1033,7 @@ func (r *replay) getEntries(st ledgerState, refs ...string) error {
 // write meters the Write taking ledger prev to next: one
 // TransactWriteItems of the head, the entries that changed and the facts
 // added.
-func (r *replay) write(prev, next ledgerState) error {
+func (r *replay) write(prev, next ledgerState, more ...Write) error {
 	ph, pe, _, err := r.items(prev)
 	if err != nil {
 		return err
@@ -1046,6 +1051,6 @@ func (r *replay) write(prev, next ledgerState) error {
 	for _, f := range nf[len(prev.facts):] {
 		writes = append(writes, Write{New: f})
 	}
-	r.meter.TransactWrite(writes...)
+	r.meter.TransactWrite(append(writes, more...)...)
 	return nil
 }

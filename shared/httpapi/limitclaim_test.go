@@ -4,10 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
@@ -157,5 +161,133 @@ func TestRefusedRequestReleasesItsClaim(t *testing.T) {
 				t.Fatalf("the key after %s: %d %s (want a fresh 200)", tc.name, r.Status, r.Body)
 			}
 		})
+	}
+}
+
+// claimingWrites calls meet before a payment write that takes an
+// Idempotency-Key claim (payments.Write.Claim), and closes written after
+// the first.
+type claimingWrites struct {
+	payments.Store
+	meet    func()
+	written chan struct{}
+	once    *sync.Once
+}
+
+func (m claimingWrites) Write(ctx context.Context, w payments.Write) error {
+	if w.Claim == nil {
+		return m.Store.Write(ctx, w)
+	}
+	if m.meet != nil {
+		m.meet()
+	}
+	err := m.Store.Write(ctx, w)
+	if m.written != nil {
+		m.once.Do(func() { close(m.written) })
+	}
+	return err
+}
+
+// A capture with an Idempotency-Key claims its key in the write that
+// reserves its amount, while its rate-limit hit runs: one store round trip
+// before the upstream call, not two (docs/scale.md, "Round trips per
+// endpoint").
+func TestCaptureClaimsWithItsReservationAlongsideTheHit(t *testing.T) {
+	var meet func()
+	e := testenv.NewWith(t, testenv.Options{WrapPayments: func(s payments.Store) payments.Store {
+		return claimingWrites{Store: s, meet: func() { meet() }}
+	}})
+	psp := authorise(t, e, 1000)
+	b := newBarrier("rate-limit hit", "reservation with its claim")
+	meet = func() { b.meet(t, "reservation with its claim") }
+	e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
+		`{"amount":{"value":400,"currency":"EUR"}}`, "Idempotency-Key", "cap-1")
+	if r.Status/100 != 2 {
+		t.Fatalf("capture: %d %s", r.Status, r.Body)
+	}
+	// The key is the capture's: its retry replays it.
+	meet = func() {}
+	e.Deps.Limiter = ratelimit.New(e.Store, e.Clock, 1000, 2000, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	again := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
+		`{"amount":{"value":400,"currency":"EUR"}}`, "Idempotency-Key", "cap-1")
+	if again.Status != r.Status || again.Header.Get(idempotency.HeaderReplayed) != "true" {
+		t.Fatalf("the capture's retry: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get(idempotency.HeaderReplayed))
+	}
+}
+
+// limitAfter refuses every hit while armed, once the reservation it races
+// has been written (written closed), and counts them in the store after.
+type limitAfter struct {
+	ratelimit.Store
+	t       *testing.T
+	armed   *atomic.Bool
+	written chan struct{}
+}
+
+func (m limitAfter) Hit(ctx context.Context, bucket string, limit int, exp time.Time) (bool, error) {
+	if !m.armed.Load() {
+		return m.Store.Hit(ctx, bucket, limit, exp)
+	}
+	select {
+	case <-m.written:
+	case <-hang.Deadline(m.t):
+		m.t.Error("the reservation was not written while the hit ran")
+	}
+	return false, nil
+}
+
+// A capture whose rate-limit verdict (429) comes after its reservation
+// and claim were written withdraws the reservation (its entry answered
+// not-sent, nothing in flight), never reaches the upstream, and releases
+// the key: the same request after the window reserves anew and runs.
+func TestLimitedCaptureWithdrawsItsReservation(t *testing.T) {
+	written := make(chan struct{})
+	e := testenv.NewWith(t, testenv.Options{WrapPayments: func(s payments.Store) payments.Store {
+		return claimingWrites{Store: s, written: written, once: new(sync.Once)}
+	}})
+	psp := authorise(t, e, 1000)
+	var armed atomic.Bool
+	armed.Store(true)
+	e.Deps.Limiter = ratelimit.New(limitAfter{Store: e.Store, t: t, armed: &armed, written: written}, e.Clock, 1000, 2000,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	path, body := "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", `{"amount":{"value":400,"currency":"EUR"}}`
+	r := e.Do("POST", path, "A", body, "Idempotency-Key", "cap-limited")
+	if r.Status != 429 || r.JSON(t)["errorCode"] != "yp_9006" {
+		t.Fatalf("limited capture: %d %s", r.Status, r.Body)
+	}
+	if n := len(e.Upstream.Requests("/captures")); n != 0 {
+		t.Fatalf("a limited capture reached the upstream (%d calls)", n)
+	}
+	armed.Store(false)
+	e.Clock.Advance(2 * time.Second) // the next window
+	h, err := e.Store.GetPayment(context.Background(), psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Totals.CapturesInFlight != 0 || h.Totals.Capturable != 1000 {
+		t.Fatalf("after the withdrawal: in flight %d, capturable %d; want 0, 1000", h.Totals.CapturesInFlight, h.Totals.Capturable)
+	}
+	var kinds []string
+	for _, f := range e.Timeline(psp) {
+		kinds = append(kinds, f.Kind)
+	}
+	if !slices.Contains(kinds, "capture-requested") || !slices.Contains(kinds, "capture-not-sent") {
+		t.Fatalf("timeline %v: want the request and its withdrawal", kinds)
+	}
+	r = e.Do("POST", path, "A", body, "Idempotency-Key", "cap-limited")
+	if r.Status/100 != 2 || r.Header.Get(idempotency.HeaderReplayed) != "" {
+		t.Fatalf("the same capture again: %d %s (want a fresh answer)", r.Status, r.Body)
+	}
+	if n := len(e.Upstream.Requests("/captures")); n != 1 {
+		t.Fatalf("upstream captures %d, want 1", n)
+	}
+	h, err = e.Store.GetPayment(context.Background(), psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Totals.CapturesInFlight + h.Totals.Captured; got != 400 || h.Totals.Capturable != 600 {
+		t.Fatalf("after the capture: captured or in flight %d, capturable %d; want 400, 600", got, h.Totals.Capturable)
 	}
 }

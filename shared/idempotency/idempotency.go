@@ -129,30 +129,64 @@ type Lease struct {
 // results is set: a Lease (run the request, then Finish), a Response to
 // replay, or an error (apperr.IdempotencyInFlight, apperr.IdempotencyMismatch, or a store failure).
 func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Response, error) {
+	rec, lease, err := s.Prepare(scope, key, fp)
+	if err != nil {
+		return nil, nil, err
+	}
+	existing, err := s.store.Claim(ctx, rec, s.clock.Now())
+	switch {
+	case err == nil:
+		return lease, nil, nil
+	case !errors.Is(err, storeerr.ErrConflict):
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
+	}
+	resp, err := s.Held(existing, fp)
+	return nil, resp, err
+}
+
+// Prepare is the claim of key for the request fingerprinted fp, not
+// written yet, and the lease it gives once written: Begin writes it
+// alone; a request whose first write is its reservation on a payment has
+// the payment store take it with that write (payments.Write.Claim), so
+// the two are one step. A claim that finds the key held is answered by
+// Held (Taken carries the record holding it).
+func (s *Service) Prepare(scope, key, fp string) (Record, *Lease, error) {
 	now := s.clock.Now()
 	token, err := newToken()
 	if err != nil {
-		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", err)
+		return Record{}, nil, apperr.Wrap(apperr.Internal, "internal error", err)
 	}
 	rec := Record{
 		Scope: scope, Key: key, Fingerprint: fp, Status: StatusInProgress,
 		LeaseToken: token, LeaseUntil: now.Add(s.lease), ExpiresAt: now.Add(s.retention),
 	}
-	existing, err := s.store.Claim(ctx, rec, now)
-	switch {
-	case err == nil:
-		return &Lease{scope: scope, key: key, token: token}, nil, nil
-	case !errors.Is(err, storeerr.ErrConflict):
-		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
-	}
-	if existing.Fingerprint != fp {
-		return nil, nil, apperr.New(apperr.IdempotencyMismatch, "Idempotency-Key was already used with a different request (method, path or body)")
-	}
-	if existing.Status == StatusCompleted && existing.Response != nil && now.Before(existing.ExpiresAt) {
-		return nil, existing.Response, nil
-	}
-	return nil, nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
+	return rec, &Lease{scope: scope, key: key, token: token}, nil
 }
+
+// Held is the answer to a claim for the request fingerprinted fp that
+// found its key held by existing: the response to replay, or
+// apperr.IdempotencyMismatch (another request used the key) or
+// apperr.IdempotencyInFlight.
+func (s *Service) Held(existing Record, fp string) (*Response, error) {
+	if existing.Fingerprint != fp {
+		return nil, apperr.New(apperr.IdempotencyMismatch, "Idempotency-Key was already used with a different request (method, path or body)")
+	}
+	if existing.Status == StatusCompleted && existing.Response != nil && s.clock.Now().Before(existing.ExpiresAt) {
+		return existing.Response, nil
+	}
+	return nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
+}
+
+// Taken is the error of a claim written with another write (Prepare)
+// that found its key held: Existing is the record holding it, and
+// nothing of the write was made. It matches storeerr.ErrConflict.
+type Taken struct{ Existing Record }
+
+func (t *Taken) Error() string {
+	return fmt.Sprintf("idempotency key %q of %q is held", t.Existing.Key, t.Existing.Scope)
+}
+
+func (t *Taken) Unwrap() error { return storeerr.ErrConflict }
 
 // Finish ends a lease. When keep is true the response is stored for replay;
 // otherwise the key is released. Failures are logged, not returned: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/tenant"
 )
 
@@ -20,12 +21,29 @@ type Call struct {
 	// the merchant's (idempotency.UpstreamKey); "" when the merchant sent
 	// none.
 	UpstreamKey string
+	// Claim, when set, is the merchant's Idempotency-Key claim, not taken
+	// yet: the operation's reservation takes it in the same write
+	// (Store.Write). A claim that finds the key held ends the operation
+	// with *idempotency.Taken, before anything is written.
+	Claim *idempotency.Record
+	// Gate, when set, decides whether the operation may go on (the rate
+	// limit's verdict, taken alongside): Gate(true) waits for it and is
+	// asked once the request is written, before the upstream call — an
+	// error withdraws the request (its entry answered NotSent) and ends
+	// the operation with it; Gate(false) is the verdict if it has come
+	// (nil otherwise), asked before the request is written.
+	Gate func(wait bool) error
 
+	claimed        bool
 	upstreamCalled bool
 	records        sync.WaitGroup
 	mu             sync.Mutex
 	errs           []error
 }
+
+// Claimed reports whether the operation's write took Claim: from then on
+// the caller holds the key's lease.
+func (c *Call) Claimed() bool { return c.claimed }
 
 // UpstreamCalled reports whether the operation reached the upstream: from
 // then on its result is the upstream's (idempotency keeps it).
@@ -43,6 +61,14 @@ func (c *Call) Wait() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return errors.Join(c.errs...)
+}
+
+// pass is the Gate's verdict, waited for or as known (nil without one).
+func (c *Call) pass(wait bool) error {
+	if c.Gate == nil {
+		return nil
+	}
+	return c.Gate(wait)
 }
 
 // callUpstream marks the call as having reached the upstream and returns

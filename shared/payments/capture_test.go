@@ -287,3 +287,80 @@ func TestUnknownPaymentNeverReachesTheUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// refuseGate is a payments.Call Gate whose verdict is err, known before
+// the reservation when early, else only once waited for.
+func refuseGate(err error, early bool) func(wait bool) error {
+	return func(wait bool) error {
+		if wait || early {
+			return err
+		}
+		return nil
+	}
+}
+
+var errLimited = apperr.New(apperr.RateLimited, "rate limit exceeded")
+
+// A capture whose gate refuses it once its request is written withdraws
+// the request before the upstream call (answered not-sent: nothing in
+// flight); the same request made again reserves anew and runs once.
+func TestCaptureRefusedAfterItsReservationWithdrawsIt(t *testing.T) {
+	st, up := newMemStore(), &captureUpstream{}
+	authorised(t, st)
+	ctx := context.Background()
+	svc := newCaptureService(st, up)
+	const key = "derived-upstream-key-withdrawn-0123456789a"
+	c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key, Gate: refuseGate(errLimited, false)}
+	if _, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(700)}); !errors.Is(err, errLimited) {
+		t.Fatalf("capture refused by its gate: %v, want the gate's error", err)
+	}
+	if up.calls() != 0 {
+		t.Fatalf("a refused capture reached the upstream (%d calls)", up.calls())
+	}
+	if v := record(t, st).View(); v.CapturesInFlight != 0 || v.Captured != 0 {
+		t.Fatalf("after the withdrawal: %+v", v)
+	}
+	c = &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}
+	if _, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(700)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if v := record(t, st).View(); v.Captured != 700 || v.CapturesInFlight != 0 || up.calls() != 1 {
+		t.Fatalf("the same capture again: %+v, %d upstream calls", v, up.calls())
+	}
+	if got, want := timelineKinds(t, st), "capture-requested,capture-not-sent,capture-requested,capture"; !strings.HasSuffix(got, want) {
+		t.Fatalf("timeline %s, want it to end %s", got, want)
+	}
+}
+
+// A gate refusal leaves alone a request an earlier attempt wrote (it may
+// have been sent: a retry or Recover learns its answer), and one known
+// before the reservation writes nothing.
+func TestCaptureRefusedByItsGateKeepsWhatItDidNotWrite(t *testing.T) {
+	st, up := newMemStore(), &captureUpstream{}
+	authorised(t, st)
+	ctx := context.Background()
+	const key = "derived-upstream-key-earlier-0123456789abc"
+	e := payments.Entry{Ref: "op_" + key, Kind: payments.OpCapture, Version: 1,
+		Requested: &payments.Request{Amount: eur(700), UpstreamKey: key, At: t0}}
+	if err := st.Write(ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newCaptureService(st, up)
+	c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key, Gate: refuseGate(errLimited, false)}
+	if _, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(700)}); !errors.Is(err, errLimited) {
+		t.Fatalf("retry refused by its gate: %v", err)
+	}
+	if v := record(t, st).View(); v.CapturesInFlight != 700 {
+		t.Fatalf("the earlier attempt's request: %+v, want 700 still in flight", v)
+	}
+	c = &payments.Call{Merchant: merchant, Site: site, UpstreamKey: "derived-upstream-key-early-0123456789abcde", Gate: refuseGate(errLimited, true)}
+	if _, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(200)}); !errors.Is(err, errLimited) {
+		t.Fatalf("capture refused before its reservation: %v", err)
+	}
+	if v := record(t, st).View(); v.CapturesInFlight != 700 || up.calls() != 0 || len(st.Entries(psp)) != 1 {
+		t.Fatalf("after a refusal known early: %+v, %d entries, %d upstream calls", v, len(st.Entries(psp)), up.calls())
+	}
+}

@@ -38,8 +38,28 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 	r := op.call
 	e := Entry{Ref: opPrefix + key, Kind: op.kind, Version: 1, Requested: &Request{Amount: r.Amount, Reference: r.Reference,
 		UpstreamKey: key, Account: r.MerchantAccount, Splits: r.Splits, LineItems: r.LineItems, At: s.clock.Now()}}
-	if err := s.reserve(ctx, c, psp, e, op.expect, op.why); err != nil {
+	if err := c.pass(false); err != nil {
+		return ModificationResult{}, err // refused already: nothing written
+	}
+	e, wrote, err := s.reserve(ctx, c, psp, e, op.expect, op.why)
+	if err != nil {
 		return ModificationResult{}, err
+	}
+	if err := c.pass(true); err != nil {
+		if !wrote {
+			// An earlier attempt's request, which may have been sent: it
+			// stays (its answer is learnt by a retry or by Recover).
+			return ModificationResult{}, err
+		}
+		werr := s.withdraw(context.WithoutCancel(ctx), psp, e, err)
+		if werr == nil {
+			return ModificationResult{}, err
+		}
+		// Not withdrawn, the request would stay in flight and Recover
+		// would send it later, unseen by the caller: it is sent now, and
+		// the caller gets its answer.
+		s.log.WarnContext(ctx, "request refused after its reservation and not withdrawn: sent anyway",
+			"pspReference", psp, "operation", e.Ref, "refusal", err.Error(), "err", werr.Error())
 	}
 	c.callUpstream()
 	resp, err := s.up.Modify(ctx, e.call(psp))

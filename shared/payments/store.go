@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 )
 
@@ -69,7 +70,9 @@ type Store interface {
 	// returned when more follow ("" otherwise).
 	Timeline(ctx context.Context, psp, cursor string, limit int) ([]Fact, string, error)
 	// Write makes w, atomically: all of it or nothing.
-	// storeerr.ErrConflict when one of its conditions fails.
+	// storeerr.ErrConflict when one of its conditions fails; with
+	// w.Claim, *idempotency.Taken (which matches storeerr.ErrConflict)
+	// when the claim's key is held, whatever else failed.
 	Write(ctx context.Context, w Write) error
 }
 
@@ -89,6 +92,10 @@ type Write struct {
 	// Entries are written each if its stored version is Version−1
 	// (Version 1: none may exist).
 	Entries []Entry
+	// Claim, when set, is the merchant's Idempotency-Key claim
+	// (idempotency.Service.Prepare), taken in the same atomic write: an
+	// operation's request and its claim are one step.
+	Claim *idempotency.Record
 	// Facts are appended to the timeline; the same fact written again
 	// (same ID and time) is stored once. (The embedded store keeps only
 	// the first of an ID whatever its time; DynamoDB keys facts by time,

@@ -45,24 +45,15 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
-	rec.Status, rec.Response = idempotency.StatusInProgress, nil
-	item, err := IdempotencyItem(rec)
+	put, err := s.claimPut(rec, now)
 	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
+		return idempotency.Record{}, fmt.Errorf("dynamo: %w", err)
 	}
-	in := &dynamodb.PutItemInput{
-		TableName:           aws.String(s.table),
-		Item:                item,
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#pk": attrPK, "#exp": attrExpiresN, "#st": attrStatus, "#lease_until": attrLeaseN,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": instant(now), ":inprogress": str(string(idempotency.StatusInProgress)),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC, as claimPut wrote them
+	rec.Status, rec.Response = idempotency.StatusInProgress, nil
+	in := &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
+		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	wrap := func(err error) error {
 		return fmt.Errorf("dynamo: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
 	}

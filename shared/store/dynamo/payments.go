@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
@@ -458,6 +459,11 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 		if s.landed(ctx, w, err, token) {
 			return nil
 		}
+		if w.Claim != nil {
+			if existing, held := s.claimHeld(ctx, *w.Claim, err, len(items)-1); held {
+				return &idempotency.Taken{Existing: existing}
+			}
+		}
 		if attempt == 0 {
 			// A new payment over an expired one not deleted yet: that one
 			// is deleted first. Else a payment stored before ledgers is
@@ -559,10 +565,63 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
 	}
+	if w.Claim != nil { // last: claimHeld finds its cancellation reason there
+		put, err := s.claimPut(*w.Claim, s.clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
 	if len(items) > 100 {
 		return nil, fmt.Errorf("%d writes in one transaction (at most 100)", len(items))
 	}
 	return items, nil
+}
+
+// claimPut is the idempotency claim of rec as a transaction's write: the
+// item and the condition Claim writes alone.
+func (s *Store) claimPut(rec idempotency.Record, now time.Time) (*types.Put, error) {
+	if rec.Scope == "" || rec.Key == "" {
+		return nil, fmt.Errorf("claim idempotency key: %w", errEmpty("scope or key"))
+	}
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
+	rec.Status, rec.Response = idempotency.StatusInProgress, nil
+	item, err := IdempotencyItem(rec)
+	if err != nil {
+		return nil, fmt.Errorf("claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
+	}
+	return &types.Put{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": attrPK, "#exp": attrExpiresN, "#st": attrStatus, "#lease_until": attrLeaseN,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": instant(now), ":inprogress": str(string(idempotency.StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, nil
+}
+
+// claimHeld reports whether the cancelled transaction err failed on its
+// claim of rec (its write number i) and returns the record holding the
+// key: the item the cancellation returned, else the item read now.
+func (s *Store) claimHeld(ctx context.Context, rec idempotency.Record, err error, i int) (idempotency.Record, bool) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) ||
+		aws.ToString(tce.CancellationReasons[i].Code) != "ConditionalCheckFailed" {
+		return idempotency.Record{}, false
+	}
+	it := s.itemOr(ctx, tce.CancellationReasons[i].Item, idemPK(rec.Scope, rec.Key), skIdem)
+	if it == nil {
+		return idempotency.Record{}, false // released meanwhile: the caller tries again
+	}
+	existing, derr := decodeRecord(it)
+	if derr != nil || existing.LeaseToken == rec.LeaseToken {
+		return idempotency.Record{}, false
+	}
+	return existing, true
 }
 
 // deltaUpdate is the head's update of a Delta write: the Totals moved, the

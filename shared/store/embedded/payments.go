@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
@@ -225,9 +226,24 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 		return fmt.Errorf("embedded: write payment: %w", errEmpty("pspReference"))
 	}
 	now := s.clock.Now()
+	if c := w.Claim; c != nil {
+		// Leases are in memory (idempotency.go): taken first, dropped
+		// again if the write fails, so the two are one step as in DynamoDB's
+		// transaction.
+		existing, err := s.Claim(ctx, *c, now)
+		if errors.Is(err, storeerr.ErrConflict) {
+			return &idempotency.Taken{Existing: existing}
+		}
+		if err != nil {
+			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
+		}
+	}
 	err := s.updateOr(ctx, func(tx *bolt.Tx) error { return writeLedger(txKV{tx}, w, now) },
 		func() (bool, error) { return s.journalWrite(w, now) })
 	if err != nil {
+		if c := w.Claim; c != nil {
+			s.dropLease(compositeKey(c.Scope, c.Key), c.LeaseToken)
+		}
 		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 	}
 	return nil
