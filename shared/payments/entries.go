@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -102,115 +100,6 @@ func WaitToRetry(ctx context.Context, sl Sleeper, n int) error {
 
 // ErrBusy: a change lost to concurrent changes every time it was tried.
 var ErrBusy = errors.New("payments: too many concurrent updates")
-
-// reserve writes operation e's request on payment psp: the entry, its
-// fact and its contribution, guarded by expect (why explains a failed
-// guard), and with them the merchant's Idempotency-Key claim when c has
-// one (*idempotency.Taken when the key is held: nothing written). It
-// returns the entry written when this call wrote it (wrote: e, or e
-// written again over the same request withdrawn before its call), else
-// e as given: an earlier attempt of the same request wrote it (the claim
-// then taken alone), and it may have been sent.
-func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, expect Expect,
-	why func(h Head) error) (_ Entry, wrote bool, _ error) {
-	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
-		return Entry{}, false, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-	}
-	expect.MerchantID, expect.SiteID = c.Merchant.ID, c.Site.ID
-	w := Write{PSP: psp, Delta: e.Contribution(), Expect: expect, At: e.Requested.At, Entries: []Entry{e},
-		Facts: []Fact{requestedFact(e)}, Claim: c.Claim}
-	for attempt := 1; ; attempt++ {
-		err := s.store.Write(ctx, w)
-		if err == nil {
-			c.claimed = c.claimed || w.Claim != nil
-			if len(w.Entries) == 0 {
-				return e, false, nil // the claim alone, over the entry an earlier attempt wrote
-			}
-			return w.Entries[0], true, nil
-		}
-		var taken *idempotency.Taken
-		if errors.As(err, &taken) {
-			return Entry{}, false, taken
-		}
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return Entry{}, false, storeError(err)
-		}
-		h, err := Owned(ctx, s.store, c.Merchant, c.Site, psp)
-		if err != nil {
-			return Entry{}, false, err
-		}
-		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
-		if err != nil {
-			return Entry{}, false, storeError(err)
-		}
-		if len(stored) > 0 {
-			// This operation's request, written by an earlier attempt:
-			// the claim alone when it is still to take, or the request
-			// again over one withdrawn before its call.
-			old := stored[0]
-			switch {
-			case old.Answered != nil && old.Answered.Outcome == NotSent:
-				again := e
-				again.Version = old.Version + 1
-				f := requestedFact(again)
-				f.ID += "#" + strconv.FormatInt(again.Version, 10)
-				w.Entries, w.Delta, w.Facts = []Entry{again}, again.Contribution(), []Fact{f}
-			case c.Claim != nil && !c.claimed:
-				w = Write{PSP: psp, Expect: Expect{MerchantID: c.Merchant.ID, SiteID: c.Site.ID}, At: e.Requested.At, Claim: c.Claim}
-				continue
-			default:
-				return e, false, nil
-			}
-		}
-		if !expect.Meets(h) {
-			if err := why(h); err != nil {
-				return Entry{}, false, err
-			}
-		}
-		if attempt == maxReserveAttempts {
-			return Entry{}, false, storeError(fmt.Errorf("reserve %s on %s: %w", e.Ref, psp, ErrBusy))
-		}
-		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
-			return Entry{}, false, storeError(err)
-		}
-	}
-}
-
-// withdraw answers operation e's request NotSent, its call never sent
-// (cause refused the caller after the request was written): its
-// contribution goes, and the same request made again reserves anew.
-func (s *Service) withdraw(ctx context.Context, psp string, e Entry, cause error) error {
-	for attempt := 1; ; attempt++ {
-		done := e
-		done.Version++
-		reason := cause.Error()
-		if ae := (*apperr.Error)(nil); errors.As(cause, &ae) {
-			reason = ae.Message
-		}
-		done.Answered = &Answer{Outcome: NotSent, Reason: reason, At: s.clock.Now()}
-		f := answeredFact(done)
-		f.ID += "#" + strconv.FormatInt(done.Version, 10)
-		err := s.store.Write(ctx, Write{PSP: psp, Delta: done.Contribution().Sub(e.Contribution()), At: done.Answered.At,
-			Entries: []Entry{done}, Facts: []Fact{f}})
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
-		}
-		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
-		if err != nil {
-			return err
-		}
-		if len(stored) == 0 || !stored[0].AwaitsAnswer() {
-			return nil // answered meanwhile (withdrawn by an earlier attempt)
-		}
-		e = stored[0]
-		if attempt == maxReserveAttempts {
-			return fmt.Errorf("withdraw %s on %s: %w", e.Ref, psp, ErrBusy)
-		}
-		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
-			return err
-		}
-	}
-}
 
 // storeError passes domain errors through and wraps store failures.
 func storeError(err error) error {

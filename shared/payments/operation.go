@@ -4,8 +4,14 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // operation is what a capture, refund, reversal or amount update hands to
@@ -85,4 +91,158 @@ func modificationKind(k OpKind) ModificationKind {
 		return ModifyReversal
 	}
 	return ModifyAmount
+}
+
+// ModificationResult is the result of captures, refunds, reversals and
+// amount updates: the operation's pspReference and status ("received"),
+// plus the payment's pspReference and the operation's reference.
+type ModificationResult struct {
+	PSPReference        string
+	Status              string
+	PaymentPSPReference string
+	Reference           string
+}
+
+// answered records the platform's answer to operation e of payment psp
+// (its call returned resp, err) alongside the rest of the request
+// (c.Wait), and returns the endpoint's result: a definitive refusal ends
+// the operation; no definitive answer leaves it in flight, to be learnt by
+// repeating the call (the merchant's retry, or Recover); an in-flight
+// duplicate records nothing (its first call does).
+func (s *Service) answered(ctx context.Context, c *Call, psp string, e Entry, resp ModificationAnswer, err error,
+	failed apperr.Kind, what string) (ModificationResult, error) {
+	if u, ok := answerUpdate(psp, e, resp, err, s.clock.Now()); ok {
+		s.recordAfter(ctx, c, u, known{entry: &e})
+	}
+	if err != nil {
+		return ModificationResult{}, upstreamError(err, failed, what)
+	}
+	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}, nil
+}
+
+// answerUpdate is the record update of operation e's call returning resp,
+// err: received, refused or unknown; none for an in-flight duplicate.
+func answerUpdate(psp string, e Entry, resp ModificationAnswer, err error, at time.Time) (RecordUpdate, bool) {
+	u := RecordUpdate{Kind: updateKind(e.Kind), PSPReference: psp, Op: e.Ref, Amount: e.Requested.Amount, At: at}
+	rej := (*UpstreamRejection)(nil)
+	switch {
+	case err == nil:
+		u.Modification, u.Status = resp.PSPReference, string(Received)
+	case errors.Is(err, ErrUpstreamInFlight):
+		return RecordUpdate{}, false
+	case errors.As(err, &rej):
+		u.Status, u.Reason = string(Refused), rej.Message
+	default:
+		u.Status = string(Unknown)
+	}
+	return u, true
+}
+
+// reserve writes operation e's request on payment psp: the entry, its
+// fact and its contribution, guarded by expect (why explains a failed
+// guard), and with them the merchant's Idempotency-Key claim when c has
+// one (*idempotency.Taken when the key is held: nothing written). It
+// returns the entry written when this call wrote it (wrote: e, or e
+// written again over the same request withdrawn before its call), else
+// e as given: an earlier attempt of the same request wrote it (the claim
+// then taken alone), and it may have been sent.
+func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, expect Expect,
+	why func(h Head) error) (_ Entry, wrote bool, _ error) {
+	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
+		return Entry{}, false, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+	}
+	expect.MerchantID, expect.SiteID = c.Merchant.ID, c.Site.ID
+	w := Write{PSP: psp, Delta: e.Contribution(), Expect: expect, At: e.Requested.At, Entries: []Entry{e},
+		Facts: []Fact{requestedFact(e)}, Claim: c.Claim}
+	for attempt := 1; ; attempt++ {
+		err := s.store.Write(ctx, w)
+		if err == nil {
+			c.claimed = c.claimed || w.Claim != nil
+			if len(w.Entries) == 0 {
+				return e, false, nil // the claim alone, over the entry an earlier attempt wrote
+			}
+			return w.Entries[0], true, nil
+		}
+		var taken *idempotency.Taken
+		if errors.As(err, &taken) {
+			return Entry{}, false, taken
+		}
+		if !errors.Is(err, storeerr.ErrConflict) {
+			return Entry{}, false, storeError(err)
+		}
+		h, err := Owned(ctx, s.store, c.Merchant, c.Site, psp)
+		if err != nil {
+			return Entry{}, false, err
+		}
+		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
+		if err != nil {
+			return Entry{}, false, storeError(err)
+		}
+		if len(stored) > 0 {
+			// This operation's request, written by an earlier attempt:
+			// the claim alone when it is still to take, or the request
+			// again over one withdrawn before its call.
+			old := stored[0]
+			switch {
+			case old.Answered != nil && old.Answered.Outcome == NotSent:
+				again := e
+				again.Version = old.Version + 1
+				f := requestedFact(again)
+				f.ID += "#" + strconv.FormatInt(again.Version, 10)
+				w.Entries, w.Delta, w.Facts = []Entry{again}, again.Contribution(), []Fact{f}
+			case c.Claim != nil && !c.claimed:
+				w = Write{PSP: psp, Expect: Expect{MerchantID: c.Merchant.ID, SiteID: c.Site.ID}, At: e.Requested.At, Claim: c.Claim}
+				continue
+			default:
+				return e, false, nil
+			}
+		}
+		if !expect.Meets(h) {
+			if err := why(h); err != nil {
+				return Entry{}, false, err
+			}
+		}
+		if attempt == maxReserveAttempts {
+			return Entry{}, false, storeError(fmt.Errorf("reserve %s on %s: %w", e.Ref, psp, ErrBusy))
+		}
+		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
+			return Entry{}, false, storeError(err)
+		}
+	}
+}
+
+// withdraw answers operation e's request NotSent, its call never sent
+// (cause refused the caller after the request was written): its
+// contribution goes, and the same request made again reserves anew.
+func (s *Service) withdraw(ctx context.Context, psp string, e Entry, cause error) error {
+	for attempt := 1; ; attempt++ {
+		done := e
+		done.Version++
+		reason := cause.Error()
+		if ae := (*apperr.Error)(nil); errors.As(cause, &ae) {
+			reason = ae.Message
+		}
+		done.Answered = &Answer{Outcome: NotSent, Reason: reason, At: s.clock.Now()}
+		f := answeredFact(done)
+		f.ID += "#" + strconv.FormatInt(done.Version, 10)
+		err := s.store.Write(ctx, Write{PSP: psp, Delta: done.Contribution().Sub(e.Contribution()), At: done.Answered.At,
+			Entries: []Entry{done}, Facts: []Fact{f}})
+		if !errors.Is(err, storeerr.ErrConflict) {
+			return err
+		}
+		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
+		if err != nil {
+			return err
+		}
+		if len(stored) == 0 || !stored[0].AwaitsAnswer() {
+			return nil // answered meanwhile (withdrawn by an earlier attempt)
+		}
+		e = stored[0]
+		if attempt == maxReserveAttempts {
+			return fmt.Errorf("withdraw %s on %s: %w", e.Ref, psp, ErrBusy)
+		}
+		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
+			return err
+		}
+	}
 }

@@ -64,3 +64,32 @@ func DecodeDeleteStoredMethod(id, shopperReference string) (payments.DeleteStore
 	}
 	return payments.DeleteStoredMethodInput{StoredPaymentMethodID: id, ShopperReference: shopperReference}, nil
 }
+
+// ModificationResponse is the answer of captures, reversals and amount
+// updates: the operation's pspReference and status ("received"), plus the
+// payment's pspReference and the operation's reference.
+type ModificationResponse struct {
+	PSPReference        string `json:"pspReference"`
+	Status              string `json:"status"`
+	PaymentPSPReference string `json:"paymentPspReference"`
+	Reference           string `json:"reference,omitempty"`
+}
+
+// PSP reports the payment's pspReference for the request log.
+func (r ModificationResponse) PSP() string { return r.PaymentPSPReference }
+
+// Modification encodes a modification's result.
+func Modification(r payments.ModificationResult) ModificationResponse {
+	return ModificationResponse{PSPReference: r.PSPReference, Status: r.Status, PaymentPSPReference: r.PaymentPSPReference, Reference: r.Reference}
+}
+
+// DeletedResponse is the answer of DELETE stored-payment-methods/{id}.
+type DeletedResponse struct {
+	StoredPaymentMethodID string `json:"storedPaymentMethodId"`
+	Status                string `json:"status"`
+}
+
+// Deleted encodes a deleted stored payment method.
+func Deleted(in payments.DeleteStoredMethodInput) DeletedResponse {
+	return DeletedResponse{StoredPaymentMethodID: in.StoredPaymentMethodID, Status: "deleted"}
+}

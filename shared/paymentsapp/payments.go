@@ -180,3 +180,46 @@ func DecodePaymentMethods(body []byte) (payments.PaymentMethodsInput, error) {
 	o.Done()
 	return in, errs.Err()
 }
+
+// PaymentResponse is the answer of payments and payments/details: the
+// upstream's resultCode, pspReference and action (unchanged), and the
+// refusal reason of a refused payment.
+type PaymentResponse struct {
+	ResultCode        string          `json:"resultCode"`
+	PSPReference      string          `json:"pspReference,omitempty"`
+	Action            json.RawMessage `json:"action,omitempty"`
+	RefusalReason     string          `json:"refusalReason,omitempty"`
+	RefusalReasonCode string          `json:"refusalReasonCode,omitempty"`
+	MerchantReference string          `json:"merchantReference,omitempty"`
+}
+
+// PSP reports the pspReference for the request log.
+func (r PaymentResponse) PSP() string { return r.PSPReference }
+
+// Payment encodes a payment's result.
+func Payment(r payments.PaymentResult) PaymentResponse {
+	return PaymentResponse{
+		ResultCode: r.ResultCode, PSPReference: r.PSPReference, Action: r.Action,
+		RefusalReason: r.RefusalReason, RefusalReasonCode: r.RefusalReasonCode,
+		MerchantReference: r.MerchantReference,
+	}
+}
+
+// PaymentMethodsResponse is the payment-methods answer (both lists always
+// present, possibly empty).
+type PaymentMethodsResponse struct {
+	PaymentMethods       []json.RawMessage `json:"paymentMethods"`
+	StoredPaymentMethods []json.RawMessage `json:"storedPaymentMethods"`
+}
+
+// PaymentMethods encodes the payment methods offered.
+func PaymentMethods(r payments.PaymentMethodsResult) PaymentMethodsResponse {
+	out := PaymentMethodsResponse{PaymentMethods: r.PaymentMethods, StoredPaymentMethods: r.StoredPaymentMethods}
+	if out.PaymentMethods == nil {
+		out.PaymentMethods = []json.RawMessage{}
+	}
+	if out.StoredPaymentMethods == nil {
+		out.StoredPaymentMethods = []json.RawMessage{}
+	}
+	return out
+}

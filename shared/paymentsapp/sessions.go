@@ -2,6 +2,7 @@ package paymentsapp
 
 import (
 	"strings"
+	"time"
 
 	"github.com/yp/paysvc/shared/jsonin"
 	"github.com/yp/paysvc/shared/payments"
@@ -52,4 +53,24 @@ func DecodeSession(body []byte) (payments.SessionInput, error) {
 		o.Fail("amount.value", "must be greater than 0 (0 only for a zero-amount session with storePaymentMethod true)")
 	}
 	return in, errs.Err()
+}
+
+// SessionResponse is the sessions answer: the spec's id and sessionData,
+// plus the reference (generated when the caller gave none) and expiry.
+type SessionResponse struct {
+	ID          string     `json:"id"`
+	SessionData string     `json:"sessionData"`
+	Reference   string     `json:"reference"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	URL         string     `json:"url,omitempty"`
+}
+
+// Session encodes a created session.
+func Session(r payments.SessionResult) SessionResponse {
+	out := SessionResponse{ID: r.ID, SessionData: r.SessionData, Reference: r.Reference, URL: r.URL}
+	if !r.ExpiresAt.IsZero() {
+		t := r.ExpiresAt
+		out.ExpiresAt = &t
+	}
+	return out
 }

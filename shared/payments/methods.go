@@ -1,0 +1,51 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/yp/paysvc/shared/apperr"
+)
+
+// PaymentMethodsResult is the payment methods offered, as the upstream
+// describes them.
+type PaymentMethodsResult struct {
+	PaymentMethods       []json.RawMessage
+	StoredPaymentMethods []json.RawMessage
+}
+
+// PaymentMethods lists the payment methods for an amount (docs/openapi.yaml). The
+// always-blocked methods are never offered, here as on sessions.
+func (s *Service) PaymentMethods(ctx context.Context, c *Call, in PaymentMethodsInput) (PaymentMethodsResult, error) {
+	m := c.Merchant
+	country := in.CountryCode
+	if country == "" {
+		country = m.Country
+	}
+	req := PaymentMethodsRequest{
+		IdempotencyKey: c.callUpstream(), MerchantAccount: m.UpstreamAccount, Amount: in.Amount,
+		CountryCode: country, ShopperLocale: in.ShopperLocale, Channel: in.Channel, ShopperReference: in.ShopperReference,
+		AllowedPaymentMethods: in.AllowedPaymentMethods, BlockedPaymentMethods: mergeBlocked(in.BlockedPaymentMethods),
+	}
+	resp, err := s.up.PaymentMethods(ctx, req)
+	if err != nil {
+		return PaymentMethodsResult{}, upstreamError(err, apperr.PaymentMethodsFailed, "listing payment methods")
+	}
+	return resp, nil
+}
+
+// DeleteStoredMethod deletes a shopper's stored payment method (extension).
+func (s *Service) DeleteStoredMethod(ctx context.Context, c *Call, in DeleteStoredMethodInput) error {
+	c.callUpstream() // the upstream's delete takes no idempotency key
+	err := s.up.DeleteStoredMethod(ctx, DeleteStoredMethodRequest{
+		StoredPaymentMethodID: in.StoredPaymentMethodID, MerchantAccount: c.Merchant.UpstreamAccount, ShopperReference: in.ShopperReference,
+	})
+	if e := (*UpstreamRejection)(nil); errors.As(err, &e) && e.NotFound {
+		return apperr.New(apperr.PaymentNotFound, "stored payment method not found for this shopper")
+	}
+	if err != nil {
+		return upstreamError(err, apperr.PaymentFailed, "deleting the stored payment method")
+	}
+	return nil
+}
