@@ -5,7 +5,7 @@
 // named by its field path in one apperr.Invalid error; shared/jsonin) and encodes the
 // domain's results as the answers' JSON (docs/openapi.yaml), each
 // endpoint's decoder and answer in one file (sessions.go, payments.go,
-// modifications.go, refunds.go); each answer reports its pspReference for
+// modifications.go: captures, reversals, amount updates and refunds); each answer reports its pspReference for
 // the request log (PSP). It knows neither the transport (shared/httpapi)
 // nor the stores.
 package paymentsapp
