@@ -338,6 +338,14 @@ func runSimulation(t *testing.T, dyn bool, seed uint64, counts *simCounts) {
 		events: make(chan simEvent), points: map[*simActor]string{}, byKey: map[string]*simOp{}}
 	s.faults.Store(true)
 	s.e = testenv.NewWith(t, testenv.Options{Dynamo: dyn,
+		// No wall-clock bound on upstream calls: an actor stays parked
+		// inside its call ("after the upstream answered") for as many
+		// steps as the schedule says, which on a loaded machine and moto
+		// can outlast the default 30 s — the call then timed out on its
+		// own and the actor ran on while parked (the soak saw it: "actor
+		// … reported while … ran"). Timeouts are the injected faults; a
+		// real hang fails at the binary's deadline (await).
+		UpstreamTimeout: 24 * time.Hour,
 		WrapPayments: func(st payments.Store) payments.Store { return simPayments{Store: st, s: s} },
 		WrapIdem:     func(st idempotency.Store) idempotency.Store { return simIdem{Store: st} },
 		Simulator: func(o *simulator.Options) {
@@ -654,7 +662,7 @@ func (s *simRun) await(a *simActor) {
 		s.t.Fatalf("seed=%d: actor %s neither stopped nor finished (a hang)", s.seed, a.id)
 	}
 	if ev.a != a {
-		s.t.Fatalf("seed=%d: actor %s reported while %s ran: the schedule is not deterministic", s.seed, ev.a.id, a.id)
+		s.fatal(fmt.Sprintf("actor %s reported (point %q, done %v) while %s ran: the schedule is not deterministic", ev.a.id, ev.point, ev.done, a.id))
 	}
 	if !ev.done {
 		if a.dead.Load() {
