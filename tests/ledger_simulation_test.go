@@ -346,8 +346,8 @@ func runSimulation(t *testing.T, dyn bool, seed uint64, counts *simCounts) {
 		// … reported while … ran"). Timeouts are the injected faults; a
 		// real hang fails at the binary's deadline (await).
 		UpstreamTimeout: 24 * time.Hour,
-		WrapPayments: func(st payments.Store) payments.Store { return simPayments{Store: st, s: s} },
-		WrapIdem:     func(st idempotency.Store) idempotency.Store { return simIdem{Store: st} },
+		WrapPayments:    func(st payments.Store) payments.Store { return simPayments{Store: st, s: s} },
+		WrapIdem:        func(st idempotency.Store) idempotency.Store { return simIdem{Store: st} },
 		Simulator: func(o *simulator.Options) {
 			o.Rand = rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), byte(seed >> 24)})
 			o.Notifier = simulator.NotifierFunc(s.emitted)
