@@ -623,7 +623,9 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 		w("- %s: %s\n", x.Name, strings.Join(parts, ", "))
 	}
 	w("\n**Minimum the design allows for an idempotent POST payments: 2 sequential store round trips** (3 before the hit and the\n")
-	w("claim ran together: hit → claim → [upstream] → (complete ‖ record); captures went from 5 to 4 the same way). The hit and\n")
+	w("claim ran together: hit → claim → [upstream] → (complete ‖ record)). Captures, refunds, reversals and amount updates\n")
+	w("take the claim in the transaction that reserves their amount, beside the hit: also 2 (they took 3 while the claim was\n")
+	w("its own write before the reservation; a late 429 withdraws the reservation, `docs/idempotency.md`). The hit and\n")
 	w("the idempotency claim run at the same time (`shared/httpapi`: the hit starts right after authentication, the claim once\n")
 	w("the body is read; both are single conditional writes). The limiter's verdict still decides first: a limited request gets\n")
 	w("its 429 and the claim it made is released (one more write, on the refused path only), so a retry after Retry-After runs.\n")
