@@ -76,7 +76,8 @@ import (
 //
 // Seeds: 1 … PAYSVC_SIM_SEEDS_EMBEDDED (default 200) and 1 …
 // PAYSVC_SIM_SEEDS_DYNAMO (default simDynamoSeeds: see there why not 50),
-// a few at a time; `make soak` runs 10,000 and 1,000. PAYSVC_SIM_SEED=N
+// a few at a time, counted from PAYSVC_SIM_SEEDS_FROM instead of 1 when
+// set; `make soak` runs 10,000 and 1,000. PAYSVC_SIM_SEED=N
 // runs seed N alone on each store, as does
 // -run 'TestLedgerSimulation/embedded/seed=N$'. A failure names its store
 // and seed and prints the seed's trace (each step, each actor's stops and
@@ -163,9 +164,16 @@ func simSeeds(t *testing.T, env string, def int) []uint64 {
 			t.Fatalf("%s=%q: want a count", env, s)
 		}
 	}
+	first := uint64(1)
+	if s := os.Getenv("PAYSVC_SIM_SEEDS_FROM"); s != "" {
+		var err error
+		if first, err = strconv.ParseUint(s, 10, 64); err != nil || first == 0 {
+			t.Fatalf("PAYSVC_SIM_SEEDS_FROM=%q: want a seed ≥ 1", s)
+		}
+	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
-		seeds[i] = uint64(i + 1)
+		seeds[i] = first + uint64(i)
 	}
 	return seeds
 }
