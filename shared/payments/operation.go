@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -187,9 +186,7 @@ func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, exp
 			case old.Answered != nil && old.Answered.Outcome == NotSent:
 				again := e
 				again.Version = old.Version + 1
-				f := requestedFact(again)
-				f.ID += "#" + strconv.FormatInt(again.Version, 10)
-				w.Entries, w.Delta, w.Facts = []Entry{again}, again.Contribution(), []Fact{f}
+				w.Entries, w.Delta, w.Facts = []Entry{again}, again.Contribution(), []Fact{requestedFact(again).of(again.Version)}
 			case c.Claim != nil && !c.claimed:
 				w = Write{PSP: psp, Expect: Expect{MerchantID: c.Merchant.ID, SiteID: c.Site.ID}, At: e.Requested.At, Claim: c.Claim}
 				continue
@@ -223,10 +220,8 @@ func (s *Service) withdraw(ctx context.Context, psp string, e Entry, cause error
 			reason = ae.Message
 		}
 		done.Answered = &Answer{Outcome: NotSent, Reason: reason, At: s.clock.Now()}
-		f := answeredFact(done)
-		f.ID += "#" + strconv.FormatInt(done.Version, 10)
 		err := s.store.Write(ctx, Write{PSP: psp, Delta: done.Contribution().Sub(e.Contribution()), At: done.Answered.At,
-			Entries: []Entry{done}, Facts: []Fact{f}})
+			Entries: []Entry{done}, Facts: []Fact{answeredFact(done).of(done.Version)}})
 		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}
