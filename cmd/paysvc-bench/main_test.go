@@ -106,6 +106,13 @@ func TestStepsGroupsOverlappingCalls(t *testing.T) {
 	if got := chain(ss); got != want {
 		t.Errorf("chain = %q, want %q", got, want)
 	}
+	// A read made while the upstream answers is no step before or after it.
+	along := append(calls[:2:2], call{Op: opUpstream, What: "[upstream call] payments", Start: at(11), End: at(20)},
+		call{Service: "DynamoDB", What: "payment record: read", Start: at(11), End: at(15)})
+	along = append(along, calls[3:]...)
+	if got := storeDepth(steps(along)); got != 3 {
+		t.Errorf("storeDepth with a read alongside the upstream call = %d, want 3: %s", got, chain(steps(along)))
+	}
 }
 
 func TestPercentile(t *testing.T) {

@@ -43,7 +43,7 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, PreAuth: true, Uncaptured: true,
 			Currency: in.Amount.Currency},
 		why:    func(h Head) error { return amountUpdateRefusal(h, in) },
-		failed: apperr.AmountUpdateFailed, what: "amount update"})
+		failed: apperr.AmountUpdateFailed, what: "amount update", readAlong: true})
 }
 
 // amountUpdateRefusal is why head h cannot take amount update in (nil: it
@@ -67,11 +67,18 @@ func amountUpdateRefusal(h Head, in AmountUpdateInput) error {
 // answerAmountUpdate records the platform's answer to amount update ref
 // of payment psp: accepted, its amount becomes the authorised amount (the
 // head changes with the entry, one write conditional on both). The first
-// attempt starts from first, the entry as the request wrote it, when set
-// (no entry under mod yet; a conflict reads).
-func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer, first *Entry) error {
+// attempt starts from first: the entry as the request wrote it, when set
+// (no entry under mod yet), and the head read after it was written, when
+// set (a conflict reads both again).
+func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer, first known) error {
 	for attempt := 1; ; attempt++ {
-		h, err := st.GetPayment(ctx, psp)
+		var h Head
+		var err error
+		if attempt == 1 && first.head != nil {
+			h = *first.head
+		} else {
+			h, err = st.GetPayment(ctx, psp)
+		}
 		if errors.Is(err, storeerr.ErrNotFound) {
 			return fmt.Errorf("%w: payment %s unknown", ErrUpdateRefused, psp)
 		}
@@ -80,8 +87,8 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 		}
 		var op, canon Entry
 		var found bool
-		if attempt == 1 && first != nil {
-			op = *first
+		if attempt == 1 && first.entry != nil {
+			op = *first.entry
 		} else if op, canon, found, err = readOperation(ctx, st, psp, ref, mod); err != nil {
 			return err
 		}

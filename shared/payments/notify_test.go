@@ -29,6 +29,8 @@ type memStore struct {
 	// accesses, when not nil, records each read and write: "read KEY",
 	// "entries KEY", "write KEY".
 	accesses *[]string
+	// onRead, when set, runs after each GetPayment.
+	onRead func()
 }
 
 func (m *memStore) access(op, key string) {
@@ -54,7 +56,11 @@ func (m *memStore) record() func() []string {
 
 func (m *memStore) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
 	m.access("read", psp)
-	return m.Store.GetPayment(ctx, psp)
+	h, err := m.Store.GetPayment(ctx, psp)
+	if m.onRead != nil {
+		m.onRead()
+	}
+	return h, err
 }
 
 func (m *memStore) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {

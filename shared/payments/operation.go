@@ -25,6 +25,10 @@ type operation struct {
 	// failed and what name the endpoint's failure.
 	failed apperr.Kind
 	what   string
+	// readAlong: the answer starts from the head, read while the upstream
+	// call runs (off the critical path: one DynamoDB read is shorter than
+	// the platform's answer).
+	readAlong bool
 }
 
 // run makes operation op on payment psp: its request is written (the
@@ -67,8 +71,25 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 			"pspReference", psp, "operation", e.Ref, "refusal", err.Error(), "err", werr.Error())
 	}
 	c.callUpstream()
+	k := known{entry: &e}
+	var read chan struct{}
+	if op.readAlong {
+		// The answer puts the head whole: it is read while the upstream
+		// answers, after the request was written (a write landing in
+		// between fails the answer's version condition, which reads again).
+		read = make(chan struct{})
+		go func() {
+			defer close(read)
+			if h, err := s.store.GetPayment(ctx, psp); err == nil {
+				k.head = &h
+			}
+		}()
+	}
 	resp, err := s.up.Modify(ctx, e.call(psp))
-	return s.answered(ctx, c, psp, e, resp, err, op.failed, op.what)
+	if read != nil {
+		<-read
+	}
+	return s.answered(ctx, c, psp, k, resp, err, op.failed, op.what)
 }
 
 // call is the upstream call of operation e of payment psp, as its request
@@ -102,16 +123,16 @@ type ModificationResult struct {
 	Reference           string
 }
 
-// answered records the platform's answer to operation e of payment psp
-// (its call returned resp, err) alongside the rest of the request
+// answered records the platform's answer to operation k.entry of payment
+// psp (its call returned resp, err; the answer's write starts from k) alongside the rest of the request
 // (c.Wait), and returns the endpoint's result: a definitive refusal ends
 // the operation; no definitive answer leaves it in flight, to be learnt by
 // repeating the call (the merchant's retry, or Recover); an in-flight
 // duplicate records nothing (its first call does).
-func (s *Service) answered(ctx context.Context, c *Call, psp string, e Entry, resp ModificationAnswer, err error,
+func (s *Service) answered(ctx context.Context, c *Call, psp string, k known, resp ModificationAnswer, err error,
 	failed apperr.Kind, what string) (ModificationResult, error) {
-	if u, ok := answerUpdate(psp, e, resp, err, s.clock.Now()); ok {
-		s.recordAfter(ctx, c, u, known{entry: &e})
+	if u, ok := answerUpdate(psp, *k.entry, resp, err, s.clock.Now()); ok {
+		s.recordAfter(ctx, c, u, k)
 	}
 	if err != nil {
 		return ModificationResult{}, upstreamError(err, failed, what)

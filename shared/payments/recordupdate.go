@@ -209,7 +209,8 @@ type known struct {
 	// entry is an operation's entry as the request wrote it.
 	entry *Entry
 	// head is the payment's head as read after a details answer (Version
-	// 0: none stored); pending its pending record, looked up then.
+	// 0: none stored), or while an amount update's call ran; pending its
+	// pending record, looked up after a details answer.
 	head    *Head
 	pending *pendingRead
 }
@@ -242,7 +243,7 @@ func applyRecordUpdate(ctx context.Context, st Store, u RecordUpdate, k known) e
 	kind, a := u.answerOf()
 	var err error
 	if kind == OpAmountUpdate {
-		err = answerAmountUpdate(ctx, st, u.PSPReference, u.Op, u.Modification, a, k.entry)
+		err = answerAmountUpdate(ctx, st, u.PSPReference, u.Op, u.Modification, a, k)
 	} else {
 		err = answerEntry(ctx, st, u.PSPReference, u.Op, u.Modification, a, k.entry)
 	}
@@ -313,6 +314,10 @@ func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k kn
 	if k.entry != nil {
 		last := *k.entry
 		k.entry = &last
+	}
+	if k.head != nil {
+		h := *k.head
+		k.head = &h
 	}
 	c.records.Add(1)
 	go (&settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, k: k}).run()
