@@ -22,14 +22,17 @@
 //     payments/s for 60 s, checked against DynamoDB's
 //     per-partition limits and against item 2's counts, and the cost of a
 //     payment from item 2's measured durations and log bytes
-//     (-scale-out docs/scale.md writes its generated part).
+//     (-scale-out docs/scale.md writes its generated part).;
+//  7. contention: 50 operations on one payment at once (25 captures, 25
+//     refunds) on the embedded store and on DynamoDB (moto), the wall time
+//     of each answer against issue 27's 5 s bound
 //
 // Everything listens on 127.0.0.1 only, every run has a fixed request
 // count and a deadline, and the command stops by itself.
 //
 // Usage:
 //
-//	go run ./cmd/paysvc-bench [-smoke] [-sections overhead,roundtrips,coldstart,webhooks,scale]
+//	go run ./cmd/paysvc-bench [-smoke] [-sections overhead,roundtrips,coldstart,webhooks,scale,contention]
 //	    [-n 2000] [-n-slow 300] [-c 4] [-starts 10] [-out BENCHMARKS.md] [-gobench FILE]
 //	    [-scale-out docs/scale.md] [-upstream-ms 300] [-receiver-ms 150]
 package main
@@ -59,9 +62,10 @@ const (
 	secColdStart  = "coldstart"
 	secWebhooks   = "webhooks"
 	secScale      = "scale"
+	secContention = "contention"
 )
 
-var allSections = []string{secOverhead, secRoundTrips, secColdStart, secWebhooks, secScale}
+var allSections = []string{secOverhead, secRoundTrips, secColdStart, secWebhooks, secScale, secContention}
 
 // config is what to run; see parseFlags for the meaning of each field.
 type config struct {
@@ -374,6 +378,8 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 			rep.webhooks, err = runWebhooks(ctx, cfg)
 		case secScale:
 			rep.scale, err = runScale(cfg, rep.roundTrips)
+		case secContention:
+			rep.contention, err = runContention(ctx, cfg)
 		}
 		if err != nil {
 			rep.errs[s] = err

@@ -49,12 +49,13 @@ func TestSmoke(t *testing.T) {
 		"## 4. Webhook dispatch", "| 0 ms | 1 | payments | 40 |", "POST payments (Idempotency-Key)",
 		"idempotency: claim", "webhook delivery attempt (dispatcher)", "webhook retry hop (dispatcher, not yet due)", fn, "embedded (bbolt)",
 		"## 6. Scale: DynamoDB capacity model", "| gsi2 MERCHANT | `MERCHANT#m_bigshop#DELIVERIES#",
+		"## 7. Contention on one payment", "| DynamoDB (moto) | 1 | 50 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
-	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil || rep.scale == nil {
+	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil || rep.scale == nil || rep.contention == nil {
 		t.Fatalf("a section has no result:\n%s", md)
 	}
 	for _, row := range rep.overhead.Rows {

@@ -23,6 +23,7 @@ type report struct {
 	scale      *scaleResult
 	coldStart  *coldStartResult
 	webhooks   *webhookResult
+	contention *contentionResult
 }
 
 // target is one line of the targets table.
@@ -149,6 +150,7 @@ func (r *report) markdown() string {
 	r.webhookSection(w)
 	r.goBenchSection(w)
 	r.scaleSection(w)
+	r.contentionSection(w)
 	w("## Reproduce\n\n")
 	w("```sh\nmake bench                                   # everything; rewrites BENCHMARKS.md and docs/scale.md (about 10 minutes)\n")
 	w("go run ./cmd/paysvc-bench -smoke              # every section in seconds (tiny samples)\n")
@@ -194,6 +196,7 @@ func (r *report) targets() []target {
 	ts = append(ts, r.webhookTargets()...)
 	ts = append(ts, r.cpuTarget())
 	ts = append(ts, r.embeddedTargets()...)
+	ts = append(ts, r.contentionTarget())
 	return ts
 }
 
