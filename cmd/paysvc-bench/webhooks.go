@@ -15,7 +15,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/yp/paysvc/internal/motoserver"
@@ -316,11 +315,10 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 		if err != nil {
 			return err
 		}
-		ddb := dynamodb.NewFromConfig(aws.Config{
-			Region: motoserver.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-			BaseEndpoint: aws.String(endpoint),
-			HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
-		})
+		// One request at a time (motoserver.DynamoClient): a batch's
+		// deliveries run at once, and moto's transactions are not safe
+		// against concurrent ones on their table.
+		ddb := motoserver.DynamoClient(endpoint)
 		table, err := motoserver.TableName(t.Name())
 		if err != nil {
 			return err

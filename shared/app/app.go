@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -145,11 +147,41 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 		for _, f := range instrument {
 			f(&ac)
 		}
+		if ac.BaseEndpoint != nil {
+			ac.HTTPClient = oneAtATime(ac.HTTPClient)
+		}
 		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk, dynamoOpts...)
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st,
 			History: st, DeliveryPages: st}, nil
 	}
 	return nil, fmt.Errorf("unknown store %q", cfg.Store)
+}
+
+// oneAtATime is an HTTP client for the DynamoDB of a local endpoint
+// (AWS_ENDPOINT_URL: moto): it sends one request at a time. moto's
+// transactions are not safe against concurrent requests to their table —
+// one whose condition fails restores the table as it was when it began,
+// losing writes committed meanwhile — where DynamoDB's are; requests in
+// turn still interleave as they do against DynamoDB. (A deployed stack
+// has no endpoint set: its client is the SDK's.)
+func oneAtATime(c aws.HTTPClient) aws.HTTPClient {
+	if c == nil {
+		c = awshttp.NewBuildableClient()
+	}
+	return &serialClient{c: c}
+}
+
+type serialClient struct {
+	mu sync.Mutex
+	c  aws.HTTPClient
+}
+
+// Do sends r once the request before it is answered (moto answers whole
+// documents, so its work on a request ends with its response's headers).
+func (s *serialClient) Do(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.Do(r)
 }
 
 // App is a wired service.
