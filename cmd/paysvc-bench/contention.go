@@ -14,10 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
@@ -110,28 +108,11 @@ func runContention(ctx context.Context, cfg *config) (*contentionResult, error) 
 			return err
 		}
 		defer es.Close()
-		endpoint, err := motoserver.Endpoint()
-		if err != nil {
-			return err
-		}
-		// One request at a time (motoserver.DynamoClient): moto's
-		// transactions are not safe against concurrent ones (a failed
-		// one restores the table as it was before it, losing writes
-		// made meanwhile); DynamoDB's are.
 		rec := &callRecorder{}
-		ddb := dynamodb.New(motoserver.DynamoClient(endpoint).Options(), func(o *dynamodb.Options) {
-			o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB"))
-		})
-		table, err := motoserver.TableName(t.Name())
+		ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB")) })
 		if err != nil {
 			return err
 		}
-		if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
-			return err
-		}
-		defer func() {
-			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		}()
 
 		for _, s := range []struct {
 			name string

@@ -411,22 +411,13 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		BaseEndpoint: aws.String(endpoint),
 		HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
 	}
-	ddb := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
-		o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB"))
-	})
 	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
 		o.APIOptions = append(o.APIOptions, rec.apiOption("SQS"))
 	})
-	table, err := motoserver.TableName(t.Name())
+	ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB")) })
 	if err != nil {
 		return nil, err
 	}
-	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
-		return nil, fmt.Errorf("create table: %w", err)
-	}
-	t.Cleanup(func() {
-		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
 	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
 	if err != nil {
 		return nil, fmt.Errorf("create queues: %w", err)

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/yp/paysvc/internal/motoserver"
+	"github.com/yp/paysvc/shared/store/dynamo"
 )
 
 // section is one section of the bench run: where its progress is logged
@@ -65,4 +71,29 @@ func runSection(name string, log io.Writer, fn func(t *section) error) error {
 	t := &section{name: name, log: log}
 	defer t.close()
 	return fn(t)
+}
+
+// motoTable creates a table on moto for the section (deleted when it ends)
+// and returns a client of it: one that sends one request at a time
+// (motoserver.DynamoClient), since moto's transactions are not safe
+// against concurrent requests to their table — one whose condition fails
+// restores the table as it was when it began, losing writes committed
+// meanwhile — where DynamoDB's are.
+func (t *section) motoTable(ctx context.Context, opts ...func(*dynamodb.Options)) (*dynamodb.Client, string, error) {
+	endpoint, err := motoserver.Endpoint()
+	if err != nil {
+		return nil, "", err
+	}
+	ddb := dynamodb.New(motoserver.DynamoClient(endpoint).Options(), opts...)
+	table, err := motoserver.TableName(t.Name())
+	if err != nil {
+		return nil, "", err
+	}
+	if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
+		return nil, "", fmt.Errorf("create table: %w", err)
+	}
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return ddb, table, nil
 }

@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/provision"
@@ -311,24 +308,11 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 		}
 		defer es.Close()
 
-		endpoint, err := motoserver.Endpoint()
+		// a batch's deliveries run at once
+		ddb, table, err := t.motoTable(ctx)
 		if err != nil {
 			return err
 		}
-		// One request at a time (motoserver.DynamoClient): a batch's
-		// deliveries run at once, and moto's transactions are not safe
-		// against concurrent ones on their table.
-		ddb := motoserver.DynamoClient(endpoint)
-		table, err := motoserver.TableName(t.Name())
-		if err != nil {
-			return err
-		}
-		if err := dynamo.CreateTable(ctx, ddb, table); err != nil {
-			return err
-		}
-		defer func() {
-			_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-		}()
 
 		for _, s := range []struct {
 			name string
