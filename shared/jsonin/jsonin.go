@@ -436,19 +436,29 @@ func (o *Obj) Object(name string, required bool) *Obj {
 	return o.doc.obj(Obj{parent: o, name: name, members: m, errs: o.errs})
 }
 
-// Objects reads an array of objects, at most max long; nil when absent.
-func (o *Obj) Objects(name string, required bool, max int) []*Obj {
+// array splits member name's array of at most max elements; ok false
+// when absent, or failed with notArray or the bound.
+func (o *Obj) array(name string, required bool, max int, notArray string) (_ []json.RawMessage, ok bool) {
 	raw := o.raw(name, required)
 	if raw == nil {
-		return nil
+		return nil, false
 	}
 	arr, ok := splitArray(raw)
 	if !ok {
-		o.Fail(name, "must be an array")
-		return nil
+		o.Fail(name, notArray)
+		return nil, false
 	}
 	if len(arr) > max {
 		o.Fail(name, fmt.Sprintf("must have at most %d elements", max))
+		return nil, false
+	}
+	return arr, true
+}
+
+// Objects reads an array of objects, at most max long; nil when absent.
+func (o *Obj) Objects(name string, required bool, max int) []*Obj {
+	arr, ok := o.array(name, required, max, "must be an array")
+	if !ok {
 		return nil
 	}
 	out := make([]*Obj, 0, len(arr))
@@ -466,17 +476,8 @@ func (o *Obj) Objects(name string, required bool, max int) []*Obj {
 
 // Strings reads an array of strings, at most max long, each checked by rules.
 func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []string {
-	raw := o.raw(name, required)
-	if raw == nil {
-		return nil
-	}
-	arr, ok := splitArray(raw)
+	arr, ok := o.array(name, required, max, "must be an array of strings")
 	if !ok {
-		o.Fail(name, "must be an array of strings")
-		return nil
-	}
-	if len(arr) > max {
-		o.Fail(name, fmt.Sprintf("must have at most %d elements", max))
 		return nil
 	}
 	out := make([]string, 0, len(arr))

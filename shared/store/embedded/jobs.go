@@ -68,11 +68,12 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 	return nil
 }
 
-// DueJobs returns live jobs due at or before now, earliest first.
-func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int) ([]localqueue.StoredJob, error) {
+// jobs returns the jobs of bucket bkt in key order, at most limit (<= 0:
+// all), up to the first that past says is past the end (nil: none is).
+func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(localqueue.StoredJob) bool) ([]localqueue.StoredJob, error) {
 	out := []localqueue.StoredJob{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktQueueJobs)
+		b := readBucket(tx, bkt)
 		if b == nil {
 			return nil
 		}
@@ -82,13 +83,19 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int) ([]localq
 			if err := json.Unmarshal(v, &j); err != nil {
 				return fmt.Errorf("decode %q: %w", k, err)
 			}
-			if j.Due.After(now) {
+			if past != nil && past(j) {
 				break
 			}
 			out = append(out, j)
 		}
 		return nil
 	})
+	return out, err
+}
+
+// DueJobs returns live jobs due at or before now, earliest first.
+func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int) ([]localqueue.StoredJob, error) {
+	out, err := s.jobs(ctx, bktQueueJobs, limit, func(j localqueue.StoredJob) bool { return j.Due.After(now) })
 	if err != nil {
 		return nil, fmt.Errorf("embedded: due jobs: %w", err)
 	}
@@ -123,22 +130,7 @@ func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, 
 
 // DeadJobs returns dead letters in id order.
 func (s *Store) DeadJobs(ctx context.Context, limit int) ([]localqueue.StoredJob, error) {
-	out := []localqueue.StoredJob{}
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktQueueDead)
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
-			var j localqueue.StoredJob
-			if err := json.Unmarshal(v, &j); err != nil {
-				return fmt.Errorf("decode %q: %w", k, err)
-			}
-			out = append(out, j)
-		}
-		return nil
-	})
+	out, err := s.jobs(ctx, bktQueueDead, limit, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: dead jobs: %w", err)
 	}
