@@ -2,9 +2,9 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/yp/paysvc/shared/openapicheck"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +18,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/yp/paysvc/shared/openapicheck"
 
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/webhooks/verify"
@@ -354,6 +358,9 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 func TestLocalServerOnDynamoDB(t *testing.T) {
 	endpoint := moto.Endpoint(t)
 	table := moto.TableName(t)
+	t.Cleanup(func() { // the server made it; it has stopped by now
+		_, _ = moto.DynamoClient(t, endpoint).DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	s := startLocal(t, "PAYSVC_STORE=dynamo", "PAYSVC_TABLE="+table, "AWS_ENDPOINT_URL="+endpoint,
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION="+moto.Region,
 		"PAYSVC_SEED_FILE=../cmd/paysvc-local/seed.example.json", "PAYSVC_DATA_DIR="+t.TempDir())

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/payments"
@@ -31,9 +33,11 @@ func TestLocalDynamoKeepsConcurrentWrites(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	table := moto.TableName(t)
-	if err := dynamo.CreateTable(ctx, moto.DynamoClient(t, endpoint), table); err != nil {
+	dc := moto.DynamoClient(t, endpoint)
+	if err := dynamo.CreateTable(ctx, dc, table); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _, _ = dc.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
 	at := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	stores, err := OpenStores(ctx, config.Config{Store: config.StoreDynamo, Table: table}, clock.NewFake(at))
 	if err != nil {

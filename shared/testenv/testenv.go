@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -376,6 +377,12 @@ func NewWith(t testing.TB, opts Options) *Env {
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
 			t.Fatal(err)
 		}
+		// Deleted last, once everything started after it has stopped (a
+		// test may have deleted it already): moto keeps a table's items
+		// in memory for the life of the server every package shares.
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		})
 		// A few shards of each listing: a page queries every shard, and
 		// moto serves one query at a time (the merge is the same at any
 		// count).
