@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -123,8 +124,18 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		Enabled: true, Secrets: []tenant.Secret{{Value: secretNew}}}); err != nil {
 		t.Fatal(err)
 	}
+	// The dispatcher's and the handler's log lines, shown if the test
+	// fails (a batch item failure says why only there).
+	logs := &lockedBuffer{b: &bytes.Buffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs.mu.Lock()
+			t.Logf("log:\n%s", logs.b.String())
+			logs.mu.Unlock()
+		}
+	})
 	e.d = &webhooks.Dispatcher{Deliveries: e.st, Tenants: e.st, Clock: clock.System{}, Rand: func() float64 { return 0.5 },
-		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Log:    slog.New(slog.NewJSONHandler(logs, nil)),
 		Sender: sender.New(sender.Config{Timeout: 30 * time.Second, AllowLocal: true})} // bounds a failure only
 	return e
 }
