@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,14 +110,33 @@ var buildLocal = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// freeAddr returns a loopback address free now, its port below the
+// kernel's ephemeral range: no outgoing connection can take it between
+// this probe and the server's bind (a CI run failed "bind: address
+// already in use" on a port from the range, taken meanwhile by a client
+// socket of a test running beside it).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	low := 32768 // Linux's default start of ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	base := max(low-12000, 1024)
+	for range 200 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+mrand.IntN(low-base)))
+		if err != nil {
+			continue // taken
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		return addr
+	}
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
 }
 
 type lockedWriter struct {
