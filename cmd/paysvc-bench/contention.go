@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
-	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
@@ -99,15 +97,10 @@ func runContention(ctx context.Context, cfg *config) (*contentionResult, error) 
 		}
 		t.Cleanup(sim.close)
 
-		dir, err := t.TempDir()
+		es, err := t.embeddedStore()
 		if err != nil {
 			return err
 		}
-		es, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))
-		if err != nil {
-			return err
-		}
-		defer es.Close()
 		rec := &callRecorder{}
 		ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB")) })
 		if err != nil {

@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/yp/paysvc/internal/motoserver"
+	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/store/embedded"
 )
 
 // section is one section of the bench run: where its progress is logged
@@ -96,4 +98,19 @@ func (t *section) motoTable(ctx context.Context, opts ...func(*dynamodb.Options)
 		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	return ddb, table, nil
+}
+
+// embeddedStore opens an embedded store in a temporary directory, closed
+// and removed when the section ends.
+func (t *section) embeddedStore() (*embedded.Store, error) {
+	dir, err := t.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	es, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = es.Close() })
+	return es, nil
 }

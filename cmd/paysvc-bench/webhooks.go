@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,6 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/store/dynamo"
-	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
@@ -298,15 +296,10 @@ func runWebhooks(ctx context.Context, cfg *config) (*webhookResult, error) {
 		recv := newReceivers(cfg.HangFor)
 		defer recv.srv.Close()
 
-		dir, err := t.TempDir()
+		es, err := t.embeddedStore()
 		if err != nil {
 			return err
 		}
-		es, err := embedded.Open(filepath.Join(dir, "paysvc.db"), embedded.WithClock(clock.System{}))
-		if err != nil {
-			return err
-		}
-		defer es.Close()
 
 		// a batch's deliveries run at once
 		ddb, table, err := t.motoTable(ctx)

@@ -27,11 +27,7 @@ import (
 // payments created with writes whose condition fails.
 func TestLocalDynamoKeepsConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
-	endpoint := moto.Endpoint(t)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": moto.Region,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
-		t.Setenv(k, v)
-	}
+	endpoint := onMoto(t)
 	table := moto.TableName(t)
 	dc := moto.DynamoClient(t, endpoint)
 	if err := dynamo.CreateTable(ctx, dc, table); err != nil {

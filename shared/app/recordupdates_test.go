@@ -47,10 +47,7 @@ func TestPendingUpdatesWiring(t *testing.T) {
 		t.Fatal("RunRecordUpdates did not stop with its context")
 	}
 
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": moto.Endpoint(t), "AWS_REGION": moto.Region,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
-		t.Setenv(k, v)
-	}
+	onMoto(t)
 	queued := open(map[string]string{"PAYSVC_STORE": config.StoreDynamo, "PAYSVC_TABLE": moto.TableName(t),
 		"PAYSVC_RECORD_UPDATES_QUEUE_URL": "http://127.0.0.1:1/000000000000/updates",
 		"PAYSVC_RECORD_UPDATES_DLQ_URL":   "http://127.0.0.1:1/000000000000/updates-dlq"}, config.StoreDynamo)

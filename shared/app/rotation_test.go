@@ -26,6 +26,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
+// onMoto points the AWS SDK's environment (endpoint, region, credentials)
+// at the test moto for t and returns its endpoint.
+func onMoto(t *testing.T) string {
+	endpoint := moto.Endpoint(t)
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": moto.Region,
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+		t.Setenv(k, v)
+	}
+	return endpoint
+}
+
 // Upstream secret values of the rotation test (hex HMAC keys as the
 // upstream shows them).
 const (
@@ -49,11 +60,7 @@ func secretJSON(t *testing.T, apiKey, hmacKey, password string) string {
 // follow without a new App: after the TTL, or at once after a refusal.
 func TestRotatedSecretIsUsedWithoutRestart(t *testing.T) {
 	ctx := context.Background()
-	endpoint := moto.Endpoint(t)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": moto.Region,
-		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
-		t.Setenv(k, v)
-	}
+	endpoint := onMoto(t)
 	sm := secretsmanager.NewFromConfig(aws.Config{Region: moto.Region, BaseEndpoint: aws.String(endpoint),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	created, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
