@@ -19,9 +19,10 @@
 // sweepChunk records each, queued with the other writers, so that a large
 // file never holds the writers up for long.
 //
-// Writes are committed in groups (groupcommit.go); a payment write that
-// commits alone goes to the payment journal beside the file instead, and
-// the next commit puts it into the file (journal.go).
+// Writes are committed in groups (groupcommit.go); a group of one or two
+// payment, session or idempotency-result writes goes to the payment
+// journal beside the file instead, and the next commit puts it into the
+// file (journal.go).
 //
 // bbolt locks the file: a second process (or a second Open in the same
 // process) gets ErrInUse after the lock timeout instead of hanging.
@@ -100,7 +101,7 @@ type Store struct {
 	rate    rateWindows // rate-limit windows (in memory, see ratelimit.go)
 	leases  leases      // idempotency leases (in memory, see idempotency.go)
 	db      *bolt.DB
-	journal *journal   // payment writes that commit alone (journal.go)
+	journal *journal   // small groups of payment, session and idempotency writes (journal.go)
 	commit  *committer // group commit of update
 	clock   clock.Clock
 }
@@ -161,7 +162,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
 	s := &Store{db: db, journal: j, clock: o.clock}
-	s.commit = &committer{db: db, fold: j.fold, folded: j.folded}
+	s.commit = &committer{db: db, fold: j.fold, folded: j.folded, journal: s.journalChanges}
 	return s, nil
 }
 
@@ -531,7 +532,7 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
-// viewLedger runs fn on the file in a read-only transaction seen through
+// viewJournaled runs fn on the file in a read-only transaction seen through
 // the payment journal's pending writes, after checking ctx. With nothing
 // pending it reads the file alone: a write journaled after the check is
 // concurrent with the read. Otherwise it holds the journal's read lock
@@ -539,7 +540,7 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // the journal (after a fold's commit) falls in between: each pending
 // write is newer than the transaction's file, or in it already (folded
 // by a commit the transaction sees: the marker tells, journal.view).
-func (s *Store) viewLedger(ctx context.Context, fn func(db kv) error) error {
+func (s *Store) viewJournaled(ctx context.Context, fn func(db kv) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -557,16 +558,56 @@ func (s *Store) viewLedger(ctx context.Context, fn func(db kv) error) error {
 // together with concurrent writers' (group commit: one fsync for all). fn
 // must depend only on tx: it may run twice (see committer).
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
-	return s.updateOr(ctx, fn, nil)
-}
-
-// updateOr is update where alone, if set, may make the write durable
-// instead of fn when it commits alone (committer.updateOr).
-func (s *Store) updateOr(ctx context.Context, fn func(tx *bolt.Tx) error, alone func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.commit.updateOr(fn, alone)
+	return s.commit.update(fn)
+}
+
+// change is update for a write on a kv, which the payment journal may
+// take (journalChanges); its buckets' readers read through the journal
+// (viewJournaled). fn may run twice.
+func (s *Store) change(ctx context.Context, fn func(db kv) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.commit.change(fn)
+}
+
+// journalChanges makes changes durable as one payment journal entry, run
+// by the committer's leader (nobody else appends or folds meanwhile, so
+// the checks and the append are atomic with respect to every other
+// writer): each change runs on the file seen through the journal's
+// pending writes and the changes before it. handled false: a transaction
+// takes them (the journal is full or unusable, or one of several changes
+// failed: the transaction finds which); a lone change's failure is its
+// result, with nothing written.
+func (s *Store) journalChanges(changes []func(kv) error) (handled bool, err error) {
+	j := s.journal
+	if !j.usable() {
+		return false, nil
+	}
+	var ops []op
+	err = s.db.View(func(tx *bolt.Tx) error {
+		o := j.view(tx)
+		o.batch = map[string]map[string]pendingValue{}
+		for _, change := range changes {
+			if err := change(o); err != nil {
+				return err
+			}
+		}
+		ops = o.ops
+		return nil
+	})
+	if err != nil {
+		return len(changes) == 1, err
+	}
+	if err := j.append(ops); errors.Is(err, errJournalFull) {
+		return false, nil
+	} else if err != nil {
+		return true, err
+	}
+	return true, nil
 }
 
 // errEmpty reports a missing identifier.

@@ -67,14 +67,12 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	// version, which kept leases in the file) decides as before.
 	var cur records.Idempotency
 	var found bool
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktIdempotency)
-		if b == nil {
+	err := s.viewJournaled(ctx, func(db kv) error {
+		raw := db.get(bktIdempotency, key)
+		if found = raw != nil; !found {
 			return nil
 		}
-		var err error
-		found, err = getJSON(b, key, &cur)
-		return err
+		return json.Unmarshal(raw, &cur)
 	})
 	if err == nil && found && !claimable(cur.ToIdempotency(), now) {
 		s.dropLease(key, stored.LeaseToken)
@@ -115,7 +113,10 @@ func claimable(r idempotency.Record, now time.Time) bool {
 
 // Complete stores resp and marks the record completed until expiresAt,
 // ending its lease; storeerr.ErrConflict unless the lease holds leaseToken.
-// The completed record is durable when Complete returns.
+// The completed record is durable when Complete returns: committed with
+// the writes beside it, through the payment journal when they all may (a
+// request's record write and its idempotency result share one fdatasync),
+// so the record is read through the journal (Claim).
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	k := compositeKey(scope, key)
 	s.leases.mu.Lock()
@@ -129,7 +130,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	// Encoded before the transaction: the commit only puts it.
 	raw, err := json.Marshal(rec)
 	if err == nil {
-		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
+		err = s.change(ctx, func(db kv) error { return db.put(bktIdempotency, k, raw) })
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)

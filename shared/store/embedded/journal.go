@@ -14,12 +14,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The payment journal makes a payment write (payments.Store.Write) that
-// commits alone durable with one write and one fdatasync to a log file
-// beside the database, where a bbolt commit writes the changed pages,
-// flushes them, then writes and flushes its meta page. It serves the write
-// a capture (or refund, or amount update) makes before its upstream call:
-// alone at low load, and on the request's critical path.
+// The payment journal makes a group of writes durable with one write and
+// one fdatasync to a log file beside the database, where a bbolt commit
+// writes the changed pages, flushes them, then writes and flushes its
+// meta page. It takes the writes on a request's critical path: a
+// payment's (payments.Store.Write: the reservation a capture, refund or
+// amount update makes before its upstream call, the record after it), a
+// session's, and the idempotency result written beside them, when every
+// write of the committer's group is one of those (committer.journal).
 //
 // A journaled write is one entry: every key it puts or deletes, in any
 // bucket. It is checked against the file seen through the writes pending
@@ -61,7 +63,7 @@ type journal struct {
 
 	// mu guards pending: the leader changes it (holding mu), readers
 	// hold mu's read lock from before their transaction begins until
-	// they are done with pending (Store.viewLedger).
+	// they are done with pending (Store.viewJournaled).
 	mu      sync.RWMutex
 	pending map[string]map[string]pendingValue // bucket → key → its value after the last write of it
 }

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/clock"
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
@@ -145,6 +146,12 @@ func openJournalTest(t *testing.T, path string, clk clock.Clock) *Store {
 
 // crash ends s as a killed process would: nothing folded, nothing
 // flushed beyond what each write flushed itself.
+// commitFile makes a write the journal never takes (a record update's):
+// its bbolt commit folds the journal.
+func commitFile(ctx context.Context, s *Store, id string) error {
+	return s.PutRecordUpdate(ctx, id, []byte(`{}`))
+}
+
 func (s *Store) crash(t *testing.T) {
 	t.Helper()
 	s.journal.closed = true
@@ -251,7 +258,7 @@ func TestJournalTakesALoneWriteAndTheNextCommitFoldsIt(t *testing.T) {
 
 	// Any bbolt commit puts the journaled writes first, and the journal
 	// starts over.
-	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: journalT0.Add(time.Hour)}))
+	must(t, commitFile(ctx, s, "CS1"))
 	if v := s.inFile(t, "PSP1"); v != 2 {
 		t.Fatalf("after the next commit the file holds version %d, want 2", v)
 	}
@@ -272,7 +279,7 @@ func TestJournaledWriteSurvivesACrash(t *testing.T) {
 	ctx := context.Background()
 	s, path, clk := journalFixture(t)
 	must(t, s.Write(ctx, create("PSP1")))
-	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: journalT0.Add(time.Hour)})) // folds version 1
+	must(t, commitFile(ctx, s, "CS1")) // folds version 1
 	e := captureOf("op_1", 400, journalT0)
 	must(t, s.Write(ctx, request("PSP1", e))) // journaled (the journal started over)
 	must(t, s.Write(ctx, create("PSP2")))     // journaled after it
@@ -305,7 +312,7 @@ func TestOpenFoldsOnlyWhatTheFileLacks(t *testing.T) {
 	must(t, s.Write(ctx, create("PSP1")))
 	e := captureOf("op_1", 400, journalT0)
 	must(t, s.Write(ctx, request("PSP1", e)))
-	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: journalT0.Add(time.Hour)})) // folds both
+	must(t, commitFile(ctx, s, "CS1")) // folds both
 	// The journal still holds both entries (it starts over by writing at
 	// offset 0). The file moves on through bbolt (the journal full).
 	s.journal.size = 10
@@ -329,7 +336,7 @@ func TestFailedJournalWriteIsNotFoldedLater(t *testing.T) {
 	ctx := context.Background()
 	s, path, clk := journalFixture(t)
 	must(t, s.Write(ctx, create("PSP1")))
-	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", ExpiresAt: journalT0.Add(time.Hour)}))
+	must(t, commitFile(ctx, s, "CS1"))
 
 	// A write that landed on disk but reported an error (say, its
 	// fdatasync failed): it put version 2.
@@ -481,48 +488,130 @@ func readOnly(t *testing.T, path string) *os.File {
 	return f
 }
 
-// Writers that arrive while a commit is under way share the next one
-// (group commit); none of them goes to the journal.
-func TestConcurrentWritersStillGroupCommit(t *testing.T) {
+// An idempotency result and a session are journaled like a payment write:
+// read through the journal, and folded by Open after a crash.
+func TestJournaledIdempotencyResultAndSession(t *testing.T) {
 	ctx := context.Background()
-	s := openJournalTest(t, filepath.Join(t.TempDir(), "paysvc.db"), clock.NewFake(journalT0))
-	groups := make(chan int, 64)
-	s.commit.committed = func(n int) { groups <- n }
+	s, path, clk := journalFixture(t)
+	claim := idempotency.Record{Scope: "scope", Key: "key", LeaseToken: "lease", Fingerprint: "fp",
+		LeaseUntil: journalT0.Add(time.Minute), ExpiresAt: journalT0.Add(time.Hour)}
+	_, err := s.Claim(ctx, claim, journalT0)
+	must(t, err)
+	must(t, s.Complete(ctx, "scope", "key", "lease", idempotency.Response{Status: 201, Body: []byte(`{"ok":true}`)}, journalT0.Add(time.Hour)))
+	must(t, s.PutSession(ctx, payments.Session{ID: "CS1", MerchantID: "m_a", ExpiresAt: journalT0.Add(time.Hour)}))
+	if s.journal.seq != 2 {
+		t.Fatalf("%d journal entries, want 2 (the result, the session)", s.journal.seq)
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		claim.LeaseToken = "lease2"
+		existing, err := s.Claim(ctx, claim, journalT0.Add(time.Second))
+		if !errors.Is(err, storeerr.ErrConflict) || existing.Status != idempotency.StatusCompleted || existing.Response == nil || existing.Response.Status != 201 {
+			t.Fatalf("%s: a claim of the completed key = %+v, %v; want the completed record", when, existing, err)
+		}
+		if sess, err := s.GetSession(ctx, "CS1"); err != nil || sess.MerchantID != "m_a" {
+			t.Fatalf("%s: GetSession = %+v, %v", when, sess, err)
+		}
+	}
+	check(s, "journaled")
+	var inFile bool
+	must(t, s.db.View(func(tx *bolt.Tx) error {
+		inFile = bucket(tx, bktIdempotency).Get(compositeKey("scope", "key")) != nil || bucket(tx, bktSessions).Get([]byte("CS1")) != nil
+		return nil
+	}))
+	if inFile {
+		t.Fatal("the journaled writes are in the bbolt file already")
+	}
+	s.crash(t)
+	check(openJournalTest(t, path, clk), "after a crash")
+}
 
-	// A commit under way, held until the writers wait behind it.
-	release := make(chan struct{})
-	held := make(chan error)
-	go func() { held <- s.commit.update(func(*bolt.Tx) error { <-release; return nil }) }()
-	if n := <-groups; n != 1 {
-		t.Fatalf("the held commit's group has %d writers", n)
-	}
-	const n = 8
-	allWaiting := make(chan struct{})
-	s.commit.queued = func(waiting int) {
-		if waiting == n {
-			close(allWaiting)
-		}
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { errs[i] = s.Write(ctx, create(fmt.Sprintf("PSP%d", i))) })
-	}
-	<-allWaiting
-	close(release)
-	must(t, <-held)
-	wg.Wait()
-	if g := <-groups; g != n {
-		t.Fatalf("the writers waiting behind a commit made a group of %d, want all %d", g, n)
-	}
-	for i := range n {
-		must(t, errs[i])
-		if v := s.inFile(t, fmt.Sprintf("PSP%d", i)); v != 1 {
-			t.Errorf("grouped writer %d: version %d in the file, want 1 (committed, not journaled)", i, v)
-		}
-	}
-	if s.journal.seq != 0 {
-		t.Errorf("%d journal entries, want none", s.journal.seq)
+// Writers that arrive while a commit is under way share the next one
+// (group commit): one journal entry for a group of up to maxJournaled
+// writes the journal takes (a request's record and idempotency result);
+// a bbolt transaction for a larger group, or when one write is not a
+// change the journal takes (a record update's), or when one of them
+// fails its condition (the transaction finds which: the others stand).
+func TestConcurrentWritersShareOneCommit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		payments    int                  // payment writes, one payment each
+		other       func(s *Store) error // one more writer, if any
+		entries     uint64               // journal entries the group makes
+		otherFailed bool
+	}{
+		{name: "a record and its idempotency result", payments: 1, entries: 1, other: func(s *Store) error {
+			return s.Complete(ctx, "scope", "key", "lease", idempotency.Response{Status: 200}, journalT0.Add(time.Hour))
+		}},
+		{name: "two payment writes", payments: 2, entries: 1},
+		{name: "more than the journal takes at once", payments: maxJournaled + 6},
+		{name: "with a write the journal does not take", payments: 1, other: func(s *Store) error { return commitFile(ctx, s, "RU1") }},
+		{name: "with a write that fails its condition", payments: 1, otherFailed: true, other: func(s *Store) error {
+			return s.Write(ctx, request("PSP_NONE", captureOf("op_1", 1, journalT0)))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openJournalTest(t, filepath.Join(t.TempDir(), "paysvc.db"), clock.NewFake(journalT0))
+			if _, err := s.Claim(ctx, idempotency.Record{Scope: "scope", Key: "key", LeaseToken: "lease",
+				LeaseUntil: journalT0.Add(time.Minute), ExpiresAt: journalT0.Add(time.Hour)}, journalT0); err != nil {
+				t.Fatal(err)
+			}
+			groups := make(chan int, 64)
+			s.commit.committed = func(n int) { groups <- n }
+			// A commit under way, held until the writers wait behind it.
+			release := make(chan struct{})
+			held := make(chan error)
+			go func() { held <- s.commit.update(func(*bolt.Tx) error { <-release; return nil }) }()
+			if n := <-groups; n != 1 {
+				t.Fatalf("the held commit's group has %d writers", n)
+			}
+			n := tc.payments
+			writers := n
+			if tc.other != nil {
+				writers++
+			}
+			allWaiting := make(chan struct{})
+			s.commit.queued = func(waiting int) {
+				if waiting == writers {
+					close(allWaiting)
+				}
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, writers)
+			for i := range n {
+				wg.Go(func() { errs[i] = s.Write(ctx, create(fmt.Sprintf("PSP%d", i))) })
+			}
+			if tc.other != nil {
+				wg.Go(func() { errs[n] = tc.other(s) })
+			}
+			<-allWaiting
+			close(release)
+			must(t, <-held)
+			wg.Wait()
+			if g := <-groups; g != writers {
+				t.Fatalf("the writers waiting behind a commit made a group of %d, want all %d", g, writers)
+			}
+			if tc.other != nil && (errs[n] != nil) != tc.otherFailed {
+				t.Fatalf("the last writer: %v (want failed: %v)", errs[n], tc.otherFailed)
+			}
+			inFile := int64(1)
+			if tc.entries > 0 {
+				inFile = 0
+			}
+			for i := range n {
+				must(t, errs[i])
+				if v := s.inFile(t, fmt.Sprintf("PSP%d", i)); v != inFile {
+					t.Errorf("grouped writer %d: version %d in the file, want %d", i, v, inFile)
+				}
+				if h, err := s.GetPayment(ctx, fmt.Sprintf("PSP%d", i)); err != nil || h.Version != 1 {
+					t.Errorf("grouped writer %d reads %+v, %v", i, h, err)
+				}
+			}
+			if s.journal.seq != tc.entries {
+				t.Errorf("%d journal entries, want %d", s.journal.seq, tc.entries)
+			}
+		})
 	}
 }
 
@@ -539,7 +628,7 @@ func TestJournalUnderConcurrency(t *testing.T) {
 		wg.Go(func() {
 			results[i] = s.Write(ctx, request("PSP1", captureOf(fmt.Sprintf("op_%02d", i), 50, journalT0)))
 			if i%5 == 0 { // other writers commit meanwhile, folding
-				if err := s.PutSession(ctx, payments.Session{ID: fmt.Sprint(i), ExpiresAt: journalT0.Add(time.Hour)}); err != nil {
+				if err := commitFile(ctx, s, fmt.Sprint(i)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -605,8 +694,8 @@ func readAll(t *testing.T, s *Store, psps ...string) string {
 	return b.String()
 }
 
-// The same 150 random writes, on a store that journals those that commit
-// alone and one that commits every write through bbolt, read the same
+// The same 150 random writes, on a store that journals them and one that
+// commits every write through bbolt, read the same
 // after each write; and the journaling store reads the same again once a commit
 // folded its journal: the overlay's reads are the file's.
 func TestOverlayReadsEqualTheFile(t *testing.T) {
@@ -672,7 +761,7 @@ func TestOverlayReadsEqualTheFile(t *testing.T) {
 		}
 		if rng.IntN(8) == 0 {
 			folds++
-			must(t, journaled.PutSession(ctx, payments.Session{ID: fmt.Sprint(step), ExpiresAt: at.Add(time.Hour)}))
+			must(t, commitFile(ctx, journaled, fmt.Sprint(step)))
 			if len(journaled.journal.pending) != 0 {
 				t.Fatal("a commit left writes pending")
 			}
@@ -752,7 +841,7 @@ func BenchmarkLoneCaptureRequest(b *testing.B) {
 				}
 				if i%8 == 7 {
 					b.StopTimer()
-					if err := s.PutSession(ctx, payments.Session{ID: "CS", ExpiresAt: journalT0.Add(time.Hour)}); err != nil {
+					if err := commitFile(ctx, s, "CS"); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
@@ -23,9 +21,10 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess))
-	})
+	raw, err := json.Marshal(records.FromSession(sess))
+	if err == nil { // through the journal with the request's idempotency result, like a payment write
+		err = s.change(ctx, func(db kv) error { return db.put(bktSessions, []byte(sess.ID), raw) })
+	}
 	if err != nil {
 		return fmt.Errorf("embedded: put session %q: %w", sess.ID, err)
 	}
@@ -36,8 +35,12 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
 	var rec records.Session
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSessions), []byte(id), &rec)
+	err := s.viewJournaled(ctx, func(db kv) error {
+		raw := db.get(bktSessions, []byte(id))
+		if raw == nil {
+			return storeerr.ErrNotFound
+		}
+		return json.Unmarshal(raw, &rec)
 	})
 	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
@@ -107,7 +110,7 @@ func readLedger(db kv, psp string, now time.Time) (ledger, error) {
 // once it is past its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
 	var l ledger
-	err := s.viewLedger(ctx, func(db kv) (err error) {
+	err := s.viewJournaled(ctx, func(db kv) (err error) {
 		l, err = readLedger(db, psp, s.clock.Now())
 		return err
 	})
@@ -123,7 +126,7 @@ func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, erro
 // GetEntries returns those of payment psp's entries refs that exist.
 func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
 	var out []payments.Entry
-	err := s.viewLedger(ctx, func(db kv) error {
+	err := s.viewJournaled(ctx, func(db kv) error {
 		l, err := readLedger(db, psp, s.clock.Now())
 		if err != nil || !l.found {
 			return err
@@ -165,7 +168,7 @@ func (l ledger) entry(db kv, psp, ref string) (payments.Entry, bool, error) {
 func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
 	var out []payments.Fact
 	next := ""
-	err := s.viewLedger(ctx, func(db kv) error {
+	err := s.viewJournaled(ctx, func(db kv) error {
 		l, err := readLedger(db, psp, s.clock.Now())
 		if err != nil || !l.found {
 			return err
@@ -218,8 +221,8 @@ func factNumber(k, prefix []byte) uint64 { return binary.BigEndian.Uint64(k[len(
 
 // Write makes payment write w in one transaction (shared with concurrent
 // writers by group commit): storeerr.ErrConflict when a condition fails,
-// and nothing is written then. A write that commits alone goes to the
-// payment journal instead (journal.go): checked against the file seen
+// and nothing is written then. It goes to the payment journal instead
+// when its group allows (journal.go): checked against the file seen
 // through the writes pending there, it is durable when Write returns.
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
@@ -238,8 +241,7 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 		}
 	}
-	err := s.updateOr(ctx, func(tx *bolt.Tx) error { return writeLedger(txKV{tx}, w, now) },
-		func() (bool, error) { return s.journalWrite(w, now) })
+	err := s.change(ctx, func(db kv) error { return writeLedger(db, w, now) })
 	if err != nil {
 		if c := w.Claim; c != nil {
 			s.dropLease(compositeKey(c.Scope, c.Key), c.LeaseToken)
@@ -247,36 +249,6 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 	}
 	return nil
-}
-
-// journalWrite is Write through the journal, run by the committer's
-// leader (nobody else appends or folds meanwhile, so the check and the
-// append are atomic with respect to every other writer); handled false:
-// the bbolt commit takes the write.
-func (s *Store) journalWrite(w payments.Write, now time.Time) (handled bool, err error) {
-	j := s.journal
-	if !j.usable() {
-		return false, nil
-	}
-	var ops []op
-	err = s.db.View(func(tx *bolt.Tx) error {
-		o := j.view(tx)
-		o.batch = map[string]map[string]pendingValue{}
-		if err := writeLedger(o, w, now); err != nil {
-			return err
-		}
-		ops = o.ops
-		return nil
-	})
-	if err != nil {
-		return true, err
-	}
-	if err := j.append(ops); errors.Is(err, errJournalFull) {
-		return false, nil
-	} else if err != nil {
-		return true, err
-	}
-	return true, nil
 }
 
 // writeLedger is Write in db.
@@ -406,7 +378,7 @@ func inFlightKey(at time.Time, psp, ref string) []byte {
 func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
 	now := s.clock.Now()
 	var out []payments.OpRef
-	err := s.viewLedger(ctx, func(db kv) error {
+	err := s.viewJournaled(ctx, func(db kv) error {
 		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
 		return db.scan(bktInFlight, nil, nil, func(k, _ []byte) (bool, error) {
 			if len(out) == limit || len(k) < 8 || string(k[:8]) >= string(end) {
