@@ -197,6 +197,7 @@ func (r *report) targets() []target {
 	ts = append(ts, r.cpuTarget())
 	ts = append(ts, r.embeddedTargets()...)
 	ts = append(ts, r.contentionTarget())
+	ts = append(ts, r.listingTarget())
 	return ts
 }
 

@@ -104,6 +104,7 @@ func (c *cli) commands() []command {
 		{"merchant list", "list merchants", c.merchantList},
 		{"merchant show", "show one merchant with counts of its sites, keys and subscriptions", c.merchantShow},
 		{"merchant deactivate", "deactivate a merchant (its keys are refused)", c.merchantDeactivate},
+		{"merchant shards", "show or raise a merchant's listing shard counts (DynamoDB)", c.merchantShards},
 		{"site create", "create a site of a merchant", c.siteCreate},
 		{"site list", "list a merchant's sites", c.siteList},
 		{"key create", "create an API key (the key is printed once)", c.keyCreate},

@@ -520,6 +520,9 @@ func TestErrors(t *testing.T) {
 		{"seed missing file flag", []string{"seed"}, 2, "--file is required"},
 		{"seed missing file", []string{"seed", "--file", filepath.Join(t.TempDir(), "nope.json")}, 1, "no such file"},
 		{"migrate-keys on the embedded store", []string{"table", "migrate-keys"}, 1, "only the dynamo store has a key layout to migrate"},
+		{"shards on the embedded store", []string{"merchant", "shards", "--id", "m_shop"}, 1, "does not shard listings"},
+		{"shards unknown merchant", []string{"merchant", "shards", "--id", "m_nope"}, 1, "unknown merchant"},
+		{"shards negative", []string{"merchant", "shards", "--id", "m_shop", "--events", "-1"}, 2, "want a count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -624,6 +627,31 @@ func TestDynamoRoundTrip(t *testing.T) {
 	h.jsonOK(&rep, "table", "migrate-keys")
 	if rep.ItemsScanned != 0 || rep.IdempotencyMoved != 0 || rep.ScanPagesProcessed == 0 {
 		t.Fatalf("migrate-keys = %+v", rep)
+	}
+
+	// A new merchant's listings have one shard each; raised, never lowered.
+	type shardsOut struct {
+		MerchantID         string `json:"merchantId"`
+		Deliveries, Events int
+		Own                bool
+	}
+	var sh shardsOut
+	h.jsonOK(&sh, "merchant", "shards", "--id", "m_shop")
+	if sh != (shardsOut{"m_shop", 1, 1, true}) {
+		t.Fatalf("merchant shards = %+v, want 1 and 1, its own", sh)
+	}
+	h.jsonOK(&sh, "merchant", "shards", "--id", "m_shop", "--deliveries", "16")
+	if sh != (shardsOut{"m_shop", 16, 1, true}) {
+		t.Fatalf("merchant shards --deliveries 16 = %+v", sh)
+	}
+	if got, err := st.ListingShards(ctx, "m_shop"); err != nil || got.Deliveries != 16 || got.Events != 1 {
+		t.Fatalf("stored counts %+v, %v", got, err)
+	}
+	if code, _, errs := h.run("merchant", "shards", "--id", "m_shop", "--deliveries", "8"); code != 1 || !strings.Contains(errs, "can only be raised") {
+		t.Fatalf("lowering: exit %d, stderr %q; want 1 and why", code, errs)
+	}
+	if text := h.ok("merchant", "shards", "--id", "m_shop"); !strings.Contains(text, "delivery shards") || !strings.Contains(text, "16") {
+		t.Fatalf("merchant shards:\n%s", text)
 	}
 }
 

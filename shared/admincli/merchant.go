@@ -10,6 +10,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/yp/paysvc/shared/provision"
+	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -375,5 +376,63 @@ func (c *cli) merchantDeactivate(ctx context.Context, path string, args []string
 			}
 		}
 		return c.printMerchant(*f.json, m)
+	})
+}
+
+// shardStore is a store whose merchants' listings are write-sharded, each
+// merchant with counts of its own (DynamoDB: docs/scale.md, Listings).
+type shardStore interface {
+	ListingShards(ctx context.Context, merchantID string) (dynamo.ListingShards, error)
+	RaiseListingShards(ctx context.Context, merchantID string, deliveries, events int) (dynamo.ListingShards, error)
+}
+
+var _ shardStore = (*dynamo.Store)(nil)
+
+// merchantShards shows or raises a merchant's listing shard counts.
+func (c *cli) merchantShards(ctx context.Context, path string, args []string) error {
+	f := c.newFlags(path, "--id ID [--deliveries N] [--events N] [--json]",
+		"Shows a merchant's listing shard counts (DynamoDB), or raises them: a page of its webhook deliveries or event history "+
+			"queries every shard, and each shard takes about 500 writes a second. Counts can only be raised (docs/scale.md, Listings).")
+	id := f.str("id", "", merchantIDUsage+" (required)")
+	deliveries := f.integer("deliveries", 0, fmt.Sprintf("raise the deliveries' count to N (1 … %d)", dynamo.MaxListingShards))
+	events := f.integer("events", 0, fmt.Sprintf("raise the event history's count to N (1 … %d)", dynamo.MaxListingShards))
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.required("id"); err != nil {
+		return err
+	}
+	if *deliveries < 0 || *events < 0 {
+		return usagef(path, "--deliveries and --events: want a count ≥ 1")
+	}
+	return c.withStore(ctx, func(s *session) error {
+		m, err := s.merchant(ctx, strings.TrimSpace(*id))
+		if err != nil {
+			return err
+		}
+		st, ok := s.stores.Deliveries.(shardStore)
+		if !ok {
+			return fmt.Errorf("the %s store does not shard listings: a merchant's deliveries and events are read in order from one file", s.cfg.Store)
+		}
+		var got dynamo.ListingShards
+		if f.isSet("deliveries") || f.isSet("events") {
+			got, err = st.RaiseListingShards(ctx, m.ID, *deliveries, *events)
+		} else {
+			got, err = st.ListingShards(ctx, m.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if *f.json {
+			return c.printJSON(map[string]any{"merchantId": m.ID, "deliveries": got.Deliveries, "events": got.Events, "own": got.Own})
+		}
+		t := newTable(c.stdout)
+		t.row("merchant", m.ID)
+		t.row("delivery shards", fmt.Sprint(got.Deliveries))
+		t.row("event history shards", fmt.Sprint(got.Events))
+		if !got.Own {
+			t.row("", "the store's counts: the merchant was created before counts of its own")
+		}
+		return t.flush()
 	})
 }

@@ -281,7 +281,10 @@ type replay struct {
 	// cached tenant items, refreshed per instance and TTL
 	apiKey, site, merchant, subList dynamo.Item
 	subs                            []dynamo.Item
-	subIDs                          []string
+	// the merchant's listing shard counts (raised to the trace's
+	// DeliveryShards and EventLogShards)
+	shards dynamo.Item
+	subIDs []string
 	// largest payment META and history items built
 	paymentMeta, paymentEntry int
 	sampleEvent               dynamo.Item // a merchant event's item (listings)
@@ -366,6 +369,7 @@ func (r *replay) tenants() error {
 	}); err != nil {
 		return err
 	}
+	r.shards = dynamo.ShardsItem(traceMerchant, dynamo.ListingShards{Deliveries: dynamo.DeliveryShards, Events: dynamo.EventLogShards, Own: true})
 	if r.site, err = dynamo.SiteItem(tenant.Site{
 		ID: traceSite, MerchantID: traceMerchant, Name: "Big Shop web", Type: tenant.SiteEcommerce, Flows: []tenant.Flow{tenant.FlowAdvanced, tenant.FlowSessions}, CreatedAt: base,
 	}); err != nil {
@@ -409,10 +413,15 @@ func (r *replay) cacheRefresh() {
 	r.reads(r.apiKey, api)
 	r.reads(r.merchant, api+per("notifications"))
 	r.reads(r.site, api)
+	// Writers of deliveries and event history entries keep the merchant's
+	// shard counts for a minute.
+	r.reads(r.shards, (float64(r.mix.Instances["notifications"])+float64(r.mix.Instances["dispatcher"]))/dynamo.ShardCacheTTL.Seconds()/float64(r.mix.Sample))
 	w := r.meter.Weight
-	// A page of deliveries: every gsi2 shard queried for a page of index
-	// entries, then the page's items in one BatchGetItem.
+	// A page of deliveries: the merchant's shard counts (strongly
+	// consistent), every gsi2 shard queried for a page of index entries,
+	// then the page's items in one BatchGetItem.
 	r.meter.Weight = float64(r.mix.Listings)
+	r.meter.Get(r.shards)
 	n := lookup.DefaultLimit + 1 // a page and one more (is there a next page?)
 	entries := make([]dynamo.Item, n)
 	for k := range entries {
@@ -427,6 +436,7 @@ func (r *replay) cacheRefresh() {
 	}
 	r.meter.BatchGet(items...)
 	r.meter.Weight = float64(r.mix.EventListings)
+	r.meter.Get(r.shards)
 	page := make([]dynamo.Item, n) // a page of typical entries from each shard
 	for k := range page {
 		page[k] = r.sampleEvent

@@ -18,6 +18,7 @@
 //	API key (by hash)   APIKEY#<hash>             META
 //	API key (by owner)  MERCHANT#<merchant>       KEY#<keyId>
 //	subscription        MERCHANT#<merchant>       SUB#<id>
+//	listing shard counts MERCHANT#<merchant>      SHARDS  (dsh, esh: shards.go)
 //	idempotency record  IDEM#<merchant>#<key>     KEY
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
@@ -33,11 +34,13 @@
 // Partition keys are chosen so that one merchant at 10,000 payments/s
 // stays under DynamoDB's 1,000 WCU/s and 3,000 RCU/s per partition key
 // (docs/scale.md; shared/capacity checks it): every idempotency record is
-// its own partition, a merchant's deliveries are write-sharded over
-// DeliveryShards gsi2 partitions (webhooks.go), its event history over
-// EventLogShards partitions (selfservice.go) and the unroutable list over
-// UnroutableShards (n = FNV-1a(id) mod the count, each count the capacity
-// model's: capacity.ShardsFor), and a rate-limit key above 500 requests/s
+// its own partition, a merchant's deliveries are write-sharded over gsi2
+// partitions (webhooks.go) and its event history over table partitions
+// (selfservice.go), as many as the merchant's own counts (shards.go: one
+// each for a new merchant, raised by the operator ahead of traffic; up to
+// DeliveryShards and EventLogShards at 10,000 payments/s), the unroutable
+// list over UnroutableShards (n = FNV-1a(id) mod the count, the sizes the
+// capacity model's: capacity.ShardsFor), and a rate-limit key above 500 requests/s
 // counts in several windows (shared/ratelimit). The item builders
 // (items.go) are exported so the capacity model sizes exactly the items
 // written. MigrateKeys moves a table of the previous layouts

@@ -69,21 +69,25 @@ type Store struct {
 	shards      int // delivery shards of gsi2
 	eventShards int // partitions of a merchant's event history
 	unroutable  int // partitions of the unroutable list
+	// shardCache: merchants' listing shard counts, for writers (shards.go).
+	shardCache shardCache
 }
 
 // Option configures New.
 type Option func(*Store)
 
-// WithDeliveryShards spreads each merchant's deliveries over n gsi2
-// partitions instead of DeliveryShards. Every writer and reader of a table
-// must use the same n; tests use a few to keep listings quick on moto.
+// WithDeliveryShards spreads the deliveries of a merchant without shard
+// counts of its own (shards.go) over n gsi2 partitions instead of
+// DeliveryShards. Every writer and reader of a table must use the same n;
+// tests use a few to keep listings quick on moto.
 func WithDeliveryShards(n int) Option {
 	return func(s *Store) { s.shards = max(n, 1) }
 }
 
-// WithEventLogShards spreads each merchant's event history over n
-// partitions instead of EventLogShards. Every writer and reader of a table
-// must use the same n; tests use a few to keep listings quick on moto.
+// WithEventLogShards spreads the event history of a merchant without
+// shard counts of its own (shards.go) over n partitions instead of
+// EventLogShards. Every writer and reader of a table must use the same n;
+// tests use a few to keep listings quick on moto.
 func WithEventLogShards(n int) Option {
 	return func(s *Store) { s.eventShards = max(n, 1) }
 }

@@ -165,7 +165,8 @@ func (s *Store) readPage(ctx context.Context, l listing, limit int) ([]map[strin
 
 // listDeliveries reads a page of the merchant's deliveries in status (""
 // every status), newest first below after (nil: from the newest), at most
-// limit (<= 0: all): one gsi2 Query per shard in parallel (readPage),
+// limit (<= 0: all): the merchant's shard count (shards.go), then one gsi2
+// Query per shard in parallel (readPage),
 // merged, then one strongly consistent BatchGetItem of the page (one per
 // 100 deliveries). A delivery whose status moved out of the filter since
 // gsi2 saw it, or that expired, is left out, and a page that leaves short
@@ -175,13 +176,17 @@ func (s *Store) listDeliveries(ctx context.Context, merchantID string, status we
 	if after != nil {
 		below = listingSK(after.CreatedAt, after.ID)
 	}
+	shards, err := s.readShards(ctx, merchantID)
+	if err != nil {
+		return nil, err
+	}
 	out := []webhooks.Delivery{}
 	for {
 		need := 0
 		if limit > 0 {
 			need = limit - len(out)
 		}
-		page, err := s.deliveryEntries(ctx, merchantID, status, below, need)
+		page, err := s.deliveryEntries(ctx, merchantID, shards.Deliveries, status, below, need)
 		if err != nil {
 			return nil, err
 		}
@@ -210,11 +215,11 @@ func (s *Store) listDeliveries(ctx context.Context, merchantID string, status we
 }
 
 // deliveryEntries reads a page of gsi2 entries of the merchant's
-// deliveries in status ("" every status), newest first below the sort key
+// deliveries in its shards in status ("" every status), newest first below the sort key
 // below ("" from the newest), at most limit (<= 0: all).
-func (s *Store) deliveryEntries(ctx context.Context, merchantID string, status webhooks.Status, below string, limit int) ([]map[string]types.AttributeValue, error) {
+func (s *Store) deliveryEntries(ctx context.Context, merchantID string, shards int, status webhooks.Status, below string, limit int) ([]map[string]types.AttributeValue, error) {
 	return s.readPage(ctx, listing{
-		shards: s.shards,
+		shards: shards,
 		query: func(shard int) *dynamodb.QueryInput {
 			in := &dynamodb.QueryInput{
 				IndexName:                 aws.String(indexGSI2),

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/store/dynamo"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -85,67 +87,79 @@ func unroutableEvent(n int) notifications.Event {
 }
 
 // A page of every listing costs a constant number of calls, whatever the
-// merchant holds: one Query per shard, plus for deliveries one
-// BatchGetItem per 100 deliveries of the page (none for an empty page).
+// merchant holds: its shard count (one GetItem), one Query per shard,
+// plus for deliveries one BatchGetItem per 100 deliveries of the page
+// (none for an empty page). A merchant created by PutMerchant has one
+// shard of each listing until raised; one without counts of its own
+// (created before them) the store's, DeliveryShards and EventLogShards.
 func TestListingCallsPerPage(t *testing.T) {
 	ctx := context.Background()
 	s, c, _, _ := countingStore(t)
-	for n := range 240 {
-		if err := s.SaveDelivery(ctx, delivery("m_busy", n), 0); err != nil {
+	for _, m := range []string{"m_small", "m_new", "m_raised"} {
+		if err := s.PutMerchant(ctx, tenant.Merchant{ID: m, Name: m}); err != nil {
 			t.Fatal(err)
 		}
-		if n < 40 {
-			if err := s.PutMerchantEvent(ctx, merchantEvent("m_busy", n)); err != nil {
+	}
+	if _, err := s.RaiseListingShards(ctx, "m_raised", 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"m_busy", "m_small", "m_raised"} {
+		for n := range 240 {
+			if err := s.SaveDelivery(ctx, delivery(m, n), 0); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if n < 10 {
-			if err := s.SaveEvent(ctx, unroutableEvent(n), 0); err != nil {
-				t.Fatal(err)
+			if n < 40 {
+				if err := s.PutMerchantEvent(ctx, merchantEvent(m, n)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
+	for n := range 10 {
+		if err := s.SaveEvent(ctx, unroutableEvent(n), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cursor := &webhooks.DeliveryCursor{CreatedAt: delivery("m_busy", 200).CreatedAt, ID: delivery("m_busy", 200).ID}
-	queries := func(n int) map[string]int { return map[string]int{"Query": n} }
-	withGets := func(n, gets int) map[string]int { return map[string]int{"Query": n, "BatchGetItem": gets} }
+	queries := func(n int) map[string]int { return map[string]int{"GetItem": 1, "Query": n} }
+	withGets := func(n, gets int) map[string]int {
+		return map[string]int{"GetItem": 1, "Query": n, "BatchGetItem": gets}
+	}
+	deliveries := func(m string, q webhooks.DeliveryQuery) func() (int, error) {
+		return func() (int, error) {
+			ds, err := s.ListDeliveryPage(ctx, m, q)
+			return len(ds), err
+		}
+	}
+	events := func(m string) func() (int, error) {
+		return func() (int, error) {
+			es, err := s.ListMerchantEvents(ctx, m, notifications.EventQuery{Limit: 11})
+			return len(es), err
+		}
+	}
 	for _, tc := range []struct {
 		name  string
 		page  func() (int, error)
 		items int
 		want  map[string]int
 	}{
-		{"deliveries, empty merchant", func() (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_none", webhooks.DeliveryQuery{Limit: 11})
-			return len(ds), err
-		}, 0, queries(dynamo.DeliveryShards)},
-		{"deliveries, first page", func() (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_busy", webhooks.DeliveryQuery{Limit: 11})
-			return len(ds), err
-		}, 11, withGets(dynamo.DeliveryShards, 1)},
-		{"deliveries, after a cursor", func() (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_busy", webhooks.DeliveryQuery{Limit: 11, After: cursor})
-			return len(ds), err
-		}, 11, withGets(dynamo.DeliveryShards, 1)},
-		{"deliveries, one status", func() (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_busy", webhooks.DeliveryQuery{Status: webhooks.StatusFailed, Limit: 11})
-			return len(ds), err
-		}, 11, withGets(dynamo.DeliveryShards, 1)},
-		{"deliveries, the largest page (100 + 1)", func() (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_busy", webhooks.DeliveryQuery{Limit: 101})
-			return len(ds), err
-		}, 101, withGets(dynamo.DeliveryShards, 2)},
-		{"event history, empty merchant", func() (int, error) {
-			es, err := s.ListMerchantEvents(ctx, "m_none", notifications.EventQuery{Limit: 11})
-			return len(es), err
-		}, 0, queries(dynamo.EventLogShards)},
-		{"event history, first page", func() (int, error) {
-			es, err := s.ListMerchantEvents(ctx, "m_busy", notifications.EventQuery{Limit: 11})
-			return len(es), err
-		}, 11, queries(dynamo.EventLogShards)},
+		{"deliveries, unknown merchant", deliveries("m_none", webhooks.DeliveryQuery{Limit: 11}), 0, queries(dynamo.DeliveryShards)},
+		{"deliveries, new merchant", deliveries("m_new", webhooks.DeliveryQuery{Limit: 11}), 0, queries(1)},
+		{"deliveries, small merchant", deliveries("m_small", webhooks.DeliveryQuery{Limit: 11}), 11, withGets(1, 1)},
+		{"deliveries, raised merchant", deliveries("m_raised", webhooks.DeliveryQuery{Limit: 11}), 11, withGets(4, 1)},
+		{"deliveries, first page", deliveries("m_busy", webhooks.DeliveryQuery{Limit: 11}), 11, withGets(dynamo.DeliveryShards, 1)},
+		{"deliveries, after a cursor", deliveries("m_busy", webhooks.DeliveryQuery{Limit: 11, After: cursor}), 11, withGets(dynamo.DeliveryShards, 1)},
+		{"deliveries, one status", deliveries("m_busy", webhooks.DeliveryQuery{Status: webhooks.StatusFailed, Limit: 11}), 11, withGets(dynamo.DeliveryShards, 1)},
+		{"deliveries, the largest page (100 + 1)", deliveries("m_busy", webhooks.DeliveryQuery{Limit: 101}), 101, withGets(dynamo.DeliveryShards, 2)},
+		{"event history, unknown merchant", events("m_none"), 0, queries(dynamo.EventLogShards)},
+		{"event history, new merchant", events("m_new"), 0, queries(1)},
+		{"event history, small merchant", events("m_small"), 11, queries(1)},
+		{"event history, raised merchant", events("m_raised"), 11, queries(2)},
+		{"event history, first page", events("m_busy"), 11, queries(dynamo.EventLogShards)},
 		{"unroutable events", func() (int, error) {
 			es, err := s.ListUnroutableEvents(ctx, 5)
 			return len(es), err
-		}, 5, queries(dynamo.UnroutableShards)},
+		}, 5, map[string]int{"Query": dynamo.UnroutableShards}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c.take()
@@ -158,6 +172,72 @@ func TestListingCallsPerPage(t *testing.T) {
 				t.Errorf("calls %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A merchant's shard counts start at one, are only raised, and survive
+// the merchant's updates; a writer that still holds the count before a
+// raise (another instance's cache) writes into a shard below the new
+// count, so a listing read after the raise returns every item, in order.
+func TestListingShardsOfAMerchant(t *testing.T) {
+	ctx := context.Background()
+	base, table := newTable(t)
+	clk := clock.NewFake(t0)
+	stale := dynamo.New(base, table, clk) // a writer whose cache keeps the first count
+	other := dynamo.New(base, table, clk)
+	if err := stale.PutMerchant(ctx, tenant.Merchant{ID: "m_a", Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := stale.ListingShards(ctx, "m_a"); err != nil || got != (dynamo.ListingShards{Deliveries: 1, Events: 1, Own: true}) {
+		t.Fatalf("a new merchant's counts: %+v, %v", got, err)
+	}
+	write := func(s *dynamo.Store, from, to int) {
+		t.Helper()
+		for n := from; n < to; n++ {
+			if err := s.SaveDelivery(ctx, delivery("m_a", n), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.PutMerchantEvent(ctx, merchantEvent("m_a", n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(stale, 0, 20) // one shard
+	if got, err := other.RaiseListingShards(ctx, "m_a", 8, 4); err != nil || got != (dynamo.ListingShards{Deliveries: 8, Events: 4, Own: true}) {
+		t.Fatalf("raise: %+v, %v", got, err)
+	}
+	write(stale, 20, 40) // still one shard: its cache holds the count for a minute
+	write(other, 40, 60) // eight and four
+	if err := other.PutMerchant(ctx, tenant.Merchant{ID: "m_a", Name: "A, renamed"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*dynamo.Store{stale, other} {
+		if got, err := s.ListingShards(ctx, "m_a"); err != nil || got.Deliveries != 8 || got.Events != 4 {
+			t.Fatalf("counts after the merchant's update: %+v, %v; want 8 and 4 kept", got, err)
+		}
+		ds, err := s.ListDeliveryPage(ctx, "m_a", webhooks.DeliveryQuery{Limit: 100})
+		if err != nil || len(ds) != 60 || ds[0].ID != delivery("m_a", 59).ID || ds[59].ID != delivery("m_a", 0).ID {
+			t.Fatalf("deliveries after the raise: %d, %v; want all 60, newest first", len(ds), err)
+		}
+		es, err := s.ListMerchantEvents(ctx, "m_a", notifications.EventQuery{Limit: 100})
+		if err != nil || len(es) != 60 {
+			t.Fatalf("events after the raise: %d, %v; want all 60", len(es), err)
+		}
+	}
+	// Only raised: a lower count would drop the items above it.
+	for _, tc := range []struct {
+		merchant   string
+		deliveries int
+		events     int
+	}{
+		{"m_a", 4, 0}, {"m_a", 0, 2}, {"m_before", 64, 0}, {"m_before", 0, 16}, // m_before: no counts of its own (the store's 128 and 32)
+	} {
+		if _, err := other.RaiseListingShards(ctx, tc.merchant, tc.deliveries, tc.events); !errors.Is(err, dynamo.ErrLowerShards) {
+			t.Errorf("RaiseListingShards(%s, %d, %d) = %v, want ErrLowerShards", tc.merchant, tc.deliveries, tc.events, err)
+		}
+	}
+	if got, err := other.RaiseListingShards(ctx, "m_before", 256, 0); err != nil || got != (dynamo.ListingShards{Deliveries: 256, Events: dynamo.EventLogShards, Own: true}) {
+		t.Fatalf("raising a merchant without counts of its own: %+v, %v", got, err)
 	}
 }
 
@@ -326,13 +406,14 @@ func TestUnroutableSharded(t *testing.T) {
 
 // BenchmarkListingPage measures a page of each listing on moto for an
 // empty merchant and for one holding 10,000 items (loaded with
-// BatchWriteItem through the adapter's item builders). It loads 20,000
-// items, so it runs only with PAYSVC_BENCH_FULL=1:
+// BatchWriteItem through the adapter's item builders), at one shard (a
+// merchant as created) and at the counts sized for 10,000 payments/s. It
+// loads 40,000 items, so it runs only with PAYSVC_BENCH_FULL=1:
 //
 //	PAYSVC_BENCH_FULL=1 go test -run '^$' -bench BenchmarkListingPage -benchtime 10x ./shared/store/dynamo/
 func BenchmarkListingPage(b *testing.B) {
 	if os.Getenv("PAYSVC_BENCH_FULL") == "" {
-		b.Skip("set PAYSVC_BENCH_FULL=1 (loads 20,000 items into moto)")
+		b.Skip("set PAYSVC_BENCH_FULL=1 (loads 40,000 items into moto)")
 	}
 	ctx := context.Background()
 	const items = 10_000
@@ -340,6 +421,10 @@ func BenchmarkListingPage(b *testing.B) {
 		s     *dynamo.Store
 		calls *calls
 	}
+	// load is a table holding the merchant m_small, at one shard of each
+	// listing (as PutMerchant creates it), and items built by build (the
+	// merchant m_big's, without counts of its own: 128 and 32 shards, or
+	// m_small's).
 	load := func(b *testing.B, build func(i int) (dynamo.Item, error)) setup {
 		base, table := newTable(b)
 		c := &calls{n: map[string]int{}}
@@ -372,8 +457,13 @@ func BenchmarkListingPage(b *testing.B) {
 		if len(batch) > 0 {
 			flush()
 		}
-		return setup{dynamo.New(client, table, clock.NewFake(t0)), c}
+		s := dynamo.New(client, table, clock.NewFake(t0))
+		if err := s.PutMerchant(ctx, tenant.Merchant{ID: "m_small", Name: "Small"}); err != nil {
+			b.Fatal(err)
+		}
+		return setup{s, c}
 	}
+	const limit = 11 // the default page and one more
 	empty := load(b, nil)
 	deliveries := load(b, func(i int) (dynamo.Item, error) {
 		d := delivery("m_big", i)
@@ -385,32 +475,46 @@ func BenchmarkListingPage(b *testing.B) {
 		e.CreatedAt = t0.Add(time.Duration(i) * time.Millisecond)
 		return dynamo.MerchantEventItem(e, dynamo.EventLogShards)
 	})
-	const limit = 11 // the default page and one more
+	smallDeliveries := load(b, func(i int) (dynamo.Item, error) {
+		d := delivery("m_small", i)
+		d.CreatedAt = t0.Add(time.Duration(i) * time.Millisecond)
+		return dynamo.DeliveryItem(d, 1)
+	})
+	smallEvents := load(b, func(i int) (dynamo.Item, error) {
+		e := merchantEvent("m_small", i)
+		e.CreatedAt = t0.Add(time.Duration(i) * time.Millisecond)
+		return dynamo.MerchantEventItem(e, 1)
+	})
+	deliveryPage := func(m string, status webhooks.Status) func(s *dynamo.Store) (int, error) {
+		return func(s *dynamo.Store) (int, error) {
+			ds, err := s.ListDeliveryPage(ctx, m, webhooks.DeliveryQuery{Status: status, Limit: limit})
+			return len(ds), err
+		}
+	}
+	eventPage := func(m string) func(s *dynamo.Store) (int, error) {
+		return func(s *dynamo.Store) (int, error) {
+			es, err := s.ListMerchantEvents(ctx, m, notifications.EventQuery{Limit: limit})
+			return len(es), err
+		}
+	}
 	for _, bc := range []struct {
 		name string
 		on   setup
 		page func(s *dynamo.Store) (int, error)
 	}{
-		{"deliveries/empty", empty, func(s *dynamo.Store) (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_big", webhooks.DeliveryQuery{Limit: limit})
-			return len(ds), err
-		}},
-		{"deliveries/10000", deliveries, func(s *dynamo.Store) (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_big", webhooks.DeliveryQuery{Limit: limit})
-			return len(ds), err
-		}},
-		{"deliveries/10000/failed", deliveries, func(s *dynamo.Store) (int, error) {
-			ds, err := s.ListDeliveryPage(ctx, "m_big", webhooks.DeliveryQuery{Status: webhooks.StatusFailed, Limit: limit})
-			return len(ds), err
-		}},
-		{"events/empty", empty, func(s *dynamo.Store) (int, error) {
-			es, err := s.ListMerchantEvents(ctx, "m_big", notifications.EventQuery{Limit: limit})
-			return len(es), err
-		}},
-		{"events/10000", events, func(s *dynamo.Store) (int, error) {
-			es, err := s.ListMerchantEvents(ctx, "m_big", notifications.EventQuery{Limit: limit})
-			return len(es), err
-		}},
+		// a merchant at one shard of each listing (every merchant created
+		// since per-merchant counts, until raised)
+		{"deliveries/1-shard/empty", empty, deliveryPage("m_small", "")},
+		{"deliveries/1-shard/10000", smallDeliveries, deliveryPage("m_small", "")},
+		{"deliveries/1-shard/10000/failed", smallDeliveries, deliveryPage("m_small", webhooks.StatusFailed)},
+		{"events/1-shard/empty", empty, eventPage("m_small")},
+		{"events/1-shard/10000", smallEvents, eventPage("m_small")},
+		// a merchant at the counts sized for 10,000 payments/s
+		{"deliveries/128-shards/empty", empty, deliveryPage("m_big", "")},
+		{"deliveries/128-shards/10000", deliveries, deliveryPage("m_big", "")},
+		{"deliveries/128-shards/10000/failed", deliveries, deliveryPage("m_big", webhooks.StatusFailed)},
+		{"events/32-shards/empty", empty, eventPage("m_big")},
+		{"events/32-shards/10000", events, eventPage("m_big")},
 		{"unroutable/empty", empty, func(s *dynamo.Store) (int, error) {
 			es, err := s.ListUnroutableEvents(ctx, limit)
 			return len(es), err

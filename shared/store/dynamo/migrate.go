@@ -129,7 +129,11 @@ func (s *Store) migrateDelivery(ctx context.Context, it map[string]types.Attribu
 		return err
 	}
 	d := rec.ToDelivery()
-	want, err := DeliveryItem(d, s.shards)
+	shards, err := s.writeShards(ctx, d.MerchantID)
+	if err != nil {
+		return err
+	}
+	want, err := DeliveryItem(d, shards.Deliveries)
 	if err != nil {
 		return err
 	}
@@ -171,12 +175,17 @@ func (s *Store) migrateEventLog(ctx context.Context, it map[string]types.Attribu
 		return err
 	}
 	e := rec.ToMerchantEvent()
+	shards, err := s.writeShards(ctx, e.MerchantID)
+	if err != nil {
+		return err
+	}
 	pk, sk := Keys(it)
-	if pk == EventLogPartition(e.MerchantID, e.ID, s.eventShards) {
+	want := EventLogPartition(e.MerchantID, e.ID, shards.Events)
+	if pk == want {
 		return nil
 	}
 	moved := maps.Clone(it)
-	moved[attrPK] = str(EventLogPartition(e.MerchantID, e.ID, s.eventShards))
+	moved[attrPK] = str(want)
 	if err := s.putItem(ctx, moved); err != nil {
 		return err
 	}

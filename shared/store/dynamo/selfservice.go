@@ -36,7 +36,11 @@ func eventLogSK(createdAt string, id string) string { return createdAt + "#" + i
 // PutMerchantEvent stores e in its merchant's history (an overwrite of the
 // same event writes the same item).
 func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error {
-	item, err := MerchantEventItem(e, s.eventShards)
+	shards, err := s.writeShards(ctx, e.MerchantID)
+	if err != nil {
+		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, err)
+	}
+	item, err := MerchantEventItem(e, shards.Events)
 	if err == nil {
 		err = checkSize(item)
 	}
@@ -50,14 +54,19 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first:
-// one strongly consistent Query per shard below the cursor with Limit =
+// its shard count (shards.go), then one strongly consistent Query per
+// shard below the cursor with Limit =
 // q.Limit, merged (readPage). The filters (pspReference, eventCode) are
 // fields inside the record, so they are applied while reading, not as a
 // FilterExpression; a page they leave short reads on in the shards that
 // have not read past it.
 func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
+	shards, err := s.readShards(ctx, merchantID)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+	}
 	l := listing{
-		shards: s.eventShards,
+		shards: shards.Events,
 		query: func(shard int) *dynamodb.QueryInput {
 			in := &dynamodb.QueryInput{
 				KeyConditionExpression:    aws.String("#pk = :pk"),

@@ -27,14 +27,24 @@ const (
 	gsiMerchants = "MERCHANTS"
 )
 
-// PutMerchant creates or replaces a merchant.
+// PutMerchant creates or replaces a merchant. A new merchant is created
+// with its listing shard counts (newShards, shards.go), in one
+// transaction; replacing one keeps its counts.
 func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	if m.ID == "" {
 		return fmt.Errorf("dynamo: put merchant: %w", errEmpty("id"))
 	}
 	item, err := MerchantItem(m)
 	if err == nil {
-		err = s.putItem(ctx, item)
+		_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
+			{Put: &types.Put{TableName: aws.String(s.table), Item: ShardsItem(m.ID, newShards), ConditionExpression: aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
+		}})
+		if transactionConditionFailed(err) { // it exists: replaced, its counts kept
+			err = s.putItem(ctx, item)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: put merchant %q: %w", m.ID, err)

@@ -226,7 +226,11 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	item, err := DeliveryItem(d, s.shards)
+	shards, err := s.writeShards(ctx, d.MerchantID)
+	if err != nil {
+		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
+	}
+	item, err := DeliveryItem(d, shards.Deliveries)
 	if err == nil {
 		err = checkSize(item)
 	}
