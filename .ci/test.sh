@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (README: `make test`; CI: .ci/run).
 # Checks the tools the tests need (installs Chromium when it is missing and
-# it may: .ci/chromium.sh), starts one moto_server for the whole run,
-# then runs formatting, vet, the template checks and every Go test with the
+# it may: .ci/chromium.sh), starts two moto_servers (one for the
+# end-to-end tests in ./tests, one for every other package), then runs formatting, vet, the template checks and every Go test with the
 # race detector (the single-goroutine capacity model without it), and the
 # benchmarks in smoke mode.
 set -euo pipefail
@@ -43,21 +43,49 @@ go vet ./...
 echo "== template (cfn-lint + SAM transform)"
 bash .ci/check-template.sh
 
-source .ci/moto.sh
-
 echo "== go test -race"
+# The end-to-end tests (./tests/...: some 6 minutes, much of it waiting on
+# moto, which serves one call at a time on one core) run beside everything
+# after this point, from the start, against a moto of their own (or the one
+# PAYSVC_TEST_AWS_ENDPOINT names), so the two cores stay busy; their output
+# comes last. A failing step does not stop the others: the run fails at the
+# end, naming every step that failed.
+user_endpoint="${PAYSVC_TEST_AWS_ENDPOINT:-}"
+e2e_log=$(mktemp)
+(
+  if [ -z "$user_endpoint" ]; then unset PAYSVC_TEST_AWS_ENDPOINT; fi
+  source .ci/moto.sh >/dev/null
+  go test -race -count=1 -timeout 20m ./tests/...
+) >"$e2e_log" 2>&1 &
+e2e_pid=$!
+source .ci/moto.sh
+failed=()
+step() { # step NAME COMMAND...: runs it, noting a failure
+  local name=$1
+  shift
+  "$@" || failed+=("$name")
+}
 # shared/capacity is the capacity model: arithmetic on one goroutine, where
 # the race detector has nothing to watch and runs 7x slower (over two
 # minutes of the suite's CPU); it runs without it.
-go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/shared/capacity$')
-go test -count=1 -timeout 10m ./shared/capacity/
+step "go test -race (packages)" go test -race -count=1 -timeout 20m $(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
+step "go test (capacity model)" go test -count=1 -timeout 10m ./shared/capacity/
 echo "== go test -race (the client module)"
-(cd shared/client && go test -race -count=1 -timeout 5m ./...)
+step "go test -race (client module)" bash -c 'cd shared/client && go test -race -count=1 -timeout 5m ./...'
 
 echo "== fuzz targets (each briefly; FUZZTIME=10m bash .ci/fuzz.sh for a long run)"
-bash .ci/fuzz.sh
+step "fuzz targets" bash .ci/fuzz.sh
 
 echo "== benchmarks (smoke: a few iterations, to keep them compiling and working)"
-go test -run '^$' -bench . -benchtime 3x -timeout 10m ./... >/dev/null
+step "benchmarks (smoke)" bash -c "go test -run '^\$' -bench . -benchtime 3x -timeout 10m ./... >/dev/null"
+
+echo "== go test -race ./tests/... (the end-to-end tests, run beside the steps above)"
+wait "$e2e_pid" || failed+=("go test -race ./tests/...")
+cat "$e2e_log"
+rm -f "$e2e_log"
+if [ "${#failed[@]}" -gt 0 ]; then
+  printf 'failed: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
 
 echo "== all checks passed"

@@ -75,7 +75,7 @@ import (
 // platform's.
 //
 // Seeds: 1 … PAYSVC_SIM_SEEDS_EMBEDDED (default 200) and 1 …
-// PAYSVC_SIM_SEEDS_DYNAMO (default simDynamoSeeds: see there why not 50),
+// PAYSVC_SIM_SEEDS_DYNAMO (default simDynamoSeeds, 50),
 // a few at a time, counted from PAYSVC_SIM_SEEDS_FROM instead of 1 when
 // set; `make soak` runs 10,000 and 1,000. PAYSVC_SIM_SEED=N
 // runs seed N alone on each store, as does
@@ -137,10 +137,10 @@ func TestLedgerSimulation(t *testing.T) {
 }
 
 // simDynamoSeeds is how many seeds run on DynamoDB by default: a seed
-// costs moto about 4 s (its table, its tenants, a call or more per step),
-// so 12 fit in the suite's time beside the embedded store's 200 (about a
-// minute under -race on 2 cores); `make soak` runs 1,000.
-const simDynamoSeeds = 12
+// costs moto about 3.3 s of CPU (its table, its tenants, some 580 calls),
+// which the end-to-end tests' own moto serves on the core the other test
+// packages leave (.ci/test.sh); `make soak` runs 1,000.
+const simDynamoSeeds = 50
 
 // simKindsSeeds is the fewest seeds whose run must have injected every
 // fault kind (seeds 1 … 10 do, on both stores).
