@@ -10,6 +10,10 @@ set -euo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")/.."
 fuzztime=${FUZZTIME:-2s}
+# Workers per target: one by default (make test runs this beside the
+# end-to-end tests; a brief run finds as much with one); FUZZPARALLEL=N for
+# more.
+parallel=${FUZZPARALLEL:-1}
 
 # Go 1.26's fuzz coordinator can fail a target with a bare "context
 # deadline exceeded" when -fuzztime ends while a worker is mid-call
@@ -21,7 +25,7 @@ run() {
   echo "fuzz $1 $2 ($fuzztime)"
   out=$(mktemp)
   for attempt in 1 2 3; do
-    if go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" >"$out" 2>&1; then
+    if go test "$1" -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -parallel "$parallel" >"$out" 2>&1; then
       rm -f "$out"; return 0
     fi
     if [ "$attempt" -lt 3 ] && deadline_flake "$out"; then

@@ -2,9 +2,10 @@
 # The project's test command (README: `make test`; CI: .ci/run).
 # Checks the tools the tests need (installs Chromium when it is missing and
 # it may: .ci/chromium.sh), starts two moto_servers (one for the
-# end-to-end tests in ./tests, one for every other package), then runs formatting, vet, the template checks and every Go test with the
-# race detector (the single-goroutine capacity model without it), and the
-# benchmarks in smoke mode.
+# end-to-end tests in ./tests, one for every other package), then runs
+# formatting, vet, the template checks, every Go test with the race
+# detector (the single-goroutine capacity model without it) and the
+# benchmarks in smoke mode, and the fuzz targets briefly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,12 +51,16 @@ echo "== go test -race"
 # PAYSVC_TEST_AWS_ENDPOINT names), so the two cores stay busy; their output
 # comes last. A failing step does not stop the others: the run fails at the
 # end, naming every step that failed.
+# Every package's benchmarks run too, a few iterations each after its tests
+# (a smoke check that they compile and work, in the same test binaries:
+# no second build of the module without the race detector).
+bench=(-bench . -benchtime 3x)
 user_endpoint="${PAYSVC_TEST_AWS_ENDPOINT:-}"
 e2e_log=$(mktemp)
 (
   if [ -z "$user_endpoint" ]; then unset PAYSVC_TEST_AWS_ENDPOINT; fi
   source .ci/moto.sh >/dev/null
-  go test -race -count=1 -timeout 20m ./tests/...
+  go test -race -count=1 "${bench[@]}" -timeout 20m ./tests/...
 ) >"$e2e_log" 2>&1 &
 e2e_pid=$!
 source .ci/moto.sh
@@ -68,16 +73,13 @@ step() { # step NAME COMMAND...: runs it, noting a failure
 # shared/capacity is the capacity model: arithmetic on one goroutine, where
 # the race detector has nothing to watch and runs 7x slower (over two
 # minutes of the suite's CPU); it runs without it.
-step "go test -race (packages)" go test -race -count=1 -timeout 20m $(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
-step "go test (capacity model)" go test -count=1 -timeout 10m ./shared/capacity/
+step "go test -race (packages)" go test -race -count=1 "${bench[@]}" -timeout 20m $(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
+step "go test (capacity model)" go test -count=1 "${bench[@]}" -timeout 10m ./shared/capacity/
 echo "== go test -race (the client module)"
 step "go test -race (client module)" bash -c 'cd shared/client && go test -race -count=1 -timeout 5m ./...'
 
 echo "== fuzz targets (each briefly; FUZZTIME=10m bash .ci/fuzz.sh for a long run)"
 step "fuzz targets" bash .ci/fuzz.sh
-
-echo "== benchmarks (smoke: a few iterations, to keep them compiling and working)"
-step "benchmarks (smoke)" bash -c "go test -run '^\$' -bench . -benchtime 3x -timeout 10m ./... >/dev/null"
 
 echo "== go test -race ./tests/... (the end-to-end tests, run beside the steps above)"
 wait "$e2e_pid" || failed+=("go test -race ./tests/...")
