@@ -51,16 +51,12 @@ echo "== go test -race"
 # PAYSVC_TEST_AWS_ENDPOINT names), so the two cores stay busy; their output
 # comes last. A failing step does not stop the others: the run fails at the
 # end, naming every step that failed.
-# Every package's benchmarks run too, a few iterations each after its tests
-# (a smoke check that they compile and work, in the same test binaries:
-# no second build of the module without the race detector).
-bench=(-bench . -benchtime 3x)
 user_endpoint="${PAYSVC_TEST_AWS_ENDPOINT:-}"
 e2e_log=$(mktemp)
 (
   if [ -z "$user_endpoint" ]; then unset PAYSVC_TEST_AWS_ENDPOINT; fi
   source .ci/moto.sh >/dev/null
-  go test -race -count=1 "${bench[@]}" -timeout 20m ./tests/...
+  go test -race -count=1 -timeout 20m ./tests/...
 ) >"$e2e_log" 2>&1 &
 e2e_pid=$!
 source .ci/moto.sh
@@ -73,10 +69,20 @@ step() { # step NAME COMMAND...: runs it, noting a failure
 # shared/capacity is the capacity model: arithmetic on one goroutine, where
 # the race detector has nothing to watch and runs 7x slower (over two
 # minutes of the suite's CPU); it runs without it.
-step "go test -race (packages)" go test -race -count=1 "${bench[@]}" -timeout 20m $(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
-step "go test (capacity model)" go test -count=1 "${bench[@]}" -timeout 10m ./shared/capacity/
+pkgs=$(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
+step "go test -race (packages)" go test -race -count=1 -timeout 20m $pkgs
+step "go test (capacity model)" go test -count=1 -bench . -benchtime 3x -timeout 10m ./shared/capacity/
 echo "== go test -race (the client module)"
 step "go test -race (client module)" bash -c 'cd shared/client && go test -race -count=1 -timeout 5m ./...'
+
+# The benchmarks, a few iterations each: a smoke check that they compile
+# and work. With the race detector, so that the packages built for the
+# tests serve (a clean clone builds everything afresh: a build without it
+# would compile the module a second time); -bench runs one package at a
+# time, so it is a step of its own, beside the end-to-end tests.
+echo "== benchmarks (smoke: a few iterations, to keep them compiling and working)"
+bench_smoke() { go test -race -count=1 -run '^$' -bench . -benchtime 3x -timeout 10m $pkgs >/dev/null; }
+step "benchmarks (smoke)" bench_smoke
 
 echo "== fuzz targets (each briefly; FUZZTIME=10m bash .ci/fuzz.sh for a long run)"
 step "fuzz targets" bash .ci/fuzz.sh
