@@ -51,37 +51,55 @@ type server struct {
 	err      error
 }
 
-// shared is the one moto_server of this process.
-var shared server
+// shared is the one moto_server of this process; second, another one
+// (Second).
+var shared, second server
 
 // Endpoint returns the URL of a moto server, starting one if needed.
 func Endpoint() (string, error) {
 	if ep := os.Getenv(EnvEndpoint); ep != "" {
 		return ep, nil
 	}
-	shared.once.Do(shared.start)
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.err != nil {
-		return "", fmt.Errorf("moto: %w", shared.err)
-	}
-	if shared.cmd == nil {
-		return "", errors.New("moto: server already stopped (Stop was called before)")
-	}
-	return shared.endpoint, nil
+	return shared.url()
 }
 
-// Stop kills the moto_server started by Endpoint, if any. It is safe to call
-// more than once and when no server was started.
+// Second returns the URL of a second moto server of this process, started
+// on first use whatever $PAYSVC_TEST_AWS_ENDPOINT says: moto serves one
+// call at a time on one core, so a test that keeps a server busy spreads
+// its work over both.
+func Second() (string, error) { return second.url() }
+
+// url is s's URL, s started on first use.
+func (s *server) url() (string, error) {
+	s.once.Do(s.start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return "", fmt.Errorf("moto: %w", s.err)
+	}
+	if s.cmd == nil {
+		return "", errors.New("moto: server already stopped (Stop was called before)")
+	}
+	return s.endpoint, nil
+}
+
+// Stop kills the moto_servers started by Endpoint and Second, if any. It
+// is safe to call more than once and when no server was started.
 func Stop() {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if shared.cmd == nil {
+	for _, s := range []*server{&shared, &second} {
+		s.stop()
+	}
+}
+
+func (s *server) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
 		return
 	}
-	killGroup(shared.cmd)
-	<-shared.exited
-	shared.cmd = nil
+	killGroup(s.cmd)
+	<-s.exited
+	s.cmd = nil
 }
 
 // start launches moto_server and waits until it answers.

@@ -69,8 +69,10 @@ type Stores interface {
 
 // Options choose how an Env is built.
 type Options struct {
-	// Dynamo runs on DynamoDB (moto) instead of the embedded store.
-	Dynamo bool
+	// Dynamo runs on DynamoDB (moto) instead of the embedded store;
+	// DynamoEndpoint is the moto server's URL ("": moto.Endpoint).
+	Dynamo         bool
+	DynamoEndpoint string
 	// WrapIdem wraps the idempotency store (fault injection).
 	WrapIdem func(idempotency.Store) idempotency.Store
 	// IdemRetention is how long the service keeps idempotency keys (0:
@@ -371,7 +373,10 @@ func NewWith(t testing.TB, opts Options) *Env {
 	var client *dynamodb.Client
 	var table string
 	if opts.Dynamo {
-		endpoint := moto.Endpoint(t)
+		endpoint := opts.DynamoEndpoint
+		if endpoint == "" {
+			endpoint = moto.Endpoint(t)
+		}
 		client = moto.DynamoClient(t, endpoint)
 		table = moto.TableName(t)
 		if err := dynamo.CreateTable(context.Background(), client, table); err != nil {

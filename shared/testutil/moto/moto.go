@@ -29,14 +29,28 @@ const Region = motoserver.Region
 // It fails t if the server cannot be started.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	ep, err := motoserver.Endpoint()
+	return must(t, motoserver.Endpoint)
+}
+
+// must is start's URL, or t fails.
+func must(t testing.TB, start func() (string, error)) string {
+	t.Helper()
+	ep, err := start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ep
 }
 
-// Stop kills the moto_server started by Endpoint, if any.
+// Second returns the URL of a second moto server of this test binary,
+// started on first use (motoserver.Second). It fails t if the server
+// cannot be started.
+func Second(t testing.TB) string {
+	t.Helper()
+	return must(t, motoserver.Second)
+}
+
+// Stop kills the moto_servers started by Endpoint and Second, if any.
 func Stop() { motoserver.Stop() }
 
 // Run runs the tests and then stops the server; use it from TestMain.
