@@ -176,7 +176,7 @@ func (s *Store) listDeliveries(ctx context.Context, merchantID string, status we
 	if after != nil {
 		below = listingSK(after.CreatedAt, after.ID)
 	}
-	shards, err := s.readShards(ctx, merchantID)
+	shards, err := s.ListingShards(ctx, merchantID)
 	if err != nil {
 		return nil, err
 	}

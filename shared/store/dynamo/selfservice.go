@@ -61,7 +61,7 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 // FilterExpression; a page they leave short reads on in the shards that
 // have not read past it.
 func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
-	shards, err := s.readShards(ctx, merchantID)
+	shards, err := s.ListingShards(ctx, merchantID)
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
 	}

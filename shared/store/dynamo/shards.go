@@ -86,12 +86,12 @@ func (s *Store) writeShards(ctx context.Context, merchantID string) (ListingShar
 	if v, ok := s.shardCache.get(merchantID, s.clock.Now()); ok {
 		return v, nil
 	}
-	return s.readShards(ctx, merchantID)
+	return s.ListingShards(ctx, merchantID)
 }
 
-// readShards are merchantID's counts as stored (strongly consistent: a
+// ListingShards are merchantID's counts as stored (strongly consistent: a
 // reader's count covers every writer's).
-func (s *Store) readShards(ctx context.Context, merchantID string) (ListingShards, error) {
+func (s *Store) ListingShards(ctx context.Context, merchantID string) (ListingShards, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(s.table), Key: itemKey(pfxMerchant+merchantID, skShards), ConsistentRead: aws.Bool(true),
 	})
@@ -107,11 +107,6 @@ func (s *Store) readShards(ctx context.Context, merchantID string) (ListingShard
 	}
 	s.shardCache.put(merchantID, v, s.clock.Now())
 	return v, nil
-}
-
-// ListingShards returns merchantID's counts as stored.
-func (s *Store) ListingShards(ctx context.Context, merchantID string) (ListingShards, error) {
-	return s.readShards(ctx, merchantID)
 }
 
 // ErrLowerShards: a count can only be raised.
@@ -130,11 +125,11 @@ func (s *Store) RaiseListingShards(ctx context.Context, merchantID string, deliv
 		return ListingShards{}, fmt.Errorf("dynamo: raise listing shards of %q: counts %d, %d: want 1 … %d", merchantID, deliveries, events, MaxListingShards)
 	}
 	for range 5 {
-		cur, err := s.readShards(ctx, merchantID)
+		cur, err := s.ListingShards(ctx, merchantID)
 		if err != nil {
 			return ListingShards{}, fmt.Errorf("dynamo: %w", err)
 		}
-		next := ListingShards{Deliveries: max(deliveries, 0), Events: max(events, 0), Own: true}
+		next := ListingShards{Deliveries: deliveries, Events: events, Own: true}
 		if next.Deliveries == 0 {
 			next.Deliveries = cur.Deliveries
 		}

@@ -54,13 +54,12 @@ type pendingTx struct {
 	// change, if set, is the write on a kv (fn is change on the
 	// transaction): the committer's journal may make it durable instead.
 	change func(kv) error
-	// solo: runs alone, never in a group, as exclusive: alone is all
-	// it does.
-	solo  bool
-	alone func() error
-	err   error
-	done  chan struct{} // closed once err is final
-	lead  chan struct{} // this writer leads the next commit
+	// solo, if set, is all the writer does, alone, never in a group
+	// (exclusive).
+	solo func() error
+	err  error
+	done chan struct{} // closed once err is final
+	lead chan struct{} // this writer leads the next commit
 }
 
 func (c *committer) update(fn func(*bolt.Tx) error) error {
@@ -77,7 +76,7 @@ func (c *committer) change(change func(kv) error) error {
 // started until it returns (Close: the journal's state is the leader's).
 // fn must not call the committer; c.run commits from inside it.
 func (c *committer) exclusive(fn func() error) error {
-	return c.enqueue(&pendingTx{solo: true, alone: fn})
+	return c.enqueue(&pendingTx{solo: fn})
 }
 
 func (c *committer) enqueue(p *pendingTx) error {
@@ -112,7 +111,7 @@ func (c *committer) wait(p *pendingTx) error {
 		default:
 		}
 		c.leading = true
-		if len(c.pending) == 1 && !p.solo {
+		if len(c.pending) == 1 && p.solo == nil {
 			c.mu.Unlock()
 			c.gather()
 			c.mu.Lock()
@@ -184,7 +183,7 @@ func (c *committer) gather() {
 func groupSize(pending []*pendingTx) int {
 	n := min(len(pending), maxGroup)
 	for i, p := range pending[:n] {
-		if p.solo {
+		if p.solo != nil {
 			return max(i, 1)
 		}
 	}
@@ -201,8 +200,8 @@ func (c *committer) commit(group []*pendingTx) {
 			close(p.done)
 		}
 	}()
-	if p := group[0]; p.solo {
-		p.err = safeAlone(p.alone)
+	if p := group[0]; p.solo != nil {
+		p.err = safeSolo(p.solo)
 		return
 	}
 	if c.journal != nil && len(group) <= maxJournaled && journalable(group) {
@@ -292,8 +291,8 @@ func safeJournal(journal func([]func(kv) error) (bool, error), changes []func(kv
 	return journal(changes)
 }
 
-// safeAlone is safe for an exclusive writer's fn.
-func safeAlone(fn func() error) (err error) {
+// safeSolo is safe for an exclusive writer's fn.
+func safeSolo(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("embedded: panic in an exclusive write: %v", r)
