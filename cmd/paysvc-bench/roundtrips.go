@@ -26,6 +26,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/yp/paysvc/internal/motoserver"
+	"github.com/yp/paysvc/shared/capacity"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
@@ -57,6 +58,7 @@ type call struct {
 	Service  string // "DynamoDB", "SQS", "" for pseudo-operations
 	Op       string // API name, e.g. PutItem
 	What     string // domain meaning, e.g. "idempotency: claim"
+	Shape    string // a DynamoDB call's shape (capacity.ShapeOf)
 	Start    time.Time
 	End      time.Time
 	Attempts int // HTTP attempts (retries included)
@@ -85,7 +87,8 @@ func (r *callRecorder) apiOption(service string) func(*middleware.Stack) error {
 				op := awsmiddleware.GetOperationName(ctx)
 				start := time.Now()
 				out, md, err := next.HandleInitialize(ctx, in)
-				r.add(call{Service: service, Op: op, What: classify(service, op, in.Parameters), Start: start, End: time.Now(), Attempts: *attempts})
+				shape, _ := capacity.ShapeOf(in.Parameters)
+				r.add(call{Service: service, Op: op, What: classify(service, op, in.Parameters), Shape: shape, Start: start, End: time.Now(), Attempts: *attempts})
 				return out, md, err
 			}), middleware.Before)
 		if err != nil {
@@ -332,6 +335,7 @@ type rtRow struct {
 	Name     string
 	Requests int            // measured requests
 	Counts   map[string]int // What → calls, summed over the requests
+	Shapes   map[string]int // shape → DynamoDB calls, summed, tenant reads aside (cached)
 	Total    int            // calls of every kind, summed
 	Retries  int            // extra HTTP attempts, summed
 	DepthMin int            // sequential store steps (min, max over the requests)
@@ -593,7 +597,7 @@ func (e *rtEnv) notify(psp, code string) error {
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
 // calls of each request's timeline.
 func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, error) {
-	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
+	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, Shapes: map[string]int{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
 		logged := e.logs.n.Load()
@@ -612,6 +616,9 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		row.DepthMax = max(row.DepthMax, depth)
 		for _, c := range calls {
 			row.Counts[c.What]++
+			if c.Shape != "" && !cachedRead(c.What) {
+				row.Shapes[c.Shape]++
+			}
 			if c.Service != "" {
 				row.Total++
 				row.Retries += max(c.Attempts-1, 0)
@@ -750,10 +757,10 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := e.sim.Sim.Flush(context.Background()); err != nil {
 			t.Logf("simulator flush: %v", err)
 		}
-		for _, psp := range psps {
-			if err := e.notify(psp, upstream.EventCapture); err != nil {
-				return err
-			}
+		if err := measure("notification CAPTURE (receiver)", n, func(i int) error {
+			return e.notify(psps[i], upstream.EventCapture)
+		}); err != nil {
+			return err
 		}
 		if err := measureOn("POST refunds (Idempotency-Key)", psps, on("refunds"), fixed(refundBody), "ref"); err != nil {
 			return err

@@ -123,7 +123,10 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 		// a capture or reversal writes its request (which takes the key's
 		// claim in its transaction) and its answer, reading nothing first
 		// (2, besides the rate-limit hit and the claim's completion)
-		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 4, ReqReversals: 4,
+		ReqPayments: 4, ReqReplay: 2, ReqCaptures: 4, ReqReversals: 4, ReqRefunds: 4,
+		// a session: the claim, the rate-limit hit, the session, the
+		// completion
+		ReqSessions: 4,
 		// details: the head and the pending record read at once, the
 		// head's update from what was read
 		ReqDetails: 6,
@@ -342,6 +345,8 @@ func TestReportAndCost(t *testing.T) {
 			ReqPayments: fn("PaymentsFunction", 320, 900), ReqReplay: fn("PaymentsFunction", 12, 700),
 			ReqDetails: fn("PaymentsFunction", 320, 900), ReqCaptures: fn("ModificationsFunction", 330, 950),
 			ReqReversals: fn("ModificationsFunction", 330, 950), ReqNotifications: fn("NotificationsFunction", 40, 1200),
+			ReqRefunds: fn("ModificationsFunction", 330, 950), ReqAmountUpdates: fn("ModificationsFunction", 335, 950),
+			ReqSessions: fn("SessionsFunction", 300, 800),
 			ReqAttempts: fn("WebhookDispatcherFunction", 150, 4000), ReqHops: fn("WebhookDispatcherFunction", 15, 600),
 		},
 		AccessLogBytes: 700, Source: "test inputs",

@@ -69,7 +69,7 @@ type Cost struct {
 }
 
 // apiRequests are the request kinds that pass API Gateway.
-var apiRequests = []string{ReqPayments, ReqReplay, ReqDetails, ReqCaptures, ReqReversals, ReqNotifications}
+var apiRequests = []string{ReqSessions, ReqPayments, ReqReplay, ReqDetails, ReqCaptures, ReqReversals, ReqRefunds, ReqAmountUpdates, ReqNotifications}
 
 // functionKinds are the request kinds a Lambda function serves: the API's
 // and the dispatcher's (attempts, and hops of retries not yet due).

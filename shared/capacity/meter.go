@@ -81,6 +81,35 @@ type Meter struct {
 	byIndex map[string]*Units
 	maxItem map[string]int // largest item written, per family of its table key
 	ops     int
+	shapes  []string // the shape of each call since TakeShapes
+}
+
+// TakeShapes returns the shapes of the calls metered since the last take
+// (shape.go), in order.
+func (m *Meter) TakeShapes() []string {
+	out := m.shapes
+	m.shapes = nil
+	return out
+}
+
+// call counts one metered call of shape kind on parts.
+func (m *Meter) call(kind string, parts ...Part) {
+	m.ops++
+	m.shapes = append(m.shapes, shape(kind, parts...))
+}
+
+// written is the item a write names: new, or old for a delete.
+func written(old, new dynamo.Item) dynamo.Item {
+	if new != nil {
+		return new
+	}
+	return old
+}
+
+// tablePart is the table partition of it.
+func tablePart(it dynamo.Item) Part {
+	pk, _ := dynamo.Keys(it)
+	return Part{Table, pk}
 }
 
 // NewMeter returns a meter with weight 1.
@@ -191,7 +220,7 @@ func readUnits(n int, consistent bool) float64 {
 // and an insert of the new one, each entry its projection's size
 // (dynamo.IndexEntry).
 func (m *Meter) Put(old, new dynamo.Item) {
-	m.ops++
+	m.call("write", tablePart(written(old, new)))
 	m.write(old, new, 1)
 }
 
@@ -204,7 +233,11 @@ type Write struct{ Old, New dynamo.Item }
 // item of a transaction: 2 write units per KB); the index updates it
 // causes are propagated after the commit and cost what a plain write's do.
 func (m *Meter) TransactWrite(writes ...Write) {
-	m.ops++
+	parts := make([]Part, 0, len(writes))
+	for _, w := range writes {
+		parts = append(parts, tablePart(written(w.Old, w.New)))
+	}
+	m.call("transact", parts...)
 	for _, w := range writes {
 		m.write(w.Old, w.New, 2)
 	}
@@ -212,11 +245,7 @@ func (m *Meter) TransactWrite(writes ...Write) {
 
 // write meters old replaced by new at factor times the table's units.
 func (m *Meter) write(old, new dynamo.Item, factor float64) {
-	ref := new
-	if ref == nil {
-		ref = old
-	}
-	pk, _ := dynamo.Keys(ref)
+	pk, _ := dynamo.Keys(written(old, new))
 	size := max(dynamo.ItemSize(old), dynamo.ItemSize(new))
 	m.add(Part{Table, pk}, factor*writeUnits(size), 0)
 	if new != nil {
@@ -260,14 +289,14 @@ func sameEntry(a, b dynamo.Item) bool {
 // FailedPut meters a conditional write whose condition failed: it
 // consumes the write units of the item it was checked against.
 func (m *Meter) FailedPut(existing dynamo.Item) {
-	m.ops++
+	m.call("write", tablePart(existing))
 	pk, _ := dynamo.Keys(existing)
 	m.add(Part{Table, pk}, writeUnits(dynamo.ItemSize(existing)), 0)
 }
 
 // Get meters a GetItem of it (strongly consistent, as the adapter reads).
 func (m *Meter) Get(it dynamo.Item) {
-	m.ops++
+	m.call("get", tablePart(it))
 	pk, _ := dynamo.Keys(it)
 	m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
 }
@@ -275,7 +304,11 @@ func (m *Meter) Get(it dynamo.Item) {
 // BatchGet meters one BatchGetItem of items (strongly consistent): each
 // its read units on its partition.
 func (m *Meter) BatchGet(items ...dynamo.Item) {
-	m.ops++
+	parts := make([]Part, 0, len(items))
+	for _, it := range items {
+		parts = append(parts, tablePart(it))
+	}
+	m.call("batchget", parts...)
 	for _, it := range items {
 		pk, _ := dynamo.Keys(it)
 		m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
@@ -285,16 +318,13 @@ func (m *Meter) BatchGet(items ...dynamo.Item) {
 // Query meters one Query of partition pk in index ("" for the table)
 // returning items: their sizes summed, then rounded.
 func (m *Meter) Query(index, pk string, consistent bool, items ...dynamo.Item) {
-	m.ops++
+	m.call("query", Part{index, pk})
 	n := 0
 	for _, it := range items {
 		n += dynamo.ItemSize(it)
 	}
 	m.add(Part{index, pk}, 0, readUnits(n, consistent))
 }
-
-// ReadUnits meters r read units on a partition (cache refreshes).
-func (m *Meter) ReadUnits(p Part, r float64) { m.ops++; m.add(p, 0, r) }
 
 // Result is what a meter counted.
 type Result struct {

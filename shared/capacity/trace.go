@@ -41,6 +41,19 @@ type Mix struct {
 	Captured float64 // of the authorised: captured by POST captures (manual capture)
 	Refunded float64 // of the captured: refunded by POST reversals
 	Replayed float64 // POST payments sent again with its Idempotency-Key (a replay)
+	// Sessions: checkouts that create a session first (POST sessions; the
+	// payment itself is still metered as a POST payments, which
+	// overstates a sessions flow's payment).
+	Sessions float64
+	// AmountUpdates: of the authorised, an amount update (POST
+	// amount-updates) after the AUTHORISATION notification, notified by
+	// AUTHORISATION_ADJUSTMENT, before any capture. A pre-authorisation's
+	// (hotels, car rental): none in FullMix's web shop; the check against
+	// moto (cmd/paysvc-bench) runs a mix with some.
+	AmountUpdates float64
+	// PartRefunds: of the captured and not reversed, a partial refund (POST
+	// refunds) after the CAPTURE notification.
+	PartRefunds float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -72,7 +85,7 @@ type Mix struct {
 func FullMix() Mix {
 	return Mix{
 		Rate: 10_000, Seconds: 60, Sample: 1,
-		ThreeDS: 0.25, Refused: 0.08, Captured: 0.6, Refunded: 0.05, Replayed: 0.01,
+		ThreeDS: 0.25, Refused: 0.08, Captured: 0.6, Refunded: 0.03, PartRefunds: 0.02, Replayed: 0.01, Sessions: 0.2,
 		Subscriptions: 2, Failing: 0.05, FailAttempts: 3,
 		KeyRate: 20_000, CacheTTL: 5 * time.Second,
 		Instances: map[string]int{
@@ -108,6 +121,9 @@ const (
 	ReqDetails       = "POST payments/details"
 	ReqCaptures      = "POST captures"
 	ReqReversals     = "POST reversals"
+	ReqRefunds       = "POST refunds"
+	ReqAmountUpdates = "POST amount-updates"
+	ReqSessions      = "POST sessions"
 	ReqNotifications = "notification (receiver)"
 	ReqAttempts      = "webhook attempt (dispatcher)"
 	ReqHops          = "webhook retry hop (dispatcher, not yet due)"
@@ -123,6 +139,9 @@ type TraceResult struct {
 	// Calls are the DynamoDB calls of one request of each kind, tenant
 	// reads (cached) aside: what cmd/paysvc-bench counts on moto.
 	Calls map[string]float64
+	// Shapes are those calls by shape (shape.go): how many of each a
+	// request of the kind makes.
+	Shapes map[string]map[string]float64
 	// SQSDelayed is how many messages of the deliveries queue wait out a
 	// delay at once under this traffic sustained: a failed attempt's
 	// retry is a new message delayed by the backoff (in hops of at most
@@ -166,6 +185,9 @@ const (
 	kCapture
 	kRefund
 	kAttempt
+	kSession
+	kAmountUpdate
+	kPartRefund
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -177,7 +199,15 @@ type task struct {
 	i       int   // the payment's number
 }
 
-var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund}
+var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund, upstream.EventAuthorisationAdjustment}
+
+// Indexes in eventCodes.
+const (
+	codeAuthorisation = iota
+	codeCapture
+	codeRefund
+	codeAdjustment
+)
 
 // Run replays m through the adapter's item builders and meters it.
 func Run(m Mix) (*TraceResult, error) {
@@ -186,7 +216,7 @@ func Run(m Mix) (*TraceResult, error) {
 	}
 	r := &replay{
 		mix: m, meter: NewMeter(), queue: map[int][]task{}, requests: map[string]float64{}, rateCounts: map[string]int{},
-		calls: map[string]int{}, runs: map[string]int{},
+		shapes: map[string]map[string]int{}, runs: map[string]int{},
 	}
 	r.meter.Weight = float64(m.Sample)
 	if err := r.tenants(); err != nil {
@@ -195,6 +225,9 @@ func Run(m Mix) (*TraceResult, error) {
 	for s := 0; s < m.Seconds || len(r.queue) > 0; s++ {
 		if s < m.Seconds {
 			for i := s * m.Rate; i < (s+1)*m.Rate; i += m.Sample {
+				if r.life(i).session { // the checkout's session first
+					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
+				}
 				r.queue[s] = append(r.queue[s], task{kind: kPay, i: i})
 			}
 		}
@@ -205,13 +238,18 @@ func Run(m Mix) (*TraceResult, error) {
 		delete(r.queue, s)
 		r.meter.At(s)
 		r.cacheRefresh()
+		r.meter.TakeShapes() // cached reads are no request's
 		for k := 0; k < len(tasks); k++ {
-			ops := r.meter.ops
 			if err := r.run(s, tasks[k]); err != nil {
 				return nil, err
 			}
 			label := tasks[k].label()
-			r.calls[label] += r.meter.ops - ops
+			if r.shapes[label] == nil {
+				r.shapes[label] = map[string]int{}
+			}
+			for _, sh := range r.meter.TakeShapes() {
+				r.shapes[label][sh]++
+			}
 			r.runs[label]++
 			if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
 				tasks = append(tasks, more...)
@@ -221,19 +259,24 @@ func Run(m Mix) (*TraceResult, error) {
 	}
 	r.meter.Close()
 	payments := float64(m.Rate * m.Seconds)
-	calls := map[string]float64{}
+	calls, shapes := map[string]float64{}, map[string]map[string]float64{}
 	for label, n := range r.runs {
-		calls[label] = float64(r.calls[label]) / float64(n)
+		shapes[label] = map[string]float64{}
+		for sh, c := range r.shapes[label] {
+			shapes[label][sh] = float64(c) / float64(n)
+			calls[label] += float64(c) / float64(n)
+		}
 	}
 	if r.requests[ReqHops] > 0 {
 		calls[ReqHops] = 0 // a hop reads and writes nothing
+		shapes[ReqHops] = map[string]float64{}
 	}
 	unroutable, err := r.unroutableEntry()
 	if err != nil {
 		return nil, err
 	}
 	return &TraceResult{
-		Mix: m, Payments: payments, Requests: r.requests, Calls: calls,
+		Mix: m, Payments: payments, Requests: r.requests, Calls: calls, Shapes: shapes,
 		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
 		UnroutableWCU: r.requests[ReqNotifications] / float64(m.Seconds) * 2 * writeUnits(dynamo.ItemSize(unroutable)),
 		Result:        r.meter.Result(),
@@ -262,6 +305,12 @@ func (t task) label() string {
 		return ReqCaptures
 	case kRefund:
 		return ReqReversals
+	case kSession:
+		return ReqSessions
+	case kAmountUpdate:
+		return ReqAmountUpdates
+	case kPartRefund:
+		return ReqRefunds
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -273,11 +322,11 @@ type replay struct {
 	meter      *Meter
 	queue      map[int][]task
 	requests   map[string]float64
-	rateCounts map[string]int // hits per rate-limit counter
-	rr         int            // round robin over a sharded window
-	delayed    float64        // message-seconds delayed by backoffs
-	calls      map[string]int // DynamoDB calls per task label
-	runs       map[string]int // tasks per label
+	rateCounts map[string]int            // hits per rate-limit counter
+	rr         int                       // round robin over a sharded window
+	delayed    float64                   // message-seconds delayed by backoffs
+	shapes     map[string]map[string]int // DynamoDB calls per task label, by shape
+	runs       map[string]int            // tasks per label
 	// cached tenant items, refreshed per instance and TTL
 	apiKey, site, merchant, subList dynamo.Item
 	subs                            []dynamo.Item
@@ -309,6 +358,7 @@ func share(i int, purpose string, p float64) bool {
 // life is what happens to payment i.
 type life struct {
 	tds, refused, captured, refunded, replayed bool
+	session, updated, partRefunded             bool
 }
 
 func (r *replay) life(i int) life {
@@ -316,6 +366,9 @@ func (r *replay) life(i int) life {
 	l := life{tds: share(i, "3ds", m.ThreeDS), refused: share(i, "refused", m.Refused), replayed: share(i, "replay", m.Replayed)}
 	l.captured = !l.refused && share(i, "capture", m.Captured)
 	l.refunded = l.captured && share(i, "refund", m.Refunded)
+	l.session = share(i, "session", m.Sessions)
+	l.updated = !l.refused && share(i, "amount-update", m.AmountUpdates)
+	l.partRefunded = l.captured && !l.refunded && share(i, "part-refund", m.PartRefunds)
 	return l
 }
 
@@ -349,6 +402,12 @@ func (r *replay) run(s int, t task) error {
 		return r.refund(s, t.i)
 	case kAttempt:
 		return r.attempt(s, t)
+	case kSession:
+		return r.session(s, t.i)
+	case kAmountUpdate:
+		return r.amountUpdate(s, t.i)
+	case kPartRefund:
+		return r.partRefund(s, t.i)
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
 }
@@ -514,7 +573,7 @@ func claimItem(key string, now time.Time) (dynamo.Item, error) {
 // the rate-limit hit alongside the reservation, which takes the
 // idempotency claim in its transaction (httpapi's ClaimOnWrite), the
 // answer's write, the claim completed.
-func (r *replay) modification(req, what string, s, i, n int) error {
+func (r *replay) modification(req, what string, s, i, n int, read ...ledgerState) error {
 	now := r.at(s, i)
 	r.count(req)
 	r.rateHit(now)
@@ -526,6 +585,11 @@ func (r *replay) modification(req, what string, s, i, n int) error {
 	before, reserved, settled := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now), r.ledgerAt(i, n+1, now)
 	if err := r.write(before, reserved, Write{New: claimed}); err != nil { // the request, before the upstream call
 		return err
+	}
+	for _, st := range read { // a read of the head while the platform answers
+		if err := r.getPayment(st); err != nil {
+			return err
+		}
 	}
 	if err := r.write(reserved, settled); err != nil { // the answer
 		return err
@@ -589,7 +653,7 @@ func (r *replay) pay(s, i int) error {
 	if l.tds {
 		r.later(s+r.mix.DetailsAfter, task{kind: kDetails, i: i})
 	} else {
-		r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 0, i: i})
+		r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAuthorisation, i: i})
 	}
 	return nil
 }
@@ -638,7 +702,7 @@ func (r *replay) details(s, i int) error {
 	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
 		return err
 	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 0, i: i})
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAuthorisation, i: i})
 	return nil
 }
 
@@ -646,15 +710,58 @@ func (r *replay) capture(s, i int) error {
 	if err := r.modification(ReqCaptures, "capture", s, i, r.stage(i, stageCaptureRequested)); err != nil {
 		return err
 	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 1, i: i})
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeCapture, i: i})
 	return nil
+}
+
+// amountUpdate is POST amount-updates on payment i: an operation like a
+// capture that also reads the payment's head while the platform answers.
+func (r *replay) amountUpdate(s, i int) error {
+	n := r.stage(i, stageUpdateRequested)
+	if err := r.modification(ReqAmountUpdates, "amount-update", s, i, n, r.ledgerAt(i, n, r.at(s, i))); err != nil {
+		return err
+	}
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAdjustment, i: i})
+	return nil
+}
+
+// partRefund is POST refunds of part of payment i's capture.
+func (r *replay) partRefund(s, i int) error {
+	if err := r.modification(ReqRefunds, "part-refund", s, i, r.stage(i, stagePartRefundRequested)); err != nil {
+		return err
+	}
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeRefund, i: i})
+	return nil
+}
+
+// session is POST sessions for payment i's checkout: the rate-limit hit
+// and the claim, the session written beside the claim's completion.
+func (r *replay) session(s, i int) error {
+	now, key, claimed, err := r.request(ReqSessions, "session", s, i)
+	if err != nil {
+		return err
+	}
+	id := fmt.Sprintf("CS%014d", i)
+	it, err := dynamo.SessionItem(payments.Session{
+		ID: id, MerchantID: traceMerchant, SiteID: traceSite, Reference: fmt.Sprintf("order-%09d", i),
+		Amount: money.Amount{Value: 4999, Currency: "EUR"}, ShopperReference: fmt.Sprintf("shopper-%09d", i%100_000),
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour),
+	})
+	if err != nil {
+		return err
+	}
+	r.meter.Put(nil, it)
+	body := []byte(fmt.Sprintf(`{"id":%q,"sessionData":%q,"amount":{"currency":"EUR","value":4999},"reference":"order-%09d","returnUrl":"https://bigshop.example/checkout/return","expiresAt":%q,"merchantAccount":%q}`,
+		id, strings.Repeat("s", 1500), i, now.Add(time.Hour).Format(time.RFC3339), traceAccount))
+	_, err = r.complete(claimed, key, now, body)
+	return err
 }
 
 func (r *replay) refund(s, i int) error {
 	if err := r.modification(ReqReversals, "refund", s, i, r.stage(i, stageReversalRequested)); err != nil {
 		return err
 	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: 2, i: i})
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeRefund, i: i})
 	return nil
 }
 
@@ -672,10 +779,10 @@ func (r *replay) item(i, code int, now time.Time) upstream.NotificationRequestIt
 			upstream.MetadataPrefix + payments.MetaSource: string(payments.SourceAdvanced),
 		},
 	}
-	if code > 0 {
-		it.PSPReference, it.OriginalReference = fmt.Sprintf("M%015d", i), psp(i)
+	if code != codeAuthorisation {
+		it.PSPReference, it.OriginalReference = modRef(i, code), psp(i)
 	}
-	if code == 0 && r.life(i).refused {
+	if code == codeAuthorisation && r.life(i).refused {
 		it.Success, it.Reason = "false", "Refused"
 	}
 	return it
@@ -726,13 +833,13 @@ func (r *replay) notify(s, i, code int) error {
 	if err != nil {
 		return err
 	}
-	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified}[code])
+	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified, stageUpdateNotified}[code])
 	before, after := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now)
 	r.meter.Get(committed) // GetEvent: not stored yet
 	if err := r.getPayment(before); err != nil {
 		return err
 	}
-	if code != 0 { // the entry the notification is a fact of
+	if code != codeAuthorisation { // the entry the notification is a fact of
 		if err := r.getEntries(after, modRef(i, code)); err != nil {
 			return err
 		}
@@ -759,15 +866,19 @@ func (r *replay) notify(s, i, code int) error {
 		r.count(ReqSQSSend)
 		r.later(s, task{kind: kAttempt, code: uint8(code), sub: uint8(sub), attempt: 1, i: i})
 	}
-	if code == 0 {
+	if code == codeAuthorisation {
 		r.meter.Query(dynamo.Indexes[0].Name, "PAYMENT#"+psp(i), false, committed) // replayUnroutable
 	}
 	r.meter.Put(committed, processed)
 	switch {
-	case code == 0 && l.captured:
+	case code == codeAuthorisation && l.updated:
+		r.later(s+r.mix.CaptureAfter, task{kind: kAmountUpdate, i: i})
+	case (code == codeAuthorisation || code == codeAdjustment) && l.captured:
 		r.later(s+r.mix.CaptureAfter, task{kind: kCapture, i: i})
-	case code == 1 && l.refunded:
+	case code == codeCapture && l.refunded:
 		r.later(s+r.mix.RefundAfter, task{kind: kRefund, i: i})
+	case code == codeCapture && l.partRefunded:
+		r.later(s+r.mix.RefundAfter, task{kind: kPartRefund, i: i})
 	}
 	return nil
 }
@@ -857,6 +968,11 @@ const (
 	stageReversalRequested
 	stageReversed
 	stageRefundNotified
+	stageUpdateRequested
+	stageUpdated
+	stageUpdateNotified
+	stagePartRefundRequested
+	stagePartRefunded
 )
 
 // stages lists the steps of payment i's record.
@@ -867,11 +983,17 @@ func (r *replay) stages(i int) []int {
 		out = append(out, stageDetails)
 	}
 	out = append(out, stageAuthorisation)
+	if l.updated {
+		out = append(out, stageUpdateRequested, stageUpdated, stageUpdateNotified)
+	}
 	if l.captured {
 		out = append(out, stageCaptureRequested, stageCaptured, stageCaptureNotified)
 	}
-	if l.refunded {
+	switch {
+	case l.refunded:
 		out = append(out, stageReversalRequested, stageReversed, stageRefundNotified)
+	case l.partRefunded:
+		out = append(out, stagePartRefundRequested, stagePartRefunded, stageRefundNotified)
 	}
 	return out
 }
@@ -893,13 +1015,26 @@ type ledgerState struct {
 	facts   []payments.Fact
 }
 
-// modRef is the pspReference of payment i's capture (code 1) or reversal
-// (code 2) at the platform.
+// operations are the operations a payment's life may hold, by the step of
+// their request: the kind, the code notifying it, its op id's letter, the
+// amount (a partial refund; an amount update raising 4999 to 5999).
+var operations = map[int]struct {
+	kind   payments.OpKind
+	code   int
+	prefix byte
+	value  int64
+}{
+	stageCaptureRequested:    {payments.OpCapture, codeCapture, 'c', 4999},
+	stageReversalRequested:   {payments.OpReversal, codeRefund, 'r', 4999},
+	stageUpdateRequested:     {payments.OpAmountUpdate, codeAdjustment, 'u', 5999},
+	stagePartRefundRequested: {payments.OpRefund, codeRefund, 'f', 1000},
+}
+
+// modRef is the pspReference at the platform of payment i's operation
+// notified by code: its capture, its refund or reversal, its amount
+// update.
 func modRef(i, code int) string {
-	if code == 1 {
-		return fmt.Sprintf("M%015d", i)
-	}
-	return fmt.Sprintf("R%015d", i)
+	return fmt.Sprintf("%c%015d", "PMRA"[code], i)
 }
 
 // ledgerAt is payment i's ledger after its first v steps (v 0: none yet),
@@ -914,7 +1049,6 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 	}
 	st := ledgerState{entries: map[string]payments.Entry{}}
 	ok := true
-	capOp, revOp := fmt.Sprintf("op_%09d", i), fmt.Sprintf("op_r%08d", i)
 	for _, step := range r.stages(i)[:v] {
 		f := payments.Fact{ID: fmt.Sprintf("f%d", step), At: now, Origin: payments.OriginAPI, PSPReference: psp(i)}
 		switch step {
@@ -931,37 +1065,41 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 			default:
 				h.Auth.ResultCode, h.Authorised = "Authorised", amount.Value
 			}
-		case stageAuthorisation, stageCaptureNotified, stageRefundNotified:
-			code := map[int]string{stageAuthorisation: "AUTHORISATION", stageCaptureNotified: "CAPTURE", stageRefundNotified: "REFUND"}[step]
-			f.Kind, f.Origin, f.Success, f.Amount = code, payments.OriginNotification, &ok, &amount
+		case stageAuthorisation:
+			f.Kind, f.Origin, f.Success, f.Amount = upstream.EventAuthorisation, payments.OriginNotification, &ok, &amount
 			h.Seq++
-			if step == stageAuthorisation {
-				h.Auth.Notified = &ok
-				break
-			}
-			mod := modRef(i, map[int]int{stageCaptureNotified: 1, stageRefundNotified: 2}[step])
+			h.Auth.Notified = &ok
+		case stageCaptureNotified, stageRefundNotified, stageUpdateNotified:
+			code := map[int]int{stageCaptureNotified: codeCapture, stageRefundNotified: codeRefund, stageUpdateNotified: codeAdjustment}[step]
+			mod := modRef(i, code)
 			e := st.entries[mod]
-			e.Notices = append(e.Notices, payments.Notice{Code: code, Success: true, Amount: amount, Seq: h.Seq, At: now})
+			a := e.Requested.Amount
+			h.Seq++
+			f.Kind, f.Origin, f.Success, f.Amount = eventCodes[code], payments.OriginNotification, &ok, &a
+			e.Notices = append(e.Notices, payments.Notice{Code: eventCodes[code], Success: true, Amount: a, Seq: h.Seq, At: now})
 			e.Version++
 			st.entries[mod] = e
-		case stageCaptureRequested, stageReversalRequested:
-			kind, op := payments.OpCapture, capOp
-			if step == stageReversalRequested {
-				kind, op = payments.OpReversal, revOp
+		case stageCaptureRequested, stageReversalRequested, stageUpdateRequested, stagePartRefundRequested:
+			o := operations[step]
+			op, a := fmt.Sprintf("op_%c%08d", o.prefix, i), money.Amount{Value: o.value, Currency: amount.Currency}
+			q := &payments.Request{Amount: a, UpstreamKey: idemKey(i, string(o.kind)), At: now}
+			if o.kind == payments.OpAmountUpdate {
+				q.From = amount.Value
 			}
-			e := payments.Entry{Ref: op, Kind: kind, Version: 1, Requested: &payments.Request{Amount: amount, UpstreamKey: idemKey(i, string(kind)), At: now}}
-			st.entries[op] = e
-			f.Kind, f.PSPReference, f.Amount = string(kind)+"-requested", op, &amount
-		case stageCaptured, stageReversed:
-			op, mod := capOp, modRef(i, 1)
-			if step == stageReversed {
-				op, mod = revOp, modRef(i, 2)
-			}
+			st.entries[op] = payments.Entry{Ref: op, Kind: o.kind, Version: 1, Requested: q}
+			f.Kind, f.PSPReference, f.Amount = string(o.kind)+"-requested", op, &a
+		case stageCaptured, stageReversed, stageUpdated, stagePartRefunded:
+			o := operations[step-1] // an operation's answer follows its request
+			op, mod := fmt.Sprintf("op_%c%08d", o.prefix, i), modRef(i, o.code)
 			e := st.entries[op]
 			st.entries[op] = payments.Entry{Ref: op, Kind: e.Kind, MergedInto: mod, Version: e.Version + 1}
 			e.Ref, e.Modification, e.Version, e.Answered = mod, mod, 1, &payments.Answer{Outcome: payments.Received, At: now}
 			st.entries[mod] = e
-			f.Kind, f.PSPReference, f.Amount, f.Detail = string(e.Kind), mod, &amount, "received"
+			a := e.Requested.Amount
+			f.Kind, f.PSPReference, f.Amount, f.Detail = string(e.Kind), mod, &a, "received"
+			if o.kind == payments.OpAmountUpdate {
+				h.AmountUpdates = append(h.AmountUpdates, payments.AmountUpdate{Ref: mod, Amount: a.Value, From: amount.Value})
+			}
 		}
 		st.facts = append(st.facts, f)
 	}

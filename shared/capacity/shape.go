@@ -1,0 +1,87 @@
+package capacity
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/yp/paysvc/shared/store/dynamo"
+)
+
+// A call's shape is what kind of DynamoDB call it is and which key
+// families it touches: "transact table IDEM + table PAYMENT",
+// "query gsi2 MERCHANT", "get table EVENT". The model names each call it
+// meters by its shape (Meter.Shapes), and the same function names a call
+// the adapter made (ShapeOf, from the SDK's input), so the two sequences
+// of a request compare call by call, not only in number.
+//
+// Kinds: "write" (PutItem, UpdateItem, DeleteItem: the model cannot tell
+// them apart and their units are the same), "transact", "get",
+// "batchget", "query".
+
+// shape joins a kind and the families of parts.
+func shape(kind string, parts ...Part) string {
+	fams := make([]string, 0, len(parts))
+	for _, p := range parts {
+		fams = append(fams, p.Family())
+	}
+	slices.Sort(fams)
+	return kind + " " + strings.Join(slices.Compact(fams), " + ")
+}
+
+// Parts of a Query's key condition: "#pk = :pk AND begins_with(...)".
+var keyEquals = regexp.MustCompile(`#\w+\s*=\s*(:\w+)`)
+
+// ShapeOf is the shape of a DynamoDB call the SDK makes (its input), ok
+// false for a call that is not one of the kinds above.
+func ShapeOf(params any) (string, bool) {
+	part := func(it map[string]types.AttributeValue) Part {
+		pk, _ := dynamo.Keys(it)
+		return Part{Table, pk}
+	}
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		return shape("get", part(in.Key)), true
+	case *dynamodb.PutItemInput:
+		return shape("write", part(in.Item)), true
+	case *dynamodb.UpdateItemInput:
+		return shape("write", part(in.Key)), true
+	case *dynamodb.DeleteItemInput:
+		return shape("write", part(in.Key)), true
+	case *dynamodb.BatchGetItemInput:
+		var ps []Part
+		for _, ka := range in.RequestItems {
+			for _, k := range ka.Keys {
+				ps = append(ps, part(k))
+			}
+		}
+		return shape("batchget", ps...), true
+	case *dynamodb.TransactWriteItemsInput:
+		var ps []Part
+		for _, it := range in.TransactItems {
+			switch {
+			case it.Put != nil:
+				ps = append(ps, part(it.Put.Item))
+			case it.Update != nil:
+				ps = append(ps, part(it.Update.Key))
+			case it.Delete != nil:
+				ps = append(ps, part(it.Delete.Key))
+			case it.ConditionCheck != nil:
+				ps = append(ps, part(it.ConditionCheck.Key))
+			}
+		}
+		return shape("transact", ps...), true
+	case *dynamodb.QueryInput:
+		p := Part{Index: aws.ToString(in.IndexName)}
+		if m := keyEquals.FindStringSubmatch(aws.ToString(in.KeyConditionExpression)); m != nil {
+			if v, ok := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS); ok {
+				p.PK = v.Value
+			}
+		}
+		return shape("query", p), true
+	}
+	return "", false
+}
