@@ -30,6 +30,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/idempotency"
+	"github.com/yp/paysvc/shared/lookup"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
@@ -148,6 +149,9 @@ var (
 	keyBeginsWith = regexp.MustCompile(`begins_with\(\s*#\w+\s*,\s*(:\w+)\s*\)`)
 )
 
+// shardCounts names the calls on a merchant's listing shard counts.
+const shardCounts = "listing: shard counts"
+
 // classify names the domain operation of a DynamoDB or SQS call from its
 // key prefixes (the single-table layout of shared/store/dynamo).
 func classify(service, op string, params any) string {
@@ -222,6 +226,8 @@ func classify(service, op string, params any) string {
 		return "tenant: site " + rw
 	case "MERCHANT":
 		switch {
+		case op == "Query" && index:
+			return "delivery list: read" // gsi2 MERCHANT#<m>#DELIVERIES#<n>
 		case op == "Query" && strings.HasPrefix(sk, "SUB#"):
 			return "tenant: subscriptions list"
 		case op == "Query" && strings.HasPrefix(sk, "KEY#"):
@@ -232,6 +238,8 @@ func classify(service, op string, params any) string {
 			return "tenant: subscription " + rw
 		case strings.HasPrefix(sk, "KEY#"):
 			return "tenant: API key (by owner) " + rw
+		case sk == "SHARDS":
+			return shardCounts + " " + rw
 		}
 		return "tenant: merchant " + rw
 	case "RATE":
@@ -335,13 +343,16 @@ type rtRow struct {
 	Name     string
 	Requests int            // measured requests
 	Counts   map[string]int // What → calls, summed over the requests
-	Shapes   map[string]int // shape → DynamoDB calls, summed, tenant reads aside (cached)
-	Total    int            // calls of every kind, summed
-	Retries  int            // extra HTTP attempts, summed
-	DepthMin int            // sequential store steps (min, max over the requests)
-	DepthMax int
-	Chain    string // the steps of the request with the fewest
-	Note     string
+	Shapes   map[string]int // shape → DynamoDB calls, summed, tenant and shard count reads aside
+	// ShardReads are the reads of the merchant's listing shard counts,
+	// summed: a listing's, or a writer's whose cache (a minute) was cold.
+	ShardReads int
+	Total      int // calls of every kind, summed
+	Retries    int // extra HTTP attempts, summed
+	DepthMin   int // sequential store steps (min, max over the requests)
+	DepthMax   int
+	Chain      string // the steps of the request with the fewest
+	Note       string
 	// Wall is each request's duration (moto and the simulator at 0 ms on
 	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
 	Wall     []time.Duration
@@ -476,6 +487,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		Limiter:  ratelimit.New(st, clk, 0, 0, log), // defaults: 100/s, burst 200
 		Idem:     idempotency.New(st, clk, 0, 0, log),
 		Payments: payments.NewService(st, connector.New(up), clk, log),
+		Lookup:   lookup.New(st, st, st),
 		Log:      log,
 		Clock:    clk,
 		Metrics:  metrics,
@@ -490,7 +502,7 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
 		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d)),
+			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d)),
 		receiver: &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{
 			Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
 		}},
@@ -616,7 +628,10 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		row.DepthMax = max(row.DepthMax, depth)
 		for _, c := range calls {
 			row.Counts[c.What]++
-			if c.Shape != "" && !cachedRead(c.What) {
+			switch {
+			case c.What == shardCounts+" read":
+				row.ShardReads++
+			case c.Shape != "" && !cachedRead(c.What):
 				row.Shapes[c.Shape]++
 			}
 			if c.Service != "" {
@@ -852,7 +867,17 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}); err != nil {
 			return err
 		}
-		cfg.logf("roundtrips: notifications and deliveries done")
+		// A page of each listing of the merchant, its deliveries and events
+		// made above (the merchant has its own shard counts, one each).
+		for _, l := range []struct{ name, path string }{
+			{"GET webhook-deliveries (a page)", "/v1/ecom/webhook-deliveries"},
+			{"GET events (a page)", "/v1/ecom/events"},
+		} {
+			if err := measure(l.name, n, api(http.MethodGet, l.path, "", nil, http.StatusOK)); err != nil {
+				return err
+			}
+		}
+		cfg.logf("roundtrips: notifications, deliveries and listings done")
 		return nil
 	})
 	return res, err

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -76,6 +77,10 @@ type Mix struct {
 	// second (GET /v1/ecom/events, default limit): each reads every shard
 	// of the history, up to a page from each.
 	EventListings int
+	// DeliveryShards and EventShards are the merchant's listing shard
+	// counts (0: the table's, dynamo.DeliveryShards and EventLogShards,
+	// what a merchant at this rate is raised to).
+	DeliveryShards, EventShards int
 }
 
 // FullMix is issue 16's trace: 10,000 payments/s for 60 s with a realistic
@@ -124,10 +129,14 @@ const (
 	ReqRefunds       = "POST refunds"
 	ReqAmountUpdates = "POST amount-updates"
 	ReqSessions      = "POST sessions"
-	ReqNotifications = "notification (receiver)"
-	ReqAttempts      = "webhook attempt (dispatcher)"
-	ReqHops          = "webhook retry hop (dispatcher, not yet due)"
-	ReqSQSSend       = "SQS SendMessage"
+	// Listings (a page each), for TraceResult.Calls and Shapes only: the
+	// trace makes Mix.Listings and EventListings per second.
+	ReqListDeliveries = "GET webhook-deliveries (a page)"
+	ReqListEvents     = "GET events (a page)"
+	ReqNotifications  = "notification (receiver)"
+	ReqAttempts       = "webhook attempt (dispatcher)"
+	ReqHops           = "webhook retry hop (dispatcher, not yet due)"
+	ReqSQSSend        = "SQS SendMessage"
 )
 
 // TraceResult is a replayed trace: the meter's counts and the requests
@@ -237,20 +246,13 @@ func Run(m Mix) (*TraceResult, error) {
 		}
 		delete(r.queue, s)
 		r.meter.At(s)
-		r.cacheRefresh()
+		r.cacheRefresh(s)
 		r.meter.TakeShapes() // cached reads are no request's
 		for k := 0; k < len(tasks); k++ {
 			if err := r.run(s, tasks[k]); err != nil {
 				return nil, err
 			}
-			label := tasks[k].label()
-			if r.shapes[label] == nil {
-				r.shapes[label] = map[string]int{}
-			}
-			for _, sh := range r.meter.TakeShapes() {
-				r.shapes[label][sh]++
-			}
-			r.runs[label]++
+			r.took(tasks[k].label())
 			if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
 				tasks = append(tasks, more...)
 				delete(r.queue, s)
@@ -330,10 +332,11 @@ type replay struct {
 	// cached tenant items, refreshed per instance and TTL
 	apiKey, site, merchant, subList dynamo.Item
 	subs                            []dynamo.Item
-	// the merchant's listing shard counts (raised to the trace's
-	// DeliveryShards and EventLogShards)
-	shards dynamo.Item
-	subIDs []string
+	// the merchant's listing shard counts (Mix.DeliveryShards and
+	// EventShards) and their item
+	deliveryShards, eventShards int
+	shards                      dynamo.Item
+	subIDs                      []string
 	// largest payment META and history items built
 	paymentMeta, paymentEntry int
 	sampleEvent               dynamo.Item // a merchant event's item (listings)
@@ -341,6 +344,18 @@ type replay struct {
 }
 
 func (r *replay) later(s int, t task) { r.queue[s] = append(r.queue[s], t) }
+
+// took files the calls metered since the last take as one request of
+// kind label.
+func (r *replay) took(label string) {
+	if r.shapes[label] == nil {
+		r.shapes[label] = map[string]int{}
+	}
+	for _, sh := range r.meter.TakeShapes() {
+		r.shapes[label][sh]++
+	}
+	r.runs[label]++
+}
 
 func (r *replay) count(req string) { r.requests[req] += float64(r.mix.Sample) }
 
@@ -428,7 +443,8 @@ func (r *replay) tenants() error {
 	}); err != nil {
 		return err
 	}
-	r.shards = dynamo.ShardsItem(traceMerchant, dynamo.ListingShards{Deliveries: dynamo.DeliveryShards, Events: dynamo.EventLogShards, Own: true})
+	r.deliveryShards, r.eventShards = cmp.Or(r.mix.DeliveryShards, dynamo.DeliveryShards), cmp.Or(r.mix.EventShards, dynamo.EventLogShards)
+	r.shards = dynamo.ShardsItem(traceMerchant, dynamo.ListingShards{Deliveries: r.deliveryShards, Events: r.eventShards, Own: true})
 	if r.site, err = dynamo.SiteItem(tenant.Site{
 		ID: traceSite, MerchantID: traceMerchant, Name: "Big Shop web", Type: tenant.SiteEcommerce, Flows: []tenant.Flow{tenant.FlowAdvanced, tenant.FlowSessions}, CreatedAt: base,
 	}); err != nil {
@@ -462,9 +478,10 @@ func (r *replay) tenants() error {
 // deliveryIndex is the index of a merchant's delivery listing.
 const deliveryIndex = "gsi2"
 
-// cacheRefresh meters one second of cache refreshes: every instance reads
-// each cached item once per TTL.
-func (r *replay) cacheRefresh() {
+// cacheRefresh meters second s's cache refreshes (every instance reads
+// each cached item once per TTL) and listings (each its rate-limit hit,
+// the merchant's shard counts, its queries).
+func (r *replay) cacheRefresh(s int) {
 	per := func(fn string) float64 {
 		return float64(r.mix.Instances[fn]) / math.Max(r.mix.CacheTTL.Seconds(), 1) / float64(r.mix.Sample)
 	}
@@ -476,17 +493,19 @@ func (r *replay) cacheRefresh() {
 	// shard counts for a minute.
 	r.reads(r.shards, (float64(r.mix.Instances["notifications"])+float64(r.mix.Instances["dispatcher"]))/dynamo.ShardCacheTTL.Seconds()/float64(r.mix.Sample))
 	w := r.meter.Weight
+	r.meter.TakeShapes() // cached reads are no request's
 	// A page of deliveries: the merchant's shard counts (strongly
 	// consistent), every gsi2 shard queried for a page of index entries,
 	// then the page's items in one BatchGetItem.
 	r.meter.Weight = float64(r.mix.Listings)
+	r.rateHit(r.at(s, 0))
 	r.meter.Get(r.shards)
 	n := lookup.DefaultLimit + 1 // a page and one more (is there a next page?)
 	entries := make([]dynamo.Item, n)
 	for k := range entries {
 		entries[k], _ = dynamo.IndexEntry(r.sampleDelivery, deliveryIndex)
 	}
-	for shard := range dynamo.DeliveryShards {
+	for shard := range r.deliveryShards {
 		r.meter.Query(deliveryIndex, dynamo.DeliveryShardPartition(traceMerchant, shard), false, entries...)
 	}
 	items := make([]dynamo.Item, n)
@@ -494,15 +513,18 @@ func (r *replay) cacheRefresh() {
 		items[k] = r.sampleDelivery
 	}
 	r.meter.BatchGet(items...)
+	r.took(ReqListDeliveries)
 	r.meter.Weight = float64(r.mix.EventListings)
+	r.rateHit(r.at(s, 0))
 	r.meter.Get(r.shards)
 	page := make([]dynamo.Item, n) // a page of typical entries from each shard
 	for k := range page {
 		page[k] = r.sampleEvent
 	}
-	for shard := range dynamo.EventLogShards {
+	for shard := range r.eventShards {
 		r.meter.Query(Table, dynamo.EventLogShardPartition(traceMerchant, shard), true, page...)
 	}
+	r.took(ReqListEvents)
 	r.meter.Weight = w
 	// the receiver's subscription list and the dispatcher's subscription reads
 	mpk, _ := dynamo.Keys(r.merchant)
@@ -888,7 +910,7 @@ func (r *replay) merchantEvent(ev notifications.Event, payload []byte) (dynamo.I
 	return dynamo.MerchantEventItem(notifications.MerchantEvent{
 		ID: ev.ID, MerchantID: traceMerchant, EventCode: ev.Item.EventCode, PSPReference: ev.Item.PSPReference,
 		PaymentPSP: ev.PaymentPSP, Payload: payload, CreatedAt: ev.ReceivedAt,
-	}, dynamo.EventLogShards)
+	}, r.eventShards)
 }
 
 func (r *replay) delivery(ev notifications.Event, sub int, payload []byte, st webhooks.Status, attempts int, enqueued bool, now time.Time) (dynamo.Item, error) {
@@ -909,7 +931,7 @@ func (r *replay) delivery(ev notifications.Event, sub int, payload []byte, st we
 			d.LastStatusCode, d.LastError = 503, "HTTP 503 Service Unavailable"
 		}
 	}
-	return dynamo.DeliveryItem(d, dynamo.DeliveryShards)
+	return dynamo.DeliveryItem(d, r.deliveryShards)
 }
 
 // attempt is one dispatcher attempt of one delivery.
