@@ -412,17 +412,17 @@ func (r *replay) run(s int, t task) error {
 	case kNotify:
 		return r.notify(s, t.i, int(t.code))
 	case kCapture:
-		return r.capture(s, t.i)
+		return r.operation(s, t.i, stageCaptureRequested)
 	case kRefund:
-		return r.refund(s, t.i)
+		return r.operation(s, t.i, stageReversalRequested)
 	case kAttempt:
 		return r.attempt(s, t)
 	case kSession:
 		return r.session(s, t.i)
 	case kAmountUpdate:
-		return r.amountUpdate(s, t.i)
+		return r.operation(s, t.i, stageUpdateRequested)
 	case kPartRefund:
-		return r.partRefund(s, t.i)
+		return r.operation(s, t.i, stagePartRefundRequested)
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
 }
@@ -728,34 +728,6 @@ func (r *replay) details(s, i int) error {
 	return nil
 }
 
-func (r *replay) capture(s, i int) error {
-	if err := r.modification(ReqCaptures, "capture", s, i, r.stage(i, stageCaptureRequested)); err != nil {
-		return err
-	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeCapture, i: i})
-	return nil
-}
-
-// amountUpdate is POST amount-updates on payment i: an operation like a
-// capture that also reads the payment's head while the platform answers.
-func (r *replay) amountUpdate(s, i int) error {
-	n := r.stage(i, stageUpdateRequested)
-	if err := r.modification(ReqAmountUpdates, "amount-update", s, i, n, r.ledgerAt(i, n, r.at(s, i))); err != nil {
-		return err
-	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAdjustment, i: i})
-	return nil
-}
-
-// partRefund is POST refunds of part of payment i's capture.
-func (r *replay) partRefund(s, i int) error {
-	if err := r.modification(ReqRefunds, "part-refund", s, i, r.stage(i, stagePartRefundRequested)); err != nil {
-		return err
-	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeRefund, i: i})
-	return nil
-}
-
 // session is POST sessions for payment i's checkout: the rate-limit hit
 // and the claim, the session written beside the claim's completion.
 func (r *replay) session(s, i int) error {
@@ -779,11 +751,20 @@ func (r *replay) session(s, i int) error {
 	return err
 }
 
-func (r *replay) refund(s, i int) error {
-	if err := r.modification(ReqReversals, "refund", s, i, r.stage(i, stageReversalRequested)); err != nil {
+// operation is the request of payment i's operation whose request is
+// step (operations), then its notification: an amount update also reads
+// the payment's head while the platform answers.
+func (r *replay) operation(s, i, step int) error {
+	o := operations[step]
+	n := r.stage(i, step)
+	var read []ledgerState
+	if o.kind == payments.OpAmountUpdate {
+		read = append(read, r.ledgerAt(i, n, r.at(s, i)))
+	}
+	if err := r.modification(o.req, o.what, s, i, n, read...); err != nil {
 		return err
 	}
-	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeRefund, i: i})
+	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: uint8(o.code), i: i})
 	return nil
 }
 
@@ -1038,18 +1019,20 @@ type ledgerState struct {
 }
 
 // operations are the operations a payment's life may hold, by the step of
-// their request: the kind, the code notifying it, its op id's letter, the
-// amount (a partial refund; an amount update raising 4999 to 5999).
+// their request: the request, the kind, the code notifying it, its op id's
+// letter, the amount (a partial refund; an amount update raising 4999 to
+// 5999).
 var operations = map[int]struct {
-	kind   payments.OpKind
-	code   int
-	prefix byte
-	value  int64
+	req, what string // the request kind, its idempotency key's seed
+	kind      payments.OpKind
+	code      int
+	prefix    byte
+	value     int64
 }{
-	stageCaptureRequested:    {payments.OpCapture, codeCapture, 'c', 4999},
-	stageReversalRequested:   {payments.OpReversal, codeRefund, 'r', 4999},
-	stageUpdateRequested:     {payments.OpAmountUpdate, codeAdjustment, 'u', 5999},
-	stagePartRefundRequested: {payments.OpRefund, codeRefund, 'f', 1000},
+	stageCaptureRequested:    {ReqCaptures, "capture", payments.OpCapture, codeCapture, 'c', 4999},
+	stageReversalRequested:   {ReqReversals, "refund", payments.OpReversal, codeRefund, 'r', 4999},
+	stageUpdateRequested:     {ReqAmountUpdates, "amount-update", payments.OpAmountUpdate, codeAdjustment, 'u', 5999},
+	stagePartRefundRequested: {ReqRefunds, "part-refund", payments.OpRefund, codeRefund, 'f', 1000},
 }
 
 // modRef is the pspReference at the platform of payment i's operation
