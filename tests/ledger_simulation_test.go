@@ -26,6 +26,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/testutil/hang"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -89,12 +90,16 @@ func TestLedgerSimulation(t *testing.T) {
 	for _, st := range []struct {
 		name    string
 		dyn     bool
+		bridge  bool
 		env     string
 		seeds   int
 		workers int
 	}{
-		{"embedded", false, "PAYSVC_SIM_SEEDS_EMBEDDED", 200, 4},
-		{"dynamo", true, "PAYSVC_SIM_SEEDS_DYNAMO", simDynamoSeeds, 8},
+		{"embedded", false, false, "PAYSVC_SIM_SEEDS_EMBEDDED", 200, 4},
+		{"dynamo", true, false, "PAYSVC_SIM_SEEDS_DYNAMO", simDynamoSeeds, 8},
+		// The bridge release (docs/payments.md, "Compatibility"): every
+		// payment kept in the format before ledgers.
+		{"bridge", true, true, "PAYSVC_SIM_SEEDS_BRIDGE", simBridgeSeeds, 8},
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			seeds := simSeeds(t, st.env, st.seeds)
@@ -117,7 +122,7 @@ func TestLedgerSimulation(t *testing.T) {
 							if st.dyn && seed%2 == 0 { // moto serves one call at a time: two servers, two cores
 								endpoint = moto.Second(t)
 							}
-							runSimulation(t, st.dyn, endpoint, seed, &counts)
+							runSimulation(t, st.dyn, st.bridge, endpoint, seed, &counts)
 						})
 					}
 				})
@@ -147,6 +152,10 @@ func TestLedgerSimulation(t *testing.T) {
 // server (moto.Second) and the two take both cores when the machine has
 // them to spare; `make soak` runs 1,000.
 const simDynamoSeeds = 50
+
+// simBridgeSeeds is how many seeds run on the bridge release's DynamoDB
+// store (PAYSVC_SIM_SEEDS_BRIDGE).
+const simBridgeSeeds = 10
 
 // simKindsSeeds is the fewest seeds whose run must have injected every
 // fault kind (seeds 1 … 10 do, on both stores).
@@ -348,11 +357,15 @@ type simRun struct {
 
 // runSimulation plays seed on a fresh service (on DynamoDB when dyn, on
 // the moto server at endpoint: "" for the test binary's).
-func runSimulation(t *testing.T, dyn bool, endpoint string, seed uint64, counts *simCounts) {
+func runSimulation(t *testing.T, dyn, bridge bool, endpoint string, seed uint64, counts *simCounts) {
+	var opts []dynamo.Option
+	if bridge {
+		opts = append(opts, dynamo.WithLegacyPaymentWrites())
+	}
 	s := &simRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), counts: counts,
 		events: make(chan simEvent), points: map[*simActor]string{}, byKey: map[string]*simOp{}}
 	s.faults.Store(true)
-	s.e = testenv.NewWith(t, testenv.Options{Dynamo: dyn, DynamoEndpoint: endpoint,
+	s.e = testenv.NewWith(t, testenv.Options{Dynamo: dyn, DynamoEndpoint: endpoint, DynamoOptions: opts,
 		// No wall-clock bound on upstream calls: an actor stays parked
 		// inside its call ("after the upstream answered") for as many
 		// steps as the schedule says, which on a loaded machine and moto

@@ -71,6 +71,9 @@ type Store struct {
 	unroutable  int // partitions of the unroutable list
 	// shardCache: merchants' listing shard counts, for writers (shards.go).
 	shardCache shardCache
+	// legacyWrites: payments that are not ledgers yet are written in the
+	// format before ledgers (bridge.go).
+	legacyWrites bool
 }
 
 // Option configures New.

@@ -256,6 +256,7 @@ type ledger struct {
 	head    payments.Head
 	found   bool
 	legacy  *records.LegacyPayment // a payment stored before ledgers
+	inline  bool                   // its history in META's data (no history items)
 	entries []payments.Entry       // the legacy record's, converted
 	facts   []payments.Fact
 }
@@ -300,7 +301,7 @@ func (s *Store) readLedger(ctx context.Context, psp string) (ledger, error) {
 // it.
 func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
 	for range readAttempts {
-		r, complete, err := s.readRecord(ctx, psp)
+		r, inline, complete, err := s.readRecord(ctx, psp)
 		if errors.Is(err, storeerr.ErrNotFound) {
 			return ledger{}, nil
 		}
@@ -308,7 +309,7 @@ func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
 			return ledger{}, err
 		}
 		if complete {
-			l := ledger{found: true, legacy: &r}
+			l := ledger{found: true, legacy: &r, inline: inline}
 			l.head, l.entries, l.facts = r.ToLedger()
 			return l, nil
 		}
@@ -439,6 +440,14 @@ func legacyCursor(cursor string) bool {
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
 		return fmt.Errorf("dynamo: write payment: %w", errEmpty("pspReference"))
+	}
+	if s.legacyWrites {
+		if isLedger, err := s.writeLegacy(ctx, w); !isLedger {
+			if err != nil {
+				return fmt.Errorf("dynamo: write payment %q (format before ledgers): %w", w.PSP, err)
+			}
+			return nil
+		}
 	}
 	token := writeToken()
 	items, err := s.writeItems(w, token)
@@ -754,9 +763,10 @@ func (s *Store) migrateLegacy(ctx context.Context, psp string) (moved bool, _ er
 	if err != nil {
 		return false, err
 	}
-	// META is gone, so its history items are read by nothing any more:
-	// deleted here, else (this being best effort) by their ttl.
-	_ = s.deleteItems(ctx, pk, skHistory)
+	// META is gone, so its history items and in-flight marks (a bridge
+	// release's, bridge.go) are read by nothing any more: deleted here,
+	// else (this being best effort) by their ttl.
+	_ = s.deleteItems(ctx, pk, skHistory, skLegacyInFlight)
 	return true, nil
 }
 
@@ -824,9 +834,10 @@ func (s *Store) deleteItems(ctx context.Context, pk string, prefixes ...string) 
 	return nil
 }
 
-// readRecord reads a legacy record once; complete is false when the
-// history read does not match META's count.
-func (s *Store) readRecord(ctx context.Context, psp string) (records.LegacyPayment, bool, error) {
+// readRecord reads a legacy record once; inline is true for one written
+// before history items (its history in META's data), complete false when
+// the history read does not match META's count.
+func (s *Store) readRecord(ctx context.Context, psp string) (_ records.LegacyPayment, inline, complete bool, _ error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :h AND :m"),
@@ -846,18 +857,18 @@ func (s *Store) readRecord(ctx context.Context, psp string) (records.LegacyPayme
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return p, false, err
+			return p, false, false, err
 		}
 		for _, item := range page.Items {
 			sk := getS(item, attrSK)
 			switch {
 			case sk == skMeta:
 				if p, err = decodeData[records.LegacyPayment](item); err != nil {
-					return p, false, err
+					return p, false, false, err
 				}
 				meta = true
 				if _, split := item[attrHistN]; !split {
-					return p, true, nil // written before history items: all in data
+					return p, true, true, nil // written before history items: all in data
 				}
 				n = int(getN(item, attrHistN))
 				history, filled = make([]records.Event, n), make([]bool, n)
@@ -865,28 +876,28 @@ func (s *Store) readRecord(ctx context.Context, psp string) (records.LegacyPayme
 			case strings.HasPrefix(sk, skHistory):
 				i, err := strconv.Atoi(sk[len(skHistory):])
 				if err != nil {
-					return p, false, fmt.Errorf("history item %q: %w", sk, err)
+					return p, false, false, fmt.Errorf("history item %q: %w", sk, err)
 				}
 				if i >= n {
 					continue
 				}
 				if history[i], err = decodeData[records.Event](item); err != nil {
-					return p, false, err
+					return p, false, false, err
 				}
 				filled[i] = true
 			}
 		}
 	}
 	if !meta {
-		return p, false, storeerr.ErrNotFound
+		return p, false, false, storeerr.ErrNotFound
 	}
 	for _, ok := range filled {
 		if !ok {
-			return p, false, nil
+			return p, false, false, nil
 		}
 	}
 	p.History = history
-	return p, true, nil
+	return p, false, true, nil
 }
 
 // writeToken returns a new random token for attrWriteToken.

@@ -290,3 +290,86 @@ func TestLegacyToLedger(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// A bridge release's legacy record (FromLedger) holds its ledger
+// exactly; written over by the release before ledgers (the copy dropped),
+// it still converts to what the ledger showed, and its legacy fields say
+// what the ledger shows: the release before ledgers reads the same money.
+func TestFromLedgerRoundTrips(t *testing.T) {
+	yes := true
+	h := payments.Head{PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a", Reference: "order-1",
+		Source: payments.SourceAdvanced, Amount: money.Amount{Value: 1000, Currency: "EUR"}, CaptureMode: tenant.CaptureManual,
+		PaymentMethod: "visa", Auth: payments.Auth{ResultCode: "Authorised", Notified: &yes}, Authorised: 1000,
+		Seq: 3, Version: 9, CreatedAt: at, UpdatedAt: at.Add(time.Minute)}
+	req := func(v int64, s int) *payments.Request {
+		return &payments.Request{Amount: money.Amount{Value: v, Currency: "EUR"}, UpstreamKey: "uk", At: at.Add(time.Duration(s) * time.Second)}
+	}
+	received := &payments.Answer{Outcome: payments.Received, At: at}
+	notice := func(code string, v int64) []payments.Notice {
+		return []payments.Notice{{Code: code, Success: true, Amount: money.Amount{Value: v, Currency: "EUR"}, Seq: 2, At: at}}
+	}
+	entries := []payments.Entry{
+		{Ref: "op_1", Kind: payments.OpCapture, MergedInto: "CAP1", Version: 2, Requested: req(600, 1)},
+		{Ref: "CAP1", Kind: payments.OpCapture, Modification: "CAP1", Version: 2, Requested: req(600, 1), Answered: received, Notices: notice("CAPTURE", 600)},
+		{Ref: "op_2", Kind: payments.OpCapture, Version: 1, Requested: req(200, 2)},
+		{Ref: "REF1", Kind: payments.OpRefund, Modification: "REF1", Version: 1, Requested: req(100, 3), Answered: received},
+		{Ref: "op_3", Kind: payments.OpRefund, Version: 1, Requested: req(50, 4)},
+	}
+	h.Totals = payments.Fold(h, entries)
+	amount := func(v int64) *money.Amount { return &money.Amount{Value: v, Currency: "EUR"} }
+	facts := []payments.Fact{
+		{ID: "payment", At: at, Kind: "payment", Origin: payments.OriginAPI, PSPReference: "PSP1", Detail: "Authorised"},
+		{ID: "n#AUTHORISATION", At: at, Kind: "AUTHORISATION", Origin: payments.OriginNotification, PSPReference: "PSP1", Amount: amount(1000), Success: &yes},
+		{ID: "op_1#requested", At: at, Kind: "capture-requested", Origin: payments.OriginAPI, PSPReference: "op_1", Amount: amount(600)},
+		{ID: "op_1#answered#received", At: at, Kind: "capture", Origin: payments.OriginAPI, PSPReference: "CAP1", Amount: amount(600), Detail: "received"},
+		{ID: "n#CAPTURE", At: at, Kind: "CAPTURE", Origin: payments.OriginNotification, PSPReference: "CAP1", Amount: amount(600), Success: &yes},
+		{ID: "op_2#requested", At: at, Kind: "capture-requested", Origin: payments.OriginAPI, PSPReference: "op_2", Amount: amount(200)},
+		{ID: "REF1#answered#received", At: at, Kind: "refund", Origin: payments.OriginAPI, PSPReference: "REF1", Amount: amount(100), Detail: "received"},
+		{ID: "op_3#requested", At: at, Kind: "refund-requested", Origin: payments.OriginAPI, PSPReference: "op_3", Amount: amount(50)},
+	}
+
+	r := FromLedger(h, entries, facts)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored LegacyPayment
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	gh, ge, gf := stored.ToLedger()
+	sameJSON(t, "head", gh, h)
+	sameJSON(t, "entries", ge, entries)
+	sameJSON(t, "facts", gf, facts)
+
+	// What the release before ledgers reads.
+	v := h.View()
+	if stored.CapturedValue != 600 || stored.RefundedValue != 0 || stored.AuthorisedValue != 1000 || stored.State != string(v.State) ||
+		!reflect.DeepEqual(stored.Reservations, map[string]int64{"op_2": 200}) ||
+		!reflect.DeepEqual(stored.RefundReservations, map[string]int64{"REF1": 100, "op_3": 50}) || stored.Version != 9 {
+		t.Fatalf("legacy fields %+v", stored)
+	}
+	// Written back by that release (its type has no copy): converted from
+	// the legacy fields, the same money.
+	stored.Ledger = nil
+	ch, _, cf := stored.ToLedger()
+	if ch.View() != v || ch.Totals != h.Totals || len(cf) != len(facts) {
+		t.Fatalf("converted without the copy: %+v, Totals %+v; want %+v, %+v", ch.View(), ch.Totals, v, h.Totals)
+	}
+	// A copy of another version (the record written since) is not used.
+	stored.Ledger = r.Ledger
+	stored.Version++
+	if h2, _, _ := stored.ToLedger(); h2.Version != stored.Version || h2.Seq != 0 {
+		t.Fatalf("an outdated copy was used: %+v", h2)
+	}
+}
+
+// sameJSON fails t unless got and want encode alike.
+func sameJSON(t *testing.T, what string, got, want any) {
+	t.Helper()
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, g, w)
+	}
+}

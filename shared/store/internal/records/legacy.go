@@ -43,6 +43,91 @@ type LegacyPayment struct {
 	Version            int64            `json:"version"`
 	CreatedAt          time.Time        `json:"createdAt"`
 	UpdatedAt          time.Time        `json:"updatedAt"`
+	// Ledger is the ledger a bridge release keeps in the record it writes
+	// (FromLedger); the release before ledgers ignores it, and drops it
+	// when it writes the record.
+	Ledger *LedgerCopy `json:"ledger,omitempty"`
+}
+
+// LedgerCopy is what a legacy record's fields cannot hold of a ledger: the
+// head, the entries (their refs, upstream keys, splits, versions) and the
+// facts' ids. It is the record's ledger while its Version is the
+// record's: a record written since by the release before ledgers converts
+// from its legacy fields (ToLedger).
+type LedgerCopy struct {
+	Version int64       `json:"version"`
+	Head    PaymentHead `json:"head"`
+	Entries []Entry     `json:"entries,omitempty"`
+	FactIDs []string    `json:"factIds,omitempty"`
+}
+
+// FromLedger is the legacy record of a ledger, as a bridge release writes
+// it (docs/payments.md, "Compatibility"): the fields the release before
+// ledgers reads — the counters and state from the fold (Head.View), the
+// operations in flight as its reservations, the facts as its history —
+// and the ledger itself in Ledger, for the releases that read ledgers.
+func FromLedger(h payments.Head, entries []payments.Entry, facts []payments.Fact) LegacyPayment {
+	v := h.View()
+	r := LegacyPayment{
+		PSPReference: h.PSPReference, MerchantID: h.MerchantID, SiteID: h.SiteID, Reference: h.Reference,
+		Source: string(h.Source), SessionID: h.SessionID, AuthorisedValue: h.Authorised, CapturedValue: v.Captured,
+		RefundedValue: v.Refunded, State: string(v.State), ResultCode: h.Auth.ResultCode, RefusalReason: h.RefusalReason,
+		PaymentMethod: h.PaymentMethod, ShopperReference: h.ShopperReference, StoredMethodID: h.StoredMethodID,
+		StorePayment: h.StorePaymentMethod, AuthType: h.AuthorisationType, BoundTo: h.BoundTo, Version: h.Version,
+		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC(),
+		Ledger: &LedgerCopy{Version: h.Version, Head: FromHead(h)},
+	}
+	if h.AmountKnown() {
+		r.Amount = fromAmount(v.Amount)
+	}
+	for _, e := range entries {
+		r.Ledger.Entries = append(r.Ledger.Entries, FromEntry(e))
+		c := e.Contribution()
+		switch {
+		case c.CapturesInFlight > 0:
+			r.Reservations = put(r.Reservations, e.Ref, c.CapturesInFlight)
+		case c.RefundsInFlight > 0:
+			r.RefundReservations = put(r.RefundReservations, e.Ref, c.RefundsInFlight)
+		case c.AmountUpdatesInFlight > 0 && e.Requested != nil:
+			r.AmountUpdate = &InFlight{Op: e.Ref, Since: e.Requested.At.UTC()}
+		}
+	}
+	r.History = make([]Event, 0, len(facts))
+	for _, f := range facts {
+		r.History = append(r.History, Event{At: f.At.UTC(), Kind: f.Kind, Origin: f.Origin, PSPReference: f.PSPReference,
+			Amount: fromAmountPtr(f.Amount), Success: f.Success, Detail: f.Detail})
+		r.Ledger.FactIDs = append(r.Ledger.FactIDs, f.ID)
+	}
+	return r
+}
+
+// put sets m[k] = v, making m if it is nil.
+func put(m map[string]int64, k string, v int64) map[string]int64 {
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m[k] = v
+	return m
+}
+
+// copied is the ledger r's Ledger holds, if it is r's (written with r's
+// version and history).
+func (r LegacyPayment) copied() (payments.Head, []payments.Entry, []payments.Fact, bool) {
+	c := r.Ledger
+	if c == nil || c.Version != r.Version || len(c.FactIDs) != len(r.History) {
+		return payments.Head{}, nil, nil, false
+	}
+	h := c.Head.ToHead()
+	entries := make([]payments.Entry, 0, len(c.Entries))
+	for _, e := range c.Entries {
+		entries = append(entries, e.ToEntry())
+	}
+	facts := make([]payments.Fact, 0, len(r.History))
+	for i, ev := range r.History {
+		facts = append(facts, payments.Fact{ID: c.FactIDs[i], At: ev.At, Kind: ev.Kind, Origin: ev.Origin,
+			PSPReference: ev.PSPReference, Amount: ev.Amount.toAmountPtr(), Success: ev.Success, Detail: ev.Detail})
+	}
+	return h, entries, facts, true
 }
 
 // InFlight is a stored mark of an operation in flight.
@@ -62,12 +147,16 @@ type Event struct {
 	Detail       string    `json:"detail,omitempty"`
 }
 
-// ToLedger converts a legacy record to a ledger: its head (identity,
-// authorisation, authorised amount), one entry per operation its history
-// and reservations name, one timeline fact per history line, and the
-// head's Totals folded from the entries. The record's own counters are not
-// read: what its history says is what the ledger holds.
+// ToLedger converts a legacy record to a ledger: the one it holds, if a
+// bridge release wrote it and nothing since (LedgerCopy); else its head
+// (identity, authorisation, authorised amount), one entry per operation
+// its history and reservations name, one timeline fact per history line,
+// and the head's Totals folded from the entries. The record's own counters
+// are not read: what its history says is what the ledger holds.
 func (r LegacyPayment) ToLedger() (payments.Head, []payments.Entry, []payments.Fact) {
+	if h, entries, facts, ok := r.copied(); ok {
+		return h, entries, facts
+	}
 	h := payments.Head{
 		PSPReference: r.PSPReference, MerchantID: r.MerchantID, SiteID: r.SiteID, Reference: r.Reference,
 		Source: payments.Source(r.Source), SessionID: r.SessionID, ShopperReference: r.ShopperReference,
