@@ -117,7 +117,11 @@ func buildPreviousRelease(t *testing.T) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "prev")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/prev")
+	args := []string{"build", "-o", bin}
+	if raceEnabled { // the dependencies as this binary's were built: from the build cache
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/prev")...)
 	build.Dir = dir
 	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -50,15 +50,14 @@ type LegacyPayment struct {
 }
 
 // LedgerCopy is what a legacy record's fields cannot hold of a ledger: the
-// head, the entries (their refs, upstream keys, splits, versions) and the
-// facts' ids. It is the record's ledger while its Version is the
-// record's: a record written since by the release before ledgers converts
-// from its legacy fields (ToLedger).
+// head and the entries (their refs, upstream keys, splits, versions); the
+// facts' ids are in the history lines (Event.ID). It is the record's
+// ledger while its Version is the record's: a record written since by the
+// release before ledgers converts from its legacy fields (ToLedger).
 type LedgerCopy struct {
 	Version int64       `json:"version"`
 	Head    PaymentHead `json:"head"`
 	Entries []Entry     `json:"entries,omitempty"`
-	FactIDs []string    `json:"factIds,omitempty"`
 }
 
 // FromLedger is the legacy record of a ledger, as a bridge release writes
@@ -95,8 +94,7 @@ func FromLedger(h payments.Head, entries []payments.Entry, facts []payments.Fact
 	r.History = make([]Event, 0, len(facts))
 	for _, f := range facts {
 		r.History = append(r.History, Event{At: f.At.UTC(), Kind: f.Kind, Origin: f.Origin, PSPReference: f.PSPReference,
-			Amount: fromAmountPtr(f.Amount), Success: f.Success, Detail: f.Detail})
-		r.Ledger.FactIDs = append(r.Ledger.FactIDs, f.ID)
+			Amount: fromAmountPtr(f.Amount), Success: f.Success, Detail: f.Detail, ID: f.ID})
 	}
 	return r
 }
@@ -111,11 +109,16 @@ func put(m map[string]int64, k string, v int64) map[string]int64 {
 }
 
 // copied is the ledger r's Ledger holds, if it is r's (written with r's
-// version and history).
+// version, every history line with its fact's id).
 func (r LegacyPayment) copied() (payments.Head, []payments.Entry, []payments.Fact, bool) {
 	c := r.Ledger
-	if c == nil || c.Version != r.Version || len(c.FactIDs) != len(r.History) {
+	if c == nil || c.Version != r.Version {
 		return payments.Head{}, nil, nil, false
+	}
+	for _, ev := range r.History {
+		if ev.ID == "" {
+			return payments.Head{}, nil, nil, false
+		}
 	}
 	h := c.Head.ToHead()
 	entries := make([]payments.Entry, 0, len(c.Entries))
@@ -123,8 +126,8 @@ func (r LegacyPayment) copied() (payments.Head, []payments.Entry, []payments.Fac
 		entries = append(entries, e.ToEntry())
 	}
 	facts := make([]payments.Fact, 0, len(r.History))
-	for i, ev := range r.History {
-		facts = append(facts, payments.Fact{ID: c.FactIDs[i], At: ev.At, Kind: ev.Kind, Origin: ev.Origin,
+	for _, ev := range r.History {
+		facts = append(facts, payments.Fact{ID: ev.ID, At: ev.At, Kind: ev.Kind, Origin: ev.Origin,
 			PSPReference: ev.PSPReference, Amount: ev.Amount.toAmountPtr(), Success: ev.Success, Detail: ev.Detail})
 	}
 	return h, entries, facts, true
@@ -145,6 +148,9 @@ type Event struct {
 	Amount       *Amount   `json:"amount,omitempty"`
 	Success      *bool     `json:"success,omitempty"`
 	Detail       string    `json:"detail,omitempty"`
+	// ID is the fact's id, written by a bridge release (FromLedger); the
+	// release before ledgers ignores it.
+	ID string `json:"id,omitempty"`
 }
 
 // ToLedger converts a legacy record to a ledger: the one it holds, if a
