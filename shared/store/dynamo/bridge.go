@@ -68,7 +68,7 @@ func (s *Store) writeLegacy(ctx context.Context, w payments.Write) (ledger bool,
 		if err != nil {
 			return false, err
 		}
-		items = s.inFlightMarks(items, w.PSP, l.entries, next.Entries, ttl)
+		items = s.inFlightMarks(items, w.PSP, l.marks, next.Entries, ttl)
 		if w.Claim != nil { // last: claimHeld finds its cancellation reason there
 			put, err := s.claimPut(*w.Claim, s.clock.Now())
 			if err != nil {
@@ -168,15 +168,14 @@ func (s *Store) legacyItems(r records.LegacyPayment, old *records.LegacyPayment,
 const skLegacyInFlight = "L#"
 
 // inFlightMarks adds to items the marks of the operations of after that
-// await their answer and were not marked before, and the deletion of those
-// before's that no longer do.
-func (s *Store) inFlightMarks(items []types.TransactWriteItem, psp string, before, after []payments.Entry, ttl types.AttributeValue) []types.TransactWriteItem {
+// await their answer and are not marked yet, and the deletion of every
+// other stored mark (marked: those read with the record), whoever wrote
+// the record since.
+func (s *Store) inFlightMarks(items []types.TransactWriteItem, psp string, marked map[string]bool, after []payments.Entry, ttl types.AttributeValue) []types.TransactWriteItem {
 	pk := pfxPayment + psp
-	was := map[string]bool{}
-	for _, e := range before {
-		if e.Recoverable() {
-			was[e.Ref] = true
-		}
+	was := maps.Clone(marked)
+	if was == nil {
+		was = map[string]bool{}
 	}
 	for _, e := range after {
 		if !e.Recoverable() {

@@ -290,3 +290,49 @@ func TestBridgeWritesAnInlineRecordWithHistoryItems(t *testing.T) {
 		t.Fatalf("bridge reads %+v", v)
 	}
 }
+
+// An operation the release before ledgers settles (it took the answer of
+// a capture the bridge had marked in flight) loses its in-flight mark with
+// the bridge's next write: the marks written are those the record read
+// needs, the others deleted, so recovery never lists a settled operation
+// for good.
+func TestBridgeDropsTheMarksOfOperationsSettledElsewhere(t *testing.T) {
+	ctx := context.Background()
+	client, table := newTable(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	bridge := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
+	const psp = "PSP_BRIDGE_MARKS"
+	write(t, bridge, created(authorised(psp, t0)))
+	clk.Advance(time.Second)
+	write(t, bridge, request(psp, capture("op_b", 300, clk.Now())))
+	if all := items(t, client, table, "PAYMENT#"+psp); all["L#op_b"] == nil {
+		t.Fatalf("no mark for op_b: items %s", keys(all))
+	}
+
+	// The release before ledgers takes op_b's answer: the reservation
+	// goes, the capture is a history line under its pspReference.
+	clk.Advance(time.Second)
+	prev := readAsPrevious(t, client, table, psp)
+	delete(prev.Reservations, "op_b")
+	prev.CapturedValue += 300
+	prev.History = append(prev.History, oldEvent{At: clk.Now(), Kind: "capture", Origin: "api", PSPReference: "CAP_B",
+		Amount: &oldAmount{Value: 300, Currency: "EUR"}, Detail: "received"})
+	prev.Version++
+	putLegacy(t, client, table, prev, false)
+
+	clk.Advance(time.Second)
+	write(t, bridge, request(psp, capture("op_e", 100, clk.Now())))
+	all := items(t, client, table, "PAYMENT#"+psp)
+	if all["L#op_b"] != nil || all["L#op_e"] == nil {
+		t.Fatalf("marks after the bridge's write: items %s; want op_e's only", keys(all))
+	}
+	if ops, err := bridge.InFlight(ctx, clk.Now().Add(time.Hour), 10); err != nil ||
+		!slices.Equal(ops, []payments.OpRef{{PSP: psp, Ref: "op_e"}}) {
+		t.Fatalf("InFlight: %v, %v; want op_e", ops, err)
+	}
+	h, _ := ledger(t, bridge, psp, "CAP_B", "op_e")
+	if v := h.View(); v.Captured != 300 || v.CapturesInFlight != 100 {
+		t.Fatalf("bridge reads %+v", v)
+	}
+}

@@ -257,6 +257,7 @@ type ledger struct {
 	found   bool
 	legacy  *records.LegacyPayment // a payment stored before ledgers
 	inline  bool                   // its history in META's data (no history items)
+	marks   map[string]bool        // its in-flight marks (L# items, bridge.go), by ref
 	entries []payments.Entry       // the legacy record's, converted
 	facts   []payments.Fact
 }
@@ -301,7 +302,7 @@ func (s *Store) readLedger(ctx context.Context, psp string) (ledger, error) {
 // it.
 func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
 	for range readAttempts {
-		r, inline, complete, err := s.readRecord(ctx, psp)
+		r, inline, marks, complete, err := s.readRecord(ctx, psp)
 		if errors.Is(err, storeerr.ErrNotFound) {
 			return ledger{}, nil
 		}
@@ -309,7 +310,7 @@ func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
 			return ledger{}, err
 		}
 		if complete {
-			l := ledger{found: true, legacy: &r, inline: inline}
+			l := ledger{found: true, legacy: &r, inline: inline, marks: marks}
 			l.head, l.entries, l.facts = r.ToLedger()
 			return l, nil
 		}
@@ -835,9 +836,11 @@ func (s *Store) deleteItems(ctx context.Context, pk string, prefixes ...string) 
 }
 
 // readRecord reads a legacy record once; inline is true for one written
-// before history items (its history in META's data), complete false when
-// the history read does not match META's count.
-func (s *Store) readRecord(ctx context.Context, psp string) (_ records.LegacyPayment, inline, complete bool, _ error) {
+// before history items (its history in META's data), marks are its
+// in-flight marks (a bridge release's L# items, which sort between the
+// history and META), complete is false when the history read does not
+// match META's count.
+func (s *Store) readRecord(ctx context.Context, psp string) (_ records.LegacyPayment, inline bool, marks map[string]bool, complete bool, _ error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(s.table),
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :h AND :m"),
@@ -857,47 +860,52 @@ func (s *Store) readRecord(ctx context.Context, psp string) (_ records.LegacyPay
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return p, false, false, err
+			return p, false, nil, false, err
 		}
 		for _, item := range page.Items {
 			sk := getS(item, attrSK)
 			switch {
 			case sk == skMeta:
 				if p, err = decodeData[records.LegacyPayment](item); err != nil {
-					return p, false, false, err
+					return p, false, nil, false, err
 				}
 				meta = true
 				if _, split := item[attrHistN]; !split {
-					return p, true, true, nil // written before history items: all in data
+					return p, true, nil, true, nil // written before history items: all in data
 				}
 				n = int(getN(item, attrHistN))
 				history, filled = make([]records.Event, n), make([]bool, n)
 			case !meta:
+			case strings.HasPrefix(sk, skLegacyInFlight):
+				if marks == nil {
+					marks = map[string]bool{}
+				}
+				marks[sk[len(skLegacyInFlight):]] = true
 			case strings.HasPrefix(sk, skHistory):
 				i, err := strconv.Atoi(sk[len(skHistory):])
 				if err != nil {
-					return p, false, false, fmt.Errorf("history item %q: %w", sk, err)
+					return p, false, nil, false, fmt.Errorf("history item %q: %w", sk, err)
 				}
 				if i >= n {
 					continue
 				}
 				if history[i], err = decodeData[records.Event](item); err != nil {
-					return p, false, false, err
+					return p, false, nil, false, err
 				}
 				filled[i] = true
 			}
 		}
 	}
 	if !meta {
-		return p, false, false, storeerr.ErrNotFound
+		return p, false, nil, false, storeerr.ErrNotFound
 	}
 	for _, ok := range filled {
 		if !ok {
-			return p, false, false, nil
+			return p, false, nil, false, nil
 		}
 	}
 	p.History = history
-	return p, false, true, nil
+	return p, false, marks, true, nil
 }
 
 // writeToken returns a new random token for attrWriteToken.
