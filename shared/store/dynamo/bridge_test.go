@@ -100,16 +100,11 @@ func isTaken(err error) bool {
 //     stays a ledger and the bridge writes it as one.
 func TestBridgeReleaseBetweenThePreviousAndTheLedger(t *testing.T) {
 	ctx := context.Background()
-	client, table := newTable(t)
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	bridge := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
-	next := dynamo.New(client, table, clk)
 	const psp = "PSP_BRIDGE"
-
 	// The bridge: a payment authorised for 1999 EUR, 500 captured
 	// (answered), 300 being captured (sent, no answer yet).
-	write(t, bridge, created(authorised(psp, t0)))
+	bridge, clk, client, table := bridgeFixture(t, psp)
+	next := dynamo.New(client, table, clk)
 	clk.Advance(time.Second)
 	a := capture("op_a", 500, clk.Now())
 	write(t, bridge, request(psp, a))
@@ -214,12 +209,8 @@ func TestBridgeReleaseBetweenThePreviousAndTheLedger(t *testing.T) {
 // and nothing is written either way.
 func TestBridgeRefusedWriteReportsAHeldClaim(t *testing.T) {
 	ctx := context.Background()
-	client, table := newTable(t)
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	bridge := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
 	const psp = "PSP_BRIDGE_CLAIM"
-	write(t, bridge, created(authorised(psp, t0)))
+	bridge, clk, client, table := bridgeFixture(t, psp)
 	before := items(t, client, table, "PAYMENT#"+psp)
 
 	held := claimOf("key-held", "lease-1", clk.Now())
@@ -241,6 +232,18 @@ func TestBridgeRefusedWriteReportsAHeldClaim(t *testing.T) {
 	if after := items(t, client, table, "PAYMENT#"+psp); len(after) != len(before)+2 { // op_1's request: its fact and mark
 		t.Fatalf("items %s, before %s", keys(after), keys(before))
 	}
+}
+
+// bridgeFixture is a bridge release's store on a new table, its clock at
+// 2026-03-02 10:00, and payment psp authorised on it.
+func bridgeFixture(t *testing.T, psp string) (*dynamo.Store, *clock.Fake, *dynamodb.Client, string) {
+	t.Helper()
+	client, table := newTable(t)
+	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	bridge := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
+	write(t, bridge, created(authorised(psp, t0)))
+	return bridge, clk, client, table
 }
 
 func historyKinds(p oldPayment) []string {
@@ -298,12 +301,8 @@ func TestBridgeWritesAnInlineRecordWithHistoryItems(t *testing.T) {
 // for good.
 func TestBridgeDropsTheMarksOfOperationsSettledElsewhere(t *testing.T) {
 	ctx := context.Background()
-	client, table := newTable(t)
-	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
-	bridge := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
 	const psp = "PSP_BRIDGE_MARKS"
-	write(t, bridge, created(authorised(psp, t0)))
+	bridge, clk, client, table := bridgeFixture(t, psp)
 	clk.Advance(time.Second)
 	write(t, bridge, request(psp, capture("op_b", 300, clk.Now())))
 	if all := items(t, client, table, "PAYMENT#"+psp); all["L#op_b"] == nil {
