@@ -293,7 +293,8 @@ func (r *report) storeWriteWhy() string {
 		fmt.Fprintf(&b, "a bbolt commit (fdatasync of its pages, then of its meta page) takes %s (p50) for one write alone on this disk (%s). "+
 			"Concurrent writers share one commit (group commit, `shared/store/embedded/groupcommit.go`); a writer that would commit "+
 			"alone first waits up to 60 µs for others to join, so one request's writes after the upstream call (idempotency result ‖ "+
-			"record, started at once) share one; leases and rate-limit windows are in memory. A group of up to two such writes goes to "+
+			"record, started at once) share one (a request's first write — a capture's reservation, which takes its claim — does "+
+			"not wait: nothing of its request comes to join it); leases and rate-limit windows are in memory. A group of up to two such writes goes to "+
 			"the payment journal instead (one write and one fdatasync, `shared/store/embedded/journal.go`), folded into the file by a "+
 			"later commit: so sessions and payments make one journal write per request, and captures two (the amount's reservation "+
 			"before the call, the record and result after it). ",

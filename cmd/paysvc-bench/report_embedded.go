@@ -63,7 +63,8 @@ func (r *report) lowLoadTarget() target {
 		t.Miss = "at concurrency 1 a request's writes after the upstream call are one journal write (the idempotency result and the " +
 			"record write, started at once, meet in the store's group commit: a lone writer waits up to 60 µs for others; the payment " +
 			"journal makes them durable with one write and one fdatasync), and sessions and payments make no other; captures also " +
-			"reserve their amount on the record before the call, durably, in the journal. " +
+			"reserve their amount on the record before the call, durably, in the journal (that write commits at once: it is its " +
+			"request's first). " +
 			r.fsyncCost() + " What is left beside that is loopback HTTP twice and the pipeline's CPU (§5). What it would take: " +
 			"no fsync for this development-only store; we keep fsync."
 	}

@@ -57,9 +57,12 @@ type pendingTx struct {
 	// solo, if set, is all the writer does, alone, never in a group
 	// (exclusive).
 	solo func() error
-	err  error
-	done chan struct{} // closed once err is final
-	lead chan struct{} // this writer leads the next commit
+	// first: the write is its request's first, so nothing of that
+	// request will join it; alone, it commits without gathering.
+	first bool
+	err   error
+	done  chan struct{} // closed once err is final
+	lead  chan struct{} // this writer leads the next commit
 }
 
 func (c *committer) update(fn func(*bolt.Tx) error) error {
@@ -70,6 +73,14 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 // and it takes the write's group, else in a transaction.
 func (c *committer) change(change func(kv) error) error {
 	return c.enqueue(&pendingTx{change: change, fn: func(tx *bolt.Tx) error { return change(txKV{tx}) }})
+}
+
+// changeFirst is change for a request's first write (a payment write that
+// takes its Idempotency-Key claim: the reservation before the upstream
+// call): nothing of its request is written beside it, so a lone one
+// commits at once instead of gathering.
+func (c *committer) changeFirst(change func(kv) error) error {
+	return c.enqueue(&pendingTx{change: change, fn: func(tx *bolt.Tx) error { return change(txKV{tx}) }, first: true})
 }
 
 // exclusive runs fn as the leader with no transaction under way and none
@@ -111,7 +122,7 @@ func (c *committer) wait(p *pendingTx) error {
 		default:
 		}
 		c.leading = true
-		if len(c.pending) == 1 && p.solo == nil {
+		if len(c.pending) == 1 && p.solo == nil && !p.first {
 			c.mu.Unlock()
 			c.gather()
 			c.mu.Lock()
@@ -147,7 +158,8 @@ func (c *committer) wait(p *pendingTx) error {
 // writes started together — a request's idempotency result and its
 // payment record, issued at once after the upstream answered — then
 // share one fsync (about 300 µs on a local disk) instead of taking two in
-// turn. The wait ends as soon as another writer joins.
+// turn. The wait ends as soon as another writer joins. A request's first
+// write (changeFirst) does not wait: nothing of its request will join.
 const gatherFor = 60 * time.Microsecond
 
 // gatherYields bounds gather's yields (each well under a microsecond).

@@ -106,6 +106,42 @@ func openTestDB(t *testing.T) *bolt.DB {
 	return db
 }
 
+// TestFirstWriteCommitsAtOnce: a request's first write (changeFirst: a
+// payment write taking its Idempotency-Key claim, the reservation before
+// the upstream call) has nothing of its request to wait for, so alone it
+// commits without gathering; a later write alone still gathers.
+func TestFirstWriteCommitsAtOnce(t *testing.T) {
+	db := openTestDB(t)
+	gathered := 0
+	c := &committer{db: db, gathering: func() { gathered++ }}
+	change := func(k string) func(kv) error {
+		return func(db kv) error { return db.put("b", []byte(k), []byte("v")) }
+	}
+	if err := c.changeFirst(change("reservation")); err != nil {
+		t.Fatal(err)
+	}
+	if gathered != 0 {
+		t.Fatalf("a lone first write gathered %d times, want 0", gathered)
+	}
+	if err := c.change(change("record")); err != nil {
+		t.Fatal(err)
+	}
+	if gathered != 1 {
+		t.Fatalf("a lone later write gathered %d times, want 1", gathered)
+	}
+	err := db.View(func(tx *bolt.Tx) error {
+		for _, k := range []string{"reservation", "record"} {
+			if tx.Bucket([]byte("b")).Get([]byte(k)) == nil {
+				return fmt.Errorf("%s not committed", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func put(key string) func(*bolt.Tx) error {
 	return func(tx *bolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte(key), []byte("v")) }
 }

@@ -241,7 +241,14 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 		}
 	}
-	err := s.change(ctx, func(db kv) error { return writeLedger(db, w, now) })
+	change, commit := func(db kv) error { return writeLedger(db, w, now) }, s.commit.change
+	if w.Claim != nil {
+		commit = s.commit.changeFirst // its request's first write
+	}
+	err := ctx.Err()
+	if err == nil {
+		err = commit(change)
+	}
 	if err != nil {
 		if c := w.Claim; c != nil {
 			s.dropLease(compositeKey(c.Scope, c.Key), c.LeaseToken)
