@@ -780,6 +780,14 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measureOn("POST refunds (Idempotency-Key)", psps, on("refunds"), fixed(refundBody), "ref"); err != nil {
 			return err
 		}
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		if err := measure("notification REFUND (receiver)", n, func(i int) error {
+			return e.notify(psps[i], upstream.EventRefund)
+		}); err != nil {
+			return err
+		}
 		if psps, err = setup(pay("rev-setup")); err != nil {
 			return err
 		}
@@ -791,6 +799,14 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}
 		update := func(psp string) string { return fmt.Sprintf(amountUpdateBodyFmt, psp) }
 		if err := measureOn("POST amount-updates (Idempotency-Key)", psps, on("amount-updates"), update, "upd"); err != nil {
+			return err
+		}
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		if err := measure("notification AUTHORISATION_ADJUSTMENT (receiver)", n, func(i int) error {
+			return e.notify(psps[i], upstream.EventAuthorisationAdjustment)
+		}); err != nil {
 			return err
 		}
 		challenges, err := setup(func(i int) (string, error) { return e.challenge(unique("det-setup")(i)) })
@@ -876,6 +892,13 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			if err := measure(l.name, n, api(http.MethodGet, l.path, "", nil, http.StatusOK)); err != nil {
 				return err
 			}
+		}
+		// A payment looked up by the merchant (its AUTHORISATION accepted
+		// above): the head, and the first page of its timeline.
+		if err := measure("GET payment", n, func(i int) error {
+			return api(http.MethodGet, payPath+"/"+notifPSP[i], "", nil, http.StatusOK)(i)
+		}); err != nil {
+			return err
 		}
 		cfg.logf("roundtrips: notifications, deliveries and listings done")
 		return nil

@@ -114,10 +114,13 @@ var rowToRequest = []struct {
 	{"POST payments/details (Idempotency-Key)", capacity.ReqDetails, false},
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION", false},
 	{"notification CAPTURE (receiver)", "notification " + "CAPTURE", false},
+	{"notification REFUND (receiver)", "notification " + "REFUND", false},
+	{"notification AUTHORISATION_ADJUSTMENT (receiver)", "notification " + "AUTHORISATION_ADJUSTMENT", false},
 	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts, false},
 	{hopRow, capacity.ReqHops, false},
 	{"GET webhook-deliveries (a page)", capacity.ReqListDeliveries, true},
 	{"GET events (a page)", capacity.ReqListEvents, true},
+	{"GET payment", capacity.ReqLookups, false},
 }
 
 // storeCalls counts a row's DynamoDB calls per request, tenant and API
@@ -168,6 +171,7 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 	probe := capacity.SmallMix()
 	probe.Rate, probe.Subscriptions = 200, 1
 	probe.AmountUpdates = 0.1 // none in the full trace; checked here
+	probe.Lookups = 0.1       // likewise
 	// the merchant on moto was created with one listing shard each
 	probe.DeliveryShards, probe.EventShards = 1, 1
 	pt, err := capacity.Run(probe)

@@ -55,6 +55,11 @@ type Mix struct {
 	// PartRefunds: of the captured and not reversed, a partial refund (POST
 	// refunds) after the CAPTURE notification.
 	PartRefunds float64
+	// Lookups: of the payments, one looked up by the merchant (GET
+	// payment: its head and the first page of its timeline) a second
+	// after its AUTHORISATION notification. None in FullMix (issue 16's
+	// trace has no merchant reads); the check against moto runs some.
+	Lookups float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -129,6 +134,7 @@ const (
 	ReqRefunds       = "POST refunds"
 	ReqAmountUpdates = "POST amount-updates"
 	ReqSessions      = "POST sessions"
+	ReqLookups       = "GET payment"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -197,6 +203,7 @@ const (
 	kSession
 	kAmountUpdate
 	kPartRefund
+	kLookup
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -313,6 +320,8 @@ func (t task) label() string {
 		return ReqAmountUpdates
 	case kPartRefund:
 		return ReqRefunds
+	case kLookup:
+		return ReqLookups
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -373,7 +382,7 @@ func share(i int, purpose string, p float64) bool {
 // life is what happens to payment i.
 type life struct {
 	tds, refused, captured, refunded, replayed bool
-	session, updated, partRefunded             bool
+	session, updated, partRefunded, looked     bool
 }
 
 func (r *replay) life(i int) life {
@@ -384,6 +393,7 @@ func (r *replay) life(i int) life {
 	l.session = share(i, "session", m.Sessions)
 	l.updated = !l.refused && share(i, "amount-update", m.AmountUpdates)
 	l.partRefunded = l.captured && !l.refunded && share(i, "part-refund", m.PartRefunds)
+	l.looked = share(i, "lookup", m.Lookups)
 	return l
 }
 
@@ -423,6 +433,8 @@ func (r *replay) run(s int, t task) error {
 		return r.operation(s, t.i, stageUpdateRequested)
 	case kPartRefund:
 		return r.operation(s, t.i, stagePartRefundRequested)
+	case kLookup:
+		return r.lookup(s, t.i)
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
 }
@@ -728,6 +740,26 @@ func (r *replay) details(s, i int) error {
 	return nil
 }
 
+// lookup is the merchant's GET of payment i, as it stood after its
+// AUTHORISATION notification: the rate-limit hit, then at once the head
+// (GetPayment) and the first page of the timeline (a Query of its facts,
+// a page and one more).
+func (r *replay) lookup(s, i int) error {
+	now := r.at(s, i)
+	r.count(ReqLookups)
+	r.rateHit(now)
+	st := r.ledgerAt(i, r.stage(i, stageAuthorisation), now)
+	if err := r.getPayment(st); err != nil {
+		return err
+	}
+	_, _, facts, err := r.items(st)
+	if err != nil {
+		return err
+	}
+	r.meter.Query(Table, "PAYMENT#"+psp(i), true, facts[:min(len(facts), lookup.DefaultLimit+1)]...)
+	return nil
+}
+
 // session is POST sessions for payment i's checkout: the rate-limit hit
 // and the claim, the session written beside the claim's completion.
 func (r *replay) session(s, i int) error {
@@ -873,6 +905,9 @@ func (r *replay) notify(s, i, code int) error {
 		r.meter.Query(dynamo.Indexes[0].Name, "PAYMENT#"+psp(i), false, committed) // replayUnroutable
 	}
 	r.meter.Put(committed, processed)
+	if code == codeAuthorisation && l.looked {
+		r.later(s+1, task{kind: kLookup, i: i})
+	}
 	switch {
 	case code == codeAuthorisation && l.updated:
 		r.later(s+r.mix.CaptureAfter, task{kind: kAmountUpdate, i: i})
