@@ -900,6 +900,11 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}); err != nil {
 			return err
 		}
+		if err := measure("GET payment timeline (a page)", n, func(i int) error {
+			return api(http.MethodGet, payPath+"/"+notifPSP[i]+"/timeline", "", nil, http.StatusOK)(i)
+		}); err != nil {
+			return err
+		}
 		cfg.logf("roundtrips: notifications, deliveries and listings done")
 		return nil
 	})

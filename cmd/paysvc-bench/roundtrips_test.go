@@ -38,6 +38,10 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 		"POST reversals (Idempotency-Key)":                   2,
 		"POST amount-updates (Idempotency-Key)":              2,
 		"POST payments/details (Idempotency-Key)":            3,
+		// reads: the hit, then the payment's head (its owner) and the
+		// page at once
+		"GET payment":                   2,
+		"GET payment timeline (a page)": 2,
 	}
 	var res *roundTripResult
 	over := func() []string {

@@ -60,6 +60,10 @@ type Mix struct {
 	// after its AUTHORISATION notification. None in FullMix (issue 16's
 	// trace has no merchant reads); the check against moto runs some.
 	Lookups float64
+	// TimelinePages: of the payments, a page of the timeline read (GET
+	// payment timeline) a second after its AUTHORISATION notification.
+	// None in FullMix either.
+	TimelinePages float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -135,6 +139,7 @@ const (
 	ReqAmountUpdates = "POST amount-updates"
 	ReqSessions      = "POST sessions"
 	ReqLookups       = "GET payment"
+	ReqTimeline      = "GET payment timeline (a page)"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -204,6 +209,7 @@ const (
 	kAmountUpdate
 	kPartRefund
 	kLookup
+	kTimeline
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -322,6 +328,8 @@ func (t task) label() string {
 		return ReqRefunds
 	case kLookup:
 		return ReqLookups
+	case kTimeline:
+		return ReqTimeline
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -383,6 +391,7 @@ func share(i int, purpose string, p float64) bool {
 type life struct {
 	tds, refused, captured, refunded, replayed bool
 	session, updated, partRefunded, looked     bool
+	timeline                                   bool
 }
 
 func (r *replay) life(i int) life {
@@ -394,6 +403,7 @@ func (r *replay) life(i int) life {
 	l.updated = !l.refused && share(i, "amount-update", m.AmountUpdates)
 	l.partRefunded = l.captured && !l.refunded && share(i, "part-refund", m.PartRefunds)
 	l.looked = share(i, "lookup", m.Lookups)
+	l.timeline = share(i, "timeline", m.TimelinePages)
 	return l
 }
 
@@ -435,6 +445,8 @@ func (r *replay) run(s int, t task) error {
 		return r.operation(s, t.i, stagePartRefundRequested)
 	case kLookup:
 		return r.lookup(s, t.i)
+	case kTimeline:
+		return r.timeline(s, t.i)
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
 }
@@ -752,11 +764,31 @@ func (r *replay) lookup(s, i int) error {
 	if err := r.getPayment(st); err != nil {
 		return err
 	}
+	return r.timelinePage(st)
+}
+
+// timeline is the merchant's GET of a page of payment i's timeline, as
+// it stood after its AUTHORISATION notification: the rate-limit hit,
+// then at once the head (its owner) and the page.
+func (r *replay) timeline(s, i int) error {
+	now := r.at(s, i)
+	r.count(ReqTimeline)
+	r.rateHit(now)
+	st := r.ledgerAt(i, r.stage(i, stageAuthorisation), now)
+	if err := r.getPayment(st); err != nil {
+		return err
+	}
+	return r.timelinePage(st)
+}
+
+// timelinePage meters Timeline of st's first page: a Query of its facts,
+// a page and one more.
+func (r *replay) timelinePage(st ledgerState) error {
 	_, _, facts, err := r.items(st)
 	if err != nil {
 		return err
 	}
-	r.meter.Query(Table, "PAYMENT#"+psp(i), true, facts[:min(len(facts), lookup.DefaultLimit+1)]...)
+	r.meter.Query(Table, "PAYMENT#"+st.head.PSPReference, true, facts[:min(len(facts), lookup.TimelinePage+1)]...)
 	return nil
 }
 
@@ -907,6 +939,9 @@ func (r *replay) notify(s, i, code int) error {
 	r.meter.Put(committed, processed)
 	if code == codeAuthorisation && l.looked {
 		r.later(s+1, task{kind: kLookup, i: i})
+	}
+	if code == codeAuthorisation && l.timeline {
+		r.later(s+1, task{kind: kTimeline, i: i})
 	}
 	switch {
 	case code == codeAuthorisation && l.updated:

@@ -66,21 +66,12 @@ const TimelinePage = 50
 // are all 404 yp_3006, and so are the service's internal records kept
 // beside payments (payments.Owned).
 func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Site, psp string) (PaymentView, error) {
-	var (
-		head    payments.Head
-		headErr error
-		page    TimelineView
-		pageErr error
-		wg      sync.WaitGroup
-	)
-	wg.Go(func() { page, pageErr = s.timeline(ctx, psp, "") })
-	head, headErr = payments.Owned(ctx, s.payments, m, site, psp)
-	wg.Wait()
-	if headErr != nil {
-		return PaymentView{}, headErr
+	head, page, err := s.ownedPage(ctx, m, site, psp, "")
+	if err != nil {
+		return PaymentView{}, err
 	}
-	if pageErr != nil {
-		return PaymentView{}, apperr.Wrap(apperr.Internal, "internal error", pageErr)
+	if page.err != nil {
+		return PaymentView{}, apperr.Wrap(apperr.Internal, "internal error", page.err)
 	}
 	v := paymentView(head)
 	v.Timeline, v.TimelineNext = page.Data, page.Next
@@ -88,16 +79,37 @@ func (s *Service) Payment(ctx context.Context, m tenant.Merchant, site tenant.Si
 }
 
 // Timeline returns a page of payment psp's timeline after cursor (the
-// Next of the page before), for GET payments/{pspReference}/timeline.
+// Next of the page before), for GET payments/{pspReference}/timeline:
+// the payment's head (its owner) and the page read at once.
 func (s *Service) Timeline(ctx context.Context, m tenant.Merchant, site tenant.Site, psp, cursor string) (TimelineView, error) {
-	if _, err := payments.Owned(ctx, s.payments, m, site, psp); err != nil {
+	_, page, err := s.ownedPage(ctx, m, site, psp, cursor)
+	if err != nil {
 		return TimelineView{}, err
 	}
-	page, err := s.timeline(ctx, psp, cursor)
-	if err != nil {
+	if page.err != nil {
 		return TimelineView{}, apperr.InvalidField("startingAfter", "not a position in this payment's timeline")
 	}
-	return page, nil
+	return page.TimelineView, nil
+}
+
+// pageRead is a page of a timeline, or why it could not be read.
+type pageRead struct {
+	TimelineView
+	err error
+}
+
+// ownedPage reads payment psp's head and its timeline's page after cursor
+// at once: err when the payment is not the merchant's site's (nothing of
+// the page is returned then), else the head and the page as read.
+func (s *Service) ownedPage(ctx context.Context, m tenant.Merchant, site tenant.Site, psp, cursor string) (payments.Head, pageRead, error) {
+	var (
+		page pageRead
+		wg   sync.WaitGroup
+	)
+	wg.Go(func() { page.TimelineView, page.err = s.timeline(ctx, psp, cursor) })
+	head, err := payments.Owned(ctx, s.payments, m, site, psp)
+	wg.Wait()
+	return head, page, err
 }
 
 // timeline reads one page of psp's timeline.

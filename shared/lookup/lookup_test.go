@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -241,4 +242,55 @@ func TestPaymentLookupHidesPendingRecords(t *testing.T) {
 	if err != nil || v.PSPReference != "PSP1" {
 		t.Fatalf("lookup of the payment: %+v, %v", v, err)
 	}
+}
+
+// meetingReads is a Payments whose head read waits for the timeline read
+// and the other way round: the two complete only when made at once.
+type meetingReads struct {
+	Payments
+	head, page chan struct{}
+}
+
+func (r *meetingReads) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
+	close(r.head)
+	<-r.page
+	return r.Payments.GetPayment(ctx, psp)
+}
+
+func (r *meetingReads) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
+	close(r.page)
+	<-r.head
+	return r.Payments.Timeline(ctx, psp, cursor, limit)
+}
+
+// GET payment and GET timeline read the payment's head (its owner) and the
+// page at once: one store step after the rate-limit hit, not two. Read one
+// after the other, the fake's reads wait for each other for good, which
+// synctest reports as a deadlock.
+func TestLookupsReadHeadAndPageAtOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ok := true
+	st := memledger.New(clock.NewFake(t0))
+	m, site := tenant.Merchant{ID: "m_a"}, tenant.Site{ID: "site_a", MerchantID: "m_a"}
+	ledger(t, st, payments.Head{PSPReference: "PSP1", MerchantID: "m_a", SiteID: "site_a",
+		Amount: money.Amount{Value: 1000, Currency: "EUR"}, Auth: payments.Auth{Notified: &ok}, Authorised: 1000, CreatedAt: t0}, nil,
+		payments.Fact{ID: "f1", At: t0, Kind: "AUTHORISATION", Origin: payments.OriginNotification, PSPReference: "PSP1", Success: &ok})
+	meet := func() *Service {
+		return New(&meetingReads{Payments: st, head: make(chan struct{}), page: make(chan struct{})}, nil, nil)
+	}
+	ctx := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		v, err := meet().Payment(ctx, m, site, "PSP1")
+		if err != nil || len(v.Timeline) != 1 {
+			t.Errorf("payment: %+v, %v", v, err)
+		}
+		page, err := meet().Timeline(ctx, m, site, "PSP1", "")
+		if err != nil || len(page.Data) != 1 {
+			t.Errorf("timeline: %+v, %v", page, err)
+		}
+		other := tenant.Site{ID: "site_b", MerchantID: "m_a"}
+		if _, err := meet().Timeline(ctx, m, other, "PSP1", ""); apperr.As(err).Kind != apperr.PaymentNotFound {
+			t.Errorf("timeline of another site's payment: %v, want payment not found", err)
+		}
+	})
 }
