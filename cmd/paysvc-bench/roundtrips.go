@@ -701,6 +701,8 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			{"GET config", api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
 			{"POST sessions (Idempotency-Key)", api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
 			{"POST payments (Idempotency-Key)", api(http.MethodPost, payPath, payBodyFmt, unique("pay"), http.StatusOK)},
+			{"POST payment-methods", api(http.MethodPost, "/v1/ecom/"+benchSite+"/payment-methods",
+				`{"countryCode":"NL","amount":{"currency":"EUR","value":4999}}`, nil, http.StatusOK)},
 		} {
 			if err := measure(m.name, n, m.op); err != nil {
 				return err

@@ -64,6 +64,10 @@ type Mix struct {
 	// payment timeline) a second after its AUTHORISATION notification.
 	// None in FullMix either.
 	TimelinePages float64
+	// RateOnly: of the checkouts, one GET config and one POST
+	// payment-methods before the payment (each writes only its rate-limit
+	// hit). None in FullMix either.
+	RateOnly float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -140,6 +144,8 @@ const (
 	ReqSessions      = "POST sessions"
 	ReqLookups       = "GET payment"
 	ReqTimeline      = "GET payment timeline (a page)"
+	ReqConfig        = "GET config"
+	ReqMethods       = "POST payment-methods"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -210,6 +216,8 @@ const (
 	kPartRefund
 	kLookup
 	kTimeline
+	kConfig
+	kMethods
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -247,7 +255,11 @@ func Run(m Mix) (*TraceResult, error) {
 	for s := 0; s < m.Seconds || len(r.queue) > 0; s++ {
 		if s < m.Seconds {
 			for i := s * m.Rate; i < (s+1)*m.Rate; i += m.Sample {
-				if r.life(i).session { // the checkout's session first
+				l := r.life(i)
+				if l.rateOnly { // the checkout's configuration and methods
+					r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i})
+				}
+				if l.session { // the checkout's session first
 					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
 				}
 				r.queue[s] = append(r.queue[s], task{kind: kPay, i: i})
@@ -330,6 +342,10 @@ func (t task) label() string {
 		return ReqLookups
 	case kTimeline:
 		return ReqTimeline
+	case kConfig:
+		return ReqConfig
+	case kMethods:
+		return ReqMethods
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -391,7 +407,7 @@ func share(i int, purpose string, p float64) bool {
 type life struct {
 	tds, refused, captured, refunded, replayed bool
 	session, updated, partRefunded, looked     bool
-	timeline                                   bool
+	timeline, rateOnly                         bool
 }
 
 func (r *replay) life(i int) life {
@@ -404,6 +420,7 @@ func (r *replay) life(i int) life {
 	l.partRefunded = l.captured && !l.refunded && share(i, "part-refund", m.PartRefunds)
 	l.looked = share(i, "lookup", m.Lookups)
 	l.timeline = share(i, "timeline", m.TimelinePages)
+	l.rateOnly = share(i, "rate-only", m.RateOnly)
 	return l
 }
 
@@ -447,6 +464,10 @@ func (r *replay) run(s int, t task) error {
 		return r.lookup(s, t.i)
 	case kTimeline:
 		return r.timeline(s, t.i)
+	case kConfig, kMethods:
+		r.count(t.label())
+		r.rateHit(r.at(s, t.i))
+		return nil
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
 }
