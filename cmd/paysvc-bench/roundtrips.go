@@ -796,6 +796,14 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measureOn("POST reversals (Idempotency-Key)", psps, on("reversals"), fixed("{}"), "rev"); err != nil {
 			return err
 		}
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		if err := measure("notification CANCEL_OR_REFUND (receiver)", n, func(i int) error {
+			return e.notify(psps[i], upstream.EventCancelOrRefund)
+		}); err != nil {
+			return err
+		}
 		if psps, err = setup(func(i int) (string, error) { return e.payBody(preAuthBody(unique("upd-setup")(i)), "") }); err != nil {
 			return err
 		}

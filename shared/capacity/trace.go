@@ -229,7 +229,8 @@ type task struct {
 	i       int   // the payment's number
 }
 
-var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund, upstream.EventAuthorisationAdjustment}
+var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund, upstream.EventAuthorisationAdjustment,
+	upstream.EventCancelOrRefund}
 
 // Indexes in eventCodes.
 const (
@@ -237,6 +238,7 @@ const (
 	codeCapture
 	codeRefund
 	codeAdjustment
+	codeCancelOrRefund // a reversal's (the platform's answer to /reversals)
 )
 
 // Run replays m through the adapter's item builders and meters it.
@@ -921,7 +923,7 @@ func (r *replay) notify(s, i, code int) error {
 	if err != nil {
 		return err
 	}
-	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified, stageUpdateNotified}[code])
+	n := r.stage(i, []int{stageAuthorisation, stageCaptureNotified, stageRefundNotified, stageUpdateNotified, stageRefundNotified}[code])
 	before, after := r.ledgerAt(i, n-1, now), r.ledgerAt(i, n, now)
 	r.meter.Get(committed) // GetEvent: not stored yet
 	if err := r.getPayment(before); err != nil {
@@ -1121,7 +1123,7 @@ var operations = map[int]struct {
 	value     int64
 }{
 	stageCaptureRequested:    {ReqCaptures, "capture", payments.OpCapture, codeCapture, 'c', 4999},
-	stageReversalRequested:   {ReqReversals, "refund", payments.OpReversal, codeRefund, 'r', 4999},
+	stageReversalRequested:   {ReqReversals, "refund", payments.OpReversal, codeCancelOrRefund, 'r', 4999},
 	stageUpdateRequested:     {ReqAmountUpdates, "amount-update", payments.OpAmountUpdate, codeAdjustment, 'u', 5999},
 	stagePartRefundRequested: {ReqRefunds, "part-refund", payments.OpRefund, codeRefund, 'f', 1000},
 }
@@ -1130,7 +1132,7 @@ var operations = map[int]struct {
 // notified by code: its capture, its refund or reversal, its amount
 // update.
 func modRef(i, code int) string {
-	return fmt.Sprintf("%c%015d", "PMRA"[code], i)
+	return fmt.Sprintf("%c%015d", "PMRAR"[code], i)
 }
 
 // ledgerAt is payment i's ledger after its first v steps (v 0: none yet),
@@ -1167,6 +1169,9 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 			h.Auth.Notified = &ok
 		case stageCaptureNotified, stageRefundNotified, stageUpdateNotified:
 			code := map[int]int{stageCaptureNotified: codeCapture, stageRefundNotified: codeRefund, stageUpdateNotified: codeAdjustment}[step]
+			if step == stageRefundNotified && l.refunded { // a reversal's
+				code = codeCancelOrRefund
+			}
 			mod := modRef(i, code)
 			e := st.entries[mod]
 			a := e.Requested.Amount
