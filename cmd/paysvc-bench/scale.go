@@ -106,6 +106,7 @@ var rowToRequest = []struct {
 }{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments, false},
 	{"POST payments, replay of a finished key", capacity.ReqReplay, false},
+	{"POST payments (no Idempotency-Key)", capacity.ReqPaymentsNoKey, false},
 	{"POST captures (Idempotency-Key)", capacity.ReqCaptures, false},
 	{"POST reversals (Idempotency-Key)", capacity.ReqReversals, false},
 	{"POST refunds (Idempotency-Key)", capacity.ReqRefunds, false},
@@ -174,8 +175,8 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 	// The model with item 2's single subscription, for the call check.
 	probe := capacity.SmallMix()
 	probe.Rate, probe.Subscriptions = 200, 1
-	probe.AmountUpdates = 0.1                                          // none in the full trace; checked here
-	probe.Lookups, probe.TimelinePages, probe.RateOnly = 0.1, 0.1, 0.1 // likewise
+	probe.AmountUpdates = 0.1                                                            // none in the full trace; checked here
+	probe.Lookups, probe.TimelinePages, probe.RateOnly, probe.NoKey = 0.1, 0.1, 0.1, 0.1 // likewise
 	// the merchant on moto was created with one listing shard each
 	probe.DeliveryShards, probe.EventShards = 1, 1
 	pt, err := capacity.Run(probe)

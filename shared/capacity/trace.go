@@ -68,6 +68,9 @@ type Mix struct {
 	// payment-methods before the payment (each writes only its rate-limit
 	// hit). None in FullMix either.
 	RateOnly float64
+	// NoKey: of the payments, sent without an Idempotency-Key (no claim,
+	// no stored answer). None in FullMix either.
+	NoKey float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -146,6 +149,7 @@ const (
 	ReqTimeline      = "GET payment timeline (a page)"
 	ReqConfig        = "GET config"
 	ReqMethods       = "POST payment-methods"
+	ReqPaymentsNoKey = "POST payments (no Idempotency-Key)"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -218,6 +222,7 @@ const (
 	kTimeline
 	kConfig
 	kMethods
+	kPayNoKey
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -264,7 +269,11 @@ func Run(m Mix) (*TraceResult, error) {
 				if l.session { // the checkout's session first
 					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
 				}
-				r.queue[s] = append(r.queue[s], task{kind: kPay, i: i})
+				pay := kPay
+				if l.noKey {
+					pay = kPayNoKey
+				}
+				r.queue[s] = append(r.queue[s], task{kind: pay, i: i})
 			}
 		}
 		tasks, ok := r.queue[s]
@@ -348,6 +357,8 @@ func (t task) label() string {
 		return ReqConfig
 	case kMethods:
 		return ReqMethods
+	case kPayNoKey:
+		return ReqPaymentsNoKey
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -409,7 +420,7 @@ func share(i int, purpose string, p float64) bool {
 type life struct {
 	tds, refused, captured, refunded, replayed bool
 	session, updated, partRefunded, looked     bool
-	timeline, rateOnly                         bool
+	timeline, rateOnly, noKey                  bool
 }
 
 func (r *replay) life(i int) life {
@@ -423,6 +434,8 @@ func (r *replay) life(i int) life {
 	l.looked = share(i, "lookup", m.Lookups)
 	l.timeline = share(i, "timeline", m.TimelinePages)
 	l.rateOnly = share(i, "rate-only", m.RateOnly)
+	l.noKey = share(i, "no-key", m.NoKey)
+	l.replayed = l.replayed && !l.noKey // a replay is of a key
 	return l
 }
 
@@ -442,7 +455,7 @@ func idemKey(i int, what string) string {
 
 func (r *replay) run(s int, t task) error {
 	switch t.kind {
-	case kPay:
+	case kPay, kPayNoKey:
 		return r.pay(s, t.i)
 	case kReplay:
 		return r.replayPay(s, t.i)
@@ -699,19 +712,25 @@ func modificationResponse(i int, status string) []byte {
 
 func (r *replay) pay(s, i int) error {
 	l := r.life(i)
-	now, key, claimed, err := r.request(ReqPayments, "pay", s, i)
-	if err != nil {
-		return err
-	}
-	code := "Authorised"
-	switch {
-	case l.tds:
-		code = "RedirectShopper"
-	case l.refused:
-		code = "Refused"
-	}
-	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
-		return err
+	now := r.at(s, i)
+	if l.noKey { // the rate-limit hit alone before the call, no answer stored
+		r.count(ReqPaymentsNoKey)
+		r.rateHit(now)
+	} else {
+		_, key, claimed, err := r.request(ReqPayments, "pay", s, i) // at now
+		if err != nil {
+			return err
+		}
+		code := "Authorised"
+		switch {
+		case l.tds:
+			code = "RedirectShopper"
+		case l.refused:
+			code = "Refused"
+		}
+		if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
+			return err
+		}
 	}
 	if err := r.write(r.ledgerAt(i, 0, now), r.ledgerAt(i, 1, now)); err != nil { // recordResult: one create-only write
 		return err
