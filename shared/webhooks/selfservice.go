@@ -73,7 +73,7 @@ func (s *SelfService) Retry(ctx context.Context, merchantID, id string) (Retried
 	}
 	now := s.Clock.Now()
 	var prev Status
-	d, err = MutateDelivery(ctx, s.Deliveries, id, func(d *Delivery) error {
+	d, err = mutateFrom(ctx, s.Deliveries, d, func(d *Delivery) error { // from the read above
 		prev = d.Status
 		if !retryable(*d) {
 			return apperr.Newf(apperr.Invalid, "webhook delivery is %s; only failed or disabled deliveries can be retried", d.Status)
@@ -94,7 +94,7 @@ func (s *SelfService) Retry(ctx context.Context, merchantID, id string) (Retried
 		(&Admin{Deliveries: s.Deliveries}).restore(ctx, id, prev)
 		return Retried{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("enqueue delivery %s: %w", id, err))
 	}
-	d, err = MutateDelivery(ctx, s.Deliveries, id, func(d *Delivery) error {
+	d, err = mutateFrom(ctx, s.Deliveries, d, func(d *Delivery) error { // from the save above
 		if d.Enqueued || d.Status != StatusPending {
 			return errSkip
 		}
