@@ -497,12 +497,14 @@ func newRTEnv(t *section) (*rtEnv, error) {
 		return nil, err
 	}
 	q := sqsqueue.New(sqsClient, qURL, dlqURL)
+	d.Webhooks = &webhooks.SelfService{Deliveries: st, Subscriptions: st, Queue: q, Clock: clk,
+		Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second})}
 	return &rtEnv{
 		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key, deps: d,
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
 		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d)),
+			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
 		receiver: &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{
 			Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
 		}},
@@ -908,6 +910,25 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measure("GET payment", n, func(i int) error {
 			return api(http.MethodGet, payPath+"/"+notifPSP[i], "", nil, http.StatusOK)(i)
 		}); err != nil {
+			return err
+		}
+		// The webhooks function: a merchant's retry of a delivery that
+		// ended failed (the deliveries above, failed in setup), and a
+		// test event to its subscription.
+		for _, j := range jobs {
+			if _, err := webhooks.MutateDelivery(context.Background(), e.st, j.DeliveryID, func(d *webhooks.Delivery) error {
+				d.Status, d.Enqueued = webhooks.StatusFailed, false
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if err := measure("POST webhook-deliveries retry", n, func(i int) error {
+			return api(http.MethodPost, "/v1/ecom/webhook-deliveries/"+jobs[i].DeliveryID+"/retry", "", nil, http.StatusOK)(i)
+		}); err != nil {
+			return err
+		}
+		if err := measure("POST webhooks/test", n, api(http.MethodPost, "/v1/ecom/webhooks/test", "", nil, http.StatusOK)); err != nil {
 			return err
 		}
 		if err := measure("GET payment timeline (a page)", n, func(i int) error {

@@ -124,6 +124,7 @@ var rowToRequest = []struct {
 	{"GET events (a page)", capacity.ReqListEvents, true},
 	{"GET payment", capacity.ReqLookups, false},
 	{"GET payment timeline (a page)", capacity.ReqTimeline, false},
+	{"POST webhook-deliveries retry", capacity.ReqRedrives, false},
 	{"GET config", capacity.ReqConfig, false},
 	{"POST payment-methods", capacity.ReqMethods, false},
 }
@@ -175,8 +176,8 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 	// The model with item 2's single subscription, for the call check.
 	probe := capacity.SmallMix()
 	probe.Rate, probe.Subscriptions = 200, 1
-	probe.AmountUpdates = 0.1                                                            // none in the full trace; checked here
-	probe.Lookups, probe.TimelinePages, probe.RateOnly, probe.NoKey = 0.1, 0.1, 0.1, 0.1 // likewise
+	probe.AmountUpdates = 0.1                                                                                 // none in the full trace; checked here
+	probe.Lookups, probe.TimelinePages, probe.RateOnly, probe.NoKey, probe.Redrives = 0.1, 0.1, 0.1, 0.1, 0.1 // likewise
 	// the merchant on moto was created with one listing shard each
 	probe.DeliveryShards, probe.EventShards = 1, 1
 	pt, err := capacity.Run(probe)

@@ -71,6 +71,11 @@ type Mix struct {
 	// NoKey: of the payments, sent without an Idempotency-Key (no claim,
 	// no stored answer). None in FullMix either.
 	NoKey float64
+	// Redrives: of the payments, its AUTHORISATION's delivery to the first
+	// subscription retried by the merchant (POST webhook-deliveries
+	// retry) a second after the notification, as after it ended failed.
+	// None in FullMix either.
+	Redrives float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -150,6 +155,7 @@ const (
 	ReqConfig        = "GET config"
 	ReqMethods       = "POST payment-methods"
 	ReqPaymentsNoKey = "POST payments (no Idempotency-Key)"
+	ReqRedrives      = "POST webhook-deliveries retry"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -223,6 +229,7 @@ const (
 	kConfig
 	kMethods
 	kPayNoKey
+	kRedrive
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -359,6 +366,8 @@ func (t task) label() string {
 		return ReqMethods
 	case kPayNoKey:
 		return ReqPaymentsNoKey
+	case kRedrive:
+		return ReqRedrives
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -420,7 +429,7 @@ func share(i int, purpose string, p float64) bool {
 type life struct {
 	tds, refused, captured, refunded, replayed bool
 	session, updated, partRefunded, looked     bool
-	timeline, rateOnly, noKey                  bool
+	timeline, rateOnly, noKey, redriven        bool
 }
 
 func (r *replay) life(i int) life {
@@ -435,6 +444,7 @@ func (r *replay) life(i int) life {
 	l.timeline = share(i, "timeline", m.TimelinePages)
 	l.rateOnly = share(i, "rate-only", m.RateOnly)
 	l.noKey = share(i, "no-key", m.NoKey)
+	l.redriven = share(i, "redrive", m.Redrives)
 	l.replayed = l.replayed && !l.noKey // a replay is of a key
 	return l
 }
@@ -479,6 +489,8 @@ func (r *replay) run(s int, t task) error {
 		return r.lookup(s, t.i)
 	case kTimeline:
 		return r.timeline(s, t.i)
+	case kRedrive:
+		return r.redrive(s, t.i)
 	case kConfig, kMethods:
 		r.count(t.label())
 		r.rateHit(r.at(s, t.i))
@@ -985,6 +997,9 @@ func (r *replay) notify(s, i, code int) error {
 	if code == codeAuthorisation && l.timeline {
 		r.later(s+1, task{kind: kTimeline, i: i})
 	}
+	if code == codeAuthorisation && l.redriven {
+		r.later(s+1, task{kind: kRedrive, i: i})
+	}
 	switch {
 	case code == codeAuthorisation && l.updated:
 		r.later(s+r.mix.CaptureAfter, task{kind: kAmountUpdate, i: i})
@@ -1025,6 +1040,38 @@ func (r *replay) delivery(ev notifications.Event, sub int, payload []byte, st we
 		}
 	}
 	return dynamo.DeliveryItem(d, r.deliveryShards)
+}
+
+// redrive is a merchant's retry of payment i's AUTHORISATION delivery to
+// the first subscription, ended failed after one attempt: the rate-limit
+// hit, its read, its reset to pending, the job sent, its enqueued mark
+// (webhooks.SelfService.Retry).
+func (r *replay) redrive(s, i int) error {
+	now := r.at(s, i)
+	r.count(ReqRedrives)
+	r.rateHit(now)
+	ev := r.eventRecord(i, codeAuthorisation, now, notifications.EventProcessed)
+	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced), 3)
+	if err != nil {
+		return err
+	}
+	failed, err := r.delivery(ev, 0, payload, webhooks.StatusFailed, 1, false, now)
+	if err != nil {
+		return err
+	}
+	reset, err := r.delivery(ev, 0, payload, webhooks.StatusPending, 1, false, now)
+	if err != nil {
+		return err
+	}
+	marked, err := r.delivery(ev, 0, payload, webhooks.StatusPending, 1, true, now)
+	if err != nil {
+		return err
+	}
+	r.meter.Get(failed)
+	r.meter.Put(failed, reset)
+	r.count(ReqSQSSend)
+	r.meter.Put(reset, marked)
+	return nil
 }
 
 // attempt is one dispatcher attempt of one delivery.
