@@ -25,7 +25,8 @@ import (
 const (
 	benchSimAPIKey  = "sim_bench_api_key"
 	benchSimHMACKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
-	benchSite       = "site_demo" // the local server's demo tenant
+	benchSite       = "site_demo"    // the local server's demo tenant
+	benchAccount    = "DemoShopECOM" // its upstream merchant account
 )
 
 // Request bodies of the overhead runs: testenv's typical Drop-in payment
@@ -118,10 +119,13 @@ func (f *simFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // upstreamOp names an upstream path: "payments", "sessions", "captures", …
 func upstreamOp(path string) string {
-	for _, op := range []string{"captures", "refunds", "reversals", "amountUpdates", "payments/details", "sessions", "payments"} {
+	for _, op := range []string{"captures", "refunds", "reversals", "amountUpdates", "payments/details", "sessions", "payments", "paymentMethods"} {
 		if strings.HasSuffix(path, "/"+op) {
 			return op
 		}
+	}
+	if strings.Contains(path, "/storedPaymentMethods/") {
+		return "storedPaymentMethods" // DELETE of one: its id aside
 	}
 	return path
 }

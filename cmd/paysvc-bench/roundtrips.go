@@ -912,6 +912,30 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}); err != nil {
 			return err
 		}
+		// A shopper's stored card deleted by the merchant (each stored by a
+		// payment in setup).
+		shoppers := make([]string, n)
+		tokens, err := setup(func(i int) (string, error) {
+			shoppers[i] = unique("shopper")(i)
+			body := strings.Replace(fmt.Sprintf(payBodyFmt, unique("store-setup")(i)), `"channel":"Web"`,
+				`"channel":"Web","shopperReference":"`+shoppers[i]+`","storePaymentMethod":true,"recurringProcessingModel":"CardOnFile"`, 1)
+			if _, err := e.payBody(body, ""); err != nil {
+				return "", err
+			}
+			ids := e.sim.Sim.StoredPaymentMethods(benchAccount, shoppers[i])
+			if len(ids) != 1 {
+				return "", fmt.Errorf("setup stored card of %s: %v", shoppers[i], ids)
+			}
+			return ids[0], nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := measure("DELETE stored-payment-methods", n, func(i int) error {
+			return api(http.MethodDelete, "/v1/ecom/"+benchSite+"/stored-payment-methods/"+tokens[i]+"?shopperReference="+shoppers[i], "", nil, http.StatusOK)(i)
+		}); err != nil {
+			return err
+		}
 		// The webhooks function: a merchant's retry of a delivery that
 		// ended failed (the deliveries above, failed in setup), and a
 		// test event to its subscription.

@@ -127,6 +127,7 @@ var rowToRequest = []struct {
 	{"POST webhook-deliveries retry", capacity.ReqRedrives, false},
 	{"GET config", capacity.ReqConfig, false},
 	{"POST payment-methods", capacity.ReqMethods, false},
+	{"DELETE stored-payment-methods", capacity.ReqDeleteStored, false},
 }
 
 // storeCalls counts a row's DynamoDB calls per request, tenant and API

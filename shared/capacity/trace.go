@@ -65,8 +65,9 @@ type Mix struct {
 	// None in FullMix either.
 	TimelinePages float64
 	// RateOnly: of the checkouts, one GET config and one POST
-	// payment-methods before the payment (each writes only its rate-limit
-	// hit). None in FullMix either.
+	// payment-methods before the payment, and one DELETE of a stored
+	// payment method (each writes only its rate-limit hit). None in
+	// FullMix either.
 	RateOnly float64
 	// NoKey: of the payments, sent without an Idempotency-Key (no claim,
 	// no stored answer). None in FullMix either.
@@ -154,6 +155,7 @@ const (
 	ReqTimeline      = "GET payment timeline (a page)"
 	ReqConfig        = "GET config"
 	ReqMethods       = "POST payment-methods"
+	ReqDeleteStored  = "DELETE stored-payment-methods"
 	ReqPaymentsNoKey = "POST payments (no Idempotency-Key)"
 	ReqRedrives      = "POST webhook-deliveries retry"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
@@ -230,6 +232,7 @@ const (
 	kMethods
 	kPayNoKey
 	kRedrive
+	kDeleteStored
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -271,7 +274,7 @@ func Run(m Mix) (*TraceResult, error) {
 			for i := s * m.Rate; i < (s+1)*m.Rate; i += m.Sample {
 				l := r.life(i)
 				if l.rateOnly { // the checkout's configuration and methods
-					r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i})
+					r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i}, task{kind: kDeleteStored, i: i})
 				}
 				if l.session { // the checkout's session first
 					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
@@ -368,6 +371,8 @@ func (t task) label() string {
 		return ReqPaymentsNoKey
 	case kRedrive:
 		return ReqRedrives
+	case kDeleteStored:
+		return ReqDeleteStored
 	case kNotify:
 		return "notification " + eventCodes[t.code]
 	}
@@ -491,7 +496,7 @@ func (r *replay) run(s int, t task) error {
 		return r.timeline(s, t.i)
 	case kRedrive:
 		return r.redrive(s, t.i)
-	case kConfig, kMethods:
+	case kConfig, kMethods, kDeleteStored:
 		r.count(t.label())
 		r.rateHit(r.at(s, t.i))
 		return nil
