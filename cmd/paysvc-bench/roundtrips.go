@@ -759,6 +759,15 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			return func(psp string) string { return payPath + "/" + psp + "/" + op }
 		}
 		fixed := func(b string) func(string) string { return func(string) string { return b } }
+		// notified measures the receiver accepting the simulator's
+		// notification code of each payment of psps (its modification's),
+		// once the simulator has sent what it owes.
+		notified := func(code string, psps []string) error {
+			if err := e.sim.Sim.Flush(context.Background()); err != nil {
+				t.Logf("simulator flush: %v", err)
+			}
+			return measure("notification "+code+" (receiver)", n, func(i int) error { return e.notify(psps[i], code) })
+		}
 		pay := func(prefix string) func(i int) (string, error) {
 			return func(i int) (string, error) { return e.pay(unique(prefix)(i)) }
 		}
@@ -773,23 +782,13 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		// a refund of a captured payment (its CAPTURE notification
 		// accepted), a reversal, an amount update of a pre-authorisation,
 		// and the details of a 3-D Secure challenge.
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		if err := measure("notification CAPTURE (receiver)", n, func(i int) error {
-			return e.notify(psps[i], upstream.EventCapture)
-		}); err != nil {
+		if err := notified(upstream.EventCapture, psps); err != nil {
 			return err
 		}
 		if err := measureOn("POST refunds (Idempotency-Key)", psps, on("refunds"), fixed(refundBody), "ref"); err != nil {
 			return err
 		}
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		if err := measure("notification REFUND (receiver)", n, func(i int) error {
-			return e.notify(psps[i], upstream.EventRefund)
-		}); err != nil {
+		if err := notified(upstream.EventRefund, psps); err != nil {
 			return err
 		}
 		if psps, err = setup(pay("rev-setup")); err != nil {
@@ -798,12 +797,7 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measureOn("POST reversals (Idempotency-Key)", psps, on("reversals"), fixed("{}"), "rev"); err != nil {
 			return err
 		}
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		if err := measure("notification CANCEL_OR_REFUND (receiver)", n, func(i int) error {
-			return e.notify(psps[i], upstream.EventCancelOrRefund)
-		}); err != nil {
+		if err := notified(upstream.EventCancelOrRefund, psps); err != nil {
 			return err
 		}
 		if psps, err = setup(func(i int) (string, error) { return e.payBody(preAuthBody(unique("upd-setup")(i)), "") }); err != nil {
@@ -813,12 +807,7 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measureOn("POST amount-updates (Idempotency-Key)", psps, on("amount-updates"), update, "upd"); err != nil {
 			return err
 		}
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		if err := measure("notification AUTHORISATION_ADJUSTMENT (receiver)", n, func(i int) error {
-			return e.notify(psps[i], upstream.EventAuthorisationAdjustment)
-		}); err != nil {
+		if err := notified(upstream.EventAuthorisationAdjustment, psps); err != nil {
 			return err
 		}
 		challenges, err := setup(func(i int) (string, error) { return e.challenge(unique("det-setup")(i)) })
