@@ -490,10 +490,8 @@ func (r *replay) run(s int, t task) error {
 		return r.operation(s, t.i, stageUpdateRequested)
 	case kPartRefund:
 		return r.operation(s, t.i, stagePartRefundRequested)
-	case kLookup:
-		return r.lookup(s, t.i)
-	case kTimeline:
-		return r.timeline(s, t.i)
+	case kLookup, kTimeline:
+		return r.lookup(s, t.i, t.label())
 	case kRedrive:
 		return r.redrive(s, t.i)
 	case kConfig, kMethods, kDeleteStored:
@@ -811,27 +809,14 @@ func (r *replay) details(s, i int) error {
 	return nil
 }
 
-// lookup is the merchant's GET of payment i, as it stood after its
-// AUTHORISATION notification: the rate-limit hit, then at once the head
-// (GetPayment) and the first page of the timeline (a Query of its facts,
-// a page and one more).
-func (r *replay) lookup(s, i int) error {
+// lookup is the merchant's GET of payment i (req: ReqLookups) or of a page
+// of its timeline (ReqTimeline), as it stood after its AUTHORISATION
+// notification; both make the same calls: the rate-limit hit, then at
+// once the head (GetPayment: its owner) and the page (a Query of its
+// facts, a page and one more).
+func (r *replay) lookup(s, i int, req string) error {
 	now := r.at(s, i)
-	r.count(ReqLookups)
-	r.rateHit(now)
-	st := r.ledgerAt(i, r.stage(i, stageAuthorisation), now)
-	if err := r.getPayment(st); err != nil {
-		return err
-	}
-	return r.timelinePage(st)
-}
-
-// timeline is the merchant's GET of a page of payment i's timeline, as
-// it stood after its AUTHORISATION notification: the rate-limit hit,
-// then at once the head (its owner) and the page.
-func (r *replay) timeline(s, i int) error {
-	now := r.at(s, i)
-	r.count(ReqTimeline)
+	r.count(req)
 	r.rateHit(now)
 	st := r.ledgerAt(i, r.stage(i, stageAuthorisation), now)
 	if err := r.getPayment(st); err != nil {
