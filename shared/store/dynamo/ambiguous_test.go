@@ -21,6 +21,7 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/storeerr"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -384,5 +385,39 @@ func TestClaimingWriteWhoseAnswerWasLost(t *testing.T) {
 	}
 	if err := s.Complete(ctx, rec.Scope, rec.Key, "token-1", idempotency.Response{Status: 201, Body: []byte(`{}`)}, at.Add(time.Hour)); err != nil {
 		t.Fatalf("Complete with the claim's lease: %v", err)
+	}
+}
+
+// TestAPIKeyCreateWhoseAnswerWasLost: creating a key is one transaction
+// of its two items; one DynamoDB applied but whose answer was lost, sent
+// again by the SDK, is reported done (a CI run met "create api key …:
+// store: conflict" for a fresh random ID), while another key with the same
+// ID or hash still conflicts.
+func TestAPIKeyCreateWhoseAnswerWasLost(t *testing.T) {
+	ctx := context.Background()
+	s, armed, at := losingStore(t)
+	if err := s.PutMerchant(ctx, tenant.Merchant{ID: "m_a", Name: "A", CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	k := tenant.APIKey{ID: "key_lost", Hash: "hash_lost", Hint: "…lost", MerchantID: "m_a", Environment: tenant.EnvTest,
+		Permissions: tenant.AllPermissions, CreatedAt: at}
+	lose(t, armed, "key create", func() error { return s.CreateAPIKey(ctx, k) })
+	if got, err := s.GetAPIKeyByHash(ctx, k.Hash); err != nil || got.ID != k.ID {
+		t.Fatalf("the key after its create: %+v, %v", got, err)
+	}
+	if keys, err := s.ListAPIKeys(ctx, "m_a"); err != nil || len(keys) != 1 {
+		t.Fatalf("the merchant's keys: %+v, %v; want the one", keys, err)
+	}
+	sameID, sameHash := k, k
+	sameID.Hash = "hash_other"
+	sameHash.ID, sameHash.CreatedAt = "key_other", at.Add(time.Second)
+	for name, other := range map[string]tenant.APIKey{"the same ID": sameID, "the same hash": sameHash} {
+		if err := s.CreateAPIKey(ctx, other); !errors.Is(err, storeerr.ErrConflict) {
+			t.Fatalf("another key with %s: %v, want a conflict", name, err)
+		}
+	}
+	lose(t, armed, "key revoke", func() error { return s.RevokeAPIKey(ctx, "m_a", k.ID, at.Add(time.Minute)) })
+	if got, err := s.GetAPIKeyByHash(ctx, k.Hash); err != nil || got.RevokedAt == nil || !got.RevokedAt.Equal(at.Add(time.Minute)) {
+		t.Fatalf("the key after its revocation: %+v, %v", got, err)
 	}
 }
