@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -226,7 +227,22 @@ func DynamoClient(endpoint string) *dynamodb.Client {
 			MaxIdleConnsPerHost: 1,
 			IdleConnTimeout:     30 * time.Second,
 		}},
+		Retryer: loggedRetries{retry.NewStandard()},
 	})
+}
+
+// loggedRetries is the SDK's standard retryer, saying on stderr each error
+// after which it sends a call again (a failing test's output shows them):
+// a write moto applied whose answer was lost comes back as a failed
+// condition, which the stores must tell from a real conflict.
+type loggedRetries struct{ aws.RetryerV2 }
+
+func (r loggedRetries) IsErrorRetryable(err error) bool {
+	ok := r.RetryerV2.IsErrorRetryable(err)
+	if ok {
+		fmt.Fprintf(os.Stderr, "motoserver: the SDK sends a call again after: %v\n", err)
+	}
+	return ok
 }
 
 // TableName returns a table name unique to this run: derived from name (so
