@@ -1,20 +1,26 @@
-# Sourced by .ci/test.sh and .ci/soak.sh: one moto_server on a free
-# loopback port for every test package (each test uses its own table and
-# queue names), PAYSVC_TEST_AWS_ENDPOINT exported and the server stopped on
-# exit — unless PAYSVC_TEST_AWS_ENDPOINT already points at one (tests start
+# Sourced by .ci/test.sh and .ci/soak.sh: one moto_server on a loopback
+# port for every test package (each test uses its own table and queue
+# names), PAYSVC_TEST_AWS_ENDPOINT exported and the server stopped on exit
+# — unless PAYSVC_TEST_AWS_ENDPOINT already points at one (tests start
 # their own when it is unset).
+#
+# The kernel picks the port (-p 0) and the server's own "Running on" line
+# names it: a port probed free and passed in can be taken by another
+# server started at the same moment (test.sh starts two), and a server
+# that then failed to bind would look ready when the other one answered.
 if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
   motolog=$(mktemp)
-  moto_server -H 127.0.0.1 -p "$port" >"$motolog" 2>&1 &
+  moto_server -H 127.0.0.1 -p 0 >"$motolog" 2>&1 &
   moto_pid=$!
   trap 'kill $moto_pid 2>/dev/null || true; rm -f "$motolog"' EXIT
-  for _ in $(seq 1 100); do
-    if curl -fsS "http://127.0.0.1:$port/moto-api/" >/dev/null 2>&1; then break; fi
+  moto_url=""
+  for _ in $(seq 1 600); do
     if ! kill -0 $moto_pid 2>/dev/null; then echo "moto_server failed:" >&2; cat "$motolog" >&2; exit 1; fi
+    moto_url=${moto_url:-$(grep -o 'Running on http://127\.0\.0\.1:[0-9]*' "$motolog" | head -1 | sed 's/^Running on //')}
+    if [ -n "$moto_url" ] && curl -fsS "$moto_url/moto-api/" >/dev/null 2>&1; then break; fi
     sleep 0.2
   done
-  export PAYSVC_TEST_AWS_ENDPOINT="http://127.0.0.1:$port"
+  if [ -z "$moto_url" ]; then echo "moto_server did not start:" >&2; cat "$motolog" >&2; exit 1; fi
+  export PAYSVC_TEST_AWS_ENDPOINT="$moto_url"
   echo "== moto_server on $PAYSVC_TEST_AWS_ENDPOINT"
 fi
-

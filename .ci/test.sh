@@ -26,28 +26,10 @@ need jq "apt-get install -y jq (docs/runbook.md's commands use it)"
 # (root, or sudo without a password); otherwise the command to run is printed.
 bash .ci/chromium.sh
 
-echo "== gofmt"
-unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.paysvc/*' -not -path './.aws-sam/*'))
-if [ -n "$unformatted" ]; then
-  echo "gofmt would change:" >&2
-  echo "$unformatted" >&2
-  exit 1
-fi
-
-# The Go client is its own module (shared/client/go.mod): ./... of the
-# service's module does not reach it, so it is vetted and tested in its
-# own directory, as a merchant's build sees it.
-echo "== go vet"
-go vet ./...
-(cd shared/client && go vet ./...)
-
-echo "== template (cfn-lint + SAM transform)"
-bash .ci/check-template.sh
-
-echo "== go test -race"
+echo "== go test -race ./tests/... (started now, in the background)"
 # The end-to-end tests (./tests/...: some 6 minutes, much of it waiting on
-# moto, which serves one call at a time on one core) run beside everything
-# after this point, from the start, against a moto of their own (or the one
+# moto, which serves one call at a time on one core) run beside every other
+# step, from the start, against a moto of their own (or the one
 # PAYSVC_TEST_AWS_ENDPOINT names), so the two cores stay busy; their output
 # comes last. A failing step does not stop the others: the run fails at the
 # end, naming every step that failed.
@@ -66,6 +48,30 @@ step() { # step NAME COMMAND...: runs it, noting a failure
   shift
   "$@" || failed+=("$name")
 }
+
+echo "== gofmt"
+gofmt_check() {
+  local unformatted
+  unformatted=$(gofmt -l $(find . -name '*.go' -not -path './.paysvc/*' -not -path './.aws-sam/*'))
+  if [ -n "$unformatted" ]; then
+    echo "gofmt would change:" >&2
+    echo "$unformatted" >&2
+    return 1
+  fi
+}
+step "gofmt" gofmt_check
+
+# The Go client is its own module (shared/client/go.mod): ./... of the
+# service's module does not reach it, so it is vetted and tested in its
+# own directory, as a merchant's build sees it.
+echo "== go vet"
+step "go vet" go vet ./...
+step "go vet (client module)" bash -c 'cd shared/client && go vet ./...'
+
+echo "== template (cfn-lint + SAM transform)"
+step "template checks" bash .ci/check-template.sh
+
+echo "== go test -race"
 # shared/capacity is the capacity model: arithmetic on one goroutine, where
 # the race detector has nothing to watch and runs 7x slower (over two
 # minutes of the suite's CPU); it runs without it.

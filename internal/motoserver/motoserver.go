@@ -9,16 +9,16 @@
 package motoserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
+	"regexp"
 	"sync"
 	"time"
 
@@ -39,7 +39,7 @@ const (
 	// Python server starts slowly on a loaded machine.
 	startTimeout  = 120 * time.Second
 	pollInterval  = 50 * time.Millisecond
-	startAttempts = 3 // a free port can be taken between probe and bind
+	startAttempts = 3
 )
 
 // server is the moto_server process shared by the test binary.
@@ -121,14 +121,14 @@ func (s *server) start() {
 	}
 }
 
-// launch starts one moto_server on a free port and waits for it.
+// launch starts one moto_server on a port the kernel picks (-p 0) and
+// waits until it answers there. The port is read from the server's own
+// "Running on" line: a port probed free and passed in can be taken by
+// another process before the server binds it, and a server that then
+// failed to bind would look ready when the other one answered.
 func (s *server) launch(bin string) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	out := &tailBuffer{max: 16 << 10}
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	out := &tailBuffer{max: 16 << 10, want: runningOn, found: make(chan string, 1)}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", "0")
 	cmd.Stdout, cmd.Stderr = out, out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
@@ -139,15 +139,29 @@ func (s *server) launch(bin string) error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	endpoint := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitReady(endpoint, exited); err != nil {
+	fail := func(err error) error {
 		killGroup(cmd)
 		<-exited
-		return fmt.Errorf("moto_server on %s: %w; output:\n%s", endpoint, err, out)
+		return fmt.Errorf("moto_server: %w; output:\n%s", err, out)
+	}
+	var endpoint string
+	select {
+	case endpoint = <-out.found:
+	case <-exited:
+		return fail(errors.New("exited before saying where it listens"))
+	case <-time.After(startTimeout):
+		return fail(fmt.Errorf("did not say where it listens within %s", startTimeout))
+	}
+	if err := waitReady(endpoint, exited); err != nil {
+		return fail(fmt.Errorf("on %s: %w", endpoint, err))
 	}
 	s.cmd, s.exited, s.endpoint = cmd, exited, endpoint
 	return nil
 }
+
+// runningOn is the line in which moto_server (werkzeug) names the address
+// it listens on.
+var runningOn = regexp.MustCompile(`Running on (http://127\.0\.0\.1:[0-9]+)`)
 
 // waitReady polls endpoint until it answers HTTP, the process exits, or
 // startTimeout passes.
@@ -174,21 +188,16 @@ func waitReady(endpoint string, exited <-chan struct{}) error {
 	}
 }
 
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it, for error messages.
+// tailBuffer keeps the last max bytes written to it, for error messages,
+// and sends on found the first submatch of want in what is written (lines
+// are matched whole: a line's parts can come in separate writes).
 type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
+	mu    sync.Mutex
+	max   int
+	buf   []byte
+	want  *regexp.Regexp
+	found chan string
+	line  []byte // the line being written, until want matched
 }
 
 func (b *tailBuffer) Write(p []byte) (int, error) {
@@ -197,6 +206,21 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.buf = append(b.buf, p...)
 	if over := len(b.buf) - b.max; over > 0 {
 		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	if b.want != nil {
+		b.line = append(b.line, p...)
+		for {
+			i := bytes.IndexByte(b.line, '\n')
+			if i < 0 {
+				break
+			}
+			if m := b.want.FindSubmatch(b.line[:i]); m != nil {
+				b.found <- string(m[1])
+				b.want, b.line = nil, nil
+				break
+			}
+			b.line = b.line[i+1:]
+		}
 	}
 	return len(p), nil
 }
