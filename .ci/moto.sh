@@ -16,7 +16,9 @@ if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
   moto_url=""
   for _ in $(seq 1 600); do
     if ! kill -0 $moto_pid 2>/dev/null; then echo "moto_server failed:" >&2; cat "$motolog" >&2; exit 1; fi
-    moto_url=${moto_url:-$(grep -o 'Running on http://127\.0\.0\.1:[0-9]*' "$motolog" | head -1 | sed 's/^Running on //')}
+    if [ -z "$moto_url" ]; then
+      moto_url=$(sed -n 's|.*Running on \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$motolog" | head -1)
+    fi
     if [ -n "$moto_url" ] && curl -fsS "$moto_url/moto-api/" >/dev/null 2>&1; then break; fi
     sleep 0.2
   done

@@ -34,6 +34,7 @@ echo "== go test -race ./tests/... (started now, in the background)"
 # comes last. A failing step does not stop the others: the run fails at the
 # end, naming every step that failed.
 user_endpoint="${PAYSVC_TEST_AWS_ENDPOINT:-}"
+source .ci/moto.sh # the other packages' (first: failing to start it starts nothing)
 e2e_log=$(mktemp)
 (
   if [ -z "$user_endpoint" ]; then unset PAYSVC_TEST_AWS_ENDPOINT; fi
@@ -41,7 +42,6 @@ e2e_log=$(mktemp)
   go test -race -count=1 -timeout 20m ./tests/...
 ) >"$e2e_log" 2>&1 &
 e2e_pid=$!
-source .ci/moto.sh
 failed=()
 step() { # step NAME COMMAND...: runs it, noting a failure
   local name=$1
