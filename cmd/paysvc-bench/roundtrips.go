@@ -344,6 +344,9 @@ type rtRow struct {
 	Requests int            // measured requests
 	Counts   map[string]int // What → calls, summed over the requests
 	Shapes   map[string]int // shape → DynamoDB calls, summed, tenant and shard count reads aside
+	// CachedShapes are the shapes of the tenant and API key reads (What →
+	// shape), which Shapes leaves aside.
+	CachedShapes map[string]string
 	// ShardReads are the reads of the merchant's listing shard counts,
 	// summed: a listing's, or a writer's whose cache (a minute) was cold.
 	ShardReads int
@@ -611,7 +614,7 @@ func (e *rtEnv) notify(psp, code string) error {
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
 // calls of each request's timeline.
 func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, error) {
-	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, Shapes: map[string]int{}, DepthMin: -1}
+	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, Shapes: map[string]int{}, CachedShapes: map[string]string{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
 		logged := e.logs.n.Load()
@@ -633,7 +636,9 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 			switch {
 			case c.What == shardCounts+" read":
 				row.ShardReads++
-			case c.Shape != "" && !cachedRead(c.What):
+			case c.Shape != "" && cachedRead(c.What):
+				row.CachedShapes[c.What] = c.Shape
+			case c.Shape != "":
 				row.Shapes[c.Shape]++
 			}
 			if c.Service != "" {

@@ -77,6 +77,11 @@ type Mix struct {
 	// retry) a second after the notification, as after it ended failed.
 	// None in FullMix either.
 	Redrives float64
+	// WebhookTests: of the payments, one POST webhooks/test by its
+	// merchant (it lists the merchant's subscriptions from the store, not
+	// a cache: a test is sent to the subscriptions as they are now). None
+	// in FullMix either.
+	WebhookTests float64
 
 	Subscriptions int     // the merchant's webhook subscriptions (every event code)
 	Failing       float64 // of the deliveries: to a failing receiver
@@ -158,6 +163,7 @@ const (
 	ReqDeleteStored  = "DELETE stored-payment-methods"
 	ReqPaymentsNoKey = "POST payments (no Idempotency-Key)"
 	ReqRedrives      = "POST webhook-deliveries retry"
+	ReqWebhookTest   = "POST webhooks/test"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
@@ -233,6 +239,7 @@ const (
 	kPayNoKey
 	kRedrive
 	kDeleteStored
+	kWebhookTest
 )
 
 // task is one step of one payment's life, at a second of the trace.
@@ -275,6 +282,9 @@ func Run(m Mix) (*TraceResult, error) {
 				l := r.life(i)
 				if l.rateOnly { // the checkout's configuration and methods
 					r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i}, task{kind: kDeleteStored, i: i})
+				}
+				if l.webhookTest {
+					r.queue[s] = append(r.queue[s], task{kind: kWebhookTest, i: i})
 				}
 				if l.session { // the checkout's session first
 					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
@@ -371,6 +381,8 @@ func (t task) label() string {
 		return ReqPaymentsNoKey
 	case kRedrive:
 		return ReqRedrives
+	case kWebhookTest:
+		return ReqWebhookTest
 	case kDeleteStored:
 		return ReqDeleteStored
 	case kNotify:
@@ -435,6 +447,7 @@ type life struct {
 	tds, refused, captured, refunded, replayed bool
 	session, updated, partRefunded, looked     bool
 	timeline, rateOnly, noKey, redriven        bool
+	webhookTest                                bool
 }
 
 func (r *replay) life(i int) life {
@@ -450,6 +463,7 @@ func (r *replay) life(i int) life {
 	l.rateOnly = share(i, "rate-only", m.RateOnly)
 	l.noKey = share(i, "no-key", m.NoKey)
 	l.redriven = share(i, "redrive", m.Redrives)
+	l.webhookTest = share(i, "webhook-test", m.WebhookTests)
 	l.replayed = l.replayed && !l.noKey // a replay is of a key
 	return l
 }
@@ -497,6 +511,12 @@ func (r *replay) run(s int, t task) error {
 	case kConfig, kMethods, kDeleteStored:
 		r.count(t.label())
 		r.rateHit(r.at(s, t.i))
+		return nil
+	case kWebhookTest:
+		r.count(t.label())
+		r.rateHit(r.at(s, t.i))
+		mpk, _ := dynamo.Keys(r.merchant)
+		r.meter.Query(Table, mpk, true, r.subs...) // the subscriptions, as they are now
 		return nil
 	}
 	return fmt.Errorf("capacity: unknown task %d", t.kind)
