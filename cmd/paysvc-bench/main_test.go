@@ -218,3 +218,19 @@ func TestTemplateMemory(t *testing.T) {
 		}
 	}
 }
+
+// A listing page over its bound is explained with the event history's own
+// page at 10,000 items, measured in the same run.
+func TestListingTargetMiss(t *testing.T) {
+	r := &report{gobench: parseGoBench(`pkg: github.com/yp/paysvc/shared/store/dynamo
+BenchmarkListingPage/deliveries/1-shard/empty-2 100 4360000 ns/op 2 calls/op
+BenchmarkListingPage/deliveries/1-shard/10000-2 10 131000000 ns/op 3 calls/op
+BenchmarkListingPage/events/1-shard/empty-2 100 6130000 ns/op 2 calls/op
+BenchmarkListingPage/events/1-shard/10000-2 10 90250000 ns/op 2 calls/op
+PASS`)}
+	got := r.listingTarget()
+	if got.Status != fail || !strings.Contains(got.Miss, "deliveries, 10,000 is one consistent read") ||
+		!strings.Contains(got.Miss, "the event history's own page at 10,000 (90.25 ms)") {
+		t.Fatalf("listing target: %+v", got)
+	}
+}
