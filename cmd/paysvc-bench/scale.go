@@ -68,26 +68,27 @@ func shapeList(m map[string]float64) string {
 }
 
 // shapesDiffer compares the model's calls of a request, by shape, with
-// those the adapter made on moto (per request), naming each that differs.
-func shapesDiffer(model map[string]float64, r rtRow, listing bool, direct string) string {
+// those the adapter made on moto for m's row r (per request), naming each
+// that differs.
+func (m checkedRow) shapesDiffer(model map[string]float64, r rtRow) string {
 	var out []string
 	seen := map[string]bool{}
 	moto := maps.Clone(r.Shapes)
-	if listing && r.ShardReads > 0 {
+	if m.listing && r.ShardReads > 0 {
 		moto["get table MERCHANT"] += r.ShardReads
 	}
-	if sh, ok := r.CachedShapes[direct]; ok && direct != "" {
-		moto[sh] += r.Counts[direct]
+	if sh, ok := r.CachedShapes[m.direct]; ok {
+		moto[sh] += r.Counts[m.direct]
 	}
 	for sh, n := range moto {
 		seen[sh] = true
-		if m := float64(n) / float64(max(r.Requests, 1)); math.Abs(m-model[sh]) >= 0.01 {
-			out = append(out, fmt.Sprintf("%q model %.2f moto %.2f", sh, model[sh], m))
+		if got := float64(n) / float64(max(r.Requests, 1)); math.Abs(got-model[sh]) >= 0.01 {
+			out = append(out, fmt.Sprintf("%q model %.2f moto %.2f", sh, model[sh], got))
 		}
 	}
-	for sh, m := range model {
-		if !seen[sh] && m != 0 {
-			out = append(out, fmt.Sprintf("%q model %.2f moto 0", sh, m))
+	for sh, want := range model {
+		if !seen[sh] && want != 0 {
+			out = append(out, fmt.Sprintf("%q model %.2f moto 0", sh, want))
 		}
 	}
 	if len(out) == 0 {
@@ -101,15 +102,18 @@ func shapesDiffer(model map[string]float64, r rtRow, listing bool, direct string
 // receiver.
 const hopRow = "webhook retry hop (dispatcher, not yet due)"
 
-// rowToRequest maps item 2's rows to the model's request kinds; a
+// checkedRow maps one of item 2's rows to the model's request kind; a
 // listing's reads its merchant's shard counts (a writer keeps them cached);
 // direct names a tenant read the request makes of the store in Lambda too
 // (not a cache's).
-var rowToRequest = []struct {
+type checkedRow struct {
 	row, req string
 	listing  bool
 	direct   string
-}{
+}
+
+// rowToRequest are the rows the model is checked against.
+var rowToRequest = []checkedRow{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments, false, ""},
 	{"POST payments, replay of a finished key", capacity.ReqReplay, false, ""},
 	{"POST payments (no Idempotency-Key)", capacity.ReqPaymentsNoKey, false, ""},
@@ -137,15 +141,15 @@ var rowToRequest = []struct {
 	{"POST webhooks/test", capacity.ReqWebhookTest, false, "tenant: subscriptions list"},
 }
 
-// storeCalls counts a row's DynamoDB calls per request, tenant and API
-// key reads aside (cached per instance in Lambda; the model meters their
-// refreshes), and but for a listing the shard counts' reads (writers
-// cache them for a minute).
-func storeCalls(r rtRow, listing bool, direct string) float64 {
+// storeCalls counts the DynamoDB calls per request of m's row r, tenant
+// and API key reads aside (cached per instance in Lambda; the model meters
+// their refreshes) but for m.direct, and but for a listing the shard
+// counts' reads (writers cache them for a minute).
+func (m checkedRow) storeCalls(r rtRow) float64 {
 	n := 0
 	for what, c := range r.Counts {
-		if strings.HasPrefix(what, "[") || strings.HasPrefix(what, "queue:") || (cachedRead(what) && what != direct) ||
-			(!listing && what == shardCounts+" read") {
+		if strings.HasPrefix(what, "[") || strings.HasPrefix(what, "queue:") || (cachedRead(what) && what != m.direct) ||
+			(!m.listing && what == shardCounts+" read") {
 			continue
 		}
 		n += c
@@ -203,8 +207,8 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 		if !ok {
 			return nil, fmt.Errorf("item 2 has no row %q", m.row)
 		}
-		c := callCheck{Request: m.req, Row: m.row, Model: pt.Calls[m.req], Measured: storeCalls(row, m.listing, m.direct),
-			Differ: shapesDiffer(pt.Shapes[m.req], row, m.listing, m.direct)}
+		c := callCheck{Request: m.req, Row: m.row, Model: pt.Calls[m.req], Measured: m.storeCalls(row),
+			Differ: m.shapesDiffer(pt.Shapes[m.req], row)}
 		res.Checks = append(res.Checks, c)
 		if !c.ok() {
 			mismatch = append(mismatch, fmt.Sprintf("%s: model %.1f calls, moto %.1f%s", m.req, c.Model, c.Measured, c.Differ))

@@ -159,26 +159,6 @@ func (s *Store) writeAPIKey(ctx context.Context, k tenant.APIKey, cond string, n
 	return err
 }
 
-// wroteItems reports whether a cancelled transaction's conditions failed on
-// exactly the items it puts (want, in order): the SDK sent again a
-// transaction DynamoDB had applied but whose answer was lost (DynamoDB
-// itself answers such a retry by its ClientRequestToken within ten
-// minutes; moto, which CI runs against, does not), so it did land. Items
-// that differ — another key with this hash or ID, or the key's state
-// before a revocation — are a real conflict.
-func wroteItems(err error, want ...map[string]types.AttributeValue) bool {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) || len(tce.CancellationReasons) != len(want) {
-		return false
-	}
-	for i, r := range tce.CancellationReasons {
-		if r.Item == nil || getS(r.Item, attrData) != getS(want[i], attrData) {
-			return false
-		}
-	}
-	return true
-}
-
 // CreateAPIKey stores a new key; storeerr.ErrConflict if its hash, or its ID
 // for the same merchant, exists.
 func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
