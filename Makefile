@@ -139,8 +139,11 @@ admin:
 # then the overhead / round-trip / cold-start / webhook
 # measurements of cmd/paysvc-bench, written to BENCHMARKS.md, and its scale
 # section (DynamoDB capacity model, cost of a payment) into docs/scale.md.
+# Its moto figures are a stock moto's: the speed-ups the tests' moto loads
+# (internal/motoserver/speedups) are left out.
 bench:
 	@set -e; gobench=$$(mktemp); trap 'rm -f "$$gobench"' EXIT; rc=0; \
+	export PAYSVC_MOTO_SPEEDUPS=off; \
 	echo "== go test -bench (hot paths; PAYSVC_BENCH_FULL=1 enables the DynamoDB variants)"; \
 	PAYSVC_BENCH_FULL=1 $(GO) test -p 1 -run '^$$' -bench . -benchmem -count 3 -timeout 30m ./... >"$$gobench" 2>&1 || rc=$$?; \
 	grep -E '^(pkg:|Benchmark|FAIL|--- FAIL|# )' "$$gobench" || true; \

@@ -8,9 +8,16 @@
 # names it: a port probed free and passed in can be taken by another
 # server started at the same moment (test.sh starts two), and a server
 # that then failed to bind would look ready when the other one answered.
+#
+# internal/motoserver/speedups goes first on the server's PYTHONPATH: its
+# sitecustomize.py removes work moto repeats for nothing (it says what),
+# as for the servers the tests start themselves (PAYSVC_MOTO_SPEEDUPS=off:
+# without it, to compare).
 if [ -z "${PAYSVC_TEST_AWS_ENDPOINT:-}" ]; then
   motolog=$(mktemp)
-  moto_server -H 127.0.0.1 -p 0 >"$motolog" 2>&1 &
+  speedups="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/internal/motoserver/speedups"
+  if [ "${PAYSVC_MOTO_SPEEDUPS:-}" = off ]; then speedups=""; fi
+  PYTHONPATH="$speedups${PYTHONPATH:+${speedups:+:}$PYTHONPATH}" moto_server -H 127.0.0.1 -p 0 >"$motolog" 2>&1 &
   moto_pid=$!
   trap 'kill $moto_pid 2>/dev/null || true; rm -f "$motolog"' EXIT
   moto_url=""

@@ -147,7 +147,8 @@ func TestLedgerSimulation(t *testing.T) {
 }
 
 // simDynamoSeeds is how many seeds run on DynamoDB by default: a seed
-// costs moto about 3.3 s of CPU (its table, its tenants, some 580 calls),
+// costs moto about 1.7 s of CPU (its table, its tenants, some 470 calls;
+// 2.2 s without internal/motoserver/speedups),
 // and moto serves one call at a time, so the even seeds go to a second
 // server (moto.Second) and the two take both cores when the machine has
 // them to spare; `make soak` runs 1,000.

@@ -12,13 +12,17 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +53,7 @@ type server struct {
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	endpoint string
+	out      *tailBuffer // the server's output (its last 16 KB)
 	err      error
 }
 
@@ -130,6 +135,13 @@ func (s *server) launch(bin string) error {
 	out := &tailBuffer{max: 16 << 10, want: runningOn, found: make(chan string, 1)}
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", "0")
 	cmd.Stdout, cmd.Stderr = out, out
+	if os.Getenv(EnvSpeedups) != "off" {
+		if dir, err := speedupsDir(); err == nil {
+			cmd.Env = withPythonPath(os.Environ(), dir)
+		} else {
+			fmt.Fprintf(os.Stderr, "motoserver: moto runs without its speed-ups: %v\n", err)
+		}
+	}
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
@@ -155,7 +167,7 @@ func (s *server) launch(bin string) error {
 	if err := waitReady(endpoint, exited); err != nil {
 		return fail(fmt.Errorf("on %s: %w", endpoint, err))
 	}
-	s.cmd, s.exited, s.endpoint = cmd, exited, endpoint
+	s.cmd, s.exited, s.endpoint, s.out = cmd, exited, endpoint, out
 	return nil
 }
 
@@ -295,4 +307,62 @@ func tableSafe(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// EnvSpeedups=off starts moto_server without speedups (to compare).
+const EnvSpeedups = "PAYSVC_MOTO_SPEEDUPS"
+
+// speedups is the sitecustomize module moto_server loads from PYTHONPATH:
+// two caches of work moto repeats for nothing (the file says which; neither
+// changes an answer).
+//
+//go:embed speedups/sitecustomize.py
+var speedups []byte
+
+// speedupsDir returns a folder holding speedups as sitecustomize.py,
+// written once per content (a temp folder named by its hash, shared by
+// the test processes that run at once).
+func speedupsDir() (string, error) {
+	sum := sha256.Sum256(speedups)
+	dir := filepath.Join(os.TempDir(), "paysvc-moto-speedups-"+hex.EncodeToString(sum[:6]))
+	file := filepath.Join(dir, "sitecustomize.py")
+	if b, err := os.ReadFile(file); err == nil && bytes.Equal(b, speedups) {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "sitecustomize-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(speedups)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file) // whole, even with another process writing it too
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return dir, nil
+}
+
+// withPythonPath returns env with dir first on PYTHONPATH.
+func withPythonPath(env []string, dir string) []string {
+	const key = "PYTHONPATH="
+	out := make([]string, 0, len(env)+1)
+	path := dir
+	for _, kv := range env {
+		if rest, ok := strings.CutPrefix(kv, key); ok {
+			if rest != "" {
+				path += string(os.PathListSeparator) + rest
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+path)
 }
