@@ -365,9 +365,11 @@ func (r *report) writeEndpointTargets() []target {
 		warm.Miss = "POST payments/details takes 3: a details request as Drop-in and redirect returns send it (`{\"details\": …}`) " +
 			"names no payment — the upstream's answer names it — and its record (owner, for the other-site refusal; version; the " +
 			"pending record's facts) must be read before the answer is written, after the call. The step before the call (claim ‖ " +
-			"rate-limit hit) cannot read what it cannot name. What it would take: writing the answer without reading (an " +
-			"immutable fact under the payment, the head folded from it when next read or written), a change to how heads are " +
-			"written and guarded."
+			"rate-limit hit) cannot read what it cannot name. What it would take: writing the answer without reading — the head " +
+			"patched in place under conditions (its owner, an authorisation still unfinished, the amount and capture mode it was " +
+			"requested with) and folded when next read — in one transaction with the idempotency result: the refusal of " +
+			"another site's payment decides the stored response, so the result cannot be stored beside a write that may yet be " +
+			"refused. A change to how heads are written and how the idempotency layer completes."
 	} else if len(over) > 0 {
 		warm.Miss = "over 2: " + strings.Join(over, ", ") + " (the table in §2 names each step)."
 	}
