@@ -258,11 +258,11 @@ func DynamoClient(endpoint string) *dynamodb.Client {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient: &http.Client{Transport: &http.Transport{
+		HTTPClient: &http.Client{Transport: TracedTransport(&http.Transport{
 			MaxConnsPerHost:     1,
 			MaxIdleConnsPerHost: 1,
 			IdleConnTimeout:     30 * time.Second,
-		}},
+		})},
 		Retryer: loggedRetries{retry.NewStandard()},
 	})
 }

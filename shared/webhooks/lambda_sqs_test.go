@@ -73,7 +73,8 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		// (aws-sdk-go-v2 #1825: "deserialization failed … use of closed
 		// network connection" with status 200) would fail the test — a
 		// CI run failed a receive so.
-		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+		// (Its connections say on stderr what closed one under an answer.)
+		HTTPClient: &http.Client{Transport: moto.TracedTransport(&http.Transport{DisableKeepAlives: true})},
 	})
 	name := table
 	if len(name) > 70 {

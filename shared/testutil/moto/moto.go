@@ -53,6 +53,10 @@ func Second(t testing.TB) string {
 // Stop kills the moto_servers started by Endpoint and Second, if any.
 func Stop() { motoserver.Stop() }
 
+// TracedTransport returns t with connections that say on stderr what
+// closed one under an answer being read (motoserver.TracedTransport).
+func TracedTransport(t *http.Transport) *http.Transport { return motoserver.TracedTransport(t) }
+
 // Run runs the tests and then stops the server; use it from TestMain.
 func Run(m *testing.M) int {
 	defer Stop()
@@ -83,7 +87,7 @@ func SQSClient(t testing.TB, endpoint string) *sqs.Client {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second, Transport: motoserver.TracedTransport(&http.Transport{})},
 	})
 }
 

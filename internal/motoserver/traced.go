@@ -1,0 +1,64 @@
+package motoserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync"
+)
+
+// TracedTransport returns t dialing connections that remember where they
+// were closed from: a read on one already closed says so on stderr with
+// that stack. Diagnostics for the SDK's "deserialization failed … use of
+// closed network connection" on an answer moto sent whole (aws-sdk-go-v2
+// #1825): a failing test's output then names what closed the connection
+// under the answer being read.
+func TracedTransport(t *http.Transport) *http.Transport {
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &tracedConn{Conn: c}, nil
+	}
+	return t
+}
+
+// traceOut is where a read on a closed connection is told.
+var traceOut io.Writer = os.Stderr
+
+// tracedConn is a connection that keeps the stack of its first Close.
+type tracedConn struct {
+	net.Conn
+	mu       sync.Mutex
+	closedBy []byte
+}
+
+func (c *tracedConn) Close() error {
+	c.mu.Lock()
+	if c.closedBy == nil {
+		c.closedBy = debug.Stack()
+	}
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (c *tracedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if errors.Is(err, net.ErrClosed) {
+		c.mu.Lock()
+		by := c.closedBy
+		c.mu.Unlock()
+		fmt.Fprintf(traceOut, "motoserver: a read on a connection to %s that was closed (%v) by:\n%s\n", c.RemoteAddr(), err, by)
+	}
+	return n, err
+}
