@@ -54,6 +54,7 @@ var layerOf = map[string]int{
 	"shared/upstream":             adapter, // the typed client; connector/ implements payments.Upstream over it
 	"shared/upstream/simulator":   adapter,
 	"shared/observe":              adapter, // CloudWatch EMF metrics
+	"shared/sdkbody":              adapter, // the AWS SDK clients' request bodies
 	"shared/webhooks/sender":      adapter, // the HTTP sender (webhooks.Poster)
 	"shared/client":               adapter, // its own module (standard library only), required with a replace
 	"shared/webhooks/verify":      adapter, // client.VerifyWebhook under the name the service's tests use

@@ -1,6 +1,7 @@
 package motoserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,8 @@ func TracedTransport(t *http.Transport) *http.Transport {
 	return t
 }
 
-// traceOut is where a read on a closed connection is told.
+// traceOut is where a read on a closed connection is told (a test's
+// buffer in tests that read no connection on another goroutine).
 var traceOut io.Writer = os.Stderr
 
 // tracedConn is a connection that keeps the stack of its first Close.
@@ -58,7 +60,16 @@ func (c *tracedConn) Read(p []byte) (int, error) {
 		c.mu.Lock()
 		by := c.closedBy
 		c.mu.Unlock()
+		if idleClose(by) {
+			return n, err // the transport's idle reader, after an idle connection was let go: no answer lost
+		}
 		fmt.Fprintf(traceOut, "motoserver: a read on a connection to %s that was closed (%v) by:\n%s\n", c.RemoteAddr(), err, by)
 	}
 	return n, err
+}
+
+// idleClose reports whether stack is net/http letting an idle connection
+// go (its idle timeout, CloseIdleConnections).
+func idleClose(stack []byte) bool {
+	return bytes.Contains(stack, []byte("closeConnIfStillIdle")) || bytes.Contains(stack, []byte("CloseIdleConnections"))
 }

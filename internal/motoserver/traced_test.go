@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -50,3 +53,49 @@ func TestTracedConnTellsWhoClosedIt(t *testing.T) {
 }
 
 func closeFromHere(c net.Conn) { _ = c.Close() }
+
+// The transport letting an idle connection go is not told (its reader's
+// read after that loses no answer); a connection closed elsewhere is.
+func TestTracedConnIdleClose(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	tr := TracedTransport(&http.Transport{})
+	var (
+		mu    sync.Mutex
+		conns []*tracedConn
+	)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if tc, ok := c.(*tracedConn); ok {
+			mu.Lock()
+			conns = append(conns, tc)
+			mu.Unlock()
+		}
+		return c, err
+	}
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	tr.CloseIdleConnections()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Fatalf("%d connections dialled, want 1", len(conns))
+	}
+	conns[0].mu.Lock()
+	by := conns[0].closedBy
+	conns[0].mu.Unlock()
+	if !idleClose(by) {
+		t.Fatalf("CloseIdleConnections's close not told apart:\n%s", by)
+	}
+	var other tracedConn
+	other.Conn, _ = net.Pipe()
+	closeFromHere(&other)
+	if idleClose(other.closedBy) {
+		t.Fatalf("a close from elsewhere taken for an idle one:\n%s", other.closedBy)
+	}
+}

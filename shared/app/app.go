@@ -35,6 +35,7 @@ import (
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/recordupdates"
 	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
+	"github.com/yp/paysvc/shared/sdkbody"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/tenant"
@@ -105,6 +106,9 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 		return c, fmt.Errorf("load AWS config: %w", err)
 	}
 	c.Logger = sdkLogger{NewLogger(os.Stdout, slog.LevelInfo)}
+	// Request bodies go to the transport as plain readers: an answer that
+	// arrives whole is not lost to the SDK's early close (sdkbody).
+	c.HTTPClient = sdkbody.Client(c.HTTPClient)
 	return c, nil
 }
 

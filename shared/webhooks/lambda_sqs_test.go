@@ -25,6 +25,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
+	"github.com/yp/paysvc/shared/sdkbody"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -74,7 +75,7 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		// network connection" with status 200) would fail the test — a
 		// CI run failed a receive so.
 		// (Its connections say on stderr what closed one under an answer.)
-		HTTPClient: &http.Client{Transport: moto.TracedTransport(&http.Transport{DisableKeepAlives: true})},
+		HTTPClient: sdkbody.Client(&http.Client{Transport: moto.TracedTransport(&http.Transport{DisableKeepAlives: true})}),
 	})
 	name := table
 	if len(name) > 70 {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/internal/motoserver"
+	"github.com/yp/paysvc/shared/sdkbody"
 )
 
 // EnvEndpoint names the variable that points tests at a running server.
@@ -87,7 +88,7 @@ func SQSClient(t testing.TB, endpoint string) *sqs.Client {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second, Transport: motoserver.TracedTransport(&http.Transport{})},
+		HTTPClient:   sdkbody.Client(&http.Client{Timeout: 30 * time.Second, Transport: motoserver.TracedTransport(&http.Transport{})}),
 	})
 }
 
