@@ -30,8 +30,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
-	"github.com/yp/paysvc/shared/sdkbody"
 )
 
 // EnvEndpoint names the variable that points tests at a running server.
@@ -260,11 +258,11 @@ func DynamoClient(endpoint string) *dynamodb.Client {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient: sdkbody.Client(&http.Client{Transport: TracedTransport(&http.Transport{
+		HTTPClient: HTTPClient(&http.Transport{
 			MaxConnsPerHost:     1,
 			MaxIdleConnsPerHost: 1,
 			IdleConnTimeout:     30 * time.Second,
-		})}),
+		}, 0),
 		Retryer: loggedRetries{retry.NewStandard()},
 	})
 }

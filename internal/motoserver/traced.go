@@ -11,7 +11,20 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/yp/paysvc/shared/sdkbody"
 )
+
+// HTTPClient is the HTTP client of the tests' AWS clients: t's
+// connections traced (TracedTransport), request bodies handed on as plain
+// readers as the service's own clients do (sdkbody), timeout bounding a
+// call (0: none).
+func HTTPClient(t *http.Transport, timeout time.Duration) aws.HTTPClient {
+	return sdkbody.Client(&http.Client{Transport: TracedTransport(t), Timeout: timeout})
+}
 
 // TracedTransport returns t dialing connections that remember where they
 // were closed from: a read on one already closed says so on stderr with

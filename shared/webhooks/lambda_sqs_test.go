@@ -25,7 +25,6 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/sdkbody"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -69,13 +68,13 @@ func newAWSEnv(t *testing.T) *awsEnv {
 		// the SDK's retry of a send whose answer moto lost (a loaded
 		// machine) makes a second message, as SQS may (at least once).
 		BaseEndpoint: aws.String(endpoint), RetryMaxAttempts: 1,
-		// A new connection per call: with no retry, a kept-alive
-		// connection that the transport closes while an answer is read
-		// (aws-sdk-go-v2 #1825: "deserialization failed … use of closed
-		// network connection" with status 200) would fail the test — a
-		// CI run failed a receive so.
-		// (Its connections say on stderr what closed one under an answer.)
-		HTTPClient: sdkbody.Client(&http.Client{Transport: moto.TracedTransport(&http.Transport{DisableKeepAlives: true})}),
+		// A new connection per call: with no retry, an answer lost with
+		// its connection ("deserialization failed … use of closed network
+		// connection" with status 200) fails the test — CI runs failed a
+		// receive so, with keep-alives and without (the SDK's early close
+		// of a body, shared/sdkbody, needs a request over 4 KB; what
+		// closed these is not known yet: the connections say on stderr).
+		HTTPClient: moto.HTTPClient(&http.Transport{DisableKeepAlives: true}, 0),
 	})
 	name := table
 	if len(name) > 70 {

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/internal/motoserver"
-	"github.com/yp/paysvc/shared/sdkbody"
 )
 
 // EnvEndpoint names the variable that points tests at a running server.
@@ -54,9 +53,11 @@ func Second(t testing.TB) string {
 // Stop kills the moto_servers started by Endpoint and Second, if any.
 func Stop() { motoserver.Stop() }
 
-// TracedTransport returns t with connections that say on stderr what
-// closed one under an answer being read (motoserver.TracedTransport).
-func TracedTransport(t *http.Transport) *http.Transport { return motoserver.TracedTransport(t) }
+// HTTPClient is the HTTP client of a test's AWS client
+// (motoserver.HTTPClient).
+func HTTPClient(t *http.Transport, timeout time.Duration) aws.HTTPClient {
+	return motoserver.HTTPClient(t, timeout)
+}
 
 // Run runs the tests and then stops the server; use it from TestMain.
 func Run(m *testing.M) int {
@@ -88,7 +89,7 @@ func SQSClient(t testing.TB, endpoint string) *sqs.Client {
 		Region:       Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
-		HTTPClient:   sdkbody.Client(&http.Client{Timeout: 30 * time.Second, Transport: motoserver.TracedTransport(&http.Transport{})}),
+		HTTPClient:   HTTPClient(&http.Transport{}, 30*time.Second),
 	})
 }
 
