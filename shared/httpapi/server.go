@@ -220,8 +220,7 @@ func (d *Deps) serve(rt Route) handler {
 				writeError(w, info, err)
 				return
 			}
-			resp := d.run(ctx, rt, c)
-			d.awaitRecords(ctx, rt, c)
+			resp := d.settled(ctx, rt, c, d.run(ctx, rt, c))
 			info.PSPReference = resp.psp
 			resp.write(w, info)
 			return
@@ -408,7 +407,7 @@ func (d *Deps) serveClaimingOnWrite(w http.ResponseWriter, r *http.Request, info
 		writeReplay(w, info, replay)
 		return
 	}
-	d.awaitRecords(ctx, rt, c)
+	resp = d.settled(ctx, rt, c, resp)
 	info.PSPReference = resp.psp
 	resp.write(w, info)
 }
@@ -433,16 +432,47 @@ func (d *Deps) runLeased(w http.ResponseWriter, r *http.Request, info *reqInfo, 
 		finished = true
 		return
 	}
-	info.PSPReference = resp.psp
 	keep := idempotency.Keep(resp.status, c.UpstreamCalled())
+	stored := idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}
+	if c.AwaitsAnswer() {
+		// The record write stores the result with it (one step); when
+		// it could not, the result is stored after it, unless the write
+		// refused the call.
+		var ans *idempotency.Completion
+		if keep {
+			a := d.Idem.Completion(lease, stored)
+			ans = &a
+		}
+		c.Commit(ans)
+		if resp = d.settled(ctx, rt, c, resp); resp.err != nil {
+			keep = false
+		}
+		if !c.AnswerStored() {
+			d.Idem.Finish(ctx, lease, idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}, keep)
+		}
+		finished = true
+		info.PSPReference = resp.psp
+		resp.write(w, info)
+		return
+	}
+	info.PSPReference = resp.psp
 	// The result write runs alongside the handler's record writes (one
 	// round trip deep, not two); the response waits for both.
-	d.Idem.Finish(ctx, lease, idempotency.Response{
-		Status: resp.status, Body: resp.body, Header: storedHeader,
-	}, keep)
+	d.Idem.Finish(ctx, lease, stored, keep)
 	finished = true
 	d.awaitRecords(ctx, rt, c)
 	resp.write(w, info)
+}
+
+// settled waits for the record writes of c (awaitRecords) and returns
+// resp, or the error the operation answers with instead when a record
+// write refused it (payments.Call.Refusal).
+func (d *Deps) settled(ctx context.Context, rt Route, c *Call, resp response) response {
+	d.awaitRecords(ctx, rt, c)
+	if err := c.Refusal(); err != nil {
+		return renderError(err)
+	}
+	return resp
 }
 
 // writeReplay answers with a stored response.

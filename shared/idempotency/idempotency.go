@@ -205,6 +205,22 @@ func (s *Service) Finish(ctx context.Context, l *Lease, resp Response, keep bool
 	}
 }
 
+// Completion is the completion of a lease with a response, handed to
+// another store write that stores it atomically with what it writes (a
+// payment record's: payments.Write.Result), conditional on the lease
+// being held still, as Store.Complete is.
+type Completion struct {
+	Scope, Key, LeaseToken string
+	Response               Response
+	ExpiresAt              time.Time
+}
+
+// Completion is l's completion with resp, stored for the retention period
+// from now.
+func (s *Service) Completion(l *Lease, resp Response) Completion {
+	return Completion{Scope: l.scope, Key: l.key, LeaseToken: l.token, Response: resp, ExpiresAt: s.clock.Now().Add(s.retention)}
+}
+
 // Keep reports whether a response must be stored: 2xx always; a 400 only
 // when the upstream was called (its validation answer is deterministic).
 func Keep(status int, upstreamCalled bool) bool {

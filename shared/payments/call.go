@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -37,8 +38,50 @@ type Call struct {
 	claimed        bool
 	upstreamCalled bool
 	records        sync.WaitGroup
-	mu             sync.Mutex
-	errs           []error
+	// queued are record writes that wait for the merchant's answer to
+	// store it with them (Commit).
+	queued       []*settlement
+	mu           sync.Mutex
+	errs         []error
+	answerStored bool
+	refusal      error
+}
+
+// AwaitsAnswer reports whether the operation's record write waits for the
+// merchant's answer to the operation, to store both in one write: call
+// Commit with it (or Wait, which writes the record without it).
+func (c *Call) AwaitsAnswer() bool { return len(c.queued) > 0 }
+
+// Commit starts the record writes that wait for the merchant's answer,
+// handing them ans (nil: there is none to store). The first stores it with
+// its record when it can (AnswerStored, after Wait); when it cannot (its
+// write took another path, or failed), the caller stores it apart.
+func (c *Call) Commit(ans *idempotency.Completion) {
+	for i, w := range c.queued {
+		if i == 0 && ans != nil {
+			w.k.answer = &answerSlot{ans: ans}
+		}
+		go w.run()
+	}
+	c.queued = nil
+}
+
+// AnswerStored reports, once Wait has returned, whether Commit's answer
+// was stored with the operation's record.
+func (c *Call) AnswerStored() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answerStored
+}
+
+// Refusal is, once Wait has returned, the error the operation answers
+// with instead of its result (nil: none): its record write found the
+// payment another site's (a details answer recorded without reading its
+// head first). Nothing was recorded, and the answer must not be stored.
+func (c *Call) Refusal() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusal
 }
 
 // Claimed reports whether the operation's write took Claim: from then on
@@ -57,6 +100,7 @@ func (c *Call) UpstreamCalled() bool { return c.upstreamCalled }
 // kept retrying under contention and without the caller's cancellation,
 // and the upstream's notification reconciles the record.
 func (c *Call) Wait() error {
+	c.Commit(nil)
 	c.records.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -89,11 +133,29 @@ type settlement struct {
 	c   *Call
 	u   RecordUpdate
 	k   known
+	// guarded: the payment's owner was not read before its answer was
+	// returned; the write finding another site's payment refuses the
+	// operation (Call.Refusal).
+	guarded bool
 }
 
 func (w *settlement) run() {
 	defer w.c.records.Done()
-	w.c.fail(w.s.settle(w.ctx, w.u, w.k))
+	err := w.s.settle(w.ctx, w.u, w.k)
+	if a := w.k.answer; a != nil && a.stored {
+		w.c.mu.Lock()
+		w.c.answerStored = true
+		w.c.mu.Unlock()
+	}
+	if errors.Is(err, errForeign) && w.guarded {
+		w.s.log.WarnContext(w.ctx, "details answered for a payment of another site; not recorded, not returned",
+			"pspReference", w.u.PSPReference, "site", w.c.Site.ID)
+		w.c.mu.Lock()
+		w.c.refusal = apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+		w.c.mu.Unlock()
+		return
+	}
+	w.c.fail(err)
 }
 
 // fail records the error of a record write done in line after the

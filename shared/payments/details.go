@@ -18,6 +18,20 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
+	if resp.PSPReference != "" && in.Reference == "" && in.PaymentData == "" && resp.MerchantReference == "" {
+		// Nothing names a pending record (the platform's answer to a
+		// redirect's or a challenge's bare details): the payment is
+		// recorded create-first, without reading its head, with the
+		// merchant's answer in the same write (Call.Commit); a head found
+		// to exist is read then, and one of another site refuses the call
+		// (Call.Refusal).
+		facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID}
+		if resp.Amount != nil {
+			facts.Amount = *resp.Amount
+		}
+		s.recordWithAnswer(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()))
+		return resultOf(resp), nil
+	}
 	// The payment's head, if stored, is read alongside its pending record.
 	var (
 		existing    Head

@@ -139,16 +139,27 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error 
 		h := f.newHead(psp, u.At)
 		h.answered(u.Status)
 		h.UpdatedAt, h.Version = u.At, 1
-		err := st.Write(ctx, Write{PSP: psp, Put: &h, Facts: []Fact{fact}})
+		w := Write{PSP: psp, Put: &h, Facts: []Fact{fact}}
+		if k.answer != nil {
+			w.Result = k.answer.ans // stored with the create, or not at all
+		}
+		err := st.Write(ctx, w)
 		if !errors.Is(err, storeerr.ErrConflict) {
 			if err != nil {
 				return fmt.Errorf("record payment %s: %w", psp, err)
+			}
+			if k.answer != nil {
+				k.answer.stored = true
 			}
 			return nil
 		}
 	}
 	return updateResult(ctx, st, u, k, fact, pend, found)
 }
+
+// errForeign: a payment or details answer names a payment of another
+// merchant or site; it is not recorded.
+var errForeign = fmt.Errorf("%w: the payment belongs to another merchant or site", ErrUpdateRefused)
 
 // updateResult is recordResult's update of a head that exists, or of one
 // that starts from pending record pend (when found). Apart, so that the
@@ -175,7 +186,7 @@ func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact F
 			}
 		}
 		if h.MerchantID != f.MerchantID || (h.SiteID != "" && h.SiteID != f.SiteID) {
-			return fmt.Errorf("%w: payment %s belongs to another merchant or site", ErrUpdateRefused, psp)
+			return fmt.Errorf("%w: payment %s", errForeign, psp)
 		}
 		if found {
 			fillRequestFacts(h, pend)

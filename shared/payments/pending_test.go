@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 )
@@ -174,7 +175,10 @@ func TestPendingBoundByTheActionsPaymentData(t *testing.T) {
 // What details read and write after the upstream's answer: the payment's
 // head and its pending record, read once each before any write (at once,
 // on the deployed store: one round trip), then the writes (another); a
-// repeated answer writes nothing.
+// repeated answer writes nothing. An answer that names no pending record
+// reads nothing: its payment is written create-first (with the merchant's
+// answer, when the call is given one: Call.Commit), its head read only if
+// that write finds one.
 func TestDetailsReadBeforeTheyWrite(t *testing.T) {
 	pending := payments.PendingKey(merchant.ID, site.ID, "order-1")
 	for _, tc := range []struct {
@@ -190,7 +194,7 @@ func TestDetailsReadBeforeTheyWrite(t *testing.T) {
 		{name: "the same answer again", ref: "order-1", twice: true,
 			reads: []string{"read " + psp, "read " + pending}},
 		{name: "nothing names the payment", ref: "",
-			reads: []string{"read " + psp}, write: []string{"write " + psp}},
+			write: []string{"write " + psp}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := pendingFixture(t)
@@ -234,5 +238,44 @@ func TestPendingRecordWrittenWithoutARead(t *testing.T) {
 	}
 	if len(got) != 2 {
 		t.Fatalf("writes %q, want the pending record's and the alias's", got)
+	}
+}
+
+// Details whose answer names another site's payment, and no pending
+// record: the create-first write finds the head, reads it, and refuses the
+// call (Call.Refusal, after Wait) without recording anything; the
+// payment's own site's bare details record it as before.
+func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
+	f := pendingFixture(t)
+	f.details("order-1") // this site's payment, bound and recorded
+	before := f.payment()
+	other := f.call()
+	other.Site.ID = "site_b"
+	out, err := f.svc.SubmitDetails(f.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)})
+	if err != nil || out.PSPReference != psp {
+		t.Fatalf("SubmitDetails: %+v %v (the answer is returned before the record is written)", out, err)
+	}
+	if !other.AwaitsAnswer() {
+		t.Fatal("a bare details answer's record write does not wait for the merchant's answer")
+	}
+	if err := other.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if err := other.Refusal(); apperr.KindOf(err) != apperr.PaymentNotFound {
+		t.Fatalf("Refusal = %v, want payment not found", err)
+	}
+	if other.AnswerStored() {
+		t.Fatal("the answer is reported stored")
+	}
+	if after := f.payment(); after.Version != before.Version || after.SiteID != site.ID {
+		t.Fatalf("another site's details changed the record: %+v, was %+v", after, before)
+	}
+	// The payment's own site: recorded, no refusal.
+	own := f.call()
+	if _, err := f.svc.SubmitDetails(f.ctx, own, payments.DetailsInput{Details: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Wait(); err != nil || own.Refusal() != nil {
+		t.Fatalf("own site's bare details: Wait %v, Refusal %v", err, own.Refusal())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -213,6 +214,17 @@ type known struct {
 	// pending record, looked up after a details answer.
 	head    *Head
 	pending *pendingRead
+	// answer, when set, is the merchant's answer to store with the
+	// payment's create-only write (Write.Result); its stored is set when
+	// it was.
+	answer *answerSlot
+}
+
+// answerSlot is the merchant's answer handed to a record write
+// (Call.Commit), and whether the write stored it.
+type answerSlot struct {
+	ans    *idempotency.Completion
+	stored bool
 }
 
 // pendingRead is the outcome of pendingFor.
@@ -321,4 +333,14 @@ func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k kn
 	}
 	c.records.Add(1)
 	go (&settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, k: k}).run()
+}
+
+// recordWithAnswer queues the record update u of a payment whose owner
+// was not read (a details answer that names no pending record): started
+// by Call.Commit with the merchant's answer, which its create-only write
+// stores in the same step, or by Call.Wait without one. A payment found to
+// be another site's refuses the operation (Call.Refusal).
+func (s *Service) recordWithAnswer(ctx context.Context, c *Call, u RecordUpdate) {
+	c.records.Add(1)
+	c.queued = append(c.queued, &settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, guarded: true})
 }

@@ -98,6 +98,11 @@ type Write struct {
 	// (idempotency.Service.Prepare), taken in the same atomic write: an
 	// operation's request and its claim are one step.
 	Claim *idempotency.Record
+	// Result, when set, is the merchant's answer to the operation, stored
+	// in the same atomic write (its lease must still be held, else the
+	// write fails with storeerr.ErrConflict): an operation's record and
+	// its answer are one step (Call.Commit).
+	Result *idempotency.Completion
 	// Facts are appended to the timeline; the same fact written again
 	// (same ID and time) is stored once. (The embedded store keeps only
 	// the first of an ID whatever its time; DynamoDB keys facts by time,

@@ -126,24 +126,13 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	if leaseToken == "" {
 		return wrap(storeerr.ErrConflict)
 	}
-	raw, err := json.Marshal(records.FromResponse(&resp))
+	up, err := s.completeUpdate(idempotency.Completion{Scope: scope, Key: key, LeaseToken: leaseToken, Response: resp, ExpiresAt: expiresAt})
 	if err != nil {
 		return wrap(err)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:           aws.String(s.table),
-		Key:                 idemKey(scope, key),
-		UpdateExpression:    aws.String("SET #st = :completed, #resp = :resp, #exp_at = :exp_at, #exp = :exp, #ttl = :ttl REMOVE #lease"),
-		ConditionExpression: aws.String("#lease = :token"),
-		ExpressionAttributeNames: map[string]string{
-			"#st": attrStatus, "#resp": attrResponse, "#exp_at": attrExpiresAt, "#exp": attrExpiresN,
-			"#ttl": attrTTL, "#lease": attrLease,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":completed": str(string(idempotency.StatusCompleted)), ":resp": str(string(raw)),
-			":exp_at": rfc3339(expiresAt), ":exp": instant(expiresAt), ":ttl": ttlOf(expiresAt),
-			":token": str(leaseToken),
-		},
+		TableName: up.TableName, Key: up.Key, UpdateExpression: up.UpdateExpression, ConditionExpression: up.ConditionExpression,
+		ExpressionAttributeNames: up.ExpressionAttributeNames, ExpressionAttributeValues: up.ExpressionAttributeValues,
 	})
 	if _, failed := conditionFailed(err); failed {
 		return wrap(storeerr.ErrConflict)
@@ -152,6 +141,34 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 		return wrap(err)
 	}
 	return nil
+}
+
+// completeUpdate is Complete's update of c's record, conditional on its
+// lease token: alone (Complete) or in a payment's transaction
+// (payments.Write.Result).
+func (s *Store) completeUpdate(c idempotency.Completion) (*types.Update, error) {
+	if c.LeaseToken == "" {
+		return nil, fmt.Errorf("complete idempotency key %q of %q: no lease token", c.Key, c.Scope)
+	}
+	raw, err := json.Marshal(records.FromResponse(&c.Response))
+	if err != nil {
+		return nil, fmt.Errorf("complete idempotency key %q of %q: %w", c.Key, c.Scope, err)
+	}
+	return &types.Update{
+		TableName:           aws.String(s.table),
+		Key:                 idemKey(c.Scope, c.Key),
+		UpdateExpression:    aws.String("SET #st = :completed, #resp = :resp, #exp_at = :exp_at, #exp = :exp, #ttl = :ttl REMOVE #lease"),
+		ConditionExpression: aws.String("#lease = :token"),
+		ExpressionAttributeNames: map[string]string{
+			"#st": attrStatus, "#resp": attrResponse, "#exp_at": attrExpiresAt, "#exp": attrExpiresN,
+			"#ttl": attrTTL, "#lease": attrLease,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":completed": str(string(idempotency.StatusCompleted)), ":resp": str(string(raw)),
+			":exp_at": rfc3339(c.ExpiresAt), ":exp": instant(c.ExpiresAt), ":ttl": ttlOf(c.ExpiresAt),
+			":token": str(c.LeaseToken),
+		},
+	}, nil
 }
 
 // Release deletes the record if it holds leaseToken (one conditional

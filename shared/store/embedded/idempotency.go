@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -119,16 +120,11 @@ func claimable(r idempotency.Record, now time.Time) bool {
 // so the record is read through the journal (Claim).
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	k := compositeKey(scope, key)
-	s.leases.mu.Lock()
-	held, ok := s.leases.m[string(k)]
-	s.leases.mu.Unlock()
-	if !ok || leaseToken == "" || held.LeaseToken != leaseToken {
+	// Encoded before the transaction: the commit only puts it.
+	raw, err := s.completedRecord(idempotency.Completion{Scope: scope, Key: key, LeaseToken: leaseToken, Response: resp, ExpiresAt: expiresAt})
+	if errors.Is(err, storeerr.ErrConflict) { // no lease in memory: one in the file, or none
 		return s.completeStored(ctx, scope, key, leaseToken, resp, expiresAt)
 	}
-	rec := held
-	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
-	// Encoded before the transaction: the commit only puts it.
-	raw, err := json.Marshal(rec)
 	if err == nil {
 		err = s.change(ctx, func(db kv) error { return db.put(bktIdempotency, k, raw) })
 	}
@@ -137,6 +133,22 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	}
 	s.dropLease(k, leaseToken)
 	return nil
+}
+
+// completedRecord is the record Complete would write for c, encoded:
+// storeerr.ErrConflict unless c's lease is held in memory (a lease an
+// earlier version kept in the file is completed by Complete alone).
+func (s *Store) completedRecord(c idempotency.Completion) ([]byte, error) {
+	k := compositeKey(c.Scope, c.Key)
+	s.leases.mu.Lock()
+	held, ok := s.leases.m[string(k)]
+	s.leases.mu.Unlock()
+	if !ok || c.LeaseToken == "" || held.LeaseToken != c.LeaseToken {
+		return nil, fmt.Errorf("complete idempotency key %q of %q: %w", c.Key, c.Scope, storeerr.ErrConflict)
+	}
+	rec := held
+	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", c.ExpiresAt.UTC(), records.FromResponse(&c.Response)
+	return json.Marshal(rec)
 }
 
 // completeStored completes a record whose lease is in the file (written by

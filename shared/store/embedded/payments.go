@@ -245,6 +245,20 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.Claim != nil {
 		commit = s.commit.changeFirst // its request's first write
 	}
+	var result []byte // the completed idempotency record of w.Result
+	if r := w.Result; r != nil {
+		var err error
+		if result, err = s.completedRecord(*r); err != nil {
+			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
+		}
+		k := compositeKey(r.Scope, r.Key)
+		change = func(db kv) error {
+			if err := writeLedger(db, w, now); err != nil {
+				return err
+			}
+			return db.put(bktIdempotency, k, result)
+		}
+	}
 	err := ctx.Err()
 	if err == nil {
 		err = commit(change)
@@ -254,6 +268,9 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 			s.dropLease(compositeKey(c.Scope, c.Key), c.LeaseToken)
 		}
 		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
+	}
+	if r := w.Result; r != nil {
+		s.dropLease(compositeKey(r.Scope, r.Key), r.LeaseToken)
 	}
 	return nil
 }

@@ -118,3 +118,72 @@ func TestClaimOnWrite(t *testing.T, newStores Factory[Stores]) {
 		noErr(t, err, "k1 is free after the failed write")
 	})
 }
+
+// TestResultOnWrite checks a payment write that stores the merchant's
+// answer with it (payments.Write.Result): both are written when the
+// write's conditions hold and the answer's lease is held; neither when
+// the write's condition fails (a create-only write of a head that exists)
+// or the lease is not held, and the lease then stays as it was.
+func TestResultOnWrite(t *testing.T, newStores Factory[Stores]) {
+	t.Helper()
+	ctx := context.Background()
+	type fixture struct {
+		pay  payments.Store
+		idem idempotency.Store
+		clk  *clock.Fake
+	}
+	setup := func(t *testing.T) fixture {
+		clk := newClock()
+		st := newStores(t, clk)
+		now := clk.Now()
+		_, err := st.Idempotency.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", Fingerprint: "fp-k1", Status: idempotency.StatusInProgress,
+			LeaseToken: "tok-1", LeaseUntil: now.Add(time.Minute), ExpiresAt: now.Add(31 * 24 * time.Hour)}, now)
+		noErr(t, err, "claim k1")
+		return fixture{st.Payments, st.Idempotency, clk}
+	}
+	answer := func(f fixture, token string) *idempotency.Completion {
+		return &idempotency.Completion{Scope: "m_a", Key: "k1", LeaseToken: token, ExpiresAt: f.clk.Now().Add(24 * time.Hour),
+			Response: idempotency.Response{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"resultCode":"Authorised"}`)}}
+	}
+	create := func(c *idempotency.Completion) payments.Write {
+		h := head("PSP1")
+		return payments.Write{PSP: "PSP1", Put: &h, Result: c}
+	}
+	// k1 is k1's record as a claim by another lease finds it.
+	k1 := func(t *testing.T, f fixture) idempotency.Record {
+		t.Helper()
+		existing, err := f.idem.Claim(ctx, idempotency.Record{Scope: "m_a", Key: "k1", Fingerprint: "fp-k1", Status: idempotency.StatusInProgress,
+			LeaseToken: "tok-probe", LeaseUntil: f.clk.Now().Add(time.Minute), ExpiresAt: f.clk.Now().Add(time.Hour)}, f.clk.Now())
+		wantErr(t, err, storeerr.ErrConflict, "claiming k1 again")
+		return existing
+	}
+
+	t.Run("WrittenTogether", func(t *testing.T) {
+		f := setup(t)
+		noErr(t, f.pay.Write(ctx, create(answer(f, "tok-1"))), "create with the answer")
+		_, err := f.pay.GetPayment(ctx, "PSP1")
+		noErr(t, err, "GetPayment")
+		rec := k1(t, f)
+		if rec.Status != idempotency.StatusCompleted || rec.Response == nil || rec.Response.Status != 200 ||
+			string(rec.Response.Body) != `{"resultCode":"Authorised"}` || rec.Response.Header["Content-Type"] != "application/json" {
+			t.Fatalf("k1's record %+v (response %+v), want completed with the answer", rec, rec.Response)
+		}
+		wantErr(t, f.idem.Complete(ctx, "m_a", "k1", "tok-1", idempotency.Response{Status: 500}, f.clk.Now().Add(time.Hour)),
+			storeerr.ErrConflict, "completing k1 again: the lease ended with the write")
+	})
+	t.Run("FailedConditionStoresNoAnswer", func(t *testing.T) {
+		f := setup(t)
+		noErr(t, f.pay.Write(ctx, create(nil)), "create")
+		wantErr(t, f.pay.Write(ctx, create(answer(f, "tok-1"))), storeerr.ErrConflict, "create-only write of a head that exists")
+		rec := k1(t, f)
+		same(t, [2]any{rec.Status, rec.LeaseToken}, [2]any{idempotency.StatusInProgress, "tok-1"}, "k1's record after the failed write")
+		noErr(t, f.idem.Complete(ctx, "m_a", "k1", "tok-1", idempotency.Response{Status: 200}, f.clk.Now().Add(time.Hour)), "complete k1: the lease is held still")
+	})
+	t.Run("LeaseNotHeldWritesNothing", func(t *testing.T) {
+		f := setup(t)
+		wantErr(t, f.pay.Write(ctx, create(answer(f, "tok-other"))), storeerr.ErrConflict, "write with another lease's answer")
+		_, err := f.pay.GetPayment(ctx, "PSP1")
+		wantErr(t, err, storeerr.ErrNotFound, "GetPayment after the refused write")
+		same(t, k1(t, f).LeaseToken, "tok-1", "k1's lease")
+	})
+}

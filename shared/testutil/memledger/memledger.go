@@ -4,6 +4,7 @@ package memledger
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"sync"
@@ -114,6 +115,9 @@ func (s *Store) Timeline(_ context.Context, psp, cursor string, limit int) ([]pa
 
 // Write implements payments.Store.
 func (s *Store) Write(_ context.Context, w payments.Write) error {
+	if w.Result != nil {
+		return errors.New("memledger: keeps no idempotency records (payments.Write.Result)")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored, found := s.head(w.PSP)
