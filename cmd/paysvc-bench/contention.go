@@ -91,7 +91,7 @@ func runContention(ctx context.Context, cfg *config) (*contentionResult, error) 
 	}
 	res := &contentionResult{}
 	err := runSection(secContention, cfg.progress, func(t *section) error {
-		sim, err := startSimFront(0)
+		sim, err := startSimFront(0, false)
 		if err != nil {
 			return err
 		}

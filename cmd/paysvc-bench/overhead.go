@@ -85,8 +85,8 @@ type simFront struct {
 }
 
 // startSimFront starts a simulator with latency lat on a loopback port.
-func startSimFront(lat time.Duration) (*simFront, error) {
-	sim, err := simulator.New(simulator.Options{APIKey: benchSimAPIKey, HMACKeyHex: benchSimHMACKey, Latency: lat})
+func startSimFront(lat time.Duration, published bool) (*simFront, error) {
+	sim, err := simulator.New(simulator.Options{APIKey: benchSimAPIKey, HMACKeyHex: benchSimHMACKey, Latency: lat, PublishedShapes: published})
 	if err != nil {
 		return nil, err
 	}
@@ -483,7 +483,7 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 			n, levels = cfg.RequestsSlow, []int{cfg.ConcurrencySlow}
 		}
 		err := runSection(fmt.Sprintf("overhead-%s", lat), cfg.progress, func(t *section) error {
-			sim, err := startSimFront(lat)
+			sim, err := startSimFront(lat, false)
 			if err != nil {
 				return err
 			}

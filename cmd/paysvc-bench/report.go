@@ -336,7 +336,8 @@ func (r *report) roundTripTarget() target {
 // and one after, calls made in parallel counted once).
 var writeEndpoints = []string{
 	"POST payments (Idempotency-Key)", "POST payments (no Idempotency-Key)", "POST sessions (Idempotency-Key)",
-	"POST payments/details (Idempotency-Key)", "POST captures (Idempotency-Key)", "POST refunds (Idempotency-Key)",
+	"POST payments, an action answered (Idempotency-Key)", "POST payments/details (Idempotency-Key)",
+	"POST captures (Idempotency-Key)", "POST refunds (Idempotency-Key)",
 	"POST reversals (Idempotency-Key)", "POST amount-updates (Idempotency-Key)",
 }
 
@@ -361,16 +362,7 @@ func (r *report) writeEndpointTargets() []target {
 		}
 	}
 	warm.Measured, warm.Status = strings.Join(parts, "; "), mark(len(over) == 0)
-	if slices.Equal(over, []string{"POST payments/details"}) {
-		warm.Miss = "POST payments/details takes 3: a details request as Drop-in and redirect returns send it (`{\"details\": …}`) " +
-			"names no payment — the upstream's answer names it — and its record (owner, for the other-site refusal; version; the " +
-			"pending record's facts) must be read before the answer is written, after the call. The step before the call (claim ‖ " +
-			"rate-limit hit) cannot read what it cannot name. What it would take: writing the answer without reading — the head " +
-			"patched in place under conditions (its owner, an authorisation still unfinished, the amount and capture mode it was " +
-			"requested with) and folded when next read — in one transaction with the idempotency result: the refusal of " +
-			"another site's payment decides the stored response, so the result cannot be stored beside a write that may yet be " +
-			"refused. A change to how heads are written and how the idempotency layer completes."
-	} else if len(over) > 0 {
+	if len(over) > 0 {
 		warm.Miss = "over 2: " + strings.Join(over, ", ") + " (the table in §2 names each step)."
 	}
 	if row, ok := r.roundTrips.row("POST payments (Idempotency-Key), tenant cache cold"); ok {

@@ -447,7 +447,9 @@ func newRTEnv(t *section) (*rtEnv, error) {
 	clk := clock.System{}
 	st := dynamo.New(ddb, table, clk)
 
-	sim, err := startSimFront(0)
+	// The platform's published answers: a 3-D Secure payment's action
+	// comes without pspReference, its details answer names it.
+	sim, err := startSimFront(0, true)
 	if err != nil {
 		return nil, err
 	}
@@ -578,11 +580,12 @@ func (e *rtEnv) payBody(body, key string) (string, error) {
 	return out.PSPReference, nil
 }
 
-// challenge starts a payment with a 3-D Secure card and returns the body
-// of the details request that completes its challenge.
-func (e *rtEnv) challenge(ref string) (string, error) {
+// challenge starts a payment with a 3-D Secure card (and Idempotency-Key
+// key) and returns the body of the details request that completes its
+// challenge.
+func (e *rtEnv) challenge(ref, key string) (string, error) {
 	body := strings.Replace(fmt.Sprintf(payBodyFmt, ref), "test_4111111111111111", "test_5454545454545454", 1)
-	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", body, "")
+	code, b := e.do(http.MethodPost, "/v1/ecom/"+benchSite+"/payments", body, key)
 	var out struct{ Action json.RawMessage }
 	if code != http.StatusOK || json.Unmarshal(b, &out) != nil || len(out.Action) == 0 {
 		return "", fmt.Errorf("setup challenge %s: %d %s", ref, code, b)
@@ -815,12 +818,38 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := notified(upstream.EventAuthorisationAdjustment, psps); err != nil {
 			return err
 		}
-		challenges, err := setup(func(i int) (string, error) { return e.challenge(unique("det-setup")(i)) })
-		if err != nil {
+		// A 3-D Secure payment: the platform answers its action without
+		// pspReference (the service writes the pending record and the
+		// action's alias), the details of its challenge name it (the
+		// payment written with the stored answer), and its AUTHORISATION
+		// binds the pending record.
+		challenges, refs := make([]string, n), make([]string, n)
+		if err := measure("POST payments, an action answered (Idempotency-Key)", n, func(i int) error {
+			refs[i] = unique("det-setup")(i)
+			var err error
+			challenges[i], err = e.challenge(refs[i], unique("act")(i))
+			return err
+		}); err != nil {
 			return err
 		}
 		details := func(body string) string { return body }
 		if err := measureOn("POST payments/details (Idempotency-Key)", challenges, fixed(payPath+"/details"), details, "det"); err != nil {
+			return err
+		}
+		detailed := make([]string, n)
+		byRef := map[string]string{}
+		for _, p := range e.sim.Sim.Payments() {
+			byRef[p.Reference] = p.PSPReference
+		}
+		for i, ref := range refs {
+			if detailed[i] = byRef[ref]; detailed[i] == "" {
+				return fmt.Errorf("the simulator has no payment %s", ref)
+			}
+		}
+		if err := e.sim.Sim.Flush(context.Background()); err != nil {
+			t.Logf("simulator flush: %v", err)
+		}
+		if err := measure(authorisationBindingRow, n, func(i int) error { return e.notify(detailed[i], upstream.EventAuthorisation) }); err != nil {
 			return err
 		}
 		cfg.logf("roundtrips: API operations done")

@@ -24,9 +24,9 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 	// (docs/scale.md, "Round trips per endpoint"): before the upstream
 	// call the claim with the rate-limit hit — for an operation on a
 	// payment the claim is taken by its reservation's transaction; after
-	// it the record (with the claim's completion), and for details the
-	// reads of the payment and its pending record first (an amount update
-	// reads the payment's head while the upstream answers).
+	// it the record (with the claim's completion; for details, answered
+	// as the platform answers, in the record's own transaction), an amount
+	// update reading the payment's head while the upstream answers.
 	bounds := map[string]int{
 		"POST payments (Idempotency-Key)": 2,
 		// the API key's read, then the site's and the merchant's with the
@@ -37,7 +37,9 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 		"POST refunds (Idempotency-Key)":                     2,
 		"POST reversals (Idempotency-Key)":                   2,
 		"POST amount-updates (Idempotency-Key)":              2,
-		"POST payments/details (Idempotency-Key)":            3,
+		"POST payments/details (Idempotency-Key)":            2,
+		// the pending record and the action's alias with the completion
+		"POST payments, an action answered (Idempotency-Key)": 2,
 		// reads: the hit, then the payment's head (its owner) and the
 		// page at once
 		"GET payment":                   2,

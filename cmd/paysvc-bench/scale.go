@@ -112,6 +112,10 @@ type checkedRow struct {
 	direct   string
 }
 
+// authorisationBindingRow is item 2's row of the AUTHORISATION
+// notification of a payment recorded from bare details.
+const authorisationBindingRow = "notification AUTHORISATION, a payment recorded from bare details (receiver)"
+
 // rowToRequest are the rows the model is checked against.
 var rowToRequest = []checkedRow{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments, false, ""},
@@ -123,6 +127,8 @@ var rowToRequest = []checkedRow{
 	{"POST amount-updates (Idempotency-Key)", capacity.ReqAmountUpdates, false, ""},
 	{"POST sessions (Idempotency-Key)", capacity.ReqSessions, false, ""},
 	{"POST payments/details (Idempotency-Key)", capacity.ReqDetails, false, ""},
+	{"POST payments, an action answered (Idempotency-Key)", capacity.ReqPaymentsAction, false, ""},
+	{authorisationBindingRow, capacity.ReqAuthorisationBinding, false, ""},
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION", false, ""},
 	{"notification CAPTURE (receiver)", "notification " + "CAPTURE", false, ""},
 	{"notification REFUND (receiver)", "notification " + "REFUND", false, ""},

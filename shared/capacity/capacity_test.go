@@ -127,15 +127,23 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 		// a session: the claim, the rate-limit hit, the session, the
 		// completion
 		ReqSessions: 4,
-		// details: the head and the pending record read at once, the
-		// head's update from what was read
-		ReqDetails: 6,
+		// details (the platform's answer names no pending record): the
+		// rate-limit hit, the claim, the payment's create-only write with
+		// the claim's completion in its transaction
+		ReqDetails: 3,
+		// a 3-D Secure payment answered with an action: the rate-limit
+		// hit, the claim, the pending record and the action's alias, the
+		// completion
+		ReqPaymentsAction: 5,
 		// a notification: the event and the payment's head read, and for
 		// an operation's notification its entry (2 or 3), the commit
 		// (event, the ledger's write, the merchant's event: 3; a delivery
 		// per subscription: 2), the payment's events listed for an
 		// AUTHORISATION (1), the mark (1)
 		"notification CAPTURE": 3 + 3 + 2 + 1, "notification AUTHORISATION": 2 + 3 + 2 + 1 + 1,
+		// and of a payment recorded from bare details: its pending record
+		// read beside the head, and marked bound after the commit
+		ReqAuthorisationBinding: 3 + 3 + 2 + 1 + 1 + 1,
 		// an attempt: the delivery read, the attempt counted, its result
 		ReqAttempts: 3,
 	} {

@@ -148,30 +148,42 @@ const (
 
 // Request kinds counted per payment (cost.go).
 const (
-	ReqPayments      = "POST payments"
-	ReqReplay        = "POST payments (replay)"
-	ReqDetails       = "POST payments/details"
-	ReqCaptures      = "POST captures"
-	ReqReversals     = "POST reversals"
-	ReqRefunds       = "POST refunds"
-	ReqAmountUpdates = "POST amount-updates"
-	ReqSessions      = "POST sessions"
-	ReqLookups       = "GET payment"
-	ReqTimeline      = "GET payment timeline (a page)"
-	ReqConfig        = "GET config"
-	ReqMethods       = "POST payment-methods"
-	ReqDeleteStored  = "DELETE stored-payment-methods"
-	ReqPaymentsNoKey = "POST payments (no Idempotency-Key)"
-	ReqRedrives      = "POST webhook-deliveries retry"
-	ReqWebhookTest   = "POST webhooks/test"
+	ReqPayments = "POST payments"
+	// ReqPaymentsAction is, in TraceResult.Calls and Shapes, a POST
+	// payments the platform answers with an action and no pspReference
+	// (a 3-D Secure payment: its pending record and its action's alias);
+	// counted as ReqPayments in Requests.
+	ReqPaymentsAction = "POST payments (an action answered)"
+	// ReqPaymentsNoKeyAction is the same without an Idempotency-Key
+	// (counted as ReqPaymentsNoKey).
+	ReqPaymentsNoKeyAction = "POST payments (no Idempotency-Key, an action answered)"
+	ReqReplay              = "POST payments (replay)"
+	ReqDetails             = "POST payments/details"
+	ReqCaptures            = "POST captures"
+	ReqReversals           = "POST reversals"
+	ReqRefunds             = "POST refunds"
+	ReqAmountUpdates       = "POST amount-updates"
+	ReqSessions            = "POST sessions"
+	ReqLookups             = "GET payment"
+	ReqTimeline            = "GET payment timeline (a page)"
+	ReqConfig              = "GET config"
+	ReqMethods             = "POST payment-methods"
+	ReqDeleteStored        = "DELETE stored-payment-methods"
+	ReqPaymentsNoKey       = "POST payments (no Idempotency-Key)"
+	ReqRedrives            = "POST webhook-deliveries retry"
+	ReqWebhookTest         = "POST webhooks/test"
 	// Listings (a page each), for TraceResult.Calls and Shapes only: the
 	// trace makes Mix.Listings and EventListings per second.
 	ReqListDeliveries = "GET webhook-deliveries (a page)"
 	ReqListEvents     = "GET events (a page)"
 	ReqNotifications  = "notification (receiver)"
-	ReqAttempts       = "webhook attempt (dispatcher)"
-	ReqHops           = "webhook retry hop (dispatcher, not yet due)"
-	ReqSQSSend        = "SQS SendMessage"
+	// ReqAuthorisationBinding is, in TraceResult.Calls and Shapes, the
+	// AUTHORISATION notification of a payment recorded from bare details:
+	// it reads the pending record and binds it.
+	ReqAuthorisationBinding = "notification AUTHORISATION (binding a pending record)"
+	ReqAttempts             = "webhook attempt (dispatcher)"
+	ReqHops                 = "webhook retry hop (dispatcher, not yet due)"
+	ReqSQSSend              = "SQS SendMessage"
 )
 
 // TraceResult is a replayed trace: the meter's counts and the requests
@@ -308,7 +320,7 @@ func Run(m Mix) (*TraceResult, error) {
 			if err := r.run(s, tasks[k]); err != nil {
 				return nil, err
 			}
-			r.took(tasks[k].label())
+			r.took(r.label(tasks[k]))
 			if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
 				tasks = append(tasks, more...)
 				delete(r.queue, s)
@@ -389,6 +401,21 @@ func (t task) label() string {
 		return "notification " + eventCodes[t.code]
 	}
 	return ReqAttempts
+}
+
+// label is t's request kind in TraceResult.Calls and Shapes: task.label,
+// but for a 3-D Secure payment's POST payments and AUTHORISATION
+// notification, whose calls differ.
+func (r *replay) label(t task) string {
+	switch {
+	case t.kind == kPay && r.life(t.i).tds:
+		return ReqPaymentsAction
+	case t.kind == kPayNoKey && r.life(t.i).tds:
+		return ReqPaymentsNoKeyAction
+	case t.kind == kNotify && t.code == codeAuthorisation && r.life(t.i).tds:
+		return ReqAuthorisationBinding
+	}
+	return t.label()
 }
 
 type replay struct {
@@ -717,12 +744,7 @@ func (r *replay) modification(req, what string, s, i, n int, read ...ledgerState
 
 // complete meters the completion of a claim with the answer body.
 func (r *replay) complete(claimed dynamo.Item, key string, now time.Time, body []byte) (dynamo.Item, error) {
-	rec := idempotency.Record{
-		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusCompleted,
-		LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
-		Response: &idempotency.Response{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: body},
-	}
-	it, err := dynamo.IdempotencyItem(rec)
+	it, err := completedItem(key, now, body)
 	if err != nil {
 		return nil, err
 	}
@@ -730,15 +752,31 @@ func (r *replay) complete(claimed dynamo.Item, key string, now time.Time, body [
 	return it, nil
 }
 
+// completedItem is the idempotency item of key completed at now with the
+// answer body.
+func completedItem(key string, now time.Time, body []byte) (dynamo.Item, error) {
+	return dynamo.IdempotencyItem(idempotency.Record{
+		Scope: traceMerchant, Key: key, Fingerprint: strings.Repeat("f", 64), Status: idempotency.StatusCompleted,
+		LeaseUntil: now.Add(idempotency.DefaultLease), ExpiresAt: now.Add(idempotency.DefaultRetention),
+		Response: &idempotency.Response{Status: 200, Header: map[string]string{"Content-Type": "application/json"}, Body: body},
+	})
+}
+
 // paymentResponse is a realistic answer body: the result, or for 3DS the
 // action (its token is the bulk).
 func paymentResponse(i int, resultCode string) []byte {
-	if resultCode == "RedirectShopper" || resultCode == "IdentifyShopper" {
-		return []byte(fmt.Sprintf(`{"resultCode":%q,"pspReference":%q,"action":{"type":"threeDS2","subtype":"fingerprint","paymentMethodType":"scheme","token":%q,"paymentData":%q,"authorisationToken":%q}}`,
-			resultCode, psp(i), strings.Repeat("t", 1200), strings.Repeat("d", 400), strings.Repeat("a", 120)))
+	if resultCode == "RedirectShopper" || resultCode == "IdentifyShopper" { // the platform's: no pspReference
+		return []byte(fmt.Sprintf(`{"resultCode":%q,"merchantReference":"order-%09d","action":{"type":"threeDS2","subtype":"fingerprint","paymentMethodType":"scheme","token":%q,"paymentData":%q,"authorisationToken":%q}}`,
+			resultCode, i, strings.Repeat("t", 1200), strings.Repeat("d", 400), strings.Repeat("a", 120)))
 	}
 	return []byte(fmt.Sprintf(`{"resultCode":%q,"pspReference":%q,"merchantReference":"order-%09d","amount":{"currency":"EUR","value":4999},"paymentMethod":{"brand":"visa","type":"scheme"},"additionalData":{"authCode":"012345","cardSummary":"1111"}}`,
 		resultCode, psp(i), i))
+}
+
+// detailsResponse is the service's answer to details the platform
+// answered with resultCode and pspReference only.
+func detailsResponse(i int, resultCode string) []byte {
+	return []byte(fmt.Sprintf(`{"resultCode":%q,"pspReference":%q}`, resultCode, psp(i)))
 }
 
 func modificationResponse(i int, status string) []byte {
@@ -767,7 +805,17 @@ func (r *replay) pay(s, i int) error {
 			return err
 		}
 	}
-	if err := r.write(r.ledgerAt(i, 0, now), r.ledgerAt(i, 1, now)); err != nil { // recordResult: one create-only write
+	if l.tds {
+		// The platform answers an action without pspReference
+		// (recordPending): the pending record and the action's alias, at
+		// once, each one create-only write.
+		if err := r.write(ledgerState{}, r.pendingAt(i, now, false)); err != nil {
+			return err
+		}
+		if err := r.write(ledgerState{}, r.aliasAt(i, now)); err != nil {
+			return err
+		}
+	} else if err := r.write(r.ledgerAt(i, 0, now), r.ledgerAt(i, 1, now)); err != nil { // recordResult: one create-only write
 		return err
 	}
 	if l.replayed {
@@ -806,23 +854,19 @@ func (r *replay) details(s, i int) error {
 	if err != nil {
 		return err
 	}
-	v1, v2 := r.ledgerAt(i, 1, now), r.ledgerAt(i, 2, now)
-	// SubmitDetails: the head (its owner) and, at once, the pending record
-	// of the reference the answer echoes (none: the payment's first answer
-	// named its pspReference)
-	if err := r.getPayment(v1); err != nil {
-		return err
-	}
-	pending := "PAYMENT#" + payments.PendingKey(traceMerchant, traceSite, fmt.Sprintf("order-%09d", i))
-	r.meter.BatchGet(keyOnly(pending, "HEAD"), keyOnly(pending, "META"))
-	if err := r.write(v1, v2); err != nil { // recordResult: updateHead from the head read
-		return err
-	}
+	// SubmitDetails: the platform's answer (resultCode and pspReference)
+	// names no pending record, so the payment is written create-first
+	// from it, with the merchant's answer in the same transaction
+	// (payments.Write.Result), without a read.
 	code := "Authorised"
 	if l.refused {
 		code = "Refused"
 	}
-	if _, err := r.complete(claimed, key, now, paymentResponse(i, code)); err != nil {
+	done, err := completedItem(key, now, detailsResponse(i, code))
+	if err != nil {
+		return err
+	}
+	if err := r.write(r.ledgerAt(i, 0, now), r.ledgerAt(i, 1, now), Write{Old: claimed, New: done}); err != nil {
 		return err
 	}
 	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAuthorisation, i: i})
@@ -970,6 +1014,12 @@ func (r *replay) notify(s, i, code int) error {
 	if err := r.getPayment(before); err != nil {
 		return err
 	}
+	binds := code == codeAuthorisation && l.tds // a record made from bare details: its pending record read
+	if binds {
+		if err := r.getPayment(r.pendingAt(i, now, false)); err != nil {
+			return err
+		}
+	}
 	if code != codeAuthorisation { // the entry the notification is a fact of
 		if err := r.getEntries(after, modRef(i, code)); err != nil {
 			return err
@@ -978,6 +1028,11 @@ func (r *replay) notify(s, i, code int) error {
 	r.meter.Put(nil, committed)
 	if err := r.write(before, after); err != nil {
 		return err
+	}
+	if binds { // and marked bound
+		if err := r.write(r.pendingAt(i, now, false), r.pendingAt(i, now, true)); err != nil {
+			return err
+		}
 	}
 	payload, err := webhooks.BuildPayload(true, ev.Item, string(payments.SourceAdvanced), 3)
 	if err != nil {
@@ -1151,8 +1206,8 @@ const (
 func (r *replay) stages(i int) []int {
 	l := r.life(i)
 	out := []int{stageCreated}
-	if l.tds {
-		out = append(out, stageDetails)
+	if l.tds { // the payment's first record is its details answer's
+		out = []int{stageDetails}
 	}
 	out = append(out, stageAuthorisation)
 	if l.updated {
@@ -1223,6 +1278,10 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 	}
 	st := ledgerState{entries: map[string]payments.Entry{}}
 	ok := true
+	request := h // what the request knew: a 3-D Secure payment's record lacks it until its AUTHORISATION binds the pending record
+	if l.tds {
+		h.Reference, h.Amount, h.ShopperReference, h.PaymentMethod = "", money.Amount{}, "", ""
+	}
 	for _, step := range r.stages(i)[:v] {
 		f := payments.Fact{ID: fmt.Sprintf("f%d", step), At: now, Origin: payments.OriginAPI, PSPReference: psp(i)}
 		switch step {
@@ -1232,17 +1291,22 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 				f.Kind = "details"
 			}
 			switch {
-			case l.tds && step == stageCreated:
-				f.Detail, h.Auth.ResultCode = "RedirectShopper", "RedirectShopper"
 			case l.refused:
 				f.Detail, h.Auth.ResultCode, h.RefusalReason = "Refused", "Refused", "Refused"
 			default:
-				h.Auth.ResultCode, h.Authorised = "Authorised", amount.Value
+				h.Auth.ResultCode, h.Authorised = "Authorised", h.Amount.Value
 			}
 		case stageAuthorisation:
 			f.Kind, f.Origin, f.Success, f.Amount = upstream.EventAuthorisation, payments.OriginNotification, &ok, &amount
 			h.Seq++
 			h.Auth.Notified = &ok
+			if l.tds { // the pending record's facts, bound
+				h.Reference, h.Amount, h.ShopperReference, h.PaymentMethod = request.Reference, request.Amount, request.ShopperReference, request.PaymentMethod
+				if h.Authorised == 0 {
+					h.Authorised = h.Amount.Value
+				}
+				st.facts = append(st.facts, payments.Fact{ID: "bound", At: now, Kind: "bound", Origin: payments.OriginAPI, Detail: request.Reference})
+			}
 		case stageCaptureNotified, stageRefundNotified, stageUpdateNotified:
 			code := map[int]int{stageCaptureNotified: codeCapture, stageRefundNotified: codeRefund, stageUpdateNotified: codeAdjustment}[step]
 			if step == stageRefundNotified && l.refunded { // a reversal's
@@ -1287,6 +1351,32 @@ func (r *replay) ledgerAt(i, v int, now time.Time) ledgerState {
 	h.Totals = payments.Fold(h, entries)
 	st.head = h
 	return st
+}
+
+// pendingAt is the pending record of 3-D Secure payment i, as its POST
+// payments writes it, or bound to its pspReference (by its AUTHORISATION
+// notification).
+func (r *replay) pendingAt(i int, now time.Time, bound bool) ledgerState {
+	ref := fmt.Sprintf("order-%09d", i)
+	h := payments.Head{
+		PSPReference: payments.PendingKey(traceMerchant, traceSite, ref), MerchantID: traceMerchant, SiteID: traceSite, Reference: ref,
+		Source: payments.SourceAdvanced, Amount: money.Amount{Value: 4999, Currency: "EUR"}, CaptureMode: tenant.CaptureManual,
+		ShopperReference: fmt.Sprintf("shopper-%09d", i%100_000), Auth: payments.Auth{ResultCode: "RedirectShopper"},
+		Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	if bound {
+		h.BoundTo, h.Version = psp(i), 2
+	}
+	return ledgerState{head: h, facts: []payments.Fact{{ID: "pending", At: now, Kind: "payment", Origin: payments.OriginAPI, Detail: "RedirectShopper"}}}
+}
+
+// aliasAt is the alias from 3-D Secure payment i's action (its
+// paymentData) to its pending record.
+func (r *replay) aliasAt(i int, now time.Time) ledgerState {
+	return ledgerState{head: payments.Head{
+		PSPReference: fmt.Sprintf("pending_action_%040x", i), MerchantID: traceMerchant, SiteID: traceSite,
+		Reference: fmt.Sprintf("order-%09d", i), Version: 1, CreatedAt: now, UpdatedAt: now,
+	}}
 }
 
 // items are the stored items of ledger st (its head; nil items for a

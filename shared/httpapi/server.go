@@ -187,6 +187,10 @@ func (d *Deps) serve(rt Route) handler {
 		}
 		idempotent := r.Method == http.MethodPost && len(r.Header.Values(idempotency.Header)) > 0
 		c := &Call{Req: r, Principal: p}
+		// Record writes still waiting for the merchant's answer (a panic
+		// between the operation and its answer) start without it: the
+		// upstream has acted, its record is never left unwritten.
+		defer c.Commit(nil)
 		limit := &c.limit
 		d.startLimit(ctx, limit, p)
 		var bodyErr error

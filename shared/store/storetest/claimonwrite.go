@@ -12,6 +12,14 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
+// fixture is a payment store and the idempotency store beside it, at a
+// fake clock.
+type fixture struct {
+	pay  payments.Store
+	idem idempotency.Store
+	clk  *clock.Fake
+}
+
 // TestClaimOnWrite checks a payment write that takes an Idempotency-Key
 // claim with it (payments.Write.Claim): on a free key, or one whose lease
 // ended, both are made; on a held key (a live lease, a completed record)
@@ -21,11 +29,6 @@ import (
 func TestClaimOnWrite(t *testing.T, newStores Factory[Stores]) {
 	t.Helper()
 	ctx := context.Background()
-	type fixture struct {
-		pay  payments.Store
-		idem idempotency.Store
-		clk  *clock.Fake
-	}
 	setup := func(t *testing.T) fixture {
 		clk := newClock()
 		st := newStores(t, clk)
@@ -127,11 +130,6 @@ func TestClaimOnWrite(t *testing.T, newStores Factory[Stores]) {
 func TestResultOnWrite(t *testing.T, newStores Factory[Stores]) {
 	t.Helper()
 	ctx := context.Background()
-	type fixture struct {
-		pay  payments.Store
-		idem idempotency.Store
-		clk  *clock.Fake
-	}
 	setup := func(t *testing.T) fixture {
 		clk := newClock()
 		st := newStores(t, clk)
