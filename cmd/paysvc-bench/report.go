@@ -336,10 +336,14 @@ func (r *report) roundTripTarget() target {
 // and one after, calls made in parallel counted once).
 var writeEndpoints = []string{
 	"POST payments (Idempotency-Key)", "POST payments (no Idempotency-Key)", "POST sessions (Idempotency-Key)",
-	"POST payments, an action answered (Idempotency-Key)", "POST payments/details (Idempotency-Key)",
+	"POST payments, an action answered (Idempotency-Key)", "POST payments/details (Idempotency-Key)", namedDetailsRow,
 	"POST captures (Idempotency-Key)", "POST refunds (Idempotency-Key)",
 	"POST reversals (Idempotency-Key)", "POST amount-updates (Idempotency-Key)",
 }
+
+// namedDetailsRow is item 2's row of details that name the payment's
+// reference.
+const namedDetailsRow = "POST payments/details naming its reference (Idempotency-Key)"
 
 // writeEndpointTargets are the bounds on every write endpoint's
 // sequential DynamoDB steps: 2 with warm caches, 3 with a cold tenant

@@ -836,6 +836,20 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		if err := measureOn("POST payments/details (Idempotency-Key)", challenges, fixed(payPath+"/details"), details, "det"); err != nil {
 			return err
 		}
+		// Details naming the payment's reference: its pending record read
+		// while the platform answers.
+		named, namedRefs := make([]string, n), make([]string, n)
+		for i := range named {
+			namedRefs[i] = unique("named-setup")(i)
+			body, err := e.challenge(namedRefs[i], "")
+			if err != nil {
+				return err
+			}
+			named[i] = strings.Replace(body, `{"details":`, `{"reference":"`+namedRefs[i]+`","details":`, 1)
+		}
+		if err := measureOn(namedDetailsRow, named, fixed(payPath+"/details"), details, "det-named"); err != nil {
+			return err
+		}
 		detailed := make([]string, n)
 		byRef := map[string]string{}
 		for _, p := range e.sim.Sim.Payments() {

@@ -38,6 +38,7 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 		"POST reversals (Idempotency-Key)":                   2,
 		"POST amount-updates (Idempotency-Key)":              2,
 		"POST payments/details (Idempotency-Key)":            2,
+		namedDetailsRow:                                      2,
 		// the pending record and the action's alias with the completion
 		"POST payments, an action answered (Idempotency-Key)": 2,
 		// reads: the hit, then the payment's head (its owner) and the

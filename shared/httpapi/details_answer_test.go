@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/payments"
@@ -14,7 +15,9 @@ import (
 // With the platform's published answers (no pspReference beside an
 // action, a details answer of resultCode and pspReference only), a
 // challenge's bare details name no pending record: the payment is written
-// create-first with the merchant's stored answer in the same write. A
+// create-first with the merchant's stored answer in the same write (and
+// details naming the payment's reference start it from its pending
+// record, read while the platform answers). A
 // details answer naming a payment another site owns gets 404 yp_3006,
 // records nothing and stores no answer — with an Idempotency-Key (a retry
 // runs again and is refused again, never replayed as the payment's
@@ -92,6 +95,23 @@ func TestBareDetailsStoreTheirAnswerWithTheRecord(t *testing.T) {
 			}
 			again := e.Do("POST", path, "A", body, "Idempotency-Key", "bare-own")
 			if again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
+				t.Fatalf("retry: %d %v %s, want the first answer replayed", again.Status, again.Header, again.Body)
+			}
+
+			// Details naming the payment's reference: the pending record,
+			// read while the platform answers, gives the record what the
+			// answer does not carry (amount, reference); the answer is
+			// stored with it as well.
+			psp, body = challenge()
+			named := strings.Replace(body, `{"details":`, fmt.Sprintf(`{"reference":"bare-%d","details":`, n), 1)
+			first = e.Do("POST", path, "A", named, "Idempotency-Key", "bare-named")
+			if first.Status != 200 || first.JSON(t)["pspReference"] != psp {
+				t.Fatalf("details naming the reference: %d %s", first.Status, first.Body)
+			}
+			if h, err := e.Store.GetPayment(ctx, psp); err != nil || h.Reference != fmt.Sprintf("bare-%d", n) || h.Amount.Value != 1500 || h.SiteID != testenv.SiteA {
+				t.Fatalf("record after details naming the reference: %+v %v", h, err)
+			}
+			if again := e.Do("POST", path, "A", named, "Idempotency-Key", "bare-named"); again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
 				t.Fatalf("retry: %d %v %s, want the first answer replayed", again.Status, again.Header, again.Body)
 			}
 

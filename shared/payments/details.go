@@ -14,82 +14,127 @@ import (
 // payment belongs to this site (or is new to the service).
 func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (PaymentResult, error) {
 	m, site := c.Merchant, c.Site
+	// The pending record the request names (the reference the merchant
+	// sent, else the one its action's paymentData leads to) is read while
+	// the platform answers: off the critical path whenever the platform
+	// takes longer than two reads.
+	var (
+		named   namedPending
+		reading sync.WaitGroup
+	)
+	if in.Reference != "" || in.PaymentData != "" {
+		reading.Go(func() { named = s.readNamedPending(ctx, m.ID, site.ID, in.Reference, in.PaymentData) })
+	}
 	resp, err := s.up.Details(ctx, DetailsRequest{IdempotencyKey: c.callUpstream(), Details: in.Details, PaymentData: in.PaymentData})
+	reading.Wait()
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
-	if resp.PSPReference != "" && in.Reference == "" && in.PaymentData == "" && resp.MerchantReference == "" {
-		// Nothing names a pending record (the platform's answer to a
-		// redirect's or a challenge's bare details): the payment is
-		// recorded create-first, without reading its head, with the
-		// merchant's answer in the same write (Call.Commit); a head found
-		// to exist is read then, and one of another site refuses the call
-		// (Call.Refusal).
-		facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID}
-		if resp.Amount != nil {
-			facts.Amount = *resp.Amount
-		}
-		s.recordWithAnswer(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()))
-		return resultOf(resp), nil
-	}
-	// The payment's head, if stored, is read alongside its pending record.
-	var (
-		existing    Head
-		existingErr error
-		reads       sync.WaitGroup
-	)
-	if resp.PSPReference != "" {
-		reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, resp.PSPReference) })
-	}
-	// The payment these details complete: the reference the merchant sent,
-	// else the one its action's paymentData leads to, else the one the
-	// upstream echoes.
-	ref := in.Reference
-	if ref == "" {
-		var err error
-		if ref, err = s.referenceOfAction(ctx, m.ID, site.ID, in.PaymentData); err != nil {
-			c.fail(err) // the reference the upstream echoes, or the notification, binds it
-		}
-	}
-	ref = firstNonEmpty(ref, resp.MerchantReference)
+	c.fail(named.aliasErr) // the reference the upstream echoes, or the notification, binds it
+	// The payment these details complete: the one the request names, else
+	// the one the upstream echoes.
+	ref := firstNonEmpty(named.ref, resp.MerchantReference)
 	if pd := resp.ActionPaymentData; resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
 		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateAction, At: s.clock.Now(),
 			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, known{})
 	}
-	if resp.PSPReference != "" {
-		var k known
-		if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference); err == nil {
-			k.pending = &pendingRead{head: pend, found: found}
-		}
-		reads.Wait()
-		err := existingErr
-		switch {
-		case err == nil:
-			k.head = &existing
-		case errors.Is(err, storeerr.ErrNotFound):
-			k.head = &Head{PSPReference: resp.PSPReference}
-		}
-		if err == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
-			s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
-				"pspReference", resp.PSPReference, "site", site.ID)
-			return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
-		}
-		// Recorded from the pending record (the reference the merchant
-		// sent, else the one the upstream echoed), else from the answer;
-		// a payment of another site found when it is applied (the read
-		// above failed) is refused then.
-		facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, PendingReference: ref}
-		if resp.Amount != nil {
-			facts.Amount = *resp.Amount
-		}
-		s.recordAfter(ctx, c, resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now()), k)
-	}
 	out := resultOf(resp)
 	if out.MerchantReference == "" {
 		out.MerchantReference = ref
 	}
+	if resp.PSPReference == "" {
+		return out, nil
+	}
+	// Recorded from the pending record (the reference the request names,
+	// else the one the upstream echoed), else from the answer.
+	facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, PendingReference: ref}
+	if resp.Amount != nil {
+		facts.Amount = *resp.Amount
+	}
+	u := resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now())
+	if resp.MerchantReference == "" {
+		// The platform's answer (resultCode and pspReference): the payment
+		// is recorded create-first, without reading its head, with the
+		// merchant's answer in the same write (Call.Commit); a head found
+		// to exist is read then, and one of another site refuses the call
+		// (Call.Refusal).
+		s.recordWithAnswer(ctx, c, u, named.pendingOf(ref, m.ID, site.ID, resp.PSPReference))
+		return out, nil
+	}
+	// An answer echoing the reference (the simulator's lenient answers,
+	// whose /payments named the pspReference too: the head exists): the
+	// head is read beside the pending record, then written.
+	var (
+		k           known
+		existing    Head
+		existingErr error
+		reads       sync.WaitGroup
+	)
+	reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, resp.PSPReference) })
+	if p := named.pendingOf(ref, m.ID, site.ID, resp.PSPReference); p != nil {
+		k.pending = p
+	} else if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference); err == nil {
+		k.pending = &pendingRead{head: pend, found: found}
+	}
+	reads.Wait()
+	switch err := existingErr; {
+	case err == nil:
+		k.head = &existing
+	case errors.Is(err, storeerr.ErrNotFound):
+		k.head = &Head{PSPReference: resp.PSPReference}
+	}
+	if existingErr == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
+		s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
+			"pspReference", resp.PSPReference, "site", site.ID)
+		return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+	}
+	// A payment of another site found when it is applied (the read above
+	// failed) is refused then.
+	s.recordAfter(ctx, c, u, k)
 	return out, nil
+}
+
+// namedPending is the pending record a details request names, as read
+// while the platform answers.
+type namedPending struct {
+	ref      string // the reference named ("": none)
+	aliasErr error  // the action's paymentData could not be looked up
+	read     bool   // the pending record of ref was read
+	head     Head
+	found    bool
+}
+
+// readNamedPending reads the pending record of reference, else of the
+// reference the action's paymentData leads to, on the site.
+func (s *Service) readNamedPending(ctx context.Context, merchantID, siteID, reference, paymentData string) namedPending {
+	n := namedPending{ref: reference}
+	if n.ref == "" {
+		if n.ref, n.aliasErr = s.referenceOfAction(ctx, merchantID, siteID, paymentData); n.aliasErr != nil || n.ref == "" {
+			return n
+		}
+	}
+	h, err := s.store.GetPayment(ctx, PendingKey(merchantID, siteID, n.ref))
+	switch {
+	case errors.Is(err, storeerr.ErrNotFound):
+		n.read = true
+	case err == nil:
+		n.read, n.head, n.found = true, h, true
+	}
+	return n
+}
+
+// pendingOf is the pending record of payment psp with reference ref as
+// read (nil: not read, or not of ref).
+func (n namedPending) pendingOf(ref, merchantID, siteID, psp string) *pendingRead {
+	if !n.read || n.ref != ref {
+		return nil
+	}
+	h := n.head
+	if !n.found || h.MerchantID != merchantID || h.SiteID != siteID || (h.BoundTo != "" && h.BoundTo != psp) {
+		return &pendingRead{}
+	}
+	return &pendingRead{head: h, found: true}
 }
 
 func firstNonEmpty(a, b string) string {

@@ -177,7 +177,11 @@ func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact F
 	if found {
 		bound.Go(func() { bindErr = markBound(ctx, st, pend, psp) })
 	}
-	err := updateHead(ctx, st, psp, k.head, func(h *Head) error {
+	start := k.head
+	if start == nil && k.createFirst {
+		start = &Head{PSPReference: psp}
+	}
+	err := updateHeadAnswering(ctx, st, psp, start, k.answer, func(h *Head) error {
 		stored := h.clone()
 		if h.Version == 0 {
 			*h = f.newHead(psp, u.At)
@@ -273,6 +277,12 @@ func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
 // the write creates it) instead of reading. fn returning ErrSkip writes
 // nothing.
 func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) error {
+	return updateHeadAnswering(ctx, st, psp, start, nil, fn, facts...)
+}
+
+// updateHeadAnswering is updateHead storing ans's answer with its first
+// write (one that starts from start; ans.stored once it did).
+func updateHeadAnswering(ctx context.Context, st Store, psp string, start *Head, ans *answerSlot, fn func(*Head) error, facts ...Fact) error {
 	for attempt := 1; ; attempt++ {
 		var h Head
 		var err error
@@ -292,7 +302,14 @@ func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(
 			return err
 		}
 		next.PSPReference, next.Version = psp, h.Version+1
-		err = st.Write(ctx, Write{PSP: psp, Put: &next, Facts: facts})
+		w := Write{PSP: psp, Put: &next, Facts: facts}
+		if attempt == 1 && start != nil && ans != nil {
+			w.Result = ans.ans
+		}
+		err = st.Write(ctx, w)
+		if err == nil && w.Result != nil {
+			ans.stored = true
+		}
 		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}

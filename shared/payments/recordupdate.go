@@ -214,9 +214,11 @@ type known struct {
 	// pending record, looked up after a details answer.
 	head    *Head
 	pending *pendingRead
-	// answer, when set, is the merchant's answer to store with the
-	// payment's create-only write (Write.Result); its stored is set when
-	// it was.
+	// createFirst: the head was not read (nor is it known): the record's
+	// first write creates it, and only a failed create reads it.
+	createFirst bool
+	// answer, when set, is the merchant's answer to store with that
+	// first write (Write.Result); its stored is set when it was.
 	answer *answerSlot
 }
 
@@ -336,11 +338,13 @@ func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k kn
 }
 
 // recordWithAnswer queues the record update u of a payment whose owner
-// was not read (a details answer that names no pending record): started
+// was not read (a details answer of the platform's shape), starting from
+// its pending record as read (nil: read it when needed): started
 // by Call.Commit with the merchant's answer, which its create-only write
 // stores in the same step, or by Call.Wait without one. A payment found to
 // be another site's refuses the operation (Call.Refusal).
-func (s *Service) recordWithAnswer(ctx context.Context, c *Call, u RecordUpdate) {
+func (s *Service) recordWithAnswer(ctx context.Context, c *Call, u RecordUpdate, pending *pendingRead) {
 	c.records.Add(1)
-	c.queued = append(c.queued, &settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, guarded: true})
+	c.queued = append(c.queued, &settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u,
+		k: known{pending: pending, createFirst: true}, guarded: true})
 }
