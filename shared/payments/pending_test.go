@@ -3,13 +3,16 @@ package payments_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 )
@@ -280,5 +283,36 @@ func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
 	}
 	if err := own.Wait(); err != nil || own.Refusal() != nil {
 		t.Fatalf("own site's bare details: Wait %v, Refusal %v", err, own.Refusal())
+	}
+}
+
+// The merchant's answer handed to details' record write (Call.Commit) is
+// stored with the record's create, here from the pending record the
+// request names; a write whose answer's lease is no longer held fails,
+// and the record is written without it (AnswerStored false: the caller
+// stores the answer apart).
+func TestDetailsStoreTheirAnswerWithTheCreate(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lease lost %v", lost), func(t *testing.T) {
+			f := pendingFixture(t)
+			f.st.refuseResults = lost
+			c := f.call()
+			if _, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)}); err != nil {
+				t.Fatal(err)
+			}
+			ans := &idempotency.Completion{Scope: merchant.ID, Key: "k1", LeaseToken: "tok-1", ExpiresAt: t0.Add(time.Hour),
+				Response: idempotency.Response{Status: 200, Body: []byte(`{"resultCode":"Authorised"}`)}}
+			c.Commit(ans)
+			if err := c.Wait(); err != nil || c.Refusal() != nil {
+				t.Fatalf("Wait %v, Refusal %v", err, c.Refusal())
+			}
+			if c.AnswerStored() == lost || len(f.st.results) != map[bool]int{false: 1, true: 0}[lost] {
+				t.Fatalf("AnswerStored %v, answers written %+v", c.AnswerStored(), f.st.results)
+			}
+			if !lost && f.st.results[0].LeaseToken != "tok-1" {
+				t.Fatalf("answer written %+v", f.st.results[0])
+			}
+			f.wantBound(payments.StateAuthorised)
+		})
 	}
 }
