@@ -153,6 +153,7 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error 
 			}
 			return nil
 		}
+		k.createFirst, k.answer = false, nil // the head exists: read it
 	}
 	return updateResult(ctx, st, u, k, fact, pend, found)
 }
@@ -204,6 +205,11 @@ func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact F
 		return nil
 	}, facts...)
 	bound.Wait()
+	if found && errors.Is(err, errForeign) && bindErr == nil {
+		// Bound alongside a create that found another site's payment: the
+		// pending record is this site's, and psp not its payment.
+		bindErr = unbind(ctx, st, pend, psp)
+	}
 	if err != nil {
 		err = fmt.Errorf("record payment %s: %w", psp, err)
 	}

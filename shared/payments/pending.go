@@ -197,3 +197,20 @@ func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 	}
 	return nil
 }
+
+// unbind undoes markBound of pending record pend to psp (a binding made
+// alongside a write that then found psp another site's payment).
+func unbind(ctx context.Context, st Store, pend Head, psp string) error {
+	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
+	err := updateHead(ctx, st, key, nil, func(h *Head) error {
+		if h.Version == 0 || h.BoundTo != psp {
+			return ErrSkip
+		}
+		h.BoundTo = ""
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unbind pending payment from %s: %w", psp, err)
+	}
+	return nil
+}

@@ -257,6 +257,7 @@ func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
 	before := f.payment()
 	other := f.call()
 	other.Site.ID = "site_b"
+	accesses := f.st.record()
 	out, err := f.svc.SubmitDetails(f.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)})
 	if err != nil || out.PSPReference != psp {
 		t.Fatalf("SubmitDetails: %+v %v (the answer is returned before the record is written)", out, err)
@@ -269,6 +270,9 @@ func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
 	}
 	if err := other.Refusal(); apperr.KindOf(err) != apperr.PaymentNotFound {
 		t.Fatalf("Refusal = %v, want payment not found", err)
+	}
+	if got, want := accesses(), []string{"write " + psp, "read " + psp}; !slices.Equal(got, want) {
+		t.Fatalf("accesses %q, want %q (the create that finds the head, then its read)", got, want)
 	}
 	if other.AnswerStored() {
 		t.Fatal("the answer is reported stored")
@@ -314,5 +318,31 @@ func TestDetailsStoreTheirAnswerWithTheCreate(t *testing.T) {
 			}
 			f.wantBound(payments.StateAuthorised)
 		})
+	}
+}
+
+// Details naming this site's pending record whose answer names another
+// site's payment: refused, and the pending record, bound alongside the
+// create that found the other payment, is unbound again (its payment is
+// still to come).
+func TestNamedDetailsOfAnotherSitesPaymentLeaveThePendingRecordUnbound(t *testing.T) {
+	f := pendingFixture(t)
+	foreign := payments.Head{PSPReference: psp, MerchantID: merchant.ID, SiteID: "site_b", Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Put: &foreign}); err != nil {
+		t.Fatal(err)
+	}
+	c := f.call()
+	if _, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil || apperr.KindOf(c.Refusal()) != apperr.PaymentNotFound {
+		t.Fatalf("Wait %v, Refusal %v; want payment not found", err, c.Refusal())
+	}
+	if h, err := f.st.GetPayment(f.ctx, psp); err != nil || h.Version != 1 || h.SiteID != "site_b" {
+		t.Fatalf("the other site's payment: %+v %v", h, err)
+	}
+	pend, err := f.st.GetPayment(f.ctx, payments.PendingKey(merchant.ID, site.ID, "order-1"))
+	if err != nil || pend.BoundTo != "" {
+		t.Fatalf("pending record %+v %v, want unbound", pend, err)
 	}
 }
