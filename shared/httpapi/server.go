@@ -448,11 +448,11 @@ func (d *Deps) runLeased(w http.ResponseWriter, r *http.Request, info *reqInfo, 
 			ans = &a
 		}
 		c.Commit(ans)
-		if resp = d.settled(ctx, rt, c, resp); resp.err != nil {
-			keep = false
+		if resp = d.settled(ctx, rt, c, resp); resp.err != nil { // refused: released, not stored
+			stored, keep = idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}, false
 		}
 		if !c.AnswerStored() {
-			d.Idem.Finish(ctx, lease, idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}, keep)
+			d.Idem.Finish(ctx, lease, stored, keep)
 		}
 		finished = true
 		info.PSPReference = resp.psp

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -148,10 +147,9 @@ func (w *settlement) run() {
 		w.c.mu.Unlock()
 	}
 	if errors.Is(err, errForeign) && w.guarded {
-		w.s.log.WarnContext(w.ctx, "details answered for a payment of another site; not recorded, not returned",
-			"pspReference", w.u.PSPReference, "site", w.c.Site.ID)
+		refusal := w.s.refuseForeignDetails(w.ctx, w.u.PSPReference, w.c.Site.ID)
 		w.c.mu.Lock()
-		w.c.refusal = apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+		w.c.refusal = refusal
 		w.c.mu.Unlock()
 		return
 	}

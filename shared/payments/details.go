@@ -85,9 +85,7 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		k.head = &Head{PSPReference: resp.PSPReference}
 	}
 	if existingErr == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
-		s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
-			"pspReference", resp.PSPReference, "site", site.ID)
-		return PaymentResult{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+		return PaymentResult{}, s.refuseForeignDetails(ctx, resp.PSPReference, site.ID)
 	}
 	// A payment of another site found when it is applied (the read above
 	// failed) is refused then.
@@ -130,11 +128,18 @@ func (n namedPending) pendingOf(ref, merchantID, siteID, psp string) *pendingRea
 	if !n.read || n.ref != ref {
 		return nil
 	}
-	h := n.head
-	if !n.found || h.MerchantID != merchantID || h.SiteID != siteID || (h.BoundTo != "" && h.BoundTo != psp) {
+	if !n.found || !pendingOf(n.head, merchantID, siteID, psp) {
 		return &pendingRead{}
 	}
-	return &pendingRead{head: h, found: true}
+	return &pendingRead{head: n.head, found: true}
+}
+
+// refuseForeignDetails is the refusal of details whose answer names a
+// payment of another site: logged, neither recorded nor returned.
+func (s *Service) refuseForeignDetails(ctx context.Context, psp, siteID string) error {
+	s.log.WarnContext(ctx, "details answered for a payment of another site; not recorded, not returned",
+		"pspReference", psp, "site", siteID)
+	return apperr.New(apperr.PaymentNotFound, "payment not found for this site")
 }
 
 func firstNonEmpty(a, b string) string {

@@ -118,10 +118,16 @@ func pendingFor(ctx context.Context, st Store, merchantID, siteID, ref, psp stri
 	if err != nil {
 		return Head{}, false, err
 	}
-	if h.MerchantID != merchantID || h.SiteID != siteID || (h.BoundTo != "" && h.BoundTo != psp) {
+	if !pendingOf(h, merchantID, siteID, psp) {
 		return Head{}, false, nil
 	}
 	return h, true, nil
+}
+
+// pendingOf reports whether pending record h is one payment psp of the
+// site may start from: the site's, and unbound or bound to psp.
+func pendingOf(h Head, merchantID, siteID, psp string) bool {
+	return h.MerchantID == merchantID && h.SiteID == siteID && (h.BoundTo == "" || h.BoundTo == psp)
 }
 
 // fromPending is the head of payment psp starting from its pending record.
