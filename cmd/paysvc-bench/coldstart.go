@@ -201,7 +201,7 @@ type coldEnv struct {
 // newColdEnv sets up the functions' AWS side, secret and X-Ray sink on top
 // of an rtEnv (which brings the table, queues, simulator and receiver).
 func newColdEnv(t *section, root string) (*coldEnv, error) {
-	rt, err := newRTEnv(t)
+	rt, err := newRTEnv(t, false)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,10 @@ type config struct {
 	Trace           string // -trace
 
 	progress io.Writer
+	// recordStates makes item 2 record each DynamoDB call's items
+	// (callRecorder.states): the capacity model's check, not a
+	// measurement.
+	recordStates bool
 }
 
 // logf writes a progress line (stderr; never the report).

@@ -60,6 +60,13 @@ func TestSmoke(t *testing.T) {
 	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil || rep.scale == nil || rep.contention == nil {
 		t.Fatalf("a section has no result:\n%s", md)
 	}
+	// docs/scale.md's part: the model's units beside the adapter's calls
+	// recorded on moto, priced by the same meter.
+	for _, want := range []string{"| request | units by key family, model / moto |", "| POST payments | table IDEM W ", "gsi1 INFLIGHT W "} {
+		if !strings.Contains(rep.scale.Markdown, want) {
+			t.Errorf("docs/scale.md's part lacks %q:\n%s", want, rep.scale.Markdown)
+		}
+	}
 	for _, row := range rep.overhead.Rows {
 		if row.Skipped == "" && (row.Service.N != row.Requests || row.Direct.N != row.Requests) {
 			t.Errorf("%s at %s: %d/%d requests measured, want %d", row.Endpoint, row.Latency, row.Service.N, row.Direct.N, row.Requests)

@@ -56,10 +56,13 @@ const (
 
 // call is one AWS operation (or pseudo-operation) of a request's timeline.
 type call struct {
-	Service  string // "DynamoDB", "SQS", "" for pseudo-operations
-	Op       string // API name, e.g. PutItem
-	What     string // domain meaning, e.g. "idempotency: claim"
-	Shape    string // a DynamoDB call's shape (capacity.ShapeOf)
+	Service string // "DynamoDB", "SQS", "" for pseudo-operations
+	Op      string // API name, e.g. PutItem
+	What    string // domain meaning, e.g. "idempotency: claim"
+	Shape   string // a DynamoDB call's shape (capacity.ShapeOf)
+	// Rec is a DynamoDB call as the capacity model prices it, recorded
+	// only when the recorder reads states (callRecorder.states).
+	Rec      *capacity.Recorded
 	Start    time.Time
 	End      time.Time
 	Attempts int // HTTP attempts (retries included)
@@ -72,6 +75,12 @@ func (c call) store() bool { return c.Service == "DynamoDB" }
 type callRecorder struct {
 	mu    sync.Mutex
 	calls []call
+	// states, when set, reads the items of keys in table (nil: none) on a
+	// client without this middleware: the recorder reads every key a
+	// DynamoDB write names before and after the call, which makes each
+	// call's Rec and slows every write by two reads (a recording run's
+	// timings are not measurements).
+	states func(ctx context.Context, table string, keys []dynamo.Item) ([]dynamo.Item, error)
 }
 
 type attemptsKey struct{}
@@ -86,10 +95,32 @@ func (r *callRecorder) apiOption(service string) func(*middleware.Stack) error {
 				attempts := new(int)
 				ctx = middleware.WithStackValue(ctx, attemptsKey{}, attempts)
 				op := awsmiddleware.GetOperationName(ctx)
+				table, keys := capacity.WriteKeys(in.Parameters)
+				var before []dynamo.Item
+				if r.states != nil && len(keys) > 0 {
+					var err error
+					if before, err = r.states(middleware.ClearStackValues(ctx), table, keys); err != nil {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, fmt.Errorf("record the state before %s: %w", op, err)
+					}
+				}
 				start := time.Now()
 				out, md, err := next.HandleInitialize(ctx, in)
-				shape, _ := capacity.ShapeOf(in.Parameters)
-				r.add(call{Service: service, Op: op, What: classify(service, op, in.Parameters), Shape: shape, Start: start, End: time.Now(), Attempts: *attempts})
+				end := time.Now()
+				c := call{Service: service, Op: op, What: classify(service, op, in.Parameters), Start: start, End: end, Attempts: *attempts}
+				c.Shape, _ = capacity.ShapeOf(in.Parameters)
+				if r.states != nil && service == "DynamoDB" {
+					var after []dynamo.Item
+					if err == nil && len(keys) > 0 {
+						var rerr error
+						if after, rerr = r.states(middleware.ClearStackValues(ctx), table, keys); rerr != nil {
+							return out, md, fmt.Errorf("record the state after %s: %w", op, rerr)
+						}
+					}
+					if rec, ok := capacity.RecordOf(in.Parameters, out.Result, err, before, after); ok {
+						c.Rec = &rec
+					}
+				}
+				r.add(c)
 				return out, md, err
 			}), middleware.Before)
 		if err != nil {
@@ -360,6 +391,35 @@ type rtRow struct {
 	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
 	Wall     []time.Duration
 	LogBytes int64
+	// Recorded are each request's DynamoDB calls as the capacity model
+	// prices them (a run with cfg.recordStates only).
+	Recorded [][]recordedCall
+}
+
+// recordedCall is one DynamoDB call of a request: its meaning and its
+// record.
+type recordedCall struct {
+	What string
+	Rec  capacity.Recorded
+}
+
+// itemReader reads the items of keys in table with client (strongly
+// consistent, one GetItem each): the state a recorder keeps of a write's
+// items.
+func itemReader(client *dynamodb.Client) func(ctx context.Context, table string, keys []dynamo.Item) ([]dynamo.Item, error) {
+	return func(ctx context.Context, table string, keys []dynamo.Item) ([]dynamo.Item, error) {
+		out := make([]dynamo.Item, len(keys))
+		for i, k := range keys {
+			got, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: k, ConsistentRead: aws.Bool(true)})
+			if err != nil {
+				return nil, err
+			}
+			if got.Item != nil {
+				out[i] = got.Item
+			}
+		}
+		return out, nil
+	}
 }
 
 // medianMS is the median request duration in milliseconds.
@@ -416,7 +476,7 @@ type rtEnv struct {
 // does for a Lambda function (default rate limits; a tenant cache that
 // stays warm, as steady traffic keeps it by refreshing ahead), but
 // with its own DynamoDB and SQS clients carrying the timeline middleware.
-func newRTEnv(t *section) (*rtEnv, error) {
+func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	ctx := context.Background()
 	endpoint, err := motoserver.Endpoint()
 	if err != nil {
@@ -435,6 +495,9 @@ func newRTEnv(t *section) (*rtEnv, error) {
 	ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB")) })
 	if err != nil {
 		return nil, err
+	}
+	if recordStates {
+		rec.states = itemReader(motoserver.DynamoClient(endpoint))
 	}
 	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
 	if err != nil {
@@ -628,6 +691,15 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		row.Wall = append(row.Wall, time.Since(start))
 		row.LogBytes += e.logs.n.Load() - logged
 		calls := e.rec.take()
+		var recs []recordedCall
+		for _, c := range calls {
+			if c.Rec != nil {
+				recs = append(recs, recordedCall{What: c.What, Rec: *c.Rec})
+			}
+		}
+		if e.rec.states != nil {
+			row.Recorded = append(row.Recorded, recs)
+		}
 		ss := steps(calls)
 		depth := storeDepth(ss)
 		if row.DepthMin < 0 || depth < row.DepthMin {
@@ -658,7 +730,7 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 func runRoundTrips(cfg *config) (*roundTripResult, error) {
 	res := &roundTripResult{}
 	err := runSection("roundtrips", cfg.progress, func(t *section) error {
-		e, err := newRTEnv(t)
+		e, err := newRTEnv(t, cfg.recordStates)
 		if err != nil {
 			return err
 		}

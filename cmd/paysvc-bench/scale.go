@@ -45,11 +45,66 @@ type scaleResult struct {
 type callCheck struct {
 	Request, Row    string
 	Model, Measured float64
-	// Differ names the call shapes whose numbers differ ("": none).
+	// Differ names the call shapes whose numbers differ, and the key
+	// families one side bills and the other does not ("": none).
 	Differ string
+	// ModelUnits and MotoUnits are one request's units by key family: the
+	// model's, and the adapter's calls recorded on moto replayed through
+	// the model's meter.
+	ModelUnits, MotoUnits map[string]capacity.Units
 }
 
 func (c callCheck) ok() bool { return math.Abs(c.Model-c.Measured) < 0.01 && c.Differ == "" }
+
+// familiesDiffer names the key families (an index's included) that one
+// side bills units to and the other does not.
+func familiesDiffer(model, moto map[string]capacity.Units) string {
+	var out []string
+	billed := func(u capacity.Units) bool { return u.W > 0 || u.R > 0 }
+	for _, fam := range slices.Sorted(maps.Keys(moto)) {
+		if billed(moto[fam]) && !billed(model[fam]) {
+			out = append(out, fmt.Sprintf("%q billed on moto, not in the model", fam))
+		}
+	}
+	for _, fam := range slices.Sorted(maps.Keys(model)) {
+		if billed(model[fam]) && !billed(moto[fam]) {
+			out = append(out, fmt.Sprintf("%q billed in the model, not on moto", fam))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return " (key families: " + strings.Join(out, ", ") + ")"
+}
+
+// unitList renders a request's units by family, the model's beside
+// moto's: "table IDEM W 2 / 2; gsi1 PAYMENT W 4 / 3, R 0.5 / 0.5".
+func unitList(model, moto map[string]capacity.Units) string {
+	fams := map[string]bool{}
+	for f := range model {
+		fams[f] = true
+	}
+	for f := range moto {
+		fams[f] = true
+	}
+	out := make([]string, 0, len(fams))
+	for _, f := range slices.Sorted(maps.Keys(fams)) {
+		var parts []string
+		if model[f].W > 0 || moto[f].W > 0 {
+			parts = append(parts, fmt.Sprintf("W %.3g / %.3g", model[f].W, moto[f].W))
+		}
+		if model[f].R > 0 || moto[f].R > 0 {
+			parts = append(parts, fmt.Sprintf("R %.3g / %.3g", model[f].R, moto[f].R))
+		}
+		if len(parts) > 0 {
+			out = append(out, f+" "+strings.Join(parts, ", "))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
 
 // shapeList renders a request's calls by shape: "get table EVENT, 2 × write table RATE".
 func shapeList(m map[string]float64) string {
@@ -207,14 +262,31 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 	for _, x := range rt.Rows {
 		rows[x.Name] = x
 	}
+	// Item 2's requests again, each DynamoDB call recorded with its items
+	// (read before and after every write), for their units.
+	recCfg := *cfg
+	recCfg.recordStates = true
+	recorded, err := runRoundTrips(&recCfg)
+	if err != nil {
+		return nil, fmt.Errorf("item 2 recorded: %w", err)
+	}
 	var mismatch []string
 	for _, m := range rowToRequest {
 		row, ok := rows[m.row]
 		if !ok {
 			return nil, fmt.Errorf("item 2 has no row %q", m.row)
 		}
+		rec, ok := recorded.row(m.row)
+		if !ok {
+			return nil, fmt.Errorf("item 2 recorded no row %q", m.row)
+		}
+		moto, err := m.recordedUnits(rec)
+		if err != nil {
+			return nil, err
+		}
 		c := callCheck{Request: m.req, Row: m.row, Model: pt.Calls[m.req], Measured: m.storeCalls(row),
-			Differ: m.shapesDiffer(pt.Shapes[m.req], row)}
+			Differ:     m.shapesDiffer(pt.Shapes[m.req], row) + familiesDiffer(pt.Units[m.req], moto),
+			ModelUnits: pt.Units[m.req], MotoUnits: moto}
 		res.Checks = append(res.Checks, c)
 		if !c.ok() {
 			mismatch = append(mismatch, fmt.Sprintf("%s: model %.1f calls, moto %.1f%s", m.req, c.Model, c.Measured, c.Differ))
@@ -286,6 +358,14 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 		"| request | model | moto | calls by shape (per request) | |\n|---|---|---|---|---|\n")
 	for _, c := range res.Checks {
 		b.WriteString(fmt.Sprintf("| %s | %.1f | %.1f | %s | %s |\n", c.Request, c.Model, c.Measured, shapeList(pt.Shapes[c.Request]), mark(c.ok())))
+	}
+	b.WriteString("\nThe same requests' capacity units by key family (an index's write included), the model's / moto's: moto's are " +
+		"the calls item 2 made, recorded again with every item a write replaced and wrote and every item a read returned, " +
+		"priced by the model's own meter (`capacity.Recorded`). A family billed on one side only fails the check; units " +
+		"may differ by the rounding of items near a kilobyte, as the bench's payloads (its references, the simulator's " +
+		"answers, nanosecond timestamps) are not the model's.\n\n| request | units by key family, model / moto |\n|---|---|\n")
+	for _, c := range res.Checks {
+		fmt.Fprintf(&b, "| %s | %s |\n", c.Request, unitList(c.ModelUnits, c.MotoUnits))
 	}
 	fmt.Fprintf(&b, "\nGenerated %s by `%s`.\n", time.Now().UTC().Format("2006-01-02"), cfg.Command)
 	res.Markdown = b.String()
@@ -446,4 +526,34 @@ func (r *report) scaleSection(w func(string, ...any)) {
 		w(" (table in %s)", s.Wrote)
 	}
 	w(".\n\n")
+}
+
+// recordedUnits are the units of one request of m's row r by key family:
+// its recorded DynamoDB calls (those storeCalls counts) replayed through
+// the capacity model's meter, averaged over the row's requests.
+func (m checkedRow) recordedUnits(r rtRow) (map[string]capacity.Units, error) {
+	if len(r.Recorded) == 0 {
+		return nil, fmt.Errorf("%s: no recorded calls", r.Name)
+	}
+	meter := capacity.NewMeter()
+	sum := map[string]capacity.Units{}
+	for _, req := range r.Recorded {
+		for _, c := range req {
+			if (cachedRead(c.What) && c.What != m.direct) || (!m.listing && c.What == shardCounts+" read") {
+				continue
+			}
+			if err := meter.Replay(c.Rec); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", r.Name, c.What, err)
+			}
+		}
+		for fam, u := range meter.TakeUnits() {
+			s := sum[fam]
+			sum[fam] = capacity.Units{W: s.W + u.W, R: s.R + u.R}
+		}
+	}
+	n := float64(len(r.Recorded))
+	for fam, u := range sum {
+		sum[fam] = capacity.Units{W: u.W / n, R: u.R / n}
+	}
+	return sum, nil
 }

@@ -81,7 +81,8 @@ type Meter struct {
 	byIndex map[string]*Units
 	maxItem map[string]int // largest item written, per family of its table key
 	ops     int
-	shapes  []string // the shape of each call since TakeShapes
+	shapes  []string         // the shape of each call since TakeShapes
+	taken   map[string]Units // units per family since TakeUnits, unweighted
 }
 
 // TakeShapes returns the shapes of the calls metered since the last take
@@ -89,6 +90,14 @@ type Meter struct {
 func (m *Meter) TakeShapes() []string {
 	out := m.shapes
 	m.shapes = nil
+	return out
+}
+
+// TakeUnits returns the units metered since the last take, by key family
+// (Part.Family), unweighted: one request's when taken around it.
+func (m *Meter) TakeUnits() map[string]Units {
+	out := m.taken
+	m.taken = nil
 	return out
 }
 
@@ -181,6 +190,12 @@ func (m *Meter) flush() {
 }
 
 func (m *Meter) add(p Part, w, r float64) {
+	if m.taken == nil {
+		m.taken = map[string]Units{}
+	}
+	t := m.taken[p.Family()]
+	t.W, t.R = t.W+w, t.R+r
+	m.taken[p.Family()] = t
 	w, r = w*m.Weight, r*m.Weight
 	u := m.cur[p]
 	if u == nil {
@@ -292,6 +307,23 @@ func (m *Meter) FailedPut(existing dynamo.Item) {
 	m.call("write", tablePart(existing))
 	pk, _ := dynamo.Keys(existing)
 	m.add(Part{Table, pk}, writeUnits(dynamo.ItemSize(existing)), 0)
+}
+
+// FailedTransact meters a TransactWriteItems cancelled by a condition as
+// if it had written, an upper bound (DynamoDB does not publish what a
+// cancelled one consumes): 2 units per KB of the larger of each item's
+// Old (what its condition was checked against) and New (what it would
+// have written), on the table only, as nothing reached an index.
+func (m *Meter) FailedTransact(writes ...Write) {
+	parts := make([]Part, 0, len(writes))
+	for _, w := range writes {
+		parts = append(parts, tablePart(written(w.Old, w.New)))
+	}
+	m.call("transact", parts...)
+	for _, w := range writes {
+		pk, _ := dynamo.Keys(written(w.Old, w.New))
+		m.add(Part{Table, pk}, 2*writeUnits(max(dynamo.ItemSize(w.Old), dynamo.ItemSize(w.New))), 0)
+	}
 }
 
 // Get meters a GetItem of it (strongly consistent, as the adapter reads).

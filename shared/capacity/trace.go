@@ -198,6 +198,9 @@ type TraceResult struct {
 	// Shapes are those calls by shape (shape.go): how many of each a
 	// request of the kind makes.
 	Shapes map[string]map[string]float64
+	// Units are the write and read units one request of each kind takes,
+	// by key family (Part.Family), tenant reads aside.
+	Units map[string]map[string]Units
 	// SQSDelayed is how many messages of the deliveries queue wait out a
 	// delay at once under this traffic sustained: a failed attempt's
 	// retry is a new message delayed by the backoff (in hops of at most
@@ -282,7 +285,7 @@ func Run(m Mix) (*TraceResult, error) {
 	}
 	r := &replay{
 		mix: m, meter: NewMeter(), queue: map[int][]task{}, requests: map[string]float64{}, rateCounts: map[string]int{},
-		shapes: map[string]map[string]int{}, runs: map[string]int{},
+		shapes: map[string]map[string]int{}, units: map[string]map[string]Units{}, runs: map[string]int{},
 	}
 	r.meter.Weight = float64(m.Sample)
 	if err := r.tenants(); err != nil {
@@ -316,6 +319,7 @@ func Run(m Mix) (*TraceResult, error) {
 		r.meter.At(s)
 		r.cacheRefresh(s)
 		r.meter.TakeShapes() // cached reads are no request's
+		r.meter.TakeUnits()
 		for k := 0; k < len(tasks); k++ {
 			if err := r.run(s, tasks[k]); err != nil {
 				return nil, err
@@ -329,12 +333,16 @@ func Run(m Mix) (*TraceResult, error) {
 	}
 	r.meter.Close()
 	payments := float64(m.Rate * m.Seconds)
-	calls, shapes := map[string]float64{}, map[string]map[string]float64{}
+	calls, shapes, units := map[string]float64{}, map[string]map[string]float64{}, map[string]map[string]Units{}
 	for label, n := range r.runs {
 		shapes[label] = map[string]float64{}
 		for sh, c := range r.shapes[label] {
 			shapes[label][sh] = float64(c) / float64(n)
 			calls[label] += float64(c) / float64(n)
+		}
+		units[label] = map[string]Units{}
+		for fam, u := range r.units[label] {
+			units[label][fam] = Units{W: u.W / float64(n), R: u.R / float64(n)}
 		}
 	}
 	if r.requests[ReqHops] > 0 {
@@ -346,7 +354,7 @@ func Run(m Mix) (*TraceResult, error) {
 		return nil, err
 	}
 	return &TraceResult{
-		Mix: m, Payments: payments, Requests: r.requests, Calls: calls, Shapes: shapes,
+		Mix: m, Payments: payments, Requests: r.requests, Calls: calls, Shapes: shapes, Units: units,
 		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: r.paymentMeta, PaymentEntry: r.paymentEntry,
 		UnroutableWCU: r.requests[ReqNotifications] / float64(m.Seconds) * 2 * writeUnits(dynamo.ItemSize(unroutable)),
 		Result:        r.meter.Result(),
@@ -423,11 +431,12 @@ type replay struct {
 	meter      *Meter
 	queue      map[int][]task
 	requests   map[string]float64
-	rateCounts map[string]int            // hits per rate-limit counter
-	rr         int                       // round robin over a sharded window
-	delayed    float64                   // message-seconds delayed by backoffs
-	shapes     map[string]map[string]int // DynamoDB calls per task label, by shape
-	runs       map[string]int            // tasks per label
+	rateCounts map[string]int              // hits per rate-limit counter
+	rr         int                         // round robin over a sharded window
+	delayed    float64                     // message-seconds delayed by backoffs
+	shapes     map[string]map[string]int   // DynamoDB calls per task label, by shape
+	units      map[string]map[string]Units // units per task label, by key family
+	runs       map[string]int              // tasks per label
 	// cached tenant items, refreshed per instance and TTL
 	apiKey, site, merchant, subList dynamo.Item
 	subs                            []dynamo.Item
@@ -452,6 +461,13 @@ func (r *replay) took(label string) {
 	}
 	for _, sh := range r.meter.TakeShapes() {
 		r.shapes[label][sh]++
+	}
+	if r.units[label] == nil {
+		r.units[label] = map[string]Units{}
+	}
+	for fam, u := range r.meter.TakeUnits() {
+		sum := r.units[label][fam]
+		r.units[label][fam] = Units{W: sum.W + u.W, R: sum.R + u.R}
 	}
 	r.runs[label]++
 }
@@ -616,6 +632,7 @@ func (r *replay) cacheRefresh(s int) {
 	r.reads(r.shards, (float64(r.mix.Instances["notifications"])+float64(r.mix.Instances["dispatcher"]))/dynamo.ShardCacheTTL.Seconds()/float64(r.mix.Sample))
 	w := r.meter.Weight
 	r.meter.TakeShapes() // cached reads are no request's
+	r.meter.TakeUnits()
 	// A page of deliveries: the merchant's shard counts (strongly
 	// consistent), every gsi2 shard queried for a page of index entries,
 	// then the page's items in one BatchGetItem.
@@ -955,7 +972,14 @@ func (r *replay) item(i, code int, now time.Time) upstream.NotificationRequestIt
 		},
 	}
 	if code != codeAuthorisation {
+		// A modification's notification carries its signature (and a
+		// CANCEL_OR_REFUND what it did): the published examples have
+		// no card or metadata fields on them.
 		it.PSPReference, it.OriginalReference = modRef(i, code), psp(i)
+		it.AdditionalData = upstream.AdditionalData{upstream.KeyHMACSignature: strings.Repeat("h", 44)}
+		if code == codeCancelOrRefund {
+			it.AdditionalData[upstream.KeyModificationAction] = "cancel"
+		}
 	}
 	if code == codeAuthorisation && r.life(i).refused {
 		it.Success, it.Reason = "false", "Refused"
