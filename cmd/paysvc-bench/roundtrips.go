@@ -462,12 +462,14 @@ type rtEnv struct {
 	queue    *sqsqueue.Queue
 	sim      *simFront
 	hookURL  string
-	st       *dynamo.Store
-	awsCfg   aws.Config // moto endpoint, static test credentials
-	endpoint string     // moto
-	table    string
-	queueURL string
-	dlqURL   string
+	// hookFailing makes the webhook receiver answer 500.
+	hookFailing *atomic.Bool
+	st          *dynamo.Store
+	awsCfg      aws.Config // moto endpoint, static test credentials
+	endpoint    string     // moto
+	table       string
+	queueURL    string
+	dlqURL      string
 	// the record updates queue and its DLQ (the record updates function's)
 	updatesURL, updatesDLQURL string
 }
@@ -518,11 +520,17 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	}
 	t.Cleanup(sim.close)
 
-	// Webhook receiver: answers 200 at once; its handling time is recorded.
+	// Webhook receiver: answers 200 at once (500 while failing is set);
+	// its handling time is recorded.
+	failing := &atomic.Bool{}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusOK)
+		if failing.Load() {
+			w.WriteHeader(http.StatusInternalServerError)
+		} else {
+			w.WriteHeader(http.StatusOK)
+		}
 		rec.add(call{Op: opWebhook, What: opWebhook + " (receiver side)", Start: start, End: time.Now(), Attempts: 1})
 	}))
 	t.Cleanup(hook.Close)
@@ -568,7 +576,7 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	d.Webhooks = &webhooks.SelfService{Deliveries: st, Subscriptions: st, Queue: q, Clock: clk,
 		Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second})}
 	return &rtEnv{
-		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, queue: q, key: demo.APIKeys[0].Key, deps: d,
+		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, hookFailing: failing, queue: q, key: demo.APIKeys[0].Key, deps: d,
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
 		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
@@ -675,6 +683,24 @@ func (e *rtEnv) notify(psp, code string) error {
 		return err
 	}
 	return fmt.Errorf("no %s notification for %s", code, psp)
+}
+
+// jobOf is the first delivery job of notification item to the bench's
+// subscription: what the receiver enqueued on accepting it.
+func jobOf(item upstream.NotificationRequestItem) queue.Job {
+	ev := notifications.EventID(notifications.DedupKey(connector.Notification(item)))
+	return queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"}
+}
+
+// authorisationJob is jobOf the AUTHORISATION of payment psp (zero if the
+// simulator sent none).
+func (e *rtEnv) authorisationJob(psp string) queue.Job {
+	for _, it := range e.sim.Sim.NotificationsFor(psp) {
+		if it.EventCode == upstream.EventAuthorisation {
+			return jobOf(it)
+		}
+	}
+	return queue.Job{}
 }
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
@@ -904,6 +930,12 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 		}); err != nil {
 			return err
 		}
+		if err := measure("POST payments, an action answered (no Idempotency-Key)", n, func(i int) error {
+			_, err := e.challenge(unique("act-nokey")(i), "")
+			return err
+		}); err != nil {
+			return err
+		}
 		details := func(body string) string { return body }
 		if err := measureOn("POST payments/details (Idempotency-Key)", challenges, fixed(payPath+"/details"), details, "det"); err != nil {
 			return err
@@ -970,8 +1002,7 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			if _, err := e.receiver.Accept(context.Background(), body); err != nil {
 				return err
 			}
-			ev := notifications.EventID(notifications.DedupKey(connector.Notification(*item)))
-			jobs = append(jobs, queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"})
+			jobs = append(jobs, jobOf(*item))
 			return nil
 		}); err != nil {
 			return err
@@ -982,6 +1013,33 @@ func runRoundTrips(cfg *config) (*roundTripResult, error) {
 			}
 			return nil
 		}); err != nil {
+			return err
+		}
+		// An attempt whose receiver fails: its failure recorded and its
+		// retry scheduled (the delivery of another AUTHORISATION each).
+		failJobs := make([]queue.Job, n)
+		for i := range failJobs {
+			psp, err := e.pay(unique("fail-setup")(i))
+			if err != nil {
+				return err
+			}
+			if err := e.sim.Sim.Flush(context.Background()); err != nil {
+				t.Logf("simulator flush: %v", err)
+			}
+			if err := e.notify(psp, upstream.EventAuthorisation); err != nil {
+				return err
+			}
+			failJobs[i] = e.authorisationJob(psp)
+		}
+		e.hookFailing.Store(true)
+		err = measure(failedAttemptRow, n, func(i int) error {
+			if out := e.disp.Process(context.Background(), failJobs[i], 1); out.Kind != queue.Retry {
+				return fmt.Errorf("delivery %s to a failing receiver: outcome %s, want retry", failJobs[i].DeliveryID, out.Kind)
+			}
+			return nil
+		})
+		e.hookFailing.Store(false)
+		if err != nil {
 			return err
 		}
 		// A retry received before it is due (a wait longer than SQS's 15

@@ -171,6 +171,9 @@ type checkedRow struct {
 // notification of a payment recorded from bare details.
 const authorisationBindingRow = "notification AUTHORISATION, a payment recorded from bare details (receiver)"
 
+// failedAttemptRow is item 2's row of an attempt whose receiver fails.
+const failedAttemptRow = "webhook delivery attempt, the receiver failing (dispatcher)"
+
 // rowToRequest are the rows the model is checked against.
 var rowToRequest = []checkedRow{
 	{"POST payments (Idempotency-Key)", capacity.ReqPayments, false, ""},
@@ -183,6 +186,7 @@ var rowToRequest = []checkedRow{
 	{"POST sessions (Idempotency-Key)", capacity.ReqSessions, false, ""},
 	{"POST payments/details (Idempotency-Key)", capacity.ReqDetails, false, ""},
 	{"POST payments, an action answered (Idempotency-Key)", capacity.ReqPaymentsAction, false, ""},
+	{"POST payments, an action answered (no Idempotency-Key)", capacity.ReqPaymentsNoKeyAction, false, ""},
 	{authorisationBindingRow, capacity.ReqAuthorisationBinding, false, ""},
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION", false, ""},
 	{"notification CAPTURE (receiver)", "notification " + "CAPTURE", false, ""},
@@ -190,6 +194,7 @@ var rowToRequest = []checkedRow{
 	{"notification CANCEL_OR_REFUND (receiver)", "notification " + "CANCEL_OR_REFUND", false, ""},
 	{"notification AUTHORISATION_ADJUSTMENT (receiver)", "notification " + "AUTHORISATION_ADJUSTMENT", false, ""},
 	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts, false, ""},
+	{failedAttemptRow, capacity.ReqAttemptsFailed, false, ""},
 	{hopRow, capacity.ReqHops, false, ""},
 	{"GET webhook-deliveries (a page)", capacity.ReqListDeliveries, true, ""},
 	{"GET events (a page)", capacity.ReqListEvents, true, ""},

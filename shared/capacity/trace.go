@@ -182,6 +182,10 @@ const (
 	// it reads the pending record and binds it.
 	ReqAuthorisationBinding = "notification AUTHORISATION (binding a pending record)"
 	ReqAttempts             = "webhook attempt (dispatcher)"
+	// ReqAttemptsFailed is, in TraceResult.Calls, Shapes and Units, an
+	// attempt whose receiver failed (its retry scheduled); counted as
+	// ReqAttempts in Requests.
+	ReqAttemptsFailed = "webhook attempt, the receiver failing (dispatcher)"
 	ReqHops                 = "webhook retry hop (dispatcher, not yet due)"
 	ReqSQSSend              = "SQS SendMessage"
 )
@@ -422,6 +426,8 @@ func (r *replay) label(t task) string {
 		return ReqPaymentsNoKeyAction
 	case t.kind == kNotify && t.code == codeAuthorisation && r.life(t.i).tds:
 		return ReqAuthorisationBinding
+	case t.kind == kAttempt && r.failing(t):
+		return ReqAttemptsFailed
 	}
 	return t.label()
 }
@@ -1164,6 +1170,12 @@ func (r *replay) redrive(s, i int) error {
 }
 
 // attempt is one dispatcher attempt of one delivery.
+// failing reports whether attempt t's receiver fails: the first
+// Mix.FailAttempts attempts of a Mix.Failing share of deliveries.
+func (r *replay) failing(t task) bool {
+	return share(t.i*8+int(t.code)*2+int(t.sub), "failing", r.mix.Failing) && int(t.attempt) <= r.mix.FailAttempts
+}
+
 func (r *replay) attempt(s int, t task) error {
 	i, code, sub, n := t.i, int(t.code), int(t.sub), int(t.attempt)
 	now := r.at(s, i)
@@ -1173,7 +1185,7 @@ func (r *replay) attempt(s int, t task) error {
 	if err != nil {
 		return err
 	}
-	failing := share(i*8+code*2+sub, "failing", r.mix.Failing) && n <= r.mix.FailAttempts
+	failing := r.failing(t)
 	before, err := r.delivery(ev, sub, payload, webhooks.StatusPending, n-1, true, now)
 	if err != nil {
 		return err
