@@ -4,8 +4,7 @@
 # it may: .ci/chromium.sh), starts two moto_servers (one for the
 # end-to-end tests in ./tests, one for every other package), then runs
 # formatting, vet, the template checks, every Go test with the race
-# detector (the single-goroutine capacity model without it) and the
-# benchmarks in smoke mode, and the fuzz targets briefly.
+# detector and the benchmarks in smoke mode, and the fuzz targets briefly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,12 +75,11 @@ echo "== template (cfn-lint + SAM transform)"
 step "template checks" bash .ci/check-template.sh
 
 echo "== go test -race"
-# shared/capacity is the capacity model: arithmetic on one goroutine, where
-# the race detector has nothing to watch and runs 7x slower (over two
-# minutes of the suite's CPU); it runs without it.
-pkgs=$(go list ./... | grep -v -e '/shared/capacity$' -e '/paysvc/tests')
+# (The capacity model's replays of the recorded calls run in
+# cmd/paysvc-bench's tests, where they are recorded: one second at the full
+# rate, some 7 s with the race detector.)
+pkgs=$(go list ./... | grep -v -e '/paysvc/tests')
 step "go test -race (packages)" go test -race -count=1 -timeout 20m $pkgs
-step "go test (capacity model)" go test -count=1 -bench . -benchtime 3x -timeout 10m ./shared/capacity/
 echo "== go test -race (the client module)"
 step "go test -race (client module)" bash -c 'cd shared/client && go test -race -count=1 -timeout 5m ./...'
 

@@ -97,7 +97,8 @@ type config struct {
 
 	progress io.Writer
 	// recordStates makes item 2 record each DynamoDB call's items
-	// (callRecorder.states): the capacity model's check, not a
+	// (callRecorder.states) on the capacity model's merchant (its
+	// subscriptions and listing shards): what the model replays, not a
 	// measurement.
 	recordStates bool
 }

@@ -70,9 +70,10 @@ func TestSmoke(t *testing.T) {
 	if rep.overhead == nil || len(rep.overhead.Rows) == 0 || rep.roundTrips == nil || rep.coldStart == nil || rep.webhooks == nil || rep.scale == nil || rep.contention == nil {
 		t.Fatalf("a section has no result:\n%s", md)
 	}
-	// docs/scale.md's part: the model's units beside the adapter's calls
-	// recorded on moto, priced by the same meter.
-	for _, want := range []string{"| request | units by key family, model / moto |", "| POST payments | table IDEM W ", "gsi1 INFLIGHT W "} {
+	// docs/scale.md's part: what each request kind costs as the model
+	// replays the adapter's calls recorded on moto.
+	for _, want := range []string{"### The requests the model replays", "| request | calls | calls by shape | units by key family |",
+		"| POST payments | 4.0 | ", "gsi1 INFLIGHT W ", "| webhook attempt, the receiver failing (dispatcher) | 3.0 |"} {
 		if !strings.Contains(rep.scale.Markdown, want) {
 			t.Errorf("docs/scale.md's part lacks %q:\n%s", want, rep.scale.Markdown)
 		}

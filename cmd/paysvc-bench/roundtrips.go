@@ -546,6 +546,17 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}); err != nil {
 		return nil, fmt.Errorf("subscription: %w", err)
 	}
+	if recordStates { // the capacity model's merchant: its subscriptions and listing shards
+		for n := 2; n <= modelSubscriptions; n++ {
+			spec := provision.SubscriptionSpec{ID: fmt.Sprintf("sub_bench_%d", n), MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}
+			if _, _, err := prov.PutSubscription(ctx, spec); err != nil {
+				return nil, fmt.Errorf("subscription: %w", err)
+			}
+		}
+		if _, err := st.RaiseListingShards(ctx, "m_demo", dynamo.DeliveryShards, dynamo.EventLogShards); err != nil {
+			return nil, fmt.Errorf("listing shards: %w", err)
+		}
+	}
 
 	// Logs and metrics as in Lambda (JSON lines at info, EMF), counted.
 	logs := &countingWriter{}

@@ -1,12 +1,13 @@
 // Package capacity is the DynamoDB capacity model of the service
-// (docs/scale.md): it replays a synthetic trace of one merchant's traffic
-// through the store adapter's own item builders (shared/store/dynamo) and
-// meters the write and read units every partition key takes, second by
-// second, on the table and on every global secondary index, with
-// DynamoDB's rounding, using each item's real marshalled size. Check fails
-// when a partition key goes over DynamoDB's per-partition limits or an item
-// over 400 KB. The cost of a payment (cost.go) is derived from the same
-// counts.
+// (docs/scale.md): it replays a synthetic trace of one merchant's traffic,
+// each request's DynamoDB calls those the store adapter made for a request
+// of its kind (Recordings, recorded on moto by cmd/paysvc-bench in the same
+// run, keys templated per simulated request), and meters the write and
+// read units every partition key takes, second by second, on the table
+// and on every global secondary index, with DynamoDB's rounding, using
+// each item's real marshalled size. Check fails when a partition key goes
+// over DynamoDB's per-partition limits or an item over 400 KB. The cost
+// of a payment (cost.go) is derived from the same counts.
 package capacity
 
 import (

@@ -218,3 +218,9 @@ func RecordOf(params, result any, err error, before, after []dynamo.Item) (Recor
 	}
 	return Recorded{}, false
 }
+
+// keyOnly is the key of a stored item (what a read of a missing one, or a
+// condition on one, is billed against).
+func keyOnly(pk, sk string) dynamo.Item {
+	return dynamo.Item{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}
+}

@@ -41,7 +41,7 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 		100*mx.Sessions, 100*mx.ThreeDS, mx.DetailsAfter, 100*mx.Refused, 100*mx.AmountUpdates, 100*mx.Captured, mx.CaptureAfter,
 		100*mx.Refunded, 100*mx.PartRefunds, mx.RefundAfter,
 		100*mx.Replayed, mx.NotifyAfter, mx.Subscriptions, 100*mx.Failing, mx.FailAttempts, mx.Listings, mx.EventListings, mx.CacheTTL, instances(mx.Instances))
-	fmt.Fprintf(&b, "Every item is built by the adapter's own builders (`shared/store/dynamo/items.go`) and sized as DynamoDB meters it; %d operations metered.\n\n", t.Ops)
+	fmt.Fprintf(&b, "Every call is one the store adapter made on moto for a request of its kind, its items as recorded and its keys templated for the simulated request, sized as DynamoDB meters them; %d operations metered.\n\n", t.Ops)
 
 	b.WriteString("### Busiest partition key of each key family\n\n")
 	b.WriteString("Write units: 1 per KB of the larger of the old and new item, 2 per KB in a transaction (payment saves); on an index an update that keeps the item's index key costs its entry's new size (none when no projected attribute changed), one that moves it a delete plus an insert, each entry its projection's size (gsi1 ALL, gsi2 keys and status). Read units: 1 per 4 KB strongly consistent, half eventually consistent (indexes), at least one unit per request. Limits per partition key: 1,000 WCU/s and 3,000 RCU/s.\n\n")

@@ -373,3 +373,7 @@ func SubscriptionItem(sub tenant.Subscription) (Item, error) {
 // APIKeyItems are the two items of an API key: by hash and under its
 // merchant.
 func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) { return apiKeyItems(k) }
+
+// InFlightPartition is the gsi1 partition of payment psp's operations in
+// flight (INFLIGHT#<shard>).
+func InFlightPartition(psp string) string { return inFlightPartition(psp) }
