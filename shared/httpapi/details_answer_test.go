@@ -14,15 +14,15 @@ import (
 
 // With the platform's published answers (no pspReference beside an
 // action, a details answer of resultCode and pspReference only), a
-// challenge's bare details name no pending record: the payment is written
-// create-first with the merchant's stored answer in the same write (and
-// details naming the payment's reference start it from its pending
-// record, read while the platform answers). A
-// details answer naming a payment another site owns gets 404 yp_3006,
-// records nothing and stores no answer — with an Idempotency-Key (a retry
-// runs again and is refused again, never replayed as the payment's
-// result) or without one. On both stores.
-func TestBareDetailsStoreTheirAnswerWithTheRecord(t *testing.T) {
+// challenge's bare details name no pending record: the payment is
+// recorded from the answer before it is returned, and a retry replays it
+// (details naming the payment's reference start it from its pending
+// record, read while the platform answers). A details answer naming a
+// payment another site owns gets 404 yp_3006, records nothing and stores
+// no answer — with an Idempotency-Key (a retry runs again and is refused
+// again, never replayed as the payment's result) or without one. On both
+// stores.
+func TestBareDetailsAreRecordedBeforeTheirAnswer(t *testing.T) {
 	for _, dyn := range []bool{false, true} {
 		name := "embedded"
 		if dyn {
@@ -100,8 +100,8 @@ func TestBareDetailsStoreTheirAnswerWithTheRecord(t *testing.T) {
 
 			// Details naming the payment's reference: the pending record,
 			// read while the platform answers, gives the record what the
-			// answer does not carry (amount, reference); the answer is
-			// stored with it as well.
+			// answer does not carry (amount, reference); a retry replays
+			// the answer.
 			psp, body = challenge()
 			named := strings.Replace(body, `{"details":`, fmt.Sprintf(`{"reference":"bare-%d","details":`, n), 1)
 			first = e.Do("POST", path, "A", named, "Idempotency-Key", "bare-named")

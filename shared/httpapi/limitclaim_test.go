@@ -4,62 +4,97 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"slices"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/testutil/hang"
 )
 
-// An idempotent POST makes its rate-limit hit and its idempotency claim in
-// one store round trip (issue 15: at most 2 sequential round trips on
-// DynamoDB, counted on moto in cmd/paysvc-bench).
+// idempotentRoute is an idempotent POST of each kind: a payment, and
+// an operation on one (a capture of an authorised payment, made first
+// without an Idempotency-Key). path and body are the request.
+func idempotentRoute(t *testing.T, e *testenv.Env, kind string) (path, body string) {
+	t.Helper()
+	if kind == "payments" {
+		return "/v1/ecom/" + testenv.SiteA + "/payments", payBody("")
+	}
+	psp := authorise(t, e, 1000)
+	return "/v1/ecom/" + testenv.SiteA + "/payments/" + psp + "/captures", `{"amount":{"value":400,"currency":"EUR"}}`
+}
+
+// An idempotent POST — a payment or an operation on one — makes its
+// rate-limit hit and its idempotency claim in one store round trip, before
+// its handler; its retry replays its answer.
 func TestIdempotentPostLimitsAndClaimsConcurrently(t *testing.T) {
-	b := newBarrier("rate-limit hit", "idempotency claim")
-	e := testenv.NewWith(t, testenv.Options{WrapIdem: func(s idempotency.Store) idempotency.Store {
-		return barrierClaims{Store: s, t: t, b: b}
-	}})
-	e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	res := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", payBody(""), "Idempotency-Key", "concurrent-1")
-	if res.Status != 200 {
-		t.Fatalf("status %d: %s", res.Status, res.Body)
+	for _, kind := range []string{"payments", "captures"} {
+		t.Run(kind, func(t *testing.T) {
+			b := newBarrier("rate-limit hit", "idempotency claim")
+			var armed atomic.Bool
+			e := testenv.NewWith(t, testenv.Options{WrapIdem: func(s idempotency.Store) idempotency.Store {
+				return barrierClaims{Store: s, t: t, b: b, armed: &armed}
+			}})
+			path, body := idempotentRoute(t, e, kind)
+			limiter := e.Deps.Limiter
+			e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
+				slog.New(slog.NewTextHandler(io.Discard, nil)))
+			armed.Store(true)
+			res := e.Do("POST", path, "A", body, "Idempotency-Key", "concurrent-1")
+			if res.Status != 200 {
+				t.Fatalf("status %d: %s", res.Status, res.Body)
+			}
+			armed.Store(false)
+			e.Deps.Limiter = limiter
+			again := e.Do("POST", path, "A", body, "Idempotency-Key", "concurrent-1")
+			if again.Status != 200 || again.Header.Get(idempotency.HeaderReplayed) != "true" || string(again.Body) != string(res.Body) {
+				t.Fatalf("retry: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get(idempotency.HeaderReplayed))
+			}
+		})
 	}
 }
 
-// A limited idempotent POST answers 429, never reaches the upstream, and
-// releases the claim it made: the same key runs once the window passed.
+// A limited idempotent POST answers 429, never reaches the upstream,
+// writes nothing of its own (a capture reserves nothing) and releases the
+// claim it made: the same key runs once the window passed.
 func TestLimitedIdempotentPostReleasesItsClaim(t *testing.T) {
-	e := testenv.New(t)
-	path := "/v1/ecom/" + testenv.SiteA + "/payments"
-	for i, k := range []string{"slow-1", "slow-2"} {
-		if r := e.Do("POST", path, "ASlow", payBody(""), "Idempotency-Key", k); r.Status != 200 {
-			t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
-		}
-	}
-	calls := len(e.Upstream.Requests("/payments"))
-	r := e.Do("POST", path, "ASlow", payBody(""), "Idempotency-Key", "slow-3")
-	if r.Status != 429 || r.JSON(t)["errorCode"] != "yp_9006" || r.Header.Get("Retry-After") == "" {
-		t.Fatalf("third request: %d %s", r.Status, r.Body)
-	}
-	if n := len(e.Upstream.Requests("/payments")); n != calls {
-		t.Fatalf("a limited request reached the upstream (%d calls, want %d)", n, calls)
-	}
-	// A limited request with a bad key still gets the 429 (the limit decides first).
-	if r := e.Do("POST", path, "ASlow", payBody(""), "Idempotency-Key", ""); r.Status != 429 {
-		t.Fatalf("limited request with an empty key: %d %s", r.Status, r.Body)
-	}
-	e.Clock.Advance(2 * time.Second)
-	r = e.Do("POST", path, "ASlow", payBody(""), "Idempotency-Key", "slow-3")
-	if r.Status != 200 || r.Header.Get(idempotency.HeaderReplayed) != "" {
-		t.Fatalf("the key of a limited request, after the window: %d %s (want a fresh 200, not 409 in progress)", r.Status, r.Body)
+	for _, kind := range []string{"payments", "captures"} {
+		t.Run(kind, func(t *testing.T) {
+			e := testenv.New(t)
+			path, body := idempotentRoute(t, e, kind)
+			for i, k := range []string{"slow-1", "slow-2"} {
+				if r := e.Do("POST", path, "ASlow", strings.Replace(body, "400", "100", 1), "Idempotency-Key", k); r.Status != 200 {
+					t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			calls := len(e.Upstream.Requests(kind))
+			r := e.Do("POST", path, "ASlow", body, "Idempotency-Key", "slow-3")
+			if r.Status != 429 || r.JSON(t)["errorCode"] != "yp_9006" || r.Header.Get("Retry-After") == "" {
+				t.Fatalf("third request: %d %s", r.Status, r.Body)
+			}
+			if n := len(e.Upstream.Requests(kind)); n != calls {
+				t.Fatalf("a limited request reached the upstream (%d calls, want %d)", n, calls)
+			}
+			if kind == "captures" {
+				psp := strings.Split(path, "/")[5]
+				if h := record(t, e, psp); h.Totals.CapturesInFlight != 0 || h.Totals.Captured != 200 {
+					t.Fatalf("after the limited capture: %+v; want 200 captured, nothing in flight", h.Totals)
+				}
+			}
+			// A limited request with a bad key still gets the 429 (the limit decides first).
+			if r := e.Do("POST", path, "ASlow", body, "Idempotency-Key", ""); r.Status != 429 {
+				t.Fatalf("limited request with an empty key: %d %s", r.Status, r.Body)
+			}
+			e.Clock.Advance(2 * time.Second)
+			r = e.Do("POST", path, "ASlow", body, "Idempotency-Key", "slow-3")
+			if r.Status != 200 || r.Header.Get(idempotency.HeaderReplayed) != "" {
+				t.Fatalf("the key of a limited request, after the window: %d %s (want a fresh 200, not 409 in progress)", r.Status, r.Body)
+			}
+		})
 	}
 }
 
@@ -97,14 +132,18 @@ func (m barrierLimits) Hit(ctx context.Context, bucket string, limit int, exp ti
 	return m.Store.Hit(ctx, bucket, limit, exp)
 }
 
+// barrierClaims meets b at each claim (while armed, when set).
 type barrierClaims struct {
 	idempotency.Store
-	t *testing.T
-	b barrier
+	t     *testing.T
+	b     barrier
+	armed *atomic.Bool
 }
 
 func (m barrierClaims) Claim(ctx context.Context, rec idempotency.Record, now time.Time) (idempotency.Record, error) {
-	m.b.meet(m.t, "idempotency claim")
+	if m.armed == nil || m.armed.Load() {
+		m.b.meet(m.t, "idempotency claim")
+	}
 	return m.Store.Claim(ctx, rec, now)
 }
 
@@ -161,133 +200,5 @@ func TestRefusedRequestReleasesItsClaim(t *testing.T) {
 				t.Fatalf("the key after %s: %d %s (want a fresh 200)", tc.name, r.Status, r.Body)
 			}
 		})
-	}
-}
-
-// claimingWrites calls meet before a payment write that takes an
-// Idempotency-Key claim (payments.Write.Claim), and closes written after
-// the first.
-type claimingWrites struct {
-	payments.Store
-	meet    func()
-	written chan struct{}
-	once    *sync.Once
-}
-
-func (m claimingWrites) Write(ctx context.Context, w payments.Write) error {
-	if w.Claim == nil {
-		return m.Store.Write(ctx, w)
-	}
-	if m.meet != nil {
-		m.meet()
-	}
-	err := m.Store.Write(ctx, w)
-	if m.written != nil {
-		m.once.Do(func() { close(m.written) })
-	}
-	return err
-}
-
-// A capture with an Idempotency-Key claims its key in the write that
-// reserves its amount, while its rate-limit hit runs: one store round trip
-// before the upstream call, not two (docs/scale.md, "Round trips per
-// endpoint").
-func TestCaptureClaimsWithItsReservationAlongsideTheHit(t *testing.T) {
-	var meet func()
-	e := testenv.NewWith(t, testenv.Options{WrapPayments: func(s payments.Store) payments.Store {
-		return claimingWrites{Store: s, meet: func() { meet() }}
-	}})
-	psp := authorise(t, e, 1000)
-	b := newBarrier("rate-limit hit", "reservation with its claim")
-	meet = func() { b.meet(t, "reservation with its claim") }
-	e.Deps.Limiter = ratelimit.New(barrierLimits{Store: e.Store, t: t, b: b}, e.Clock, 1000, 2000,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
-		`{"amount":{"value":400,"currency":"EUR"}}`, "Idempotency-Key", "cap-1")
-	if r.Status/100 != 2 {
-		t.Fatalf("capture: %d %s", r.Status, r.Body)
-	}
-	// The key is the capture's: its retry replays it.
-	meet = func() {}
-	e.Deps.Limiter = ratelimit.New(e.Store, e.Clock, 1000, 2000, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	again := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
-		`{"amount":{"value":400,"currency":"EUR"}}`, "Idempotency-Key", "cap-1")
-	if again.Status != r.Status || again.Header.Get(idempotency.HeaderReplayed) != "true" {
-		t.Fatalf("the capture's retry: %d %s (replayed %q)", again.Status, again.Body, again.Header.Get(idempotency.HeaderReplayed))
-	}
-}
-
-// limitAfter refuses every hit while armed, once the reservation it races
-// has been written (written closed), and counts them in the store after.
-type limitAfter struct {
-	ratelimit.Store
-	t       *testing.T
-	armed   *atomic.Bool
-	written chan struct{}
-}
-
-func (m limitAfter) Hit(ctx context.Context, bucket string, limit int, exp time.Time) (bool, error) {
-	if !m.armed.Load() {
-		return m.Store.Hit(ctx, bucket, limit, exp)
-	}
-	select {
-	case <-m.written:
-	case <-hang.Deadline(m.t):
-		m.t.Error("the reservation was not written while the hit ran")
-	}
-	return false, nil
-}
-
-// A capture whose rate-limit verdict (429) comes after its reservation
-// and claim were written withdraws the reservation (its entry answered
-// not-sent, nothing in flight), never reaches the upstream, and releases
-// the key: the same request after the window reserves anew and runs.
-func TestLimitedCaptureWithdrawsItsReservation(t *testing.T) {
-	written := make(chan struct{})
-	e := testenv.NewWith(t, testenv.Options{WrapPayments: func(s payments.Store) payments.Store {
-		return claimingWrites{Store: s, written: written, once: new(sync.Once)}
-	}})
-	psp := authorise(t, e, 1000)
-	var armed atomic.Bool
-	armed.Store(true)
-	e.Deps.Limiter = ratelimit.New(limitAfter{Store: e.Store, t: t, armed: &armed, written: written}, e.Clock, 1000, 2000,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	path, body := "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", `{"amount":{"value":400,"currency":"EUR"}}`
-	r := e.Do("POST", path, "A", body, "Idempotency-Key", "cap-limited")
-	if r.Status != 429 || r.JSON(t)["errorCode"] != "yp_9006" {
-		t.Fatalf("limited capture: %d %s", r.Status, r.Body)
-	}
-	if n := len(e.Upstream.Requests("/captures")); n != 0 {
-		t.Fatalf("a limited capture reached the upstream (%d calls)", n)
-	}
-	armed.Store(false)
-	e.Clock.Advance(2 * time.Second) // the next window
-	h, err := e.Store.GetPayment(context.Background(), psp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Totals.CapturesInFlight != 0 || h.Totals.Capturable != 1000 {
-		t.Fatalf("after the withdrawal: in flight %d, capturable %d; want 0, 1000", h.Totals.CapturesInFlight, h.Totals.Capturable)
-	}
-	var kinds []string
-	for _, f := range e.Timeline(psp) {
-		kinds = append(kinds, f.Kind)
-	}
-	if !slices.Contains(kinds, "capture-requested") || !slices.Contains(kinds, "capture-not-sent") {
-		t.Fatalf("timeline %v: want the request and its withdrawal", kinds)
-	}
-	r = e.Do("POST", path, "A", body, "Idempotency-Key", "cap-limited")
-	if r.Status/100 != 2 || r.Header.Get(idempotency.HeaderReplayed) != "" {
-		t.Fatalf("the same capture again: %d %s (want a fresh answer)", r.Status, r.Body)
-	}
-	if n := len(e.Upstream.Requests("/captures")); n != 1 {
-		t.Fatalf("upstream captures %d, want 1", n)
-	}
-	h, err = e.Store.GetPayment(context.Background(), psp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := h.Totals.CapturesInFlight + h.Totals.Captured; got != 400 || h.Totals.Capturable != 600 {
-		t.Fatalf("after the capture: captured or in flight %d, capturable %d; want 400, 600", got, h.Totals.Capturable)
 	}
 }

@@ -119,7 +119,7 @@ func ModificationsRoutes(d *Deps) []Route {
 	mod := func(suffix, name string, perm tenant.Permission, h func(ctx context.Context, c *Call) (any, error)) Route {
 		return Route{
 			Method: http.MethodPost, Pattern: "/v1/ecom/{siteId}/payments/{pspReference}/" + suffix, Name: name, Perm: perm, Site: true,
-			ClaimOnWrite: true, Handle: h,
+			Handle: h,
 		}
 	}
 	return []Route{

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/clock"
@@ -54,12 +53,6 @@ type Route struct {
 	Site bool
 	// Flow, when set, is required of the site (409 yp_3004 otherwise).
 	Flow tenant.Flow
-	// ClaimOnWrite: the handler's first write (an operation's reservation
-	// on a payment) takes the Idempotency-Key claim itself, in the same
-	// write, and the rate limit's verdict is taken before its upstream
-	// call (payments.Call's Claim and Gate): claim, reservation and
-	// rate-limit hit are one store step instead of two.
-	ClaimOnWrite bool
 	// BodyOptional: the document's requestBody is not required, so a POST
 	// with no body may come without a Content-Type (415 otherwise).
 	BodyOptional bool
@@ -187,10 +180,6 @@ func (d *Deps) serve(rt Route) handler {
 		}
 		idempotent := r.Method == http.MethodPost && len(r.Header.Values(idempotency.Header)) > 0
 		c := &Call{Req: r, Principal: p}
-		// Record writes still waiting for the merchant's answer (a panic
-		// between the operation and its answer) start without it: the
-		// upstream has acted, its record is never left unwritten.
-		defer c.Commit(nil)
 		limit := &c.limit
 		d.startLimit(ctx, limit, p)
 		var bodyErr error
@@ -198,7 +187,7 @@ func (d *Deps) serve(rt Route) handler {
 			c.Body, bodyErr = readBody(w, r, rt.BodyOptional)
 		}
 		var cl *claim
-		if idempotent && bodyErr == nil && !rt.ClaimOnWrite {
+		if idempotent && bodyErr == nil {
 			cl = &c.claim
 			d.startClaim(ctx, cl, r, c)
 		}
@@ -224,13 +213,10 @@ func (d *Deps) serve(rt Route) handler {
 				writeError(w, info, err)
 				return
 			}
-			resp := d.settled(ctx, rt, c, d.run(ctx, rt, c))
+			resp := d.run(ctx, rt, c)
+			d.awaitRecords(ctx, rt, c)
 			info.PSPReference = resp.psp
 			resp.write(w, info)
-			return
-		}
-		if rt.ClaimOnWrite {
-			d.serveClaimingOnWrite(w, r, info, rt, c, limit)
 			return
 		}
 		d.serveIdempotent(w, r, info, rt, c, limit, cl)
@@ -280,25 +266,8 @@ func (cl *claim) release(ctx context.Context, d *Deps) {
 // verdict is a rate-limit decision still on its way: the hit's goroutine
 // sets err, then marks done.
 type verdict struct {
-	done  sync.WaitGroup
-	err   error
-	ready atomic.Bool // err is set
-}
-
-// known returns the decision if it has come (nil: allowed, or not yet).
-func (v *verdict) known() error {
-	if v.ready.Load() {
-		return v.err
-	}
-	return nil
-}
-
-// gate is v as a payments.Call's Gate.
-func (v *verdict) gate(wait bool) error {
-	if wait {
-		return v.wait()
-	}
-	return v.known()
+	done sync.WaitGroup
+	err  error
 }
 
 // wait returns the decision (nil: allowed; also for a nil verdict, a limit
@@ -328,7 +297,6 @@ func (d *Deps) startLimit(ctx context.Context, v *verdict, p tenant.Principal) {
 
 func (d *Deps) allowInto(ctx context.Context, v *verdict, keyID string, rate, burst int) {
 	v.err = d.Limiter.Allow(ctx, keyID, rate, burst)
-	v.ready.Store(true)
 	v.done.Done()
 }
 
@@ -363,120 +331,27 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 	d.runLeased(w, r, info, rt, c, lease, func() response { return d.run(ctx, rt, c) })
 }
 
-// serveClaimingOnWrite runs a POST of a ClaimOnWrite route under its
-// Idempotency-Key: the claim is prepared here and taken by the handler's
-// reservation (payments.Call.Claim), the rate limit's verdict is the
-// operation's Gate. Verdicts come in the usual order: a limited request
-// gets its 429 (a reservation made meanwhile is withdrawn, the claim
-// released), a held key its replay or 409/422, then the handler's own.
-func (d *Deps) serveClaimingOnWrite(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, limit *verdict) {
-	ctx := r.Context()
-	key, err := idempotency.ParseKey(r.Header.Get(idempotency.Header)) // sent once: singleHeaders
-	if err != nil {
-		writeError(w, info, limit.or(err))
-		return
-	}
-	scope, fp := c.Principal.MerchantID(), idempotency.Fingerprint(r.Method, r.URL.Path, c.Body)
-	rec, lease, err := d.Idem.Prepare(scope, key, fp)
-	if err != nil {
-		writeError(w, info, limit.or(err))
-		return
-	}
-	c.Call.Claim, c.Call.Gate = &rec, limit.gate
-	c.UpstreamKey = idempotency.UpstreamKey(scope, key, fp)
-	var resp response
-	ran := false
-	d.runLeased(w, r, info, rt, c, lease, func() response {
-		resp, ran = d.run(ctx, rt, c), true
-		if c.Claimed() {
-			return resp
-		}
-		return response{unclaimed: true}
-	})
-	if !ran || c.Claimed() {
-		return
-	}
-	// Nothing was claimed or written: the handler ended before its
-	// reservation, or its claim found the key held.
-	if lerr := limit.wait(); lerr != nil {
-		writeError(w, info, lerr)
-		return
-	}
-	if taken := (*idempotency.Taken)(nil); errors.As(resp.err, &taken) {
-		replay, herr := d.Idem.Held(taken.Existing, fp)
-		if herr != nil {
-			writeError(w, info, herr)
-			return
-		}
-		writeReplay(w, info, replay)
-		return
-	}
-	resp = d.settled(ctx, rt, c, resp)
-	info.PSPReference = resp.psp
-	resp.write(w, info)
-}
-
 // runLeased runs a request holding lease (run: the handler) and ends the
 // lease with its result: stored for replay when idempotency.Keep says so,
 // else released (also when the handler panicked, so a retry runs again
-// instead of waiting out the lease). A result marked unclaimed held no
-// lease: nothing is finished or written, the caller answers.
+// instead of waiting out the lease).
 func (d *Deps) runLeased(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, lease *idempotency.Lease, run func() response) {
 	ctx := r.Context()
 	finished := false
 	defer func() {
-		// A handler that panicked (recovered by wrap) releases the key, so
-		// a retry runs again instead of waiting out the lease.
 		if !finished {
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
 		}
 	}()
 	resp := run()
-	if resp.unclaimed {
-		finished = true
-		return
-	}
-	keep := idempotency.Keep(resp.status, c.UpstreamCalled())
-	stored := idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}
-	if c.AwaitsAnswer() {
-		// The record write stores the result with it (one step); when
-		// it could not, the result is stored after it, unless the write
-		// refused the call.
-		var ans *idempotency.Completion
-		if keep {
-			a := d.Idem.Completion(lease, stored)
-			ans = &a
-		}
-		c.Commit(ans)
-		if resp = d.settled(ctx, rt, c, resp); resp.err != nil { // refused: released, not stored
-			stored, keep = idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader}, false
-		}
-		if !c.AnswerStored() {
-			d.Idem.Finish(ctx, lease, stored, keep)
-		}
-		finished = true
-		info.PSPReference = resp.psp
-		resp.write(w, info)
-		return
-	}
 	info.PSPReference = resp.psp
 	// The result write runs alongside the handler's record writes (one
 	// round trip deep, not two); the response waits for both.
-	d.Idem.Finish(ctx, lease, stored, keep)
+	d.Idem.Finish(ctx, lease, idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader},
+		idempotency.Keep(resp.status, c.UpstreamCalled()))
 	finished = true
 	d.awaitRecords(ctx, rt, c)
 	resp.write(w, info)
-}
-
-// settled waits for the record writes of c (awaitRecords) and returns
-// resp, or the error the operation answers with instead when a record
-// write refused it (payments.Call.Refusal).
-func (d *Deps) settled(ctx context.Context, rt Route, c *Call, resp response) response {
-	d.awaitRecords(ctx, rt, c)
-	if err := c.Refusal(); err != nil {
-		return renderError(err)
-	}
-	return resp
 }
 
 // writeReplay answers with a stored response.
@@ -526,9 +401,6 @@ type response struct {
 	body   []byte
 	err    error // the error rendered, for the request log
 	psp    string
-	// unclaimed: a ClaimOnWrite handler ended without taking its claim
-	// (runLeased has no lease to finish).
-	unclaimed bool
 }
 
 func (resp response) write(w http.ResponseWriter, info *reqInfo) {

@@ -129,52 +129,26 @@ type Lease struct {
 // results is set: a Lease (run the request, then Finish), a Response to
 // replay, or an error (apperr.IdempotencyInFlight, apperr.IdempotencyMismatch, or a store failure).
 func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Response, error) {
-	rec, lease, err := s.Prepare(scope, key, fp)
-	if err != nil {
-		return nil, nil, err
-	}
-	existing, err := s.store.Claim(ctx, rec, s.clock.Now())
-	switch {
-	case err == nil:
-		return lease, nil, nil
-	case !errors.Is(err, storeerr.ErrConflict):
-		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
-	}
-	resp, err := s.Held(existing, fp)
-	return nil, resp, err
-}
-
-// Prepare is the claim of key for the request fingerprinted fp, not
-// written yet, and the lease it gives once written: Begin writes it
-// alone; a request whose first write is its reservation on a payment has
-// the payment store take it with that write (payments.Write.Claim), so
-// the two are one step. A claim that finds the key held is answered by
-// Held (Taken carries the record holding it).
-func (s *Service) Prepare(scope, key, fp string) (Record, *Lease, error) {
 	now := s.clock.Now()
 	token, err := newToken()
 	if err != nil {
-		return Record{}, nil, apperr.Wrap(apperr.Internal, "internal error", err)
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", err)
 	}
-	rec := Record{
+	existing, err := s.store.Claim(ctx, Record{
 		Scope: scope, Key: key, Fingerprint: fp, Status: StatusInProgress,
 		LeaseToken: token, LeaseUntil: now.Add(s.lease), ExpiresAt: now.Add(s.retention),
+	}, now)
+	switch {
+	case err == nil:
+		return &Lease{scope: scope, key: key, token: token}, nil, nil
+	case !errors.Is(err, storeerr.ErrConflict):
+		return nil, nil, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("claim idempotency key: %w", err))
+	case existing.Fingerprint != fp:
+		return nil, nil, apperr.New(apperr.IdempotencyMismatch, "Idempotency-Key was already used with a different request (method, path or body)")
+	case existing.Status == StatusCompleted && existing.Response != nil && now.Before(existing.ExpiresAt):
+		return nil, existing.Response, nil
 	}
-	return rec, &Lease{scope: scope, key: key, token: token}, nil
-}
-
-// Held is the answer to a claim for the request fingerprinted fp that
-// found its key held by existing: the response to replay, or
-// apperr.IdempotencyMismatch (another request used the key) or
-// apperr.IdempotencyInFlight.
-func (s *Service) Held(existing Record, fp string) (*Response, error) {
-	if existing.Fingerprint != fp {
-		return nil, apperr.New(apperr.IdempotencyMismatch, "Idempotency-Key was already used with a different request (method, path or body)")
-	}
-	if existing.Status == StatusCompleted && existing.Response != nil && s.clock.Now().Before(existing.ExpiresAt) {
-		return existing.Response, nil
-	}
-	return nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
+	return nil, nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
 }
 
 // Taken is the error of a claim written with another write (Prepare)
@@ -213,12 +187,6 @@ type Completion struct {
 	Scope, Key, LeaseToken string
 	Response               Response
 	ExpiresAt              time.Time
-}
-
-// Completion is l's completion with resp, stored for the retention period
-// from now.
-func (s *Service) Completion(l *Lease, resp Response) Completion {
-	return Completion{Scope: l.scope, Key: l.key, LeaseToken: l.token, Response: resp, ExpiresAt: s.clock.Now().Add(s.retention)}
 }
 
 // Keep reports whether a response must be stored: 2xx always; a 400 only

@@ -53,44 +53,46 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		facts.Amount = *resp.Amount
 	}
 	u := resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now())
-	if resp.MerchantReference == "" {
-		// The platform's answer (resultCode and pspReference): the payment
-		// is recorded create-first, without reading its head, with the
-		// merchant's answer in the same write (Call.Commit); a head found
-		// to exist is read then, and one of another site refuses the call
-		// (Call.Refusal).
-		s.recordWithAnswer(ctx, c, u, named.pendingOf(ref, m.ID, site.ID, resp.PSPReference))
-		return out, nil
+	// The record is written before the answer: finding the payment
+	// another site's refuses the call, with nothing recorded.
+	k := known{pending: named.pendingOf(ref, m.ID, site.ID, resp.PSPReference), createFirst: true}
+	if resp.MerchantReference != "" {
+		// An answer echoing the reference (the simulator's lenient
+		// answers, whose /payments named the pspReference too: the head
+		// exists): the head is read beside the pending record.
+		k = s.readForDetails(ctx, c, ref, resp.PSPReference, k.pending)
 	}
-	// An answer echoing the reference (the simulator's lenient answers,
-	// whose /payments named the pspReference too: the head exists): the
-	// head is read beside the pending record, then written.
+	if err := s.settle(ctx, u, k); errors.Is(err, errForeign) {
+		return PaymentResult{}, s.refuseForeignDetails(ctx, resp.PSPReference, site.ID)
+	} else if err != nil {
+		return PaymentResult{}, apperr.Wrap(apperr.Internal, "internal error", err)
+	}
+	return out, nil
+}
+
+// readForDetails reads payment psp's head and, unless read already
+// (pending), the pending record of reference ref.
+func (s *Service) readForDetails(ctx context.Context, c *Call, ref, psp string, pending *pendingRead) known {
 	var (
-		k           known
+		k           = known{pending: pending}
 		existing    Head
 		existingErr error
 		reads       sync.WaitGroup
 	)
-	reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, resp.PSPReference) })
-	if p := named.pendingOf(ref, m.ID, site.ID, resp.PSPReference); p != nil {
-		k.pending = p
-	} else if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, resp.PSPReference); err == nil {
-		k.pending = &pendingRead{head: pend, found: found}
+	reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, psp) })
+	if k.pending == nil {
+		if pend, found, err := pendingFor(ctx, s.store, c.Merchant.ID, c.Site.ID, ref, psp); err == nil {
+			k.pending = &pendingRead{head: pend, found: found}
+		}
 	}
 	reads.Wait()
 	switch err := existingErr; {
 	case err == nil:
 		k.head = &existing
 	case errors.Is(err, storeerr.ErrNotFound):
-		k.head = &Head{PSPReference: resp.PSPReference}
+		k.head = &Head{PSPReference: psp}
 	}
-	if existingErr == nil && (existing.MerchantID != m.ID || existing.SiteID != site.ID) {
-		return PaymentResult{}, s.refuseForeignDetails(ctx, resp.PSPReference, site.ID)
-	}
-	// A payment of another site found when it is applied (the read above
-	// failed) is refused then.
-	s.recordAfter(ctx, c, u, k)
-	return out, nil
+	return k
 }
 
 // namedPending is the pending record a details request names, as read

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -46,13 +45,6 @@ func answeredFact(e Entry) Fact {
 		a := e.Requested.Amount
 		f.Amount = &a
 	}
-	return f
-}
-
-// of is fact f as written by version v of its entry: a request made again
-// over one withdrawn, and its withdrawal, are lines of their own.
-func (f Fact) of(v int64) Fact {
-	f.ID += "#" + strconv.FormatInt(v, 10)
 	return f
 }
 

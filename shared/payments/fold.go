@@ -77,7 +77,7 @@ func (e Entry) status() opStatus {
 
 // failed reports a definitive refusal or a failure notified.
 func (e Entry) failed() bool {
-	if e.Answered != nil && (e.Answered.Outcome == Refused || e.Answered.Outcome == NotSent) {
+	if e.Answered != nil && e.Answered.Outcome == Refused {
 		return true
 	}
 	for _, n := range e.Notices {

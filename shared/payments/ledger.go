@@ -142,11 +142,6 @@ const (
 	// operation is in flight until the same call, repeated with the same
 	// idempotency key, gets the platform's answer (recover.go).
 	Unknown Outcome = "unknown"
-	// NotSent: the request was withdrawn before its call was sent (the
-	// caller was refused, e.g. rate limited, after its reservation was
-	// written): nothing happened, and the same request made again
-	// reserves anew.
-	NotSent Outcome = "not-sent"
 )
 
 // Entry is one operation of a payment and the facts known of it.

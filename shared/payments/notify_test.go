@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/memledger"
 )
@@ -33,11 +31,6 @@ type memStore struct {
 	accesses *[]string
 	// onRead, when set, runs after each GetPayment.
 	onRead func()
-	// results are the merchant's answers written with a record
-	// (Write.Result); refuseResults fails such a write as a lease no
-	// longer held does (storeerr.ErrConflict).
-	results       []idempotency.Completion
-	refuseResults bool
 }
 
 func (m *memStore) access(op, key string) {
@@ -85,21 +78,7 @@ func (m *memStore) Write(ctx context.Context, w payments.Write) error {
 		m.mu.Unlock()
 		return errors.New("store unavailable")
 	}
-	refuse := m.refuseResults
 	m.mu.Unlock()
-	if r := w.Result; r != nil { // memledger keeps no idempotency records: kept here
-		if refuse {
-			return storeerr.ErrConflict
-		}
-		w.Result = nil
-		if err := m.Store.Write(ctx, w); err != nil {
-			return err
-		}
-		m.mu.Lock()
-		m.results = append(m.results, *r)
-		m.mu.Unlock()
-		return nil
-	}
 	return m.Store.Write(ctx, w)
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
@@ -47,28 +46,9 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 	r := op.call
 	e := Entry{Ref: opPrefix + key, Kind: op.kind, Version: 1, Requested: &Request{Amount: r.Amount, Reference: r.Reference,
 		UpstreamKey: key, Account: r.MerchantAccount, Splits: r.Splits, LineItems: r.LineItems, At: s.clock.Now()}}
-	if err := c.pass(false); err != nil {
-		return ModificationResult{}, err // refused already: nothing written
-	}
-	e, wrote, err := s.reserve(ctx, c, psp, e, op.expect, op.why)
+	e, err := s.reserve(ctx, c, psp, e, op.expect, op.why)
 	if err != nil {
 		return ModificationResult{}, err
-	}
-	if err := c.pass(true); err != nil {
-		if !wrote {
-			// An earlier attempt's request, which may have been sent: it
-			// stays (its answer is learnt by a retry or by Recover).
-			return ModificationResult{}, err
-		}
-		werr := s.withdraw(context.WithoutCancel(ctx), psp, e, err)
-		if werr == nil {
-			return ModificationResult{}, err
-		}
-		// Not withdrawn, the request would stay in flight and Recover
-		// would send it later, unseen by the caller: it is sent now, and
-		// the caller gets its answer.
-		s.log.WarnContext(ctx, "request refused after its reservation and not withdrawn: sent anyway",
-			"pspReference", psp, "operation", e.Ref, "refusal", err.Error(), "err", werr.Error())
 	}
 	c.callUpstream()
 	k := known{entry: &e}
@@ -160,105 +140,46 @@ func answerUpdate(psp string, e Entry, resp ModificationAnswer, err error, at ti
 
 // reserve writes operation e's request on payment psp: the entry, its
 // fact and its contribution, guarded by expect (why explains a failed
-// guard), and with them the merchant's Idempotency-Key claim when c has
-// one (*idempotency.Taken when the key is held: nothing written). It
-// returns the entry written when this call wrote it (wrote: e, or e
-// written again over the same request withdrawn before its call), else
-// e as given: an earlier attempt of the same request wrote it (the claim
-// then taken alone), and it may have been sent.
+// guard). It returns the entry to call with: e, written now, or as given
+// when an earlier attempt of the same request wrote it (it may have been
+// sent: the call is repeated under the same key).
 func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, expect Expect,
-	why func(h Head) error) (_ Entry, wrote bool, _ error) {
+	why func(h Head) error) (Entry, error) {
 	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
-		return Entry{}, false, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+		return Entry{}, apperr.New(apperr.PaymentNotFound, "payment not found for this site")
 	}
 	expect.MerchantID, expect.SiteID = c.Merchant.ID, c.Site.ID
 	w := Write{PSP: psp, Delta: e.Contribution(), Expect: expect, At: e.Requested.At, Entries: []Entry{e},
-		Facts: []Fact{requestedFact(e)}, Claim: c.Claim}
+		Facts: []Fact{requestedFact(e)}}
 	for attempt := 1; ; attempt++ {
 		err := s.store.Write(ctx, w)
 		if err == nil {
-			c.claimed = c.claimed || w.Claim != nil
-			if len(w.Entries) == 0 {
-				return e, false, nil // the claim alone, over the entry an earlier attempt wrote
-			}
-			return w.Entries[0], true, nil
-		}
-		var taken *idempotency.Taken
-		if errors.As(err, &taken) {
-			return Entry{}, false, taken
+			return e, nil
 		}
 		if !errors.Is(err, storeerr.ErrConflict) {
-			return Entry{}, false, storeError(err)
+			return Entry{}, storeError(err)
 		}
 		h, err := Owned(ctx, s.store, c.Merchant, c.Site, psp)
 		if err != nil {
-			return Entry{}, false, err
+			return Entry{}, err
 		}
 		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
 		if err != nil {
-			return Entry{}, false, storeError(err)
+			return Entry{}, storeError(err)
 		}
 		if len(stored) > 0 {
-			// This operation's request, written by an earlier attempt:
-			// the claim alone when it is still to take, or the request
-			// again over one withdrawn before its call.
-			old := stored[0]
-			switch {
-			case old.Answered != nil && old.Answered.Outcome == NotSent:
-				again := e
-				again.Version = old.Version + 1
-				w.Entries, w.Delta, w.Facts = []Entry{again}, again.Contribution(), []Fact{requestedFact(again).of(again.Version)}
-			case c.Claim != nil && !c.claimed:
-				w = Write{PSP: psp, Expect: Expect{MerchantID: c.Merchant.ID, SiteID: c.Site.ID}, At: e.Requested.At, Claim: c.Claim}
-				continue
-			default:
-				return e, false, nil
-			}
+			return e, nil // this request, written by an earlier attempt
 		}
 		if !expect.Meets(h) {
 			if err := why(h); err != nil {
-				return Entry{}, false, err
+				return Entry{}, err
 			}
 		}
 		if attempt == maxReserveAttempts {
-			return Entry{}, false, storeError(fmt.Errorf("reserve %s on %s: %w", e.Ref, psp, ErrBusy))
+			return Entry{}, storeError(fmt.Errorf("reserve %s on %s: %w", e.Ref, psp, ErrBusy))
 		}
 		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
-			return Entry{}, false, storeError(err)
-		}
-	}
-}
-
-// withdraw answers operation e's request NotSent, its call never sent
-// (cause refused the caller after the request was written): its
-// contribution goes, and the same request made again reserves anew.
-func (s *Service) withdraw(ctx context.Context, psp string, e Entry, cause error) error {
-	for attempt := 1; ; attempt++ {
-		done := e
-		done.Version++
-		reason := cause.Error()
-		if ae := (*apperr.Error)(nil); errors.As(cause, &ae) {
-			reason = ae.Message
-		}
-		done.Answered = &Answer{Outcome: NotSent, Reason: reason, At: s.clock.Now()}
-		err := s.store.Write(ctx, Write{PSP: psp, Delta: done.Contribution().Sub(e.Contribution()), At: done.Answered.At,
-			Entries: []Entry{done}, Facts: []Fact{answeredFact(done).of(done.Version)}})
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
-		}
-		stored, err := s.store.GetEntries(ctx, psp, e.Ref)
-		if err != nil {
-			return err
-		}
-		if len(stored) == 0 || !stored[0].AwaitsAnswer() {
-			return nil // answered meanwhile (withdrawn by an earlier attempt)
-		}
-		e = stored[0]
-		if attempt == maxReserveAttempts {
-			return fmt.Errorf("withdraw %s on %s: %w", e.Ref, psp, ErrBusy)
-		}
-		if err := WaitToRetry(ctx, s.sleeper, attempt); err != nil {
-			return err
+			return Entry{}, storeError(err)
 		}
 	}
 }

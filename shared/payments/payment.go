@@ -139,21 +139,14 @@ func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error 
 		h := f.newHead(psp, u.At)
 		h.answered(u.Status)
 		h.UpdatedAt, h.Version = u.At, 1
-		w := Write{PSP: psp, Put: &h, Facts: []Fact{fact}}
-		if k.answer != nil {
-			w.Result = k.answer.ans // stored with the create, or not at all
-		}
-		err := st.Write(ctx, w)
+		err := st.Write(ctx, Write{PSP: psp, Put: &h, Facts: []Fact{fact}})
 		if !errors.Is(err, storeerr.ErrConflict) {
 			if err != nil {
 				return fmt.Errorf("record payment %s: %w", psp, err)
 			}
-			if k.answer != nil {
-				k.answer.stored = true
-			}
 			return nil
 		}
-		k.createFirst, k.answer = false, nil // the head exists: read it
+		k.createFirst = false // the head exists: read it
 	}
 	return updateResult(ctx, st, u, k, fact, pend, found)
 }
@@ -182,7 +175,7 @@ func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact F
 	if start == nil && k.createFirst {
 		start = &Head{PSPReference: psp}
 	}
-	err := updateHeadAnswering(ctx, st, psp, start, k.answer, func(h *Head) error {
+	err := updateHead(ctx, st, psp, start, func(h *Head) error {
 		stored := h.clone()
 		if h.Version == 0 {
 			*h = f.newHead(psp, u.At)
@@ -283,12 +276,6 @@ func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
 // the write creates it) instead of reading. fn returning ErrSkip writes
 // nothing.
 func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) error {
-	return updateHeadAnswering(ctx, st, psp, start, nil, fn, facts...)
-}
-
-// updateHeadAnswering is updateHead storing ans's answer with its first
-// write (one that starts from start; ans.stored once it did).
-func updateHeadAnswering(ctx context.Context, st Store, psp string, start *Head, ans *answerSlot, fn func(*Head) error, facts ...Fact) error {
 	for attempt := 1; ; attempt++ {
 		var h Head
 		var err error
@@ -308,14 +295,7 @@ func updateHeadAnswering(ctx context.Context, st Store, psp string, start *Head,
 			return err
 		}
 		next.PSPReference, next.Version = psp, h.Version+1
-		w := Write{PSP: psp, Put: &next, Facts: facts}
-		if attempt == 1 && start != nil && ans != nil {
-			w.Result = ans.ans
-		}
-		err = st.Write(ctx, w)
-		if err == nil && w.Result != nil {
-			ans.stored = true
-		}
+		err = st.Write(ctx, Write{PSP: psp, Put: &next, Facts: facts})
 		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}

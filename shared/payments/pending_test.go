@@ -3,16 +3,13 @@ package payments_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
 )
@@ -179,10 +176,8 @@ func TestPendingBoundByTheActionsPaymentData(t *testing.T) {
 // read before any write (while the platform answers, off the critical
 // path), never the payment's head: the answer (resultCode and pspReference,
 // the platform's shape) is written create-first, with the pending record
-// bound beside it (one step after the call), and with the merchant's
-// answer when the call is given one (Call.Commit). Only a create that
-// finds the head reads it: the same answer again reads it and writes
-// nothing more.
+// bound beside it (one step after the call). Only a create that finds the
+// head reads it: the same answer again reads it and writes nothing more.
 func TestDetailsReadBeforeTheyWrite(t *testing.T) {
 	pending := payments.PendingKey(merchant.ID, site.ID, "order-1")
 	for _, tc := range []struct {
@@ -248,9 +243,9 @@ func TestPendingRecordWrittenWithoutARead(t *testing.T) {
 }
 
 // Details whose answer names another site's payment, and no pending
-// record: the create-first write finds the head, reads it, and refuses the
-// call (Call.Refusal, after Wait) without recording anything; the
-// payment's own site's bare details record it as before.
+// record: the create-first write finds the head, reads it, and the call is
+// refused (payment not found) without recording anything; the payment's
+// own site's bare details record it as before.
 func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
 	f := pendingFixture(t)
 	f.details("order-1") // this site's payment, bound and recorded
@@ -258,66 +253,26 @@ func TestBareDetailsOfAnotherSitesPaymentAreRefused(t *testing.T) {
 	other := f.call()
 	other.Site.ID = "site_b"
 	accesses := f.st.record()
-	out, err := f.svc.SubmitDetails(f.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)})
-	if err != nil || out.PSPReference != psp {
-		t.Fatalf("SubmitDetails: %+v %v (the answer is returned before the record is written)", out, err)
-	}
-	if !other.AwaitsAnswer() {
-		t.Fatal("a bare details answer's record write does not wait for the merchant's answer")
+	_, err := f.svc.SubmitDetails(f.ctx, other, payments.DetailsInput{Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)})
+	if apperr.KindOf(err) != apperr.PaymentNotFound {
+		t.Fatalf("SubmitDetails: %v, want payment not found", err)
 	}
 	if err := other.Wait(); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	if err := other.Refusal(); apperr.KindOf(err) != apperr.PaymentNotFound {
-		t.Fatalf("Refusal = %v, want payment not found", err)
-	}
 	if got, want := accesses(), []string{"write " + psp, "read " + psp}; !slices.Equal(got, want) {
 		t.Fatalf("accesses %q, want %q (the create that finds the head, then its read)", got, want)
-	}
-	if other.AnswerStored() {
-		t.Fatal("the answer is reported stored")
 	}
 	if after := f.payment(); after.Version != before.Version || after.SiteID != site.ID {
 		t.Fatalf("another site's details changed the record: %+v, was %+v", after, before)
 	}
-	// The payment's own site: recorded, no refusal.
+	// The payment's own site: recorded.
 	own := f.call()
 	if _, err := f.svc.SubmitDetails(f.ctx, own, payments.DetailsInput{Details: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := own.Wait(); err != nil || own.Refusal() != nil {
-		t.Fatalf("own site's bare details: Wait %v, Refusal %v", err, own.Refusal())
-	}
-}
-
-// The merchant's answer handed to details' record write (Call.Commit) is
-// stored with the record's create, here from the pending record the
-// request names; a write whose answer's lease is no longer held fails,
-// and the record is written without it (AnswerStored false: the caller
-// stores the answer apart).
-func TestDetailsStoreTheirAnswerWithTheCreate(t *testing.T) {
-	for _, lost := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lease lost %v", lost), func(t *testing.T) {
-			f := pendingFixture(t)
-			f.st.refuseResults = lost
-			c := f.call()
-			if _, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{"threeDSResult":"eyJ0cmFuc1N0YXR1cyI6IlkifQ=="}`)}); err != nil {
-				t.Fatal(err)
-			}
-			ans := &idempotency.Completion{Scope: merchant.ID, Key: "k1", LeaseToken: "tok-1", ExpiresAt: t0.Add(time.Hour),
-				Response: idempotency.Response{Status: 200, Body: []byte(`{"resultCode":"Authorised"}`)}}
-			c.Commit(ans)
-			if err := c.Wait(); err != nil || c.Refusal() != nil {
-				t.Fatalf("Wait %v, Refusal %v", err, c.Refusal())
-			}
-			if c.AnswerStored() == lost || len(f.st.results) != map[bool]int{false: 1, true: 0}[lost] {
-				t.Fatalf("AnswerStored %v, answers written %+v", c.AnswerStored(), f.st.results)
-			}
-			if !lost && f.st.results[0].LeaseToken != "tok-1" {
-				t.Fatalf("answer written %+v", f.st.results[0])
-			}
-			f.wantBound(payments.StateAuthorised)
-		})
+	if err := own.Wait(); err != nil {
+		t.Fatalf("own site's bare details: Wait %v", err)
 	}
 }
 
@@ -332,11 +287,12 @@ func TestNamedDetailsOfAnotherSitesPaymentLeaveThePendingRecordUnbound(t *testin
 		t.Fatal(err)
 	}
 	c := f.call()
-	if _, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{}`)}); err != nil {
-		t.Fatal(err)
+	_, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{}`)})
+	if apperr.KindOf(err) != apperr.PaymentNotFound {
+		t.Fatalf("SubmitDetails: %v; want payment not found", err)
 	}
-	if err := c.Wait(); err != nil || apperr.KindOf(c.Refusal()) != apperr.PaymentNotFound {
-		t.Fatalf("Wait %v, Refusal %v; want payment not found", err, c.Refusal())
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
 	}
 	if h, err := f.st.GetPayment(f.ctx, psp); err != nil || h.Version != 1 || h.SiteID != "site_b" {
 		t.Fatalf("the other site's payment: %+v %v", h, err)

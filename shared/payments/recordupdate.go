@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -217,16 +216,6 @@ type known struct {
 	// createFirst: the head was not read (nor is it known): the record's
 	// first write creates it, and only a failed create reads it.
 	createFirst bool
-	// answer, when set, is the merchant's answer to store with that
-	// first write (Write.Result); its stored is set when it was.
-	answer *answerSlot
-}
-
-// answerSlot is the merchant's answer handed to a record write
-// (Call.Commit), and whether the write stored it.
-type answerSlot struct {
-	ans    *idempotency.Completion
-	stored bool
 }
 
 // pendingRead is the outcome of pendingFor.
@@ -335,16 +324,4 @@ func (s *Service) recordAfter(ctx context.Context, c *Call, u RecordUpdate, k kn
 	}
 	c.records.Add(1)
 	go (&settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u, k: k}).run()
-}
-
-// recordWithAnswer queues the record update u of a payment whose owner
-// was not read (a details answer of the platform's shape), starting from
-// its pending record as read (nil: read it when needed): started
-// by Call.Commit with the merchant's answer, which its create-only write
-// stores in the same step, or by Call.Wait without one. A payment found to
-// be another site's refuses the operation (Call.Refusal).
-func (s *Service) recordWithAnswer(ctx context.Context, c *Call, u RecordUpdate, pending *pendingRead) {
-	c.records.Add(1)
-	c.queued = append(c.queued, &settlement{ctx: context.WithoutCancel(ctx), s: s, c: c, u: u,
-		k: known{pending: pending, createFirst: true}, guarded: true})
 }
