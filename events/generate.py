@@ -181,8 +181,8 @@ def sqs_event():
 
 
 def schedule_event():
-    """The EventBridge scheduled event that starts the record updates
-    function's recovery pass (every minute)."""
+    """The EventBridge scheduled event that starts the recovery
+    function's pass (every minute)."""
     return {
         "version": "0",
         "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
@@ -191,26 +191,9 @@ def schedule_event():
         "account": ACCOUNT_ID,
         "time": "2025-11-23T10:00:00Z",
         "region": REGION,
-        "resources": ["arn:aws:events:%s:%s:rule/paysvc-test-RecordUpdatesFunctionRecover" % (REGION, ACCOUNT_ID)],
+        "resources": ["arn:aws:events:%s:%s:rule/paysvc-test-RecoveryFunctionRecover" % (REGION, ACCOUNT_ID)],
         "detail": {},
     }
-
-
-def record_updates_event():
-    """Two record updates the API functions deferred (shared/recordupdates
-    message format, version 1): the demo payment's /payments answer
-    (Authorised; creates or completes its record) and a session record."""
-    at = "2025-11-23T10:00:00Z"
-    payment = {"v": 1, "kind": "payment", "pspReference": PSP_REFERENCE, "status": "Authorised",
-               "payment": {"merchantId": MERCHANT_ID, "siteId": SITE_ID, "reference": "order-1002", "amount": AMOUNT,
-                           "authorisationType": "PreAuth", "captureMode": "manual", "paymentMethod": "visa"},
-               "at": at}
-    session = {"v": 1, "kind": "session",
-               "session": {"id": "CSDEMO0000000001", "merchantId": MERCHANT_ID, "siteId": SITE_ID, "reference": "order-1003",
-                           "amount": AMOUNT, "createdAt": at, "expiresAt": "2025-12-23T10:00:00Z"},
-               "at": at}
-    return sqs_records([(compact(payment), 1), (compact(session), 2)],
-                       "RecordUpdatesQueue", "ModificationsFunction", "7a1e0c2d-5b3f-4e6a-9c8d-21f0a7b3")
 
 
 AMOUNT = {"value": 1000, "currency": "EUR"}
@@ -351,8 +334,7 @@ EVENTS = {
         "success": "true",
     }, sign=False)),
     "sqs-deliveries.json": ("WebhookDispatcherFunction", sqs_event()),
-    "sqs-record-updates.json": ("RecordUpdatesFunction", record_updates_event()),
-    "schedule-recovery.json": ("RecordUpdatesFunction", schedule_event()),
+    "schedule-recovery.json": ("RecoveryFunction", schedule_event()),
 }
 
 

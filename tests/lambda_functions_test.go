@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -36,7 +35,6 @@ import (
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -106,14 +104,11 @@ type lambdaEnv struct {
 	sqs       *sqs.Client
 	queueURL  string
 	dlqURL    string
-	// the record updates queue and its DLQ
-	updatesURL    string
-	updatesDLQURL string
-	sim           *simulator.Simulator
-	simURL        string
-	daemon        *xrayDaemon
-	webhooks      *webhookReceiver
-	aws           *awsRecorder // each function's AWS calls, checked against its IAM role
+	sim       *simulator.Simulator
+	simURL    string
+	daemon    *xrayDaemon
+	webhooks  *webhookReceiver
+	aws       *awsRecorder // each function's AWS calls, checked against its IAM role
 	// canaryARN is the canary merchant's key secret of the smoke test
 	// (newCanary; "" until then).
 	canaryARN string
@@ -163,12 +158,8 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.updatesURL, e.updatesDLQURL, err = sqsupdates.CreateQueues(ctx, e.sqs, e.table+"-record-updates")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		for _, u := range []string{e.queueURL, e.dlqURL, e.updatesURL, e.updatesDLQURL} {
+		for _, u := range []string{e.queueURL, e.dlqURL} {
 			_, _ = e.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	})
@@ -256,9 +247,6 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		"PAYSVC_RATE_BURST":          "200",
 		"PAYSVC_QUEUE_URL":           e.queueURL,
 		"PAYSVC_DLQ_URL":             e.dlqURL,
-
-		"PAYSVC_RECORD_UPDATES_QUEUE_URL": e.updatesURL,
-		"PAYSVC_RECORD_UPDATES_DLQ_URL":   e.updatesDLQURL,
 
 		"PAYSVC_SMOKE_TARGETS":     e.smokeTargets,
 		"PAYSVC_CANARY_SECRET_ARN": e.canaryARN,
@@ -520,7 +508,7 @@ var lambdaSteps = []struct {
 	{"webhooks", (*lambdaRun).webhooks},
 	{"repeated-headers", (*lambdaRun).repeatedHeaders},
 	{"optional-bodies", (*lambdaRun).optionalBodies},
-	{"record-updates", (*lambdaRun).recordUpdates},
+	{"recovery", (*lambdaRun).recovery},
 	{"init-duration", (*lambdaRun).initDuration},
 	{"contract", (*lambdaRun).contract},
 	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
@@ -974,68 +962,9 @@ func (r *lambdaRun) dispatcher(t *testing.T) {
 	}
 }
 
-// recordUpdates: the record updates function applies the sample batch (the
-// demo payment's answer, a session record) without a failure, once however
-// often it comes; a message that can never apply goes to its DLQ, not back
-// to the queue.
-func (r *lambdaRun) recordUpdates(t *testing.T) {
-	f := r.need(t, "RecordUpdatesFunction")
-	batch := func(raw []byte) []string {
-		t.Helper()
-		payload, _ := f.invokeRaw(t, raw)
-		var resp struct {
-			BatchItemFailures []struct {
-				ItemIdentifier string `json:"itemIdentifier"`
-			} `json:"batchItemFailures"`
-		}
-		if err := json.Unmarshal(payload, &resp); err != nil || resp.BatchItemFailures == nil {
-			t.Fatalf("record updates answer %s (%v), want a batch response", payload, err)
-		}
-		var failed []string
-		for _, x := range resp.BatchItemFailures {
-			failed = append(failed, x.ItemIdentifier)
-		}
-		return failed
-	}
-	lookup := func() map[string]any {
-		t.Helper()
-		return wantStatus(t, r.record(r.need(t, "LookupsFunction").invoke(t, sampleEvent(t, "payment-lookup"))), http.StatusOK)
-	}
-	for range 2 { // applying it again changes nothing
-		if failed := batch(sampleEvent(t, "sqs-record-updates")); len(failed) != 0 {
-			t.Fatalf("sample batch: failed %v", failed)
-		}
-		b := lookup()
-		// Recorded once; an API answer never downgrades what the
-		// notifications recorded.
-		if tl := timeline(b); strings.Count(tl, "payment") != 1 || (r.fns["NotificationsFunction"] != nil && b["state"] != "Captured") {
-			t.Fatalf("the sample payment after its deferred answer: state %v, timeline %q", b["state"], tl)
-		}
-	}
-	// The sample session expired long ago (GetSession hides it): its item.
-	item, err := moto.DynamoClient(t, r.e.endpoint).GetItem(context.Background(), &dynamodb.GetItemInput{
-		TableName: aws.String(r.e.table),
-		Key: map[string]ddbtypes.AttributeValue{
-			"pk": &ddbtypes.AttributeValueMemberS{Value: "SESSION#CSDEMO0000000001"}, "sk": &ddbtypes.AttributeValueMemberS{Value: "META"},
-		},
-	})
-	if err != nil || len(item.Item) == 0 {
-		t.Fatalf("the sample session record: %v, %v", item, err)
-	}
-	r.recoveryPass(t, f)
-	malformed := editEvent(t, sampleEvent(t, "sqs-record-updates"), func(ev map[string]any) {
-		rec := ev["Records"].([]any)[0].(map[string]any)
-		rec["body"] = `{"v":1,"kind":"capture"}`
-		ev["Records"] = []any{rec}
-	})
-	if failed := batch(malformed); len(failed) != 0 {
-		t.Fatalf("a malformed update is dead-lettered, not retried: failed %v", failed)
-	}
-	res, err := r.e.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(r.e.updatesDLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-	if err != nil || len(res.Messages) != 1 || aws.ToString(res.Messages[0].Body) != `{"v":1,"kind":"capture"}` {
-		t.Fatalf("record updates DLQ: %+v, %v", res, err)
-	}
-}
+// recovery: the recovery function's sample event (its schedule) runs a
+// pass.
+func (r *lambdaRun) recovery(t *testing.T) { r.recoveryPass(t, r.need(t, "RecoveryFunction")) }
 
 // recoveryPass: the scheduled event runs a recovery pass. A capture of the
 // sample payment whose answer was lost ten minutes ago (its request in the
@@ -1147,7 +1076,7 @@ func (r *lambdaRun) requestLogsAndMetrics(t *testing.T) {
 			}
 		}
 		reqs := emfLines(f.h.Logs(), "Requests")
-		if len(reqs) == 0 && !sqsTriggered[id] {
+		if len(reqs) == 0 && !notBehindAPI[id] {
 			t.Errorf("%s: no EMF Requests metric", id)
 		}
 		for _, m := range reqs {
@@ -1295,11 +1224,11 @@ func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
 
 // upstreamCallers are the functions that call the upstream checkout API.
 var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
-	"RecordUpdatesFunction": true} // its recovery pass repeats calls whose answer was lost
+	"RecoveryFunction": true} // its recovery pass repeats calls whose answer was lost
 
 // secretReaders are the functions that read the upstream secret.
 var secretReaders = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
-	"NotificationsFunction": true, "RecordUpdatesFunction": true}
+	"NotificationsFunction": true, "RecoveryFunction": true}
 
 // testFunctionVersion is the published version the functions run as in
 // these tests (AWS_LAMBDA_FUNCTION_VERSION).

@@ -25,7 +25,6 @@ import (
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -279,13 +278,12 @@ func TestRunbookCoversEveryAlarm(t *testing.T) {
 
 // runbookStack is what a deployed stack has, on moto.
 type runbookStack struct {
-	endpoint, table, stack   string
-	queueURL, dlqURL         string
-	updatesURL, updatesDLQ   string
-	updatesDLQArn, secretARN string
-	deliveryID               string
-	ddb                      *dynamodb.Client
-	sqs                      *sqs.Client
+	endpoint, table, stack string
+	queueURL, dlqURL       string
+	secretARN              string
+	deliveryID             string
+	ddb                    *dynamodb.Client
+	sqs                    *sqs.Client
 }
 
 func newRunbookStack(t *testing.T) *runbookStack {
@@ -305,19 +303,11 @@ func newRunbookStack(t *testing.T) *runbookStack {
 	if st.queueURL, st.dlqURL, err = sqsqueue.CreateQueues(ctx, st.sqs, st.table+"-deliveries"); err != nil {
 		t.Fatal(err)
 	}
-	if st.updatesURL, st.updatesDLQ, err = sqsupdates.CreateQueues(ctx, st.sqs, st.table+"-record-updates"); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		for _, u := range []string{st.queueURL, st.dlqURL, st.updatesURL, st.updatesDLQ} {
+		for _, u := range []string{st.queueURL, st.dlqURL} {
 			_, _ = st.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	})
-	attrs, err := st.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(st.updatesDLQ), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.updatesDLQArn = attrs.Attributes["QueueArn"]
 	sm := secretsmanager.NewFromConfig(aws.Config{Region: moto.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(st.endpoint)})
 	secret, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("paysvc/" + st.stack + "/upstream"),
@@ -368,7 +358,6 @@ func (st *runbookStack) outputs(t *testing.T) map[string]string {
 	values := map[string]string{
 		"AWS::StackName": st.stack, "AWS::Region": moto.Region, "Environment": "test",
 		"PaymentsTable": st.table, "DeliveriesQueue": st.queueURL, "DeliveriesDLQ": st.dlqURL,
-		"RecordUpdatesQueue": st.updatesURL, "RecordUpdatesDLQ": st.updatesDLQ, "RecordUpdatesDLQ.Arn": st.updatesDLQArn,
 		"ServerlessDeploymentApplication": st.stack + "-ServerlessDeploymentApplication-RB",
 		"UpstreamSecretArn":               st.secretARN, "CanaryKeySecretArn": "",
 	}

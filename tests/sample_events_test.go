@@ -13,8 +13,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/yp/paysvc/shared/recordupdates"
 )
 
 // Documented in events/README.md.
@@ -220,7 +218,7 @@ func TestSampleNotificationSignatures(t *testing.T) {
 }
 
 // TestSampleSQSEvents: the SQS samples are batches as the trigger passes
-// them, each body a message of its queue: delivery jobs, record updates.
+// them, each body a message of its queue: delivery jobs.
 func TestSampleSQSEvents(t *testing.T) {
 	for _, tc := range []struct {
 		file string
@@ -235,10 +233,6 @@ func TestSampleSQSEvents(t *testing.T) {
 				return fmt.Errorf("not a delivery job (%v)", err)
 			}
 			return nil
-		}},
-		{"sqs-record-updates.json", func(body string) error {
-			_, err := recordupdates.Decode([]byte(body))
-			return err
 		}},
 	} {
 		raw, err := os.ReadFile(filepath.Join(repoRoot, "events", tc.file))

@@ -26,7 +26,7 @@ var smokeKinds = map[string]smoketest.Kind{
 	"ConfigFunction": smoketest.KindConfig, "SessionsFunction": smoketest.KindSessions, "PaymentsFunction": smoketest.KindPayments,
 	"ModificationsFunction": smoketest.KindModifications, "LookupsFunction": smoketest.KindLookups, "WebhooksFunction": smoketest.KindWebhooks,
 	"NotificationsFunction": smoketest.KindNotifications, "WebhookDispatcherFunction": smoketest.KindDispatcher,
-	"RecordUpdatesFunction": smoketest.KindRecordUpdates,
+	"RecoveryFunction": smoketest.KindRecovery,
 }
 
 // TestLambdaSmokeTestGatesDeployments runs the smoke test function's real
@@ -150,7 +150,7 @@ func TestLambdaSmokeTestGatesDeployments(t *testing.T) {
 	if !paid {
 		t.Error("no test payment was sent to the payments function")
 	}
-	for _, q := range []string{e.dlqURL, e.updatesDLQURL} {
+	for _, q := range []string{e.dlqURL} {
 		if n := sqsDepth(t, e.sqs, q); n != 0 {
 			t.Errorf("the probes left %d messages in %s", n, q)
 		}

@@ -347,7 +347,7 @@ func TestTemplateAlarmsHaveARunbookEntry(t *testing.T) {
 		t.Errorf("composite alarm components %v, want notifications-silent's two", composed)
 	}
 	for _, n := range []string{"dynamodb-throttles", "dynamodb-system-errors", "deliveries-queue-age", "api-latency-p99",
-		"notifications-401-rate", "api-5xx-rate", "deliveries-dlq", "record-updates-queue-age", "notifications-unroutable",
+		"notifications-401-rate", "api-5xx-rate", "deliveries-dlq", "notifications-unroutable",
 		"notifications-silent", "merchant-api-401-surge", "merchant-api-429-surge", "account-concurrency", "upstream-secret-age",
 		"payments-upstream-latency-p99", "payments-upstream-error-rate", "payments-version-5xx", "payments-version-errors"} {
 		if !names[n] {

@@ -159,7 +159,7 @@ var rollbackAlarms = map[string][]string{
 	"WebhooksFunction":          {"WebhooksVersionErrorsAlarm", "WebhooksVersion5xxAlarm"},
 	"NotificationsFunction":     {"NotificationsVersionErrorsAlarm", "NotificationsVersion5xxAlarm", "Notification401RateAlarm"},
 	"WebhookDispatcherFunction": {"WebhookDispatcherVersionErrorsAlarm"},
-	"RecordUpdatesFunction":     {"RecordUpdatesVersionErrorsAlarm"},
+	"RecoveryFunction":          {"RecoveryVersionErrorsAlarm"},
 }
 
 // TestTemplateDeploysThroughTheAlias: API Gateway and the SQS trigger invoke
@@ -331,16 +331,14 @@ func (e *expanded) updatePolicy(id string) map[string]any {
 // TestTemplateDispatcherConcurrencyIsCapped: the dispatcher can never take
 // more than DispatcherConcurrency instances (SQS MaximumConcurrency), and a
 // reservation, when set, is at least that (else the poller is throttled).
-// The record updates function is capped too, at a fixed few.
 func TestTemplateDispatcherConcurrencyIsCapped(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	maps := exp.ofType("AWS::Lambda::EventSourceMapping")
 	want := map[string]string{
 		"WebhookDispatcherFunctionDeliveries": `{"Ref":"DispatcherConcurrency"}`,
-		"RecordUpdatesFunctionRecordUpdates":  `5`,
 	}
 	if len(maps) != len(want) {
-		t.Fatalf("event source mappings: %v, want the dispatcher's and the record updates function's", maps)
+		t.Fatalf("event source mappings: %v, want the dispatcher's", maps)
 	}
 	for id, m := range maps {
 		sc, _ := m.Properties["ScalingConfig"].(map[string]any)

@@ -179,8 +179,6 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 		`{"Fn::Sub":"${PaymentsTable.Arn}/index/gsi2"}`: e.table + "/index/gsi2",
 		`{"Fn::GetAtt":["DeliveriesQueue","Arn"]}`:      e.queueURL,
 		`{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}`:        e.dlqURL,
-		`{"Fn::GetAtt":["RecordUpdatesQueue","Arn"]}`:   e.updatesURL,
-		`{"Fn::GetAtt":["RecordUpdatesDLQ","Arn"]}`:     e.updatesDLQURL,
 		`{"Ref":"UpstreamSecretArn"}`:                   e.secretARN,
 		`{"Ref":"CanaryKeySecretArn"}`:                  e.canaryARN,
 	}

@@ -72,16 +72,14 @@ func (s statement) leadingKeys() []string {
 // secret.
 // stackQueues are the queues of this stack, as a statement's resources.
 var stackQueues = map[string]bool{
-	`[{"Fn::GetAtt":["DeliveriesQueue","Arn"]}]`:    true,
-	`[{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}]`:      true,
-	`[{"Fn::GetAtt":["RecordUpdatesQueue","Arn"]}]`: true,
-	`[{"Fn::GetAtt":["RecordUpdatesDLQ","Arn"]}]`:   true,
+	`[{"Fn::GetAtt":["DeliveriesQueue","Arn"]}]`: true,
+	`[{"Fn::GetAtt":["DeliveriesDLQ","Arn"]}]`:   true,
 }
 
 func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	roles := roleStatements(t, exp)
-	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "RecordUpdatesRole", "SessionsRole", "SmokeTestRole", "WebhookDispatcherRole", "WebhooksRole"}
+	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "RecoveryRole", "SessionsRole", "SmokeTestRole", "WebhookDispatcherRole", "WebhooksRole"}
 	var got []string
 	for id := range exp.ofType("AWS::IAM::Role") {
 		got = append(got, id)
@@ -163,16 +161,15 @@ func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 			}
 		}
 	}
-	// Only the functions that call the upstream (the record updates
-	// function's recovery pass does) or verify its notifications read the
-	// secret.
+	// Only the functions that call the upstream (the recovery pass does)
+	// or verify its notifications read the secret.
 	for role, sts := range roles {
 		reads := false
 		for _, s := range sts {
 			reads = reads || jsonText(s.resources) == `[{"Ref":"UpstreamSecretArn"}]`
 		}
 		want := role == "SessionsRole" || role == "PaymentsRole" || role == "ModificationsRole" || role == "NotificationsRole" ||
-			role == "RecordUpdatesRole"
+			role == "RecoveryRole"
 		if reads != want {
 			t.Errorf("%s reads the upstream secret: %v, want %v", role, reads, want)
 		}

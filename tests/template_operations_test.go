@@ -79,13 +79,6 @@ func TestTemplateSilentFailuresHaveAlarms(t *testing.T) {
 		return r.Properties
 	}
 
-	t.Run("record updates queue age", func(t *testing.T) {
-		m := alarmMetrics(props("RecordUpdatesQueueAgeAlarm"))
-		if len(m) != 1 || m[0].Name != "ApproximateAgeOfOldestMessage" || m[0].Dims["QueueName"] != `{"Fn::GetAtt":["RecordUpdatesQueue","QueueName"]}` {
-			t.Errorf("RecordUpdatesQueueAgeAlarm reads %+v", m)
-		}
-	})
-
 	t.Run("upstream error ratio and p99 latency per endpoint", func(t *testing.T) {
 		for fn, calls := range upstreamEndpoints {
 			short := strings.TrimSuffix(fn, "Function")
@@ -269,7 +262,7 @@ func TestTemplateAlarmsFitCloudWatchLimits(t *testing.T) {
 var sizing = map[string]int{
 	"ConfigFunction": 256, "SessionsFunction": 512, "PaymentsFunction": 512, "ModificationsFunction": 512,
 	"LookupsFunction": 256, "WebhooksFunction": 256, "NotificationsFunction": 512, "WebhookDispatcherFunction": 256,
-	"RecordUpdatesFunction": 128, "SmokeTestFunction": 128,
+	"RecoveryFunction": 128, "SmokeTestFunction": 128,
 }
 
 var sizingRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+Function)` \\| ([0-9]+) MB \\|")
@@ -354,7 +347,6 @@ func TestTemplateOperatorOutputs(t *testing.T) {
 	env := jsonText(exp.Outputs["OperatorEnvironment"]["Value"])
 	for _, want := range []string{"export ", "STACK=${AWS::StackName}", "PAYSVC_STORE=dynamo", "PAYSVC_ENVIRONMENT=${Environment}",
 		"PAYSVC_TABLE=${PaymentsTable}", "PAYSVC_QUEUE_URL=${DeliveriesQueue}", "PAYSVC_DLQ_URL=${DeliveriesDLQ}",
-		"PAYSVC_RECORD_UPDATES_DLQ_URL=${RecordUpdatesDLQ}", "RECORD_UPDATES_DLQ_ARN=${RecordUpdatesDLQ.Arn}",
 		"DEPLOY_APP=${ServerlessDeploymentApplication}", "FN_PAYMENTS=${PaymentsFunction}", "FN_SMOKETEST=${SmokeTestFunction}"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("OperatorEnvironment lacks %s: %s", want, env)

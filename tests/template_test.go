@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 )
 
 // The routes of docs/architecture.md, and the function serving each.
@@ -45,7 +43,7 @@ var wantFunctions = map[string]string{
 	"WebhooksFunction":          "webhooks",
 	"NotificationsFunction":     "notifications",
 	"WebhookDispatcherFunction": "dispatcher",
-	"RecordUpdatesFunction":     "recordupdates",
+	"RecoveryFunction":          "recovery",
 	"SmokeTestFunction":         "smoketest",
 }
 
@@ -243,7 +241,7 @@ func TestTemplateFunctionsAndBuildSettings(t *testing.T) {
 			t.Errorf("%s: Metadata.BuildMethod = %v, want makefile", id, fn.Metadata["BuildMethod"])
 		}
 		timeout, _ := tpl.prop(fn, "Timeout").(float64)
-		if !sqsTriggered[id] && id != smokeTestFunction && (timeout <= 0 || timeout > 29) {
+		if !notBehindAPI[id] && id != smokeTestFunction && (timeout <= 0 || timeout > 29) {
 			t.Errorf("%s: Timeout = %v, want 1..29 s (API Gateway integration limit)", id, timeout)
 		}
 		logging, _ := fn.Properties["LoggingConfig"].(map[string]any)
@@ -300,54 +298,22 @@ func TestTemplateDispatcherQueueSettings(t *testing.T) {
 	}
 }
 
-// sqsTriggered are the functions an SQS queue invokes (not API Gateway).
-var sqsTriggered = map[string]bool{"WebhookDispatcherFunction": true, "RecordUpdatesFunction": true}
+// notBehindAPI are the functions a queue or a schedule invokes (not API
+// Gateway).
+var notBehindAPI = map[string]bool{"WebhookDispatcherFunction": true, "RecoveryFunction": true}
 
-// TestTemplateRecordUpdatesQueueSettings: the record updates function reads
-// its queue in batches with partial failures, the queue's settings are the
-// ones sqsupdates counts on (its backoff, the redrive after
-// MaxReceiveCount, visibility >= 6 x the timeout), both queues are
-// encrypted, the DLQ keeps messages 14 days and is alarmed, and only the
-// functions that settle records may send to the queue.
-func TestTemplateRecordUpdatesQueueSettings(t *testing.T) {
+// TestTemplateRecoverySchedule: the recovery function runs a pass every
+// minute on its schedule, and nothing else invokes it.
+func TestTemplateRecoverySchedule(t *testing.T) {
 	tpl := loadTemplate(t)
-	fn := tpl.Resources["RecordUpdatesFunction"]
-	var sqsEv map[string]any
-	for _, ev := range events(fn) {
-		if ev["Type"] == "SQS" {
-			sqsEv, _ = ev["Properties"].(map[string]any)
-		}
+	evs := events(tpl.Resources["RecoveryFunction"])
+	if len(evs) != 1 {
+		t.Fatalf("RecoveryFunction events %v, want its schedule alone", evs)
 	}
-	if sqsEv == nil || !reflect.DeepEqual(sqsEv["Queue"], map[string]any{"Fn::GetAtt": []any{"RecordUpdatesQueue", "Arn"}}) ||
-		!reflect.DeepEqual(sqsEv["FunctionResponseTypes"], []any{"ReportBatchItemFailures"}) {
-		t.Fatalf("RecordUpdatesFunction SQS event %v, want RecordUpdatesQueue with ReportBatchItemFailures", sqsEv)
-	}
-	timeout, _ := tpl.prop(fn, "Timeout").(float64)
-	q := tpl.Resources["RecordUpdatesQueue"].Properties
-	dlq := tpl.Resources["RecordUpdatesDLQ"].Properties
-	if visibility, _ := q["VisibilityTimeout"].(float64); timeout < 25 || visibility < 6*timeout {
-		t.Errorf("record updates timeout %v s (an update retries conflicts ~25 s) and visibility %v s (>= 6x)", timeout, visibility)
-	}
-	redrive, _ := q["RedrivePolicy"].(map[string]any)
-	if redrive["maxReceiveCount"] != float64(sqsupdates.MaxReceiveCount) ||
-		!reflect.DeepEqual(redrive["deadLetterTargetArn"], map[string]any{"Fn::GetAtt": []any{"RecordUpdatesDLQ", "Arn"}}) {
-		t.Errorf("redrive %v, want RecordUpdatesDLQ after sqsupdates.MaxReceiveCount (%d)", redrive, sqsupdates.MaxReceiveCount)
-	}
-	if q["SqsManagedSseEnabled"] != true || dlq["SqsManagedSseEnabled"] != true {
-		t.Error("record updates queues must be encrypted like the deliveries queue")
-	}
-	if dlq["MessageRetentionPeriod"] != float64(14*24*3600) {
-		t.Errorf("DLQ retention = %v, want 14 days", dlq["MessageRetentionPeriod"])
-	}
-	alarm := tpl.Resources["RecordUpdatesDLQAlarm"].Properties
-	if !strings.Contains(jsonText(alarm["Dimensions"]), "RecordUpdatesDLQ") || alarm["MetricName"] != "ApproximateNumberOfMessagesVisible" {
-		t.Errorf("RecordUpdatesDLQAlarm %v, want messages visible in RecordUpdatesDLQ", alarm)
-	}
-	for id, f := range tpl.functions() {
-		env := tpl.envVars(f)
-		settles := id == "SessionsFunction" || id == "PaymentsFunction" || id == "ModificationsFunction" || id == "RecordUpdatesFunction"
-		if (env["PAYSVC_RECORD_UPDATES_QUEUE_URL"] != nil) != settles {
-			t.Errorf("%s: PAYSVC_RECORD_UPDATES_QUEUE_URL %v", id, env["PAYSVC_RECORD_UPDATES_QUEUE_URL"])
+	for _, ev := range evs {
+		props, _ := ev["Properties"].(map[string]any)
+		if ev["Type"] != "Schedule" || props["Schedule"] != "rate(1 minute)" {
+			t.Fatalf("RecoveryFunction event %v, want a Schedule of rate(1 minute)", ev)
 		}
 	}
 }

@@ -244,24 +244,22 @@ func newColdEnv(t *section, root string) (*coldEnv, error) {
 		}
 	}()
 	return &coldEnv{rt: rt, root: root, env: map[string]string{
-		"PAYSVC_ENVIRONMENT":              "test",
-		"PAYSVC_STORE":                    "dynamo",
-		"PAYSVC_TABLE":                    rt.table,
-		"PAYSVC_LOG_LEVEL":                "info",
-		"PAYSVC_UPSTREAM_URL":             rt.sim.URL + rt.sim.Sim.BasePath(),
-		"PAYSVC_UPSTREAM_SECRET_ARN":      aws.ToString(out.ARN),
-		"PAYSVC_UPSTREAM_TIMEOUT":         "10s",
-		"PAYSVC_RATE_PER_SECOND":          "100",
-		"PAYSVC_RATE_BURST":               "200",
-		"PAYSVC_QUEUE_URL":                rt.queueURL,
-		"PAYSVC_DLQ_URL":                  rt.dlqURL,
-		"PAYSVC_RECORD_UPDATES_QUEUE_URL": rt.updatesURL,
-		"PAYSVC_RECORD_UPDATES_DLQ_URL":   rt.updatesDLQURL,
-		"PAYSVC_WEBHOOK_ALLOW_LOCAL":      "true", // the webhook receiver is on 127.0.0.1
-		"AWS_ENDPOINT_URL":                rt.endpoint,
-		"AWS_ACCESS_KEY_ID":               "test",
-		"AWS_SECRET_ACCESS_KEY":           "test",
-		"AWS_XRAY_DAEMON_ADDRESS":         udp.LocalAddr().String(),
+		"PAYSVC_ENVIRONMENT":         "test",
+		"PAYSVC_STORE":               "dynamo",
+		"PAYSVC_TABLE":               rt.table,
+		"PAYSVC_LOG_LEVEL":           "info",
+		"PAYSVC_UPSTREAM_URL":        rt.sim.URL + rt.sim.Sim.BasePath(),
+		"PAYSVC_UPSTREAM_SECRET_ARN": aws.ToString(out.ARN),
+		"PAYSVC_UPSTREAM_TIMEOUT":    "10s",
+		"PAYSVC_RATE_PER_SECOND":     "100",
+		"PAYSVC_RATE_BURST":          "200",
+		"PAYSVC_QUEUE_URL":           rt.queueURL,
+		"PAYSVC_DLQ_URL":             rt.dlqURL,
+		"PAYSVC_WEBHOOK_ALLOW_LOCAL": "true", // the webhook receiver is on 127.0.0.1
+		"AWS_ENDPOINT_URL":           rt.endpoint,
+		"AWS_ACCESS_KEY_ID":          "test",
+		"AWS_SECRET_ACCESS_KEY":      "test",
+		"AWS_XRAY_DAEMON_ADDRESS":    udp.LocalAddr().String(),
 	}}, nil
 }
 
@@ -393,19 +391,13 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 			EventSourceARN: "arn:aws:sqs:" + motoserver.Region + ":123456789012:bench-deliveries", AWSRegion: motoserver.Region,
 		}}})
 		return b, "SQS batch of 1 delivery (webhook POST to 127.0.0.1)", err
-	case "recordupdates":
-		// The sample's deferred session record, under a new session id.
-		ev, err := c.sampleEvent("sqs-record-updates")
+	case "recovery":
+		ev, err := c.sampleEvent("schedule-recovery")
 		if err != nil {
 			return nil, "", err
 		}
-		rec := ev["Records"].([]any)[1].(map[string]any)
-		rec["messageId"] = fmt.Sprintf("bench-%d", c.seq)
-		rec["body"] = strings.ReplaceAll(rec["body"].(string), "CSDEMO0000000001", fmt.Sprintf("CSBENCH%09d", c.seq))
-		ev["Records"] = []any{rec}
-		c.seq++
 		b, err := json.Marshal(ev)
-		return b, "SQS batch of 1 deferred record update (a session record)", err
+		return b, "scheduled recovery pass", err
 	case "echo":
 		return []byte(`{"mode":"echo","msg":"bench"}`), "echo event", nil
 	}

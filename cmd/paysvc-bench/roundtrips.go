@@ -38,7 +38,6 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
@@ -470,8 +469,6 @@ type rtEnv struct {
 	table       string
 	queueURL    string
 	dlqURL      string
-	// the record updates queue and its DLQ (the record updates function's)
-	updatesURL, updatesDLQURL string
 }
 
 // newRTEnv builds the stores, upstream and handlers the way shared/app
@@ -504,10 +501,6 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
 	if err != nil {
 		return nil, fmt.Errorf("create queues: %w", err)
-	}
-	uURL, uDLQURL, err := sqsupdates.CreateQueues(ctx, sqsClient, table+"-record-updates")
-	if err != nil {
-		return nil, fmt.Errorf("create record updates queues: %w", err)
 	}
 	clk := clock.System{}
 	st := dynamo.New(ddb, table, clk)
@@ -589,7 +582,6 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	return &rtEnv{
 		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, hookFailing: failing, queue: q, key: demo.APIKeys[0].Key, deps: d,
 		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
-		updatesURL: uURL, updatesDLQURL: uDLQURL,
 		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
 			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
 		receiver: &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{

@@ -20,7 +20,6 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/yp/paysvc/shared/clock"
@@ -33,8 +32,6 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/ratelimit"
-	"github.com/yp/paysvc/shared/recordupdates"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/sdkbody"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/embedded"
@@ -69,9 +66,6 @@ type Stores struct {
 	// deliveries in pages (the lookups).
 	History       History
 	DeliveryPages lookup.Deliveries
-	// RecordUpdates keeps the record updates the API deferred (embedded
-	// store only; SQS keeps them in AWS).
-	RecordUpdates recordupdates.Store
 	closeFn       func() error
 }
 
@@ -143,7 +137,7 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 			return nil, err
 		}
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
-			History: st, DeliveryPages: st, RecordUpdates: st, closeFn: st.Close}, nil
+			History: st, DeliveryPages: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
 		ac, err := AWSConfig(ctx)
 		if err != nil {
@@ -205,7 +199,7 @@ type App struct {
 	SecretCache *SecretCache // nil without PAYSVC_UPSTREAM_SECRET_ARN
 	Deps        *httpapi.Deps
 	// Payments is the payments service the API runs on (also the one whose
-	// Recover the record updates function and the local server run).
+	// Recover the recovery function and the local server run).
 	Payments *payments.Service
 	// Metrics (EMF) and Tracer (X-Ray) are set in Lambda, nil locally; both
 	// are no-ops when nil. Webhook code reports deliveries with
@@ -214,12 +208,6 @@ type App struct {
 	Tracer  *tracing.Tracer
 
 	dynamoOpts []dynamo.Option // WithDynamoOptions
-	// Pending keeps the record updates the payments service could not
-	// apply (docs/payments.md). LocalUpdates is set when they are kept in
-	// the embedded store: whoever serves the API runs it (the local
-	// server); nil with SQS, whose consumer is the record updates function.
-	Pending      payments.PendingUpdates
-	LocalUpdates *recordupdates.Local
 }
 
 // Option configures New.
@@ -268,11 +256,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	}
 	up := upstream.New(upstream.Config{BaseURL: cfg.UpstreamURL, APIKey: secrets.APIKey, Timeout: cfg.UpstreamTimeout,
 		HTTPClient: a.upstreamHTTPClient()})
-	if err := a.openPending(ctx, stores); err != nil {
-		_ = stores.Close()
-		return nil, err
-	}
-	svc := payments.NewService(stores.Payments, connector.New(up), clk, log).DeferUpdatesTo(a.Pending)
+	svc := payments.NewService(stores.Payments, connector.New(up), clk, log)
 	a.Payments = svc
 	if a.Metrics != nil {
 		svc.CountRecordUpdates(a.Metrics)
@@ -294,26 +278,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	}
 	a.Stores, a.Secrets, a.Deps = stores, secrets, d
 	return a, nil
-}
-
-// openPending sets a.Pending: the record updates queue (SQS) when
-// PAYSVC_RECORD_UPDATES_QUEUE_URL is set, else the embedded store's
-// bucket (Local), else none (a DynamoDB store without the queue: an update
-// the API cannot apply is lost, as the log and RecordUpdatesLost say).
-func (a *App) openPending(ctx context.Context, stores *Stores) error {
-	switch {
-	case a.Config.RecordUpdatesURL != "":
-		ac, err := AWSConfig(ctx)
-		if err != nil {
-			return err
-		}
-		a.Tracer.InstrumentAWS(&ac)
-		a.Pending = sqsupdates.New(sqs.NewFromConfig(ac), a.Config.RecordUpdatesURL, a.Config.RecordUpdatesDLQURL)
-	case stores.RecordUpdates != nil:
-		a.LocalUpdates = recordupdates.NewLocal(stores.RecordUpdates, stores.Payments, a.Clock, a.Log)
-		a.Pending = a.LocalUpdates
-	}
-	return nil
 }
 
 // upstreamHTTPClient is the upstream client's HTTP client with metrics,

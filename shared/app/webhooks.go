@@ -21,7 +21,6 @@ import (
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
@@ -58,10 +57,9 @@ func OpenQueues(ctx context.Context, cfg config.Config, stores *Stores, clk cloc
 	return &Queues{Queue: q, DeadLetters: q, Local: q}, nil
 }
 
-// EnsureQueues creates the deliveries queue and the record updates queue,
-// each with its DLQ, on the configured AWS endpoint when the dynamo store
-// runs locally without PAYSVC_QUEUE_URL (moto), and sets their URLs in cfg.
-// In AWS the template owns the queues.
+// EnsureQueues creates the deliveries queue and its DLQ on the configured
+// AWS endpoint when the dynamo store runs locally without PAYSVC_QUEUE_URL
+// (moto), and sets their URLs in cfg. In AWS the template owns the queues.
 func EnsureQueues(ctx context.Context, cfg *config.Config) error {
 	if cfg.Store != config.StoreDynamo || cfg.QueueURL != "" {
 		return nil
@@ -71,12 +69,7 @@ func EnsureQueues(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	client := sqs.NewFromConfig(ac)
-	if cfg.QueueURL, cfg.DLQURL, err = sqsqueue.CreateQueues(ctx, client, cfg.Table+"-deliveries"); err != nil {
-		return err
-	}
-	if cfg.RecordUpdatesURL == "" {
-		cfg.RecordUpdatesURL, cfg.RecordUpdatesDLQURL, err = sqsupdates.CreateQueues(ctx, client, cfg.Table+"-record-updates")
-	}
+	cfg.QueueURL, cfg.DLQURL, err = sqsqueue.CreateQueues(ctx, client, cfg.Table+"-deliveries")
 	return err
 }
 

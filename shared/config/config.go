@@ -46,13 +46,6 @@ type Config struct {
 
 	QueueURL string // PAYSVC_QUEUE_URL: SQS deliveries queue
 	DLQURL   string // PAYSVC_DLQ_URL: SQS dead-letter queue
-	// RecordUpdatesURL (PAYSVC_RECORD_UPDATES_QUEUE_URL) is the SQS queue
-	// of record updates the API could not apply (docs/payments.md);
-	// RecordUpdatesDLQURL (PAYSVC_RECORD_UPDATES_DLQ_URL) its dead-letter
-	// queue (the consumer function only). Unset with the embedded store:
-	// the local server keeps them in the store.
-	RecordUpdatesURL    string
-	RecordUpdatesDLQURL string
 	// WebhookAllowLocal (PAYSVC_WEBHOOK_ALLOW_LOCAL=true) lets webhooks go
 	// to http(s) targets on localhost/127.0.0.1, any port: development
 	// only, refused in the live environment, logged as a warning.
@@ -101,10 +94,8 @@ func FromEnv(getenv func(string) string, defaultStore string) (Config, error) {
 		QueueURL: getenv("PAYSVC_QUEUE_URL"),
 		DLQURL:   getenv("PAYSVC_DLQ_URL"),
 
-		RecordUpdatesURL:    getenv("PAYSVC_RECORD_UPDATES_QUEUE_URL"),
-		RecordUpdatesDLQURL: getenv("PAYSVC_RECORD_UPDATES_DLQ_URL"),
-		Addr:                or(getenv("PAYSVC_ADDR"), "127.0.0.1:3000"),
-		SeedFile:            getenv("PAYSVC_SEED_FILE"),
+		Addr:     or(getenv("PAYSVC_ADDR"), "127.0.0.1:3000"),
+		SeedFile: getenv("PAYSVC_SEED_FILE"),
 	}
 	var err error
 	if c.Environment != tenant.EnvTest && c.Environment != tenant.EnvLive {

@@ -6,197 +6,198 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/recordupdates"
-	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/testenv"
-	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/testutil/storefault"
+	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
-// consumer plays what applies deferred record updates: attempt makes one
-// attempt at every update kept and reports how many were kept and how
-// many of them landed.
-type consumer interface {
-	attempt(t *testing.T) (kept, applied int)
-}
+// What repairs each record write that follows the platform's answer when
+// the store refuses it for the whole retry window (lost: logged and
+// counted, docs/payments.md), over HTTP on both stores.
 
-// localConsumer is the local server's loop over the embedded store
-// (Local.RunDue, the fake clock moved past the backoff).
-type localConsumer struct {
-	e     *testenv.Env
-	local *recordupdates.Local
-}
-
-func (c localConsumer) attempt(t *testing.T) (int, int) {
+// faulty is an Env whose payments service writes through a store that can
+// be taken down, and whose record writes are tried once; published: the
+// simulator answers as the platform's published examples do.
+func faulty(t *testing.T, dyn, published bool) (*testenv.Env, *storefault.Payments) {
 	t.Helper()
-	c.e.Clock.Advance(time.Minute)
-	done, left, err := c.local.RunDue(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	fw := &storefault.Payments{}
+	e := testenv.NewWith(t, testenv.Options{Dynamo: dyn,
+		WrapPayments: func(s payments.Store) payments.Store {
+			fw.Store = s
+			return fw
+		},
+		Simulator: func(o *simulator.Options) { o.PublishedShapes = published }})
+	e.Payments.RetryRecordWritesFor(0)
+	return e, fw
+}
+
+// downFrom takes the store down as the platform gets the next call to a
+// path ending in suffix: what the request wrote before stays, nothing after
+// is written. The returned function brings it back.
+func downFrom(e *testenv.Env, fw *storefault.Payments, suffix string) (back func()) {
+	e.Upstream.Inject(func(path string) testenv.Fault {
+		if strings.HasSuffix(path, suffix) {
+			fw.Down.Store(true)
+		}
+		return testenv.Fault{}
+	})
+	return func() {
+		e.Upstream.Inject(nil)
+		fw.Down.Store(false)
 	}
-	return done + left, done
 }
 
-// sqsConsumer is the record updates function under its SQS trigger on
-// moto: the queue's messages as Lambda passes them, the function's
-// handler, the messages it does not report deleted (as Lambda does), and
-// a reported one made visible again at once (SQS does after the backoff).
-type sqsConsumer struct {
-	client *sqs.Client
-	queue  *sqsqueue.Queue
-	url    string
-	apply  *sqsupdates.Queue
-	store  payments.Store
-	e      *testenv.Env
-}
-
-func (c sqsConsumer) attempt(t *testing.T) (int, int) {
+// wantLost checks the service logged a lost record write of kind.
+func wantLost(t *testing.T, e *testenv.Env, kind string) {
 	t.Helper()
-	ctx := context.Background()
-	ev, err := c.queue.ReceiveEvent(ctx, 10, time.Second)
-	if err != nil {
-		t.Fatal(err)
+	if logs := e.Logs.String(); !strings.Contains(logs, "record write after the upstream answered failed") ||
+		!strings.Contains(logs, `"record":"`+kind+`"`) {
+		t.Fatalf("no lost %s write logged:\n%s", kind, logs)
 	}
-	resp, err := c.apply.LambdaHandler(c.store, c.e.Deps.Log)(ctx, ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := map[string]bool{}
-	for _, f := range resp.BatchItemFailures {
-		failed[f.ItemIdentifier] = true
-	}
-	applied := 0
-	for _, m := range ev.Records {
-		if failed[m.MessageId] {
-			if _, err := c.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-				QueueUrl: aws.String(c.url), ReceiptHandle: aws.String(m.ReceiptHandle), VisibilityTimeout: 0,
-			}); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		applied++
-		if err := c.queue.Delete(ctx, m.ReceiptHandle); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return len(ev.Records), applied
 }
 
-// TestDeferredCaptureUpdateLandsAfterTheStoreRecovers: right after the
-// upstream accepted a capture, the store refuses every record write for
-// longer than the retry window. The merchant still gets its 200, the
-// record update is deferred (not dropped), attempts while the store is
-// down change nothing, and once it recovers the consumer applies the
-// update: the record equals what the platform holds (captured amount, the
-// capture's history entry, no reservation left) without any notification.
-// On both stores: the embedded one with the local server's retry loop,
-// DynamoDB with the record updates queue and function's handler (moto).
-func TestDeferredCaptureUpdateLandsAfterTheStoreRecovers(t *testing.T) {
+func onBothStores(t *testing.T, test func(t *testing.T, dyn bool)) {
 	for _, dyn := range []bool{false, true} {
 		name := "embedded"
 		if dyn {
 			name = "dynamo"
 		}
-		t.Run(name, func(t *testing.T) {
-			fw := &storefault.Payments{}
-			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn, WrapPayments: func(s payments.Store) payments.Store {
-				fw.Store = s
-				return fw
-			}})
-			var c consumer
-			var pending payments.PendingUpdates
-			if dyn {
-				client := moto.SQSClient(t, moto.Endpoint(t))
-				url, dlq, err := sqsupdates.CreateQueues(context.Background(), client, moto.QueueName(t))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					for _, u := range []string{url, dlq} {
-						_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-					}
-				})
-				q := sqsupdates.New(client, url, dlq)
-				pending = q
-				c = sqsConsumer{client: client, queue: sqsqueue.New(client, url, dlq), url: url, apply: q, store: fw, e: e}
-			} else {
-				local := recordupdates.NewLocal(e.Store.(recordupdates.Store), fw, e.Clock, e.Deps.Log)
-				pending, c = local, localConsumer{e: e, local: local}
-			}
-			// A short retry window in the request: the fault outlasts it.
-			e.Payments.RetryRecordWritesFor(30 * time.Millisecond).DeferUpdatesTo(pending)
-
-			psp := authorise(t, e, 1000)
-			// The store goes down as the upstream takes the capture: the
-			// reservation is saved, nothing after the answer is.
-			e.Upstream.Inject(func(path string) testenv.Fault {
-				if strings.HasSuffix(path, "/captures") {
-					fw.Down.Store(true)
-				}
-				return testenv.Fault{}
-			})
-			r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
-				`{"amount":{"value":300,"currency":"EUR"},"reference":"cap-1"}`, "Idempotency-Key", "deferred-capture-1")
-			var answer struct{ PSPReference, Status string }
-			if err := json.Unmarshal(r.Body, &answer); err != nil || r.Status != 200 || answer.Status != "received" || answer.PSPReference == "" {
-				t.Fatalf("capture: %d %s, want 200 received", r.Status, r.Body)
-			}
-			logs := e.Logs.String()
-			if !strings.Contains(logs, "payment record update deferred") || strings.Contains(logs, "record write after the upstream answered failed") {
-				t.Fatalf("want the update deferred, not lost; logs:\n%s", logs)
-			}
-			sim, _ := e.Sim.Payment(psp)
-			if sim.CapturedValue != 300 {
-				t.Fatalf("the platform captured %d, want 300", sim.CapturedValue)
-			}
-			before := record(t, e, psp)
-			if before.Totals.CapturesInFlight != 300 || hasAPIFact(e.Timeline(psp), "capture", answer.PSPReference) {
-				t.Fatalf("before: totals %+v timeline %+v, want the capture still in flight", before.Totals, e.Timeline(psp))
-			}
-
-			// Attempts while the store is down change nothing and keep it.
-			for range 2 {
-				if kept, applied := c.attempt(t); kept != 1 || applied != 0 {
-					t.Fatalf("while down: %d kept, %d applied; want 1 kept, 0 applied", kept, applied)
-				}
-			}
-			// The store recovers: the update lands, once.
-			fw.Down.Store(false)
-			if kept, applied := c.attempt(t); kept != 1 || applied != 1 {
-				t.Fatalf("after recovery: %d kept, %d applied; want 1 and 1", kept, applied)
-			}
-			if kept, _ := c.attempt(t); kept != 0 {
-				t.Fatalf("%d updates still kept after it landed", kept)
-			}
-
-			p := record(t, e, psp)
-			v, facts := p.View(), e.Timeline(psp)
-			sim, _ = e.Sim.Payment(psp)
-			if v.Captured != sim.CapturedValue || v.Authorised != sim.AuthorisedValue || inFlight(p) ||
-				v.State != payments.StatePartiallyCaptured || !hasAPIFact(facts, "capture", answer.PSPReference) {
-				t.Fatalf("record: captured %d of %d, totals %+v, state %s, timeline %+v; platform captured %d of %d",
-					v.Captured, v.Authorised, p.Totals, v.State, facts, sim.CapturedValue, sim.AuthorisedValue)
-			}
-			for _, f := range facts {
-				if f.Origin == payments.OriginNotification {
-					t.Fatalf("a notification was applied: %+v (the update alone must repair the record)", f)
-				}
-			}
-			// The merchant's view agrees.
-			got := e.Do("GET", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp, "A", "")
-			if got.Status != 200 || !strings.Contains(string(got.Body), fmt.Sprintf(`"capturedAmount":{"value":%d`, sim.CapturedValue)) {
-				t.Fatalf("lookup: %d %s", got.Status, got.Body)
-			}
-		})
+		t.Run(name, func(t *testing.T) { test(t, dyn) })
 	}
+}
+
+// A pre-authorisation answered with its pspReference whose head write is
+// lost answers 200 all the same; its AUTHORISATION notification creates
+// the head from its routing metadata and the pending record written
+// before the call: the same as a normal run's, and its amount can be
+// updated.
+func TestLostPaymentRecordRepairedByItsNotification(t *testing.T) {
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		e, fw := faulty(t, dyn, false)
+		normal := authorise(t, e, 1000)
+		back := downFrom(e, fw, "/payments")
+		r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", preAuth(payBody("")), "Idempotency-Key", "lost-payment")
+		back()
+		var out struct{ PSPReference, ResultCode string }
+		if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || out.ResultCode != "Authorised" {
+			t.Fatalf("payment whose record is lost: %d %s", r.Status, r.Body)
+		}
+		wantLost(t, e, "payment")
+		if g := e.Do("GET", "/v1/ecom/"+testenv.SiteA+"/payments/"+out.PSPReference, "A", ""); g.Status != 404 {
+			t.Fatalf("lookup before the notification: %d %s", g.Status, g.Body)
+		}
+		e.Notify()
+		got, want := record(t, e, out.PSPReference), record(t, e, normal)
+		if got.View() != want.View() || got.AuthorisationType != payments.AuthorisationPreAuth || got.CaptureMode != want.CaptureMode ||
+			got.Source != want.Source || got.SiteID != want.SiteID || got.Reference == "" {
+			t.Fatalf("repaired %+v, a normal run's %+v", got, want)
+		}
+		up := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+out.PSPReference+"/amount-updates", "A",
+			fmt.Sprintf(`{"pspReference":%q,"amount":{"value":1200,"currency":"EUR"}}`, out.PSPReference))
+		if up.Status != 200 {
+			t.Fatalf("amount update of the repaired payment: %d %s", up.Status, up.Body)
+		}
+	})
+}
+
+// Details whose record write is lost answer 500 (not stored: the key is
+// free); the AUTHORISATION creates the head from the pending record, and
+// the retry under the same key gets the platform's replayed answer and
+// records it.
+func TestLostDetailsRecordAnswers500(t *testing.T) {
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		e, fw := faulty(t, dyn, true)
+		psp, body := challengePayment(t, e, "lost-details", "")
+		named := strings.Replace(body, `{"details":`, `{"reference":"lost-details","details":`, 1)
+		path := "/v1/ecom/" + testenv.SiteA + "/payments/details"
+		back := downFrom(e, fw, "/payments/details")
+		r := e.Do("POST", path, "A", named, "Idempotency-Key", "lost-details")
+		back()
+		if r.Status != 500 || r.JSON(t)["errorCode"] != "yp_9000" {
+			t.Fatalf("details whose record is lost: %d %s, want 500", r.Status, r.Body)
+		}
+		wantLost(t, e, "details")
+		e.Notify()
+		if h := record(t, e, psp); h.Reference != "lost-details" || h.Amount.Value != 1500 || h.AuthStatus() != payments.StateAuthorised {
+			t.Fatalf("after the AUTHORISATION: %+v", h)
+		}
+		again := e.Do("POST", path, "A", named, "Idempotency-Key", "lost-details")
+		if again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "" || again.JSON(t)["pspReference"] != psp {
+			t.Fatalf("retry: %d %s, want a fresh 200", again.Status, again.Body)
+		}
+		if h := record(t, e, psp); h.Auth.ResultCode != "Authorised" || h.Reference != "lost-details" {
+			t.Fatalf("after the retry: %+v", h)
+		}
+	})
+}
+
+// A session whose record write is lost answers 500: the merchant never
+// got its sessionData. The retry under the same key gets the same session
+// from the platform (the same upstream key) and records it.
+func TestLostSessionRecordAnswers500(t *testing.T) {
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		e, fw := faulty(t, dyn, false)
+		path, body := "/v1/ecom/"+testenv.SiteA+"/sessions", testenv.SessionBody("lost-session")
+		back := downFrom(e, fw, "/sessions")
+		r := e.Do("POST", path, "A", body, "Idempotency-Key", "lost-session")
+		back()
+		if r.Status != 500 || strings.Contains(string(r.Body), "sessionData") {
+			t.Fatalf("session whose record is lost: %d %s, want 500", r.Status, r.Body)
+		}
+		again := e.Do("POST", path, "A", body, "Idempotency-Key", "lost-session")
+		id, _ := again.JSON(t)["id"].(string)
+		if again.Status != 200 || id == "" || again.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("retry: %d %s", again.Status, again.Body)
+		}
+		calls := e.Upstream.Requests("/sessions")
+		if len(calls) != 2 || calls[0].Header.Get("Idempotency-Key") != calls[1].Header.Get("Idempotency-Key") {
+			t.Fatalf("%d upstream calls, want 2 under one key", len(calls))
+		}
+		if s, err := e.Store.GetSession(context.Background(), id); err != nil || s.SiteID != testenv.SiteA {
+			t.Fatalf("session record %+v, %v", s, err)
+		}
+	})
+}
+
+// A capture whose answer's write is lost answers 200 received; the capture
+// stays in flight until the recovery pass repeats its call under its key
+// and records the platform's answer, and its CAPTURE notification counts
+// it once: the record equals what the platform holds.
+func TestLostCaptureAnswerRepairedByRecover(t *testing.T) {
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		e, fw := faulty(t, dyn, false)
+		psp := authorise(t, e, 1000)
+		back := downFrom(e, fw, "/captures")
+		r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
+			`{"amount":{"value":300,"currency":"EUR"},"reference":"cap-1"}`, "Idempotency-Key", "lost-capture")
+		back()
+		if r.Status != 200 || r.JSON(t)["status"] != "received" {
+			t.Fatalf("capture whose answer's write is lost: %d %s", r.Status, r.Body)
+		}
+		wantLost(t, e, "capture")
+		if h := record(t, e, psp); h.Totals.CapturesInFlight != 300 {
+			t.Fatalf("before the pass: %+v, want the capture in flight", h.Totals)
+		}
+		e.Clock.Advance(payments.RecoverAfter + 1)
+		if got, err := e.Payments.Recover(context.Background(), e.Store.(payments.InFlight), 100); err != nil || got.Answered != 1 {
+			t.Fatalf("recovery pass: %+v, %v", got, err)
+		}
+		e.Notify()
+		h := record(t, e, psp)
+		sim, _ := e.Sim.Payment(psp)
+		if v := h.View(); inFlight(h) || v.Captured != 300 || sim.CapturedValue != 300 || v.State != payments.StatePartiallyCaptured {
+			t.Fatalf("after the pass and the notification: %+v %+v; the platform captured %d", v, h.Totals, sim.CapturedValue)
+		}
+		kinds := map[string]int{}
+		for _, f := range e.Timeline(psp) {
+			kinds[f.Kind+"/"+f.Origin]++
+		}
+		if kinds["capture/api"] != 1 || kinds["CAPTURE/notification"] != 1 {
+			t.Fatalf("timeline %v: want the capture's answer and its notification once each", kinds)
+		}
+	})
 }
 
 // hasAPIFact reports whether a timeline holds the service's own fact of

@@ -214,7 +214,7 @@ func (d *Deps) serve(rt Route) handler {
 				return
 			}
 			resp := d.run(ctx, rt, c)
-			d.awaitRecords(ctx, rt, c)
+			_ = c.Wait() // a lost record write is logged and counted where it was made
 			info.PSPReference = resp.psp
 			resp.write(w, info)
 			return
@@ -328,29 +328,23 @@ func (d *Deps) serveIdempotent(w http.ResponseWriter, r *http.Request, info *req
 		return
 	}
 	c.UpstreamKey = idempotency.UpstreamKey(scope, key, fp)
-	d.runLeased(w, r, info, rt, c, lease, func() response { return d.run(ctx, rt, c) })
-}
-
-// runLeased runs a request holding lease (run: the handler) and ends the
-// lease with its result: stored for replay when idempotency.Keep says so,
-// else released (also when the handler panicked, so a retry runs again
-// instead of waiting out the lease).
-func (d *Deps) runLeased(w http.ResponseWriter, r *http.Request, info *reqInfo, rt Route, c *Call, lease *idempotency.Lease, run func() response) {
-	ctx := r.Context()
 	finished := false
 	defer func() {
+		// A handler that panicked (recovered by wrap) releases the key, so
+		// a retry runs again instead of waiting out the lease.
 		if !finished {
 			d.Idem.Finish(ctx, lease, idempotency.Response{}, false)
 		}
 	}()
-	resp := run()
+	resp := d.run(ctx, rt, c)
 	info.PSPReference = resp.psp
-	// The result write runs alongside the handler's record writes (one
-	// round trip deep, not two); the response waits for both.
+	// The result is stored for replay when idempotency.Keep says so, else
+	// the key is released; that write runs alongside the handler's record
+	// writes (one round trip deep, not two), and the response waits for both.
 	d.Idem.Finish(ctx, lease, idempotency.Response{Status: resp.status, Body: resp.body, Header: storedHeader},
 		idempotency.Keep(resp.status, c.UpstreamCalled()))
 	finished = true
-	d.awaitRecords(ctx, rt, c)
+	_ = c.Wait() // a lost record write is logged and counted where it was made
 	resp.write(w, info)
 }
 
@@ -370,18 +364,6 @@ func writeReplay(w http.ResponseWriter, info *reqInfo, replay *idempotency.Respo
 // storedHeader is the header of every stored response; shared, never
 // modified (stores copy it, replays read it).
 var storedHeader = map[string]string{"Content-Type": "application/json"}
-
-// awaitRecords waits for the record writes the handler started after the
-// upstream answered. One the store refused was deferred (applied later,
-// docs/payments.md); one that could not even be deferred is lost: that
-// does not change the answer (the upstream has acted; its notification
-// reconciles the record), so it is logged here.
-func (d *Deps) awaitRecords(ctx context.Context, rt Route, c *Call) {
-	if err := c.Wait(); err != nil {
-		d.Log.ErrorContext(ctx, "record write after the upstream answered failed; the upstream's notification reconciles it",
-			"route", rt.Name, "err", err.Error())
-	}
-}
 
 // replayErrorCode extracts errorCode from a stored error body for the log.
 func replayErrorCode(r *idempotency.Response) string {

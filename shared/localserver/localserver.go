@@ -166,14 +166,13 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		queues.SQS.Poll(workerCtx, dispatcher.Process, clk, log)
 	}()
 	defer func() { stopWorker(); <-workerDone }()
-	// Record updates the API deferred (docs/payments.md): applied here
-	// until they land, from the embedded store or the queue on moto.
-	updatesDone := make(chan struct{})
+	// The recovery pass (docs/payments.md), on its local ticker.
+	recoveryDone := make(chan struct{})
 	go func() {
-		defer close(updatesDone)
-		app.RunRecordUpdates(workerCtx, a)
+		defer close(recoveryDone)
+		app.RunRecovery(workerCtx, a)
 	}()
-	defer func() { stopWorker(); <-updatesDone }()
+	defer func() { stopWorker(); <-recoveryDone }()
 	if a.Stores.Sweeper != nil {
 		// Retention (docs/limits.md): DynamoDB's TTL in AWS, this sweep here.
 		sweepDone := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -350,9 +351,13 @@ func TestNotificationBeforeAnswerApplied(t *testing.T) {
 	if len(es) != 1 || len(es[0].Notices) != 1 || es[0].Notices[0].Success {
 		t.Fatalf("entry of the failure: %+v", es)
 	}
-	// The answer names the operation: it merges into the failure's entry.
-	f.must(payments.ApplyRecordUpdate(f.ctx, f.st, payments.RecordUpdate{Kind: payments.UpdateReversal, PSPReference: "PSP1",
-		Op: "op_rev1", Modification: "MOD1", Status: string(payments.Received), At: f.clk.Now()}))
+	// The answer names the operation (learnt here by the recovery pass
+	// repeating the call): it merges into the failure's entry.
+	f.clk.Advance(payments.RecoverAfter + time.Second)
+	svc := payments.NewService(f.st, answering{psp: "MOD1"}, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if r, err := svc.Recover(f.ctx, f.st, 10); err != nil || r.Answered != 1 {
+		t.Fatalf("recovery pass: %+v, %v", r, err)
+	}
 	h, err := f.st.GetPayment(f.ctx, "PSP1")
 	f.must(err)
 	es, err = f.st.GetEntries(f.ctx, "PSP1", "op_rev1", "MOD1")
@@ -363,6 +368,16 @@ func TestNotificationBeforeAnswerApplied(t *testing.T) {
 	if got := payments.Fold(h, es); got != h.Totals {
 		t.Fatalf("Totals %+v, fold of the entries %+v", h.Totals, got)
 	}
+}
+
+// answering is a platform that accepts every modification as psp.
+type answering struct {
+	payments.Upstream
+	psp string
+}
+
+func (a answering) Modify(context.Context, payments.ModificationRequest) (payments.ModificationAnswer, error) {
+	return payments.ModificationAnswer{PSPReference: a.psp, Status: "received"}, nil
 }
 
 func TestEmptyOrInvalidNotification(t *testing.T) {

@@ -27,9 +27,8 @@
 //	WebhookDeliveries, WebhookFailures [Count]    per webhook delivery attempt
 //	WebhookLatency [Milliseconds], WebhookAttempt [None], WebhookExhausted [Count]
 //	ColdStarts [Count], InitDuration [Milliseconds] once per execution environment
-//	RecordUpdatesDeferred, RecordUpdatesLost [Count] per record update after an
-//	                                              upstream answer the request could not
-//	                                              apply: deferred, or lost (not deferred either)
+//	RecordUpdatesLost [Count]                     per record write after an upstream answer
+//	                                              lost (the store refused it for 10 s)
 //	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
 //	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
 //	                                              current value was written
@@ -77,7 +76,6 @@ const (
 	MetricWebhookExhausted  = "WebhookExhausted"
 	MetricColdStarts        = "ColdStarts"
 	MetricInitDuration      = "InitDuration"
-	MetricRecordDeferred    = "RecordUpdatesDeferred"
 	MetricRecordLost        = "RecordUpdatesLost"
 	MetricUnroutable        = "NotificationsUnroutable"
 	MetricSecretAge         = "UpstreamSecretAgeDays"
@@ -313,26 +311,17 @@ func (m *Metrics) ColdStart(initDuration time.Duration) {
 	})
 }
 
-// RecordUpdateDeferred records a record update after an upstream answer
-// that the request could not apply and handed to the pending updates (it
-// implements payments.RecordMetrics); kind is the update's kind.
-func (m *Metrics) RecordUpdateDeferred(kind string) { m.recordUpdate(kind, false) }
-
-// RecordUpdateLost records a record update that could neither be applied
-// nor deferred: the record waits for the upstream's notification. The
-// template's RecordUpdatesLostAlarm fires on it.
-func (m *Metrics) RecordUpdateLost(kind string) { m.recordUpdate(kind, true) }
-
-func (m *Metrics) recordUpdate(kind string, lost bool) {
+// RecordUpdateLost records a record write after an upstream answer that
+// was lost (it implements payments.RecordMetrics; kind is the record's
+// kind): docs/payments.md says what repairs each. The template's
+// RecordUpdatesLostAlarm fires on it.
+func (m *Metrics) RecordUpdateLost(kind string) {
 	if m == nil {
 		return
 	}
 	m.emit(map[string]any{"update": kind}, directive{
-		dims: [][]string{with()},
-		metrics: []metric{
-			{MetricRecordDeferred, UnitCount, flag(!lost)},
-			{MetricRecordLost, UnitCount, flag(lost)},
-		},
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricRecordLost, UnitCount, 1}},
 	})
 }
 

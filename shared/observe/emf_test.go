@@ -375,26 +375,18 @@ func TestColdStart(t *testing.T) {
 	}
 }
 
-// TestRecordUpdates: a deferred and a lost record update, each counted
-// under the template's dimension set, the other metric 0.
-func TestRecordUpdates(t *testing.T) {
+// TestRecordUpdateLost: a lost record write, counted under the
+// template's dimension set with its kind.
+func TestRecordUpdateLost(t *testing.T) {
 	var out bytes.Buffer
 	m := observe.New(&out, "fn", clock.NewFake(t0))
-	m.RecordUpdateDeferred("capture")
 	m.RecordUpdateLost("refund")
 	ds := docs(t, out.String())
-	if len(ds) != 2 {
+	if len(ds) != 1 {
 		t.Fatalf("%d documents", len(ds))
 	}
-	for i, want := range []struct {
-		update         string
-		deferred, lost float64
-	}{{"capture", 1, 0}, {"refund", 0, 1}} {
-		d, sets := ds[i].value("RecordUpdatesDeferred")
-		l, _ := ds[i].value("RecordUpdatesLost")
-		if d != want.deferred || l != want.lost || ds[i].raw["update"] != want.update || !hasSet(sets, "Service", "Function") {
-			t.Errorf("document %d: deferred %v lost %v update %v sets %v; want %+v", i, d, l, ds[i].raw["update"], sets, want)
-		}
+	if l, sets := ds[0].value("RecordUpdatesLost"); l != 1 || ds[0].raw["update"] != "refund" || !hasSet(sets, "Service", "Function") {
+		t.Errorf("lost %v update %v sets %v; want 1 refund", l, ds[0].raw["update"], sets)
 	}
 }
 
@@ -402,7 +394,6 @@ var _ payments.RecordMetrics = (*observe.Metrics)(nil)
 
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *observe.Metrics
-	m.RecordUpdateDeferred("capture")
 	m.RecordUpdateLost("capture")
 	m.Request("config", 200, "", time.Millisecond)
 	m.Upstream("POST /payments", 200, false, time.Millisecond)

@@ -67,33 +67,33 @@ func amountUpdateRefusal(h Head, in AmountUpdateInput) error {
 // answerAmountUpdate records the platform's answer to amount update ref
 // of payment psp: accepted, its amount becomes the authorised amount (the
 // head changes with the entry, one write conditional on both). The first
-// attempt starts from first: the entry as the request wrote it, when set
-// (no entry under mod yet), and the head read after it was written, when
-// set (a conflict reads both again).
-func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer, first known) error {
+// attempt starts from entry, as the request wrote it, when set (no entry
+// under mod yet), and from head, read after it was written, when set (a
+// conflict reads both again).
+func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a Answer, entry *Entry, head *Head) error {
 	for attempt := 1; ; attempt++ {
 		var h Head
 		var err error
-		if attempt == 1 && first.head != nil {
-			h = *first.head
+		if attempt == 1 && head != nil {
+			h = *head
 		} else {
 			h, err = st.GetPayment(ctx, psp)
 		}
 		if errors.Is(err, storeerr.ErrNotFound) {
-			return fmt.Errorf("%w: payment %s unknown", ErrUpdateRefused, psp)
+			return fmt.Errorf("%w: payment %s unknown", errRefused, psp)
 		}
 		if err != nil {
 			return fmt.Errorf("read payment %s: %w", psp, err)
 		}
 		var op, canon Entry
 		var found bool
-		if attempt == 1 && first.entry != nil {
-			op = *first.entry
+		if attempt == 1 && entry != nil {
+			op = *entry
 		} else if op, canon, found, err = readOperation(ctx, st, psp, ref, mod); err != nil {
 			return err
 		}
 		if op.Ref == "" {
-			return fmt.Errorf("%w: no request of operation %s of payment %s is recorded", ErrUpdateRefused, ref, psp)
+			return fmt.Errorf("%w: no request of operation %s of payment %s is recorded", errRefused, ref, psp)
 		}
 		if !op.AwaitsAnswer() {
 			return nil // answered before
@@ -126,7 +126,7 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 		if attempt == maxSettleAttempts {
 			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, ErrBusy, storeerr.ErrConflict)
 		}
-		if err := wait(ctx, attempt); err != nil {
+		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -115,26 +116,43 @@ func TestUpstreamRefusalIsTheUpstreamsAnswer(t *testing.T) {
 	}
 }
 
-// TestSessionRecordErrorReachesTheCaller: the session stands when its
-// record cannot be written; Wait reports why.
-func TestSessionRecordErrorReachesTheCaller(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) { // settle's retries wait on the bubble's clock
+// TestSessionRecordErrorFailsTheCall: a session whose record cannot be
+// written (the store refuses it for the whole retry window) is not
+// answered: the merchant never gets its sessionData, and the error says
+// why; its retry gets the same session from the platform (same key) and
+// records it.
+func TestSessionRecordErrorFailsTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { // the record's retries wait on the bubble's clock
 		st := &failingSessions{memStore: newMemStore()}
-		c := &payments.Call{Merchant: merchant, Site: site}
-		res, err := newCaptureService(st, &paymentsUpstream{}).CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
-		if err != nil || res.ID != "CS1" {
-			t.Fatalf("session %+v, %v", res, err)
+		st.down.Store(true)
+		svc := newCaptureService(st, &paymentsUpstream{})
+		c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: "session-upstream-key-0123456789abcdefghijk"}
+		res, err := svc.CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)})
+		if apperr.KindOf(err) != apperr.Internal || !strings.Contains(err.Error(), "store session record CS1") || res.SessionData != "" {
+			t.Fatalf("session %+v, %v; want an internal error naming the record", res, err)
 		}
-		if werr := c.Wait(); werr == nil || !strings.Contains(werr.Error(), "store session record CS1") {
-			t.Fatalf("Wait = %v", werr)
+		st.down.Store(false)
+		c = &payments.Call{Merchant: merchant, Site: site, UpstreamKey: c.UpstreamKey}
+		if res, err := svc.CreateSession(context.Background(), c, payments.SessionInput{Amount: eur(1000)}); err != nil || res.ID != "CS1" {
+			t.Fatalf("retry: %+v, %v", res, err)
+		}
+		if s, err := st.GetSession(context.Background(), "CS1"); err != nil || s.SiteID != site.ID {
+			t.Fatalf("session record %+v, %v", s, err)
 		}
 	})
 }
 
-type failingSessions struct{ *memStore }
+// failingSessions refuses session records while down.
+type failingSessions struct {
+	*memStore
+	down atomic.Bool
+}
 
-func (failingSessions) PutSession(context.Context, payments.Session) error {
-	return errSessionsDown
+func (s *failingSessions) PutSession(ctx context.Context, rec payments.Session) error {
+	if s.down.Load() {
+		return errSessionsDown
+	}
+	return s.memStore.PutSession(ctx, rec)
 }
 
 var errSessionsDown = errors.New("sessions table down")

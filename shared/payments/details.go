@@ -9,9 +9,11 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// SubmitDetails submits the component's additional details (docs/openapi.yaml). The
-// payment is found from the payload; its result is recorded only when the
-// payment belongs to this site (or is new to the service).
+// SubmitDetails submits the component's additional details
+// (docs/openapi.yaml). The payment is found from the payload; its result
+// is recorded before it is returned, and only when the payment belongs to
+// this site (or is new to the service): another site's is refused, with
+// nothing recorded.
 func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (PaymentResult, error) {
 	m, site := c.Merchant, c.Site
 	// The pending record the request names (the reference the merchant
@@ -30,69 +32,69 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	if err != nil {
 		return PaymentResult{}, detailsError(upstreamError(err, apperr.DetailsFailed, "submitting details"), in.PaymentData != "")
 	}
-	c.fail(named.aliasErr) // the reference the upstream echoes, or the notification, binds it
+	if named.aliasErr != nil { // the reference the upstream echoes, or the notification, binds it
+		s.log.WarnContext(ctx, "details: the action's paymentData could not be looked up", "err", named.aliasErr.Error())
+	}
 	// The payment these details complete: the one the request names, else
 	// the one the upstream echoes.
 	ref := firstNonEmpty(named.ref, resp.MerchantReference)
 	if pd := resp.ActionPaymentData; resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
-		s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateAction, At: s.clock.Now(),
-			Payment: &PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: ref, ActionPaymentData: pd}}, known{})
+		s.after(ctx, c, "action", PendingKey(m.ID, site.ID, ref), func(ctx context.Context) error {
+			return saveActionAlias(ctx, s.store, m.ID, site.ID, ref, pd, s.clock.Now())
+		})
 	}
 	out := resultOf(resp)
 	if out.MerchantReference == "" {
 		out.MerchantReference = ref
 	}
-	if resp.PSPReference == "" {
+	psp := resp.PSPReference
+	if psp == "" {
 		return out, nil
 	}
 	// Recorded from the pending record (the reference the request names,
 	// else the one the upstream echoed), else from the answer.
-	facts := PaymentFacts{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, PendingReference: ref}
+	req := Head{MerchantID: m.ID, SiteID: site.ID, Reference: resp.MerchantReference, CaptureMode: m.CaptureMode}
 	if resp.Amount != nil {
-		facts.Amount = *resp.Amount
+		req.Amount = *resp.Amount
 	}
-	u := resultUpdate(UpdateDetails, resp, facts, m.CaptureMode, s.clock.Now())
-	// The record is written before the answer: finding the payment
-	// another site's refuses the call, with nothing recorded.
-	k := known{pending: named.pendingOf(ref, m.ID, site.ID, resp.PSPReference), createFirst: true}
+	a := answerFor("details", resp, req, s.clock.Now())
+	var start *Head
+	var reads sync.WaitGroup
 	if resp.MerchantReference != "" {
 		// An answer echoing the reference (the simulator's lenient
 		// answers, whose /payments named the pspReference too: the head
 		// exists): the head is read beside the pending record.
-		k = s.readForDetails(ctx, c, ref, resp.PSPReference, k.pending)
+		reads.Go(func() { start = s.readHead(ctx, psp) })
 	}
-	if err := s.settle(ctx, u, k); errors.Is(err, errForeign) {
-		return PaymentResult{}, s.refuseForeignDetails(ctx, resp.PSPReference, site.ID)
-	} else if err != nil {
+	if named.read && named.ref == ref {
+		a.pending = named.of(m.ID, site.ID, psp)
+	} else if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, psp); err == nil && found {
+		a.pending = &pend // the reference the upstream echoed (or a read that failed: again)
+	}
+	reads.Wait()
+	// The record is written before the answer: its write decides it.
+	err = s.record(ctx, "details", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a, start) })
+	switch {
+	case errors.Is(err, errForeign):
+		return PaymentResult{}, s.refuseForeignDetails(ctx, psp, site.ID)
+	case err != nil:
 		return PaymentResult{}, apperr.Wrap(apperr.Internal, "internal error", err)
 	}
 	return out, nil
 }
 
-// readForDetails reads payment psp's head and, unless read already
-// (pending), the pending record of reference ref.
-func (s *Service) readForDetails(ctx context.Context, c *Call, ref, psp string, pending *pendingRead) known {
-	var (
-		k           = known{pending: pending}
-		existing    Head
-		existingErr error
-		reads       sync.WaitGroup
-	)
-	reads.Go(func() { existing, existingErr = s.store.GetPayment(ctx, psp) })
-	if k.pending == nil {
-		if pend, found, err := pendingFor(ctx, s.store, c.Merchant.ID, c.Site.ID, ref, psp); err == nil {
-			k.pending = &pendingRead{head: pend, found: found}
-		}
-	}
-	reads.Wait()
-	switch err := existingErr; {
+// readHead returns payment psp's head as read: Version 0 when there is
+// none, nil when the read failed.
+func (s *Service) readHead(ctx context.Context, psp string) *Head {
+	h, err := s.store.GetPayment(ctx, psp)
+	switch {
 	case err == nil:
-		k.head = &existing
+		return &h
 	case errors.Is(err, storeerr.ErrNotFound):
-		k.head = &Head{PSPReference: psp}
+		return &Head{PSPReference: psp}
 	}
-	return k
+	return nil
 }
 
 // namedPending is the pending record a details request names, as read
@@ -124,16 +126,14 @@ func (s *Service) readNamedPending(ctx context.Context, merchantID, siteID, refe
 	return n
 }
 
-// pendingOf is the pending record of payment psp with reference ref as
-// read (nil: not read, or not of ref).
-func (n namedPending) pendingOf(ref, merchantID, siteID, psp string) *pendingRead {
-	if !n.read || n.ref != ref {
+// of is the pending record read, if payment psp of the site may start
+// from it (nil: none).
+func (n namedPending) of(merchantID, siteID, psp string) *Head {
+	if !n.found || !pendingOf(n.head, merchantID, siteID, psp) {
 		return nil
 	}
-	if !n.found || !pendingOf(n.head, merchantID, siteID, psp) {
-		return &pendingRead{}
-	}
-	return &pendingRead{head: n.head, found: true}
+	h := n.head
+	return &h
 }
 
 // refuseForeignDetails is the refusal of details whose answer names a

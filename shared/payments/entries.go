@@ -82,9 +82,6 @@ func (RealTime) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// wait sleeps before retry attempt n, or returns the context's error.
-func wait(ctx context.Context, n int) error { return WaitToRetry(ctx, RealTime{}, n) }
-
 // WaitToRetry waits on sl (nil: real time) the jittered pause before
 // retry attempt n (1-based) of a write that lost to concurrent changes
 // of a payment, or returns ctx's error (an ErrBusy).
@@ -134,7 +131,7 @@ func answerEntry(ctx context.Context, st Store, psp, ref, mod string, a Answer, 
 			}
 		}
 		if op.Ref == "" {
-			return fmt.Errorf("%w: no request of operation %s of payment %s is recorded", ErrUpdateRefused, ref, psp)
+			return fmt.Errorf("%w: no request of operation %s of payment %s is recorded", errRefused, ref, psp)
 		}
 		if !op.AwaitsAnswer() {
 			return nil // answered before
@@ -171,7 +168,7 @@ func answerEntry(ctx context.Context, st Store, psp, ref, mod string, a Answer, 
 		if attempt == maxSettleAttempts {
 			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, ErrBusy, storeerr.ErrConflict)
 		}
-		if err := wait(ctx, attempt); err != nil {
+		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return err
 		}
 	}

@@ -216,7 +216,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 	res.Head, res.Applied, res.Seq = h, true, h.Seq
 	res.Write = &Write{PSP: psp, Put: &res.Head, Facts: []Fact{notificationFact(item, h.Seq, opts.Now)}, At: opts.Now}
 	if res.bound != nil {
-		res.Write.Facts = append(res.Write.Facts, boundFact(*res.bound, opts.Now))
+		res.Write.Facts = append(res.Write.Facts, boundFacts(*res.bound, opts.Now)...)
 	}
 	return res, nil
 }
@@ -326,7 +326,7 @@ func ApplyNotification(ctx context.Context, st Store, item Notification, opts No
 		if attempt == maxSettleAttempts {
 			return NotificationResult{}, fmt.Errorf("notify %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
 		}
-		if err := wait(ctx, attempt); err != nil {
+		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return NotificationResult{}, err
 		}
 	}

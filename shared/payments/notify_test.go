@@ -108,6 +108,9 @@ func (f *fakeUpstream) Modify(context.Context, payments.ModificationRequest) (pa
 }
 
 func (f *fakeUpstream) Pay(context.Context, payments.PaymentRequest) (payments.PaymentAnswer, error) {
+	if f.during != nil {
+		f.during("")
+	}
 	return f.result, nil
 }
 
@@ -197,6 +200,27 @@ func (f *fixture) timeline() []payments.Fact {
 		f.t.Fatalf("timeline: %v (next %q)", err, next)
 	}
 	return facts
+}
+
+// apiFacts counts the timeline's facts of kind from the service's calls.
+func (f *fixture) apiFacts(kind string) int {
+	n := 0
+	for _, fact := range f.timeline() {
+		if fact.Origin == payments.OriginAPI && fact.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// notify applies a notification item of a payment the service knows.
+func (f *fixture) notify(it payments.Notification) {
+	f.t.Helper()
+	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
+		Now: f.clk.Now(), CaptureMode: tenant.CaptureManual,
+	}); err != nil {
+		f.t.Fatalf("apply %s: %v", it.EventCode, err)
+	}
 }
 
 // notifications counts the timeline's facts from notifications.

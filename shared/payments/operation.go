@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -33,7 +34,8 @@ type operation struct {
 // run makes operation op on payment psp: its request is written (the
 // entry, its fact and its contribution, guarded by op.expect), the
 // upstream called with what the entry holds, and the answer recorded
-// alongside the rest of the request (c.Wait). The call always carries an
+// alongside the rest of the request (c.Wait): lost, the entry stays in
+// flight until Recover repeats the call. The call always carries an
 // idempotency key — the merchant's, derived, else the service's own — so
 // that Recover can repeat it exactly when its answer is lost.
 func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (ModificationResult, error) {
@@ -51,25 +53,27 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 		return ModificationResult{}, err
 	}
 	c.callUpstream()
-	k := known{entry: &e}
-	var read chan struct{}
+	var head *Head // an amount update's, read while the upstream answers
+	var read sync.WaitGroup
 	if op.readAlong {
 		// The answer puts the head whole: it is read while the upstream
 		// answers, after the request was written (a write landing in
 		// between fails the answer's version condition, which reads again).
-		read = make(chan struct{})
-		go func() {
-			defer close(read)
+		read.Go(func() {
 			if h, err := s.store.GetPayment(ctx, psp); err == nil {
-				k.head = &h
+				head = &h
 			}
-		}()
+		})
 	}
 	resp, err := s.up.Modify(ctx, e.call(psp))
-	if read != nil {
-		<-read
+	read.Wait()
+	if a, mod, ok := answerOf(resp, err, s.clock.Now()); ok {
+		s.after(ctx, c, string(e.Kind), psp, func(ctx context.Context) error { return s.recordAnswer(ctx, psp, e, mod, a, head) })
 	}
-	return s.answered(ctx, c, psp, k, resp, err, op.failed, op.what)
+	if err != nil {
+		return ModificationResult{}, upstreamError(err, op.failed, op.what)
+	}
+	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}, nil
 }
 
 // call is the upstream call of operation e of payment psp, as its request
@@ -103,39 +107,37 @@ type ModificationResult struct {
 	Reference           string
 }
 
-// answered records the platform's answer to operation k.entry of payment
-// psp (its call returned resp, err; the answer's write starts from k) alongside the rest of the request
-// (c.Wait), and returns the endpoint's result: a definitive refusal ends
-// the operation; no definitive answer leaves it in flight, to be learnt by
-// repeating the call (the merchant's retry, or Recover); an in-flight
-// duplicate records nothing (its first call does).
-func (s *Service) answered(ctx context.Context, c *Call, psp string, k known, resp ModificationAnswer, err error,
-	failed apperr.Kind, what string) (ModificationResult, error) {
-	if u, ok := answerUpdate(psp, *k.entry, resp, err, s.clock.Now()); ok {
-		s.recordAfter(ctx, c, u, k)
-	}
-	if err != nil {
-		return ModificationResult{}, upstreamError(err, failed, what)
-	}
-	return ModificationResult{PSPReference: resp.PSPReference, Status: resp.Status, PaymentPSPReference: psp, Reference: resp.Reference}, nil
-}
-
-// answerUpdate is the record update of operation e's call returning resp,
-// err: received, refused or unknown; none for an in-flight duplicate.
-func answerUpdate(psp string, e Entry, resp ModificationAnswer, err error, at time.Time) (RecordUpdate, bool) {
-	u := RecordUpdate{Kind: updateKind(e.Kind), PSPReference: psp, Op: e.Ref, Amount: e.Requested.Amount, At: at}
+// answerOf is the answer a modification call that returned resp, err
+// records, and the operation's pspReference mod at the platform: received,
+// refused or unknown; none for an in-flight duplicate (its first call
+// records it).
+func answerOf(resp ModificationAnswer, err error, at time.Time) (a Answer, mod string, ok bool) {
 	rej := (*UpstreamRejection)(nil)
 	switch {
 	case err == nil:
-		u.Modification, u.Status = resp.PSPReference, string(Received)
+		return Answer{Outcome: Received, At: at}, resp.PSPReference, true
 	case errors.Is(err, ErrUpstreamInFlight):
-		return RecordUpdate{}, false
+		return Answer{}, "", false
 	case errors.As(err, &rej):
-		u.Status, u.Reason = string(Refused), rej.Message
-	default:
-		u.Status = string(Unknown)
+		return Answer{Outcome: Refused, Reason: rej.Message, At: at}, "", true
 	}
-	return u, true
+	return Answer{Outcome: Unknown, At: at}, "", true
+}
+
+// recordAnswer records answer a (mod: the operation's pspReference) to
+// operation e of payment psp, starting from e as the request wrote it and,
+// for an amount update, from head as read while its call ran (nil: read).
+func (s *Service) recordAnswer(ctx context.Context, psp string, e Entry, mod string, a Answer, head *Head) error {
+	var err error
+	if e.Kind == OpAmountUpdate {
+		err = answerAmountUpdate(ctx, s.store, psp, e.Ref, mod, a, &e, head)
+	} else {
+		err = answerEntry(ctx, s.store, psp, e.Ref, mod, a, &e)
+	}
+	if err != nil {
+		return fmt.Errorf("%s answer of payment %s: %w", e.Kind, psp, err)
+	}
+	return nil
 }
 
 // reserve writes operation e's request on payment psp: the entry, its

@@ -35,12 +35,25 @@ func resultOf(resp PaymentAnswer) PaymentResult {
 }
 
 // StartPayment adds what the service controls to in and starts a payment
-// upstream (docs/openapi.yaml). The payment record is created (or merged with
-// one a notification created first) alongside the rest of the request
-// (c.Wait).
+// upstream (docs/openapi.yaml). The payment's pending record, with
+// everything the request knows, is written before the call: whatever of
+// the answer's record writes is lost, the payment's notification or its
+// details find the request's facts there. After the answer, alongside the
+// rest of the request (c.Wait): the payment's head is created (or merged
+// with one its notification created first) and the pending record marked
+// bound to it; or, for an action answered without pspReference, the
+// pending record gets the answer's result code and the action its alias.
 func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (PaymentResult, error) {
 	m, site := c.Merchant, c.Site
 	ref := reference(c, in.Reference, "pay_")
+	now := s.clock.Now()
+	pend, err := savePending(ctx, s.store, Head{PSPReference: PendingKey(m.ID, site.ID, ref), MerchantID: m.ID, SiteID: site.ID,
+		Reference: ref, Source: SourceAdvanced, Amount: in.Amount, ShopperReference: in.ShopperReference,
+		StoredMethodID: in.StoredMethodID, StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
+		CaptureMode: m.CaptureMode, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return PaymentResult{}, storeError(err)
+	}
 	req := PaymentRequest{
 		IdempotencyKey:           c.callUpstream(),
 		MerchantAccount:          m.UpstreamAccount,
@@ -62,18 +75,21 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	if err != nil {
 		return PaymentResult{}, upstreamError(err, apperr.PaymentFailed, "starting the payment")
 	}
-	facts := PaymentFacts{
-		MerchantID: m.ID, SiteID: site.ID, Reference: ref, Amount: in.Amount,
-		ShopperReference: in.ShopperReference, StoredMethodID: in.StoredMethodID,
-		StorePaymentMethod: in.StorePaymentMethod(), AuthorisationType: in.AuthorisationType(),
-	}
-	switch {
-	case resp.PSPReference != "":
-		s.recordAfter(ctx, c, resultUpdate(UpdatePayment, resp, facts, m.CaptureMode, s.clock.Now()), known{})
+	at := s.clock.Now()
+	switch psp := resp.PSPReference; {
+	case psp != "":
+		a := answerFor("payment", resp, pend, at)
+		s.after(ctx, c, "payment", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a, nil) })
+		s.after(ctx, c, "payment", psp, func(ctx context.Context) error { return markBound(ctx, s.store, pend, psp) })
 	case resp.Action != nil || unfinished(State(resp.ResultCode)):
-		// An action answer without pspReference (pending.go): recorded now,
-		// bound when details or the notification name the pspReference.
-		s.recordAfter(ctx, c, pendingUpdate(resp, facts, m.CaptureMode, s.clock.Now()), known{})
+		// An action answer without pspReference (pending.go): bound when
+		// details or the notification name the pspReference.
+		s.after(ctx, c, "pending", pend.PSPReference, func(ctx context.Context) error {
+			return answerPending(ctx, s.store, pend, resp.ResultCode, at)
+		})
+		s.after(ctx, c, "action", pend.PSPReference, func(ctx context.Context) error {
+			return saveActionAlias(ctx, s.store, m.ID, site.ID, ref, resp.ActionPaymentData, at)
+		})
 	}
 	out := resultOf(resp)
 	out.MerchantReference = ref // the service knows it, whether or not the upstream echoes it
@@ -83,24 +99,6 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 // routingMetadata identifies merchant, site and flow in upstream calls.
 func routingMetadata(m tenant.Merchant, site tenant.Site, src Source) map[string]string {
 	return map[string]string{MetaMerchant: m.ID, MetaSite: site.ID, MetaSource: string(src)}
-}
-
-// resultUpdate is the record update of a payment or details answer naming
-// the pspReference: what the call knew (facts) and what the answer says.
-func resultUpdate(kind UpdateKind, resp PaymentAnswer, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
-	facts.CaptureMode = mode
-	facts.RefusalReason = resp.RefusalReason
-	facts.PaymentMethod = resp.PaymentMethod
-	return RecordUpdate{Kind: kind, PSPReference: resp.PSPReference, Status: resp.ResultCode, Payment: &facts, At: at}
-}
-
-// pendingUpdate is the record update of an action answer without
-// pspReference: what the call knew (facts) and the action's paymentData.
-// (facts is a parameter so that StartPayment's stays off the heap.)
-func pendingUpdate(resp PaymentAnswer, facts PaymentFacts, mode tenant.CaptureMode, at time.Time) RecordUpdate {
-	facts.CaptureMode = mode
-	facts.ActionPaymentData = resp.ActionPaymentData
-	return RecordUpdate{Kind: UpdatePending, Status: resp.ResultCode, Payment: &facts, At: at}
 }
 
 // outcome reports whether a result code is an authorisation outcome rather
@@ -113,98 +111,92 @@ func outcome(s State) bool {
 	return false
 }
 
-// recordResult creates or updates the head of a payment after a payment
-// or details answer naming its pspReference. A details answer starts from
-// the payment's pending record (found by PendingReference), which is then
-// marked bound. What k holds (the request's reads after the answer) is
-// not read again.
-func recordResult(ctx context.Context, st Store, u RecordUpdate, k known) error {
-	f, psp := u.Payment, u.PSPReference
-	var pend Head
-	var found bool
+// paymentAnswer is what a /payments or /payments/details answer naming
+// the payment's pspReference records.
+type paymentAnswer struct {
+	kind string // "payment" or "details": its line in the timeline
+	psp  string
+	// req is what the request knew of the payment: merchant, site and,
+	// for a payment, everything (its pending record); for details, what
+	// the answer echoed.
+	req Head
+	// pending, when set, is the pending record the payment starts from and
+	// binds (details naming it).
+	pending                              *Head
+	status, refusalReason, paymentMethod string
+	at                                   time.Time
+}
+
+// answerFor is the record of answer resp of kind, given what the request
+// knew (req).
+func answerFor(kind string, resp PaymentAnswer, req Head, at time.Time) paymentAnswer {
+	return paymentAnswer{kind: kind, psp: resp.PSPReference, req: req, status: resp.ResultCode,
+		refusalReason: resp.RefusalReason, paymentMethod: resp.PaymentMethod, at: at}
+}
+
+// recordPayment creates or updates payment a.psp's head from answer a,
+// starting from start (the head as read: Version 0 none; nil: not read).
+// A new payment not starting from a pending record is one create-only
+// write; the head is read only when one exists. errForeign when it is
+// another merchant's or site's: nothing is recorded.
+func recordPayment(ctx context.Context, st Store, a paymentAnswer, start *Head) error {
+	fact := Fact{ID: "answer#" + a.kind + "#" + a.status, At: a.at, Kind: a.kind, Origin: OriginAPI,
+		PSPReference: a.psp, Detail: a.status}
 	switch {
-	case u.Kind != UpdateDetails:
-	case k.pending != nil:
-		pend, found = k.pending.head, k.pending.found
-	default:
-		var err error
-		if pend, found, err = pendingFor(ctx, st, f.MerchantID, f.SiteID, f.PendingReference, psp); err != nil {
-			return fmt.Errorf("read pending payment %s: %w", f.PendingReference, err)
-		}
-	}
-	fact := Fact{ID: "answer#" + string(u.Kind) + "#" + u.Status, At: u.At, Kind: string(u.Kind), Origin: OriginAPI,
-		PSPReference: psp, Detail: u.Status}
-	exists := k.head != nil && k.head.Version != 0
-	if !found && !exists { // a new payment is one create-only write; the read follows only if one exists
-		h := f.newHead(psp, u.At)
-		h.answered(u.Status)
-		h.UpdatedAt, h.Version = u.At, 1
-		err := st.Write(ctx, Write{PSP: psp, Put: &h, Facts: []Fact{fact}})
+	case a.pending == nil && (start == nil || start.Version == 0):
+		h := a.newHead()
+		h.answered(a.status)
+		h.UpdatedAt, h.Version = a.at, 1
+		err := st.Write(ctx, Write{PSP: a.psp, Put: &h, Facts: []Fact{fact}})
 		if !errors.Is(err, storeerr.ErrConflict) {
 			if err != nil {
-				return fmt.Errorf("record payment %s: %w", psp, err)
+				return fmt.Errorf("record payment %s: %w", a.psp, err)
 			}
 			return nil
 		}
-		k.createFirst = false // the head exists: read it
+		start = nil // the head exists: read it
+	case start == nil:
+		start = &Head{PSPReference: a.psp} // created from the pending record, unless one exists
 	}
-	return updateResult(ctx, st, u, k, fact, pend, found)
+	return updatePayment(ctx, st, a, start, fact)
 }
 
-// errForeign: a payment or details answer names a payment of another
-// merchant or site; it is not recorded.
-var errForeign = fmt.Errorf("%w: the payment belongs to another merchant or site", ErrUpdateRefused)
-
-// updateResult is recordResult's update of a head that exists, or of one
-// that starts from pending record pend (when found). Apart, so that the
-// path creating a new payment keeps what this one captures off the heap.
-func updateResult(ctx context.Context, st Store, u RecordUpdate, k known, fact Fact, pend Head, found bool) error {
-	f, psp := u.Payment, u.PSPReference
+// updatePayment is recordPayment's update of a head that exists, or of
+// one that starts from a.pending, which is marked bound alongside.
+func updatePayment(ctx context.Context, st Store, a paymentAnswer, start *Head, fact Fact) error {
 	facts := []Fact{fact}
-	if found {
-		facts = append(facts, boundFact(pend, u.At))
-	}
-	// The pending record is marked bound alongside: a later attempt finds
-	// it bound to psp and starts from it again.
 	var bound sync.WaitGroup
 	var bindErr error
-	if found {
-		bound.Go(func() { bindErr = markBound(ctx, st, pend, psp) })
+	if a.pending != nil {
+		facts = append(facts, boundFacts(*a.pending, a.at)...)
+		// A later attempt finds the pending record bound to psp and
+		// starts from it again.
+		bound.Go(func() { bindErr = markBound(ctx, st, *a.pending, a.psp) })
 	}
-	start := k.head
-	if start == nil && k.createFirst {
-		start = &Head{PSPReference: psp}
-	}
-	err := updateHead(ctx, st, psp, start, func(h *Head) error {
+	_, err := updateHead(ctx, st, a.psp, start, func(h *Head) error {
 		stored := h.clone()
 		if h.Version == 0 {
-			*h = f.newHead(psp, u.At)
-			if found {
-				*h = fromPending(pend, psp)
-			}
+			*h = a.newHead()
 		}
-		if h.MerchantID != f.MerchantID || (h.SiteID != "" && h.SiteID != f.SiteID) {
-			return fmt.Errorf("%w: payment %s", errForeign, psp)
+		if h.MerchantID != a.req.MerchantID || (h.SiteID != "" && h.SiteID != a.req.SiteID) {
+			return fmt.Errorf("%w: payment %s", errForeign, a.psp)
 		}
-		if found {
-			fillRequestFacts(h, pend)
-		}
-		f.fill(h)
-		h.answered(u.Status)
+		a.fill(h)
+		h.answered(a.status)
 		if stored.Version != 0 && reflect.DeepEqual(*h, stored) {
 			return ErrSkip // the same answer again (a replay): nothing new
 		}
-		h.UpdatedAt = later(h.UpdatedAt, u.At)
+		h.UpdatedAt = later(h.UpdatedAt, a.at)
 		return nil
 	}, facts...)
 	bound.Wait()
-	if found && errors.Is(err, errForeign) && bindErr == nil {
+	if a.pending != nil && errors.Is(err, errForeign) && bindErr == nil {
 		// Bound alongside a create that found another site's payment: the
 		// pending record is this site's, and psp not its payment.
-		bindErr = unbind(ctx, st, pend, psp)
+		bindErr = unbind(ctx, st, *a.pending, a.psp)
 	}
 	if err != nil {
-		err = fmt.Errorf("record payment %s: %w", psp, err)
+		err = fmt.Errorf("record payment %s: %w", a.psp, err)
 	}
 	return errors.Join(err, bindErr)
 }
@@ -224,58 +216,44 @@ func (h *Head) answered(resultCode string) {
 	h.Totals = h.Totals.Sub(before).Add(h.authContribution())
 }
 
-// newHead is the head a payment or details answer creates when none
-// exists (and no pending record leads to it).
-func (f *PaymentFacts) newHead(psp string, at time.Time) Head {
-	h := Head{PSPReference: psp, MerchantID: f.MerchantID, SiteID: f.SiteID, Source: SourceAdvanced, CreatedAt: at}
-	f.fill(&h)
+// newHead is the head answer a creates when none exists: from its pending
+// record, else from what the request knew.
+func (a paymentAnswer) newHead() Head {
+	if a.pending != nil {
+		h := fromPending(*a.pending, a.psp)
+		a.fill(&h)
+		return h
+	}
+	h := Head{PSPReference: a.psp, MerchantID: a.req.MerchantID, SiteID: a.req.SiteID, Source: SourceAdvanced, CreatedAt: a.at}
+	a.fill(&h)
 	return h
 }
 
-// fill fills what head h lacks from what the call knew and answered.
-func (f *PaymentFacts) fill(h *Head) {
+// fill fills what head h lacks from what the request knew and the answer
+// said.
+func (a paymentAnswer) fill(h *Head) {
+	if a.pending != nil {
+		fillRequestFacts(h, *a.pending)
+	}
 	if h.SiteID == "" {
-		h.SiteID = f.SiteID
+		h.SiteID = a.req.SiteID
 	}
-	fillRequestFacts(h, Head{Reference: f.Reference, Amount: f.Amount, ShopperReference: f.ShopperReference,
-		StoredMethodID: f.StoredMethodID, StorePaymentMethod: f.StorePaymentMethod, AuthorisationType: f.AuthorisationType})
-	if h.CaptureMode == "" {
-		h.CaptureMode = f.CaptureMode
+	fillRequestFacts(h, a.req)
+	if a.refusalReason != "" {
+		h.RefusalReason = a.refusalReason
 	}
-	if f.RefusalReason != "" {
-		h.RefusalReason = f.RefusalReason
+	if a.paymentMethod != "" {
+		h.PaymentMethod = a.paymentMethod
 	}
-	if f.PaymentMethod != "" {
-		h.PaymentMethod = f.PaymentMethod
-	}
-}
-
-// recordPending writes the pending record of a payment answered with an
-// action and no pspReference, and its action's alias. Applying it again
-// replaces the pending record with the same one, unless its payment was
-// bound meanwhile.
-func recordPending(ctx context.Context, st Store, u RecordUpdate) error {
-	f := u.Payment
-	h := f.newHead("", u.At)
-	h.answered(u.Status)
-	h.UpdatedAt = u.At
-	var wg sync.WaitGroup
-	var aliasErr error
-	wg.Go(func() {
-		aliasErr = saveActionAlias(ctx, st, f.MerchantID, f.SiteID, f.Reference, f.ActionPaymentData, u.At)
-	})
-	err := savePending(ctx, st, h)
-	wg.Wait()
-	return errors.Join(err, aliasErr)
 }
 
 // updateHead applies fn to payment psp's head (Version 0: none stored)
 // and writes it conditionally on its version, with facts, re-reading and
-// re-applying on a concurrent change. The first attempt starts from start
-// when it is set (the head as the caller read it; Version 0: none, so
-// the write creates it) instead of reading. fn returning ErrSkip writes
-// nothing.
-func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) error {
+// re-applying on a concurrent change, and returns it as written. The first
+// attempt starts from start when it is set (the head as the caller read
+// it; Version 0: none, so the write creates it) instead of reading. fn
+// returning ErrSkip writes nothing.
+func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) (Head, error) {
 	for attempt := 1; ; attempt++ {
 		var h Head
 		var err error
@@ -285,25 +263,25 @@ func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(
 			h, err = Head{PSPReference: psp}, nil
 		}
 		if err != nil {
-			return err
+			return Head{}, err
 		}
 		next := h.clone()
 		if err := fn(&next); err != nil {
 			if errors.Is(err, ErrSkip) {
-				return nil
+				return h, nil
 			}
-			return err
+			return Head{}, err
 		}
 		next.PSPReference, next.Version = psp, h.Version+1
 		err = st.Write(ctx, Write{PSP: psp, Put: &next, Facts: facts})
 		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
+			return next, err
 		}
 		if attempt == maxSettleAttempts {
-			return fmt.Errorf("update payment %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
+			return Head{}, fmt.Errorf("update payment %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
 		}
-		if err := wait(ctx, attempt); err != nil {
-			return err
+		if err := WaitToRetry(ctx, nil, attempt); err != nil {
+			return Head{}, err
 		}
 	}
 }

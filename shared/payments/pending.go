@@ -12,14 +12,16 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// A payment that starts with an action (3-D Secure, a redirect) may be
-// answered without a pspReference: the platform's published answers carry
-// only resultCode and action. Such a payment is recorded at once as a
-// pending record under PendingKey (merchant, site, reference), with
-// everything the request knew, and bound to its pspReference as soon as
-// /payments/details or the AUTHORISATION notification gives it: the record
-// under the pspReference then starts from the pending one. Nothing depends
-// on the upstream echoing amount or reference (docs/payments.md).
+// Every payment's request is recorded before its call as a pending record
+// under PendingKey (merchant, site, reference), with everything the
+// request knows. A payment that starts with an action (3-D Secure, a
+// redirect) may be answered without a pspReference (the platform's
+// published answers carry only resultCode and action): its pending record
+// is bound to its pspReference as soon as /payments/details or the
+// AUTHORISATION notification gives it, and the record under the
+// pspReference starts from the pending one. A payment's notification finds
+// it too when the head's own write was lost. Nothing depends on the
+// upstream echoing amount or reference (docs/payments.md).
 
 // pendingPrefix starts every pending key; no pspReference starts with it.
 const pendingPrefix = "pending_"
@@ -79,28 +81,41 @@ func (s *Service) referenceOfAction(ctx context.Context, merchantID, siteID, pay
 func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix) }
 
 // A pending record is a head under PendingKey, with the request's facts
-// and the answer's result code; the head of the payment starts from it once
-// its pspReference is known (bound), and the pending record is marked
-// BoundTo it.
+// and, once an action answered it, the answer's result code; the head of
+// the payment starts from it once its pspReference is known (bound), and
+// the pending record is marked BoundTo it.
 
-// savePending writes the pending record h (keyed by PendingKey),
-// replacing an earlier payment's with the same reference: the latest
-// payment started with a reference is the one its details and notification
-// bind. The same record written again once its payment is bound (a
-// repeated update) stays as it is.
-func savePending(ctx context.Context, st Store, h Head) error {
-	key := PendingKey(h.MerchantID, h.SiteID, h.Reference)
+// savePending writes pending record h (keyed h.PSPReference) before the
+// payment's call, replacing an earlier payment's with the same reference:
+// the latest payment started with a reference is the one its details and
+// notification bind. It returns h as written.
+func savePending(ctx context.Context, st Store, h Head) (Head, error) {
 	// A new reference is the common case: the first attempt creates the
 	// record without reading; one that exists is read and replaced.
-	err := updateHead(ctx, st, key, &Head{PSPReference: key}, func(cur *Head) error {
-		if cur.Version != 0 && cur.BoundTo != "" && cur.CreatedAt.Equal(h.CreatedAt) && cur.Amount == h.Amount {
-			return ErrSkip // this payment's, bound since
-		}
+	written, err := updateHead(ctx, st, h.PSPReference, &Head{PSPReference: h.PSPReference}, func(cur *Head) error {
 		*cur = h.clone()
 		return nil
-	}, Fact{ID: "pending", At: h.UpdatedAt, Kind: "payment", Origin: OriginAPI, Detail: h.Auth.ResultCode})
+	})
 	if err != nil {
-		return fmt.Errorf("record pending payment %s: %w", h.Reference, err)
+		return Head{}, fmt.Errorf("record pending payment %s: %w", h.Reference, err)
+	}
+	return written, nil
+}
+
+// answerPending records on pending record pend, as savePending wrote it,
+// the result code of its payment's answer (an action without
+// pspReference).
+func answerPending(ctx context.Context, st Store, pend Head, resultCode string, at time.Time) error {
+	_, err := updateHead(ctx, st, pend.PSPReference, &pend, func(h *Head) error {
+		if h.Version == 0 || h.BoundTo != "" || !h.CreatedAt.Equal(pend.CreatedAt) {
+			return ErrSkip // bound since, or another payment's now
+		}
+		h.answered(resultCode)
+		h.UpdatedAt = later(h.UpdatedAt, at)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record pending payment %s: %w", pend.Reference, err)
 	}
 	return nil
 }
@@ -178,22 +193,28 @@ func fillRequestFacts(h *Head, req Head) {
 	}
 }
 
-// boundFact is the timeline's line of a payment that started from its
-// pending record (once, whichever of details and notification binds it).
-func boundFact(pend Head, at time.Time) Fact {
-	return Fact{ID: "bound", At: at, Kind: "bound", Origin: OriginAPI, Detail: pend.Reference}
+// boundFacts is the timeline's line of a payment that started from its
+// pending record after an action answered it (once, whichever of details
+// and notification binds it): none for a pending record its own answer
+// binds.
+func boundFacts(pend Head, at time.Time) []Fact {
+	if pend.Auth.ResultCode == "" {
+		return nil
+	}
+	return []Fact{{ID: "bound", At: at, Kind: "bound", Origin: OriginAPI, Detail: pend.Reference}}
 }
 
-// markBound records on a pending record the pspReference its payment got.
-// Its failure does not matter much: the payment's own head is complete.
+// markBound records on pending record pend the pspReference its payment
+// got. Its failure does not matter much: the payment's own head is
+// complete.
 func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 	if pend.BoundTo == psp {
 		return nil
 	}
 	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	err := updateHead(ctx, st, key, &pend, func(h *Head) error {
-		if h.Version == 0 || h.BoundTo == psp {
-			return ErrSkip
+	_, err := updateHead(ctx, st, key, &pend, func(h *Head) error {
+		if h.Version == 0 || h.BoundTo == psp || !h.CreatedAt.Equal(pend.CreatedAt) {
+			return ErrSkip // bound already, or another payment's now
 		}
 		h.BoundTo = psp
 		return nil
@@ -208,7 +229,7 @@ func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 // alongside a write that then found psp another site's payment).
 func unbind(ctx context.Context, st Store, pend Head, psp string) error {
 	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	err := updateHead(ctx, st, key, nil, func(h *Head) error {
+	_, err := updateHead(ctx, st, key, nil, func(h *Head) error {
 		if h.Version == 0 || h.BoundTo != psp {
 			return ErrSkip
 		}

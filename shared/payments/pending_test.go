@@ -31,27 +31,32 @@ func pendingFixture(t *testing.T) *fixture { return pendingFixtureOn(t, newFixtu
 
 // pendingFixtureOn is pendingFixture with f.
 func pendingFixtureOn(t *testing.T, f *fixture) *fixture {
+	f.usePendingUpstream()
+	if err := f.startPending(); err != nil {
+		t.Fatalf("StartPayment's record: %v", err)
+	}
+	return f
+}
+
+// usePendingUpstream makes f's platform answer payments with an action
+// and no pspReference, details with resultCode and pspReference only.
+func (f *fixture) usePendingUpstream() {
 	up := &detailsUpstream{fakeUpstream: f.up, details: payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp}}
 	f.svc = payments.NewService(f.st, up, f.clk, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	f.up.result = payments.PaymentAnswer{ResultCode: "IdentifyShopper", Action: json.RawMessage(`{"type":"threeDS2","subtype":"fingerprint","paymentData":"Ab02b4c0!fingerprint"}`),
 		ActionPaymentData: "Ab02b4c0!fingerprint"}
-	in := payments.PaymentInput{
-		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
-		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
-		ReturnURL:     "https://shop.example/return", Reference: "order-1", ShopperReference: "shopper-1",
-		ShopperInteraction: payments.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
-		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
-		StateData:      map[string]json.RawMessage{"storePaymentMethod": json.RawMessage(`true`)},
-	}
+}
+
+// startPending starts preAuthInput's payment, answered with an action, and
+// returns its record writes' error.
+func (f *fixture) startPending() error {
+	f.t.Helper()
 	c := f.call()
-	out, err := f.svc.StartPayment(f.ctx, c, in)
+	out, err := f.svc.StartPayment(f.ctx, c, preAuthInput())
 	if err != nil || out.PSPReference != "" || out.MerchantReference != "order-1" {
-		t.Fatalf("StartPayment: %+v %v", out, err)
+		f.t.Fatalf("StartPayment: %+v %v", out, err)
 	}
-	if err := c.Wait(); err != nil {
-		t.Fatalf("StartPayment's record: %v", err)
-	}
-	return f
+	return c.Wait()
 }
 
 func (f *fixture) details(ref string) { f.detailsWith(payments.DetailsInput{Reference: ref}) }
@@ -225,20 +230,21 @@ func TestDetailsReadBeforeTheyWrite(t *testing.T) {
 }
 
 // A payment answered with an action is one write of its pending record
-// and one of its action's alias, without a read.
+// before the call, then one of its answer's result code and one of its
+// action's alias, without a read.
 func TestPendingRecordWrittenWithoutARead(t *testing.T) {
 	f := newFixture(t)
 	accesses := f.st.record()
 	_ = pendingFixtureOn(t, f)
-	var got []string
-	for _, a := range accesses() {
-		if !strings.HasPrefix(a, "write ") {
-			t.Fatalf("%q: the pending record is read before it is created: %q", a, accesses())
-		}
-		got = append(got, a)
+	pending := "write " + payments.PendingKey(merchant.ID, site.ID, "order-1")
+	got := accesses()
+	if len(got) != 3 || got[0] != pending || !slices.Contains(got[1:], pending) {
+		t.Fatalf("accesses %q, want the pending record's write, then its answer's and the alias's", got)
 	}
-	if len(got) != 2 {
-		t.Fatalf("writes %q, want the pending record's and the alias's", got)
+	for _, a := range got {
+		if !strings.HasPrefix(a, "write ") {
+			t.Fatalf("%q: a read: %q", a, got)
+		}
 	}
 }
 
@@ -301,4 +307,138 @@ func TestNamedDetailsOfAnotherSitesPaymentLeaveThePendingRecordUnbound(t *testin
 	if err != nil || pend.BoundTo != "" {
 		t.Fatalf("pending record %+v %v, want unbound", pend, err)
 	}
+}
+
+// preAuthInput is a pre-authorisation that stores its card, as
+// pendingFixture starts it.
+func preAuthInput() payments.PaymentInput {
+	return payments.PaymentInput{
+		Amount:        money.Amount{Value: 1000, Currency: "EUR"},
+		PaymentMethod: json.RawMessage(`{"type":"scheme","encryptedCardNumber":"test_5454545454545454"}`),
+		ReturnURL:     "https://shop.example/return", Reference: "order-1", ShopperReference: "shopper-1",
+		ShopperInteraction: payments.ShopperInteractionEcommerce, RecurringProcessingModel: "CardOnFile",
+		AdditionalData: map[string]string{"authorisationType": "PreAuth"},
+		StateData:      map[string]json.RawMessage{"storePaymentMethod": json.RawMessage(`true`)},
+	}
+}
+
+// losing makes the store refuse every write from the platform's next
+// answer on, for the whole (zero) retry window, and returns what takes
+// writes again.
+func (f *fixture) losing() (recovered func()) {
+	f.svc.RetryRecordWritesFor(0)
+	f.up.during = func(string) {
+		f.st.mu.Lock()
+		f.st.failWrites = 1 << 30
+		f.st.mu.Unlock()
+	}
+	return func() {
+		f.st.mu.Lock()
+		f.st.failWrites = 0
+		f.st.mu.Unlock()
+		f.up.during = nil
+	}
+}
+
+// wantRequestFacts checks the payment's record holds what its request
+// knew, in state.
+func (f *fixture) wantRequestFacts(state payments.State) {
+	f.t.Helper()
+	p := f.payment()
+	if p.Reference != "order-1" || p.Amount.Value != 1000 || p.Amount.Currency != "EUR" || p.Authorised != 1000 ||
+		p.ShopperReference != "shopper-1" || !p.StorePaymentMethod || p.AuthorisationType != payments.AuthorisationPreAuth ||
+		p.Source != payments.SourceAdvanced || p.SiteID != site.ID || p.CaptureMode != merchant.CaptureMode || p.View().State != state {
+		f.t.Fatalf("record: %+v", p)
+	}
+}
+
+// A payment answered with its pspReference whose head write (and the
+// pending record's binding) is lost: the merchant gets the platform's
+// answer, and the AUTHORISATION notification creates the head from its
+// routing metadata and the pending record written before the call — the
+// same request facts as a normal run's (a pre-authorisation: its amount
+// can be updated).
+func TestLostPaymentHeadRepairedByItsNotification(t *testing.T) {
+	run := func(lose bool) *fixture {
+		f := newFixture(t)
+		f.up.result = payments.PaymentAnswer{ResultCode: "Authorised", PSPReference: psp, MerchantReference: "order-1"}
+		recovered := func() {}
+		if lose {
+			recovered = f.losing()
+		}
+		c := f.call()
+		out, err := f.svc.StartPayment(f.ctx, c, preAuthInput())
+		if err != nil || out.ResultCode != "Authorised" || out.PSPReference != psp {
+			t.Fatalf("lose %v: StartPayment %+v, %v", lose, out, err)
+		}
+		if werr := c.Wait(); lose != (werr != nil) {
+			t.Fatalf("lose %v: Wait %v", lose, werr)
+		}
+		recovered()
+		f.applyAdvancedAuthorisation()
+		f.wantRequestFacts(payments.StateAuthorised)
+		if _, err := f.updateAmount(1200); err != nil {
+			t.Fatalf("lose %v: amount update: %v", lose, err)
+		}
+		return f
+	}
+	want, got := run(false).payment(), run(true).payment()
+	if got.View() != want.View() || got.Totals != want.Totals || got.StoredMethodID != want.StoredMethodID {
+		t.Fatalf("repaired %+v, a normal run's %+v", got, want)
+	}
+}
+
+// A payment answered with an action and no pspReference whose answer's
+// writes (the pending record's result code, the action's alias) are lost:
+// the pending record written before the call still binds — details naming
+// the reference, or the AUTHORISATION by its merchantReference; details
+// naming only the action's paymentData (its alias lost) are recorded from
+// the answer, and the AUTHORISATION fills the rest.
+func TestLostPendingAnswerStillBinds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		details *payments.DetailsInput // nil: none before the notification
+	}{
+		{"details naming the reference", &payments.DetailsInput{Reference: "order-1"}},
+		{"the AUTHORISATION", nil},
+		{"details naming the paymentData", &payments.DetailsInput{PaymentData: "Ab02b4c0!fingerprint"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.usePendingUpstream()
+			recovered := f.losing()
+			if err := f.startPending(); err == nil {
+				t.Fatal("the answer's record writes were not lost")
+			}
+			recovered()
+			if tc.details != nil {
+				f.detailsWith(*tc.details)
+			}
+			f.applyAdvancedAuthorisation()
+			f.wantRequestFacts(payments.StateAuthorised)
+		})
+	}
+}
+
+// Details whose record write is lost fail (nothing was returned the
+// merchant could keep); the AUTHORISATION creates the head from the
+// pending record, and the details' retry records its answer over it.
+func TestLostDetailsRecordFailsTheCall(t *testing.T) {
+	f := pendingFixture(t)
+	f.svc.RetryRecordWritesFor(0)
+	f.st.mu.Lock()
+	f.st.failWrites = 1 << 30
+	f.st.mu.Unlock()
+	c := f.call()
+	_, err := f.svc.SubmitDetails(f.ctx, c, payments.DetailsInput{Reference: "order-1", Details: json.RawMessage(`{}`)})
+	if apperr.KindOf(err) != apperr.Internal {
+		t.Fatalf("SubmitDetails with its record lost: %v, want an internal error", err)
+	}
+	f.st.mu.Lock()
+	f.st.failWrites = 0
+	f.st.mu.Unlock()
+	f.applyAdvancedAuthorisation()
+	f.wantBound(payments.StateAuthorised)
+	f.details("order-1") // the retry
+	f.wantBound(payments.StateAuthorised)
 }

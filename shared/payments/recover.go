@@ -101,17 +101,17 @@ func (s *Service) recoverOne(ctx context.Context, r OpRef) (Outcome, error) {
 		return "", nil
 	}
 	resp, err := s.up.Modify(ctx, e.call(r.PSP))
-	u, ok := answerUpdate(r.PSP, e, resp, err, s.clock.Now())
+	a, mod, ok := answerOf(resp, err, s.clock.Now())
 	if !ok {
 		return "", nil // the first call is still running at the platform
 	}
-	if Outcome(u.Status) == Unknown && e.Answered != nil {
+	if a.Outcome == Unknown && e.Answered != nil {
 		return Unknown, nil // nothing new to record
 	}
-	if err := applyRecordUpdate(ctx, s.store, u, known{entry: &e}); err != nil {
+	if err := s.recordAnswer(ctx, r.PSP, e, mod, a, nil); err != nil {
 		return "", err
 	}
 	s.log.InfoContext(ctx, "operation's answer recovered", "pspReference", r.PSP, "operation", r.Ref,
-		"kind", string(e.Kind), "outcome", u.Status)
-	return Outcome(u.Status), nil
+		"kind", string(e.Kind), "outcome", string(a.Outcome))
+	return a.Outcome, nil
 }

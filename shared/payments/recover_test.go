@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +263,140 @@ func TestMerchantRetryLearnsTheAnswer(t *testing.T) {
 	if f.apiFacts("capture-unknown") != 1 || f.apiFacts("capture") != 1 {
 		t.Fatalf("timeline %+v", f.timeline())
 	}
+}
+
+// lostCounts is a RecordMetrics counting lost record writes by kind.
+type lostCounts struct {
+	mu   sync.Mutex
+	lost map[string]int
+}
+
+func (c *lostCounts) RecordUpdateLost(kind string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost == nil {
+		c.lost = map[string]int{}
+	}
+	c.lost[kind]++
+}
+
+// TestLostAnswerRepairedByRecover: per kind of operation, the store
+// refuses the write of the platform's answer for the whole retry window
+// (lost: logged and counted). The merchant still gets the platform's
+// answer and the operation stays in flight; the recovery pass repeats the
+// call under its key and records the answer, and the operation's
+// notification — before the pass, after it, or not at all — counts once:
+// the record equals a normal run's.
+func TestLostAnswerRepairedByRecover(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		first func(f *fixture) // before the operation
+		op    func(f *fixture, c *payments.Call) (payments.ModificationResult, error)
+		// notice is the operation's notification (its pspReference mod).
+		notice func(mod string) payments.Notification
+	}{
+		{kind: "capture",
+			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
+				return f.svc.Capture(f.ctx, c, psp, payments.CaptureInput{Amount: eur(400)})
+			},
+			notice: func(mod string) payments.Notification { return item(payments.EventCapture, mod, psp, "true", 400, nil) }},
+		{kind: "refund",
+			first: func(f *fixture) {
+				if _, err := f.capture(600); err != nil {
+					f.t.Fatal(err)
+				}
+			},
+			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
+				return f.svc.Refund(f.ctx, c, psp, refundOf(250))
+			},
+			notice: func(mod string) payments.Notification { return item(payments.EventRefund, mod, psp, "true", 250, nil) }},
+		{kind: "reversal",
+			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
+				return f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
+			},
+			notice: func(mod string) payments.Notification {
+				return item(payments.EventCancelOrRefund, mod, psp, "true", 1000, map[string]string{"modification.action": "cancel"})
+			}},
+		{kind: "amount-update",
+			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
+				return f.svc.UpdateAmount(f.ctx, c, psp, payments.AmountUpdateInput{Amount: eur(1500)})
+			},
+			notice: func(mod string) payments.Notification {
+				return item(payments.EventAuthorisationAdjustment, mod, psp, "true", 1500, nil)
+			}},
+	} {
+		for _, notified := range []string{"none", "before the pass", "after the pass"} {
+			t.Run(tc.kind+"/notified "+notified, func(t *testing.T) {
+				run := func(lose bool) *fixture {
+					f := newFixture(t)
+					f.advancedPayment("Authorised")
+					up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
+					m := &lostCounts{}
+					f.svc = payments.NewService(f.st, up, f.clk, discardLog()).RetryRecordWritesFor(0).CountRecordUpdates(m)
+					if tc.first != nil {
+						tc.first(f)
+					}
+					up.fail = func(int) (bool, error) {
+						if lose {
+							f.st.mu.Lock()
+							f.st.failWrites = 1 << 30
+							f.st.mu.Unlock()
+						}
+						return true, nil
+					}
+					c := f.call()
+					res, err := tc.op(f, c)
+					werr := c.Wait()
+					f.st.mu.Lock()
+					f.st.failWrites = 0
+					f.st.mu.Unlock()
+					up.fail = nil
+					if err != nil || res.Status != "received" {
+						t.Fatalf("lose %v: %+v, %v (the platform's answer stands)", lose, res, err)
+					}
+					if lose != (werr != nil) || lose != (m.lost[tc.kind] == 1) {
+						t.Fatalf("lose %v: Wait %v, lost %v", lose, werr, m.lost)
+					}
+					if lose && !inFlight(f.payment()) {
+						t.Fatalf("the lost answer's operation is not in flight: %+v", f.payment().Totals)
+					}
+					if notified == "before the pass" {
+						f.mustApply(tc.notice(res.PSPReference))
+					}
+					f.clk.Advance(payments.RecoverAfter + time.Second)
+					if r := f.recover(); r.Answered != map[bool]int{true: 1}[lose] {
+						t.Fatalf("lose %v: recovered %+v", lose, r)
+					}
+					if notified == "after the pass" {
+						f.mustApply(tc.notice(res.PSPReference))
+					}
+					return f
+				}
+				want, got := run(false), run(true)
+				w, g := want.payment(), got.payment()
+				if g.View() != w.View() || g.Totals != w.Totals || g.Authorised != w.Authorised || len(g.AmountUpdates) != len(w.AmountUpdates) {
+					t.Fatalf("repaired record %+v %+v, a normal run's %+v %+v", g.View(), g.Totals, w.View(), w.Totals)
+				}
+				if gk, wk := factKinds(got.timeline()), factKinds(want.timeline()); gk != wk {
+					t.Fatalf("repaired timeline %s, a normal run's %s", gk, wk)
+				}
+			})
+		}
+	}
+}
+
+// inFlight reports an operation of head h in flight.
+func inFlight(h payments.Head) bool {
+	t := h.Totals
+	return t.CapturesInFlight != 0 || t.RefundsInFlight != 0 || t.ReversalsInFlight != 0 || t.AmountUpdatesInFlight != 0
+}
+
+// factKinds lists a timeline's kinds and origins, sorted.
+func factKinds(facts []payments.Fact) string {
+	var out []string
+	for _, f := range facts {
+		out = append(out, f.Kind+"/"+f.Origin)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
 }

@@ -33,7 +33,6 @@ type Service struct {
 	clock       clock.Clock
 	log         *slog.Logger
 	recordRetry time.Duration // see RetryRecordWritesFor
-	pending     PendingUpdates
 	metrics     RecordMetrics
 	sleeper     Sleeper // see SleepWith
 }
@@ -44,23 +43,15 @@ func NewService(s Store, up Upstream, clk clock.Clock, log *slog.Logger) *Servic
 }
 
 // DefaultRecordRetry is how long a record write after the upstream's
-// answer keeps retrying store failures: the answer waits for it (Call.Wait),
-// so it stays well inside API Gateway's 29 s.
+// answer keeps retrying store failures: the answer waits for it, so it
+// stays well inside API Gateway's 29 s.
 const DefaultRecordRetry = 10 * time.Second
 
 // RetryRecordWritesFor sets how long a record write after the upstream's
 // answer retries store failures (0: once; conflicts are always retried)
-// before it is deferred.
+// before it is lost.
 func (s *Service) RetryRecordWritesFor(d time.Duration) *Service {
 	s.recordRetry = d
-	return s
-}
-
-// DeferUpdatesTo sets the port that keeps the record updates the request
-// could not apply (nil: none; such an update is then lost and only the
-// upstream's notification repairs the record).
-func (s *Service) DeferUpdatesTo(p PendingUpdates) *Service {
-	s.pending = p
 	return s
 }
 
@@ -72,11 +63,18 @@ func (s *Service) SleepWith(sl Sleeper) *Service {
 	return s
 }
 
-// CountRecordUpdates sets where deferred and lost record updates are
-// counted (nil: nowhere).
+// CountRecordUpdates sets where lost record writes are counted (nil:
+// nowhere).
 func (s *Service) CountRecordUpdates(m RecordMetrics) *Service {
 	s.metrics = m
 	return s
+}
+
+// RecordMetrics counts the record writes after an upstream answer that
+// were lost (the store refused them for the whole retry window): EMF in
+// Lambda, alarmed.
+type RecordMetrics interface {
+	RecordUpdateLost(kind string)
 }
 
 // reference returns the caller's reference or generates one. Under an

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
@@ -20,7 +21,9 @@ type SessionResult struct {
 
 // CreateSession adds what the service controls to in and creates a
 // checkout session upstream (docs/openapi.yaml). The session record is
-// written alongside the rest of the request (c.Wait).
+// written before the answer: lost, the call fails (the merchant never got
+// the sessionData, so no shopper can use the session), and its retry gets
+// the same session from the platform, under the same key, and records it.
 func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (SessionResult, error) {
 	m, site := c.Merchant, c.Site
 	ref := reference(c, in.Reference, "ses_")
@@ -59,9 +62,14 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 		ShopperReference: in.ShopperReference, StorePaymentMethod: in.StorePaymentMethod,
 		CreatedAt: now, ExpiresAt: now.Add(sessionTTL),
 	}
-	// The session is usable upstream whatever happens here, and its
-	// notifications carry routing metadata; its record is written like
-	// every record after an upstream answer (deferred rather than lost).
-	s.recordAfter(ctx, c, RecordUpdate{Kind: UpdateSession, Session: &rec, At: now}, known{})
+	err = s.record(ctx, "session", rec.ID, func(ctx context.Context) error {
+		if err := s.store.PutSession(ctx, rec); err != nil {
+			return fmt.Errorf("store session record %s: %w", rec.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return SessionResult{}, apperr.Wrap(apperr.Internal, "internal error", err)
+	}
 	return SessionResult{ID: resp.ID, SessionData: resp.SessionData, Reference: ref, ExpiresAt: resp.ExpiresAt, URL: resp.URL}, nil
 }

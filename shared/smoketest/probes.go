@@ -23,12 +23,12 @@ const (
 	KindWebhooks      Kind = "webhooks"
 	KindNotifications Kind = "notifications"
 	KindDispatcher    Kind = "dispatcher"
-	KindRecordUpdates Kind = "recordupdates"
+	KindRecovery      Kind = "recovery"
 )
 
 // Kinds lists every kind.
 var Kinds = []Kind{KindConfig, KindSessions, KindPayments, KindModifications, KindLookups, KindWebhooks,
-	KindNotifications, KindDispatcher, KindRecordUpdates}
+	KindNotifications, KindDispatcher, KindRecovery}
 
 // Canary is the canary merchant's API key and site (the secret
 // CanaryKeySecretArn names, JSON {"apiKey","siteId"}): a merchant kept for
@@ -166,11 +166,10 @@ func Probes(k Kind, env Env) ([]Probe, error) {
 			Event:  sqsEvent(env.Tag, string(job)),
 			Expect: noBatchFailures,
 		}}, nil
-	case KindRecordUpdates:
-		// An update of any real or made-up payment would change a record
-		// or land in the DLQ: the empty batch proves the version starts
-		// and answers.
-		return []Probe{{Name: "empty SQS batch", Event: []byte(`{"Records":[]}`), Expect: noBatchFailures}}, nil
+	case KindRecovery:
+		// A pass is what the schedule runs every minute anyway: the new
+		// version lists the operations in flight and answers.
+		return []Probe{{Name: "scheduled recovery pass", Event: scheduledEvent, Expect: recoveryPass}}, nil
 	}
 	return nil, fmt.Errorf("smoketest: unknown kind %q", k)
 }
@@ -314,6 +313,25 @@ func answer(status int, code string, check func(body map[string]any) error) func
 		}
 		return nil
 	}
+}
+
+// scheduledEvent is the EventBridge schedule's event.
+var scheduledEvent = []byte(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`)
+
+// recoveryPass checks the recovery function's answer: what its pass did.
+func recoveryPass(payload []byte) error {
+	var resp map[string]json.RawMessage
+	err := json.Unmarshal(payload, &resp)
+	for _, k := range []string{"Answered", "Unknown", "Skipped"} {
+		var n int
+		if err == nil {
+			err = json.Unmarshal(resp[k], &n)
+		}
+	}
+	if err != nil || len(resp) != 3 {
+		return fmt.Errorf("not a recovery pass: %.300s", payload)
+	}
+	return nil
 }
 
 // noBatchFailures checks an SQS handler's answer: a batch response

@@ -53,8 +53,10 @@ func healthy(k smoketest.Kind, canary bool) func([]byte) smoketest.Answer {
 	return func([]byte) smoketest.Answer {
 		var p []byte
 		switch {
-		case k == smoketest.KindDispatcher || k == smoketest.KindRecordUpdates:
+		case k == smoketest.KindDispatcher:
 			p = []byte(`{"batchItemFailures":[]}`)
+		case k == smoketest.KindRecovery:
+			p = []byte(`{"Answered":0,"Unknown":0,"Skipped":0}`)
 		case !canary || k == smoketest.KindNotifications:
 			p = proxy(401, `{"errorCode":"yp_1001","message":"x"}`)
 		case k == smoketest.KindConfig:
@@ -187,7 +189,7 @@ func TestProbes(t *testing.T) {
 						if live && strings.Contains(string(p.Event), "encryptedCardNumber") {
 							t.Errorf("%s: a payment in live", p.Name)
 						}
-						if c != nil && k != smoketest.KindNotifications && k != smoketest.KindDispatcher && k != smoketest.KindRecordUpdates &&
+						if c != nil && k != smoketest.KindNotifications && k != smoketest.KindDispatcher && k != smoketest.KindRecovery &&
 							!strings.Contains(string(p.Event), "Bearer yp_live_k") {
 							t.Errorf("%s does not use the canary key: %s", p.Name, p.Event)
 						}

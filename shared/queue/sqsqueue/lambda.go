@@ -194,12 +194,7 @@ func hide(ctx context.Context, q Backoff, log *slog.Logger, rec events.SQSMessag
 // It serves local runs against an SQS-compatible endpoint (moto), where no
 // Lambda trigger exists.
 func (q *Queue) Poll(ctx context.Context, h queue.Handler, clk clock.Clock, log *slog.Logger) {
-	q.PollLambda(ctx, LambdaHandler(q, h, clk, log), log)
-}
-
-// PollLambda is Poll for any SQS-triggered handler with partial batch
-// failures (another queue's consumer, such as the record updates').
-func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), log *slog.Logger) {
+	handle := LambdaHandler(q, h, clk, log)
 	for ctx.Err() == nil {
 		if _, err := q.RunBatch(ctx, handle, 10*time.Second, log); err != nil && ctx.Err() == nil {
 			log.ErrorContext(ctx, "queue: receive failed", "queue", q.url, "err", err.Error())
@@ -208,7 +203,7 @@ func (q *Queue) PollLambda(ctx context.Context, handle func(context.Context, eve
 	}
 }
 
-// RunBatch is one turn of PollLambda: it receives up to 10 visible
+// RunBatch is one turn of Poll: it receives up to 10 visible
 // messages (waiting at most wait for the first), hands them to handle as
 // the Lambda event source mapping would, and deletes those handle does not
 // report as failed. It returns how many messages it received; only the
