@@ -17,12 +17,14 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/internal/lambdaharness"
 	"github.com/yp/paysvc/internal/motoserver"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/queue"
+	"github.com/yp/paysvc/shared/recordupdates/sqsupdates"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
@@ -243,26 +245,39 @@ func newColdEnv(t *section, root string) (*coldEnv, error) {
 			}
 		}
 	}()
-	return &coldEnv{rt: rt, root: root, env: map[string]string{
-		"PAYSVC_ENVIRONMENT":              "test",
-		"PAYSVC_STORE":                    "dynamo",
-		"PAYSVC_TABLE":                    rt.table,
-		"PAYSVC_LOG_LEVEL":                "info",
-		"PAYSVC_UPSTREAM_URL":             rt.sim.URL + rt.sim.Sim.BasePath(),
-		"PAYSVC_UPSTREAM_SECRET_ARN":      aws.ToString(out.ARN),
-		"PAYSVC_UPSTREAM_TIMEOUT":         "10s",
-		"PAYSVC_RATE_PER_SECOND":          "100",
-		"PAYSVC_RATE_BURST":               "200",
-		"PAYSVC_QUEUE_URL":                rt.queueURL,
-		"PAYSVC_DLQ_URL":                  rt.dlqURL,
-		"PAYSVC_RECORD_UPDATES_QUEUE_URL": rt.updatesURL,
-		"PAYSVC_RECORD_UPDATES_DLQ_URL":   rt.updatesDLQURL,
-		"PAYSVC_WEBHOOK_ALLOW_LOCAL":      "true", // the webhook receiver is on 127.0.0.1
-		"AWS_ENDPOINT_URL":                rt.endpoint,
-		"AWS_ACCESS_KEY_ID":               "test",
-		"AWS_SECRET_ACCESS_KEY":           "test",
-		"AWS_XRAY_DAEMON_ADDRESS":         udp.LocalAddr().String(),
-	}}, nil
+	env := map[string]string{
+		"PAYSVC_ENVIRONMENT":         "test",
+		"PAYSVC_STORE":               "dynamo",
+		"PAYSVC_TABLE":               rt.table,
+		"PAYSVC_LOG_LEVEL":           "info",
+		"PAYSVC_UPSTREAM_URL":        rt.sim.URL + rt.sim.Sim.BasePath(),
+		"PAYSVC_UPSTREAM_SECRET_ARN": aws.ToString(out.ARN),
+		"PAYSVC_UPSTREAM_TIMEOUT":    "10s",
+		"PAYSVC_RATE_PER_SECOND":     "100",
+		"PAYSVC_RATE_BURST":          "200",
+		"PAYSVC_QUEUE_URL":           rt.queueURL,
+		"PAYSVC_DLQ_URL":             rt.dlqURL,
+		"PAYSVC_WEBHOOK_ALLOW_LOCAL": "true", // the webhook receiver is on 127.0.0.1
+		"AWS_ENDPOINT_URL":           rt.endpoint,
+		"AWS_ACCESS_KEY_ID":          "test",
+		"AWS_SECRET_ACCESS_KEY":      "test",
+		"AWS_XRAY_DAEMON_ADDRESS":    udp.LocalAddr().String(),
+	}
+	if err := recordUpdatesQueues(ctx, rt, env); err != nil {
+		return nil, err
+	}
+	return &coldEnv{rt: rt, root: root, env: env}, nil
+}
+
+// recordUpdatesQueues creates the record updates function's queue and DLQ
+// and names them in env.
+func recordUpdatesQueues(ctx context.Context, rt *rtEnv, env map[string]string) error {
+	url, dlq, err := sqsupdates.CreateQueues(ctx, sqs.NewFromConfig(rt.awsCfg), rt.table+"-record-updates")
+	if err != nil {
+		return fmt.Errorf("create record updates queues: %w", err)
+	}
+	env["PAYSVC_RECORD_UPDATES_QUEUE_URL"], env["PAYSVC_RECORD_UPDATES_DLQ_URL"] = url, dlq
+	return nil
 }
 
 // sampleEvent reads events/<name>.json as a generic document.
@@ -394,22 +409,27 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 		}}})
 		return b, "SQS batch of 1 delivery (webhook POST to 127.0.0.1)", err
 	case "recordupdates":
-		// The sample's deferred session record, under a new session id.
-		ev, err := c.sampleEvent("sqs-record-updates")
-		if err != nil {
-			return nil, "", err
-		}
-		rec := ev["Records"].([]any)[1].(map[string]any)
-		rec["messageId"] = fmt.Sprintf("bench-%d", c.seq)
-		rec["body"] = strings.ReplaceAll(rec["body"].(string), "CSDEMO0000000001", fmt.Sprintf("CSBENCH%09d", c.seq))
-		ev["Records"] = []any{rec}
-		c.seq++
-		b, err := json.Marshal(ev)
+		b, err := c.recordUpdateEvent()
 		return b, "SQS batch of 1 deferred record update (a session record)", err
 	case "echo":
 		return []byte(`{"mode":"echo","msg":"bench"}`), "echo event", nil
 	}
 	return nil, "", fmt.Errorf("no representative request known for function %s", fn)
+}
+
+// recordUpdateEvent is the sample's deferred session record, under a new
+// session id.
+func (c *coldEnv) recordUpdateEvent() ([]byte, error) {
+	ev, err := c.sampleEvent("sqs-record-updates")
+	if err != nil {
+		return nil, err
+	}
+	rec := ev["Records"].([]any)[1].(map[string]any)
+	rec["messageId"] = fmt.Sprintf("bench-%d", c.seq)
+	rec["body"] = strings.ReplaceAll(rec["body"].(string), "CSDEMO0000000001", fmt.Sprintf("CSBENCH%09d", c.seq))
+	ev["Records"] = []any{rec}
+	c.seq++
+	return json.Marshal(ev)
 }
 
 // checkAnswer fails for a function error or a non-2xx proxy response.
@@ -457,27 +477,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		if err != nil {
 			return err
 		}
-		for i := range fns {
-			f := &fns[i]
-			arches := []string{"amd64"}
-			if cfg.Arm64 && strings.HasPrefix(f.Pkg, "./functions/") {
-				arches = append(arches, "arm64")
-			}
-			for _, arch := range arches {
-				start := time.Now()
-				size, err := buildBootstrap(ctx, root, f.Pkg, arch, filepath.Join(bin, arch, f.Name, "bootstrap"))
-				if err != nil {
-					f.BuildErr = err.Error()
-					break
-				}
-				cfg.logf("coldstart: built %s for %s: %.1f MB in %s", f.Name, arch, float64(size)/1e6, time.Since(start).Round(time.Millisecond))
-				if arch == "amd64" {
-					f.SizeAmd64 = size
-				} else {
-					f.SizeArm64 = size
-				}
-			}
-		}
+		buildFunctions(ctx, cfg, root, bin, fns)
 		if !cfg.Smoke && cfg.Arm64 {
 			dir, err := t.TempDir()
 			if err != nil {
@@ -489,23 +489,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 			}
 			res.Probes = probes
 		}
-		var cenv *coldEnv
-		for i := range fns {
-			f := &fns[i]
-			if f.BuildErr != "" {
-				continue
-			}
-			if cenv == nil && f.Name != "echo" {
-				if cenv, err = newColdEnv(t, root); err != nil {
-					return err
-				}
-			}
-			if err := measureStarts(ctx, t, cfg, cenv, f, filepath.Join(bin, "amd64", f.Name, "bootstrap")); err != nil {
-				f.Err = err.Error()
-				cfg.logf("coldstart: %s: %v", f.Name, err)
-			}
-		}
-		return nil
+		return startFunctions(ctx, t, cfg, root, bin, fns)
 	})
 	res.Functions = fns
 	var errs []error
@@ -520,6 +504,56 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// buildFunctions builds each function's bootstrap into bin/<arch>/<name>
+// for amd64 (started) and, for functions/ with -arm64, arm64 (deployed:
+// its size), noting sizes and build failures in fns.
+func buildFunctions(ctx context.Context, cfg *config, root, bin string, fns []fnResult) {
+	for i := range fns {
+		f := &fns[i]
+		arches := []string{"amd64"}
+		if cfg.Arm64 && strings.HasPrefix(f.Pkg, "./functions/") {
+			arches = append(arches, "arm64")
+		}
+		for _, arch := range arches {
+			start := time.Now()
+			size, err := buildBootstrap(ctx, root, f.Pkg, arch, filepath.Join(bin, arch, f.Name, "bootstrap"))
+			if err != nil {
+				f.BuildErr = err.Error()
+				break
+			}
+			cfg.logf("coldstart: built %s for %s: %.1f MB in %s", f.Name, arch, float64(size)/1e6, time.Since(start).Round(time.Millisecond))
+			if arch == "amd64" {
+				f.SizeAmd64 = size
+			} else {
+				f.SizeArm64 = size
+			}
+		}
+	}
+}
+
+// startFunctions measures the starts of each function built, on one
+// coldEnv made for the first that needs it (echo needs none).
+func startFunctions(ctx context.Context, t *section, cfg *config, root, bin string, fns []fnResult) error {
+	var cenv *coldEnv
+	for i := range fns {
+		f := &fns[i]
+		if f.BuildErr != "" {
+			continue
+		}
+		if cenv == nil && f.Name != "echo" {
+			var err error
+			if cenv, err = newColdEnv(t, root); err != nil {
+				return err
+			}
+		}
+		if err := measureStarts(ctx, t, cfg, cenv, f, filepath.Join(bin, "amd64", f.Name, "bootstrap")); err != nil {
+			f.Err = err.Error()
+			cfg.logf("coldstart: %s: %v", f.Name, err)
+		}
+	}
+	return nil
 }
 
 // measureStarts starts f cfg.Starts times: init time, the first request,

@@ -387,40 +387,48 @@ func (p *overheadPhase) requesters(ctx context.Context, ep string, n int) (svc, 
 		}
 		return svc, direct, "", nil
 	case "captures":
-		warm := max(2, p.conc)
-		start := time.Now()
-		psps, err := p.createPayments(ctx, "capture-setup", 2*(n+warm)+1)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		p.cfg.logf("overhead: latency %s: created %d payments to capture in %s", p.lat, len(psps), time.Since(start).Round(time.Millisecond))
-		svcPSP, directPSP := psps[1:1+n+warm], psps[1+n+warm:]
-		capPath := func(psp string) string {
-			return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psp + "/captures"
-		}
-		if _, err := send(ctx, p.client, http.MethodPost, capPath(psps[0]), []byte(captureBody), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
-			return nil, nil, "", err
-		}
-		up, ok := p.sim.recorded("captures")
-		if !ok {
-			return nil, nil, "", errors.New("captures: the service made no upstream call to record")
-		}
-		upPath := strings.Replace(up.Path, psps[0], "%s", 1)
-		// Requests are numbered from 0 by each run; the warm-up takes the
-		// last payments, so every capture is of a different payment.
-		svc = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-captures-%d", p.tag, i)
-			_, err := send(ctx, p.client, http.MethodPost, capPath(svcPSP[i]), []byte(captureBody), p.svcHeader(k, true), http.StatusOK)
-			return err
-		}
-		direct = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-direct-captures-%d", p.tag, i)
-			_, err := send(ctx, p.client, up.Method, p.sim.URL+fmt.Sprintf(upPath, directPSP[i]), up.Body, p.directHeader(k), 0)
-			return err
-		}
-		return svc, direct, "", nil
+		svc, direct, err = p.captureRequesters(ctx, n, warmKey)
+		return svc, direct, "", err
 	}
 	return nil, nil, "", fmt.Errorf("unknown endpoint %s", ep)
+}
+
+// captureRequesters are the service and direct request functions of
+// captures: each request captures a payment created for it in setup,
+// after a warm-up capture whose upstream request is recorded.
+func (p *overheadPhase) captureRequesters(ctx context.Context, n int, warmKey string) (svc, direct func(context.Context, int) error, err error) {
+	warm := max(2, p.conc)
+	start := time.Now()
+	psps, err := p.createPayments(ctx, "capture-setup", 2*(n+warm)+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.cfg.logf("overhead: latency %s: created %d payments to capture in %s", p.lat, len(psps), time.Since(start).Round(time.Millisecond))
+	svcPSP, directPSP := psps[1:1+n+warm], psps[1+n+warm:]
+	capPath := func(psp string) string {
+		return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psp + "/captures"
+	}
+	if _, err := send(ctx, p.client, http.MethodPost, capPath(psps[0]), []byte(captureBody), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
+		return nil, nil, err
+	}
+	up, ok := p.sim.recorded("captures")
+	if !ok {
+		return nil, nil, errors.New("captures: the service made no upstream call to record")
+	}
+	upPath := strings.Replace(up.Path, psps[0], "%s", 1)
+	// Requests are numbered from 0 by each run; the warm-up takes the
+	// last payments, so every capture is of a different payment.
+	svc = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-captures-%d", p.tag, i)
+		_, err := send(ctx, p.client, http.MethodPost, capPath(svcPSP[i]), []byte(captureBody), p.svcHeader(k, true), http.StatusOK)
+		return err
+	}
+	direct = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-direct-captures-%d", p.tag, i)
+		_, err := send(ctx, p.client, up.Method, p.sim.URL+fmt.Sprintf(upPath, directPSP[i]), up.Body, p.directHeader(k), 0)
+		return err
+	}
+	return svc, direct, nil
 }
 
 // measure runs n requests of each side in interleaved rounds (service
