@@ -142,7 +142,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	endpoints := fs.String("endpoints", "", "overhead endpoints (default all): config,sessions,payments,captures")
 	n := fs.Int("n", 2000, "overhead: requests per side (service, direct) and endpoint at 0 ms upstream latency")
 	nSlow := fs.Int("n-slow", 300, "overhead: requests per side and endpoint at the slow upstream latency")
-	conc := fs.String("c", "1,4,16", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (targets: the first, 1 and 16)")
+	conc := fs.String("c", "1", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (the target's: 1)")
 	concSlow := fs.Int("c-slow", 8, "overhead: concurrency at the slow upstream latency")
 	latencies := fs.String("latencies", "0,150ms", "overhead: simulator latencies")
 	rounds := fs.Int("rounds", 4, "overhead: interleaved service/direct rounds per endpoint")
@@ -390,9 +390,6 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 		switch s {
 		case secOverhead:
 			rep.overhead, err = runOverhead(ctx, cfg)
-			if err == nil {
-				rep.storeWrite, err = measureStoreWrite(cfg)
-			}
 		case secRoundTrips:
 			rep.roundTrips, err = runRoundTrips(cfg)
 		case secColdStart:

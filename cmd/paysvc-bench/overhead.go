@@ -51,18 +51,13 @@ type overheadRow struct {
 	Direct      stats
 	// DirectNote says what "direct" is when the endpoint makes no upstream call.
 	DirectNote string
-	// Shares is each round's service req/s as a share of that round's
-	// direct req/s: a round's two sides ran back to back, so a share is
-	// less exposed to the machine's drift than the pooled rates.
-	Shares  []float64
-	Skipped string
+	Skipped    string
 }
 
 // overheadResult is item 1.
 type overheadResult struct {
-	Rounds  int
-	StoreFS string
-	Rows    []overheadRow
+	Rounds int
+	Rows   []overheadRow
 }
 
 // recorded is an upstream request the service made, replayed by the
@@ -465,9 +460,6 @@ func (p *overheadPhase) measure(ctx context.Context, ep string, n int) (overhead
 			rd = run(direct)
 			rs = run(svc)
 		}
-		if a, b := rs.stats(), rd.stats(); b.RPS > 0 {
-			row.Shares = append(row.Shares, a.RPS/b.RPS)
-		}
 		sSvc.merge(rs)
 		sDir.merge(rd)
 	}
@@ -499,9 +491,6 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 			dataDir, err := t.TempDir()
 			if err != nil {
 				return err
-			}
-			if res.StoreFS == "" {
-				res.StoreFS = fsType(dataDir)
 			}
 			svc, err := startLocalService(ctx, dataDir, sim)
 			if err != nil {
