@@ -126,7 +126,6 @@ func (c *cli) commands() []command {
 		{"listen", "forward a merchant's webhooks to a local URL, signed with a secret of this listen (a running local server only)", c.listen},
 		{"record-update list", "list the payment record updates deferred and still being applied (embedded store)", c.recordUpdateList},
 		{"seed", "apply a seed file (idempotent)", c.seed},
-		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
 	}
 }
 

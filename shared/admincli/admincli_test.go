@@ -519,7 +519,6 @@ func TestErrors(t *testing.T) {
 		{"delivery show unknown", []string{"delivery", "show", "--id", "msg_nope"}, 1, `unknown delivery "msg_nope"`},
 		{"seed missing file flag", []string{"seed"}, 2, "--file is required"},
 		{"seed missing file", []string{"seed", "--file", filepath.Join(t.TempDir(), "nope.json")}, 1, "no such file"},
-		{"migrate-keys on the embedded store", []string{"table", "migrate-keys"}, 1, "only the dynamo store has a key layout to migrate"},
 		{"shards on the embedded store", []string{"merchant", "shards", "--id", "m_shop"}, 1, "does not shard listings"},
 		{"shards unknown merchant", []string{"merchant", "shards", "--id", "m_nope"}, 1, "unknown merchant"},
 		{"shards negative", []string{"merchant", "shards", "--id", "m_shop", "--events", "-1"}, 2, "want a count"},
@@ -621,14 +620,6 @@ func TestDynamoRoundTrip(t *testing.T) {
 	if err != nil || rec.ID != created.APIKey.ID || !slices.Equal(rec.SiteIDs, []string{"site_web"}) {
 		t.Fatalf("stored key = %+v, %v", rec, err)
 	}
-	// The key layout migration runs (nothing of the previous layout here;
-	// shared/store/dynamo's TestMigrateKeys covers the moves).
-	var rep dynamo.MigrationReport
-	h.jsonOK(&rep, "table", "migrate-keys")
-	if rep.ItemsScanned != 0 || rep.IdempotencyMoved != 0 || rep.ScanPagesProcessed == 0 {
-		t.Fatalf("migrate-keys = %+v", rep)
-	}
-
 	// A new merchant's listings have one shard each; raised, never lowered.
 	type shardsOut struct {
 		MerchantID         string `json:"merchantId"`

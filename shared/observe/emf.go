@@ -33,6 +33,9 @@
 //	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
 //	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
 //	                                              current value was written
+//	StoredFormatUnknown [Count]                   per API request failed by a stored record of a
+//	                                              format version this release does not read; also
+//	                                              under ["Service"] alone, for one alarm over every function
 //
 // Every method is safe for concurrent use and on a nil *Metrics (a no-op),
 // so code paths that run without metrics need no checks.
@@ -84,6 +87,7 @@ const (
 	MetricRecovered         = "OperationsRecovered"
 	MetricUnanswered        = "OperationsUnanswered"
 	MetricRecoveryErrors    = "RecoveryErrors"
+	MetricFormatUnknown     = "StoredFormatUnknown"
 )
 
 // CloudWatch units used here.
@@ -382,5 +386,19 @@ func (m *Metrics) UpstreamSecretAge(age time.Duration) {
 	m.emit(nil, directive{
 		dims:    [][]string{with()},
 		metrics: []metric{{MetricSecretAge, UnitNone, age.Hours() / 24}},
+	})
+}
+
+// StoredFormatUnknown records an API request that failed on a stored
+// record of a format version this release does not read (it implements
+// httpapi.Metrics). It is reported under ["Service"] too, so the
+// template's StoredFormatUnknownAlarm reads one metric for every function.
+func (m *Metrics) StoredFormatUnknown() {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims:    [][]string{with(), {DimService}},
+		metrics: []metric{{MetricFormatUnknown, UnitCount, 1}},
 	})
 }

@@ -249,6 +249,20 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 	}
 }
 
+// TestStoredFormatUnknown: counted under the template's dimension set and
+// under Service alone, which the template's alarm reads.
+func TestStoredFormatUnknown(t *testing.T) {
+	var out bytes.Buffer
+	observe.New(&out, "fn", clock.NewFake(t0)).StoredFormatUnknown()
+	ds := docs(t, out.String())
+	if len(ds) != 1 {
+		t.Fatalf("%d documents", len(ds))
+	}
+	if v, sets := ds[0].value(observe.MetricFormatUnknown); v != 1 || len(sets) != 2 || !hasSet(sets, "Service", "Function") || !hasSet(sets, "Service") {
+		t.Errorf("%s = %v under %v, want 1 under [Service Function] and [Service]", observe.MetricFormatUnknown, v, sets)
+	}
+}
+
 func TestUpstreamTransport(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -410,6 +424,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.ColdStart(time.Millisecond)
 	m.NotificationUnroutable("x")
 	m.UpstreamSecretAge(time.Hour)
+	m.StoredFormatUnknown()
 	base := http.DefaultTransport
 	if m.UpstreamTransport(base) != base {
 		t.Error("nil Metrics must return the base transport")
