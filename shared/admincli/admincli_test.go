@@ -661,3 +661,19 @@ func TestAPIKeyNewPermissions(t *testing.T) {
 		t.Fatalf("help does not list the new permissions:\n%s", out)
 	}
 }
+
+// listen --forward-to takes a URL on this machine only: a usage error
+// (exit 2) before any server is looked for.
+func TestListenForwardsToThisMachineOnly(t *testing.T) {
+	h := newEmbedded(t)
+	for target, ok := range map[string]bool{
+		"http://169.254.169.254/latest/meta-data/": false, "https://hooks.example.com/x": false, "http://10.0.0.7:4000/": false,
+		"http://0.0.0.0:4000/": false, "http://2130706433:4000/": true, "ftp://127.0.0.1/": false,
+		"http://127.0.0.1:4000/webhooks": true, "http://localhost:4000/": true, "http://[::1]:4000/": true, "https://127.0.0.2/": true,
+	} {
+		code, _, errs := h.run("listen", "--forward-to", target)
+		if refused := code == admincli.ExitUsage && strings.Contains(errs, "loopback"); refused == ok {
+			t.Errorf("listen --forward-to %s: exit %d %s", target, code, errs)
+		}
+	}
+}

@@ -31,6 +31,7 @@
 //	                                              upstream answer the request could not
 //	                                              apply: deferred, or lost (not deferred either)
 //	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
+//	NotificationsLiveMismatch [Count]             per notification whose live flag is not the environment
 //	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
 //	                                              current value was written
 //	StoredFormatUnknown [Count]                   per API request failed by a stored record of a
@@ -83,6 +84,7 @@ const (
 	MetricRecordDeferred    = "RecordUpdatesDeferred"
 	MetricRecordLost        = "RecordUpdatesLost"
 	MetricUnroutable        = "NotificationsUnroutable"
+	MetricLiveMismatch      = "NotificationsLiveMismatch"
 	MetricSecretAge         = "UpstreamSecretAgeDays"
 	MetricRecovered         = "OperationsRecovered"
 	MetricUnanswered        = "OperationsUnanswered"
@@ -353,6 +355,20 @@ func (m *Metrics) NotificationUnroutable(reason string) {
 	m.emit(map[string]any{"reason": reason}, directive{
 		dims:    [][]string{with()},
 		metrics: []metric{{MetricUnroutable, UnitCount, 1}},
+	})
+}
+
+// NotificationLiveMismatch records a notification whose live flag is not
+// the service's environment: answered [accepted], kept unroutable, never
+// applied or delivered. The template's NotificationsLiveMismatchAlarm
+// fires on it.
+func (m *Metrics) NotificationLiveMismatch() {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricLiveMismatch, UnitCount, 1}},
 	})
 }
 
