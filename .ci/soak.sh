@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # The ledger simulation's soak run (`make soak`): TestLedgerSimulation with
 # PAYSVC_SIM_SEEDS_EMBEDDED seeds on the embedded store (default 10,000) and
-# PAYSVC_SIM_SEEDS_DYNAMO on DynamoDB (default 1,000) and
-# PAYSVC_SIM_SEEDS_BRIDGE on the bridge release's DynamoDB store (payments in
-# the format before ledgers; default 200), without the race detector
+# PAYSVC_SIM_SEEDS_DYNAMO on DynamoDB (default 1,000), without the race detector
 # (`make test` runs the simulation's smaller counts with it).
 #
 # The DynamoDB seeds run in chunks of PAYSVC_SIM_DYNAMO_CHUNK (default 100),
@@ -25,7 +23,6 @@ fi
 
 embedded="${PAYSVC_SIM_SEEDS_EMBEDDED:-10000}"
 dynamo="${PAYSVC_SIM_SEEDS_DYNAMO:-1000}"
-bridge="${PAYSVC_SIM_SEEDS_BRIDGE:-200}"
 chunk="${PAYSVC_SIM_DYNAMO_CHUNK:-100}"
 parallel="${PAYSVC_SIM_DYNAMO_PARALLEL:-1}"
 first="${PAYSVC_SIM_DYNAMO_FROM:-1}"
@@ -35,14 +32,14 @@ sim() { go test -count=1 -timeout 6h -run '^TestLedgerSimulation$' -v ./tests/ |
 start=$(date +%s)
 if [ "$embedded" -gt 0 ]; then
   echo "== ledger simulation: $embedded seeds on the embedded store"
-  PAYSVC_SIM_SEEDS_EMBEDDED="$embedded" PAYSVC_SIM_SEEDS_DYNAMO=0 PAYSVC_SIM_SEEDS_BRIDGE=0 sim
+  PAYSVC_SIM_SEEDS_EMBEDDED="$embedded" PAYSVC_SIM_SEEDS_DYNAMO=0 sim
   echo "== embedded store: $(( $(date +%s) - start )) s"
 fi
 
 # chunk FROM N: DynamoDB seeds FROM … FROM+N-1 against a moto of their own.
 run_chunk() (
   source .ci/moto.sh
-  PAYSVC_SIM_SEEDS_EMBEDDED=0 PAYSVC_SIM_SEEDS_DYNAMO="$2" PAYSVC_SIM_SEEDS_BRIDGE=0 PAYSVC_SIM_SEEDS_FROM="$1" sim
+  PAYSVC_SIM_SEEDS_EMBEDDED=0 PAYSVC_SIM_SEEDS_DYNAMO="$2" PAYSVC_SIM_SEEDS_FROM="$1" sim
 )
 
 last=$(( first + dynamo - 1 ))
@@ -75,11 +72,4 @@ if [ "$failed" -ne 0 ]; then
   echo "== soak: a DynamoDB chunk failed (above)" >&2
   exit 1
 fi
-if [ "$bridge" -gt 0 ]; then
-  echo "== ledger simulation: $bridge seeds on the bridge release's DynamoDB store"
-  (
-    source .ci/moto.sh
-    PAYSVC_SIM_SEEDS_EMBEDDED=0 PAYSVC_SIM_SEEDS_DYNAMO=0 PAYSVC_SIM_SEEDS_BRIDGE="$bridge" sim
-  )
-fi
-echo "== soak: $embedded embedded + $dynamo DynamoDB + $bridge bridge seeds passed in $(( $(date +%s) - start )) s"
+echo "== soak: $embedded embedded + $dynamo DynamoDB seeds passed in $(( $(date +%s) - start )) s"

@@ -239,7 +239,6 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		"PAYSVC_STORE":               "dynamo",
 		"PAYSVC_TABLE":               e.table,
 		"PAYSVC_LOG_LEVEL":           "debug", // the most verbose: the secrets check covers every line
-		"PAYSVC_PAYMENT_FORMAT":      "ledger",
 		"PAYSVC_UPSTREAM_URL":        e.simURL,
 		"PAYSVC_UPSTREAM_SECRET_ARN": e.secretARN,
 		"PAYSVC_UPSTREAM_TIMEOUT":    "10s",

@@ -26,7 +26,6 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/testenv"
 	"github.com/yp/paysvc/shared/testutil/hang"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -90,16 +89,12 @@ func TestLedgerSimulation(t *testing.T) {
 	for _, st := range []struct {
 		name    string
 		dyn     bool
-		bridge  bool
 		env     string
 		seeds   int
 		workers int
 	}{
-		{"embedded", false, false, "PAYSVC_SIM_SEEDS_EMBEDDED", 200, 4},
-		{"dynamo", true, false, "PAYSVC_SIM_SEEDS_DYNAMO", simDynamoSeeds, 8},
-		// The bridge release (docs/payments.md, "Compatibility"): every
-		// payment kept in the format before ledgers.
-		{"bridge", true, true, "PAYSVC_SIM_SEEDS_BRIDGE", simBridgeSeeds, 8},
+		{"embedded", false, "PAYSVC_SIM_SEEDS_EMBEDDED", 200, 4},
+		{"dynamo", true, "PAYSVC_SIM_SEEDS_DYNAMO", simDynamoSeeds, 8},
 	} {
 		t.Run(st.name, func(t *testing.T) {
 			seeds := simSeeds(t, st.env, st.seeds)
@@ -122,7 +117,7 @@ func TestLedgerSimulation(t *testing.T) {
 							if st.dyn && seed%2 == 0 { // moto serves one call at a time: two servers, two cores
 								endpoint = moto.Second(t)
 							}
-							runSimulation(t, st.dyn, st.bridge, endpoint, seed, &counts)
+							runSimulation(t, st.dyn, endpoint, seed, &counts)
 						})
 					}
 				})
@@ -153,11 +148,6 @@ func TestLedgerSimulation(t *testing.T) {
 // server (moto.Second) and the two take both cores when the machine has
 // them to spare; `make soak` runs 1,000.
 const simDynamoSeeds = 50
-
-// simBridgeSeeds is how many seeds run on the bridge release's DynamoDB
-// store (PAYSVC_SIM_SEEDS_BRIDGE; fewer than simKindsSeeds, so the fault
-// kinds are not counted: make soak runs 200).
-const simBridgeSeeds = 6
 
 // simKindsSeeds is the fewest seeds whose run must have injected every
 // fault kind (seeds 1 … 10 do, on both stores).
@@ -359,15 +349,11 @@ type simRun struct {
 
 // runSimulation plays seed on a fresh service (on DynamoDB when dyn, on
 // the moto server at endpoint: "" for the test binary's).
-func runSimulation(t *testing.T, dyn, bridge bool, endpoint string, seed uint64, counts *simCounts) {
-	var opts []dynamo.Option
-	if bridge {
-		opts = append(opts, dynamo.WithLegacyPaymentWrites())
-	}
+func runSimulation(t *testing.T, dyn bool, endpoint string, seed uint64, counts *simCounts) {
 	s := &simRun{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), counts: counts,
 		events: make(chan simEvent), points: map[*simActor]string{}, byKey: map[string]*simOp{}}
 	s.faults.Store(true)
-	s.e = testenv.NewWith(t, testenv.Options{Dynamo: dyn, DynamoEndpoint: endpoint, DynamoOptions: opts,
+	s.e = testenv.NewWith(t, testenv.Options{Dynamo: dyn, DynamoEndpoint: endpoint,
 		// No wall-clock bound on upstream calls: an actor stays parked
 		// inside its call ("after the upstream answered") for as many
 		// steps as the schedule says, which on a loaded machine and moto

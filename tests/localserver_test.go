@@ -398,3 +398,43 @@ func TestLocalServerOnDynamoDB(t *testing.T) {
 		t.Fatalf("sessions on DynamoDB: %d %s / %d %s", first.status, first.body, again.status, again.body)
 	}
 }
+
+// On a non-loopback address the server serves none of its local routes:
+// the simulator's hooks are not there, under any Host (a rebound one
+// through 127.0.0.1 here), so no request from the network (or from a web
+// page) changes or reads the simulator's state.
+func TestLocalServerNonLoopbackServesNoSimulatorHooks(t *testing.T) {
+	s := startLocalAt(t, "0.0.0.0:0", "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE=../cmd/paysvc-local/seed.example.json")
+	m := regexp.MustCompile(`"msg":"listening","addr":"http://[^"]*:(\d+)"`).FindStringSubmatch(s.outText())
+	if m == nil {
+		t.Fatalf("no address in the listening line:\n%s", s.outText())
+	}
+	s.base = "http://127.0.0.1:" + m[1]
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "/_sim/fail?endpoint=payments&failure=500"},
+		{"GET", "/_sim/notifications"},
+		{"POST", "/_sim/offers/expire"},
+	} {
+		for _, host := range []string{"attacker.example", ""} {
+			req, _ := http.NewRequest(tc.method, s.base+tc.path, nil)
+			if host != "" {
+				req.Host = host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s (Host %q) on 0.0.0.0: %d %s, want 404", tc.method, tc.path, host, resp.StatusCode, b)
+			}
+		}
+	}
+	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, `{"amount":{"value":4200,"currency":"EUR"},"reference":"order-net-1",
+		"returnUrl":"https://acme.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
+		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`)
+	if pay.status != 200 || !strings.Contains(string(pay.body), `"resultCode":"Authorised"`) {
+		t.Fatalf("the payment after the refused hooks: %d %s", pay.status, pay.body)
+	}
+}

@@ -15,13 +15,14 @@ import (
 )
 
 // Every sample event works against the local server (make run) seeded with
-// events/seed.json, sent with cmd/paysvc-event's code, as events/README.md
-// describes: the payment events with the pspReference of a payment made
+// events/seed.json and given the events' notification key, sent with
+// cmd/paysvc-event's code, as events/README.md describes: the payment events with the pspReference of a payment made
 // first, details after a challenge was started (sent before, it fails, and
 // only the file's own key replays that failure); the SQS event is refused
 // with the reason.
 func TestSampleEventsAgainstLocalServer(t *testing.T) {
-	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+filepath.Join("..", "events", "seed.json"))
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+filepath.Join("..", "events", "seed.json"),
+		"PAYSVC_UPSTREAM_HMAC_KEY="+sampleHMACKey)
 	client := &http.Client{Timeout: 30 * time.Second}
 	send := func(file string, o eventreplay.Options) eventreplay.Result {
 		t.Helper()

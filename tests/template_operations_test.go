@@ -191,6 +191,13 @@ func TestTemplateSilentFailuresHaveAlarms(t *testing.T) {
 		}
 	})
 
+	t.Run("stored records of an unknown format", func(t *testing.T) {
+		m := alarmMetrics(props("StoredFormatUnknownAlarm"))
+		if len(m) != 1 || m[0].Name != observe.MetricFormatUnknown || len(m[0].Dims) != 1 || m[0].Dims["Service"] != observe.ServiceName {
+			t.Errorf("StoredFormatUnknownAlarm reads %+v, want %s under Service alone", m, observe.MetricFormatUnknown)
+		}
+	})
+
 	t.Run("secret older than the policy", func(t *testing.T) {
 		p := props("UpstreamSecretAgeAlarm")
 		readers := map[string]bool{}

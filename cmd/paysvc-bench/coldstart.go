@@ -449,27 +449,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		if err != nil {
 			return err
 		}
-		for i := range fns {
-			f := &fns[i]
-			arches := []string{"amd64"}
-			if cfg.Arm64 && strings.HasPrefix(f.Pkg, "./functions/") {
-				arches = append(arches, "arm64")
-			}
-			for _, arch := range arches {
-				start := time.Now()
-				size, err := buildBootstrap(ctx, root, f.Pkg, arch, filepath.Join(bin, arch, f.Name, "bootstrap"))
-				if err != nil {
-					f.BuildErr = err.Error()
-					break
-				}
-				cfg.logf("coldstart: built %s for %s: %.1f MB in %s", f.Name, arch, float64(size)/1e6, time.Since(start).Round(time.Millisecond))
-				if arch == "amd64" {
-					f.SizeAmd64 = size
-				} else {
-					f.SizeArm64 = size
-				}
-			}
-		}
+		buildFunctions(ctx, cfg, root, bin, fns)
 		if !cfg.Smoke && cfg.Arm64 {
 			dir, err := t.TempDir()
 			if err != nil {
@@ -481,23 +461,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 			}
 			res.Probes = probes
 		}
-		var cenv *coldEnv
-		for i := range fns {
-			f := &fns[i]
-			if f.BuildErr != "" {
-				continue
-			}
-			if cenv == nil && f.Name != "echo" {
-				if cenv, err = newColdEnv(t, root); err != nil {
-					return err
-				}
-			}
-			if err := measureStarts(ctx, t, cfg, cenv, f, filepath.Join(bin, "amd64", f.Name, "bootstrap")); err != nil {
-				f.Err = err.Error()
-				cfg.logf("coldstart: %s: %v", f.Name, err)
-			}
-		}
-		return nil
+		return startFunctions(ctx, t, cfg, root, bin, fns)
 	})
 	res.Functions = fns
 	var errs []error
@@ -512,6 +476,56 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
+}
+
+// buildFunctions builds each function's bootstrap into bin/<arch>/<name>
+// for amd64 (started) and, for functions/ with -arm64, arm64 (deployed:
+// its size), noting sizes and build failures in fns.
+func buildFunctions(ctx context.Context, cfg *config, root, bin string, fns []fnResult) {
+	for i := range fns {
+		f := &fns[i]
+		arches := []string{"amd64"}
+		if cfg.Arm64 && strings.HasPrefix(f.Pkg, "./functions/") {
+			arches = append(arches, "arm64")
+		}
+		for _, arch := range arches {
+			start := time.Now()
+			size, err := buildBootstrap(ctx, root, f.Pkg, arch, filepath.Join(bin, arch, f.Name, "bootstrap"))
+			if err != nil {
+				f.BuildErr = err.Error()
+				break
+			}
+			cfg.logf("coldstart: built %s for %s: %.1f MB in %s", f.Name, arch, float64(size)/1e6, time.Since(start).Round(time.Millisecond))
+			if arch == "amd64" {
+				f.SizeAmd64 = size
+			} else {
+				f.SizeArm64 = size
+			}
+		}
+	}
+}
+
+// startFunctions measures the starts of each function built, on one
+// coldEnv made for the first that needs it (echo needs none).
+func startFunctions(ctx context.Context, t *section, cfg *config, root, bin string, fns []fnResult) error {
+	var cenv *coldEnv
+	for i := range fns {
+		f := &fns[i]
+		if f.BuildErr != "" {
+			continue
+		}
+		if cenv == nil && f.Name != "echo" {
+			var err error
+			if cenv, err = newColdEnv(t, root); err != nil {
+				return err
+			}
+		}
+		if err := measureStarts(ctx, t, cfg, cenv, f, filepath.Join(bin, "amd64", f.Name, "bootstrap")); err != nil {
+			f.Err = err.Error()
+			cfg.logf("coldstart: %s: %v", f.Name, err)
+		}
+	}
+	return nil
 }
 
 // measureStarts starts f cfg.Starts times: init time, the first request,

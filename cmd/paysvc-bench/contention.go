@@ -128,17 +128,21 @@ func runContention(ctx context.Context, cfg *config) (*contentionResult, error) 
 	return res, err
 }
 
-// contend plays rounds of the case on st through the API routes; rec,
-// when set, records st's DynamoDB calls.
-func contend(ctx context.Context, st contentionStore, sim *simFront, rounds int, rec *callRecorder) (contentionRow, error) {
+// contentionPost is a POST of body to path with Idempotency-Key key
+// through the measured service: its status and body.
+type contentionPost func(path, body, key string) (int, string)
+
+// contentionService seeds the demo tenant on st and serves the payments
+// and modifications routes on it in process, the upstream at sim.
+func contentionService(ctx context.Context, st contentionStore, sim *simFront) (contentionPost, error) {
 	clk := clock.System{}
 	demo, err := provision.Demo(tenant.EnvTest)
 	if err != nil {
-		return contentionRow{}, err
+		return nil, err
 	}
 	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
 	if err := prov.ApplySeed(ctx, demo); err != nil {
-		return contentionRow{}, fmt.Errorf("seed: %w", err)
+		return nil, fmt.Errorf("seed: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	up := upstream.New(upstream.Config{BaseURL: sim.URL + sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second})
@@ -151,7 +155,7 @@ func contend(ctx context.Context, st contentionStore, sim *simFront, rounds int,
 		Log:      log, Clock: clk, Metrics: observe.New(io.Discard, "paysvc-bench", clk),
 	}
 	h := httpapi.NewHandler(d, httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d))
-	do := func(path, body, key string) (int, string) {
+	return func(path, body, key string) (int, string) {
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+demo.APIKeys[0].Key)
 		req.Header.Set("Content-Type", "application/json")
@@ -159,63 +163,81 @@ func contend(ctx context.Context, st contentionStore, sim *simFront, rounds int,
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		return w.Code, w.Body.String()
+	}, nil
+}
+
+// contentionKind is operation i's kind: captures and refunds alternate.
+func contentionKind(i int) string { return []string{"captures", "refunds"}[i%2] }
+
+// contend plays rounds of the case on st through the API routes; rec,
+// when set, records st's DynamoDB calls.
+func contend(ctx context.Context, st contentionStore, sim *simFront, rounds int, rec *callRecorder) (contentionRow, error) {
+	do, err := contentionService(ctx, st, sim)
+	if err != nil {
+		return contentionRow{}, err
 	}
-	payPath := "/v1/ecom/" + benchSite + "/payments"
-	kind := func(i int) string { return []string{"captures", "refunds"}[i%2] }
 	row := contentionRow{Rounds: rounds, Statuses: map[int]int{}, Accepted: map[string]int{}}
 	run := time.Now().UnixNano()
 	for round := range rounds {
-		ref := fmt.Sprintf("contention-%d-%d", run, round)
-		code, body := do(payPath, strings.Replace(fmt.Sprintf(payBodyFmt, ref), `"value":12950`, `"value":1000`, 1), ref)
-		var paid struct{ ResultCode, PSPReference string }
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &paid) != nil || paid.ResultCode != "Authorised" {
-			return row, fmt.Errorf("payment: %d %s", code, body)
+		if err := contendRound(do, fmt.Sprintf("contention-%d-%d", run, round), rec, &row); err != nil {
+			return row, err
 		}
-		psp := paid.PSPReference
-		op := func(kind string, value int, key string) (int, string) {
-			return do(payPath+"/"+psp+"/"+kind, fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"}}`, value), key)
-		}
-		if code, body := op("captures", 500, ref+"-first"); code != http.StatusOK {
-			return row, fmt.Errorf("first capture: %d %s", code, body)
-		}
-		if rec != nil {
-			rec.take()
-		}
-		walls := make([]time.Duration, contentionOps)
-		codes := make([]int, contentionOps)
-		bodies := make([]string, contentionOps)
-		var start, done sync.WaitGroup
-		start.Add(1)
-		for i := range contentionOps {
-			done.Go(func() {
-				start.Wait()
-				t0 := time.Now()
-				codes[i], bodies[i] = op(kind(i), contentionAmount, fmt.Sprintf("%s-%s-%d", ref, kind(i), i))
-				walls[i] = time.Since(t0)
-			})
-		}
-		began := time.Now()
-		start.Done()
-		done.Wait()
-		row.Busy += time.Since(began)
-		if rec != nil {
-			row.Calls += len(rec.take())
-		}
-		for i, c := range codes {
-			switch {
-			case c == http.StatusOK:
-				row.Accepted[kind(i)]++
-			case c == http.StatusBadRequest && strings.Contains(bodies[i], `"yp_2002"`),
-				c == http.StatusConflict && strings.Contains(bodies[i], `"yp_2005"`):
-			default:
-				return row, fmt.Errorf("%s %d: %d %s; want 200, the guard's 400 or 409 yp_2005", kind(i), i, c, bodies[i])
-			}
-			row.Statuses[c]++
-		}
-		row.Answers = append(row.Answers, walls...)
 	}
 	slices.Sort(row.Answers)
 	return row, nil
+}
+
+// contendRound plays one round on a new payment (reference ref) and adds
+// its answers to row.
+func contendRound(do contentionPost, ref string, rec *callRecorder, row *contentionRow) error {
+	payPath := "/v1/ecom/" + benchSite + "/payments"
+	code, body := do(payPath, strings.Replace(fmt.Sprintf(payBodyFmt, ref), `"value":12950`, `"value":1000`, 1), ref)
+	var paid struct{ ResultCode, PSPReference string }
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &paid) != nil || paid.ResultCode != "Authorised" {
+		return fmt.Errorf("payment: %d %s", code, body)
+	}
+	op := func(kind string, value int, key string) (int, string) {
+		return do(payPath+"/"+paid.PSPReference+"/"+kind, fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"}}`, value), key)
+	}
+	if code, body := op("captures", 500, ref+"-first"); code != http.StatusOK {
+		return fmt.Errorf("first capture: %d %s", code, body)
+	}
+	if rec != nil {
+		rec.take()
+	}
+	walls := make([]time.Duration, contentionOps)
+	codes := make([]int, contentionOps)
+	bodies := make([]string, contentionOps)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range contentionOps {
+		done.Go(func() {
+			start.Wait()
+			t0 := time.Now()
+			codes[i], bodies[i] = op(contentionKind(i), contentionAmount, fmt.Sprintf("%s-%s-%d", ref, contentionKind(i), i))
+			walls[i] = time.Since(t0)
+		})
+	}
+	began := time.Now()
+	start.Done()
+	done.Wait()
+	row.Busy += time.Since(began)
+	if rec != nil {
+		row.Calls += len(rec.take())
+	}
+	for i, c := range codes {
+		switch {
+		case c == http.StatusOK:
+			row.Accepted[contentionKind(i)]++
+		case c == http.StatusBadRequest && strings.Contains(bodies[i], `"yp_2002"`),
+			c == http.StatusConflict && strings.Contains(bodies[i], `"yp_2005"`):
+		default:
+			return fmt.Errorf("%s %d: %d %s; want 200, the guard's 400 or 409 yp_2005", contentionKind(i), i, c, bodies[i])
+		}
+		row.Statuses[c]++
+	}
+	row.Answers = append(row.Answers, walls...)
+	return nil
 }
 
 // contentionTarget is the issue's bound on both stores. On moto the bound

@@ -142,7 +142,7 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	endpoints := fs.String("endpoints", "", "overhead endpoints (default all): config,sessions,payments,captures")
 	n := fs.Int("n", 2000, "overhead: requests per side (service, direct) and endpoint at 0 ms upstream latency")
 	nSlow := fs.Int("n-slow", 300, "overhead: requests per side and endpoint at the slow upstream latency")
-	conc := fs.String("c", "1,4,16", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (targets: the first, 1 and 16)")
+	conc := fs.String("c", "1", "overhead: concurrency levels of the closed-loop load generator at 0 ms upstream latency (the target's: 1)")
 	concSlow := fs.Int("c-slow", 8, "overhead: concurrency at the slow upstream latency")
 	latencies := fs.String("latencies", "0,150ms", "overhead: simulator latencies")
 	rounds := fs.Int("rounds", 4, "overhead: interleaved service/direct rounds per endpoint")
@@ -167,17 +167,8 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *smoke {
-		for name, v := range map[string]string{
-			"n": "40", "n-slow": "8", "c": "1,2", "c-slow": "4", "latencies": "0,20ms", "rounds": "2", "rt-requests": "1",
-			"starts": "2", "functions": "config", "arm64": "false", "deliveries": "20", "hang": "500ms", "timeout": "2m",
-		} {
-			if !set[name] {
-				_ = fs.Set(name, v)
-			}
-		}
+		setSmokeDefaults(fs)
 	}
 	c := &config{
 		Smoke: *smoke, Sections: splitList(*sections), Endpoints: splitList(*endpoints),
@@ -187,41 +178,68 @@ func parseFlags(args []string, progress io.Writer) (*config, error) {
 		ScaleOut: *scaleOut, UpstreamMS: *upstreamMS, ReceiverMS: *receiverMS,
 		Command: commandLine(args), CPUProfile: *cpuProfile, Trace: *traceOut,
 	}
+	if err := c.check(*conc, *latencies); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// smokeDefaults are -smoke's sizes, for the flags not given explicitly.
+var smokeDefaults = map[string]string{
+	"n": "40", "n-slow": "8", "c": "1,2", "c-slow": "4", "latencies": "0,20ms", "rounds": "2", "rt-requests": "1",
+	"starts": "2", "functions": "config", "arm64": "false", "deliveries": "20", "hang": "500ms", "timeout": "2m",
+}
+
+// setSmokeDefaults sets smokeDefaults on the flags of fs that the command
+// line did not set (fs parsed: the values are read after).
+func setSmokeDefaults(fs *flag.FlagSet) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range smokeDefaults {
+		if !set[name] {
+			_ = fs.Set(name, v)
+		}
+	}
+}
+
+// check validates c's names and sizes and parses the -c and -latencies
+// lists into it.
+func (c *config) check(conc, latencies string) error {
 	for _, s := range c.Sections {
 		if !contains(allSections, s) {
-			return nil, fmt.Errorf("unknown section %q (want %s)", s, strings.Join(allSections, ","))
+			return fmt.Errorf("unknown section %q (want %s)", s, strings.Join(allSections, ","))
 		}
 	}
 	for _, e := range c.Endpoints {
 		if !contains(overheadEndpoints, e) {
-			return nil, fmt.Errorf("unknown endpoint %q (want %s)", e, strings.Join(overheadEndpoints, ","))
+			return fmt.Errorf("unknown endpoint %q (want %s)", e, strings.Join(overheadEndpoints, ","))
 		}
 	}
-	for _, x := range splitList(*conc) {
+	for _, x := range splitList(conc) {
 		v, err := strconv.Atoi(x)
 		if err != nil || v < 1 {
-			return nil, fmt.Errorf("bad concurrency %q", x)
+			return fmt.Errorf("bad concurrency %q", x)
 		}
 		c.Concurrency = append(c.Concurrency, v)
 	}
-	for _, l := range splitList(*latencies) {
+	for _, l := range splitList(latencies) {
 		d, err := time.ParseDuration(l)
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("bad latency %q", l)
+			return fmt.Errorf("bad latency %q", l)
 		}
 		c.Latencies = append(c.Latencies, d)
 	}
 	switch {
 	case c.Requests < 1 || c.RequestsSlow < 1 || len(c.Concurrency) == 0 || c.ConcurrencySlow < 1 || c.Rounds < 1 || c.RTRequests < 1:
-		return nil, errors.New("-n, -n-slow, -c, -c-slow, -rounds and -rt-requests must be at least 1")
+		return errors.New("-n, -n-slow, -c, -c-slow, -rounds and -rt-requests must be at least 1")
 	case c.Starts < 1 || c.Deliveries < 10:
-		return nil, errors.New("-starts must be at least 1 and -deliveries at least 10")
+		return errors.New("-starts must be at least 1 and -deliveries at least 10")
 	case c.HangFor <= 0 || c.Timeout <= 0:
-		return nil, errors.New("-hang and -timeout must be positive")
+		return errors.New("-hang and -timeout must be positive")
 	case c.UpstreamMS < 0 || c.ReceiverMS < 0:
-		return nil, errors.New("-upstream-ms and -receiver-ms must not be negative")
+		return errors.New("-upstream-ms and -receiver-ms must not be negative")
 	}
-	return c, nil
+	return nil
 }
 
 // commandLine renders the command for the report, without the temporary
@@ -372,9 +390,6 @@ func run(ctx context.Context, cfg *config) (*report, error) {
 		switch s {
 		case secOverhead:
 			rep.overhead, err = runOverhead(ctx, cfg)
-			if err == nil {
-				rep.storeWrite, err = measureStoreWrite(cfg)
-			}
 		case secRoundTrips:
 			rep.roundTrips, err = runRoundTrips(cfg)
 		case secColdStart:

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/yp/paysvc/shared/capacity"
 	"github.com/yp/paysvc/shared/testutil/moto"
 )
 
@@ -51,10 +51,18 @@ func TestSmoke(t *testing.T) {
 		"idempotency: claim", "webhook delivery attempt (dispatcher)", "webhook retry hop (dispatcher, not yet due)", fn, "embedded (bbolt)",
 		"## 6. Scale: DynamoDB capacity model", "| gsi2 MERCHANT | `MERCHANT#m_bigshop#DELIVERIES#",
 		"## 7. Contention on one payment", "| DynamoDB (moto) | 1 | 50 |",
-		"Every write endpoint ≤ 2 sequential DynamoDB round trips with warm caches",
+		"Every write endpoint ≤ 3 sequential DynamoDB round trips with warm caches",
+		"≤ 4 sequential DynamoDB round trips with a cold tenant cache",
+		"The local store's added p50 at concurrency 1, 0 ms upstream ≤ 5 ms",
+		"Write request units per payment in the capacity model ≤ 76.7",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	for _, retired := range []string{"Added p50 ≤ 1 ms", "Added p99 ≤ 5 ms", "Concurrency 16", "group commit"} {
+		if strings.Contains(md, retired) {
+			t.Errorf("report still has %q:\n%s", retired, md)
 		}
 	}
 	// The target names each write endpoint with its steps. How many is
@@ -202,25 +210,6 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestMedianOf(t *testing.T) {
-	for _, tt := range []struct {
-		xs   []float64
-		want float64
-	}{
-		{[]float64{0.3}, 0.3},
-		{[]float64{0.5, 0.1, 0.3}, 0.3},
-		{[]float64{0.4, 0.1, 0.3, 0.2}, 0.25},
-	} {
-		xs := slices.Clone(tt.xs)
-		if got := medianOf(tt.xs); got != tt.want {
-			t.Errorf("medianOf(%v) = %v, want %v", tt.xs, got, tt.want)
-		}
-		if !slices.Equal(xs, tt.xs) {
-			t.Errorf("medianOf sorted its argument: %v", tt.xs)
-		}
-	}
-}
-
 // TestTemplateMemory: the cost model prices each function at the memory
 // template.yaml gives it, also when the value carries a comment.
 func TestTemplateMemory(t *testing.T) {
@@ -251,5 +240,44 @@ PASS`)}
 	if got.Status != fail || !strings.Contains(got.Miss, "deliveries, 10,000 is one consistent read") ||
 		!strings.Contains(got.Miss, "the event history's own page at 10,000 (90.25 ms)") {
 		t.Fatalf("listing target: %+v", got)
+	}
+}
+
+// The local store's target holds the added p50 of the writing endpoints
+// at concurrency 1 to 5 ms; the write units' target the capacity model's
+// WRU per payment to its budget.
+func TestLocalStoreAndWriteUnitsTargets(t *testing.T) {
+	rows := func(added time.Duration) *overheadResult {
+		res := &overheadResult{}
+		for _, ep := range []string{"sessions", "payments", "captures"} {
+			res.Rows = append(res.Rows, overheadRow{Endpoint: ep, Concurrency: 1,
+				Service: stats{P50: time.Millisecond + added}, Direct: stats{P50: time.Millisecond}})
+		}
+		return res
+	}
+	trace := func(wru float64) *scaleResult {
+		tr := &capacity.TraceResult{Payments: 1000}
+		tr.Total.W = wru * 1000
+		return &scaleResult{Trace: tr}
+	}
+	for _, tc := range []struct {
+		name       string
+		r          report
+		target     func(*report) target
+		wantStatus string
+	}{
+		{"local store within 5 ms", report{overhead: rows(4900 * time.Microsecond)}, (*report).localStoreTarget, pass},
+		{"local store over 5 ms", report{overhead: rows(5100 * time.Microsecond)}, (*report).localStoreTarget, fail},
+		{"local store not measured", report{}, (*report).localStoreTarget, notMeasured},
+		{"write units within the budget", report{scale: trace(76.6)}, (*report).writeUnitsTarget, pass},
+		{"write units over the budget", report{scale: trace(76.8)}, (*report).writeUnitsTarget, fail},
+		{"write units not measured", report{}, (*report).writeUnitsTarget, notMeasured},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.target(&tc.r)
+			if got.Status != tc.wantStatus || (got.Status == fail) != (got.Miss != "") {
+				t.Errorf("%+v, want status %s (and a miss exactly when failed)", got, tc.wantStatus)
+			}
+		})
 	}
 }

@@ -51,18 +51,13 @@ type overheadRow struct {
 	Direct      stats
 	// DirectNote says what "direct" is when the endpoint makes no upstream call.
 	DirectNote string
-	// Shares is each round's service req/s as a share of that round's
-	// direct req/s: a round's two sides ran back to back, so a share is
-	// less exposed to the machine's drift than the pooled rates.
-	Shares  []float64
-	Skipped string
+	Skipped    string
 }
 
 // overheadResult is item 1.
 type overheadResult struct {
-	Rounds  int
-	StoreFS string
-	Rows    []overheadRow
+	Rounds int
+	Rows   []overheadRow
 }
 
 // recorded is an upstream request the service made, replayed by the
@@ -387,40 +382,48 @@ func (p *overheadPhase) requesters(ctx context.Context, ep string, n int) (svc, 
 		}
 		return svc, direct, "", nil
 	case "captures":
-		warm := max(2, p.conc)
-		start := time.Now()
-		psps, err := p.createPayments(ctx, "capture-setup", 2*(n+warm)+1)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		p.cfg.logf("overhead: latency %s: created %d payments to capture in %s", p.lat, len(psps), time.Since(start).Round(time.Millisecond))
-		svcPSP, directPSP := psps[1:1+n+warm], psps[1+n+warm:]
-		capPath := func(psp string) string {
-			return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psp + "/captures"
-		}
-		if _, err := send(ctx, p.client, http.MethodPost, capPath(psps[0]), []byte(captureBody), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
-			return nil, nil, "", err
-		}
-		up, ok := p.sim.recorded("captures")
-		if !ok {
-			return nil, nil, "", errors.New("captures: the service made no upstream call to record")
-		}
-		upPath := strings.Replace(up.Path, psps[0], "%s", 1)
-		// Requests are numbered from 0 by each run; the warm-up takes the
-		// last payments, so every capture is of a different payment.
-		svc = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-captures-%d", p.tag, i)
-			_, err := send(ctx, p.client, http.MethodPost, capPath(svcPSP[i]), []byte(captureBody), p.svcHeader(k, true), http.StatusOK)
-			return err
-		}
-		direct = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-direct-captures-%d", p.tag, i)
-			_, err := send(ctx, p.client, up.Method, p.sim.URL+fmt.Sprintf(upPath, directPSP[i]), up.Body, p.directHeader(k), 0)
-			return err
-		}
-		return svc, direct, "", nil
+		svc, direct, err = p.captureRequesters(ctx, n, warmKey)
+		return svc, direct, "", err
 	}
 	return nil, nil, "", fmt.Errorf("unknown endpoint %s", ep)
+}
+
+// captureRequesters are the service and direct request functions of
+// captures: each request captures a payment created for it in setup,
+// after a warm-up capture whose upstream request is recorded.
+func (p *overheadPhase) captureRequesters(ctx context.Context, n int, warmKey string) (svc, direct func(context.Context, int) error, err error) {
+	warm := max(2, p.conc)
+	start := time.Now()
+	psps, err := p.createPayments(ctx, "capture-setup", 2*(n+warm)+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.cfg.logf("overhead: latency %s: created %d payments to capture in %s", p.lat, len(psps), time.Since(start).Round(time.Millisecond))
+	svcPSP, directPSP := psps[1:1+n+warm], psps[1+n+warm:]
+	capPath := func(psp string) string {
+		return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psp + "/captures"
+	}
+	if _, err := send(ctx, p.client, http.MethodPost, capPath(psps[0]), []byte(captureBody), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
+		return nil, nil, err
+	}
+	up, ok := p.sim.recorded("captures")
+	if !ok {
+		return nil, nil, errors.New("captures: the service made no upstream call to record")
+	}
+	upPath := strings.Replace(up.Path, psps[0], "%s", 1)
+	// Requests are numbered from 0 by each run; the warm-up takes the
+	// last payments, so every capture is of a different payment.
+	svc = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-captures-%d", p.tag, i)
+		_, err := send(ctx, p.client, http.MethodPost, capPath(svcPSP[i]), []byte(captureBody), p.svcHeader(k, true), http.StatusOK)
+		return err
+	}
+	direct = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-direct-captures-%d", p.tag, i)
+		_, err := send(ctx, p.client, up.Method, p.sim.URL+fmt.Sprintf(upPath, directPSP[i]), up.Body, p.directHeader(k), 0)
+		return err
+	}
+	return svc, direct, nil
 }
 
 // measure runs n requests of each side in interleaved rounds (service
@@ -457,9 +460,6 @@ func (p *overheadPhase) measure(ctx context.Context, ep string, n int) (overhead
 			rd = run(direct)
 			rs = run(svc)
 		}
-		if a, b := rs.stats(), rd.stats(); b.RPS > 0 {
-			row.Shares = append(row.Shares, a.RPS/b.RPS)
-		}
 		sSvc.merge(rs)
 		sDir.merge(rd)
 	}
@@ -491,9 +491,6 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 			dataDir, err := t.TempDir()
 			if err != nil {
 				return err
-			}
-			if res.StoreFS == "" {
-				res.StoreFS = fsType(dataDir)
 			}
 			svc, err := startLocalService(ctx, dataDir, sim)
 			if err != nil {

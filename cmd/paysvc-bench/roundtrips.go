@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -192,86 +191,13 @@ func classify(service, op string, params any) string {
 		}
 		return "queue: " + op
 	}
-	var pk, sk string
-	index := false // a Query of gsi1
-	keyOf := func(m map[string]types.AttributeValue) {
-		if v, ok := m["pk"].(*types.AttributeValueMemberS); ok {
-			pk = v.Value
-		}
-		if v, ok := m["sk"].(*types.AttributeValueMemberS); ok {
-			sk = v.Value
-		}
-	}
-	switch in := params.(type) {
-	case *dynamodb.GetItemInput:
-		keyOf(in.Key)
-	case *dynamodb.PutItemInput:
-		keyOf(in.Item)
-	case *dynamodb.UpdateItemInput:
-		keyOf(in.Key)
-	case *dynamodb.DeleteItemInput:
-		keyOf(in.Key)
-	case *dynamodb.QueryInput:
-		index = in.IndexName != nil
-		// "#pk = :pk AND begins_with(#sk, :prefix)": the values named there.
-		value := func(re *regexp.Regexp) string {
-			m := re.FindStringSubmatch(aws.ToString(in.KeyConditionExpression))
-			if m == nil {
-				return ""
-			}
-			v, _ := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS)
-			if v == nil {
-				return ""
-			}
-			return v.Value
-		}
-		pk, sk = value(keyEquals), value(keyBeginsWith)
-	case *dynamodb.BatchGetItemInput:
-		for _, ka := range in.RequestItems { // the adapter reads one table, one partition
-			if len(ka.Keys) > 0 {
-				keyOf(ka.Keys[0])
-			}
-		}
-	case *dynamodb.TransactWriteItemsInput:
-		if len(in.TransactItems) > 0 {
-			switch it := in.TransactItems[0]; {
-			case it.Put != nil:
-				keyOf(it.Put.Item)
-			case it.Update != nil:
-				keyOf(it.Update.Key)
-			case it.ConditionCheck != nil:
-				keyOf(it.ConditionCheck.Key)
-			case it.Delete != nil:
-				keyOf(it.Delete.Key)
-			}
-		}
-	}
+	pk, sk, index := callKey(params)
 	prefix, _, _ := strings.Cut(pk, "#")
 	read := op == "GetItem" || op == "Query" || op == "BatchGetItem"
 	rw := map[bool]string{true: "read", false: "write"}[read]
 	switch prefix {
-	case "APIKEY":
-		return "auth: API key " + rw
-	case "SITE":
-		return "tenant: site " + rw
 	case "MERCHANT":
-		switch {
-		case op == "Query" && index:
-			return "delivery list: read" // gsi2 MERCHANT#<m>#DELIVERIES#<n>
-		case op == "Query" && strings.HasPrefix(sk, "SUB#"):
-			return "tenant: subscriptions list"
-		case op == "Query" && strings.HasPrefix(sk, "KEY#"):
-			return "tenant: API keys list"
-		case op == "Query":
-			return "tenant: list " + sk
-		case strings.HasPrefix(sk, "SUB#"):
-			return "tenant: subscription " + rw
-		case strings.HasPrefix(sk, "KEY#"):
-			return "tenant: API key (by owner) " + rw
-		case sk == "SHARDS":
-			return shardCounts + " " + rw
-		}
-		return "tenant: merchant " + rw
+		return merchantCall(op, sk, index, rw)
 	case "RATE":
 		return "rate limit: hit"
 	case "IDEM":
@@ -296,16 +222,96 @@ func classify(service, op string, params any) string {
 		// GetPayment is one BatchGetItem of HEAD and META, a write one
 		// TransactWriteItems of HEAD, entries and facts.
 		return "payment record: " + rw
-	case "EVENTLOG":
-		return "event history: " + rw
-	case "SESSION":
-		return "session record: " + rw
-	case "EVENT":
-		return "notification event: " + rw
-	case "DELIVERY":
-		return "delivery: " + rw
+	}
+	if what, ok := itemKinds[prefix]; ok {
+		return what + rw
 	}
 	return op + " " + pk
+}
+
+// itemKinds name the calls on items of one kind by their key prefix.
+var itemKinds = map[string]string{
+	"APIKEY": "auth: API key ", "SITE": "tenant: site ", "EVENTLOG": "event history: ",
+	"SESSION": "session record: ", "EVENT": "notification event: ", "DELIVERY": "delivery: ",
+}
+
+// merchantCall names a call on a merchant's partition.
+func merchantCall(op, sk string, index bool, rw string) string {
+	switch {
+	case op == "Query" && index:
+		return "delivery list: read" // gsi2 MERCHANT#<m>#DELIVERIES#<n>
+	case op == "Query" && strings.HasPrefix(sk, "SUB#"):
+		return "tenant: subscriptions list"
+	case op == "Query" && strings.HasPrefix(sk, "KEY#"):
+		return "tenant: API keys list"
+	case op == "Query":
+		return "tenant: list " + sk
+	case strings.HasPrefix(sk, "SUB#"):
+		return "tenant: subscription " + rw
+	case strings.HasPrefix(sk, "KEY#"):
+		return "tenant: API key (by owner) " + rw
+	case sk == "SHARDS":
+		return shardCounts + " " + rw
+	}
+	return "tenant: merchant " + rw
+}
+
+// callKey is the key a DynamoDB call names (a Query's partition and sort
+// key prefix; a batch's or transaction's first item) and whether it is a
+// Query of an index.
+func callKey(params any) (pk, sk string, index bool) {
+	keyOf := func(m map[string]types.AttributeValue) {
+		if v, ok := m["pk"].(*types.AttributeValueMemberS); ok {
+			pk = v.Value
+		}
+		if v, ok := m["sk"].(*types.AttributeValueMemberS); ok {
+			sk = v.Value
+		}
+	}
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		keyOf(in.Key)
+	case *dynamodb.PutItemInput:
+		keyOf(in.Item)
+	case *dynamodb.UpdateItemInput:
+		keyOf(in.Key)
+	case *dynamodb.DeleteItemInput:
+		keyOf(in.Key)
+	case *dynamodb.QueryInput:
+		// "#pk = :pk AND begins_with(#sk, :prefix)": the values named there.
+		value := func(re *regexp.Regexp) string {
+			m := re.FindStringSubmatch(aws.ToString(in.KeyConditionExpression))
+			if m == nil {
+				return ""
+			}
+			v, _ := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS)
+			if v == nil {
+				return ""
+			}
+			return v.Value
+		}
+		return value(keyEquals), value(keyBeginsWith), in.IndexName != nil
+	case *dynamodb.BatchGetItemInput:
+		for _, ka := range in.RequestItems { // the adapter reads one table, one partition
+			if len(ka.Keys) > 0 {
+				keyOf(ka.Keys[0])
+			}
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		if len(in.TransactItems) > 0 {
+			switch it := in.TransactItems[0]; {
+			case it.Put != nil:
+				keyOf(it.Put.Item)
+			case it.Update != nil:
+				keyOf(it.Update.Key)
+			case it.ConditionCheck != nil:
+				keyOf(it.ConditionCheck.Key)
+			case it.Delete != nil:
+				keyOf(it.Delete.Key)
+			}
+		}
+	}
+	return pk, sk, false
 }
 
 // step is a set of calls that overlap in time (run concurrently).
@@ -460,7 +466,6 @@ type rtEnv struct {
 	disp     *webhooks.Dispatcher
 	queue    *sqsqueue.Queue
 	sim      *simFront
-	hookURL  string
 	// hookFailing makes the webhook receiver answer 500.
 	hookFailing *atomic.Bool
 	st          *dynamo.Store
@@ -481,87 +486,109 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &callRecorder{}
-	awsCfg := aws.Config{
+	e := &rtEnv{rec: &callRecorder{}, endpoint: endpoint, awsCfg: aws.Config{
 		Region:       motoserver.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
 		BaseEndpoint: aws.String(endpoint),
 		HTTPClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}},
-	}
-	sqsClient := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
-		o.APIOptions = append(o.APIOptions, rec.apiOption("SQS"))
+	}}
+	sqsClient := sqs.NewFromConfig(e.awsCfg, func(o *sqs.Options) {
+		o.APIOptions = append(o.APIOptions, e.rec.apiOption("SQS"))
 	})
-	ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, rec.apiOption("DynamoDB")) })
+	ddb, table, err := t.motoTable(ctx, func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, e.rec.apiOption("DynamoDB")) })
 	if err != nil {
 		return nil, err
 	}
+	e.table = table
 	if recordStates {
-		rec.states = itemReader(motoserver.DynamoClient(endpoint))
+		e.rec.states = itemReader(motoserver.DynamoClient(endpoint))
 	}
-	qURL, dlqURL, err := sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries")
-	if err != nil {
+	if e.queueURL, e.dlqURL, err = sqsqueue.CreateQueues(ctx, sqsClient, table+"-deliveries"); err != nil {
 		return nil, fmt.Errorf("create queues: %w", err)
 	}
-	clk := clock.System{}
-	st := dynamo.New(ddb, table, clk)
-
+	e.queue = sqsqueue.New(sqsClient, e.queueURL, e.dlqURL)
+	e.st = dynamo.New(ddb, table, clock.System{})
 	// The platform's published answers: a 3-D Secure payment's action
 	// comes without pspReference, its details answer names it.
-	sim, err := startSimFront(0, true)
-	if err != nil {
+	if e.sim, err = startSimFront(0, true); err != nil {
 		return nil, err
 	}
-	t.Cleanup(sim.close)
+	t.Cleanup(e.sim.close)
+	hookURL := e.startHook(t)
+	if e.key, err = seedBench(ctx, e.st, hookURL, recordStates); err != nil {
+		return nil, err
+	}
+	return e, e.wire()
+}
 
-	// Webhook receiver: answers 200 at once (500 while failing is set);
-	// its handling time is recorded.
-	failing := &atomic.Bool{}
+// startHook starts the webhook receiver: it answers 200 at once (500
+// while hookFailing is set), its handling time recorded.
+func (e *rtEnv) startHook(t *section) string {
+	e.hookFailing = &atomic.Bool{}
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		_, _ = io.Copy(io.Discard, r.Body)
-		if failing.Load() {
+		if e.hookFailing.Load() {
 			w.WriteHeader(http.StatusInternalServerError)
 		} else {
 			w.WriteHeader(http.StatusOK)
 		}
-		rec.add(call{Op: opWebhook, What: opWebhook + " (receiver side)", Start: start, End: time.Now(), Attempts: 1})
+		e.rec.add(call{Op: opWebhook, What: opWebhook + " (receiver side)", Start: start, End: time.Now(), Attempts: 1})
 	}))
 	t.Cleanup(hook.Close)
+	return hook.URL
+}
 
+// seedBench provisions the demo tenant with a subscription to hookURL and
+// returns its API key; modelMerchant shapes the merchant as the capacity
+// model's (its subscriptions and listing shards).
+func seedBench(ctx context.Context, st *dynamo.Store, hookURL string, modelMerchant bool) (string, error) {
 	demo, err := provision.Demo(tenant.EnvTest)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
+	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clock.System{}}
 	if err := prov.ApplySeed(ctx, demo); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
+		return "", fmt.Errorf("seed: %w", err)
 	}
-	if _, _, err := prov.PutSubscription(ctx, provision.SubscriptionSpec{ID: "sub_bench", MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}); err != nil {
-		return nil, fmt.Errorf("subscription: %w", err)
+	subscriptions := 1
+	if modelMerchant {
+		subscriptions = modelSubscriptions
 	}
-	if recordStates { // the capacity model's merchant: its subscriptions and listing shards
-		for n := 2; n <= modelSubscriptions; n++ {
-			spec := provision.SubscriptionSpec{ID: fmt.Sprintf("sub_bench_%d", n), MerchantID: "m_demo", URL: hook.URL + "/webhooks", AllowLocal: true}
-			if _, _, err := prov.PutSubscription(ctx, spec); err != nil {
-				return nil, fmt.Errorf("subscription: %w", err)
-			}
+	for n := 1; n <= subscriptions; n++ {
+		id := "sub_bench"
+		if n > 1 {
+			id = fmt.Sprintf("sub_bench_%d", n)
 		}
+		spec := provision.SubscriptionSpec{ID: id, MerchantID: "m_demo", URL: hookURL + "/webhooks", AllowLocal: true}
+		if _, _, err := prov.PutSubscription(ctx, spec); err != nil {
+			return "", fmt.Errorf("subscription: %w", err)
+		}
+	}
+	if modelMerchant {
 		if _, err := st.RaiseListingShards(ctx, "m_demo", dynamo.DeliveryShards, dynamo.EventLogShards); err != nil {
-			return nil, fmt.Errorf("listing shards: %w", err)
+			return "", fmt.Errorf("listing shards: %w", err)
 		}
 	}
+	return demo.APIKeys[0].Key, nil
+}
 
-	// Logs and metrics as in Lambda (JSON lines at info, EMF), counted.
-	logs := &countingWriter{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	metrics := observe.New(logs, "paysvc-bench", clk)
+// wire builds the handlers on e's store, simulator and queue, as
+// shared/app does, with logs and metrics as in Lambda (JSON lines at info,
+// EMF), counted.
+func (e *rtEnv) wire() error {
+	clk := clock.System{}
+	e.logs = &countingWriter{}
+	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	metrics := observe.New(e.logs, "paysvc-bench", clk)
 	up := upstream.New(upstream.Config{
-		BaseURL: sim.URL + sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second,
+		BaseURL: e.sim.URL + e.sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second,
 		HTTPClient: &http.Client{
-			Transport:     timedTransport{rec: rec, base: http.DefaultTransport.(*http.Transport).Clone()},
+			Transport:     timedTransport{rec: e.rec, base: http.DefaultTransport.(*http.Transport).Clone()},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	})
+	st := e.st
 	d := &httpapi.Deps{
 		Auth:     tenant.NewAuthenticator(st, tenant.EnvTest, clk, warmTTL),
 		Limiter:  ratelimit.New(st, clk, 0, 0, log), // defaults: 100/s, burst 200
@@ -574,24 +601,21 @@ func newRTEnv(t *section, recordStates bool) (*rtEnv, error) {
 	}
 	signer, err := upstream.NewSigner(benchSimHMACKey)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	q := sqsqueue.New(sqsClient, qURL, dlqURL)
-	d.Webhooks = &webhooks.SelfService{Deliveries: st, Subscriptions: st, Queue: q, Clock: clk,
+	d.Webhooks = &webhooks.SelfService{Deliveries: st, Subscriptions: st, Queue: e.queue, Clock: clk,
 		Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second})}
-	return &rtEnv{
-		rec: rec, logs: logs, st: st, sim: sim, hookURL: hook.URL, hookFailing: failing, queue: q, key: demo.APIKeys[0].Key, deps: d,
-		awsCfg: awsCfg, endpoint: endpoint, table: table, queueURL: qURL, dlqURL: dlqURL,
-		handler: httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
-			httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d)),
-		receiver: &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{
-			Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: q, Clock: clk, Log: log,
-		}},
-		disp: &webhooks.Dispatcher{
-			Deliveries: st, Tenants: st, Clock: clk, Log: log, Metrics: metrics,
-			Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second}),
-		},
-	}, nil
+	e.deps = d
+	e.handler = httpapi.NewHandler(d, httpapi.ConfigRoutes(d), httpapi.SessionsRoutes(d),
+		httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d), httpapi.LookupsRoutes(d), httpapi.WebhooksRoutes(d))
+	e.receiver = &connector.Inbox{Signer: signer, Log: log, Receiver: &notifications.Receiver{
+		Events: st, Payments: st, Tenants: st, Deliveries: st, Queue: e.queue, Clock: clk, Log: log,
+	}}
+	e.disp = &webhooks.Dispatcher{
+		Deliveries: st, Tenants: st, Clock: clk, Log: log, Metrics: metrics,
+		Sender: sender.New(sender.Config{AllowLocal: true, Timeout: 10 * time.Second}),
+	}
+	return nil
 }
 
 // warmTTL is the measurement's tenant cache lifetime: longer than the run,
@@ -752,386 +776,4 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		}
 	}
 	return row, nil
-}
-
-// runRoundTrips is item 2: every operation against DynamoDB on moto with
-// the instrumented client, one request at a time.
-func runRoundTrips(cfg *config) (*roundTripResult, error) {
-	res := &roundTripResult{}
-	err := runSection("roundtrips", cfg.progress, func(t *section) error {
-		e, err := newRTEnv(t, cfg.recordStates)
-		if err != nil {
-			return err
-		}
-		n := cfg.RTRequests
-		// measure adds the row of an operation measured n times.
-		measure := func(name string, n int, op func(i int) error) error {
-			row, err := e.measureOp(name, n, op)
-			if err != nil {
-				return err
-			}
-			res.Rows = append(res.Rows, row)
-			return nil
-		}
-		api := func(method, path, body string, idem func(i int) string, want int) func(i int) error {
-			return func(i int) error {
-				k := ""
-				if idem != nil {
-					k = idem(i)
-				}
-				b := body
-				if strings.Contains(body, "%s") {
-					b = fmt.Sprintf(body, k)
-				}
-				if code, out := e.do(method, path, b, k); code != want {
-					return fmt.Errorf("%s %s: status %d: %s", method, path, code, out)
-				}
-				return nil
-			}
-		}
-		unique := func(prefix string) func(int) string {
-			return func(i int) string { return fmt.Sprintf("rt-%s-%d-%d", prefix, time.Now().UnixNano(), i) }
-		}
-		payPath := "/v1/ecom/" + benchSite + "/payments"
-
-		// A new instance: the first request reads the key, site and merchant.
-		if err := measure("first request of an instance (config, caches empty)", 1,
-			api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)); err != nil {
-			return err
-		}
-		cfg.logf("roundtrips: first request done")
-		// Warm the site cache too (config resolves no site).
-		if err := api(http.MethodPost, payPath, payBodyFmt, unique("warm"), http.StatusOK)(0); err != nil {
-			return err
-		}
-		e.rec.take()
-		for _, m := range []struct {
-			name string
-			op   func(i int) error
-		}{
-			{"GET config", api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
-			{"POST sessions (Idempotency-Key)", api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
-			{"POST payments (Idempotency-Key)", api(http.MethodPost, payPath, payBodyFmt, unique("pay"), http.StatusOK)},
-			{"POST payment-methods", api(http.MethodPost, "/v1/ecom/"+benchSite+"/payment-methods",
-				`{"countryCode":"NL","amount":{"currency":"EUR","value":4999}}`, nil, http.StatusOK)},
-		} {
-			if err := measure(m.name, n, m.op); err != nil {
-				return err
-			}
-		}
-		replayKey := unique("replay")(0)
-		if err := api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)(0); err != nil {
-			return err
-		}
-		if err := measure("POST payments, replay of a finished key", n,
-			api(http.MethodPost, payPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)); err != nil {
-			return err
-		}
-		// A new tenant cache before each request: the API key, site and
-		// merchant are read.
-		cold := api(http.MethodPost, payPath, payBodyFmt, unique("cold"), http.StatusOK)
-		if err := measure("POST payments (Idempotency-Key), tenant cache cold", n, func(i int) error {
-			e.deps.Auth = tenant.NewAuthenticator(e.st, tenant.EnvTest, clock.System{}, warmTTL)
-			return cold(i)
-		}); err != nil {
-			return err
-		}
-		if err := measure("POST payments (no Idempotency-Key)", n, func(i int) error {
-			code, out := e.do(http.MethodPost, payPath, fmt.Sprintf(payBodyFmt, unique("nokey")(i)), "")
-			if code != http.StatusOK {
-				return fmt.Errorf("status %d: %s", code, out)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		// setup makes one value per measured request (a payment, a
-		// challenge's details) with mk.
-		setup := func(mk func(i int) (string, error)) ([]string, error) {
-			out := make([]string, n)
-			for i := range out {
-				var err error
-				if out[i], err = mk(i); err != nil {
-					return nil, err
-				}
-			}
-			return out, nil
-		}
-		// measureOn measures name: POST path(v) with body(v), v the
-		// request's value made in setup.
-		measureOn := func(name string, vs []string, path, body func(v string) string, idem string) error {
-			return measure(name, n, func(i int) error {
-				return api(http.MethodPost, path(vs[i]), body(vs[i]), unique(idem), http.StatusOK)(i)
-			})
-		}
-		on := func(op string) func(string) string {
-			return func(psp string) string { return payPath + "/" + psp + "/" + op }
-		}
-		fixed := func(b string) func(string) string { return func(string) string { return b } }
-		// notified measures the receiver accepting the simulator's
-		// notification code of each payment of psps (its modification's),
-		// once the simulator has sent what it owes.
-		notified := func(code string, psps []string) error {
-			if err := e.sim.Sim.Flush(context.Background()); err != nil {
-				t.Logf("simulator flush: %v", err)
-			}
-			return measure("notification "+code+" (receiver)", n, func(i int) error { return e.notify(psps[i], code) })
-		}
-		pay := func(prefix string) func(i int) (string, error) {
-			return func(i int) (string, error) { return e.pay(unique(prefix)(i)) }
-		}
-		psps, err := setup(pay("cap-setup"))
-		if err != nil {
-			return err
-		}
-		if err := measureOn("POST captures (Idempotency-Key)", psps, on("captures"), fixed(captureBody), "cap"); err != nil {
-			return err
-		}
-		// The other write endpoints, each on payments made for it in setup:
-		// a refund of a captured payment (its CAPTURE notification
-		// accepted), a reversal, an amount update of a pre-authorisation,
-		// and the details of a 3-D Secure challenge.
-		if err := notified(upstream.EventCapture, psps); err != nil {
-			return err
-		}
-		if err := measureOn("POST refunds (Idempotency-Key)", psps, on("refunds"), fixed(refundBody), "ref"); err != nil {
-			return err
-		}
-		if err := notified(upstream.EventRefund, psps); err != nil {
-			return err
-		}
-		if psps, err = setup(pay("rev-setup")); err != nil {
-			return err
-		}
-		if err := measureOn("POST reversals (Idempotency-Key)", psps, on("reversals"), fixed("{}"), "rev"); err != nil {
-			return err
-		}
-		if err := notified(upstream.EventCancelOrRefund, psps); err != nil {
-			return err
-		}
-		if psps, err = setup(func(i int) (string, error) { return e.payBody(preAuthBody(unique("upd-setup")(i)), "") }); err != nil {
-			return err
-		}
-		update := func(psp string) string { return fmt.Sprintf(amountUpdateBodyFmt, psp) }
-		if err := measureOn("POST amount-updates (Idempotency-Key)", psps, on("amount-updates"), update, "upd"); err != nil {
-			return err
-		}
-		if err := notified(upstream.EventAuthorisationAdjustment, psps); err != nil {
-			return err
-		}
-		// A 3-D Secure payment: the platform answers its action without
-		// pspReference (the service writes the pending record and the
-		// action's alias), the details of its challenge name it (the
-		// payment written with the stored answer), and its AUTHORISATION
-		// binds the pending record.
-		challenges, refs := make([]string, n), make([]string, n)
-		if err := measure("POST payments, an action answered (Idempotency-Key)", n, func(i int) error {
-			refs[i] = unique("det-setup")(i)
-			var err error
-			challenges[i], err = e.challenge(refs[i], unique("act")(i))
-			return err
-		}); err != nil {
-			return err
-		}
-		if err := measure("POST payments, an action answered (no Idempotency-Key)", n, func(i int) error {
-			_, err := e.challenge(unique("act-nokey")(i), "")
-			return err
-		}); err != nil {
-			return err
-		}
-		details := func(body string) string { return body }
-		if err := measureOn("POST payments/details (Idempotency-Key)", challenges, fixed(payPath+"/details"), details, "det"); err != nil {
-			return err
-		}
-		// Details naming the payment's reference: its pending record read
-		// while the platform answers.
-		named, namedRefs := make([]string, n), make([]string, n)
-		for i := range named {
-			namedRefs[i] = unique("named-setup")(i)
-			body, err := e.challenge(namedRefs[i], "")
-			if err != nil {
-				return err
-			}
-			named[i] = strings.Replace(body, `{"details":`, `{"reference":"`+namedRefs[i]+`","details":`, 1)
-		}
-		if err := measureOn(namedDetailsRow, named, fixed(payPath+"/details"), details, "det-named"); err != nil {
-			return err
-		}
-		detailed := make([]string, n)
-		byRef := map[string]string{}
-		for _, p := range e.sim.Sim.Payments() {
-			byRef[p.Reference] = p.PSPReference
-		}
-		for i, ref := range refs {
-			if detailed[i] = byRef[ref]; detailed[i] == "" {
-				return fmt.Errorf("the simulator has no payment %s", ref)
-			}
-		}
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		if err := measure(authorisationBindingRow, n, func(i int) error { return e.notify(detailed[i], upstream.EventAuthorisation) }); err != nil {
-			return err
-		}
-		cfg.logf("roundtrips: API operations done")
-
-		// Notifications: the simulator's signed AUTHORISATION of a payment
-		// started through the service, accepted by the receiver (event,
-		// payment record, delivery, SQS job).
-		notifPSP := make([]string, n)
-		for i := range notifPSP {
-			if notifPSP[i], err = e.pay(unique("notif-setup")(i)); err != nil {
-				return err
-			}
-		}
-		if err := e.sim.Sim.Flush(context.Background()); err != nil {
-			t.Logf("simulator flush: %v", err)
-		}
-		jobs := make([]queue.Job, 0, n)
-		if err := measure("notification AUTHORISATION (receiver)", n, func(i int) error {
-			var item *upstream.NotificationRequestItem
-			for _, it := range e.sim.Sim.NotificationsFor(notifPSP[i]) {
-				if it.EventCode == upstream.EventAuthorisation {
-					item = &it
-				}
-			}
-			if item == nil {
-				return fmt.Errorf("no AUTHORISATION notification for %s", notifPSP[i])
-			}
-			body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}})
-			if err != nil {
-				return err
-			}
-			if _, err := e.receiver.Accept(context.Background(), body); err != nil {
-				return err
-			}
-			jobs = append(jobs, jobOf(*item))
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := measure("webhook delivery attempt (dispatcher)", n, func(i int) error {
-			if out := e.disp.Process(context.Background(), jobs[i], 1); out.Kind != queue.Done {
-				return fmt.Errorf("delivery %s: outcome %s", jobs[i].DeliveryID, out.Kind)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		// An attempt whose receiver fails: its failure recorded and its
-		// retry scheduled (the delivery of another AUTHORISATION each).
-		failJobs := make([]queue.Job, n)
-		for i := range failJobs {
-			psp, err := e.pay(unique("fail-setup")(i))
-			if err != nil {
-				return err
-			}
-			if err := e.sim.Sim.Flush(context.Background()); err != nil {
-				t.Logf("simulator flush: %v", err)
-			}
-			if err := e.notify(psp, upstream.EventAuthorisation); err != nil {
-				return err
-			}
-			failJobs[i] = e.authorisationJob(psp)
-		}
-		e.hookFailing.Store(true)
-		err = measure(failedAttemptRow, n, func(i int) error {
-			if out := e.disp.Process(context.Background(), failJobs[i], 1); out.Kind != queue.Retry {
-				return fmt.Errorf("delivery %s to a failing receiver: outcome %s, want retry", failJobs[i].DeliveryID, out.Kind)
-			}
-			return nil
-		})
-		e.hookFailing.Store(false)
-		if err != nil {
-			return err
-		}
-		// A retry received before it is due (a wait longer than SQS's 15
-		// minutes of delay): the dispatcher's SQS handler sends it on for
-		// the time left, without an attempt or a store access.
-		hop := sqsqueue.LambdaHandler(e.queue, e.disp.Process, e.disp.Clock, e.disp.Log)
-		if err := measure("webhook retry hop (dispatcher, not yet due)", n, func(i int) error {
-			body, err := queue.Job{DeliveryID: jobs[i].DeliveryID, Attempt: 2, NotBefore: e.disp.Clock.Now().Add(time.Hour)}.Encode()
-			if err != nil {
-				return err
-			}
-			resp, err := hop(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{
-				MessageId: fmt.Sprintf("hop-%d", i), ReceiptHandle: fmt.Sprintf("rh-hop-%d", i), Body: body,
-				Attributes: map[string]string{"ApproximateReceiveCount": "1"},
-			}}})
-			if err == nil && len(resp.BatchItemFailures) != 0 {
-				err = fmt.Errorf("hop of %s reported failed", jobs[i].DeliveryID)
-			}
-			return err
-		}); err != nil {
-			return err
-		}
-		// A page of each listing of the merchant, its deliveries and events
-		// made above (the merchant has its own shard counts, one each).
-		for _, l := range []struct{ name, path string }{
-			{"GET webhook-deliveries (a page)", "/v1/ecom/webhook-deliveries"},
-			{"GET events (a page)", "/v1/ecom/events"},
-		} {
-			if err := measure(l.name, n, api(http.MethodGet, l.path, "", nil, http.StatusOK)); err != nil {
-				return err
-			}
-		}
-		// A payment looked up by the merchant (its AUTHORISATION accepted
-		// above): the head, and the first page of its timeline.
-		if err := measure("GET payment", n, func(i int) error {
-			return api(http.MethodGet, payPath+"/"+notifPSP[i], "", nil, http.StatusOK)(i)
-		}); err != nil {
-			return err
-		}
-		// A shopper's stored card deleted by the merchant (each stored by a
-		// payment in setup).
-		shoppers := make([]string, n)
-		tokens, err := setup(func(i int) (string, error) {
-			shoppers[i] = unique("shopper")(i)
-			body := strings.Replace(fmt.Sprintf(payBodyFmt, unique("store-setup")(i)), `"channel":"Web"`,
-				`"channel":"Web","shopperReference":"`+shoppers[i]+`","storePaymentMethod":true,"recurringProcessingModel":"CardOnFile"`, 1)
-			if _, err := e.payBody(body, ""); err != nil {
-				return "", err
-			}
-			ids := e.sim.Sim.StoredPaymentMethods(benchAccount, shoppers[i])
-			if len(ids) != 1 {
-				return "", fmt.Errorf("setup stored card of %s: %v", shoppers[i], ids)
-			}
-			return ids[0], nil
-		})
-		if err != nil {
-			return err
-		}
-		if err := measure("DELETE stored-payment-methods", n, func(i int) error {
-			return api(http.MethodDelete, "/v1/ecom/"+benchSite+"/stored-payment-methods/"+tokens[i]+"?shopperReference="+shoppers[i], "", nil, http.StatusOK)(i)
-		}); err != nil {
-			return err
-		}
-		// The webhooks function: a merchant's retry of a delivery that
-		// ended failed (the deliveries above, failed in setup), and a
-		// test event to its subscription.
-		for _, j := range jobs {
-			if _, err := webhooks.MutateDelivery(context.Background(), e.st, j.DeliveryID, func(d *webhooks.Delivery) error {
-				d.Status, d.Enqueued = webhooks.StatusFailed, false
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		if err := measure("POST webhook-deliveries retry", n, func(i int) error {
-			return api(http.MethodPost, "/v1/ecom/webhook-deliveries/"+jobs[i].DeliveryID+"/retry", "", nil, http.StatusOK)(i)
-		}); err != nil {
-			return err
-		}
-		if err := measure("POST webhooks/test", n, api(http.MethodPost, "/v1/ecom/webhooks/test", "", nil, http.StatusOK)); err != nil {
-			return err
-		}
-		if err := measure("GET payment timeline (a page)", n, func(i int) error {
-			return api(http.MethodGet, payPath+"/"+notifPSP[i]+"/timeline", "", nil, http.StatusOK)(i)
-		}); err != nil {
-			return err
-		}
-		cfg.logf("roundtrips: notifications, deliveries and listings done")
-		return nil
-	})
-	return res, err
 }

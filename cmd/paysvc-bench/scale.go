@@ -150,55 +150,83 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 			return nil, fmt.Errorf("round trips for the cost inputs: %w", err)
 		}
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return nil, err
-	}
-	memory, err := templateMemory(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	accessLog, err := accessLogBytes(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		return nil, err
-	}
 	res := &scaleResult{}
+	var err error
+	if res.Measured, err = measuredInputs(cfg, rt); err != nil {
+		return nil, err
+	}
 	rec, err := recordModel(cfg)
 	if err != nil {
 		return nil, err
 	}
-	// Every request kind replayed, for the table of what each costs.
-	if res.Probe, err = capacity.Run(ProbeMix(), rec); err != nil {
+	if res.Probe, err = probe(rec); err != nil {
 		return nil, err
 	}
-	var missing []string
-	for _, m := range rowToRequest {
-		if _, ok := res.Probe.Calls[m.req]; !ok {
-			missing = append(missing, m.req)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("the probe mix replays no %s", strings.Join(missing, ", "))
-	}
-	rows := map[string]rtRow{}
-	for _, x := range rt.Rows {
-		rows[x.Name] = x
-	}
-
 	mix := capacity.FullMix()
 	if cfg.Smoke {
 		mix = capacity.SmallMix()
 		mix.Rate = 1000
 	}
 	cfg.logf("scale: replaying %d payments/s for %d s through the capacity model", mix.Rate, mix.Seconds)
-	tr, err := capacity.Run(mix, rec)
+	if res.Trace, err = capacity.Run(mix, rec); err != nil {
+		return nil, err
+	}
+	if res.Cost, err = capacity.CostOf(res.Trace, res.Measured); err != nil {
+		return nil, err
+	}
+	md, err := res.Trace.Report(res.Cost, res.Measured)
 	if err != nil {
 		return nil, err
 	}
-	res.Trace = tr
+	res.Markdown = md + requestsTable(res.Probe) +
+		fmt.Sprintf("\nGenerated %s by `%s`.\n", time.Now().UTC().Format("2006-01-02"), cfg.Command)
+	res.Took = time.Since(start)
+	if cfg.ScaleOut != "" {
+		if err := spliceInto(cfg.ScaleOut, res.Markdown); err != nil {
+			return res, err
+		}
+		res.Wrote = cfg.ScaleOut
+	}
+	return res, res.Trace.Check()
+}
 
+// probe replays every request kind, for the table of what each costs, and
+// fails when one of rowToRequest's is not replayed.
+func probe(rec *capacity.Recordings) (*capacity.TraceResult, error) {
+	p, err := capacity.Run(ProbeMix(), rec)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, m := range rowToRequest {
+		if _, ok := p.Calls[m.req]; !ok {
+			missing = append(missing, m.req)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the probe mix replays no %s", strings.Join(missing, ", "))
+	}
+	return p, nil
+}
+
+// measuredInputs are the cost model's inputs: each function's billed
+// duration and log bytes from item 2's rows, its memory and the access
+// log line from template.yaml.
+func measuredInputs(cfg *config, rt *roundTripResult) (capacity.Measured, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return capacity.Measured{}, err
+	}
+	memory, err := templateMemory(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return capacity.Measured{}, err
+	}
+	accessLog, err := accessLogBytes(filepath.Join(root, "template.yaml"))
+	if err != nil {
+		return capacity.Measured{}, err
+	}
 	fn := func(name string, row string, upstream bool, perBatch int) capacity.Function {
-		r := rows[row]
+		r, _ := rt.row(row)
 		ms := r.medianMS()
 		if upstream {
 			ms += float64(cfg.UpstreamMS)
@@ -213,7 +241,7 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 		return capacity.Function{Name: name, MemoryMB: memory[name], DurationMS: math.Ceil(ms), LogBytes: logs + platformLogBytes}
 	}
 	const pay, rpl, capt = "POST payments (Idempotency-Key)", "POST payments, replay of a finished key", "POST captures (Idempotency-Key)"
-	res.Measured = capacity.Measured{
+	return capacity.Measured{
 		Functions: map[string]capacity.Function{
 			capacity.ReqPayments:      fn("PaymentsFunction", pay, true, 1),
 			capacity.ReqReplay:        fn("PaymentsFunction", rpl, false, 1),
@@ -233,16 +261,13 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 			"(a batch of hops waits for none: one hop's duration, its sends run concurrently); "+
 			"memory from template.yaml; %d bytes of Lambda platform records per invocation (estimated)",
 			cfg.RTRequests, cfg.UpstreamMS, cfg.ReceiverMS, platformLogBytes),
-	}
-	if res.Cost, err = capacity.CostOf(tr, res.Measured); err != nil {
-		return nil, err
-	}
-	md, err := tr.Report(res.Cost, res.Measured)
-	if err != nil {
-		return nil, err
-	}
+	}, nil
+}
+
+// requestsTable renders what one request of each kind costs as the model
+// replays it (p: the probe's replay).
+func requestsTable(p *capacity.TraceResult) string {
 	var b strings.Builder
-	b.WriteString(md)
 	b.WriteString("\n### The requests the model replays\n\nWhat one request of each kind costs, as the model replays it: " +
 		"the DynamoDB calls the adapter made for it on moto through the service's real handlers (item 2's requests made once " +
 		"more on a merchant shaped as the trace's, every call recorded with the items it replaced, wrote and read; tenant " +
@@ -250,35 +275,22 @@ func runScale(cfg *config, rt *roundTripResult) (*scaleResult, error) {
 		"and their capacity units by key family, an index's writes included.\n\n" +
 		"| request | calls | calls by shape | units by key family |\n|---|---|---|---|\n")
 	for _, m := range rowToRequest {
-		p := res.Probe
 		fmt.Fprintf(&b, "| %s | %.1f | %s | %s |\n", m.req, p.Calls[m.req], shapeList(p.Shapes[m.req]), unitList(p.Units[m.req]))
 	}
-	fmt.Fprintf(&b, "\nGenerated %s by `%s`.\n", time.Now().UTC().Format("2006-01-02"), cfg.Command)
-	res.Markdown = b.String()
-	res.Took = time.Since(start)
+	return b.String()
+}
 
-	if cfg.ScaleOut != "" {
-		doc, err := os.ReadFile(cfg.ScaleOut)
-		if err != nil {
-			return res, err
-		}
-		out, err := capacity.Splice(string(doc), res.Markdown)
-		if err != nil {
-			return res, fmt.Errorf("%s: %w", cfg.ScaleOut, err)
-		}
-		if err := os.WriteFile(cfg.ScaleOut, []byte(out), 0o644); err != nil {
-			return res, err
-		}
-		res.Wrote = cfg.ScaleOut
+// spliceInto writes md into the generated part of the document at path.
+func spliceInto(path, md string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	var errs []string
-	if err := tr.Check(); err != nil {
-		errs = append(errs, err.Error())
+	out, err := capacity.Splice(string(doc), md)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if len(errs) > 0 {
-		return res, fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	return res, nil
+	return os.WriteFile(path, []byte(out), 0o644)
 }
 
 // templateMemory reads each function's MemorySize from template.yaml: the

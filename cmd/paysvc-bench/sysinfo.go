@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -58,33 +57,6 @@ func readMachine() machine {
 		m.GoVersion = "go not on PATH (" + runtime.Version() + ")"
 	}
 	return m
-}
-
-// fsType returns the file system type of path's mount (from /proc/mounts).
-func fsType(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "unknown"
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
-	}
-	b, err := os.ReadFile("/proc/mounts")
-	if err != nil {
-		return "unknown"
-	}
-	best, typ := "", "unknown"
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		mnt := f[1]
-		if (abs == mnt || strings.HasPrefix(abs, strings.TrimSuffix(mnt, "/")+"/")) && len(mnt) >= len(best) {
-			best, typ = mnt, f[2]
-		}
-	}
-	return typ
 }
 
 // procStatusKB reads a "VmHWM:"-style field (kB) of /proc/<pid>/status.

@@ -27,7 +27,8 @@ func NewKeys(env tenant.Environment, now func() time.Time) *Keys {
 	return &Keys{env: env, clock: now, byMerchant: map[string]string{}, byHash: map[string]tenant.APIKey{}}
 }
 
-// For returns merchantID's key, making it on first use.
+// For returns merchantID's key, making it on first use: for a merchant
+// that exists (the caller checks).
 func (k *Keys) For(merchantID string) (string, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

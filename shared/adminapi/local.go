@@ -76,10 +76,19 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound || errors.Is(err, client.ErrNotFound)
 }
 
+// key returns merchantID's in-memory key; the merchant must exist, so no
+// key is made for a name that is not one (a ?merchant= any page can send).
+func (l *Local) key(ctx context.Context, merchantID string) (string, error) {
+	if _, err := l.Merchant(ctx, merchantID); err != nil {
+		return "", err
+	}
+	return l.Keys.For(merchantID)
+}
+
 // call makes one merchant API request as merchantID, in process, and
 // decodes a 2xx answer into out.
 func (l *Local) call(ctx context.Context, merchantID, method, path string, body []byte, out any) error {
-	key, err := l.Keys.For(merchantID)
+	key, err := l.key(ctx, merchantID)
 	if err != nil {
 		return err
 	}
@@ -276,8 +285,8 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // client returns the Go client of merchantID's API, in process.
-func (l *Local) client(merchantID string) (*client.Client, error) {
-	key, err := l.Keys.For(merchantID)
+func (l *Local) client(ctx context.Context, merchantID string) (*client.Client, error) {
+	key, err := l.key(ctx, merchantID)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +297,7 @@ func (l *Local) client(merchantID string) (*client.Client, error) {
 // Events returns merchantID's latest events (of payment psp when given),
 // newest first.
 func (l *Local) Events(ctx context.Context, merchantID, psp string, limit int) ([]Event, error) {
-	c, err := l.client(merchantID)
+	c, err := l.client(ctx, merchantID)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +307,7 @@ func (l *Local) Events(ctx context.Context, merchantID, psp string, limit int) (
 
 // Deliveries returns merchantID's latest webhook deliveries, newest first.
 func (l *Local) Deliveries(ctx context.Context, merchantID string, limit int) ([]Delivery, error) {
-	c, err := l.client(merchantID)
+	c, err := l.client(ctx, merchantID)
 	if err != nil {
 		return nil, err
 	}

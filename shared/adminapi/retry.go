@@ -50,7 +50,7 @@ func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, e
 	case webhooks.StatusDelivered:
 		return Retried{}, fmt.Errorf("delivery %s: %w", id, ErrNotRetryable)
 	case webhooks.StatusFailed, webhooks.StatusDisabled:
-		c, err := l.client(merchantID)
+		c, err := l.client(ctx, merchantID)
 		if err != nil {
 			return Retried{}, err
 		}

@@ -125,7 +125,6 @@ func (c *cli) commands() []command {
 		{"trigger", "send a signed upstream notification (EVENT_CODE) through the running local server", c.trigger},
 		{"listen", "forward a merchant's webhooks to a local URL, signed with a secret of this listen (a running local server only)", c.listen},
 		{"seed", "apply a seed file (idempotent)", c.seed},
-		{"table migrate-keys", "move DynamoDB items of the previous key layout to the current one", c.tableMigrateKeys},
 	}
 }
 

@@ -519,7 +519,6 @@ func TestErrors(t *testing.T) {
 		{"delivery show unknown", []string{"delivery", "show", "--id", "msg_nope"}, 1, `unknown delivery "msg_nope"`},
 		{"seed missing file flag", []string{"seed"}, 2, "--file is required"},
 		{"seed missing file", []string{"seed", "--file", filepath.Join(t.TempDir(), "nope.json")}, 1, "no such file"},
-		{"migrate-keys on the embedded store", []string{"table", "migrate-keys"}, 1, "only the dynamo store has a key layout to migrate"},
 		{"shards on the embedded store", []string{"merchant", "shards", "--id", "m_shop"}, 1, "does not shard listings"},
 		{"shards unknown merchant", []string{"merchant", "shards", "--id", "m_nope"}, 1, "unknown merchant"},
 		{"shards negative", []string{"merchant", "shards", "--id", "m_shop", "--events", "-1"}, 2, "want a count"},
@@ -618,14 +617,6 @@ func TestDynamoRoundTrip(t *testing.T) {
 	if err != nil || rec.ID != created.APIKey.ID || !slices.Equal(rec.SiteIDs, []string{"site_web"}) {
 		t.Fatalf("stored key = %+v, %v", rec, err)
 	}
-	// The key layout migration runs (nothing of the previous layout here;
-	// shared/store/dynamo's TestMigrateKeys covers the moves).
-	var rep dynamo.MigrationReport
-	h.jsonOK(&rep, "table", "migrate-keys")
-	if rep.ItemsScanned != 0 || rep.IdempotencyMoved != 0 || rep.ScanPagesProcessed == 0 {
-		t.Fatalf("migrate-keys = %+v", rep)
-	}
-
 	// A new merchant's listings have one shard each; raised, never lowered.
 	type shardsOut struct {
 		MerchantID         string `json:"merchantId"`
@@ -665,5 +656,21 @@ func TestAPIKeyNewPermissions(t *testing.T) {
 	}
 	if out := h.ok("help", "key", "create"); !strings.Contains(out, "payments-read") || !strings.Contains(out, "webhooks") {
 		t.Fatalf("help does not list the new permissions:\n%s", out)
+	}
+}
+
+// listen --forward-to takes a URL on this machine only: a usage error
+// (exit 2) before any server is looked for.
+func TestListenForwardsToThisMachineOnly(t *testing.T) {
+	h := newEmbedded(t)
+	for target, ok := range map[string]bool{
+		"http://169.254.169.254/latest/meta-data/": false, "https://hooks.example.com/x": false, "http://10.0.0.7:4000/": false,
+		"http://0.0.0.0:4000/": false, "http://2130706433:4000/": true, "ftp://127.0.0.1/": false,
+		"http://127.0.0.1:4000/webhooks": true, "http://localhost:4000/": true, "http://[::1]:4000/": true, "https://127.0.0.2/": true,
+	} {
+		code, _, errs := h.run("listen", "--forward-to", target)
+		if refused := code == admincli.ExitUsage && strings.Contains(errs, "loopback"); refused == ok {
+			t.Errorf("listen --forward-to %s: exit %d %s", target, code, errs)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/yp/paysvc/shared/adminapi"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/upstream/simulator"
+	"github.com/yp/paysvc/shared/webhooks/target"
 )
 
 // isHelp reports whether args ask for help only (answered without a store).
@@ -136,23 +138,28 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 			"webhook's body is printed instead. No subscription is created and nothing is stored.\n"+
 			"With --json, one JSON line per webhook. For the local test environment; deployed stages\n"+
 			"deliver to subscriptions (webhook endpoints).")
-	forward := f.str("forward-to", "", "the `URL` to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (default: print them)")
+	forward := f.str("forward-to", "", "the `URL` on this machine (localhost or a loopback address) to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (default: print them)")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
 	events := f.str("events", "", "comma-separated event `CODES` to forward (default: every event)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var target *url.URL
+	var fwdTo *url.URL
 	if raw := strings.TrimSpace(*forward); raw != "" {
-		var err error
-		target, err = url.Parse(raw)
-		if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-			return usagef(path, "--forward-to %q: an http:// or https:// URL", *forward)
+		t, err := target.Check(raw, true)
+		if err != nil || !t.Local {
+			return usagef(path, "--forward-to %q: an http:// or https:// URL on this machine (localhost or a loopback address such as 127.0.0.1)", *forward)
 		}
+		fwdTo = t.URL
 	}
 	codes, err := parseEvents(path, *events)
 	if err != nil {
 		return err
+	}
+	if c.server != nil {
+		// Through exec the server would forward, and hold exec's lock for
+		// as long as the listen runs.
+		return errors.New("listen streams to the CLI (GET /_admin/v1/listen); it does not run through exec")
 	}
 	cl := c.localServer(ctx)
 	if cl == nil {
@@ -162,27 +169,27 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	ready := func(m, secret string) {
 		if *f.json {
 			fwd := ""
-			if target != nil {
-				fwd = target.String()
+			if fwdTo != nil {
+				fwd = fwdTo.String()
 			}
 			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m, "forwardTo": fwd, "secret": secret})
 			return
 		}
-		if target == nil {
+		if fwdTo == nil {
 			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m)
 		} else {
-			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, target)
+			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, fwdTo)
 		}
 		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", secret)
 	}
 	forwardOne := func(wh adminapi.Webhook) error {
 		res := forwarded{Type: "webhook", EventID: wh.EventID, EventCode: wh.EventCode, PSPReference: wh.PSPReference,
 			WebhookID: wh.Headers.Get("X-Webhook-Id"), Missed: wh.Missed}
-		if target == nil {
+		if fwdTo == nil {
 			return c.printWebhook(res, wh, *f.json)
 		}
 		start := time.Now()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(wh.Body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fwdTo.String(), bytes.NewReader(wh.Body))
 		if err == nil {
 			req.Header = wh.Headers.Clone()
 			req.Header.Set("Content-Type", "application/json")

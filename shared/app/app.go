@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -148,9 +147,6 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 		}
 		if ac.BaseEndpoint != nil {
 			ac.HTTPClient = oneAtATime(ac.HTTPClient)
-		}
-		if cfg.PaymentFormat == config.PaymentFormatLegacy {
-			dynamoOpts = append(slices.Clip(dynamoOpts), dynamo.WithLegacyPaymentWrites())
 		}
 		st := dynamo.New(dynamodb.NewFromConfig(ac), cfg.Table, clk, dynamoOpts...)
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st,

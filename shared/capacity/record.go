@@ -118,6 +118,18 @@ func RecordOf(params, result any, err error, before, after []dynamo.Item) (Recor
 		}
 		failed = true
 	}
+	switch params.(type) {
+	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput, *dynamodb.TransactWriteItemsInput:
+		return recordWrite(params, failed, before, after), true
+	}
+	if failed {
+		return Recorded{}, false
+	}
+	return recordRead(params, result)
+}
+
+// recordWrite is RecordOf a write or a transaction.
+func recordWrite(params any, failed bool, before, after []dynamo.Item) Recorded {
 	_, keys := WriteKeys(params)
 	state := func(states []dynamo.Item, i int) dynamo.Item {
 		if i < len(states) {
@@ -133,36 +145,32 @@ func RecordOf(params, result any, err error, before, after []dynamo.Item) (Recor
 		}
 		return keys[i]
 	}
-	writes := func() []Write {
-		ws := make([]Write, len(keys))
-		for i := range keys {
-			old := state(before, i)
-			if failed {
-				ws[i] = Write{Old: orKey(old, i), New: orKey(old, i)}
-				continue
-			}
-			ws[i] = Write{Old: old, New: state(after, i)}
+	ws := make([]Write, len(keys))
+	for i := range keys {
+		old := state(before, i)
+		if failed {
+			ws[i] = Write{Old: orKey(old, i), New: orKey(old, i)}
+			continue
 		}
-		return ws
+		ws[i] = Write{Old: old, New: state(after, i)}
 	}
-	switch in := params.(type) {
-	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
-		return Recorded{Kind: "write", Writes: writes(), Failed: failed}, true
-	case *dynamodb.TransactWriteItemsInput:
-		ws := writes()
-		for i, it := range in.TransactItems {
-			switch {
-			case it.ConditionCheck != nil && !failed: // checked, not written
-				ws[i] = Write{Old: orKey(state(before, i), i), New: orKey(state(before, i), i)}
-			case it.Put != nil && failed: // what it would have written
-				ws[i].New = it.Put.Item
-			}
+	in, ok := params.(*dynamodb.TransactWriteItemsInput)
+	if !ok {
+		return Recorded{Kind: "write", Writes: ws, Failed: failed}
+	}
+	for i, it := range in.TransactItems {
+		switch {
+		case it.ConditionCheck != nil && !failed: // checked, not written
+			ws[i] = Write{Old: orKey(state(before, i), i), New: orKey(state(before, i), i)}
+		case it.Put != nil && failed: // what it would have written
+			ws[i].New = it.Put.Item
 		}
-		return Recorded{Kind: "transact", Writes: ws, Failed: failed}, true
 	}
-	if failed {
-		return Recorded{}, false
-	}
+	return Recorded{Kind: "transact", Writes: ws, Failed: failed}
+}
+
+// recordRead is RecordOf a read that succeeded.
+func recordRead(params, result any) (Recorded, bool) {
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
 		out, _ := result.(*dynamodb.GetItemOutput)
@@ -180,25 +188,7 @@ func RecordOf(params, result any, err error, before, after []dynamo.Item) (Recor
 		if out == nil {
 			return Recorded{}, false
 		}
-		found := map[[2]string]dynamo.Item{}
-		for _, items := range out.Responses {
-			for _, it := range items {
-				pk, sk := dynamo.Keys(it)
-				found[[2]string{pk, sk}] = it
-			}
-		}
-		var reads []dynamo.Item
-		for _, ka := range in.RequestItems {
-			for _, k := range ka.Keys {
-				pk, sk := dynamo.Keys(k)
-				it, ok := found[[2]string{pk, sk}]
-				if !ok {
-					it = keyOnly(pk, sk)
-				}
-				reads = append(reads, it)
-			}
-		}
-		return Recorded{Kind: "batchget", Reads: reads}, true
+		return Recorded{Kind: "batchget", Reads: batchReads(in, out)}, true
 	case *dynamodb.QueryInput:
 		out, _ := result.(*dynamodb.QueryOutput)
 		if out == nil {
@@ -217,6 +207,30 @@ func RecordOf(params, result any, err error, before, after []dynamo.Item) (Recor
 		return Recorded{Kind: "query", Index: aws.ToString(in.IndexName), PK: pk, Consistent: aws.ToBool(in.ConsistentRead), Reads: reads}, true
 	}
 	return Recorded{}, false
+}
+
+// batchReads are the items a BatchGetItem returned, in the order of its
+// keys (a key not found: the key alone).
+func batchReads(in *dynamodb.BatchGetItemInput, out *dynamodb.BatchGetItemOutput) []dynamo.Item {
+	found := map[[2]string]dynamo.Item{}
+	for _, items := range out.Responses {
+		for _, it := range items {
+			pk, sk := dynamo.Keys(it)
+			found[[2]string{pk, sk}] = it
+		}
+	}
+	var reads []dynamo.Item
+	for _, ka := range in.RequestItems {
+		for _, k := range ka.Keys {
+			pk, sk := dynamo.Keys(k)
+			it, ok := found[[2]string{pk, sk}]
+			if !ok {
+				it = keyOnly(pk, sk)
+			}
+			reads = append(reads, it)
+		}
+	}
+	return reads
 }
 
 // keyOnly is the key of a stored item (what a read of a missing one, or a

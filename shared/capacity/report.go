@@ -71,7 +71,7 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 	for _, f := range sortedKeys(t.MaxItem) {
 		fmt.Fprintf(&b, "| %s | %d bytes |\n", f, t.MaxItem[f])
 	}
-	fmt.Fprintf(&b, "\nPayment records are bounded per item: a payment is a ledger whose HEAD item holds its identity and the cached totals of its operations (at most %d bytes in this trace), each operation (capture, refund, reversal, amount update) is its own entry item (at most %d bytes) and each timeline fact its own item, so no item grows with the payment's life; a write is one TransactWriteItems of HEAD, the entries it changes and the facts it adds, a read of the head one BatchGetItem (HEAD, and META of a payment stored before ledgers).\n",
+	fmt.Fprintf(&b, "\nPayment records are bounded per item: a payment is a ledger whose HEAD item holds its identity and the cached totals of its operations (at most %d bytes in this trace), each operation (capture, refund, reversal, amount update) is its own entry item (at most %d bytes) and each timeline fact its own item, so no item grows with the payment's life; a write is one TransactWriteItems of HEAD, the entries it changes and the facts it adds, a read of the head one GetItem.\n",
 		t.PaymentMeta, t.PaymentEntry)
 	b.WriteString("\n### Per payment\n\n| request | per payment | DynamoDB calls each |\n|---|---|---|\n")
 	for _, r := range sortedKeys(t.Requests) {

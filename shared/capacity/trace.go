@@ -300,48 +300,77 @@ func Run(m Mix, rec *Recordings) (*TraceResult, error) {
 	}
 	for s := 0; s < m.Seconds || len(r.queue) > 0; s++ {
 		if s < m.Seconds {
-			for i := s * m.Rate; i < (s+1)*m.Rate; i += m.Sample {
-				l := r.life(i)
-				if l.rateOnly { // the checkout's configuration and methods
-					r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i}, task{kind: kDeleteStored, i: i})
-				}
-				if l.webhookTest {
-					r.queue[s] = append(r.queue[s], task{kind: kWebhookTest, i: i})
-				}
-				if l.session { // the checkout's session first
-					r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
-				}
-				pay := kPay
-				if l.noKey {
-					pay = kPayNoKey
-				}
-				r.queue[s] = append(r.queue[s], task{kind: pay, i: i})
-			}
+			r.arrive(s)
 		}
-		tasks, ok := r.queue[s]
-		if !ok {
-			continue
-		}
-		delete(r.queue, s)
-		r.meter.At(s)
-		if err := r.cacheRefresh(s); err != nil {
+		if err := r.second(s); err != nil {
 			return nil, err
-		}
-		r.meter.TakeShapes() // cached reads are no request's
-		r.meter.TakeUnits()
-		for k := 0; k < len(tasks); k++ {
-			if err := r.run(s, tasks[k]); err != nil {
-				return nil, err
-			}
-			r.took(r.label(tasks[k]))
-			if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
-				tasks = append(tasks, more...)
-				delete(r.queue, s)
-			}
 		}
 	}
 	r.meter.Close()
-	payments := float64(m.Rate * m.Seconds)
+	calls, shapes, units := r.perRequest()
+	unroutable, err := r.unroutableEntry()
+	if err != nil {
+		return nil, err
+	}
+	return &TraceResult{
+		Mix: m, Payments: float64(m.Rate * m.Seconds), Requests: r.requests, Calls: calls, Shapes: shapes, Units: units,
+		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: rec.largest("HEAD"), PaymentEntry: rec.largest("E#"),
+		UnroutableWCU: r.requests[ReqNotifications] / float64(m.Seconds) * 2 * writeUnits(dynamo.ItemSize(unroutable)),
+		Result:        r.meter.Result(),
+	}, nil
+}
+
+// arrive queues the checkouts that start in second s (one per Sample).
+func (r *replay) arrive(s int) {
+	for i := s * r.mix.Rate; i < (s+1)*r.mix.Rate; i += r.mix.Sample {
+		l := r.life(i)
+		if l.rateOnly { // the checkout's configuration and methods
+			r.queue[s] = append(r.queue[s], task{kind: kConfig, i: i}, task{kind: kMethods, i: i}, task{kind: kDeleteStored, i: i})
+		}
+		if l.webhookTest {
+			r.queue[s] = append(r.queue[s], task{kind: kWebhookTest, i: i})
+		}
+		if l.session { // the checkout's session first
+			r.queue[s] = append(r.queue[s], task{kind: kSession, i: i})
+		}
+		pay := kPay
+		if l.noKey {
+			pay = kPayNoKey
+		}
+		r.queue[s] = append(r.queue[s], task{kind: pay, i: i})
+	}
+}
+
+// second runs the tasks queued for second s, and those they queue for the
+// same second, after the caches' refreshes.
+func (r *replay) second(s int) error {
+	tasks, ok := r.queue[s]
+	if !ok {
+		return nil
+	}
+	delete(r.queue, s)
+	r.meter.At(s)
+	if err := r.cacheRefresh(s); err != nil {
+		return err
+	}
+	r.meter.TakeShapes() // cached reads are no request's
+	r.meter.TakeUnits()
+	for k := 0; k < len(tasks); k++ {
+		if err := r.run(s, tasks[k]); err != nil {
+			return err
+		}
+		r.took(r.label(tasks[k]))
+		if more := r.queue[s]; len(more) > 0 { // same-second follow-ups
+			tasks = append(tasks, more...)
+			delete(r.queue, s)
+		}
+	}
+	return nil
+}
+
+// perRequest are the calls, calls by shape and units by key family of one
+// request of each label, averaged over its runs.
+func (r *replay) perRequest() (map[string]float64, map[string]map[string]float64, map[string]map[string]Units) {
 	calls, shapes, units := map[string]float64{}, map[string]map[string]float64{}, map[string]map[string]Units{}
 	for label, n := range r.runs {
 		shapes[label] = map[string]float64{}
@@ -358,16 +387,7 @@ func Run(m Mix, rec *Recordings) (*TraceResult, error) {
 		calls[ReqHops] = 0 // a hop reads and writes nothing
 		shapes[ReqHops] = map[string]float64{}
 	}
-	unroutable, err := r.unroutableEntry()
-	if err != nil {
-		return nil, err
-	}
-	return &TraceResult{
-		Mix: m, Payments: payments, Requests: r.requests, Calls: calls, Shapes: shapes, Units: units,
-		SQSDelayed: r.delayed / float64(m.Seconds), PaymentMeta: rec.largest("HEAD"), PaymentEntry: rec.largest("E#"),
-		UnroutableWCU: r.requests[ReqNotifications] / float64(m.Seconds) * 2 * writeUnits(dynamo.ItemSize(unroutable)),
-		Result:        r.meter.Result(),
-	}, nil
+	return calls, shapes, units
 }
 
 // unroutableEntry is the unroutable list's entry of a typical notification

@@ -20,22 +20,12 @@ const (
 	StoreDynamo   = "dynamo"
 )
 
-// Payment formats (PAYSVC_PAYMENT_FORMAT).
-const (
-	PaymentFormatLedger = "ledger"
-	PaymentFormatLegacy = "legacy"
-)
-
 // Config is the whole configuration.
 type Config struct {
 	Environment tenant.Environment // PAYSVC_ENVIRONMENT: test (default) or live
 	Store       string             // PAYSVC_STORE: embedded or dynamo
-	// PaymentFormat (PAYSVC_PAYMENT_FORMAT): "ledger" (default), or
-	// "legacy" for the bridge release that keeps payments in the format
-	// before ledgers (dynamo only; docs/payments.md, "Compatibility").
-	PaymentFormat string
-	DataDir       string // PAYSVC_DATA_DIR: embedded store directory (default .paysvc)
-	Table         string // PAYSVC_TABLE: DynamoDB table (default paysvc)
+	DataDir     string             // PAYSVC_DATA_DIR: embedded store directory (default .paysvc)
+	Table       string             // PAYSVC_TABLE: DynamoDB table (default paysvc)
 	// AWSEndpoint (AWS_ENDPOINT_URL) points the AWS SDK at moto or LocalStack.
 	AWSEndpoint string
 
@@ -103,12 +93,6 @@ func FromEnv(getenv func(string) string, defaultStore string) (Config, error) {
 	}
 	if c.Store != StoreEmbedded && c.Store != StoreDynamo {
 		return c, fmt.Errorf("PAYSVC_STORE must be embedded or dynamo, not %q", c.Store)
-	}
-	switch c.PaymentFormat = or(getenv("PAYSVC_PAYMENT_FORMAT"), PaymentFormatLedger); {
-	case c.PaymentFormat != PaymentFormatLedger && c.PaymentFormat != PaymentFormatLegacy:
-		return c, fmt.Errorf("PAYSVC_PAYMENT_FORMAT must be ledger or legacy, not %q", c.PaymentFormat)
-	case c.PaymentFormat == PaymentFormatLegacy && c.Store != StoreDynamo:
-		return c, fmt.Errorf("PAYSVC_PAYMENT_FORMAT=legacy is the deployed bridge release's (PAYSVC_STORE=dynamo), not the %s store's", c.Store)
 	}
 	if c.WebhookAllowLocal, err = boolean(getenv, "PAYSVC_WEBHOOK_ALLOW_LOCAL"); err != nil {
 		return c, err

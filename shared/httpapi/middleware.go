@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,11 +13,16 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Metrics receives one observation per request (EMF in Lambda; nothing locally).
 type Metrics interface {
 	Request(route string, status int, errorCode string, latency time.Duration)
+	// StoredFormatUnknown records a request that failed on a stored
+	// record of a format version this release does not read
+	// (storeerr.ErrUnknownFormat).
+	StoredFormatUnknown()
 }
 
 // Tracer traces requests (X-Ray in Lambda: shared/tracing). Optional: a nil
@@ -170,6 +176,9 @@ func (d *Deps) logRequest(ctx context.Context, r *http.Request, status int, info
 	d.Log.LogAttrs(ctx, level, "request", attrs...)
 	if d.Metrics != nil {
 		d.Metrics.Request(info.Route, status, info.ErrorCode, latency)
+		if errors.Is(info.Err, storeerr.ErrUnknownFormat) {
+			d.Metrics.StoredFormatUnknown()
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/dashboard"
+	"github.com/yp/paysvc/shared/httpapi"
 )
 
 // simLenient reads PAYSVC_SIM_LENIENT: false (the default) runs the
@@ -102,8 +103,8 @@ func newLocalRoutes(d localDeps) (*localRoutes, error) {
 }
 
 // wrap serves the dashboard and the admin API beside next, and lets the
-// local routes (those two and the simulator's /_sim) answer only to this
-// server's own Host.
+// local routes (those two, the simulator's /_sim and the notifications
+// endpoint) answer only to this server's own Host.
 func (l *localRoutes) wrap(next http.Handler, addr net.Addr) http.Handler {
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
@@ -119,5 +120,5 @@ func (l *localRoutes) wrap(next http.Handler, addr net.Addr) http.Handler {
 		}
 	})
 	return adminapi.GuardHosts(adminapi.AllowedHosts(addr),
-		[]string{strings.TrimSuffix(dashboard.Prefix, "/"), "/_admin/", SimHooksPrefix}, mux)
+		[]string{strings.TrimSuffix(dashboard.Prefix, "/"), "/_admin/", SimHooksPrefix, httpapi.NotificationsPath}, mux)
 }

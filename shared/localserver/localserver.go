@@ -1,11 +1,12 @@
 // Package localserver runs every route of the service on one HTTP server
 // for development (`make run`), with the embedded store and, unless
 // PAYSVC_UPSTREAM_URL is set, the upstream simulator in-process (platform-
-// like, its state in the data directory, its pages on this port). On a
-// loopback address in the test environment it also serves the dashboard
-// (package dashboard) and the admin API paysvc-admin goes through while
-// the server holds the store (package adminapi); those and the simulator's
-// pages answer only to the server's own Host.
+// like, its state and keys in the data directory, its pages on this port).
+// On a loopback address in the test environment it also serves the
+// dashboard (package dashboard), the admin API paysvc-admin goes through
+// while the server holds the store (package adminapi) and the simulator's
+// test hooks; those, the simulator's pages and the notifications endpoint
+// answer only to the server's own Host (docs/security.md).
 package localserver
 
 import (
@@ -31,14 +32,8 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks/sender"
-)
-
-// Local defaults for the in-process simulator. They are test-environment
-// values with no meaning outside this machine.
-const (
-	SimAPIKey  = "sim_local_api_key"
-	SimHMACKey = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 )
 
 // pid is this process's id, for the admin API's files.
@@ -82,6 +77,9 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	if err != nil {
 		return err
 	}
+	if cfg.Secrets.HMACKey == "" && cfg.UpstreamSecretARN == "" && (cfg.UpstreamURL != "" || cfg.Environment != tenant.EnvTest) {
+		return errors.New("PAYSVC_UPSTREAM_HMAC_KEY is required: the local server makes a notification key of its own only in the test environment with the simulated upstream (PAYSVC_UPSTREAM_URL unset)")
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (set PAYSVC_ADDR to change): %w", cfg.Addr, err)
@@ -93,11 +91,15 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 
 	var sim *simulated
 	if cfg.UpstreamURL == "" {
+		keys, err := dataDirKeys(cfg.DataDir)
+		if err != nil {
+			return err
+		}
 		if cfg.Secrets.APIKey == "" {
-			cfg.Secrets.APIKey = SimAPIKey
+			cfg.Secrets.APIKey = keys.APIKey
 		}
 		if cfg.Secrets.HMACKey == "" {
-			cfg.Secrets.HMACKey = SimHMACKey
+			cfg.Secrets.HMACKey = keys.HMACKey
 		}
 		if sim, err = listenSimulator(); err != nil {
 			return err
@@ -206,7 +208,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		h = local.inner
 	}
 	if sim != nil {
-		h = withSimulatorHooks(h, sim.Sim, cfg.Secrets.APIKey)
+		h = withSimulatorHooks(h, simulatorRoutes(sim.Sim, localRefused == ""), cfg.Secrets.APIKey)
 	}
 	h = withOpenAPI(h)
 	if local != nil {
@@ -264,7 +266,8 @@ type seeded struct {
 }
 
 // seed applies PAYSVC_SEED_FILE, or on a first start with an empty store
-// creates the demo tenant. A later start prints the demo key again.
+// in the test environment creates the demo tenant. A later start prints
+// the demo key again. The live environment has no demo tenant.
 func seed(ctx context.Context, cfg config.Config, prov *provision.Provisioner) (seeded, error) {
 	if cfg.SeedFile != "" {
 		s, err := provision.LoadSeed(cfg.SeedFile)
@@ -272,6 +275,9 @@ func seed(ctx context.Context, cfg config.Config, prov *provision.Provisioner) (
 			return seeded{}, err
 		}
 		return seeded{file: cfg.SeedFile, seed: s}, prov.ApplySeed(ctx, s)
+	}
+	if cfg.Environment != tenant.EnvTest {
+		return seeded{}, nil
 	}
 	keyFile := filepath.Join(cfg.DataDir, "demo-key.txt")
 	demo, err := provision.Demo(cfg.Environment)
@@ -332,9 +338,9 @@ func webhookTargets(ctx context.Context, tenants tenant.Store, allowLocal bool) 
 	return out, nil
 }
 
-// withSimulatorHooks serves the simulator's test hooks and shopper pages
-// (/_sim/...) on the service's own port, so a session is paid by hand with
-// one URL; the simulator's API key is added when the request has none.
+// withSimulatorHooks serves the simulator's routes under /_sim/ (sim, from
+// simulatorRoutes) on the service's own port, so a session is paid by hand
+// with one URL; the simulator's API key is added when the request has none.
 func withSimulatorHooks(next http.Handler, sim http.Handler, apiKey string) http.Handler {
 	// A prefix test, not a ServeMux: a mux would redirect unclean paths
 	// before the API's own handler could answer them.
@@ -346,6 +352,25 @@ func withSimulatorHooks(next http.Handler, sim http.Handler, apiKey string) http
 		if r.Header.Get("X-API-Key") == "" {
 			r = r.Clone(r.Context())
 			r.Header.Set("X-API-Key", apiKey)
+		}
+		sim.ServeHTTP(w, r)
+	})
+}
+
+// simulatorRoutes is sim with its test hooks when hooks is set; without,
+// its upstream API and shopper pages only, other /_sim/ paths 404. The
+// hooks change and reveal the simulator's state: they are for a loopback
+// server in the test environment.
+func simulatorRoutes(sim http.Handler, hooks bool) http.Handler {
+	if hooks {
+		return sim
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, SimHooksPrefix) && !simulator.ShopperPage(r.URL.Path) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"errorCode":"sim_not_found","message":"the simulator's test hooks are served only on a loopback address in the test environment"}`+"\n")
+			return
 		}
 		sim.ServeHTTP(w, r)
 	})
@@ -385,7 +410,11 @@ func banner(w io.Writer, b bannerInfo) {
 	}
 	if b.simURL != "" {
 		fmt.Fprintf(w, "upstream: simulated in-process at %s (X-API-Key %s), %s\n", b.simURL, cfg.Secrets.APIKey, simulatorMode(b.lenient))
-		fmt.Fprintf(w, "  its test hooks and shopper pages are served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)
+		if b.localRefused == "" {
+			fmt.Fprintf(w, "  its test hooks and shopper pages are served here, key added: %s%s...\n", b.baseURL, SimHooksPrefix)
+		} else {
+			fmt.Fprintf(w, "  its shopper pages are served here (%s%s...); its test hooks are not\n", b.baseURL, SimHooksPrefix)
+		}
 	}
 
 	sd := b.seeded
@@ -445,9 +474,9 @@ Try:
     -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1001' \
     -d '{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/return","reference":"order-1001"}'
 `, b.baseURL, key, site)
-	if b.simURL != "" {
+	if b.simURL != "" && b.localRefused == "" {
 		fmt.Fprintf(w, `  # pay that session as a shopper would (the "id" of the answer above):
-  curl -s -X POST %[1]s%[2]ssessions/<session id>/pay -d '{"cardNumber":"4111111111111111"}'
+  curl -s -X POST %[1]s%[2]ssessions/<session id>/pay -H 'Content-Type: application/json' -d '{"cardNumber":"4111111111111111"}'
 `, b.baseURL, SimHooksPrefix)
 	}
 	fmt.Fprintln(w)

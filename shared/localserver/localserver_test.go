@@ -167,7 +167,7 @@ func TestBannerAndLocalWebhooks(t *testing.T) {
 				"API key " + exampleKey + " (local development)", "m_acme/sub_acme -> http://127.0.0.1:4000/webhooks",
 				"targets on this machine (http://127.0.0.1, localhost) are delivered (the local default",
 				"KEY=" + exampleKey, "/v1/ecom/site_acme_web/sessions", "upstream: simulated in-process at http://127.0.0.1:",
-				"(X-API-Key " + SimAPIKey + ")", "/_sim/sessions/<session id>/pay",
+				"(X-API-Key sim_", "/_sim/sessions/<session id>/pay -H 'Content-Type: application/json'",
 			},
 			notBanner: []string{"REFUSED"},
 			logs:      []string{"webhooks may go to http(s)://localhost"},
@@ -228,7 +228,7 @@ func TestPayASessionByHandOnTheServicePort(t *testing.T) {
 	if status != 200 || id == "" {
 		t.Fatalf("session: %d %v", status, sess)
 	}
-	status, paid := s.do(t, "POST", SimHooksPrefix+"sessions/"+id+"/pay", nil, `{"cardNumber":"4111111111111111"}`)
+	status, paid := s.do(t, "POST", SimHooksPrefix+"sessions/"+id+"/pay", map[string]string{"Content-Type": "application/json"}, `{"cardNumber":"4111111111111111"}`)
 	psp, _ := paid["pspReference"].(string)
 	if status != 200 || paid["resultCode"] != "Authorised" || psp == "" {
 		t.Fatalf("pay: %d %v", status, paid)

@@ -2,13 +2,21 @@ package localserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/yp/paysvc/shared/adminapi"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
@@ -18,6 +26,46 @@ import (
 
 // StateFile is the simulator's state in the data directory.
 const StateFile = "simulator.json"
+
+// KeysFile holds the in-process simulator's keys in the data directory:
+// its API key and the notification (HMAC) key, made at the first start.
+const KeysFile = "simulator-keys.json"
+
+// simKeys are the keys of KeysFile.
+type simKeys struct {
+	APIKey  string `json:"apiKey"`
+	HMACKey string `json:"hmacKey"`
+}
+
+// dataDirKeys returns the keys made for dir, making them (random, mode
+// 0600) on its first use: no key of the simulated upstream is a constant.
+// They stay for the directory's life, so the simulator's kept
+// Idempotency-Keys (scoped by API key) hold across restarts.
+func dataDirKeys(dir string) (simKeys, error) {
+	file := filepath.Join(dir, KeysFile)
+	var k simKeys
+	b, err := os.ReadFile(file)
+	if err == nil {
+		if json.Unmarshal(b, &k) != nil || k.APIKey == "" || k.HMACKey == "" {
+			return k, fmt.Errorf("%s is not the simulator's keys; delete it (and %s) to start the simulator afresh", file, StateFile)
+		}
+		return k, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return k, err
+	}
+	raw := make([]byte, 56)
+	if _, err := rand.Read(raw); err != nil {
+		return k, err
+	}
+	k = simKeys{APIKey: "sim_" + hex.EncodeToString(raw[:24]), HMACKey: strings.ToUpper(hex.EncodeToString(raw[24:]))}
+	if b, err = json.Marshal(k); err == nil {
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			err = os.WriteFile(file, b, 0o600)
+		}
+	}
+	return k, err
+}
 
 // simulated is the upstream simulator serving on a loopback port, so the
 // service's upstream client speaks real HTTP to it. It is created in two
@@ -43,6 +91,8 @@ func listenSimulator() (*simulated, error) {
 // its pages are linked at serviceURL/_sim/… (the service serves them), so
 // links stay the same across restarts; its state is kept in the data
 // directory (embedded store). It runs like the platform unless lenient.
+// Its own listener answers only to its own Host, and serves its test hooks
+// only in the test environment.
 func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string, lenient bool) error {
 	var auto []string
 	for _, m := range merchants {
@@ -73,6 +123,7 @@ func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *s
 		PublishedShapes:     !lenient,
 		WebThreeDS2:         !lenient,
 		PlatformRules:       !lenient,
+		Live:                cfg.Environment == tenant.EnvLive,
 		Notifier:            notifier,
 		Clock:               clk,
 		Logger:              simLog,
@@ -81,7 +132,10 @@ func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *s
 		return err
 	}
 	s.Sim = sim
-	s.srv = &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{
+		Handler:           adminapi.GuardHosts(adminapi.AllowedHosts(s.ln.Addr()), []string{"/"}, simulatorRoutes(sim, cfg.Environment == tenant.EnvTest)),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	go func() {
 		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("upstream simulator stopped", "err", err.Error())

@@ -38,7 +38,9 @@ const (
 type Event struct {
 	ID  string `json:"id"`  // "evt_" + hex SHA-256 of Key (first 32 digits)
 	Key string `json:"key"` // eventCode|pspReference|success|originalReference
-	// Live is the notification's live field as sent ("true"/"false").
+	// Live is the notification's live field as sent ("true"/"false") by
+	// the last arrival processed: one of the other environment is kept
+	// with it, unroutable (Receiver.Live).
 	Live string                `json:"live"`
 	Item payments.Notification `json:"item"`
 	// PaymentPSP is the payment the item is about (payments.NotificationPayment).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -33,9 +34,11 @@ type Receiver struct {
 	Clock      clock.Clock
 	Log        *slog.Logger
 	// Live is the deployment's environment: webhooks carry "live": true
-	// only in production (docs/security.md).
+	// only in production (docs/security.md), and only notifications whose
+	// live flag says the same are applied.
 	Live bool
-	// Metrics counts unroutable notifications (nil: not counted).
+	// Metrics counts unroutable notifications and those of the other
+	// environment (nil: not counted).
 	Metrics Metrics
 	// Sleeper waits before an item is processed again after its payment
 	// changed meanwhile (nil: real time).
@@ -46,6 +49,23 @@ type Receiver struct {
 type Metrics interface {
 	// NotificationUnroutable counts an item kept unroutable, and why.
 	NotificationUnroutable(reason string)
+	// NotificationLiveMismatch counts an item whose live flag is not the
+	// service's environment (kept, never applied).
+	NotificationLiveMismatch()
+}
+
+// liveMismatch says why a notification's live flag as sent is not this
+// service's environment ("true" in the live one, "false" in the test
+// one), or "".
+func (r *Receiver) liveMismatch(live string) string {
+	if live == strconv.FormatBool(r.Live) {
+		return ""
+	}
+	env := tenant.EnvTest
+	if r.Live {
+		env = tenant.EnvLive
+	}
+	return fmt.Sprintf("live flag %q in the %s environment", live, env)
 }
 
 // Accept processes the items of one notification, whose signatures the
@@ -102,8 +122,13 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 			func() { stored, storedErr = r.Events.GetEvent(ctx, fresh.ID) })
 		ev, prev := fresh, int64(0)
 		switch {
+		case storedErr == nil && r.liveMismatch(live) != "":
+			// Another environment's copy of a stored item changes nothing.
+			r.liveRefused(ctx, fresh, r.liveMismatch(live))
+			return nil
 		case storedErr == nil:
 			ev, prev = stored, stored.Version
+			ev.Live = live
 			ev.Received++
 			ev.UpdatedAt = r.Clock.Now()
 		case !errors.Is(storedErr, storeerr.ErrNotFound):
@@ -128,6 +153,16 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 		}
 	}
 	return fmt.Errorf("store event %s: too many concurrent updates: %w", fresh.ID, storeerr.ErrConflict)
+}
+
+// liveRefused logs and counts an arrival of ev whose live flag is not this
+// service's environment.
+func (r *Receiver) liveRefused(ctx context.Context, ev Event, why string) {
+	r.Log.WarnContext(ctx, "notification not applied: its live flag is not this service's environment; kept unroutable",
+		"eventId", ev.ID, "eventCode", ev.Item.EventCode, "pspReference", ev.PaymentPSP, "live", ev.Live, "reason", why)
+	if r.Metrics != nil {
+		r.Metrics.NotificationLiveMismatch()
+	}
 }
 
 // maxItemAttempts bounds the processings of one arrival of an item that
@@ -239,8 +274,16 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 		t := in.merchant(ctx, r, id)
 		return t.merchant, t.merchErr
 	}
-	o, unroutable, err := r.routeWith(ctx, ev, in.pay, in.payErr, getMerchant)
-	if opts.to != nil && err == nil && unroutable != "" {
+	// A notification of the other environment is kept, never routed:
+	// neither a replay nor an operator's route applies it.
+	var o owner
+	var err error
+	mismatch := r.liveMismatch(ev.Live)
+	unroutable := mismatch
+	if mismatch == "" {
+		o, unroutable, err = r.routeWith(ctx, ev, in.pay, in.payErr, getMerchant)
+	}
+	if opts.to != nil && err == nil && unroutable != "" && mismatch == "" {
 		o, unroutable, err = r.routeTo(ctx, ev, *opts.to)
 	}
 	if err != nil {
@@ -263,6 +306,10 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 		}
 		if err := save("mark unroutable"); err != nil {
 			return err
+		}
+		if mismatch != "" {
+			r.liveRefused(ctx, ev, mismatch)
+			return nil
 		}
 		log.WarnContext(ctx, "notification kept unroutable: no owning merchant found", "reason", unroutable,
 			"merchantAccountCode", item.MerchantAccountCode)

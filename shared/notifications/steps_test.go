@@ -2,6 +2,7 @@ package notifications_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/store/embedded"
+	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -265,9 +267,63 @@ func TestUnroutableKeepsItsReason(t *testing.T) {
 	}
 }
 
-// unroutableCount records the unroutable metric.
-type unroutableCount struct{ reasons []string }
+// unroutableCount records the unroutable and live-mismatch metrics.
+type unroutableCount struct {
+	reasons    []string
+	mismatches int
+}
 
 func (c *unroutableCount) NotificationUnroutable(reason string) {
 	c.reasons = append(c.reasons, reason)
+}
+
+func (c *unroutableCount) NotificationLiveMismatch() { c.mismatches++ }
+
+// A notification whose live flag is not the service's environment is
+// accepted (so the platform stops sending it), kept unroutable with why,
+// counted and never applied or delivered: not on a repeat, not by an
+// operator's route. The same item with the right flag is.
+func TestNotificationOfTheOtherEnvironmentIsKept(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		live       bool
+		sent, good string
+	}{
+		{"live flag in the test environment", false, "true", "false"},
+		{"test flag in the live environment", true, "false", "true"},
+		{"no flag in the live environment", true, "", "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			counted := &unroutableCount{}
+			f.r.Metrics, f.r.Live = counted, tc.live
+			auth := f.signed(authorisation("PSPENV1", true))
+			sent := note(auth)
+			sent.Live = tc.sent
+			f.must(f.accept(sent))
+			f.must(f.accept(sent)) // sent again: counted, nothing changes
+			ev := f.event(auth)
+			if ev.Status != notifications.EventUnroutable || !strings.Contains(ev.UnroutableReason, "live flag") || ev.Received != 1 {
+				t.Fatalf("event: %+v", ev)
+			}
+			if _, err := f.st.GetPayment(f.ctx, "PSPENV1"); !errors.Is(err, storeerr.ErrNotFound) {
+				t.Fatalf("payment record: %v, want none", err)
+			}
+			if _, err := f.r.Route(f.ctx, ev.ID, &notifications.RouteTo{MerchantID: "m_a"}); err == nil {
+				t.Fatal("an operator routed it")
+			}
+			if len(f.deliveries("m_a")) != 0 || f.jobs() != 0 || counted.mismatches != 2 || len(counted.reasons) != 0 {
+				t.Fatalf("deliveries %d, jobs %d, metrics %+v", len(f.deliveries("m_a")), f.jobs(), counted)
+			}
+			if !strings.Contains(f.logs.String(), "its live flag is not this service's environment") {
+				t.Fatalf("not logged:\n%s", f.logs.String())
+			}
+			good := note(auth)
+			good.Live = tc.good
+			f.must(f.accept(good))
+			if ev := f.event(auth); !ev.DeliveriesEnqueued() || len(f.deliveries("m_a")) != 1 {
+				t.Fatalf("with the environment's flag: %+v", ev)
+			}
+		})
+	}
 }

@@ -30,8 +30,12 @@
 //	RecordUpdatesLost [Count]                     per record write after an upstream answer
 //	                                              lost (the store refused it for 10 s)
 //	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
+//	NotificationsLiveMismatch [Count]             per notification whose live flag is not the environment
 //	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
 //	                                              current value was written
+//	StoredFormatUnknown [Count]                   per API request failed by a stored record of a
+//	                                              format version this release does not read; also
+//	                                              under ["Service"] alone, for one alarm over every function
 //
 // Every method is safe for concurrent use and on a nil *Metrics (a no-op),
 // so code paths that run without metrics need no checks.
@@ -78,10 +82,12 @@ const (
 	MetricInitDuration      = "InitDuration"
 	MetricRecordLost        = "RecordUpdatesLost"
 	MetricUnroutable        = "NotificationsUnroutable"
+	MetricLiveMismatch      = "NotificationsLiveMismatch"
 	MetricSecretAge         = "UpstreamSecretAgeDays"
 	MetricRecovered         = "OperationsRecovered"
 	MetricUnanswered        = "OperationsUnanswered"
 	MetricRecoveryErrors    = "RecoveryErrors"
+	MetricFormatUnknown     = "StoredFormatUnknown"
 )
 
 // CloudWatch units used here.
@@ -341,6 +347,20 @@ func (m *Metrics) NotificationUnroutable(reason string) {
 	})
 }
 
+// NotificationLiveMismatch records a notification whose live flag is not
+// the service's environment: answered [accepted], kept unroutable, never
+// applied or delivered. The template's NotificationsLiveMismatchAlarm
+// fires on it.
+func (m *Metrics) NotificationLiveMismatch() {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricLiveMismatch, UnitCount, 1}},
+	})
+}
+
 // RecoveryPass records a recovery pass (payments.Service.Recover): the
 // operations whose lost answer it learnt, those still without a
 // definitive answer after their call was repeated, and whether the pass
@@ -371,5 +391,19 @@ func (m *Metrics) UpstreamSecretAge(age time.Duration) {
 	m.emit(nil, directive{
 		dims:    [][]string{with()},
 		metrics: []metric{{MetricSecretAge, UnitNone, age.Hours() / 24}},
+	})
+}
+
+// StoredFormatUnknown records an API request that failed on a stored
+// record of a format version this release does not read (it implements
+// httpapi.Metrics). It is reported under ["Service"] too, so the
+// template's StoredFormatUnknownAlarm reads one metric for every function.
+func (m *Metrics) StoredFormatUnknown() {
+	if m == nil {
+		return
+	}
+	m.emit(nil, directive{
+		dims:    [][]string{with(), {DimService}},
+		metrics: []metric{{MetricFormatUnknown, UnitCount, 1}},
 	})
 }

@@ -221,15 +221,16 @@ func TestRequestMetricsPerVersion(t *testing.T) {
 	}
 }
 
-// TestNotificationUnroutableAndSecretAge: the two operations metrics, each
+// TestNotificationUnroutableAndSecretAge: the operations metrics, each
 // under the template's dimension set.
 func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 	var out bytes.Buffer
 	m := observe.New(&out, "fn", clock.NewFake(t0), observe.WithVersion("3"))
 	m.NotificationUnroutable("no merchant for upstream account ShopECOM")
 	m.UpstreamSecretAge(36 * time.Hour)
+	m.NotificationLiveMismatch()
 	ds := docs(t, out.String())
-	if len(ds) != 2 {
+	if len(ds) != 3 {
 		t.Fatalf("%d documents", len(ds))
 	}
 	for _, c := range []struct {
@@ -239,6 +240,7 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 	}{
 		{ds[0], "NotificationsUnroutable", 1},
 		{ds[1], "UpstreamSecretAgeDays", 1.5},
+		{ds[2], "NotificationsLiveMismatch", 1},
 	} {
 		if v, sets := c.doc.value(c.metric); v != c.want || len(sets) != 1 || !hasSet(sets, "Service", "Function") {
 			t.Errorf("%s = %v under %v, want %v under [Service Function] only", c.metric, v, sets, c.want)
@@ -246,6 +248,20 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 	}
 	if ds[0].raw["reason"] != "no merchant for upstream account ShopECOM" {
 		t.Errorf("reason property: %v", ds[0].raw)
+	}
+}
+
+// TestStoredFormatUnknown: counted under the template's dimension set and
+// under Service alone, which the template's alarm reads.
+func TestStoredFormatUnknown(t *testing.T) {
+	var out bytes.Buffer
+	observe.New(&out, "fn", clock.NewFake(t0)).StoredFormatUnknown()
+	ds := docs(t, out.String())
+	if len(ds) != 1 {
+		t.Fatalf("%d documents", len(ds))
+	}
+	if v, sets := ds[0].value(observe.MetricFormatUnknown); v != 1 || len(sets) != 2 || !hasSet(sets, "Service", "Function") || !hasSet(sets, "Service") {
+		t.Errorf("%s = %v under %v, want 1 under [Service Function] and [Service]", observe.MetricFormatUnknown, v, sets)
 	}
 }
 
@@ -400,7 +416,9 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.WebhookDelivery(webhooks.Attempt{Attempt: 1})
 	m.ColdStart(time.Millisecond)
 	m.NotificationUnroutable("x")
+	m.NotificationLiveMismatch()
 	m.UpstreamSecretAge(time.Hour)
+	m.StoredFormatUnknown()
 	base := http.DefaultTransport
 	if m.UpstreamTransport(base) != base {
 		t.Error("nil Metrics must return the base transport")

@@ -2,12 +2,10 @@ package payments
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
-	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // State of a payment (docs/payments.md).
@@ -172,53 +170,4 @@ func (w Write) Apply(h Head) Head {
 		h.UpdatedAt = w.At
 	}
 	return h
-}
-
-// Ledger is a whole payment in memory: what a store that keeps a payment
-// in one document (the format before ledgers, written by a bridge release:
-// docs/payments.md) reads, changes by ApplyTo and writes back.
-type Ledger struct {
-	Head    Head
-	Found   bool
-	Entries []Entry
-	Facts   []Fact
-}
-
-// ApplyTo returns l after w, with w's conditions checked as a store checks
-// them (Write's comments): storeerr.ErrConflict when one fails. w.Claim is
-// the store's to take.
-func (w Write) ApplyTo(l Ledger) (Ledger, error) {
-	switch {
-	case w.Put != nil:
-		if !l.Found && w.Put.Version != 1 || l.Found && l.Head.Version != w.Put.Version-1 {
-			return Ledger{}, storeerr.ErrConflict
-		}
-		l.Head = *w.Put
-	case !l.Found || !w.Expect.Meets(l.Head):
-		return Ledger{}, storeerr.ErrConflict
-	default:
-		l.Head = w.Apply(l.Head)
-	}
-	l.Found = true
-	entries := slices.Clone(l.Entries)
-	for _, e := range w.Entries {
-		i := slices.IndexFunc(entries, func(s Entry) bool { return s.Ref == e.Ref })
-		switch {
-		case i < 0 && e.Version != 1, i >= 0 && entries[i].Version != e.Version-1:
-			return Ledger{}, storeerr.ErrConflict
-		case i < 0:
-			entries = append(entries, e)
-		default:
-			entries[i] = e
-		}
-	}
-	l.Entries = entries
-	facts := slices.Clone(l.Facts)
-	for _, f := range w.Facts {
-		if !slices.ContainsFunc(facts, func(s Fact) bool { return s.ID == f.ID }) {
-			facts = append(facts, f)
-		}
-	}
-	l.Facts = facts
-	return l, nil
 }

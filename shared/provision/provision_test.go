@@ -122,6 +122,13 @@ func TestParseSeedRefusesAmbiguousDocuments(t *testing.T) {
 			}
 		})
 	}
+	// A document that is not a seed: its errors quote nothing of it.
+	for _, doc := range []string{"~root:x:0:0:hunter2", `{"privateThing":"hunter2"}`, `{"privateThing":1,"privateThing":2}`, `{"merchants":"hunter2"}`} {
+		_, err := provision.ParseSeed([]byte(doc))
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "privateThing") || strings.Contains(err.Error(), "~") {
+			t.Errorf("%s: err = %v, want one quoting nothing of it", doc, err)
+		}
+	}
 	if s, err := provision.ParseSeed([]byte(`{"merchants":[{"id":"m_x","name":"X","country":"NL"}]}`)); err != nil || len(s.Merchants) != 1 {
 		t.Fatalf("valid seed: %+v %v", s, err)
 	}

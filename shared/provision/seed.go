@@ -62,20 +62,31 @@ func LoadSeed(path string) (Seed, error) {
 
 // ParseSeed strictly decodes a seed document: unknown fields, trailing data
 // and a name given twice in one object (which would silently keep only the
-// last) are errors.
+// last) are errors. An error quotes nothing of a document that is not a
+// seed (a path given to seed --file may name any file): invalid JSON and
+// unknown fields are told by their byte offset, and names given twice are
+// looked for only once every name is a seed's.
 func ParseSeed(b []byte) (Seed, error) {
 	if !json.Valid(b) {
 		var v any
-		return Seed{}, fmt.Errorf("invalid JSON: %w", json.Unmarshal(b, &v))
-	}
-	if field, dup := jsonin.DuplicateKey(b); dup {
-		return Seed{}, fmt.Errorf("%s: is given more than once", field)
+		var syn *json.SyntaxError
+		if errors.As(json.Unmarshal(b, &v), &syn) {
+			return Seed{}, fmt.Errorf("invalid JSON (at byte %d)", syn.Offset)
+		}
+		return Seed{}, errors.New("invalid JSON")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Seed
 	if err := dec.Decode(&s); err != nil {
-		return Seed{}, err
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return Seed{}, fmt.Errorf("%s: must be %s (at byte %d)", typ.Field, typ.Type, typ.Offset)
+		}
+		return Seed{}, fmt.Errorf("an unknown field or a value no seed has (before byte %d)", dec.InputOffset())
+	}
+	if field, dup := jsonin.DuplicateKey(b); dup {
+		return Seed{}, fmt.Errorf("%s: is given more than once", field)
 	}
 	return s, nil
 }

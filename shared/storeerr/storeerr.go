@@ -11,4 +11,7 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrConflict: a conditional write failed (record exists, or its version moved).
 	ErrConflict = errors.New("store: conflict")
+	// ErrUnknownFormat: a stored record's format version is not one this
+	// release reads (docs/operations.md, "Changing a stored format").
+	ErrUnknownFormat = errors.New("store: unknown stored format")
 )

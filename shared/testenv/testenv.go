@@ -73,9 +73,6 @@ type Options struct {
 	// DynamoEndpoint is the moto server's URL ("": moto.Endpoint).
 	Dynamo         bool
 	DynamoEndpoint string
-	// DynamoOptions are more options of the DynamoDB store (e.g. the
-	// bridge release's dynamo.WithLegacyPaymentWrites).
-	DynamoOptions []dynamo.Option
 	// WrapIdem wraps the idempotency store (fault injection).
 	WrapIdem func(idempotency.Store) idempotency.Store
 	// IdemRetention is how long the service keeps idempotency keys (0:
@@ -394,8 +391,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 		// A few shards of each listing: a page queries every shard, and
 		// moto serves one query at a time (the merge is the same at any
 		// count).
-		ds := dynamo.New(client, table, clk, append([]dynamo.Option{dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4),
-			dynamo.WithUnroutableShards(4)}, opts.DynamoOptions...)...)
+		ds := dynamo.New(client, table, clk, dynamo.WithDeliveryShards(8), dynamo.WithEventLogShards(4), dynamo.WithUnroutableShards(4))
 		st, sst = ds, ds
 	}
 	e := &Env{T: t, Clock: clk, DynamoDB: client, DynamoTable: table, Keys: map[string]string{}, opts: opts,

@@ -25,7 +25,6 @@
 //	payment head        PAYMENT#<pspReference>    HEAD
 //	payment entry       PAYMENT#<pspReference>    E#<operation ref>
 //	payment fact        PAYMENT#<pspReference>    F#<at>#<fact id>
-//	legacy payment      PAYMENT#<pspReference>    META, H#<index>  (read, moved on first write)
 //	merchant event      EVENTLOG#<merchant>#<n>   <receivedAt>#<eventId>
 //	notification event  EVENT#<id>                META                    PAYMENT#<psp>                       EVENT#<receivedAt>#<id>
 //	unroutable entry    UNROUTABLE#EVENT#<n>      <receivedAt>#<eventId>
@@ -43,17 +42,18 @@
 // capacity model's: capacity.ShardsFor), and a rate-limit key above 500 requests/s
 // counts in several windows (shared/ratelimit). The item builders
 // (items.go) are exported so the capacity model sizes exactly the items
-// written. MigrateKeys moves a table of the previous layouts
-// (IDEM#<merchant> / KEY#<key>; deliveries in gsi1 by status; the history
-// and the unroutable list under other shard counts).
+// written.
 //
-// Records are stored as JSON in the attribute data (times in UTC), next to
-// the plain attributes conditions need: version and the Totals (payments), revokedAt (API
+// Records are stored as JSON in the attribute data (times in UTC, the
+// format version in the JSON: records.Format), next to the plain
+// attributes conditions need: version and the Totals (payments), revokedAt (API
 // keys), c and expiresAtN (rate-limit windows), and the idempotency record's
 // fields as attributes (st, lease, leaseUntilN, expiresAtN, …) so Complete
-// can update it in place. Attributes ending in N hold instants as exact
-// decimal Unix seconds (nanosecond fraction) for comparisons in condition
-// expressions; the same instants are also kept as RFC 3339 strings.
+// can update it in place. Items kept as attributes (the idempotency record,
+// the listing shard counts) carry their format version in fmt. Attributes
+// ending in N hold instants as exact decimal Unix seconds (nanosecond
+// fraction) for comparisons in condition expressions; the same instants are
+// also kept as RFC 3339 strings.
 //
 // # Access patterns
 //
@@ -89,10 +89,8 @@
 //     on an item carrying its own token had been applied (its answer lost,
 //     the SDK sent it again) and is reported done, not as a conflict the
 //     caller would apply its change again for. GetPayment and GetEntries
-//     are one strongly consistent BatchGetItem, Timeline one Query of the
-//     F# items. A payment stored before ledgers (META and H# history items,
-//     or its history inline in META) is read converted and moved to the
-//     ledger by its first write.
+//     are one strongly consistent GetItem and BatchGetItem, Timeline one
+//     Query of the F# items.
 //   - Listings (listing.go) read what they return: a page queries each
 //     shard of its listing once, in parallel, with Limit = the page size
 //     below the cursor's sort key (<createdAt>#<id>, newest first; the
@@ -109,8 +107,8 @@
 //   - Notification events (EVENT#<id>, listed per payment through gsi1
 //     PAYMENT#<psp>) and webhook deliveries (DELIVERY#<id>) are described
 //     in webhooks.go; both are versioned PutItems (an event kept
-//     unroutable: a transaction with its list entry) that carry wt like
-//     META, so a write applied whose answer was lost is reported done,
+//     unroutable: a transaction with its list entry) that name their
+//     writing call (versioned.go), so a write applied whose answer was lost is reported done,
 //     not as a conflict (the caller would re-read and apply its change
 //     again: an attempt or an arrival counted twice).
 //

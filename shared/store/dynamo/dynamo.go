@@ -17,6 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/ratelimit"
+	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -59,6 +60,9 @@ const (
 	attrLeaseTill = "leaseUntil"
 	attrLeaseN    = "leaseUntilN"
 	attrResponse  = "resp" // completed idempotency record: Response as JSON
+	// attrFormat is the format version of an item kept as attributes
+	// (records.Version; absent: 1); a record in data carries its own.
+	attrFormat = "fmt"
 )
 
 // Store is the DynamoDB adapter. It is safe for concurrent use.
@@ -71,9 +75,6 @@ type Store struct {
 	unroutable  int // partitions of the unroutable list
 	// shardCache: merchants' listing shard counts, for writers (shards.go).
 	shardCache shardCache
-	// legacyWrites: payments that are not ledgers yet are written in the
-	// format before ledgers (bridge.go).
-	legacyWrites bool
 }
 
 // Option configures New.
@@ -204,6 +205,24 @@ func decodeData[T any](item map[string]types.AttributeValue) (T, error) {
 		return v, fmt.Errorf("decode item %s/%s: %w", getS(item, attrPK), getS(item, attrSK), err)
 	}
 	return v, nil
+}
+
+// withFormat sets the format version of an item kept as attributes.
+func withFormat(it Item) Item {
+	it[attrFormat] = num(records.Version)
+	return it
+}
+
+// checkFormat fails with storeerr.ErrUnknownFormat when an item kept as
+// attributes is of a format version this release does not read.
+func checkFormat(it Item) error {
+	if _, ok := it[attrFormat]; !ok {
+		return nil // version 1
+	}
+	if err := records.CheckVersion(strconv.FormatInt(getN(it, attrFormat), 10)); err != nil {
+		return fmt.Errorf("item %s/%s: %w", getS(it, attrPK), getS(it, attrSK), err)
+	}
+	return nil
 }
 
 // getItem reads an item with a strongly consistent read; storeerr.ErrNotFound

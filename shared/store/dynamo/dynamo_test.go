@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/clock"
-	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/store/storetest"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -60,18 +59,4 @@ func TestCreateTableIdempotent(t *testing.T) {
 	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != "ttl" || d.TimeToLiveStatus != "ENABLED" {
 		t.Fatalf("TTL: %+v, want enabled on ttl", d)
 	}
-}
-
-// The bridge release's store (WithLegacyPaymentWrites: payments kept in
-// the format before ledgers) meets the payment store's contract.
-func TestContractBridge(t *testing.T) {
-	stores := func(t *testing.T, clk clock.Clock) storetest.Stores {
-		client, table := newTable(t)
-		s := dynamo.New(client, table, clk, dynamo.WithLegacyPaymentWrites())
-		return storetest.Stores{Tenant: s, Idempotency: s, RateLimit: s, Payments: s}
-	}
-	t.Run("Payments", func(t *testing.T) {
-		storetest.TestPaymentStore(t, func(t *testing.T, clk clock.Clock) payments.Store { return stores(t, clk).Payments })
-	})
-	t.Run("ClaimOnWrite", func(t *testing.T) { storetest.TestClaimOnWrite(t, stores) })
 }

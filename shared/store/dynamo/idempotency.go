@@ -19,12 +19,9 @@ import (
 // Key parts of idempotency items (see doc.go). Each record is its own
 // partition, IDEM#<merchant>#<key> / KEY, so one merchant's claims spread
 // over the whole table. Merchant ids have no '#', so the key is unambiguous.
-// Tables written before this layout kept a merchant's records in one
-// partition (IDEM#<merchant> / KEY#<key>): MigrateKeys moves them.
 const (
-	pfxIdem       = "IDEM#"
-	skIdem        = "KEY"
-	pfxLegacyIdem = "KEY#" // sort key prefix of the old layout
+	pfxIdem = "IDEM#"
+	skIdem  = "KEY"
 )
 
 func idemPK(scope, key string) string { return pfxIdem + scope + "#" + key }
@@ -92,6 +89,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 
 // decodeRecord rebuilds a record from an idempotency item.
 func decodeRecord(item map[string]types.AttributeValue) (idempotency.Record, error) {
+	if err := checkFormat(item); err != nil {
+		return idempotency.Record{}, err
+	}
 	rec := idempotency.Record{
 		Scope:       getS(item, attrScope),
 		Key:         getS(item, attrKey),

@@ -58,8 +58,8 @@ var Indexes = []Index{
 // model (docs/scale.md, capacity.ShardsFor): one merchant at 10,000
 // payments/s writes ~63,000 such index units/s (~31,600 deliveries/s, a
 // creation and about one status move each), ~500 per shard on average.
-// Writers and readers must agree on it: changing it is a migration
-// (MigrateKeys re-shards every delivery).
+// Writers and readers must agree on it, and it can only be raised: a
+// delivery stays in the shard it was written to.
 const DeliveryShards = 128
 
 // EventLogShards is how many partitions a merchant's event history is
@@ -68,8 +68,8 @@ const DeliveryShards = 128
 // model (docs/scale.md, capacity.ShardsFor): one merchant at 10,000
 // payments/s routes ~15,800 events/s, each written once as a ~0.9 KB item
 // (1 unit): ~500 units/s per shard on average. Writers and readers must
-// agree on it: changing it is a migration (MigrateKeys moves every entry
-// to its shard).
+// agree on it, and it can only be raised: an entry stays in the shard it
+// was written to.
 const EventLogShards = 32
 
 // UnroutableShards is how many partitions the unroutable list
@@ -77,8 +77,8 @@ const EventLogShards = 32
 // its event id. Sized by the capacity model (capacity.ShardsFor) for every
 // notification of one merchant at 10,000 payments/s arriving for an
 // unknown merchant account (~15,800 events/s, each entry written in a
-// transaction: 2 units per KB). Writers and readers must agree on it
-// (MigrateKeys moves entries to their shard).
+// transaction: 2 units per KB). Writers and readers must agree on it, and
+// it can only be raised: an entry stays in the shard it was written to.
 const UnroutableShards = 128
 
 // Keys returns an item's primary key.
@@ -318,7 +318,7 @@ func IdempotencyItem(rec idempotency.Record) (Item, error) {
 		return nil, errEmpty("scope or key")
 	}
 	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
-	it := idemKey(rec.Scope, rec.Key)
+	it := withFormat(idemKey(rec.Scope, rec.Key))
 	it[attrScope], it[attrKey], it[attrFP], it[attrStatus] = str(rec.Scope), str(rec.Key), str(rec.Fingerprint), str(string(rec.Status))
 	it[attrLeaseTill], it[attrLeaseN] = rfc3339(rec.LeaseUntil), instant(rec.LeaseUntil)
 	it[attrExpiresAt], it[attrExpiresN], it[attrTTL] = rfc3339(rec.ExpiresAt), instant(rec.ExpiresAt), ttlOf(rec.ExpiresAt)

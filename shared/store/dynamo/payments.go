@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -82,16 +81,11 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 // expires before its head. A write on a head past its retention fails its
 // condition (the payment reads as absent), and a new payment under the
 // pspReference of one past its retention whose HEAD TTL has not deleted
-// yet deletes that one first (purgeExpired). A payment stored before
-// ledgers (META and H#<index> history items: records.LegacyPayment) is
-// converted on read and moved to the ledger by its first write
-// (migrateLegacy), its history items deleted.
+// yet deletes that one first (purgeExpired).
 const (
 	skHead      = "HEAD"
 	skEntry     = "E#"
 	skFact      = "F#"
-	skHistory   = "H#"
-	attrHistN   = "hn"
 	attrCapt    = "cap"
 	attrCaptIF  = "capf"
 	attrRefd    = "ref"
@@ -113,9 +107,6 @@ const (
 	// landed — DynamoDB applied it, its answer was lost and the SDK sent
 	// it again — and is reported done, not as a conflict.
 	attrWriteToken = "wt"
-	// readAttempts bounds the re-reads of a legacy record whose history
-	// was read while a save was landing.
-	readAttempts = 5
 	// condLive is the condition of a write on a stored head: not past its
 	// retention (#ttl, compared with :now, ttlOf the store's clock), as a
 	// payment past it reads as absent though DynamoDB's TTL has not
@@ -238,84 +229,20 @@ func decodeHeadItem(it map[string]types.AttributeValue) (payments.Head, error) {
 
 // GetPayment returns payment psp's head (strongly consistent), or
 // storeerr.ErrNotFound (also once it is past its retention, before
-// DynamoDB's TTL deletes it): one BatchGetItem of HEAD and, for a payment
-// stored before ledgers, META (then its history, converted).
+// DynamoDB's TTL deletes it): one GetItem of HEAD.
 func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
-	l, err := s.readLedger(ctx, psp)
-	if err == nil && !l.found {
+	it, err := s.getItem(ctx, pfxPayment+psp, skHead)
+	var h payments.Head
+	if err == nil {
+		h, err = decodeHeadItem(it)
+	}
+	if err == nil && !h.CreatedAt.IsZero() && !h.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
 		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Head{}, fmt.Errorf("dynamo: get payment %q: %w", psp, err)
 	}
-	return l.head, nil
-}
-
-// ledger is one payment as read.
-type ledger struct {
-	head    payments.Head
-	found   bool
-	legacy  *records.LegacyPayment // a payment stored before ledgers
-	inline  bool                   // its history in META's data (no history items)
-	marks   map[string]bool        // its in-flight marks (L# items, bridge.go), by ref
-	entries []payments.Entry       // the legacy record's, converted
-	facts   []payments.Fact
-}
-
-// readLedger reads payment psp's head, or its legacy record converted.
-func (s *Store) readLedger(ctx context.Context, psp string) (ledger, error) {
-	pk := pfxPayment + psp
-	out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-		s.table: {Keys: []map[string]types.AttributeValue{itemKey(pk, skHead), itemKey(pk, skMeta)}, ConsistentRead: aws.Bool(true)},
-	}})
-	if err != nil {
-		return ledger{}, err
-	}
-	if len(out.UnprocessedKeys) > 0 {
-		return ledger{}, fmt.Errorf("read of %s throttled: %w", psp, storeerr.ErrConflict)
-	}
-	var l ledger
-	var meta bool
-	for _, it := range out.Responses[s.table] {
-		switch getS(it, attrSK) {
-		case skHead:
-			if l.head, err = decodeHeadItem(it); err != nil {
-				return ledger{}, err
-			}
-			l.found = true
-		case skMeta:
-			meta = true
-		}
-	}
-	if !l.found && meta {
-		if l, err = s.readLegacy(ctx, psp); err != nil {
-			return ledger{}, err
-		}
-	}
-	if l.found && !l.head.CreatedAt.IsZero() && !l.head.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
-		return ledger{}, nil
-	}
-	return l, nil
-}
-
-// readLegacy reads a legacy record (META and its H# history) and converts
-// it.
-func (s *Store) readLegacy(ctx context.Context, psp string) (ledger, error) {
-	for range readAttempts {
-		r, inline, marks, complete, err := s.readRecord(ctx, psp)
-		if errors.Is(err, storeerr.ErrNotFound) {
-			return ledger{}, nil
-		}
-		if err != nil {
-			return ledger{}, err
-		}
-		if complete {
-			l := ledger{found: true, legacy: &r, inline: inline, marks: marks}
-			l.head, l.entries, l.facts = r.ToLedger()
-			return l, nil
-		}
-	}
-	return ledger{}, fmt.Errorf("history of %s incomplete after %d reads", psp, readAttempts)
+	return h, nil
 }
 
 // GetEntries returns those of payment psp's entries refs that exist: one
@@ -325,11 +252,10 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 		return nil, nil
 	}
 	pk := pfxPayment + psp
-	keys := make([]map[string]types.AttributeValue, 0, len(refs)+1)
+	keys := make([]map[string]types.AttributeValue, 0, len(refs))
 	for _, ref := range refs {
 		keys = append(keys, itemKey(pk, skEntry+ref))
 	}
-	keys = append(keys, itemKey(pk, skMeta)) // a legacy record has its entries in it
 	out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 		s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
 	}})
@@ -337,31 +263,12 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 		return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
 	}
 	var es []payments.Entry
-	legacy := false
 	for _, it := range out.Responses[s.table] {
-		if getS(it, attrSK) == skMeta {
-			legacy = true
-			continue
-		}
 		r, err := decodeData[records.Entry](it)
 		if err != nil {
 			return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
 		}
 		es = append(es, r.ToEntry())
-	}
-	if legacy { // not moved yet: its entries are the converted record's
-		l, err := s.readLedger(ctx, psp)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
-		}
-		if l.legacy != nil {
-			es = es[:0]
-			for _, e := range l.entries {
-				if slices.Contains(refs, e.Ref) {
-					es = append(es, e)
-				}
-			}
-		}
 	}
 	return es, nil
 }
@@ -389,15 +296,6 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
 	}
-	if len(out.Items) == 0 && (cursor == "" || legacyCursor(cursor)) {
-		l, err := s.readLedger(ctx, psp) // a legacy record's history
-		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
-		}
-		if l.legacy != nil {
-			return pageOf(l.facts, cursor, limit)
-		}
-	}
 	facts := make([]payments.Fact, 0, len(out.Items))
 	next := ""
 	for i, it := range out.Items {
@@ -414,46 +312,10 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 	return facts, next, nil
 }
 
-// pageOf is a page of a legacy record's facts (cursor: F#<index>).
-func pageOf(facts []payments.Fact, cursor string, limit int) ([]payments.Fact, string, error) {
-	start := 0
-	if cursor != "" {
-		start, _ = strconv.Atoi(strings.TrimPrefix(cursor, skFact))
-	}
-	start = min(max(start, 0), len(facts))
-	end := min(start+limit, len(facts))
-	next := ""
-	if end < len(facts) {
-		next = skFact + strconv.Itoa(end)
-	}
-	return facts[start:end], next, nil
-}
-
-// legacyCursor reports whether cursor is a page of a legacy record's
-// facts (F#<index>; a ledger's are F#<at>#<id>).
-func legacyCursor(cursor string) bool {
-	n := strings.TrimPrefix(cursor, skFact)
-	return n != "" && strings.Trim(n, "0123456789") == ""
-}
-
-// Write makes payment write w: one TransactWriteItems. A payment stored
-// before ledgers is moved to the ledger first (migrateLegacy).
+// Write makes payment write w: one TransactWriteItems.
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
 		return fmt.Errorf("dynamo: write payment: %w", errEmpty("pspReference"))
-	}
-	if s.legacyWrites {
-		if w.Result != nil {
-			// A bridge release stores no answer with a write: the caller
-			// writes again without it and completes the key alone.
-			return fmt.Errorf("dynamo: write payment %q with its answer (bridge release): %w", w.PSP, storeerr.ErrConflict)
-		}
-		if isLedger, err := s.writeLegacy(ctx, w); !isLedger {
-			if err != nil {
-				return fmt.Errorf("dynamo: write payment %q (format before ledgers): %w", w.PSP, err)
-			}
-			return nil
-		}
 	}
 	token := writeToken()
 	items, err := s.writeItems(w, token)
@@ -479,17 +341,10 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 				return &idempotency.Taken{Existing: existing}
 			}
 		}
-		if attempt == 0 {
+		if attempt == 0 && w.Put != nil && w.Put.Version == 1 {
 			// A new payment over an expired one not deleted yet: that one
-			// is deleted first. Else a payment stored before ledgers is
-			// moved to the ledger first.
-			var again bool
-			var rerr error
-			if w.Put != nil && w.Put.Version == 1 {
-				again, rerr = s.purgeExpired(ctx, w.PSP)
-			} else {
-				again, rerr = s.migrateLegacy(ctx, w.PSP)
-			}
+			// is deleted first.
+			again, rerr := s.purgeExpired(ctx, w.PSP)
 			if rerr != nil {
 				return fmt.Errorf("dynamo: write payment %q: %w", w.PSP, rerr)
 			}
@@ -728,61 +583,6 @@ func (s *Store) deltaUpdate(pk string, w payments.Write, token string) *types.Up
 	}
 }
 
-// migrateLegacy moves payment psp, stored before ledgers, to the ledger:
-// its facts first (each one put), then in one transaction its head (absent
-// until then), its entries, and META's removal (conditional on its
-// version). moved is false when psp has no legacy record.
-func (s *Store) migrateLegacy(ctx context.Context, psp string) (moved bool, _ error) {
-	l, err := s.readLedger(ctx, psp)
-	if err != nil || l.legacy == nil {
-		return false, err
-	}
-	pk := pfxPayment + psp
-	ttl := headTTL(l.head)
-	for _, f := range l.facts {
-		it, err := FactItem(psp, f, ttl)
-		if err == nil {
-			err = s.putItem(ctx, it)
-		}
-		if err != nil {
-			return false, fmt.Errorf("move fact %s: %w", f.ID, err)
-		}
-	}
-	head, err := HeadItem(l.head)
-	if err != nil {
-		return false, err
-	}
-	items := []types.TransactWriteItem{
-		{Put: &types.Put{TableName: aws.String(s.table), Item: head, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
-			ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
-		{Delete: &types.Delete{TableName: aws.String(s.table), Key: itemKey(pk, skMeta), ConditionExpression: aws.String("#v = :v"),
-			ExpressionAttributeNames:  map[string]string{"#v": attrVersion},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(l.legacy.Version)}}},
-	}
-	for _, e := range l.entries {
-		it, err := EntryItem(psp, e, ttl)
-		if err != nil {
-			return false, err
-		}
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
-	}
-	if len(items) > 100 {
-		return false, fmt.Errorf("legacy payment %s has %d operations (at most 98 move at once)", psp, len(l.entries))
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if transactionConditionFailed(err) || transactionConflict(err) {
-		return true, nil // moved meanwhile, or changed: the write is tried again either way
-	}
-	if err != nil {
-		return false, err
-	}
-	// META is gone, so its history items and in-flight marks (a bridge
-	// release's, bridge.go) are read by nothing any more: deleted here,
-	// else (this being best effort) by their ttl.
-	_ = s.deleteItems(ctx, pk, skHistory, skLegacyInFlight)
-	return true, nil
-}
-
 // purgeExpired deletes payment psp when it is past its retention but its
 // HEAD is still stored (DynamoDB's TTL deletes items some time after they
 // expire), so that a new payment under the same pspReference starts
@@ -845,79 +645,6 @@ func (s *Store) deleteItems(ctx context.Context, pk string, prefixes ...string) 
 		}
 	}
 	return nil
-}
-
-// readRecord reads a legacy record once; inline is true for one written
-// before history items (its history in META's data), marks are its
-// in-flight marks (a bridge release's L# items, which sort between the
-// history and META), complete is false when the history read does not
-// match META's count.
-func (s *Store) readRecord(ctx context.Context, psp string) (_ records.LegacyPayment, inline bool, marks map[string]bool, complete bool, _ error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :h AND :m"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxPayment + psp), ":h": str(skHistory), ":m": str(skMeta)},
-		ConsistentRead:            aws.Bool(true),
-		ScanIndexForward:          aws.Bool(false),
-	}
-	var (
-		p       records.LegacyPayment
-		meta    bool
-		n       int
-		history []records.Event
-		filled  []bool
-	)
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return p, false, nil, false, err
-		}
-		for _, item := range page.Items {
-			sk := getS(item, attrSK)
-			switch {
-			case sk == skMeta:
-				if p, err = decodeData[records.LegacyPayment](item); err != nil {
-					return p, false, nil, false, err
-				}
-				meta = true
-				if _, split := item[attrHistN]; !split {
-					return p, true, nil, true, nil // written before history items: all in data
-				}
-				n = int(getN(item, attrHistN))
-				history, filled = make([]records.Event, n), make([]bool, n)
-			case !meta:
-			case strings.HasPrefix(sk, skLegacyInFlight):
-				if marks == nil {
-					marks = map[string]bool{}
-				}
-				marks[sk[len(skLegacyInFlight):]] = true
-			case strings.HasPrefix(sk, skHistory):
-				i, err := strconv.Atoi(sk[len(skHistory):])
-				if err != nil {
-					return p, false, nil, false, fmt.Errorf("history item %q: %w", sk, err)
-				}
-				if i >= n {
-					continue
-				}
-				if history[i], err = decodeData[records.Event](item); err != nil {
-					return p, false, nil, false, err
-				}
-				filled[i] = true
-			}
-		}
-	}
-	if !meta {
-		return p, false, nil, false, storeerr.ErrNotFound
-	}
-	for _, ok := range filled {
-		if !ok {
-			return p, false, nil, false, nil
-		}
-	}
-	p.History = history
-	return p, false, marks, true, nil
 }
 
 // writeToken returns a new random token for attrWriteToken.

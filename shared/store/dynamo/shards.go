@@ -100,6 +100,9 @@ func (s *Store) ListingShards(ctx context.Context, merchantID string) (ListingSh
 	}
 	v := ListingShards{Deliveries: s.shards, Events: s.eventShards}
 	if out.Item != nil {
+		if err := checkFormat(out.Item); err != nil {
+			return ListingShards{}, fmt.Errorf("listing shards of %q: %w", merchantID, err)
+		}
 		v = ListingShards{Deliveries: int(getN(out.Item, attrDeliveryShards)), Events: int(getN(out.Item, attrEventShards)), Own: true}
 		if v.Deliveries < 1 || v.Events < 1 {
 			return ListingShards{}, fmt.Errorf("listing shards of %q: bad counts %+v", merchantID, v)
@@ -162,9 +165,9 @@ func (s *Store) RaiseListingShards(ctx context.Context, merchantID string, deliv
 	return ListingShards{}, fmt.Errorf("dynamo: raise listing shards of %q: %w", merchantID, storeerr.ErrConflict)
 }
 
-// shardsItem is merchantID's SHARDS item holding v.
+// ShardsItem is merchantID's SHARDS item holding v.
 func ShardsItem(merchantID string, v ListingShards) map[string]types.AttributeValue {
-	item := itemKey(pfxMerchant+merchantID, skShards)
+	item := withFormat(itemKey(pfxMerchant+merchantID, skShards))
 	item[attrDeliveryShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(v.Deliveries)}
 	item[attrEventShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(v.Events)}
 	return item

@@ -359,7 +359,7 @@ func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
 var sweepKinds = []sweepKind{
 	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
 	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
-	{bucket: bktPayments, expires: expiresAt(func(p records.LegacyPayment) time.Time { return paymentExpiry(p.CreatedAt) })},
+	{bucket: bktPayments, expires: expiresAt(func(p paymentHead) time.Time { return paymentExpiry(p.CreatedAt) })},
 	{bucket: bktHeads, expires: expiresAt(func(h records.PaymentHead) time.Time { return paymentExpiry(h.CreatedAt) }),
 		also: func(tx *bolt.Tx, key, _ []byte) error {
 			return deletePrefix(tx, prefixOf(string(key)), bktEntries, bktFacts, bktFactIDs)

@@ -21,7 +21,6 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/store/storetest"
 	"github.com/yp/paysvc/shared/storeerr"
@@ -391,66 +390,6 @@ func TestTornEntryIsLeftOutWhole(t *testing.T) {
 	}
 }
 
-// Open folds a journal the release before the ledger left (payment
-// records in bucket payments), each unless the file holds that version
-// or a later one, the payment moved to the ledger, or the record is past
-// its retention.
-func TestOpenFoldsThePreviousReleasesJournal(t *testing.T) {
-	ctx := context.Background()
-	now := journalT0
-	path := filepath.Join(t.TempDir(), "paysvc.db")
-	legacy := func(psp string, version int64, created time.Time) []byte {
-		return mustJSON(t, records.LegacyPayment{PSPReference: psp, MerchantID: "m_a", SiteID: "site_1", State: "Authorised",
-			Amount: records.Amount{Value: 1000, Currency: "EUR"}, AuthorisedValue: 1000, Version: version, CreatedAt: created, UpdatedAt: created})
-	}
-	s, err := Open(path, WithClock(clock.NewFake(now)))
-	must(t, err)
-	must(t, s.db.Update(func(tx *bolt.Tx) error {
-		b := bucket(tx, bktPayments)
-		must(t, b.Put([]byte("STALE"), legacy("STALE", 5, now)))
-		return b.Put([]byte("MOVED"), legacy("MOVED", 1, now))
-	}))
-	must(t, s.Write(ctx, payments.Write{PSP: "MOVED", Delta: payments.Totals{}, At: now})) // moved to the ledger
-	must(t, s.Close())
-
-	// The previous release's process: its nonce, entries in sequence.
-	j := &journal{nonce: 42}
-	var data []byte
-	for _, e := range []struct {
-		psp     string
-		version int64
-		created time.Time
-	}{{"NEW", 2, now}, {"STALE", 4, now}, {"MOVED", 3, now}, {"OLD", 1, now.Add(-store.PaymentRetention)}} {
-		data = append(data, encodeEntry(j, legacyRecord([]byte(e.psp), legacy(e.psp, e.version, e.created)))...)
-		j.seq++
-	}
-	must(t, os.WriteFile(path+journalSuffix, append(data, make([]byte, journalSize-len(data))...), 0o600))
-
-	s = openJournalTest(t, path, clock.NewFake(now))
-	version := func(psp string) int64 {
-		h, err := s.GetPayment(ctx, psp)
-		if errors.Is(err, storeerr.ErrNotFound) {
-			return 0
-		}
-		must(t, err)
-		return h.Version
-	}
-	for psp, want := range map[string]int64{"NEW": 2, "STALE": 5, "MOVED": 2, "OLD": 0} {
-		if got := version(psp); got != want {
-			t.Errorf("%s at version %d after Open, want %d", psp, got, want)
-		}
-	}
-	must(t, s.db.View(func(tx *bolt.Tx) error {
-		if bucket(tx, bktPayments).Get([]byte("MOVED")) != nil {
-			t.Error("a legacy record of a payment moved to the ledger was put back")
-		}
-		if bucket(tx, bktPayments).Get([]byte("OLD")) != nil {
-			t.Error("a legacy record past its retention was folded")
-		}
-		return nil
-	}))
-}
-
 func TestJournalFullOrFailedFallsBackToBbolt(t *testing.T) {
 	ctx := context.Background()
 	s := openJournalTest(t, filepath.Join(t.TempDir(), "paysvc.db"), clock.NewFake(journalT0))
@@ -704,16 +643,7 @@ func TestOverlayReadsEqualTheFile(t *testing.T) {
 	journaled := openJournalTest(t, filepath.Join(t.TempDir(), "a.db"), clk)
 	committed := openJournalTest(t, filepath.Join(t.TempDir(), "b.db"), clk)
 	committed.journal.failed = errors.New("journal off for this test")
-	psps := []string{"PSP_A", "PSP_B", "PSP_LEGACY"}
-	for _, s := range []*Store{journaled, committed} { // a payment stored before the ledger
-		must(t, s.db.Update(func(tx *bolt.Tx) error {
-			return bucket(tx, bktPayments).Put([]byte("PSP_LEGACY"), mustJSON(t, records.LegacyPayment{PSPReference: "PSP_LEGACY",
-				MerchantID: "m_a", SiteID: "site_1", State: "Authorised", Amount: records.Amount{Value: 1000, Currency: "EUR"},
-				AuthorisedValue: 1000, Version: 3, CreatedAt: journalT0, UpdatedAt: journalT0,
-				Reservations: map[string]int64{"op_7": 100},
-				History:      []records.Event{{At: journalT0, Kind: "payment", Origin: "api"}, {At: journalT0, Kind: "capture", Origin: "api", PSPReference: "op_6", Amount: &records.Amount{Value: 200, Currency: "EUR"}}}}))
-		}))
-	}
+	psps := []string{"PSP_A", "PSP_B"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	entries := map[string]map[string]payments.Entry{}
 	folds := 0
@@ -745,7 +675,7 @@ func TestOverlayReadsEqualTheFile(t *testing.T) {
 			w.Facts[0].ID += fmt.Sprint(step)
 			next = &a
 		}
-		if psp != "PSP_LEGACY" && step == 0 || rng.IntN(10) == 0 {
+		if step == 0 || rng.IntN(10) == 0 {
 			w = create(psp)
 		}
 		errJ, errC := journaled.Write(ctx, w), committed.Write(ctx, w)

@@ -56,9 +56,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 // its head by pspReference, its entries by (pspReference, ref), its
 // timeline facts by (pspReference, number) in the order written, and the
 // numbers of its facts by (pspReference, fact id), so a fact written again
-// is found and left as it is. A payment stored before ledgers (a
-// records.LegacyPayment in the payments bucket) is converted on read and
-// moved to the ledger buckets by its first write.
+// is found and left as it is.
 const (
 	bktHeads   = "ledger_heads"
 	bktEntries = "ledger_entries"
@@ -71,15 +69,12 @@ const (
 
 // ledger is one payment as read in a transaction.
 type ledger struct {
-	head    payments.Head
-	found   bool
-	legacy  bool             // converted from a LegacyPayment
-	entries []payments.Entry // the legacy record's, converted
-	facts   []payments.Fact  // the legacy record's, converted
+	head  payments.Head
+	found bool
 }
 
-// readLedger reads payment psp's head (or its legacy record) in db; a
-// payment past its retention at now counts as absent.
+// readLedger reads payment psp's head in db; a payment past its retention
+// at now counts as absent.
 func readLedger(db kv, psp string, now time.Time) (ledger, error) {
 	var l ledger
 	var r records.PaymentHead
@@ -89,16 +84,6 @@ func readLedger(db kv, psp string, now time.Time) (ledger, error) {
 	}
 	if found {
 		l.head, l.found = r.ToHead(), true
-	} else {
-		var r records.LegacyPayment
-		found, err := kvGetJSON(db, bktPayments, []byte(psp), &r)
-		if err != nil {
-			return l, err
-		}
-		if found {
-			l.head, l.entries, l.facts = r.ToLedger()
-			l.found, l.legacy = true, true
-		}
 	}
 	if l.found && paymentExpired(l.head.CreatedAt, now) {
 		return ledger{}, nil
@@ -150,14 +135,6 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 
 // entry reads entry ref of the ledger psp.
 func (l ledger) entry(db kv, psp, ref string) (payments.Entry, bool, error) {
-	if l.legacy {
-		for _, e := range l.entries {
-			if e.Ref == ref {
-				return e, true, nil
-			}
-		}
-		return payments.Entry{}, false, nil
-	}
 	var r records.Entry
 	found, err := kvGetJSON(db, bktEntries, compositeKey(psp, ref), &r)
 	return r.ToEntry(), found, err
@@ -178,15 +155,6 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 			if after, err = strconv.ParseUint(cursor, 10, 64); err != nil {
 				return fmt.Errorf("bad cursor %q", cursor)
 			}
-		}
-		if l.legacy {
-			for i := int(after); i < len(l.facts) && len(out) < limit+1; i++ {
-				out = append(out, l.facts[i])
-			}
-			if len(out) > limit {
-				out, next = out[:limit], strconv.Itoa(int(after)+limit)
-			}
-			return nil
 		}
 		prefix := prefixOf(psp)
 		n := after
@@ -292,14 +260,6 @@ func writeLedger(db kv, w payments.Write, now time.Time) error {
 		return storeerr.ErrConflict
 	default:
 		head = w.Apply(l.head)
-	}
-	if l.legacy { // moved to the ledger buckets by this write
-		if err := putLedger(db, w.PSP, l.entries, l.facts); err != nil {
-			return err
-		}
-		if err := db.del(bktPayments, []byte(w.PSP)); err != nil {
-			return err
-		}
 	}
 	var index []indexChange
 	for _, e := range w.Entries {

@@ -348,3 +348,19 @@ func TestHolderNameWithRawRefusalReason(t *testing.T) {
 		t.Fatalf("plain name: %+v", r)
 	}
 }
+
+// A payment keeps its request without card data.
+func TestWithoutCardData(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"amount":1,"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737","holderName":"J"}}`,
+			`{"amount":1,"paymentMethod":{"encryptedCardNumber":"[redacted]","encryptedExpiryMonth":"[redacted]","encryptedExpiryYear":"[redacted]","encryptedSecurityCode":"[redacted]","holderName":"J","type":"scheme"}}`},
+		{`{"paymentMethod":{"type":"scheme","number":"4111111111111111","expiryMonth":"03","expiryYear":"2030","cvc":"737"}}`,
+			`{"paymentMethod":{"cvc":"[redacted]","expiryMonth":"[redacted]","expiryYear":"[redacted]","number":"[redacted]","type":"scheme"}}`},
+		{`{"paymentMethod": {"type":"scheme","storedPaymentMethodId":"T1"}}`, `{"paymentMethod": {"type":"scheme","storedPaymentMethodId":"T1"}}`},
+		{`{"amount":1}`, `{"amount":1}`},
+	} {
+		if got := string(withoutCardData(json.RawMessage(tc.in))); got != tc.want {
+			t.Errorf("withoutCardData(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

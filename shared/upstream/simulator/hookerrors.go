@@ -16,6 +16,7 @@ import (
 const (
 	HookInvalidRequest  = "sim_invalid_request"  // 400: a malformed body or query
 	HookUnauthorized    = "sim_unauthorized"     // 401: X-API-Key missing or wrong
+	HookCrossSite       = "sim_cross_site"       // 403: sent as a web page sends (another origin or site, a form)
 	HookNotFound        = "sim_not_found"        // 404: unknown session, payment, action or hook
 	HookConflict        = "sim_conflict"         // 409: already paid, not pending, already completed
 	HookExpired         = "sim_expired"          // 410: the session expired
@@ -37,6 +38,8 @@ func hookCode(status int) string {
 		return HookInvalidRequest
 	case http.StatusUnauthorized:
 		return HookUnauthorized
+	case http.StatusForbidden:
+		return HookCrossSite
 	case http.StatusNotFound:
 		return HookNotFound
 	case http.StatusConflict:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -65,9 +66,22 @@ func nonNil(xs []string) []string {
 	return xs
 }
 
-// hook wraps an authenticated test hook.
+// ShopperPage reports whether path is one of the shopper pages (the
+// hosted checkout, issuer and 3-D Secure pages): navigations from a shop,
+// where every other /_sim/ path is a test hook.
+func ShopperPage(path string) bool {
+	rest, session := strings.CutPrefix(path, "/_sim/sessions/")
+	return strings.HasPrefix(path, "/_sim/redirect/") || session && strings.HasSuffix(rest, "/hosted")
+}
+
+// hook wraps an authenticated test hook. It refuses what a web page can
+// send (fromWebPage), so no page open in a browser uses the hooks.
 func (s *Simulator) hook(h func(*http.Request) result) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := fromWebPage(r); err != nil {
+			writeResult(w, hookError(http.StatusForbidden, err))
+			return
+		}
 		if !s.authorised(r.Header.Get("X-API-Key")) {
 			writeResult(w, hookError(http.StatusUnauthorized, errHookKey))
 			return
@@ -77,6 +91,29 @@ func (s *Simulator) hook(h func(*http.Request) result) http.Handler {
 			s.persist()
 		}
 	})
+}
+
+// fromWebPage says why r looks sent by a web page, or nil: an Origin
+// other than the hook's own, a Sec-Fetch-Site other than same-origin or
+// none, or a content type a form (or a fetch without a CORS preflight)
+// can send. curl and Go clients send none of them; a JSON body goes with
+// Content-Type: application/json.
+func fromWebPage(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
+			return fmt.Errorf("simulator: test hooks refuse requests from another origin (%s)", o)
+		}
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "", "same-origin", "none":
+	default:
+		return fmt.Errorf("simulator: test hooks refuse requests from another site (Sec-Fetch-Site: %s)", site)
+	}
+	switch mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return fmt.Errorf("simulator: test hooks refuse %s bodies, which web forms send (send application/json)", mt)
+	}
+	return nil
 }
 
 func (s *Simulator) hookPaySession(r *http.Request) result {

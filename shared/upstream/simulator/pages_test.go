@@ -151,6 +151,57 @@ func TestHookErrorsHaveTheAPIShape(t *testing.T) {
 	}
 }
 
+// The test hooks refuse what a web page sends; the shopper pages are
+// navigations from a shop and take it.
+func TestHooksRefuseWebPages(t *testing.T) {
+	e := newEnv(t)
+	host := strings.TrimPrefix(e.srv.URL, "http://")
+	for _, tc := range []struct {
+		name, path string
+		header     map[string]string
+		status     int
+	}{
+		{"foreign Origin", "/_sim/offers/expire", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"opaque Origin", "/_sim/offers/expire", map[string]string{"Origin": "null"}, 403},
+		{"cross-site", "/_sim/offers/expire", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"same-site, another port", "/_sim/offers/expire", map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"form", "/_sim/fail?endpoint=payments&failure=500", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 403},
+		{"multipart form", "/_sim/fail?endpoint=payments&failure=500", map[string]string{"Content-Type": "multipart/form-data; boundary=b"}, 403},
+		{"text/plain", "/_sim/fail?endpoint=payments&failure=500", map[string]string{"Content-Type": "text/plain;charset=UTF-8"}, 403},
+		{"its own Origin", "/_sim/offers/expire", map[string]string{"Origin": "http://" + host, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}, 200},
+		{"curl", "/_sim/offers/expire", nil, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", e.srv.URL+tc.path, nil)
+			req.Header.Set("X-API-Key", testAPIKey)
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			_ = json.NewDecoder(resp.Body).Decode(&got)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || tc.status == 403 && got["errorCode"] != HookCrossSite {
+				t.Errorf("%d %v, want %d", resp.StatusCode, got, tc.status)
+			}
+		})
+	}
+	if e.sim.Requests("payments") != 0 {
+		t.Fatal("a refused hook reached the API")
+	}
+	for path, page := range map[string]bool{
+		"/_sim/redirect/A1": true, "/_sim/sessions/CS1/hosted": true,
+		"/_sim/sessions/CS1/pay": false, "/_sim/payments/P1": false, "/_sim/fail": false, "/_sim/redirect": false,
+	} {
+		if ShopperPage(path) != page {
+			t.Errorf("ShopperPage(%q) = %v", path, !page)
+		}
+	}
+}
+
 func TestFormatAmount(t *testing.T) {
 	for _, tc := range []struct {
 		in   money.Amount

@@ -376,6 +376,39 @@ func firstNonEmpty(xs ...string) string {
 	return ""
 }
 
+// cardFields are the members of a paymentMethod that hold card data.
+var cardFields = []string{"encryptedCardNumber", "encryptedExpiryMonth", "encryptedExpiryYear", "encryptedSecurityCode",
+	"number", "expiryMonth", "expiryYear", "cvc"}
+
+// withoutCardData returns a /payments request body with the values of its
+// paymentMethod's card fields replaced by "[redacted]": the payment keeps
+// (and GET /_sim/payments/{psp} shows) its request as the logs would,
+// never its card.
+func withoutCardData(raw json.RawMessage) json.RawMessage {
+	var req, pm map[string]json.RawMessage
+	if json.Unmarshal(raw, &req) != nil || json.Unmarshal(req["paymentMethod"], &pm) != nil {
+		return raw
+	}
+	found := false
+	for _, f := range cardFields {
+		if _, ok := pm[f]; ok {
+			pm[f], found = json.RawMessage(`"[redacted]"`), true
+		}
+	}
+	if !found {
+		return raw
+	}
+	b, err := json.Marshal(pm)
+	if err == nil {
+		req["paymentMethod"] = b
+		b, err = json.Marshal(req)
+	}
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
 // newPayment records a payment for req (caller holds s.mu).
 func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 	p := &payment{
@@ -384,7 +417,7 @@ func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 		ShopperInteraction: firstNonEmpty(req.shopperInteraction, upstream.ShopperInteractionEcommerce),
 		RecurringModel:     req.recurringModel, Metadata: maps.Clone(req.metadata), Splits: req.splits,
 		ReturnURL: req.returnURL, SessionID: req.sessionID, StoreRequested: req.store,
-		Forced: pl.forced, Request: req.raw, CreatedAt: s.clock.Now(),
+		Forced: pl.forced, Request: withoutCardData(req.raw), CreatedAt: s.clock.Now(),
 		Frictionless: pl.behaviour == Frictionless, NativeThreeDS: req.nativeThreeDS, PreAuth: req.preAuth,
 	}
 	if pl.forced != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -63,14 +64,26 @@ func (c offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.o
 // Now returns the simulator's time: its clock moved on by AdvanceClock.
 func (s *Simulator) Now() time.Time { return s.clock.Now() }
 
-// AdvanceClock moves the simulator's clock forward by d (sessions expire,
-// offers can be closed with ExpireOffers) and returns the new time. The
-// service's own clock does not move. A negative d is an error.
+// MaxClockStep is the most one AdvanceClock moves the clock: 400 days.
+const MaxClockStep = 400 * 24 * time.Hour
+
+// AdvanceClock moves the simulator's clock forward by d, at most
+// MaxClockStep (sessions expire, offers can be closed with ExpireOffers),
+// and returns the new time. The service's own clock does not move. A
+// negative or larger d, or one the offset cannot hold, is an error.
 func (s *Simulator) AdvanceClock(d time.Duration) (time.Time, error) {
-	if d < 0 {
-		return s.Now(), fmt.Errorf("simulator: the clock only moves forward (got %s)", d)
+	if d < 0 || d > MaxClockStep {
+		return s.Now(), fmt.Errorf("simulator: the clock moves forward by 0 to 400 days (%s) a step, not %s", MaxClockStep, d)
 	}
-	s.offset.Add(int64(d))
+	for {
+		old := s.offset.Load()
+		if old > math.MaxInt64-int64(d) {
+			return s.Now(), fmt.Errorf("simulator: the clock cannot move %s further", d)
+		}
+		if s.offset.CompareAndSwap(old, old+int64(d)) {
+			break
+		}
+	}
 	s.persist()
 	return s.Now(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -107,5 +108,43 @@ func TestAdvanceClock(t *testing.T) {
 	}
 	if got := e.sim.ExpireOffers(); len(got) != 1 || got[0] != r.PSPReference {
 		t.Fatalf("closed %v, want %s", got, r.PSPReference)
+	}
+}
+
+// The clock moves forward only, by at most MaxClockStep a step, and never
+// past what its offset holds: a refused step changes nothing.
+func TestAdvanceClockBounds(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		by time.Duration
+		ok bool
+	}{
+		{0, true}, {MaxClockStep, true}, {MaxClockStep + 1, false}, {-time.Nanosecond, false}, {math.MaxInt64, false},
+	} {
+		before := e.sim.ClockOffset()
+		_, err := e.sim.AdvanceClock(tc.by)
+		if (err == nil) != tc.ok || (err != nil && e.sim.ClockOffset() != before) {
+			t.Errorf("AdvanceClock(%s): %v, offset %s (was %s)", tc.by, err, e.sim.ClockOffset(), before)
+		}
+	}
+	steps := 0
+	for ; steps < 1000; steps++ {
+		if _, err := e.sim.AdvanceClock(MaxClockStep); err != nil {
+			break
+		}
+	}
+	off := e.sim.ClockOffset()
+	if steps == 1000 || off <= 0 {
+		t.Fatalf("after %d steps of 400 days the offset is %s", steps, off)
+	}
+	room := time.Duration(math.MaxInt64) - off
+	if _, err := e.sim.AdvanceClock(room + 1); err == nil || e.sim.ClockOffset() != off {
+		t.Fatalf("a step past the offset's end: %v, offset %s", err, e.sim.ClockOffset())
+	}
+	if _, err := e.sim.AdvanceClock(room); err != nil {
+		t.Fatalf("the last step: %v", err)
+	}
+	if now, err := e.sim.AdvanceClock(time.Nanosecond); err == nil || now.Before(testStart) {
+		t.Fatalf("a step at the offset's end: %s %v", now, err)
 	}
 }

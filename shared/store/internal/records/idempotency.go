@@ -10,6 +10,7 @@ import (
 // Idempotency is a stored idempotency record (the embedded store's format;
 // DynamoDB keeps the fields as attributes and only the response as JSON).
 type Idempotency struct {
+	Format      Format    `json:"format"`
 	Scope       string    `json:"scope"`
 	Key         string    `json:"key"`
 	Fingerprint string    `json:"fingerprint"`

@@ -11,32 +11,32 @@ import (
 
 // PaymentHead is a stored payment head.
 type PaymentHead struct {
-	PSPReference       string         `json:"pspReference"`
-	MerchantID         string         `json:"merchantId"`
-	SiteID             string         `json:"siteId,omitempty"`
-	Reference          string         `json:"reference,omitempty"`
-	Source             string         `json:"source,omitempty"`
-	SessionID          string         `json:"sessionId,omitempty"`
-	Amount             *Amount        `json:"amount,omitempty"`
-	ShopperReference   string         `json:"shopperReference,omitempty"`
-	StoredMethodID     string         `json:"storedPaymentMethodId,omitempty"`
-	StorePayment       bool           `json:"storePaymentMethod,omitempty"`
-	AuthType           string         `json:"authorisationType,omitempty"`
-	CaptureMode        string         `json:"captureMode,omitempty"`
-	PaymentMethod      string         `json:"paymentMethod,omitempty"`
-	RefusalReason      string         `json:"refusalReason,omitempty"`
-	ResultCode         string         `json:"resultCode,omitempty"`
-	AuthNotified       *bool          `json:"authNotified,omitempty"`
-	Expired            bool           `json:"expired,omitempty"`
-	Authorised         int64          `json:"authorised,omitempty"`
-	AmountUpdates      []AmountUpdate `json:"amountUpdates,omitempty"`
-	Totals             Totals         `json:"totals"`
-	Seq                int64          `json:"seq,omitempty"`
-	BoundTo            string         `json:"boundTo,omitempty"`
-	CreatedAt          time.Time      `json:"createdAt"`
-	UpdatedAt          time.Time      `json:"updatedAt"`
-	Version            int64          `json:"version"`
-	FormatLedgerMarker int            `json:"ledger"` // 1: a ledger head (not a LegacyPayment)
+	Format           Format         `json:"format"`
+	PSPReference     string         `json:"pspReference"`
+	MerchantID       string         `json:"merchantId"`
+	SiteID           string         `json:"siteId,omitempty"`
+	Reference        string         `json:"reference,omitempty"`
+	Source           string         `json:"source,omitempty"`
+	SessionID        string         `json:"sessionId,omitempty"`
+	Amount           *Amount        `json:"amount,omitempty"`
+	ShopperReference string         `json:"shopperReference,omitempty"`
+	StoredMethodID   string         `json:"storedPaymentMethodId,omitempty"`
+	StorePayment     bool           `json:"storePaymentMethod,omitempty"`
+	AuthType         string         `json:"authorisationType,omitempty"`
+	CaptureMode      string         `json:"captureMode,omitempty"`
+	PaymentMethod    string         `json:"paymentMethod,omitempty"`
+	RefusalReason    string         `json:"refusalReason,omitempty"`
+	ResultCode       string         `json:"resultCode,omitempty"`
+	AuthNotified     *bool          `json:"authNotified,omitempty"`
+	Expired          bool           `json:"expired,omitempty"`
+	Authorised       int64          `json:"authorised,omitempty"`
+	AmountUpdates    []AmountUpdate `json:"amountUpdates,omitempty"`
+	Totals           Totals         `json:"totals"`
+	Seq              int64          `json:"seq,omitempty"`
+	BoundTo          string         `json:"boundTo,omitempty"`
+	CreatedAt        time.Time      `json:"createdAt"`
+	UpdatedAt        time.Time      `json:"updatedAt"`
+	Version          int64          `json:"version"`
 }
 
 // AmountUpdate is a stored accepted amount update.
@@ -69,7 +69,6 @@ func FromHead(h payments.Head) PaymentHead {
 		PaymentMethod: h.PaymentMethod, RefusalReason: h.RefusalReason, ResultCode: h.Auth.ResultCode,
 		AuthNotified: h.Auth.Notified, Expired: h.Auth.Expired, Authorised: h.Authorised, Totals: Totals(h.Totals),
 		Seq: h.Seq, BoundTo: h.BoundTo, CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC(), Version: h.Version,
-		FormatLedgerMarker: 1,
 	}
 	if h.AmountKnown() {
 		a := fromAmount(h.Amount)
@@ -103,6 +102,7 @@ func (r PaymentHead) ToHead() payments.Head {
 
 // Entry is a stored ledger entry.
 type Entry struct {
+	Format       Format   `json:"format"`
 	Ref          string   `json:"ref"`
 	Kind         string   `json:"kind"`
 	Requested    *Request `json:"requested,omitempty"`
@@ -230,6 +230,7 @@ func (r Entry) ToEntry() payments.Entry {
 
 // Fact is a stored timeline fact.
 type Fact struct {
+	Format       Format    `json:"format"`
 	ID           string    `json:"id"`
 	At           time.Time `json:"at"`
 	Kind         string    `json:"kind"`

@@ -8,6 +8,7 @@ import (
 
 // Session is a stored checkout-session record.
 type Session struct {
+	Format             Format    `json:"format"`
 	ID                 string    `json:"id"`
 	MerchantID         string    `json:"merchantId"`
 	SiteID             string    `json:"siteId"`

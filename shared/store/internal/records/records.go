@@ -1,13 +1,11 @@
-// Package records holds the stored formats of the payment and idempotency
-// records, owned by the store adapters (shared/store/dynamo and
-// shared/store/embedded write the same JSON), and their conversions to and
-// from the domain types: a storage change never changes a domain type, and
-// back. Conversions to the stored form put every time in UTC and never
-// modify the caller's values.
+// Package records holds the stored formats of the records the store
+// adapters keep (shared/store/dynamo and shared/store/embedded write the
+// same JSON), and their conversions to and from the domain types: a
+// storage change never changes a domain type, and back. Conversions to the
+// stored form put every time in UTC and never modify the caller's values.
 //
-// The formats are those the adapters wrote when they stored the domain
-// structs' JSON directly, byte for byte, so existing data reads unchanged
-// (TestStoredFormatUnchanged).
+// Every record carries its format version (Format); TestStoredFormatUnchanged
+// pins each record's bytes, so a change of format is made on purpose.
 package records
 
 import (

@@ -9,6 +9,7 @@ import (
 
 // Merchant is a stored merchant.
 type Merchant struct {
+	Format            Format    `json:"format"`
 	ID                string    `json:"id"`
 	Name              string    `json:"name"`
 	Country           string    `json:"country"`
@@ -46,6 +47,7 @@ func (r Merchant) ToMerchant() tenant.Merchant {
 
 // Site is a stored site.
 type Site struct {
+	Format     Format    `json:"format"`
 	ID         string    `json:"id"`
 	MerchantID string    `json:"merchantId"`
 	Name       string    `json:"name"`
@@ -66,6 +68,7 @@ func (r Site) ToSite() tenant.Site {
 
 // APIKey is a stored API key (its hash, never the key).
 type APIKey struct {
+	Format        Format     `json:"format"`
 	ID            string     `json:"id"`
 	Hash          string     `json:"hash"`
 	Hint          string     `json:"hint"`
@@ -100,6 +103,7 @@ func (r APIKey) ToAPIKey() tenant.APIKey {
 
 // Subscription is a stored webhook subscription.
 type Subscription struct {
+	Format         Format     `json:"format"`
 	ID             string     `json:"id"`
 	MerchantID     string     `json:"merchantId"`
 	URL            string     `json:"url"`

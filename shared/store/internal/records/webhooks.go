@@ -13,6 +13,7 @@ import (
 
 // Delivery is a stored webhook delivery.
 type Delivery struct {
+	Format         Format          `json:"format"`
 	ID             string          `json:"id"`
 	MerchantID     string          `json:"merchantId"`
 	SubscriptionID string          `json:"subscriptionId"`
@@ -59,6 +60,7 @@ func (r Delivery) ToDelivery() webhooks.Delivery {
 // Notification is a stored inbound notification item (notifications.Event);
 // the item itself is kept in the upstream's own format.
 type Notification struct {
+	Format      Format                           `json:"format"`
 	ID          string                           `json:"id"`
 	Key         string                           `json:"key"`
 	Live        string                           `json:"live"`
@@ -100,6 +102,7 @@ func (r Notification) ToEvent() notifications.Event {
 // MerchantEvent is a stored entry of a merchant's event history
 // (notifications.MerchantEvent): the webhook body kept byte for byte.
 type MerchantEvent struct {
+	Format       Format          `json:"format"`
 	ID           string          `json:"id"`
 	MerchantID   string          `json:"merchantId"`
 	EventCode    string          `json:"eventCode"`
