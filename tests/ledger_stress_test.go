@@ -297,7 +297,7 @@ const (
 	// its API key, its merchant and site, its rate limit.
 	lsUnmetered = 4
 	// lsMaxConflictWait bounds one wait before a retry (conflictWait in
-	// shared/payments/entries.go).
+	// shared/payments/store.go).
 	lsMaxConflictWait = 25 * time.Millisecond
 )
 
@@ -452,7 +452,14 @@ type lsSleeper struct{}
 
 func (lsSleeper) Sleep(ctx context.Context, d time.Duration) error {
 	lsCostOf(ctx).add(func(n *lsCounts) { n.waits++; n.waited += d })
-	return payments.RealTime{}.Sleep(ctx, d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // lsDo sends a request with merchant A's key in ctx (its lsCost meters it).
@@ -713,14 +720,14 @@ func lsHistory(t *testing.T, e *testenv.Env, name string, n int) (string, []stri
 	var refunds []string
 	bulk := lsBulk{t: t, e: e, psp: psp}
 	for i := range n {
-		item := payments.Notification{EventCode: payments.EventRefund, Success: "true",
+		item := payments.Notification{EventCode: upstream.EventRefund, Success: "true",
 			PSPReference: fmt.Sprintf("R%s%07d", strings.ToUpper(name[:1]), i%(n/2)), OriginalReference: psp,
 			MerchantAccountCode: "AlphaECOM", MerchantReference: "order-" + name, Amount: money.Amount{Value: 1, Currency: "EUR"},
 			PaymentMethod: "visa"}
 		if i < n/2 {
 			refunds = append(refunds, item.PSPReference)
 		} else {
-			item.EventCode, item.Reason = payments.EventRefundFailed, "Refund failed (simulated)"
+			item.EventCode, item.Reason = upstream.EventRefundFailed, "Refund failed (simulated)"
 		}
 		res, err := payments.Notify(ctx, e.Store, &h, bulk.entry(item.PSPReference), item,
 			payments.NotificationOptions{Now: start.Add(time.Duration(i+1) * time.Millisecond)})
@@ -907,7 +914,7 @@ func lsPageThrough(t *testing.T, e *testenv.Env, psp string, first lookup.Paymen
 		if i > 0 && g.Time.Before(got[i-1].Time) {
 			t.Fatalf("entry %d at %v before entry %d at %v", i, g.Time, i-1, got[i-1].Time)
 		}
-		if g.Kind == payments.EventRefund {
+		if g.Kind == upstream.EventRefund {
 			refunded = append(refunded, g.PSPReference)
 		}
 	}

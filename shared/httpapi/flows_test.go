@@ -140,7 +140,7 @@ func TestFlowThreeDS2ChallengeThenDetailsAuthorised(t *testing.T) {
 		t.Fatalf("action %s", action)
 	}
 	psp := out["pspReference"].(string)
-	if _, v := f.record(psp); v.State != payments.StateChallengeShopper {
+	if _, v := f.record(psp); v.State != "ChallengeShopper" {
 		t.Fatalf("record %+v", v)
 	}
 	details, err := simulator.DetailsFor(action, true)

@@ -43,7 +43,7 @@ type Event struct {
 	// with it, unroutable (Receiver.Live).
 	Live string                `json:"live"`
 	Item payments.Notification `json:"item"`
-	// PaymentPSP is the payment the item is about (payments.NotificationPayment).
+	// PaymentPSP is the payment the item is about (payments.Notification.Payment).
 	PaymentPSP  string      `json:"paymentPspReference"`
 	Status      EventStatus `json:"status"`
 	MerchantID  string      `json:"merchantId,omitempty"` // the owner, once routed
@@ -125,7 +125,7 @@ func EventID(key string) string {
 func newEvent(live string, item payments.Notification, now time.Time) Event {
 	key := DedupKey(item)
 	return Event{
-		ID: EventID(key), Key: key, Live: live, Item: item, PaymentPSP: payments.NotificationPayment(item),
+		ID: EventID(key), Key: key, Live: live, Item: item, PaymentPSP: item.Payment(),
 		Status: EventReceived, Received: 1, ReceivedAt: now, UpdatedAt: now, Version: 1,
 	}
 }

@@ -118,7 +118,7 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 		}
 		var stored Event
 		var storedErr error
-		in := r.read(ctx, fresh.PaymentPSP, payments.EntryRef(item), item.AdditionalData[keyMetaMerchant],
+		in := r.read(ctx, fresh.PaymentPSP, item.EntryRef(), item.AdditionalData[keyMetaMerchant],
 			func() { stored, storedErr = r.Events.GetEvent(ctx, fresh.ID) })
 		ev, prev := fresh, int64(0)
 		switch {
@@ -465,7 +465,7 @@ func (r *Receiver) processStored(ctx context.Context, id string, opts processOpt
 		if ev.Status != EventUnroutable {
 			return nil // processed meanwhile
 		}
-		err = r.process(ctx, ev, ev.Version, r.read(ctx, ev.PaymentPSP, payments.EntryRef(ev.Item), ""), opts)
+		err = r.process(ctx, ev, ev.Version, r.read(ctx, ev.PaymentPSP, ev.Item.EntryRef(), ""), opts)
 		if !errors.Is(err, storeerr.ErrConflict) {
 			return err
 		}

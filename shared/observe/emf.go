@@ -318,7 +318,7 @@ func (m *Metrics) ColdStart(initDuration time.Duration) {
 }
 
 // RecordUpdateLost records a record write after an upstream answer that
-// was lost (it implements payments.RecordMetrics; kind is the record's
+// was lost (for payments.Service.CountRecordUpdates; kind is the record's
 // kind): docs/payments.md says what repairs each. The template's
 // RecordUpdatesLostAlarm fires on it.
 func (m *Metrics) RecordUpdateLost(kind string) {

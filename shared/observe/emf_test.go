@@ -19,7 +19,6 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/observe"
-	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -405,8 +404,6 @@ func TestRecordUpdateLost(t *testing.T) {
 		t.Errorf("lost %v update %v sets %v; want 1 refund", l, ds[0].raw["update"], sets)
 	}
 }
-
-var _ payments.RecordMetrics = (*observe.Metrics)(nil)
 
 func TestNilMetricsIsANoOp(t *testing.T) {
 	var m *observe.Metrics

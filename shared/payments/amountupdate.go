@@ -10,14 +10,6 @@ import (
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// Authorisation types (additionalData.authorisationType): only a
-// pre-authorisation's amount can be updated.
-const (
-	KeyAuthorisationType   = "authorisationType"
-	AuthorisationPreAuth   = "PreAuth"
-	AuthorisationFinalAuth = "FinalAuth"
-)
-
 // AmountUpdateInput is a validated POST amount-updates body (its
 // pspReference already checked against the path's).
 type AmountUpdateInput struct {
@@ -39,7 +31,7 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	m := c.Merchant
 	return s.run(ctx, c, psp, operation{kind: OpAmountUpdate,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: Splits(m, in.Amount, orRef(in.Reference, psp))},
+			Splits: splits(m, in.Amount, orRef(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, PreAuth: true, Uncaptured: true,
 			Currency: in.Amount.Currency},
 		why:    func(h Head) error { return amountUpdateRefusal(h, in) },
@@ -124,7 +116,7 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 			return err
 		}
 		if attempt == maxSettleAttempts {
-			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, ErrBusy, storeerr.ErrConflict)
+			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, errBusy, storeerr.ErrConflict)
 		}
 		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return err

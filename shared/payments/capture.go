@@ -26,7 +26,7 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	amount := in.Amount.Value
 	return s.run(ctx, c, psp, operation{kind: OpCapture,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: Splits(m, in.Amount, orRef(in.Reference, psp))},
+			Splits: splits(m, in.Amount, orRef(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, Currency: in.Amount.Currency, Capturable: &amount},
 		why:    func(h Head) error { return captureRefusal(h, in) },
 		failed: apperr.CaptureFailed, what: "capture"})
@@ -49,11 +49,4 @@ func captureRefusal(h Head, in CaptureInput) error {
 		return apperr.InvalidField("amount.value", fmt.Sprintf("must be at most the authorised amount not yet captured (%d)", v.Capturable))
 	}
 	return nil
-}
-
-func orRef(ref, psp string) string {
-	if ref != "" {
-		return ref
-	}
-	return psp
 }

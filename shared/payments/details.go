@@ -144,13 +144,6 @@ func (s *Service) refuseForeignDetails(ctx context.Context, psp, siteID string) 
 	return apperr.New(apperr.PaymentNotFound, "payment not found for this site")
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // detailsError names the field of a details call the upstream refused: the
 // upstream judges only the details (and paymentData, when sent) against the
 // action it is waiting for, so its refusal is about them.

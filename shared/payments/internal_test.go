@@ -26,12 +26,12 @@ func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tenant.Merchant{SplitAccount: "BA_m", CommissionAccount: "BA_p", CommissionBps: tc.bps, CommissionFixed: tc.fixed}
-			if c := Commission(m, tc.value); c != tc.wantCommission {
+			if c := commission(m, tc.value); c != tc.wantCommission {
 				t.Fatalf("commission %d, want %d", c, tc.wantCommission)
 			}
-			splits := Splits(m, money.Amount{Value: tc.value, Currency: "EUR"}, "ref")
+			splits := splits(m, money.Amount{Value: tc.value, Currency: "EUR"}, "ref")
 			if len(splits) != tc.wantSplitEntries {
-				t.Fatalf("%d splits: %+v", len(splits), splits)
+				t.Fatalf("%d Splits: %+v", len(splits), splits)
 			}
 			var sum int64
 			for _, s := range splits {
@@ -78,7 +78,7 @@ func TestAnsweredNeverDowngrades(t *testing.T) {
 	}{
 		{"", nil, "Authorised", tenant.CaptureManual, StateAuthorised},
 		{"", nil, "Authorised", tenant.CaptureAuto, StateCaptured},
-		{"", nil, "Pending", tenant.CaptureManual, StatePending},
+		{"", nil, "Pending", tenant.CaptureManual, statePending},
 		{"ChallengeShopper", nil, "Authorised", tenant.CaptureManual, StateAuthorised},
 		{"Pending", nil, "Refused", tenant.CaptureManual, StateRefused},
 		{"Authorised", nil, "Pending", tenant.CaptureManual, StateAuthorised},          // notification first

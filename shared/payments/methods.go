@@ -49,3 +49,21 @@ func (s *Service) DeleteStoredMethod(ctx context.Context, c *Call, in DeleteStor
 	}
 	return nil
 }
+
+// alwaysBlocked are the payment methods never offered on sessions (docs/payments.md).
+var alwaysBlocked = []string{"sepadirectdebit", "bacs", "directdebit_GB"}
+
+// mergeBlocked returns alwaysBlocked ∪ extra, without duplicates, in order.
+func mergeBlocked(extra []string) []string {
+	out := make([]string, 0, len(alwaysBlocked)+len(extra))
+	seen := make(map[string]bool, cap(out))
+	for _, list := range [][]string{alwaysBlocked, extra} {
+		for _, m := range list {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -19,6 +20,84 @@ import (
 // yet: the answer merges into it then). Any order of notifications and
 // answers gives the same ledger. Each notification applied gets the
 // payment's next sequence number, which its webhooks carry.
+
+// Notification is one item of the platform's notifications, as the domain
+// reads it: the upstream adapter translates the wire item to it (and back,
+// for storage and the merchants' webhooks, which carry the item as the
+// platform sent it).
+type Notification struct {
+	EventCode           string
+	PSPReference        string
+	OriginalReference   string
+	MerchantAccountCode string
+	MerchantReference   string
+	Amount              money.Amount
+	EventDate           string
+	PaymentMethod       string
+	Reason              string
+	// Success is "true" or "false", as sent (Succeeded).
+	Success        string
+	Operations     []string
+	AdditionalData map[string]string
+}
+
+// Succeeded reports whether the item reports a success.
+func (n Notification) Succeeded() bool { return n.Success == "true" }
+
+// Payment returns the pspReference of the payment n is about: the
+// modification's originalReference, or n's own pspReference for
+// AUTHORISATION, OFFER_CLOSED and items without one.
+func (n Notification) Payment() string {
+	switch n.EventCode {
+	case EventAuthorisation, eventOfferClosed:
+		return n.PSPReference
+	}
+	if n.OriginalReference != "" {
+		return n.OriginalReference
+	}
+	return n.PSPReference
+}
+
+// EntryRef is the entry n is a fact of ("" for the head's own:
+// AUTHORISATION, OFFER_CLOSED).
+func (n Notification) EntryRef() string {
+	switch n.EventCode {
+	case EventAuthorisation, eventOfferClosed:
+		return ""
+	}
+	return n.PSPReference
+}
+
+// Event codes of the notifications the domain applies.
+const (
+	EventAuthorisation           = "AUTHORISATION"
+	eventAuthorisationAdjustment = "AUTHORISATION_ADJUSTMENT"
+	EventCapture                 = "CAPTURE"
+	eventCaptureFailed           = "CAPTURE_FAILED"
+	eventCancellation            = "CANCELLATION"
+	eventCancelOrRefund          = "CANCEL_OR_REFUND"
+	eventRefund                  = "REFUND"
+	eventRefundFailed            = "REFUND_FAILED"
+	eventOfferClosed             = "OFFER_CLOSED"
+)
+
+// Entries of a notification's AdditionalData the service reads.
+const (
+	// KeyHMACSignature is the item's signature: checked on arrival, never
+	// forwarded.
+	KeyHMACSignature = "hmacSignature"
+	// keyModificationAction is "cancel" or "refund" on CANCEL_OR_REFUND.
+	keyModificationAction = "modification.action"
+	// keyStoredPaymentMethodID is the token a tokenising payment created;
+	// keyRecurringDetailReference its legacy name.
+	keyStoredPaymentMethodID    = "tokenization.storedPaymentMethodId"
+	keyRecurringDetailReference = "recurring.recurringDetailReference"
+	// KeyCheckoutSessionID is the session of a Sessions-flow payment.
+	KeyCheckoutSessionID = "checkoutSessionId"
+	// MetadataPrefix prefixes the request metadata the platform echoes
+	// ("metadata.<key>": the routing metadata, MetaMerchant and others).
+	MetadataPrefix = "metadata."
+)
 
 // ErrUnknownPayment: the notification's payment has no record and the
 // notification cannot create one (no owner, or not an AUTHORISATION).
@@ -57,40 +136,16 @@ type NotificationResult struct {
 	bound *Head
 }
 
-// NotificationPayment returns the pspReference of the payment an item is
-// about: the modification's originalReference, or the item's own
-// pspReference for AUTHORISATION, OFFER_CLOSED and items without one.
-func NotificationPayment(item Notification) string {
-	switch item.EventCode {
-	case EventAuthorisation, EventOfferClosed:
-		return item.PSPReference
-	}
-	if item.OriginalReference != "" {
-		return item.OriginalReference
-	}
-	return item.PSPReference
-}
-
-// EntryRef is the entry a notification item is a fact of ("" for the
-// head's own: AUTHORISATION, OFFER_CLOSED).
-func EntryRef(item Notification) string {
-	switch item.EventCode {
-	case EventAuthorisation, EventOfferClosed:
-		return ""
-	}
-	return item.PSPReference
-}
-
 // Notify applies item to its payment as read — the head rec (nil: none)
-// and the entry EntryRef names (nil: none) — without writing: the result
+// and the entry item.EntryRef names (nil: none) — without writing: the result
 // holds the write to make (conditional on what was read). st is read for
 // the pending record an AUTHORISATION may bind.
 func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notification, opts NotificationOptions) (NotificationResult, error) {
-	psp := NotificationPayment(item)
+	psp := item.Payment()
 	if psp == "" {
 		return NotificationResult{}, fmt.Errorf("notification %s without pspReference", item.EventCode)
 	}
-	if EntryRef(item) == "" {
+	if item.EntryRef() == "" {
 		return notifyHead(ctx, st, rec, item, opts)
 	}
 	if rec == nil {
@@ -137,11 +192,11 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 // opKindOf is the operation a notification's event code reports.
 func opKindOf(code string) OpKind {
 	switch code {
-	case EventCapture, EventCaptureFailed:
+	case EventCapture, eventCaptureFailed:
 		return OpCapture
-	case EventRefund, EventRefundFailed:
+	case eventRefund, eventRefundFailed:
 		return OpRefund
-	case EventAuthorisationAdjustment:
+	case eventAuthorisationAdjustment:
 		return OpAmountUpdate
 	}
 	return OpReversal // CANCEL_OR_REFUND, CANCELLATION
@@ -149,7 +204,7 @@ func opKindOf(code string) OpKind {
 
 // noticeReason is what a notification says beyond its outcome.
 func noticeReason(item Notification) string {
-	if a := item.AdditionalData[KeyModificationAction]; a != "" {
+	if a := item.AdditionalData[keyModificationAction]; a != "" {
 		return a
 	}
 	return item.Reason
@@ -166,7 +221,7 @@ func notificationFact(item Notification, seq int64, now time.Time) Fact {
 // notifyHead applies an AUTHORISATION or OFFER_CLOSED to the head: a
 // whole head written conditionally on the one read.
 func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opts NotificationOptions) (NotificationResult, error) {
-	psp := NotificationPayment(item)
+	psp := item.Payment()
 	var h Head
 	res := NotificationResult{}
 	switch {
@@ -199,7 +254,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 			}
 		}
 		h.authorisation(item)
-	case EventOfferClosed:
+	case eventOfferClosed:
 		if h.Auth.Expired || !ok {
 			return NotificationResult{Head: h}, nil
 		}
@@ -228,7 +283,7 @@ func headFromNotification(item Notification, o NotificationOwner, opts Notificat
 	if src == "" {
 		src = SourceSessions
 	}
-	return Head{PSPReference: NotificationPayment(item), MerchantID: o.MerchantID, SiteID: o.SiteID, Reference: item.MerchantReference,
+	return Head{PSPReference: item.Payment(), MerchantID: o.MerchantID, SiteID: o.SiteID, Reference: item.MerchantReference,
 		Source: src, SessionID: o.SessionID, Amount: item.Amount, PaymentMethod: item.PaymentMethod, CaptureMode: opts.CaptureMode,
 		CreatedAt: opts.Now, UpdatedAt: opts.Now}
 }
@@ -251,7 +306,7 @@ func (h *Head) authorisation(item Notification) {
 	if h.SessionID == "" {
 		h.SessionID = ad[KeyCheckoutSessionID]
 	}
-	if token := firstOf(ad, KeyStoredPaymentMethodID, KeyRecurringDetailReference); token != "" {
+	if token := firstOf(ad, keyStoredPaymentMethodID, keyRecurringDetailReference); token != "" {
 		h.StoredMethodID = token
 	}
 	if h.ShopperReference == "" {
@@ -286,12 +341,12 @@ func (r NotificationResult) Saved(ctx context.Context, st Store) {
 	}
 }
 
-// ApplyNotification applies one notification item to its payment and
+// applyNotification applies one notification item to its payment and
 // writes it, reading what it needs and retrying on a concurrent change
 // (the notifications receiver reads and writes with the rest of the item
 // instead: Notify).
-func ApplyNotification(ctx context.Context, st Store, item Notification, opts NotificationOptions) (NotificationResult, error) {
-	psp := NotificationPayment(item)
+func applyNotification(ctx context.Context, st Store, item Notification, opts NotificationOptions) (NotificationResult, error) {
+	psp := item.Payment()
 	for attempt := 1; ; attempt++ {
 		var rec *Head
 		h, err := st.GetPayment(ctx, psp)
@@ -302,7 +357,7 @@ func ApplyNotification(ctx context.Context, st Store, item Notification, opts No
 			return NotificationResult{}, err
 		}
 		var entry *Entry
-		if ref := EntryRef(item); ref != "" && rec != nil {
+		if ref := item.EntryRef(); ref != "" && rec != nil {
 			es, err := st.GetEntries(ctx, psp, ref)
 			if err != nil {
 				return NotificationResult{}, err
@@ -324,7 +379,7 @@ func ApplyNotification(ctx context.Context, st Store, item Notification, opts No
 			return NotificationResult{}, err
 		}
 		if attempt == maxSettleAttempts {
-			return NotificationResult{}, fmt.Errorf("notify %s: %w: %w", psp, ErrBusy, storeerr.ErrConflict)
+			return NotificationResult{}, fmt.Errorf("notify %s: %w: %w", psp, errBusy, storeerr.ErrConflict)
 		}
 		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return NotificationResult{}, err

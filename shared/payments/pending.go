@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/yp/paysvc/shared/storeerr"
@@ -22,9 +21,6 @@ import (
 // pspReference starts from the pending one. A payment's notification finds
 // it too when the head's own write was lost. Nothing depends on the
 // upstream echoing amount or reference (docs/payments.md).
-
-// pendingPrefix starts every pending key; no pspReference starts with it.
-const pendingPrefix = "pending_"
 
 // PendingKey is the store key of the pending record of the payment with
 // reference ref of a site.
@@ -76,10 +72,6 @@ func (s *Service) referenceOfAction(ctx context.Context, merchantID, siteID, pay
 	return a.Reference, nil
 }
 
-// IsPendingKey reports whether key names a pending record rather than a
-// payment.
-func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix) }
-
 // A pending record is a head under PendingKey, with the request's facts
 // and, once an action answered it, the answer's result code; the head of
 // the payment starts from it once its pspReference is known (bound), and
@@ -108,7 +100,7 @@ func savePending(ctx context.Context, st Store, h Head) (Head, error) {
 func answerPending(ctx context.Context, st Store, pend Head, resultCode string, at time.Time) error {
 	_, err := updateHead(ctx, st, pend.PSPReference, &pend, func(h *Head) error {
 		if h.Version == 0 || h.BoundTo != "" || !h.CreatedAt.Equal(pend.CreatedAt) {
-			return ErrSkip // bound since, or another payment's now
+			return errSkip // bound since, or another payment's now
 		}
 		h.answered(resultCode)
 		h.UpdatedAt = later(h.UpdatedAt, at)
@@ -214,7 +206,7 @@ func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
 	_, err := updateHead(ctx, st, key, &pend, func(h *Head) error {
 		if h.Version == 0 || h.BoundTo == psp || !h.CreatedAt.Equal(pend.CreatedAt) {
-			return ErrSkip // bound already, or another payment's now
+			return errSkip // bound already, or another payment's now
 		}
 		h.BoundTo = psp
 		return nil
@@ -231,7 +223,7 @@ func unbind(ctx context.Context, st Store, pend Head, psp string) error {
 	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
 	_, err := updateHead(ctx, st, key, nil, func(h *Head) error {
 		if h.Version == 0 || h.BoundTo != psp {
-			return ErrSkip
+			return errSkip
 		}
 		h.BoundTo = ""
 		return nil

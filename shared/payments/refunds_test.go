@@ -129,7 +129,7 @@ func TestRefundRefused(t *testing.T) {
 type failingRefunds struct{ *fakeUpstream }
 
 func (u failingRefunds) Modify(ctx context.Context, r payments.ModificationRequest) (payments.ModificationAnswer, error) {
-	if r.Kind != payments.ModifyRefund {
+	if r.Kind != payments.OpRefund {
 		return u.fakeUpstream.Modify(ctx, r)
 	}
 	return payments.ModificationAnswer{}, errors.New("upstream: HTTP 500: boom")

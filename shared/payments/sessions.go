@@ -6,7 +6,26 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
+	"github.com/yp/paysvc/shared/money"
 )
+
+// Session is the service's record of a checkout session it created, used to
+// route the session payment's notifications to the merchant.
+type Session struct {
+	ID                 string
+	MerchantID         string
+	SiteID             string
+	Reference          string
+	Amount             money.Amount
+	ShopperReference   string
+	StorePaymentMethod bool
+	CreatedAt          time.Time
+	ExpiresAt          time.Time
+}
+
+// sessionTTL is how long a session record is kept for routing (the
+// upstream's sessions expire after 1 hour; payments may notify later).
+const sessionTTL = 30 * 24 * time.Hour
 
 // SessionResult is a created session: the upstream's id and sessionData,
 // the reference (generated when the caller gave none), the upstream's
@@ -36,7 +55,7 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 		CountryCode:              in.CountryCode,
 		ShopperInteraction:       ShopperInteractionEcommerce,
 		BlockedPaymentMethods:    mergeBlocked(in.BlockedPaymentMethods),
-		Splits:                   Splits(m, in.Amount, ref),
+		Splits:                   splits(m, in.Amount, ref),
 		Metadata:                 routingMetadata(m, site, SourceSessions),
 		LineItems:                in.LineItems,
 		ShopperReference:         in.ShopperReference,

@@ -2,55 +2,17 @@ package payments
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"time"
 
+	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/idempotency"
-	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/storeerr"
+	"github.com/yp/paysvc/shared/tenant"
 )
-
-// State of a payment (docs/payments.md).
-type State string
-
-// States. Result-code states mirror the upstream's resultCode values.
-const (
-	StateAuthorised        State = "Authorised"
-	StateRefused           State = "Refused"
-	StatePending           State = "Pending"
-	StateReceived          State = "Received"
-	StateRedirectShopper   State = "RedirectShopper"
-	StateChallengeShopper  State = "ChallengeShopper"
-	StateIdentifyShopper   State = "IdentifyShopper"
-	StateCancelled         State = "Cancelled"
-	StateError             State = "Error"
-	StatePartiallyCaptured State = "PartiallyCaptured"
-	StateCaptured          State = "Captured"
-	StatePartiallyRefunded State = "PartiallyRefunded"
-	StateRefunded          State = "Refunded"
-	StateExpired           State = "Expired"
-)
-
-// Source says how a payment was started.
-type Source string
-
-// Sources, also sent to merchants as additionalData.paymentSource.
-const (
-	SourceAdvanced Source = "advanced"
-	SourceSessions Source = "sessions"
-)
-
-// Session is the service's record of a checkout session it created, used to
-// route the session payment's notifications to the merchant.
-type Session struct {
-	ID                 string
-	MerchantID         string
-	SiteID             string
-	Reference          string
-	Amount             money.Amount
-	ShopperReference   string
-	StorePaymentMethod bool
-	CreatedAt          time.Time
-	ExpiresAt          time.Time
-}
 
 // Store is the port that keeps sessions and payments, each payment as a
 // ledger (ledger.go): its head, its entries and its timeline.
@@ -171,3 +133,132 @@ func (w Write) Apply(h Head) Head {
 	}
 	return h
 }
+
+// Owned returns payment psp of this merchant and site, or
+// apperr.PaymentNotFound for an unknown one and for one of another
+// merchant or site alike (and for the service's internal records).
+func Owned(ctx context.Context, st interface {
+	GetPayment(ctx context.Context, psp string) (Head, error)
+}, m tenant.Merchant, site tenant.Site, psp string) (Head, error) {
+	notFound := apperr.New(apperr.PaymentNotFound, "payment not found for this site")
+	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
+		return Head{}, notFound
+	}
+	h, err := st.GetPayment(ctx, psp)
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return Head{}, notFound
+	}
+	if err != nil {
+		return Head{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("read payment %s: %w", psp, err))
+	}
+	if h.MerchantID != m.ID || h.SiteID != site.ID || h.BoundTo != "" {
+		return Head{}, notFound
+	}
+	return h, nil
+}
+
+// pendingPrefix starts every pending key; no pspReference starts with it.
+const pendingPrefix = "pending_"
+
+// IsPendingKey reports whether key names a pending record rather than a
+// payment.
+func IsPendingKey(key string) bool { return strings.HasPrefix(key, pendingPrefix) }
+
+// maxPSPReference bounds a pspReference in a path.
+const maxPSPReference = 64
+
+// updateHead applies fn to payment psp's head (Version 0: none stored)
+// and writes it conditionally on its version, with facts, re-reading and
+// re-applying on a concurrent change, and returns it as written. The first
+// attempt starts from start when it is set (the head as the caller read
+// it; Version 0: none, so the write creates it) instead of reading. fn
+// returning errSkip writes nothing.
+func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(*Head) error, facts ...Fact) (Head, error) {
+	for attempt := 1; ; attempt++ {
+		var h Head
+		var err error
+		if attempt == 1 && start != nil {
+			h = start.clone()
+		} else if h, err = st.GetPayment(ctx, psp); errors.Is(err, storeerr.ErrNotFound) {
+			h, err = Head{PSPReference: psp}, nil
+		}
+		if err != nil {
+			return Head{}, err
+		}
+		next := h.clone()
+		if err := fn(&next); err != nil {
+			if errors.Is(err, errSkip) {
+				return h, nil
+			}
+			return Head{}, err
+		}
+		next.PSPReference, next.Version = psp, h.Version+1
+		err = st.Write(ctx, Write{PSP: psp, Put: &next, Facts: facts})
+		if !errors.Is(err, storeerr.ErrConflict) {
+			return next, err
+		}
+		if attempt == maxSettleAttempts {
+			return Head{}, fmt.Errorf("update payment %s: %w: %w", psp, errBusy, storeerr.ErrConflict)
+		}
+		if err := WaitToRetry(ctx, nil, attempt); err != nil {
+			return Head{}, err
+		}
+	}
+}
+
+// errSkip tells updateHead that fn decided to change nothing.
+var errSkip = errors.New("payments: no change")
+
+// maxReserveAttempts bounds the retries of a request's write that lost to
+// concurrent changes (each retry follows a change that landed): past it
+// the caller gets 409 yp_2005 and may retry.
+const maxReserveAttempts = 50
+
+// maxSettleAttempts bounds the retries of a write recording what the
+// platform did, which is never given up lightly (about 25 s of waits).
+const maxSettleAttempts = 1000
+
+// conflictWait is the jittered wait before retry attempt n (1-based).
+func conflictWait(n int) time.Duration {
+	d := min(time.Duration(1<<min(n, 5))*time.Millisecond/2, 25*time.Millisecond) // 1 ms … 16 ms
+	return d/2 + rand.N(d/2+1)
+}
+
+// Sleeper waits out the pause before a retry of a write that lost to
+// concurrent changes. The Service's is real time unless SleepWith sets
+// another: a test counts the time its requests waited on its own clock.
+type Sleeper interface {
+	// Sleep waits d, or returns ctx's error if ctx ends first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// realTime is the Sleeper of real time.
+type realTime struct{}
+
+// Sleep waits d on a timer, or returns ctx's error.
+func (realTime) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// WaitToRetry waits on sl (nil: real time) the jittered pause before
+// retry attempt n (1-based) of a write that lost to concurrent changes
+// of a payment, or returns ctx's error (an errBusy).
+func WaitToRetry(ctx context.Context, sl Sleeper, n int) error {
+	if sl == nil {
+		sl = realTime{}
+	}
+	if err := sl.Sleep(ctx, conflictWait(n)); err != nil {
+		return fmt.Errorf("%w (%w)", err, errBusy)
+	}
+	return nil
+}
+
+// errBusy: a change lost to concurrent changes every time it was tried.
+var errBusy = errors.New("payments: too many concurrent updates")

@@ -1,45 +1,11 @@
 package payments
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
 )
-
-// Upstream is the port to the checkout platform, in the domain's own
-// terms: the domain decides what each call carries (merchant account,
-// splits, routing metadata, country, shopper interaction, the idempotency
-// key) and the adapter (shared/upstream/connector) translates it to the
-// platform's wire format and its answers back. Errors the adapter returns
-// are classified with ErrUpstreamInFlight and *UpstreamRejection; anything
-// else is a failure without a definitive answer (retry with the same key).
-type Upstream interface {
-	CreateSession(ctx context.Context, req SessionRequest) (SessionAnswer, error)
-	PaymentMethods(ctx context.Context, req PaymentMethodsRequest) (PaymentMethodsResult, error)
-	Pay(ctx context.Context, req PaymentRequest) (PaymentAnswer, error)
-	Details(ctx context.Context, req DetailsRequest) (PaymentAnswer, error)
-	Modify(ctx context.Context, req ModificationRequest) (ModificationAnswer, error)
-	DeleteStoredMethod(ctx context.Context, req DeleteStoredMethodRequest) error
-}
-
-// ErrUpstreamInFlight: the platform is still processing a request with the
-// same idempotency key.
-var ErrUpstreamInFlight = errors.New("payments: the upstream is still processing a request with this idempotency key")
-
-// UpstreamRejection is the platform's deterministic refusal of a request
-// (sending it again gets the same answer), with its message.
-type UpstreamRejection struct {
-	Message string
-	// NotFound: the platform does not know what the request names.
-	NotFound bool
-	Err      error // the adapter's error, for logs
-}
-
-func (e *UpstreamRejection) Error() string { return e.Err.Error() }
-func (e *UpstreamRejection) Unwrap() error { return e.Err }
 
 // Shopper interactions.
 const (
@@ -51,46 +17,6 @@ const (
 type Name struct {
 	FirstName string
 	LastName  string
-}
-
-// LineItem is one line of an order. Amounts are in minor units;
-// TaxPercentage in minor units of a percent (2100 for 21 %).
-type LineItem struct {
-	ID                 string
-	Description        string
-	Quantity           int64
-	AmountExcludingTax *int64
-	AmountIncludingTax *int64
-	TaxAmount          *int64
-	TaxPercentage      *int64
-	ProductURL         string
-	ImageURL           string
-	ItemCategory       string
-	SKU                string
-	Brand              string
-	Color              string
-	Size               string
-	Manufacturer       string
-	UPC                string
-}
-
-// SplitKind says who a Split pays.
-type SplitKind int
-
-// Split kinds.
-const (
-	SplitMerchant   SplitKind = iota // the merchant's balance account
-	SplitCommission                  // the platform's commission
-)
-
-// Split is one part of an amount and the account it goes to.
-type Split struct {
-	Kind        SplitKind
-	Account     string
-	Value       int64
-	Currency    string
-	Reference   string
-	Description string
 }
 
 // SessionRequest creates a checkout session.
@@ -180,38 +106,6 @@ type PaymentAnswer struct {
 	PaymentMethod string
 	// ActionPaymentData is the paymentData of Action ("" for none).
 	ActionPaymentData string
-}
-
-// ModificationKind says what a ModificationRequest asks for.
-type ModificationKind int
-
-// Modification kinds.
-const (
-	ModifyCapture ModificationKind = iota
-	ModifyRefund
-	ModifyReversal
-	ModifyAmount
-)
-
-// ModificationRequest captures, refunds, reverses or updates the amount of
-// payment PSPReference.
-type ModificationRequest struct {
-	Kind            ModificationKind
-	IdempotencyKey  string
-	PSPReference    string
-	MerchantAccount string
-	Amount          money.Amount // not for reversals
-	Reference       string
-	Splits          []Split
-	LineItems       []LineItem // refunds
-}
-
-// ModificationAnswer is the platform's acceptance of a modification (its
-// outcome arrives as a notification).
-type ModificationAnswer struct {
-	PSPReference string
-	Status       string
-	Reference    string
 }
 
 // DeleteStoredMethodRequest deletes a shopper's stored payment method.

@@ -127,25 +127,25 @@ func (k *Connector) Modify(ctx context.Context, r payments.ModificationRequest) 
 	var resp upstream.ModificationResponse
 	var err error
 	switch r.Kind {
-	case payments.ModifyCapture:
+	case payments.OpCapture:
 		resp, err = k.c.Capture(ctx, r.PSPReference, upstream.CaptureRequest{
 			MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, Splits: splits(r.Splits),
 		}, r.IdempotencyKey)
-	case payments.ModifyRefund:
+	case payments.OpRefund:
 		resp, err = k.c.Refund(ctx, r.PSPReference, upstream.RefundRequest{
 			MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, Splits: splits(r.Splits),
 			LineItems: lineItems(r.LineItems),
 		}, r.IdempotencyKey)
-	case payments.ModifyReversal:
+	case payments.OpReversal:
 		resp, err = k.c.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{
 			MerchantAccount: r.MerchantAccount, Reference: r.Reference,
 		}, r.IdempotencyKey)
-	case payments.ModifyAmount:
+	case payments.OpAmountUpdate:
 		resp, err = k.c.UpdateAmount(ctx, r.PSPReference, upstream.AmountUpdateRequest{
 			MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, Splits: splits(r.Splits),
 		}, r.IdempotencyKey)
 	default:
-		return payments.ModificationAnswer{}, fmt.Errorf("connector: unknown modification kind %d", r.Kind)
+		return payments.ModificationAnswer{}, fmt.Errorf("connector: unknown modification kind %q", r.Kind)
 	}
 	if err != nil {
 		return payments.ModificationAnswer{}, domainError(err)

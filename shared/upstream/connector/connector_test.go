@@ -113,9 +113,9 @@ func TestRequestsTranslated(t *testing.T) {
 		t.Fatal("storePaymentMethod not sent when asked")
 	}
 
-	for kind, call := range map[payments.ModificationKind]string{
-		payments.ModifyCapture: "capture PSP1", payments.ModifyRefund: "refund PSP1",
-		payments.ModifyReversal: "reverse PSP1", payments.ModifyAmount: "amount PSP1",
+	for kind, call := range map[payments.OpKind]string{
+		payments.OpCapture: "capture PSP1", payments.OpRefund: "refund PSP1",
+		payments.OpReversal: "reverse PSP1", payments.OpAmountUpdate: "amount PSP1",
 	} {
 		a, err := k.Modify(ctx, payments.ModificationRequest{Kind: kind, IdempotencyKey: "K3", PSPReference: "PSP1", Amount: eur, Splits: splits})
 		if err != nil || a.Status != "received" || c.calls[len(c.calls)-1] != call || c.keys[len(c.keys)-1] != "K3" {
@@ -147,7 +147,7 @@ func TestErrorsClassified(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := connector.New(&recClient{err: tc.err})
-			_, err := k.Modify(context.Background(), payments.ModificationRequest{Kind: payments.ModifyCapture})
+			_, err := k.Modify(context.Background(), payments.ModificationRequest{Kind: payments.OpCapture})
 			var rej *payments.UpstreamRejection
 			if errors.Is(err, payments.ErrUpstreamInFlight) != tc.inFlight || errors.As(err, &rej) != tc.rejected {
 				t.Fatalf("err %v: in flight %v, rejected %v", err, errors.Is(err, payments.ErrUpstreamInFlight), rej != nil)
@@ -170,7 +170,7 @@ func TestNotificationRoundTrip(t *testing.T) {
 		Operations: []string{"REFUND"}, AdditionalData: upstream.AdditionalData{"hmacSignature": "x", "modification.action": "refund"},
 	}
 	n := connector.Notification(it)
-	if !n.Succeeded() || n.AdditionalData[payments.KeyModificationAction] != "refund" || n.OriginalReference != "PSP1" {
+	if !n.Succeeded() || n.AdditionalData["modification.action"] != "refund" || n.OriginalReference != "PSP1" {
 		t.Fatalf("domain item: %+v", n)
 	}
 	if back := connector.Item(n); !reflect.DeepEqual(back, it) {

@@ -1,0 +1,17 @@
+package payments
+
+// What the package's external tests name that the package does not export.
+
+// ApplyNotification is applyNotification.
+var ApplyNotification = applyNotification
+
+// The notification event codes the tests' items carry.
+const (
+	EventCaptureFailed           = eventCaptureFailed
+	EventRefund                  = eventRefund
+	EventRefundFailed            = eventRefundFailed
+	EventOfferClosed             = eventOfferClosed
+	EventAuthorisationAdjustment = eventAuthorisationAdjustment
+	EventCancelOrRefund          = eventCancelOrRefund
+	StateIdentifyShopper         = stateIdentifyShopper
+)
