@@ -68,12 +68,9 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	// version, which kept leases in the file) decides as before.
 	var cur records.Idempotency
 	var found bool
-	err := s.viewJournaled(ctx, func(db kv) error {
-		raw := db.get(bktIdempotency, key)
-		if found = raw != nil; !found {
-			return nil
-		}
-		return json.Unmarshal(raw, &cur)
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		found, err = getJSON(bucket(tx, bktIdempotency), key, &cur)
+		return err
 	})
 	if err == nil && found && !claimable(cur.ToIdempotency(), now) {
 		s.dropLease(key, stored.LeaseToken)
@@ -114,10 +111,7 @@ func claimable(r idempotency.Record, now time.Time) bool {
 
 // Complete stores resp and marks the record completed until expiresAt,
 // ending its lease; storeerr.ErrConflict unless the lease holds leaseToken.
-// The completed record is durable when Complete returns: committed with
-// the writes beside it, through the payment journal when they all may (a
-// request's record write and its idempotency result share one fdatasync),
-// so the record is read through the journal (Claim).
+// The completed record is durable when Complete returns.
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	k := compositeKey(scope, key)
 	// Encoded before the transaction: the commit only puts it.
@@ -126,7 +120,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 		return s.completeStored(ctx, scope, key, leaseToken, resp, expiresAt)
 	}
 	if err == nil {
-		err = s.change(ctx, func(db kv) error { return db.put(bktIdempotency, k, raw) })
+		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
