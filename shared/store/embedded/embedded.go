@@ -69,14 +69,13 @@ const (
 	bktSubscriptions     = "subscriptions"        // compositeKey(merchantID, id) → Subscription
 	bktIdempotency       = "idempotency"          // compositeKey(scope, key) → Record
 	bktSessions          = "sessions"             // id → Session
-	bktPayments          = "payments"             // pspReference → LegacyPayment
 )
 
 // bucketNames lists every bucket Open creates.
 func bucketNames() []string {
 	return []string{
 		bktMerchants, bktSites, bktSitesByMerchant, bktAPIKeys, bktAPIKeysByMerchant,
-		bktSubscriptions, bktIdempotency, bktSessions, bktPayments,
+		bktSubscriptions, bktIdempotency, bktSessions,
 		bktHeads, bktEntries, bktFacts, bktFactIDs, bktInFlight,
 	}
 }
@@ -237,7 +236,6 @@ func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
 var sweepKinds = []sweepKind{
 	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
 	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
-	{bucket: bktPayments, expires: expiresAt(func(p records.LegacyPayment) time.Time { return paymentExpiry(p.CreatedAt) })},
 	{bucket: bktHeads, expires: expiresAt(func(h records.PaymentHead) time.Time { return paymentExpiry(h.CreatedAt) }),
 		also: func(tx *bolt.Tx, key, _ []byte) error {
 			return deletePrefix(tx, prefixOf(string(key)), bktEntries, bktFacts, bktFactIDs)

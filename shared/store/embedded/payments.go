@@ -54,9 +54,7 @@ func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, er
 // its head by pspReference, its entries by (pspReference, ref), its
 // timeline facts by (pspReference, number) in the order written, and the
 // numbers of its facts by (pspReference, fact id), so a fact written again
-// is found and left as it is. A payment stored before ledgers (a
-// records.LegacyPayment in the payments bucket) is converted on read and
-// moved to the ledger buckets by its first write.
+// is found and left as it is.
 const (
 	bktHeads   = "ledger_heads"
 	bktEntries = "ledger_entries"
@@ -67,70 +65,47 @@ const (
 	bktInFlight = "ledger_inflight"
 )
 
-// ledger is one payment as read in a transaction.
-type ledger struct {
-	head    payments.Head
-	found   bool
-	legacy  bool             // converted from a LegacyPayment
-	entries []payments.Entry // the legacy record's, converted
-	facts   []payments.Fact  // the legacy record's, converted
-}
-
-// readLedger reads payment psp's head (or its legacy record) in tx; a
-// payment past its retention at now counts as absent.
-func readLedger(tx *bolt.Tx, psp string, now time.Time) (ledger, error) {
-	var l ledger
+// readHead reads payment psp's head in tx; a payment past its retention
+// at now counts as absent.
+func readHead(tx *bolt.Tx, psp string, now time.Time) (head payments.Head, found bool, err error) {
 	var r records.PaymentHead
-	found, err := getJSON(bucket(tx, bktHeads), []byte(psp), &r)
-	if err != nil {
-		return l, err
+	found, err = getJSON(bucket(tx, bktHeads), []byte(psp), &r)
+	if err != nil || !found || paymentExpired(r.CreatedAt, now) {
+		return payments.Head{}, false, err
 	}
-	if found {
-		l.head, l.found = r.ToHead(), true
-	} else {
-		var r records.LegacyPayment
-		found, err := getJSON(bucket(tx, bktPayments), []byte(psp), &r)
-		if err != nil {
-			return l, err
-		}
-		if found {
-			l.head, l.entries, l.facts = r.ToLedger()
-			l.found, l.legacy = true, true
-		}
-	}
-	if l.found && paymentExpired(l.head.CreatedAt, now) {
-		return ledger{}, nil
-	}
-	return l, nil
+	return r.ToHead(), true, nil
 }
 
 // GetPayment returns payment psp's head, or storeerr.ErrNotFound (also
 // once it is past its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
-	var l ledger
+	var (
+		head  payments.Head
+		found bool
+	)
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		l, err = readLedger(tx, psp, s.clock.Now())
+		head, found, err = readHead(tx, psp, s.clock.Now())
 		return err
 	})
-	if err == nil && !l.found {
+	if err == nil && !found {
 		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Head{}, fmt.Errorf("embedded: get payment %q: %w", psp, err)
 	}
-	return l.head, nil
+	return head, nil
 }
 
 // GetEntries returns those of payment psp's entries refs that exist.
 func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
 	var out []payments.Entry
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		l, err := readLedger(tx, psp, s.clock.Now())
-		if err != nil || !l.found {
+		_, found, err := readHead(tx, psp, s.clock.Now())
+		if err != nil || !found {
 			return err
 		}
 		for _, ref := range refs {
-			e, ok, err := l.entry(tx, psp, ref)
+			e, ok, err := readEntry(tx, psp, ref)
 			if err != nil {
 				return err
 			}
@@ -146,16 +121,8 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 	return out, nil
 }
 
-// entry reads entry ref of the ledger psp.
-func (l ledger) entry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
-	if l.legacy {
-		for _, e := range l.entries {
-			if e.Ref == ref {
-				return e, true, nil
-			}
-		}
-		return payments.Entry{}, false, nil
-	}
+// readEntry reads entry ref of payment psp.
+func readEntry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
 	var r records.Entry
 	found, err := getJSON(bucket(tx, bktEntries), compositeKey(psp, ref), &r)
 	return r.ToEntry(), found, err
@@ -167,8 +134,8 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 	var out []payments.Fact
 	next := ""
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		l, err := readLedger(tx, psp, s.clock.Now())
-		if err != nil || !l.found {
+		_, found, err := readHead(tx, psp, s.clock.Now())
+		if err != nil || !found {
 			return err
 		}
 		after := uint64(0)
@@ -176,15 +143,6 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 			if after, err = strconv.ParseUint(cursor, 10, 64); err != nil {
 				return fmt.Errorf("bad cursor %q", cursor)
 			}
-		}
-		if l.legacy {
-			for i := int(after); i < len(l.facts) && len(out) < limit+1; i++ {
-				out = append(out, l.facts[i])
-			}
-			if len(out) > limit {
-				out, next = out[:limit], strconv.Itoa(int(after)+limit)
-			}
-			return nil
 		}
 		prefix := prefixOf(psp)
 		n := after
@@ -278,33 +236,24 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 
 // writeLedger is Write in tx.
 func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
-	l, err := readLedger(tx, w.PSP, now)
+	head, found, err := readHead(tx, w.PSP, now)
 	if err != nil {
 		return err
 	}
-	var head payments.Head
 	switch {
 	case w.Put != nil:
-		if stored := l.head.Version; !l.found && w.Put.Version != 1 || l.found && stored != w.Put.Version-1 {
+		if !found && w.Put.Version != 1 || found && head.Version != w.Put.Version-1 {
 			return storeerr.ErrConflict
 		}
 		head = *w.Put
-	case !l.found || !w.Expect.Meets(l.head):
+	case !found || !w.Expect.Meets(head):
 		return storeerr.ErrConflict
 	default:
-		head = w.Apply(l.head)
-	}
-	if l.legacy { // moved to the ledger buckets by this write
-		if err := putLedger(tx, w.PSP, l.entries, l.facts); err != nil {
-			return err
-		}
-		if err := bucket(tx, bktPayments).Delete([]byte(w.PSP)); err != nil {
-			return err
-		}
+		head = w.Apply(head)
 	}
 	var index []indexChange
 	for _, e := range w.Entries {
-		stored, found, err := l.entry(tx, w.PSP, e.Ref)
+		stored, found, err := readEntry(tx, w.PSP, e.Ref)
 		if err != nil {
 			return err
 		}
@@ -408,14 +357,12 @@ func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]pa
 			if !ok {
 				continue
 			}
-			l, err := readLedger(tx, psp, now)
-			if err != nil {
+			if _, found, err := readHead(tx, psp, now); err != nil {
 				return err
-			}
-			if !l.found {
+			} else if !found {
 				continue
 			}
-			if e, found, err := l.entry(tx, psp, ref); err != nil {
+			if e, found, err := readEntry(tx, psp, ref); err != nil {
 				return err
 			} else if found && e.Recoverable() {
 				out = append(out, payments.OpRef{PSP: psp, Ref: ref})
