@@ -255,7 +255,7 @@ func (rig *crashRig) pay(key string) (status int, replayed bool, psp string, bod
 }
 
 // TestLocalServerKilledDuringPaymentBurst: the local server (embedded
-// store, group commit) is killed with SIGKILL while eight clients send
+// store) is killed with SIGKILL while eight clients send
 // payments, then started again on the same data. The upstream simulator
 // runs in this test, so it outlives the crash and counts every
 // authorisation. After the restart:
@@ -366,8 +366,7 @@ func TestLocalServerKilledDuringPaymentBurst(t *testing.T) {
 // TestLocalServerKilledDuringCaptureBurst: the local server is killed with
 // SIGKILL while eight clients capture payments in two parts each, then
 // started again on the same data. A capture makes the reservation of its
-// amount durable before its upstream call (in the embedded store's
-// payment journal when it commits alone), so the kill can fall between a
+// amount durable before its upstream call, so the kill can fall between a
 // reservation and the record's update after the upstream answered. After
 // the restart:
 //   - every capture whose answer a client received replays that answer;

@@ -9,10 +9,9 @@ import (
 	"github.com/yp/paysvc/shared/notifications"
 )
 
-// CommitItem writes a processed notification item in one transaction (one
-// fsync, shared with concurrent writers by group commit): the event and the
-// payment record conditionally on their versions, the merchant's history
-// entry, and each delivery not stored yet.
+// CommitItem writes a processed notification item in one transaction: the
+// event and the payment record conditionally on their versions, the
+// merchant's history entry, and each delivery not stored yet.
 func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) error {
 	e := c.Event
 	switch {
@@ -36,7 +35,7 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 			return err
 		}
 		if c.Payment != nil {
-			if err := writeLedger(txKV{tx}, *c.Payment, now); err != nil {
+			if err := writeLedger(tx, *c.Payment, now); err != nil {
 				return err
 			}
 		}

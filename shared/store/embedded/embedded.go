@@ -6,9 +6,9 @@
 //
 // Values are JSON documents (times in UTC) in one bbolt bucket per kind;
 // secondary indexes for per-merchant lists live in their own buckets and are
-// updated in the same transaction as the record. Every conditional operation
-// runs inside a single bbolt read-write transaction, so it is atomic with
-// respect to every other operation on the file.
+// updated in the same transaction as the record. Every write is one bbolt
+// read-write transaction (db.Update), atomic with respect to every other
+// operation on the file and durable (bbolt's fsync) when it returns.
 //
 // Records with a lifetime (idempotency records, rate-limit windows, sessions)
 // are treated as absent once expired, checked in code on every read, and
@@ -16,13 +16,8 @@
 // events, merchants' event histories, webhook deliveries and dead queue
 // jobs past their retention (store.*Retention); the local server runs it
 // periodically (SweepEvery). Sweep works in short transactions of at most
-// sweepChunk records each, queued with the other writers, so that a large
-// file never holds the writers up for long.
-//
-// Writes are committed in groups (groupcommit.go); a group of one or two
-// payment, session or idempotency-result writes goes to the payment
-// journal beside the file instead, and the next commit puts it into the
-// file (journal.go).
+// sweepChunk records each, so that a large file never holds the writers
+// up for long.
 //
 // bbolt locks the file: a second process (or a second Open in the same
 // process) gets ErrInUse after the lock timeout instead of hanging.
@@ -74,14 +69,14 @@ const (
 	bktSubscriptions     = "subscriptions"        // compositeKey(merchantID, id) → Subscription
 	bktIdempotency       = "idempotency"          // compositeKey(scope, key) → Record
 	bktSessions          = "sessions"             // id → Session
-	bktPayments          = "payments"             // pspReference → Payment
 )
 
 // bucketNames lists every bucket Open creates.
 func bucketNames() []string {
 	return []string{
 		bktMerchants, bktSites, bktSitesByMerchant, bktAPIKeys, bktAPIKeysByMerchant,
-		bktSubscriptions, bktIdempotency, bktSessions, bktPayments,
+		bktSubscriptions, bktIdempotency, bktSessions,
+		bktHeads, bktEntries, bktFacts, bktFactIDs, bktInFlight,
 	}
 }
 
@@ -98,12 +93,10 @@ var (
 
 // Store is the bbolt-backed adapter. It is safe for concurrent use.
 type Store struct {
-	rate    rateWindows // rate-limit windows (in memory, see ratelimit.go)
-	leases  leases      // idempotency leases (in memory, see idempotency.go)
-	db      *bolt.DB
-	journal *journal   // small groups of payment, session and idempotency writes (journal.go)
-	commit  *committer // group commit of update
-	clock   clock.Clock
+	rate   rateWindows // rate-limit windows (in memory, see ratelimit.go)
+	leases leases      // idempotency leases (in memory, see idempotency.go)
+	db     *bolt.DB
+	clock  clock.Clock
 }
 
 // Option configures Open.
@@ -153,132 +146,16 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil
 	})
-	var j *journal
-	if err == nil {
-		j, err = openFoldedJournal(db, path+journalSuffix, o.clock.Now())
-	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", path, err)
 	}
-	s := &Store{db: db, journal: j, clock: o.clock}
-	s.commit = &committer{db: db, fold: j.fold, folded: j.folded, journal: s.journalChanges}
-	return s, nil
+	return &Store{db: db, clock: o.clock}, nil
 }
 
-// journalSuffix names the payment journal beside the database file.
-const journalSuffix = ".journal"
-
-// openFoldedJournal opens the payment journal at path and puts the
-// entries a crash left in it into db, each whole or not at all, in one
-// transaction with the marker: those the file's marker covers are in the
-// file already. A payment record the release before the ledger journaled
-// goes in unless the file holds that version or a later one (or the
-// payment moved to the ledger buckets), or the record is past its
-// retention at now.
-func openFoldedJournal(db *bolt.DB, path string, now time.Time) (*journal, error) {
-	j, entries, err := openJournal(path)
-	if err != nil || len(entries) == 0 {
-		return j, err
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		nonce, seq := readMarker(tx)
-		for _, e := range entries {
-			if e.nonce == nonce && e.seq <= seq {
-				continue
-			}
-			ops, legacy, err := decodeRecord(e.payload)
-			if err != nil {
-				return fmt.Errorf("entry %d: %w", e.seq, err)
-			}
-			if legacy {
-				err = foldLegacy(tx, ops[0], now)
-			} else {
-				err = apply(txKV{tx}, ops)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		last := entries[len(entries)-1]
-		return putMarker(tx, last.nonce, last.seq)
-	})
-	if err == nil {
-		err = j.clearHead()
-	}
-	if err != nil {
-		_ = j.close()
-		return nil, fmt.Errorf("folding the payment journal: %w", err)
-	}
-	return j, nil
-}
-
-// apply makes the changes ops in db.
-func apply(db kv, ops []op) error {
-	for _, o := range ops {
-		var err error
-		if o.del {
-			err = db.del(o.bucket, o.key)
-		} else {
-			err = db.put(o.bucket, o.key, o.value)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// foldLegacy puts a payment record the release before the ledger
-// journaled (see openFoldedJournal).
-func foldLegacy(tx *bolt.Tx, o op, now time.Time) error {
-	if (txKV{tx}).get(bktHeads, o.key) != nil {
-		return nil // moved to the ledger since
-	}
-	head, err := decodeHead(o.key, o.value)
-	if err != nil {
-		return err
-	}
-	b := bucket(tx, bktPayments)
-	stored, err := decodeHead(o.key, b.Get(o.key))
-	if err != nil {
-		return err
-	}
-	if stored.Version >= head.Version || paymentExpired(head.CreatedAt, now) {
-		return nil
-	}
-	return b.Put(o.key, o.value)
-}
-
-// paymentHead is what the journal's fold reads of a legacy record.
-type paymentHead struct {
-	Version   int64     `json:"version"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-// decodeHead decodes the head of key's encoded legacy record raw (nil: the
-// zero head, version 0).
-func decodeHead(key, raw []byte) (paymentHead, error) {
-	var head paymentHead
-	if raw == nil {
-		return head, nil
-	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return head, fmt.Errorf("decode payment %q: %w", key, err)
-	}
-	return head, nil
-}
-
-// Close folds the payment journal into the file and releases both.
+// Close releases the file, once the write under way (if any) committed.
 func (s *Store) Close() error {
-	// As the committer's leader: no commit or journal write runs meanwhile.
-	err := s.commit.exclusive(func() error {
-		return s.journal.closeFolded(func() error { return s.commit.run(func(*bolt.Tx) error { return nil }) })
-	})
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("embedded: close: %w", err)
 	}
 	return nil
@@ -298,7 +175,7 @@ func (s *Store) Sweep(now time.Time) (int, error) {
 				n    int
 				next []byte
 			)
-			err := s.commit.update(func(tx *bolt.Tx) (err error) {
+			err := s.db.Update(func(tx *bolt.Tx) (err error) {
 				n, next, err = sweepChunkOf(tx, k, from, now)
 				return err
 			})
@@ -359,7 +236,6 @@ func expiresAt[T any](f func(T) time.Time) func(v []byte) (time.Time, error) {
 var sweepKinds = []sweepKind{
 	{bucket: bktIdempotency, expires: expiresAt(func(r records.Idempotency) time.Time { return r.ExpiresAt })},
 	{bucket: bktSessions, expires: expiresAt(func(ss records.Session) time.Time { return ss.ExpiresAt })},
-	{bucket: bktPayments, expires: expiresAt(func(p paymentHead) time.Time { return paymentExpiry(p.CreatedAt) })},
 	{bucket: bktHeads, expires: expiresAt(func(h records.PaymentHead) time.Time { return paymentExpiry(h.CreatedAt) }),
 		also: func(tx *bolt.Tx, key, _ []byte) error {
 			return deletePrefix(tx, prefixOf(string(key)), bktEntries, bktFacts, bktFactIDs)
@@ -532,82 +408,12 @@ func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.View(fn)
 }
 
-// viewJournaled runs fn on the file in a read-only transaction seen through
-// the payment journal's pending writes, after checking ctx. With nothing
-// pending it reads the file alone: a write journaled after the check is
-// concurrent with the read. Otherwise it holds the journal's read lock
-// from before the transaction begins until fn returns, so no reset of
-// the journal (after a fold's commit) falls in between: each pending
-// write is newer than the transaction's file, or in it already (folded
-// by a commit the transaction sees: the marker tells, journal.view).
-func (s *Store) viewJournaled(ctx context.Context, fn func(db kv) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	j := s.journal
-	j.mu.RLock()
-	if len(j.pending) == 0 {
-		j.mu.RUnlock()
-		return s.db.View(func(tx *bolt.Tx) error { return fn(txKV{tx}) })
-	}
-	defer j.mu.RUnlock()
-	return s.db.View(func(tx *bolt.Tx) error { return fn(j.view(tx)) })
-}
-
-// update runs fn in a read-write transaction after checking ctx, committed
-// together with concurrent writers' (group commit: one fsync for all). fn
-// must depend only on tx: it may run twice (see committer).
+// update runs fn in a read-write transaction after checking ctx.
 func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.commit.update(fn)
-}
-
-// change is update for a write on a kv, which the payment journal may
-// take (journalChanges); its buckets' readers read through the journal
-// (viewJournaled). fn may run twice.
-func (s *Store) change(ctx context.Context, fn func(db kv) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return s.commit.change(fn)
-}
-
-// journalChanges makes changes durable as one payment journal entry, run
-// by the committer's leader (nobody else appends or folds meanwhile, so
-// the checks and the append are atomic with respect to every other
-// writer): each change runs on the file seen through the journal's
-// pending writes and the changes before it. handled false: a transaction
-// takes them (the journal is full or unusable, or one of several changes
-// failed: the transaction finds which); a lone change's failure is its
-// result, with nothing written.
-func (s *Store) journalChanges(changes []func(kv) error) (handled bool, err error) {
-	j := s.journal
-	if !j.usable() {
-		return false, nil
-	}
-	var ops []op
-	err = s.db.View(func(tx *bolt.Tx) error {
-		o := j.view(tx)
-		o.batch = map[string]map[string]pendingValue{}
-		for _, change := range changes {
-			if err := change(o); err != nil {
-				return err
-			}
-		}
-		ops = o.ops
-		return nil
-	})
-	if err != nil {
-		return len(changes) == 1, err
-	}
-	if err := j.append(ops); errors.Is(err, errJournalFull) {
-		return false, nil
-	} else if err != nil {
-		return true, err
-	}
-	return true, nil
+	return s.db.Update(fn)
 }
 
 // errEmpty reports a missing identifier.

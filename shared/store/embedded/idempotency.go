@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -64,16 +63,12 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	l.m[string(key)] = stored // held while the file is read: a concurrent claim conflicts
 	l.mu.Unlock()
 
-	// A completed record (or an in-progress one written by an earlier
-	// version, which kept leases in the file) decides as before.
+	// A live completed record decides.
 	var cur records.Idempotency
 	var found bool
-	err := s.viewJournaled(ctx, func(db kv) error {
-		raw := db.get(bktIdempotency, key)
-		if found = raw != nil; !found {
-			return nil
-		}
-		return json.Unmarshal(raw, &cur)
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		found, err = getJSON(bucket(tx, bktIdempotency), key, &cur)
+		return err
 	})
 	if err == nil && found && !claimable(cur.ToIdempotency(), now) {
 		s.dropLease(key, stored.LeaseToken)
@@ -84,14 +79,6 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 		return idempotency.Record{}, fmt.Errorf("embedded: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
 	}
 	return rec, nil
-}
-
-// lease returns the live lease of key holding token, if there is one.
-func (s *Store) lease(key []byte, token string) bool {
-	s.leases.mu.Lock()
-	defer s.leases.mu.Unlock()
-	cur, ok := s.leases.m[string(key)]
-	return ok && token != "" && cur.LeaseToken == token
 }
 
 // dropLease ends the lease of key if it holds token.
@@ -114,19 +101,13 @@ func claimable(r idempotency.Record, now time.Time) bool {
 
 // Complete stores resp and marks the record completed until expiresAt,
 // ending its lease; storeerr.ErrConflict unless the lease holds leaseToken.
-// The completed record is durable when Complete returns: committed with
-// the writes beside it, through the payment journal when they all may (a
-// request's record write and its idempotency result share one fdatasync),
-// so the record is read through the journal (Claim).
+// The completed record is durable when Complete returns.
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	k := compositeKey(scope, key)
 	// Encoded before the transaction: the commit only puts it.
 	raw, err := s.completedRecord(idempotency.Completion{Scope: scope, Key: key, LeaseToken: leaseToken, Response: resp, ExpiresAt: expiresAt})
-	if errors.Is(err, storeerr.ErrConflict) { // no lease in memory: one in the file, or none
-		return s.completeStored(ctx, scope, key, leaseToken, resp, expiresAt)
-	}
 	if err == nil {
-		err = s.change(ctx, func(db kv) error { return db.put(bktIdempotency, k, raw) })
+		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
@@ -136,62 +117,22 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 }
 
 // completedRecord is the record Complete would write for c, encoded:
-// storeerr.ErrConflict unless c's lease is held in memory (a lease an
-// earlier version kept in the file is completed by Complete alone).
+// storeerr.ErrConflict unless c's lease is held.
 func (s *Store) completedRecord(c idempotency.Completion) ([]byte, error) {
 	k := compositeKey(c.Scope, c.Key)
 	s.leases.mu.Lock()
 	held, ok := s.leases.m[string(k)]
 	s.leases.mu.Unlock()
 	if !ok || c.LeaseToken == "" || held.LeaseToken != c.LeaseToken {
-		return nil, fmt.Errorf("complete idempotency key %q of %q: %w", c.Key, c.Scope, storeerr.ErrConflict)
+		return nil, storeerr.ErrConflict
 	}
 	rec := held
 	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", c.ExpiresAt.UTC(), records.FromResponse(&c.Response)
 	return json.Marshal(rec)
 }
 
-// completeStored completes a record whose lease is in the file (written by
-// an earlier version); storeerr.ErrConflict unless it holds leaseToken.
-func (s *Store) completeStored(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b, k := bucket(tx, bktIdempotency), compositeKey(scope, key)
-		var rec records.Idempotency
-		found, err := getJSON(b, k, &rec)
-		if err != nil {
-			return err
-		}
-		if !found || leaseToken == "" || rec.LeaseToken != leaseToken {
-			return storeerr.ErrConflict
-		}
-		rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
-		return putJSON(b, k, rec)
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)
-	}
-	return nil
-}
-
-// Release ends the lease if it holds leaseToken (and deletes a record an
-// earlier version left in progress with it); otherwise it does nothing.
-func (s *Store) Release(ctx context.Context, scope, key, leaseToken string) error {
-	k := compositeKey(scope, key)
-	if s.lease(k, leaseToken) {
-		s.dropLease(k, leaseToken)
-		return nil
-	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := bucket(tx, bktIdempotency)
-		var rec records.Idempotency
-		found, err := getJSON(b, k, &rec)
-		if err != nil || !found || leaseToken == "" || rec.LeaseToken != leaseToken {
-			return err
-		}
-		return b.Delete(k)
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: release idempotency key %q of %q: %w", key, scope, err)
-	}
+// Release ends the lease if it holds leaseToken; otherwise it does nothing.
+func (s *Store) Release(_ context.Context, scope, key, leaseToken string) error {
+	s.dropLease(compositeKey(scope, key), leaseToken)
 	return nil
 }

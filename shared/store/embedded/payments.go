@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
@@ -21,10 +24,9 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
-	raw, err := json.Marshal(records.FromSession(sess))
-	if err == nil { // through the journal with the request's idempotency result, like a payment write
-		err = s.change(ctx, func(db kv) error { return db.put(bktSessions, []byte(sess.ID), raw) })
-	}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		return putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess))
+	})
 	if err != nil {
 		return fmt.Errorf("embedded: put session %q: %w", sess.ID, err)
 	}
@@ -35,12 +37,8 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
 	var rec records.Session
-	err := s.viewJournaled(ctx, func(db kv) error {
-		raw := db.get(bktSessions, []byte(id))
-		if raw == nil {
-			return storeerr.ErrNotFound
-		}
-		return json.Unmarshal(raw, &rec)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		return mustGet(bucket(tx, bktSessions), []byte(id), &rec)
 	})
 	sess := rec.ToSession()
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
@@ -67,57 +65,47 @@ const (
 	bktInFlight = "ledger_inflight"
 )
 
-// ledger is one payment as read in a transaction.
-type ledger struct {
-	head  payments.Head
-	found bool
-}
-
-// readLedger reads payment psp's head in db; a payment past its retention
+// readHead reads payment psp's head in tx; a payment past its retention
 // at now counts as absent.
-func readLedger(db kv, psp string, now time.Time) (ledger, error) {
-	var l ledger
+func readHead(tx *bolt.Tx, psp string, now time.Time) (head payments.Head, found bool, err error) {
 	var r records.PaymentHead
-	found, err := kvGetJSON(db, bktHeads, []byte(psp), &r)
-	if err != nil {
-		return l, err
+	found, err = getJSON(bucket(tx, bktHeads), []byte(psp), &r)
+	if err != nil || !found || paymentExpired(r.CreatedAt, now) {
+		return payments.Head{}, false, err
 	}
-	if found {
-		l.head, l.found = r.ToHead(), true
-	}
-	if l.found && paymentExpired(l.head.CreatedAt, now) {
-		return ledger{}, nil
-	}
-	return l, nil
+	return r.ToHead(), true, nil
 }
 
 // GetPayment returns payment psp's head, or storeerr.ErrNotFound (also
 // once it is past its retention, before a sweep deletes it).
 func (s *Store) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
-	var l ledger
-	err := s.viewJournaled(ctx, func(db kv) (err error) {
-		l, err = readLedger(db, psp, s.clock.Now())
+	var (
+		head  payments.Head
+		found bool
+	)
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		head, found, err = readHead(tx, psp, s.clock.Now())
 		return err
 	})
-	if err == nil && !l.found {
+	if err == nil && !found {
 		err = storeerr.ErrNotFound
 	}
 	if err != nil {
 		return payments.Head{}, fmt.Errorf("embedded: get payment %q: %w", psp, err)
 	}
-	return l.head, nil
+	return head, nil
 }
 
 // GetEntries returns those of payment psp's entries refs that exist.
 func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
 	var out []payments.Entry
-	err := s.viewJournaled(ctx, func(db kv) error {
-		l, err := readLedger(db, psp, s.clock.Now())
-		if err != nil || !l.found {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		_, found, err := readHead(tx, psp, s.clock.Now())
+		if err != nil || !found {
 			return err
 		}
 		for _, ref := range refs {
-			e, ok, err := l.entry(db, psp, ref)
+			e, ok, err := readEntry(tx, psp, ref)
 			if err != nil {
 				return err
 			}
@@ -133,10 +121,10 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 	return out, nil
 }
 
-// entry reads entry ref of the ledger psp.
-func (l ledger) entry(db kv, psp, ref string) (payments.Entry, bool, error) {
+// readEntry reads entry ref of payment psp.
+func readEntry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
 	var r records.Entry
-	found, err := kvGetJSON(db, bktEntries, compositeKey(psp, ref), &r)
+	found, err := getJSON(bucket(tx, bktEntries), compositeKey(psp, ref), &r)
 	return r.ToEntry(), found, err
 }
 
@@ -145,9 +133,9 @@ func (l ledger) entry(db kv, psp, ref string) (payments.Entry, bool, error) {
 func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
 	var out []payments.Fact
 	next := ""
-	err := s.viewJournaled(ctx, func(db kv) error {
-		l, err := readLedger(db, psp, s.clock.Now())
-		if err != nil || !l.found {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		_, found, err := readHead(tx, psp, s.clock.Now())
+		if err != nil || !found {
 			return err
 		}
 		after := uint64(0)
@@ -158,19 +146,20 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 		}
 		prefix := prefixOf(psp)
 		n := after
-		return db.scan(bktFacts, prefix, factKey(psp, after+1), func(k, v []byte) (bool, error) {
+		c := bucket(tx, bktFacts).Cursor()
+		for k, v := c.Seek(factKey(psp, after+1)); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
 			if len(out) == limit {
 				next = strconv.FormatUint(n, 10)
-				return false, nil
+				break
 			}
 			var r records.Fact
 			if err := json.Unmarshal(v, &r); err != nil {
-				return false, fmt.Errorf("decode fact %q: %w", k, err)
+				return fmt.Errorf("decode fact %q: %w", k, err)
 			}
 			out = append(out, r.ToFact())
 			n = factNumber(k, prefix)
-			return true, nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("embedded: timeline of payment %q: %w", psp, err)
@@ -187,20 +176,31 @@ func factKey(psp string, n uint64) []byte {
 // factNumber is the number in fact key k (prefix: its payment's).
 func factNumber(k, prefix []byte) uint64 { return binary.BigEndian.Uint64(k[len(prefix):]) }
 
-// Write makes payment write w in one transaction (shared with concurrent
-// writers by group commit): storeerr.ErrConflict when a condition fails,
-// and nothing is written then. It goes to the payment journal instead
-// when its group allows (journal.go): checked against the file seen
-// through the writes pending there, it is durable when Write returns.
+// lastFact is the number of payment psp's last fact in b (0: none).
+func lastFact(b *bolt.Bucket, psp string) uint64 {
+	c := b.Cursor()
+	k, _ := c.Seek(factKey(psp, math.MaxUint64))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if prefix := prefixOf(psp); k != nil && hasPrefix(k, prefix) {
+		return factNumber(k, prefix)
+	}
+	return 0
+}
+
+// Write makes payment write w in one transaction: storeerr.ErrConflict
+// when a condition fails, and nothing is written then. The claim's lease
+// (w.Claim) is taken before it and dropped again if it fails; the
+// completed idempotency record (w.Result) is written in it.
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
 		return fmt.Errorf("embedded: write payment: %w", errEmpty("pspReference"))
 	}
 	now := s.clock.Now()
 	if c := w.Claim; c != nil {
-		// Leases are in memory (idempotency.go): taken first, dropped
-		// again if the write fails, so the two are one step as in DynamoDB's
-		// transaction.
 		existing, err := s.Claim(ctx, *c, now)
 		if errors.Is(err, storeerr.ErrConflict) {
 			return &idempotency.Taken{Existing: existing}
@@ -209,27 +209,18 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
 		}
 	}
-	change, commit := func(db kv) error { return writeLedger(db, w, now) }, s.commit.change
-	if w.Claim != nil {
-		commit = s.commit.changeFirst // its request's first write
-	}
 	var result []byte // the completed idempotency record of w.Result
+	var err error
 	if r := w.Result; r != nil {
-		var err error
-		if result, err = s.completedRecord(*r); err != nil {
-			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
-		}
-		k := compositeKey(r.Scope, r.Key)
-		change = func(db kv) error {
-			if err := writeLedger(db, w, now); err != nil {
+		result, err = s.completedRecord(*r)
+	}
+	if err == nil {
+		err = s.update(ctx, func(tx *bolt.Tx) error {
+			if err := writeLedger(tx, w, now); err != nil || result == nil {
 				return err
 			}
-			return db.put(bktIdempotency, k, result)
-		}
-	}
-	err := ctx.Err()
-	if err == nil {
-		err = commit(change)
+			return bucket(tx, bktIdempotency).Put(compositeKey(w.Result.Scope, w.Result.Key), result)
+		})
 	}
 	if err != nil {
 		if c := w.Claim; c != nil {
@@ -243,27 +234,26 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	return nil
 }
 
-// writeLedger is Write in db.
-func writeLedger(db kv, w payments.Write, now time.Time) error {
-	l, err := readLedger(db, w.PSP, now)
+// writeLedger is Write in tx.
+func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
+	head, found, err := readHead(tx, w.PSP, now)
 	if err != nil {
 		return err
 	}
-	var head payments.Head
 	switch {
 	case w.Put != nil:
-		if stored := l.head.Version; !l.found && w.Put.Version != 1 || l.found && stored != w.Put.Version-1 {
+		if !found && w.Put.Version != 1 || found && head.Version != w.Put.Version-1 {
 			return storeerr.ErrConflict
 		}
 		head = *w.Put
-	case !l.found || !w.Expect.Meets(l.head):
+	case !found || !w.Expect.Meets(head):
 		return storeerr.ErrConflict
 	default:
-		head = w.Apply(l.head)
+		head = w.Apply(head)
 	}
 	var index []indexChange
 	for _, e := range w.Entries {
-		stored, found, err := l.entry(db, w.PSP, e.Ref)
+		stored, found, err := readEntry(tx, w.PSP, e.Ref)
 		if err != nil {
 			return err
 		}
@@ -272,40 +262,37 @@ func writeLedger(db kv, w payments.Write, now time.Time) error {
 		}
 		index = append(index, indexChange{stored, e})
 	}
-	if err := indexInFlight(db, w.PSP, index); err != nil {
+	if err := indexInFlight(bucket(tx, bktInFlight), w.PSP, index); err != nil {
 		return err
 	}
-	if err := putLedger(db, w.PSP, w.Entries, w.Facts); err != nil {
+	if err := putLedger(tx, w.PSP, w.Entries, w.Facts); err != nil {
 		return err
 	}
-	return kvPutJSON(db, bktHeads, []byte(w.PSP), records.FromHead(head))
+	return putJSON(bucket(tx, bktHeads), []byte(w.PSP), records.FromHead(head))
 }
 
 // putLedger puts entries and the facts not stored yet of payment psp.
-func putLedger(db kv, psp string, entries []payments.Entry, facts []payments.Fact) error {
+func putLedger(tx *bolt.Tx, psp string, entries []payments.Entry, facts []payments.Fact) error {
 	for _, e := range entries {
-		if err := kvPutJSON(db, bktEntries, compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
+		if err := putJSON(bucket(tx, bktEntries), compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
 			return err
 		}
 	}
 	if len(facts) == 0 {
 		return nil
 	}
-	prefix := prefixOf(psp)
-	n := uint64(0)
-	if k := db.last(bktFacts, prefix); k != nil {
-		n = factNumber(k, prefix)
-	}
+	factsB, ids := bucket(tx, bktFacts), bucket(tx, bktFactIDs)
+	n := lastFact(factsB, psp)
 	for _, f := range facts {
 		id := compositeKey(psp, f.ID)
-		if db.get(bktFactIDs, id) != nil {
+		if ids.Get(id) != nil {
 			continue
 		}
 		n++
-		if err := kvPutJSON(db, bktFacts, factKey(psp, n), records.FromFact(f)); err != nil {
+		if err := putJSON(factsB, factKey(psp, n), records.FromFact(f)); err != nil {
 			return err
 		}
-		if err := db.put(bktFactIDs, id, binary.BigEndian.AppendUint64(nil, n)); err != nil {
+		if err := ids.Put(id, binary.BigEndian.AppendUint64(nil, n)); err != nil {
 			return err
 		}
 	}
@@ -328,21 +315,21 @@ func paymentExpiry(created time.Time) time.Time {
 // indexChange is an entry as stored (zero: none) and as written.
 type indexChange struct{ from, to payments.Entry }
 
-// indexInFlight moves payment psp's entries in the in-flight index as
+// indexInFlight moves payment psp's entries in the in-flight index b as
 // they change.
-func indexInFlight(db kv, psp string, changes []indexChange) error {
+func indexInFlight(b *bolt.Bucket, psp string, changes []indexChange) error {
 	for _, c := range changes {
 		was, is := c.from.Requested != nil && c.from.Recoverable(), c.to.Recoverable()
 		if was == is {
 			continue
 		}
 		if was {
-			if err := db.del(bktInFlight, inFlightKey(c.from.Requested.At, psp, c.from.Ref)); err != nil {
+			if err := b.Delete(inFlightKey(c.from.Requested.At, psp, c.from.Ref)); err != nil {
 				return err
 			}
 		}
 		if is {
-			if err := db.put(bktInFlight, inFlightKey(c.to.Requested.At, psp, c.to.Ref), []byte{}); err != nil {
+			if err := b.Put(inFlightKey(c.to.Requested.At, psp, c.to.Ref), []byte{}); err != nil {
 				return err
 			}
 		}
@@ -362,27 +349,26 @@ func inFlightKey(at time.Time, psp, ref string) []byte {
 func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
 	now := s.clock.Now()
 	var out []payments.OpRef
-	err := s.viewJournaled(ctx, func(db kv) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
-		return db.scan(bktInFlight, nil, nil, func(k, _ []byte) (bool, error) {
-			if len(out) == limit || len(k) < 8 || string(k[:8]) >= string(end) {
-				return false, nil
-			}
+		c := bucket(tx, bktInFlight).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && len(k) >= 8 && string(k[:8]) < string(end); k, _ = c.Next() {
 			psp, ref, ok := splitCompositeKey(k[8:])
 			if !ok {
-				return true, nil
+				continue
 			}
-			l, err := readLedger(db, psp, now)
-			if err != nil || !l.found {
-				return err == nil, err
+			if _, found, err := readHead(tx, psp, now); err != nil {
+				return err
+			} else if !found {
+				continue
 			}
-			if e, found, err := l.entry(db, psp, ref); err != nil {
-				return false, err
+			if e, found, err := readEntry(tx, psp, ref); err != nil {
+				return err
 			} else if found && e.Recoverable() {
 				out = append(out, payments.OpRef{PSP: psp, Ref: ref})
 			}
-			return true, nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: operations in flight: %w", err)
