@@ -50,7 +50,6 @@ var layerOf = map[string]int{
 	"shared/store":                adapter,
 	"shared/queue/sqsqueue":       adapter,
 	"shared/queue/localqueue":     adapter,
-	"shared/recordupdates":        adapter, // the embedded store's record-updates bucket
 	"shared/upstream":             adapter, // the typed client; connector/ implements payments.Upstream over it
 	"shared/upstream/simulator":   adapter,
 	"shared/observe":              adapter, // CloudWatch EMF metrics

@@ -151,17 +151,6 @@ func (s *Service) Begin(ctx context.Context, scope, key, fp string) (*Lease, *Re
 	return nil, nil, apperr.New(apperr.IdempotencyInFlight, "a request with this Idempotency-Key is still in progress; retry later")
 }
 
-// Taken is the error of a claim written with another write (Prepare)
-// that found its key held: Existing is the record holding it, and
-// nothing of the write was made. It matches storeerr.ErrConflict.
-type Taken struct{ Existing Record }
-
-func (t *Taken) Error() string {
-	return fmt.Sprintf("idempotency key %q of %q is held", t.Existing.Key, t.Existing.Scope)
-}
-
-func (t *Taken) Unwrap() error { return storeerr.ErrConflict }
-
 // Finish ends a lease. When keep is true the response is stored for replay;
 // otherwise the key is released. Failures are logged, not returned: the
 // caller's response stands, and an unreleased lease expires by itself.
@@ -177,16 +166,6 @@ func (s *Service) Finish(ctx context.Context, l *Lease, resp Response, keep bool
 	if err := s.store.Release(ctx, l.scope, l.key, l.token); err != nil {
 		s.log.ErrorContext(ctx, "idempotency: releasing the key failed; it frees itself when the lease ends", "err", err.Error())
 	}
-}
-
-// Completion is the completion of a lease with a response, handed to
-// another store write that stores it atomically with what it writes (a
-// payment record's: payments.Write.Result), conditional on the lease
-// being held still, as Store.Complete is.
-type Completion struct {
-	Scope, Key, LeaseToken string
-	Response               Response
-	ExpiresAt              time.Time
 }
 
 // Keep reports whether a response must be stored: 2xx always; a 400 only

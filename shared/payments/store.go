@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/apperr"
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/tenant"
 )
@@ -32,9 +31,7 @@ type Store interface {
 	// returned when more follow ("" otherwise).
 	Timeline(ctx context.Context, psp, cursor string, limit int) ([]Fact, string, error)
 	// Write makes w, atomically: all of it or nothing.
-	// storeerr.ErrConflict when one of its conditions fails; with
-	// w.Claim, *idempotency.Taken (which matches storeerr.ErrConflict)
-	// when the claim's key is held, whatever else failed.
+	// storeerr.ErrConflict when one of its conditions fails.
 	Write(ctx context.Context, w Write) error
 }
 
@@ -54,15 +51,6 @@ type Write struct {
 	// Entries are written each if its stored version is Version−1
 	// (Version 1: none may exist).
 	Entries []Entry
-	// Claim, when set, is the merchant's Idempotency-Key claim
-	// (idempotency.Service.Prepare), taken in the same atomic write: an
-	// operation's request and its claim are one step.
-	Claim *idempotency.Record
-	// Result, when set, is the merchant's answer to the operation, stored
-	// in the same atomic write (its lease must still be held, else the
-	// write fails with storeerr.ErrConflict): an operation's record and
-	// its answer are one step (Call.Commit).
-	Result *idempotency.Completion
 	// Facts are appended to the timeline; the same fact written again
 	// (same ID and time) is stored once. (The embedded store keeps only
 	// the first of an ID whatever its time; DynamoDB keys facts by time,

@@ -362,32 +362,6 @@ func TestHitWhoseAnswerWasLost(t *testing.T) {
 	}
 }
 
-// TestClaimingWriteWhoseAnswerWasLost: a reservation written with its
-// Idempotency-Key claim (payments.Write.Claim), applied by DynamoDB but
-// whose answer was lost, sent again by the SDK, is reported written —
-// not as the key held by another (its own claim) nor as a conflict — and
-// holds the claim's lease.
-func TestClaimingWriteWhoseAnswerWasLost(t *testing.T) {
-	ctx := context.Background()
-	l := newLosing(t)
-	s, at, psp := l.store, l.at, "PSP_LOST_CLAIM"
-	if err := l.plain.Write(ctx, created(authorised(psp, at))); err != nil {
-		t.Fatal(err)
-	}
-	rec := idempotency.Record{Scope: "m_a", Key: "k-lost", Fingerprint: "fp", Status: idempotency.StatusInProgress,
-		LeaseToken: "token-1", LeaseUntil: at.Add(time.Minute), ExpiresAt: at.Add(time.Hour)}
-	w := request(psp, capture("op_1", 1200, at.Add(time.Second)))
-	w.Claim = &rec
-	lose(t, &l.armed, "capture requested with its claim", func() error { return s.Write(ctx, w) })
-	got, _ := ledger(t, s, psp, "op_1")
-	if got.Totals.CapturesInFlight != 1200 {
-		t.Fatalf("captures in flight %d, want 1200 once", got.Totals.CapturesInFlight)
-	}
-	if err := s.Complete(ctx, rec.Scope, rec.Key, "token-1", idempotency.Response{Status: 201, Body: []byte(`{}`)}, at.Add(time.Hour)); err != nil {
-		t.Fatalf("Complete with the claim's lease: %v", err)
-	}
-}
-
 // TestAPIKeyCreateWhoseAnswerWasLost: creating a key is one transaction
 // of its two items; one DynamoDB applied but whose answer was lost, sent
 // again by the SDK, is reported done (a CI run met "create api key …:

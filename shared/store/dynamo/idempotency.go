@@ -42,17 +42,26 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	if rec.Scope == "" || rec.Key == "" {
 		return idempotency.Record{}, fmt.Errorf("dynamo: claim idempotency key: %w", errEmpty("scope or key"))
 	}
-	put, err := s.claimPut(rec, now)
-	if err != nil {
-		return idempotency.Record{}, fmt.Errorf("dynamo: %w", err)
-	}
-	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC, as claimPut wrote them
-	rec.Status, rec.Response = idempotency.StatusInProgress, nil
-	in := &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item, ConditionExpression: put.ConditionExpression,
-		ExpressionAttributeNames: put.ExpressionAttributeNames, ExpressionAttributeValues: put.ExpressionAttributeValues,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	wrap := func(err error) error {
 		return fmt.Errorf("dynamo: claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
+	}
+	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
+	rec.Status, rec.Response = idempotency.StatusInProgress, nil
+	item, err := IdempotencyItem(rec)
+	if err != nil {
+		return idempotency.Record{}, wrap(err)
+	}
+	in := &dynamodb.PutItemInput{
+		TableName:           aws.String(s.table),
+		Item:                item,
+		ConditionExpression: aws.String(claimCondition),
+		ExpressionAttributeNames: map[string]string{
+			"#pk": attrPK, "#exp": attrExpiresN, "#st": attrStatus, "#lease_until": attrLeaseN,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": instant(now), ":inprogress": str(string(idempotency.StatusInProgress)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	const attempts = 3
 	for range attempts {
@@ -126,37 +135,13 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	if leaseToken == "" {
 		return wrap(storeerr.ErrConflict)
 	}
-	up, err := s.completeUpdate(idempotency.Completion{Scope: scope, Key: key, LeaseToken: leaseToken, Response: resp, ExpiresAt: expiresAt})
+	raw, err := json.Marshal(records.FromResponse(&resp))
 	if err != nil {
 		return wrap(err)
 	}
 	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: up.TableName, Key: up.Key, UpdateExpression: up.UpdateExpression, ConditionExpression: up.ConditionExpression,
-		ExpressionAttributeNames: up.ExpressionAttributeNames, ExpressionAttributeValues: up.ExpressionAttributeValues,
-	})
-	if _, failed := conditionFailed(err); failed {
-		return wrap(storeerr.ErrConflict)
-	}
-	if err != nil {
-		return wrap(err)
-	}
-	return nil
-}
-
-// completeUpdate is Complete's update of c's record, conditional on its
-// lease token: alone (Complete) or in a payment's transaction
-// (payments.Write.Result).
-func (s *Store) completeUpdate(c idempotency.Completion) (*types.Update, error) {
-	if c.LeaseToken == "" {
-		return nil, fmt.Errorf("complete idempotency key %q of %q: no lease token", c.Key, c.Scope)
-	}
-	raw, err := json.Marshal(records.FromResponse(&c.Response))
-	if err != nil {
-		return nil, fmt.Errorf("complete idempotency key %q of %q: %w", c.Key, c.Scope, err)
-	}
-	return &types.Update{
 		TableName:           aws.String(s.table),
-		Key:                 idemKey(c.Scope, c.Key),
+		Key:                 idemKey(scope, key),
 		UpdateExpression:    aws.String("SET #st = :completed, #resp = :resp, #exp_at = :exp_at, #exp = :exp, #ttl = :ttl REMOVE #lease"),
 		ConditionExpression: aws.String("#lease = :token"),
 		ExpressionAttributeNames: map[string]string{
@@ -165,10 +150,17 @@ func (s *Store) completeUpdate(c idempotency.Completion) (*types.Update, error) 
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":completed": str(string(idempotency.StatusCompleted)), ":resp": str(string(raw)),
-			":exp_at": rfc3339(c.ExpiresAt), ":exp": instant(c.ExpiresAt), ":ttl": ttlOf(c.ExpiresAt),
-			":token": str(c.LeaseToken),
+			":exp_at": rfc3339(expiresAt), ":exp": instant(expiresAt), ":ttl": ttlOf(expiresAt),
+			":token": str(leaseToken),
 		},
-	}, nil
+	})
+	if _, failed := conditionFailed(err); failed {
+		return wrap(storeerr.ErrConflict)
+	}
+	if err != nil {
+		return wrap(err)
+	}
+	return nil
 }
 
 // Release deletes the record if it holds leaseToken (one conditional

@@ -2,62 +2,23 @@ package dynamo
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
 	"github.com/yp/paysvc/shared/storeerr"
 )
 
-// Key parts of session and payment items (see doc.go).
-const (
-	pfxSession = "SESSION#"
-	pfxPayment = "PAYMENT#"
-)
-
-// PutSession writes a session, replacing one with the same id; DynamoDB's
-// TTL deletes it some time after it expires.
-func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
-	if sess.ID == "" {
-		return fmt.Errorf("dynamo: put session: %w", errEmpty("id"))
-	}
-	item, err := SessionItem(sess)
-	if err == nil {
-		err = s.putItem(ctx, item)
-	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put session %q: %w", sess.ID, err)
-	}
-	return nil
-}
-
-// GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
-// expired by the store's clock.
-func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	rec, err := getData[records.Session](ctx, s, pfxSession+id, skMeta)
-	sess := rec.ToSession()
-	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = storeerr.ErrNotFound
-	}
-	if err != nil {
-		return payments.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
-	}
-	return sess, nil
-}
+// pfxPayment starts a payment's partition key (see doc.go).
+const pfxPayment = "PAYMENT#"
 
 // A payment is a ledger in its partition PAYMENT#<pspReference>:
 //
@@ -336,11 +297,6 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 		if s.landed(ctx, w, err, token) {
 			return nil
 		}
-		if w.Claim != nil {
-			if existing, held := s.claimHeld(ctx, *w.Claim, err, len(items)-1); held {
-				return &idempotency.Taken{Existing: existing}
-			}
-		}
 		if attempt == 0 && w.Put != nil && w.Put.Version == 1 {
 			// A new payment over an expired one not deleted yet: that one
 			// is deleted first.
@@ -435,70 +391,10 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		}
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it}})
 	}
-	if w.Result != nil {
-		up, err := s.completeUpdate(*w.Result)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, types.TransactWriteItem{Update: up})
-	}
-	if w.Claim != nil { // last: claimHeld finds its cancellation reason there
-		put, err := s.claimPut(*w.Claim, s.clock.Now())
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, types.TransactWriteItem{Put: put})
-	}
 	if len(items) > 100 {
 		return nil, fmt.Errorf("%d writes in one transaction (at most 100)", len(items))
 	}
 	return items, nil
-}
-
-// claimPut is the idempotency claim of rec as a transaction's write: the
-// item and the condition Claim writes alone.
-func (s *Store) claimPut(rec idempotency.Record, now time.Time) (*types.Put, error) {
-	if rec.Scope == "" || rec.Key == "" {
-		return nil, fmt.Errorf("claim idempotency key: %w", errEmpty("scope or key"))
-	}
-	rec = records.FromIdempotency(rec).ToIdempotency() // times in UTC
-	rec.Status, rec.Response = idempotency.StatusInProgress, nil
-	item, err := IdempotencyItem(rec)
-	if err != nil {
-		return nil, fmt.Errorf("claim idempotency key %q of %q: %w", rec.Key, rec.Scope, err)
-	}
-	return &types.Put{
-		TableName:           aws.String(s.table),
-		Item:                item,
-		ConditionExpression: aws.String(claimCondition),
-		ExpressionAttributeNames: map[string]string{
-			"#pk": attrPK, "#exp": attrExpiresN, "#st": attrStatus, "#lease_until": attrLeaseN,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":now": instant(now), ":inprogress": str(string(idempotency.StatusInProgress)),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}, nil
-}
-
-// claimHeld reports whether the cancelled transaction err failed on its
-// claim of rec (its write number i) and returns the record holding the
-// key: the item the cancellation returned, else the item read now.
-func (s *Store) claimHeld(ctx context.Context, rec idempotency.Record, err error, i int) (idempotency.Record, bool) {
-	var tce *types.TransactionCanceledException
-	if !errors.As(err, &tce) || i >= len(tce.CancellationReasons) ||
-		aws.ToString(tce.CancellationReasons[i].Code) != "ConditionalCheckFailed" {
-		return idempotency.Record{}, false
-	}
-	it := s.itemOr(ctx, tce.CancellationReasons[i].Item, idemPK(rec.Scope, rec.Key), skIdem)
-	if it == nil {
-		return idempotency.Record{}, false // released meanwhile: the caller tries again
-	}
-	existing, derr := decodeRecord(it)
-	if derr != nil || existing.LeaseToken == rec.LeaseToken {
-		return idempotency.Record{}, false
-	}
-	return existing, true
 }
 
 // deltaUpdate is the head's update of a Delta write: the Totals moved, the
@@ -583,85 +479,6 @@ func (s *Store) deltaUpdate(pk string, w payments.Write, token string) *types.Up
 	}
 }
 
-// purgeExpired deletes payment psp when it is past its retention but its
-// HEAD is still stored (DynamoDB's TTL deletes items some time after they
-// expire), so that a new payment under the same pspReference starts
-// clean: its entries and facts, then its HEAD, conditional on being the
-// one read. No write lands on an expired head (condLive), so the entries
-// and facts listed are all there are. again is false when there is no
-// expired head.
-func (s *Store) purgeExpired(ctx context.Context, psp string) (again bool, _ error) {
-	pk := pfxPayment + psp
-	it, err := s.getItem(ctx, pk, skHead)
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	h, err := decodeHeadItem(it)
-	if err != nil {
-		return false, err
-	}
-	if h.CreatedAt.IsZero() || h.CreatedAt.Add(store.PaymentRetention).After(s.clock.Now()) {
-		return false, nil // live: a conflict
-	}
-	if err := s.deleteItems(ctx, pk, skEntry, skFact); err != nil {
-		return false, fmt.Errorf("delete expired payment: %w", err)
-	}
-	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table), Key: itemKey(pk, skHead),
-		ConditionExpression:      aws.String("#v = :v AND #wt = :wt"),
-		ExpressionAttributeNames: map[string]string{"#v": attrVersion, "#wt": attrWriteToken},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(getN(it, attrVersion)),
-			":wt": str(getS(it, attrWriteToken))}})
-	if _, failed := conditionFailed(err); failed {
-		return true, nil // deleted (and maybe created again) meanwhile: the write is tried again either way
-	}
-	if err != nil {
-		return false, fmt.Errorf("delete expired payment: %w", err)
-	}
-	return true, nil
-}
-
-// deleteItems deletes the items of partition pk whose sort keys start
-// with one of prefixes.
-func (s *Store) deleteItems(ctx context.Context, pk string, prefixes ...string) error {
-	for _, prefix := range prefixes {
-		in := partitionQuery(pk, prefix)
-		in.TableName, in.ProjectionExpression = aws.String(s.table), aws.String("#pk, #sk")
-		pages := dynamodb.NewQueryPaginator(s.client, in)
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if err != nil {
-				return err
-			}
-			for _, it := range page.Items {
-				_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(s.table),
-					Key: itemKey(pk, getS(it, attrSK))})
-				if err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// writeToken returns a new random token for attrWriteToken.
-func writeToken() string {
-	var b [writeTokenBytes]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// writeTokenBytes is a write token's randomness (hex: twice as many
-// characters).
-const writeTokenBytes = 12
-
-// writeTokenPlaceholder is a token's length of zeros: the item builders'
-// value (its size is what the capacity model counts).
-var writeTokenPlaceholder = strings.Repeat("0", 2*writeTokenBytes)
-
 // getN returns item[name] as an integer (0 if absent or not a number).
 func getN(item map[string]types.AttributeValue, name string) int64 {
 	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
@@ -677,60 +494,3 @@ func setTTL(item map[string]types.AttributeValue, ttl types.AttributeValue) {
 		item[attrTTL] = ttl
 	}
 }
-
-// The operations awaiting their answer (payments.Entry.Recoverable) are
-// a sparse part of gsi1: their entry items carry gsi1pk INFLIGHT#<shard>
-// and gsi1sk <requested at>#<psp>#<ref> until an answer's put replaces
-// them without. inFlightShards spread the writes.
-const (
-	pfxInFlight    = "INFLIGHT#"
-	inFlightShards = 64
-)
-
-// inFlightPartition is the gsi1 partition of payment psp's operations in
-// flight.
-func inFlightPartition(psp string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(psp))
-	return pfxInFlight + strconv.Itoa(int(h.Sum32()%inFlightShards))
-}
-
-// InFlight implements payments.InFlight: each shard's oldest, merged. The
-// index is eventually consistent: Recover re-reads each entry.
-func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]payments.OpRef, error) {
-	type op struct {
-		ref payments.OpRef
-		sk  string
-	}
-	var ops []op
-	for shard := range inFlightShards {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                 aws.String(s.table),
-			IndexName:                 aws.String(indexGSI1),
-			KeyConditionExpression:    aws.String("#pk = :pk AND #sk < :before"),
-			ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK, "#sk": attrGSI1SK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pfxInFlight + strconv.Itoa(shard)), ":before": str(sortTime(before))},
-			ProjectionExpression:      aws.String("#pk, #sk"),
-			Limit:                     aws.Int32(int32(limit)),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: operations in flight: %w", err)
-		}
-		for _, it := range out.Items {
-			sk := getS(it, attrGSI1SK)
-			parts := strings.SplitN(sk, "#", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			ops = append(ops, op{payments.OpRef{PSP: parts[1], Ref: parts[2]}, sk})
-		}
-	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i].sk < ops[j].sk })
-	var refs []payments.OpRef
-	for _, o := range ops[:min(limit, len(ops))] {
-		refs = append(refs, o.ref)
-	}
-	return refs, nil
-}
-
-var _ payments.InFlight = (*Store)(nil)

@@ -105,7 +105,7 @@ func claimable(r idempotency.Record, now time.Time) bool {
 func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, resp idempotency.Response, expiresAt time.Time) error {
 	k := compositeKey(scope, key)
 	// Encoded before the transaction: the commit only puts it.
-	raw, err := s.completedRecord(idempotency.Completion{Scope: scope, Key: key, LeaseToken: leaseToken, Response: resp, ExpiresAt: expiresAt})
+	raw, err := s.completedRecord(k, leaseToken, resp, expiresAt)
 	if err == nil {
 		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
 	}
@@ -116,18 +116,17 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	return nil
 }
 
-// completedRecord is the record Complete would write for c, encoded:
-// storeerr.ErrConflict unless c's lease is held.
-func (s *Store) completedRecord(c idempotency.Completion) ([]byte, error) {
-	k := compositeKey(c.Scope, c.Key)
+// completedRecord is the record Complete writes for key k, encoded:
+// storeerr.ErrConflict unless its lease holds leaseToken.
+func (s *Store) completedRecord(k []byte, leaseToken string, resp idempotency.Response, expiresAt time.Time) ([]byte, error) {
 	s.leases.mu.Lock()
 	held, ok := s.leases.m[string(k)]
 	s.leases.mu.Unlock()
-	if !ok || c.LeaseToken == "" || held.LeaseToken != c.LeaseToken {
+	if !ok || leaseToken == "" || held.LeaseToken != leaseToken {
 		return nil, storeerr.ErrConflict
 	}
 	rec := held
-	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", c.ExpiresAt.UTC(), records.FromResponse(&c.Response)
+	rec.Status, rec.LeaseToken, rec.ExpiresAt, rec.Response = string(idempotency.StatusCompleted), "", expiresAt.UTC(), records.FromResponse(&resp)
 	return json.Marshal(rec)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/internal/records"
@@ -192,44 +190,14 @@ func lastFact(b *bolt.Bucket, psp string) uint64 {
 }
 
 // Write makes payment write w in one transaction: storeerr.ErrConflict
-// when a condition fails, and nothing is written then. The claim's lease
-// (w.Claim) is taken before it and dropped again if it fails; the
-// completed idempotency record (w.Result) is written in it.
+// when a condition fails, and nothing is written then.
 func (s *Store) Write(ctx context.Context, w payments.Write) error {
 	if w.PSP == "" {
 		return fmt.Errorf("embedded: write payment: %w", errEmpty("pspReference"))
 	}
 	now := s.clock.Now()
-	if c := w.Claim; c != nil {
-		existing, err := s.Claim(ctx, *c, now)
-		if errors.Is(err, storeerr.ErrConflict) {
-			return &idempotency.Taken{Existing: existing}
-		}
-		if err != nil {
-			return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
-		}
-	}
-	var result []byte // the completed idempotency record of w.Result
-	var err error
-	if r := w.Result; r != nil {
-		result, err = s.completedRecord(*r)
-	}
-	if err == nil {
-		err = s.update(ctx, func(tx *bolt.Tx) error {
-			if err := writeLedger(tx, w, now); err != nil || result == nil {
-				return err
-			}
-			return bucket(tx, bktIdempotency).Put(compositeKey(w.Result.Scope, w.Result.Key), result)
-		})
-	}
-	if err != nil {
-		if c := w.Claim; c != nil {
-			s.dropLease(compositeKey(c.Scope, c.Key), c.LeaseToken)
-		}
+	if err := s.update(ctx, func(tx *bolt.Tx) error { return writeLedger(tx, w, now) }); err != nil {
 		return fmt.Errorf("embedded: write payment %q: %w", w.PSP, err)
-	}
-	if r := w.Result; r != nil {
-		s.dropLease(compositeKey(r.Scope, r.Key), r.LeaseToken)
 	}
 	return nil
 }

@@ -59,8 +59,6 @@ func RunAll(t *testing.T, newStores Factory[Stores]) {
 	t.Run("Payments", func(t *testing.T) {
 		TestPaymentStore(t, func(t *testing.T, clk clock.Clock) payments.Store { return newStores(t, clk).Payments })
 	})
-	t.Run("ClaimOnWrite", func(t *testing.T) { TestClaimOnWrite(t, newStores) })
-	t.Run("ResultOnWrite", func(t *testing.T) { TestResultOnWrite(t, newStores) })
 }
 
 // epoch is the fixed instant every test starts from. It carries nanoseconds
