@@ -1,9 +1,11 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/yp/paysvc/shared/apperr"
 	"github.com/yp/paysvc/shared/money"
@@ -31,7 +33,7 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	m := c.Merchant
 	return s.run(ctx, c, psp, operation{kind: OpAmountUpdate,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: splits(m, in.Amount, orRef(in.Reference, psp))},
+			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, PreAuth: true, Uncaptured: true,
 			Currency: in.Amount.Currency},
 		why:    func(h Head) error { return amountUpdateRefusal(h, in) },
@@ -126,12 +128,7 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 
 // amountUpdated reports whether amount update mod is applied to the head.
 func (h Head) amountUpdated(mod string) bool {
-	for _, u := range h.AmountUpdates {
-		if u.Ref == mod {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(h.AmountUpdates, func(u AmountUpdate) bool { return u.Ref == mod })
 }
 
 // withAmountUpdate returns h with accepted amount update u applied: the

@@ -72,7 +72,7 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 	switch psp := resp.PSPReference; {
 	case psp != "":
 		a := answerFor("payment", resp, pend, at)
-		s.after(ctx, c, "payment", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a, nil) })
+		s.after(ctx, c, "payment", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a) })
 		s.after(ctx, c, "payment", psp, func(ctx context.Context) error { return markBound(ctx, s.store, pend, psp) })
 	case resp.Action != nil || unfinished(State(resp.ResultCode)):
 		// An action answer without pspReference (pending.go): bound when

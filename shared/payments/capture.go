@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -26,7 +27,7 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	amount := in.Amount.Value
 	return s.run(ctx, c, psp, operation{kind: OpCapture,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: splits(m, in.Amount, orRef(in.Reference, psp))},
+			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, Currency: in.Amount.Currency, Capturable: &amount},
 		why:    func(h Head) error { return captureRefusal(h, in) },
 		failed: apperr.CaptureFailed, what: "capture"})

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -37,7 +38,7 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 	}
 	// The payment these details complete: the one the request names, else
 	// the one the upstream echoes.
-	ref := firstNonEmpty(named.ref, resp.MerchantReference)
+	ref := cmp.Or(named.ref, resp.MerchantReference)
 	if pd := resp.ActionPaymentData; resp.PSPReference == "" && pd != "" && ref != "" {
 		// Another step (3-D Secure 2: the challenge after the fingerprint).
 		s.after(ctx, c, "action", PendingKey(m.ID, site.ID, ref), func(ctx context.Context) error {
@@ -59,22 +60,13 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		req.Amount = *resp.Amount
 	}
 	a := answerFor("details", resp, req, s.clock.Now())
-	var start *Head
-	var reads sync.WaitGroup
-	if resp.MerchantReference != "" {
-		// An answer echoing the reference (the simulator's lenient
-		// answers, whose /payments named the pspReference too: the head
-		// exists): the head is read beside the pending record.
-		reads.Go(func() { start = s.readHead(ctx, psp) })
-	}
 	if named.read && named.ref == ref {
 		a.pending = named.of(m.ID, site.ID, psp)
 	} else if pend, found, err := pendingFor(ctx, s.store, m.ID, site.ID, ref, psp); err == nil && found {
 		a.pending = &pend // the reference the upstream echoed (or a read that failed: again)
 	}
-	reads.Wait()
 	// The record is written before the answer: its write decides it.
-	err = s.record(ctx, "details", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a, start) })
+	err = s.record(ctx, "details", psp, func(ctx context.Context) error { return recordPayment(ctx, s.store, a) })
 	switch {
 	case errors.Is(err, errForeign):
 		return PaymentResult{}, s.refuseForeignDetails(ctx, psp, site.ID)
@@ -82,19 +74,6 @@ func (s *Service) SubmitDetails(ctx context.Context, c *Call, in DetailsInput) (
 		return PaymentResult{}, apperr.Wrap(apperr.Internal, "internal error", err)
 	}
 	return out, nil
-}
-
-// readHead returns payment psp's head as read: Version 0 when there is
-// none, nil when the read failed.
-func (s *Service) readHead(ctx context.Context, psp string) *Head {
-	h, err := s.store.GetPayment(ctx, psp)
-	switch {
-	case err == nil:
-		return &h
-	case errors.Is(err, storeerr.ErrNotFound):
-		return &Head{PSPReference: psp}
-	}
-	return nil
 }
 
 // namedPending is the pending record a details request names, as read

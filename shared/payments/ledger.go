@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"slices"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -288,12 +289,7 @@ func (e Entry) Recoverable() bool { return e.AwaitsAnswer() && e.Requested.Upstr
 
 // hasNotice reports whether e has a notice of code with the outcome.
 func (e Entry) hasNotice(code string, success bool) bool {
-	for _, n := range e.Notices {
-		if n.Code == code && n.Success == success {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return n.Code == code && n.Success == success })
 }
 
 // later returns the later of a and b.
@@ -409,24 +405,12 @@ func failureNotice(n Notice) bool {
 
 // succeededNotice reports a success notified (and no failure).
 func (e Entry) succeededNotice() bool {
-	for _, n := range e.Notices {
-		if !failureNotice(n) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return !failureNotice(n) })
 }
 
 // confirmed reports a refund's REFUND notification (a refund accepted by
 // the platform stays in flight until then).
-func (e Entry) confirmed() bool {
-	for _, n := range e.Notices {
-		if n.Code == eventRefund && n.Success {
-			return true
-		}
-	}
-	return false
-}
+func (e Entry) confirmed() bool { return e.hasNotice(eventRefund, true) }
 
 // amount is the operation's amount: the merchant's request's, else the
 // one its notification reports.

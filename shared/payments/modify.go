@@ -314,10 +314,3 @@ func answeredFact(e Entry) Fact {
 	}
 	return f
 }
-
-func orRef(ref, psp string) string {
-	if ref != "" {
-		return ref
-	}
-	return psp
-}

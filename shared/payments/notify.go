@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,6 @@ const (
 	eventAuthorisationAdjustment = "AUTHORISATION_ADJUSTMENT"
 	EventCapture                 = "CAPTURE"
 	eventCaptureFailed           = "CAPTURE_FAILED"
-	eventCancellation            = "CANCELLATION"
 	eventCancelOrRefund          = "CANCEL_OR_REFUND"
 	eventRefund                  = "REFUND"
 	eventRefundFailed            = "REFUND_FAILED"
@@ -244,7 +244,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 		// (made from a bare details answer, or by this notification) may
 		// have a pending record holding them.
 		if h.SessionID == "" && (res.Created || h.Reference == "" || !h.AmountKnown()) {
-			pend, found, err := pendingFor(ctx, st, h.MerchantID, h.SiteID, firstNonEmpty(h.Reference, item.MerchantReference), psp)
+			pend, found, err := pendingFor(ctx, st, h.MerchantID, h.SiteID, cmp.Or(h.Reference, item.MerchantReference), psp)
 			if err != nil {
 				return NotificationResult{}, err
 			}

@@ -98,18 +98,14 @@ func savePending(ctx context.Context, st Store, h Head) (Head, error) {
 // the result code of its payment's answer (an action without
 // pspReference).
 func answerPending(ctx context.Context, st Store, pend Head, resultCode string, at time.Time) error {
-	_, err := updateHead(ctx, st, pend.PSPReference, &pend, func(h *Head) error {
-		if h.Version == 0 || h.BoundTo != "" || !h.CreatedAt.Equal(pend.CreatedAt) {
-			return errSkip // bound since, or another payment's now
+	return updatePending(ctx, st, pend, &pend, "record pending payment "+pend.Reference, func(h *Head) bool {
+		if h.BoundTo != "" {
+			return false // bound since
 		}
 		h.answered(resultCode)
 		h.UpdatedAt = later(h.UpdatedAt, at)
-		return nil
+		return true
 	})
-	if err != nil {
-		return fmt.Errorf("record pending payment %s: %w", pend.Reference, err)
-	}
-	return nil
 }
 
 // pendingFor returns the unbound (or bound to psp) pending record of the
@@ -203,33 +199,41 @@ func markBound(ctx context.Context, st Store, pend Head, psp string) error {
 	if pend.BoundTo == psp {
 		return nil
 	}
-	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	_, err := updateHead(ctx, st, key, &pend, func(h *Head) error {
-		if h.Version == 0 || h.BoundTo == psp || !h.CreatedAt.Equal(pend.CreatedAt) {
-			return errSkip // bound already, or another payment's now
+	return updatePending(ctx, st, pend, &pend, "bind pending payment to "+psp, func(h *Head) bool {
+		if h.BoundTo == psp {
+			return false
 		}
 		h.BoundTo = psp
-		return nil
+		return true
 	})
-	if err != nil {
-		return fmt.Errorf("bind pending payment to %s: %w", psp, err)
-	}
-	return nil
 }
 
 // unbind undoes markBound of pending record pend to psp (a binding made
 // alongside a write that then found psp another site's payment).
 func unbind(ctx context.Context, st Store, pend Head, psp string) error {
-	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
-	_, err := updateHead(ctx, st, key, nil, func(h *Head) error {
-		if h.Version == 0 || h.BoundTo != psp {
-			return errSkip
+	return updatePending(ctx, st, pend, nil, "unbind pending payment from "+psp, func(h *Head) bool {
+		if h.BoundTo != psp {
+			return false
 		}
 		h.BoundTo = ""
+		return true
+	})
+}
+
+// updatePending applies fn to pending record pend, starting from start
+// (nil: read), while it is still that payment's (a later payment with the
+// same reference replaces it); fn false writes nothing. what names the
+// change in an error.
+func updatePending(ctx context.Context, st Store, pend Head, start *Head, what string, fn func(h *Head) bool) error {
+	key := PendingKey(pend.MerchantID, pend.SiteID, pend.Reference)
+	_, err := updateHead(ctx, st, key, start, func(h *Head) error {
+		if h.Version == 0 || !h.CreatedAt.Equal(pend.CreatedAt) || !fn(h) {
+			return errSkip
+		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("unbind pending payment from %s: %w", psp, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -35,30 +35,25 @@ func answerFor(kind string, resp PaymentAnswer, req Head, at time.Time) paymentA
 }
 
 // recordPayment creates or updates payment a.psp's head from answer a,
-// starting from start (the head as read: Version 0 none; nil: not read).
-// A new payment not starting from a pending record is one create-only
-// write; the head is read only when one exists. errForeign when it is
-// another merchant's or site's: nothing is recorded.
-func recordPayment(ctx context.Context, st Store, a paymentAnswer, start *Head) error {
+// create-first: the head is read only when one exists. errForeign when it
+// is another merchant's or site's: nothing is recorded.
+func recordPayment(ctx context.Context, st Store, a paymentAnswer) error {
 	fact := Fact{ID: "answer#" + a.kind + "#" + a.status, At: a.at, Kind: a.kind, Origin: OriginAPI,
 		PSPReference: a.psp, Detail: a.status}
-	switch {
-	case a.pending == nil && (start == nil || start.Version == 0):
-		h := a.newHead()
-		h.answered(a.status)
-		h.UpdatedAt, h.Version = a.at, 1
-		err := st.Write(ctx, Write{PSP: a.psp, Put: &h, Facts: []Fact{fact}})
-		if !errors.Is(err, storeerr.ErrConflict) {
-			if err != nil {
-				return fmt.Errorf("record payment %s: %w", a.psp, err)
-			}
-			return nil
-		}
-		start = nil // the head exists: read it
-	case start == nil:
-		start = &Head{PSPReference: a.psp} // created from the pending record, unless one exists
+	if a.pending != nil { // created from the pending record, unless one exists
+		return updatePayment(ctx, st, a, &Head{PSPReference: a.psp}, fact)
 	}
-	return updatePayment(ctx, st, a, start, fact)
+	h := a.newHead()
+	h.answered(a.status)
+	h.UpdatedAt, h.Version = a.at, 1
+	err := st.Write(ctx, Write{PSP: a.psp, Put: &h, Facts: []Fact{fact}})
+	if errors.Is(err, storeerr.ErrConflict) {
+		return updatePayment(ctx, st, a, nil, fact) // the head exists: read it
+	}
+	if err != nil {
+		return fmt.Errorf("record payment %s: %w", a.psp, err)
+	}
+	return nil
 }
 
 // updatePayment is recordPayment's update of a head that exists, or of

@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -26,7 +27,7 @@ func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInpu
 	amount := in.Amount.Value
 	return s.run(ctx, c, psp, operation{kind: OpRefund,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			LineItems: in.LineItems, Splits: splits(m, in.Amount, orRef(in.Reference, psp))},
+			LineItems: in.LineItems, Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, Currency: in.Amount.Currency, Refundable: &amount},
 		why:    func(h Head) error { return refundRefusal(h, in) },
 		failed: apperr.RefundFailed, what: "refund"})

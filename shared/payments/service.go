@@ -343,10 +343,3 @@ type LineItem struct {
 	Manufacturer       string
 	UPC                string
 }
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
