@@ -141,21 +141,24 @@ func TestSmallTraceWithinPartitionLimits(t *testing.T) {
 func TestSmallTraceCallsPerRequest(t *testing.T) {
 	res := smallTrace(t)
 	for req, want := range map[string]float64{
-		// a capture or reversal writes its request (which takes the key's
-		// claim in its transaction) and its answer, reading nothing first
-		// (2, besides the rate-limit hit and the claim's completion)
-		capacity.ReqPayments: 4, capacity.ReqReplay: 2, capacity.ReqCaptures: 4, capacity.ReqReversals: 4, capacity.ReqRefunds: 4,
+		// a payment: the rate-limit hit, the claim, its pending record
+		// before the upstream call, then the head, the pending record
+		// marked bound and the completion (6); a replay: the hit and the
+		// claim that finds the stored answer (2); a capture, refund or
+		// reversal: the hit, the claim, its request, its answer and the
+		// completion, reading nothing first (5)
+		capacity.ReqPayments: 6, capacity.ReqReplay: 2, capacity.ReqCaptures: 5, capacity.ReqReversals: 5, capacity.ReqRefunds: 5,
 		// a session: the claim, the rate-limit hit, the session, the
 		// completion
 		capacity.ReqSessions: 4,
 		// details (the platform's answer names no pending record): the
-		// rate-limit hit, the claim, the payment's create-only write with
-		// the claim's completion in its transaction
-		capacity.ReqDetails: 3,
-		// a 3-D Secure payment answered with an action: the rate-limit
-		// hit, the claim, the pending record and the action's alias, the
+		// rate-limit hit, the claim, the payment's create-only write, the
 		// completion
-		capacity.ReqPaymentsAction: 5,
+		capacity.ReqDetails: 4,
+		// a 3-D Secure payment answered with an action: the rate-limit
+		// hit, the claim, the pending record, then its result code, the
+		// action's alias and the completion
+		capacity.ReqPaymentsAction: 6,
 		// a notification: the event and the payment's head read, and for
 		// an operation's notification its entry (2 or 3), the commit
 		// (event, the ledger's write, the merchant's event: 3; a delivery
@@ -214,7 +217,7 @@ func TestReportAndCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"### Busiest partition key of each key family", "| gsi2 MERCHANT |", "**total**",
-		"API Gateway (REST) requests", "Payment records are bounded per item", "| POST payments | 1.000 | 4.0 |",
+		"API Gateway (REST) requests", "Payment records are bounded per item", "| POST payments | 1.000 | 6.0 |",
 		"| webhook retry hop (dispatcher, not yet due) | 0.1", "within the standard queue's ~120000", "a delivery that fails all 10 attempts takes 207"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)

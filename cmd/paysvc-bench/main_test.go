@@ -81,7 +81,7 @@ func TestSmoke(t *testing.T) {
 	// docs/scale.md's part: what each request kind costs as the model
 	// replays the adapter's calls recorded on moto.
 	for _, want := range []string{"### The requests the model replays", "| request | calls | calls by shape | units by key family |",
-		"| POST payments | 4.0 | ", "gsi1 INFLIGHT W ", "| webhook attempt, the receiver failing (dispatcher) | 3.0 |"} {
+		"| POST payments | 6.0 | ", "gsi1 INFLIGHT W ", "| webhook attempt, the receiver failing (dispatcher) | 3.0 |"} {
 		if !strings.Contains(rep.scale.Markdown, want) {
 			t.Errorf("docs/scale.md's part lacks %q:\n%s", want, rep.scale.Markdown)
 		}

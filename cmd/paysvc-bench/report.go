@@ -677,8 +677,10 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	w("instance reads them, see the first row; a revoked key is refused within the 5 s TTL). One `TransactWriteItems` for hit\n")
 	w("and claim would also be one step, but would double the write cost of both and couple their conditions; two concurrent\n")
 	w("single writes cost what they cost before.\n\n")
-	claimOnWriteNote(w)
-	if row, ok := r.roundTrips.row("POST captures (Idempotency-Key)"); ok && row.DepthMax > 4 {
+	w("Every route claims its key on its own (`docs/idempotency.md`): claim ‖ hit → the operation's own write (a payment's\n")
+	w("pending record, a capture's reservation) → [upstream] → its settlement ‖ the completion. Details and sessions write their\n")
+	w("record before they answer (its outcome decides the answer), then complete.\n\n")
+	if row, ok := r.roundTrips.row("POST captures (Idempotency-Key)"); ok && row.DepthMax > writeSteps {
 		w("Captures take %d sequential steps (hit → claim → ownership read → reservation write → [upstream] → settle ‖\n", row.DepthMax)
 		w("complete). The ownership read cannot go: the record must be this site's before anything is reserved; the reservation\n")
 		w("must precede the upstream call so concurrent captures can never exceed the authorised amount; the settlement starts\n")
@@ -688,14 +690,6 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	}
 }
 
-// claimOnWriteNote says which writes take or complete the idempotency
-// claim: an operation on a payment claims in its reservation's
-// transaction, and a record is written with the claim's completion.
-func claimOnWriteNote(w func(string, ...any)) {
-	w("Captures, refunds, reversals and amount updates take the claim in the transaction that reserves their amount, beside\n")
-	w("the hit (a late 429 withdraws the reservation, `docs/idempotency.md`). The payment record needs no step of its own: it is\n")
-	w("a create-only write of what the upstream answered, run alongside the idempotency completion (`payments.Call`).\n\n")
-}
 
 // coldStartSection renders item 3.
 func (r *report) coldStartSection(w func(string, ...any)) {
