@@ -188,6 +188,9 @@ func updateHead(ctx context.Context, st Store, psp string, start *Head, fn func(
 		if attempt == maxSettleAttempts {
 			return Head{}, fmt.Errorf("update payment %s: %w: %w", psp, errBusy, storeerr.ErrConflict)
 		}
+		if attempt == 1 && start != nil {
+			continue // start was a guess, not a read: read at once
+		}
 		if err := WaitToRetry(ctx, nil, attempt); err != nil {
 			return Head{}, err
 		}
