@@ -122,11 +122,6 @@ func (c *cli) trigger(ctx context.Context, path string, args []string) error {
 	return nil
 }
 
-// formatMinor writes an amount in minor units as "1000 EUR (minor units)".
-func formatMinor(v int64, currency string) string {
-	return fmt.Sprintf("%d %s minor units", v, currency)
-}
-
 // forwardTimeout bounds one forwarded webhook, as a delivery is bounded.
 const forwardTimeout = 15 * time.Second
 

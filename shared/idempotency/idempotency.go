@@ -94,7 +94,7 @@ func Fingerprint(method, path string, body []byte) string {
 	h := sha256.New()
 	var room [256]byte // method and path on the stack (a conversion of over 32 bytes allocates)
 	h.Write(append(append(append(append(room[:0], method...), 0), path...), 0))
-	withCanonicalJSON(body, func(b []byte) { h.Write(b) })
+	h.Write(canonicalJSON(body))
 	var sum [sha256.Size]byte
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], h.Sum(sum[:0]))

@@ -191,9 +191,6 @@ func (o *Obj) Path(name string) string {
 	return p + "." + name
 }
 
-// Errs returns the error collector.
-func (o *Obj) Errs() *Errors { return o.errs }
-
 // Fail records an error on field name of o.
 func (o *Obj) Fail(name, msg string) { o.errs.Add(o.Path(name), msg) }
 
@@ -232,15 +229,6 @@ func (o *Obj) Forbid(names ...string) {
 				o.Fail(string(f.name), "is set by the service and must not be sent")
 				break
 			}
-		}
-	}
-}
-
-// Ignore marks fields as known without reading them.
-func (o *Obj) Ignore(names ...string) {
-	for _, n := range names {
-		if f := o.field(n); f != nil {
-			f.used = true
 		}
 	}
 }

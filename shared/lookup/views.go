@@ -2,7 +2,6 @@ package lookup
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 
@@ -172,8 +171,4 @@ func DeliveryViewOf(d webhooks.Delivery) DeliveryView {
 type DeliveryPage struct {
 	Data    []DeliveryView `json:"data"`
 	HasMore bool           `json:"hasMore"`
-}
-
-func sortTimeline(t []TimelineEntry) {
-	slices.SortStableFunc(t, func(a, b TimelineEntry) int { return a.Time.Compare(b.Time) })
 }

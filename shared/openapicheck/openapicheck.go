@@ -325,9 +325,6 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// Contains reports whether op ("METHOD /path") is an operation of the document.
-func (c *Checker) Contains(op string) bool { return slices.Contains(c.Operations(), op) }
-
 // Documents reports whether the document tells that status can carry
 // errorCode code: an answer with that status describes the code (as
 // "`code`"), or, for the catch-all 404/405, the API description does

@@ -213,16 +213,6 @@ func (f *fixture) apiFacts(kind string) int {
 	return n
 }
 
-// notify applies a notification item of a payment the service knows.
-func (f *fixture) notify(it payments.Notification) {
-	f.t.Helper()
-	if _, err := payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
-		Now: f.clk.Now(), CaptureMode: tenant.CaptureManual,
-	}); err != nil {
-		f.t.Fatalf("apply %s: %v", it.EventCode, err)
-	}
-}
-
 // notifications counts the timeline's facts from notifications.
 func (f *fixture) notifications() int {
 	n := 0

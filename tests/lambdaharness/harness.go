@@ -47,12 +47,6 @@ var (
 	WithTraceID   = lambdaharness.WithTraceID
 )
 
-// Start runs binary with env for the test. See StartWithOptions.
-func Start(t testing.TB, binary string, env map[string]string) *Harness {
-	t.Helper()
-	return StartWithOptions(t, binary, env, Options{})
-}
-
 // StartWithOptions runs binary with env and opts (Dir defaults to a
 // directory of the test), failing t when it cannot start, and stops it
 // when the test ends.

@@ -307,14 +307,6 @@ func (s *Simulator) returnFromSession(w http.ResponseWriter, r *http.Request, re
 	http.Redirect(w, r, target, http.StatusFound)
 }
 
-// threeDSRedirect reports whether a redirect action is the 3-D Secure step
-// of a card payment (Options.WebThreeDS2) rather than an issuer redirect.
-func (s *Simulator) threeDSRedirect(a *action) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.threeDSStep(a)
-}
-
 // threeDSStep reports whether a is a 3-D Secure step (caller holds s.mu).
 func (s *Simulator) threeDSStep(a *action) bool {
 	if a.Kind != "redirect" {
