@@ -34,7 +34,7 @@ func (s *Service) UpdateAmount(ctx context.Context, c *Call, psp string, in Amou
 	return s.run(ctx, c, psp, operation{kind: OpAmountUpdate,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
 			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
-		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, PreAuth: true, Uncaptured: true,
+		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, PreAuth: true, Uncaptured: true,
 			Currency: in.Amount.Currency},
 		why:    func(h Head) error { return amountUpdateRefusal(h, in) },
 		failed: apperr.AmountUpdateFailed, what: "amount update", readAlong: true})

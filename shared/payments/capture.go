@@ -28,7 +28,7 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	return s.run(ctx, c, psp, operation{kind: OpCapture,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
 			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
-		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, Currency: in.Amount.Currency, Capturable: &amount},
+		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, Currency: in.Amount.Currency, Capturable: &amount},
 		why:    func(h Head) error { return captureRefusal(h, in) },
 		failed: apperr.CaptureFailed, what: "capture"})
 }
@@ -42,6 +42,10 @@ func captureRefusal(h Head, in CaptureInput) error {
 		// (the write's guard takes the capture): only the amount can
 		// refuse it then.
 		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured", v.State)
+	case h.Totals.Released > 0:
+		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured: its uncaptured remainder was released (cancelled, expired, or ended by its only partial capture)", v.State)
+	case h.Totals.CancelsInFlight > 0:
+		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured: a cancel is in flight", v.State)
 	case h.Totals.AmountUpdatesInFlight > 0:
 		return nil // wait for the amount update's answer
 	case h.AmountKnown() && in.Amount.Currency != h.Amount.Currency:

@@ -115,6 +115,48 @@ func TestCapturedState(t *testing.T) {
 	}
 }
 
+// A released remainder (a cancel, EXPIRE, the only partial capture) ends
+// what can be captured; what was captured stays refundable.
+func TestReleasedRemainder(t *testing.T) {
+	for _, tc := range []struct {
+		name                       string
+		entries                    []Entry
+		want                       State
+		capturable, refundable, rf int64
+	}{
+		{"cancelled, nothing captured", []Entry{{Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}}}, StateCancelled, 0, 0, 0},
+		{"cancel in flight", []Entry{{Ref: "c", Kind: opCancel, Requested: &Request{}}}, StateAuthorised, 1000, 0, 0},
+		{"expired, nothing captured", []Entry{{Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateExpired, 0, 0, 0},
+		{"expired after 400", []Entry{capt("a", 400, false), {Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateCaptured, 0, 400, 0},
+		{"cancelled after 400, refunded 100", []Entry{capt("a", 400, false), {Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}},
+			{Ref: "r", Kind: OpRefund, Notices: []Notice{{Code: "REFUND", Success: true, Amount: money.Amount{Value: 100, Currency: "EUR"}}}}}, StatePartiallyRefunded, 0, 300, 100},
+		{"the only partial capture", []Entry{capt("a", 400, true)}, StateCaptured, 0, 400, 0},
+		{"a partial capture of many", []Entry{capt("a", 400, false)}, StatePartiallyCaptured, 600, 400, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := Head{Amount: money.Amount{Value: 1000, Currency: "EUR"}, Authorised: 1000, Auth: Auth{ResultCode: "Authorised"}}
+			h.Totals = Fold(h, tc.entries)
+			v := h.View()
+			if v.State != tc.want || v.Capturable != tc.capturable || v.Refundable != tc.refundable || v.Refunded != tc.rf {
+				t.Fatalf("view %+v; want %s, capturable %d, refundable %d, refunded %d", v, tc.want, tc.capturable, tc.refundable, tc.rf)
+			}
+			if err := captureRefusal(h, CaptureInput{Amount: money.Amount{Value: 1, Currency: "EUR"}}); (tc.capturable == 0 || h.Totals.CancelsInFlight > 0) != (err != nil) {
+				t.Fatalf("capture of 1: %v", err)
+			}
+			if ok := (Expect{NotReleased: true}).Meets(h); ok != (h.Totals.Released == 0 && h.Totals.CancelsInFlight == 0) {
+				t.Fatalf("NotReleased met: %v with %+v", ok, h.Totals)
+			}
+		})
+	}
+}
+
+// capt is a capture of amount the platform accepted; releases: it was the
+// payment's only partial capture.
+func capt(ref string, amount int64, releases bool) Entry {
+	return Entry{Ref: ref, Kind: OpCapture, Releases: releases, Answered: &Answer{Outcome: Received},
+		Requested: &Request{Amount: money.Amount{Value: amount, Currency: "EUR"}}}
+}
+
 // TestCaptureRefusal: why a capture that lost to a concurrent change is
 // refused, by the payment as it stands. A partial refund leaves the rest
 // of the authorisation capturable: only the amount refuses then (issue

@@ -88,7 +88,8 @@ type AmountUpdate struct {
 // Totals is the fold of a payment's entries: additive sums, so a fact's
 // effect is a delta, written with it. Capturable and Refundable are what
 // the money guards check: authorised − captured − captures in flight, and
-// captured − refunded − refunds in flight (reversals aside, which end both).
+// captured − refunded − refunds in flight (reversals aside, which end both;
+// a released remainder ends what is capturable).
 type Totals struct {
 	Captured              int64
 	CapturesInFlight      int64
@@ -99,6 +100,14 @@ type Totals struct {
 	Reversals             int64 // accepted reversals
 	ReversalsInFlight     int64
 	AmountUpdatesInFlight int64
+	// Released counts the accepted facts that released the uncaptured
+	// remainder (a cancel, EXPIRE, a capture that takes the only partial
+	// capture); Expired counts the EXPIREs among them. The remainder's
+	// amount is not summed: it depends on what was captured when it went,
+	// and each entry contributes by its own facts alone.
+	Released        int64
+	Expired         int64
+	CancelsInFlight int64
 }
 
 // Add returns t + d.
@@ -109,6 +118,7 @@ func (t Totals) Add(d Totals) Totals {
 		Capturable: t.Capturable + d.Capturable, Refundable: t.Refundable + d.Refundable,
 		Reversals: t.Reversals + d.Reversals, ReversalsInFlight: t.ReversalsInFlight + d.ReversalsInFlight,
 		AmountUpdatesInFlight: t.AmountUpdatesInFlight + d.AmountUpdatesInFlight,
+		Released: t.Released + d.Released, Expired: t.Expired + d.Expired, CancelsInFlight: t.CancelsInFlight + d.CancelsInFlight,
 	}
 }
 
@@ -118,6 +128,7 @@ func (t Totals) Sub(d Totals) Totals {
 		Captured: -d.Captured, CapturesInFlight: -d.CapturesInFlight, Refunded: -d.Refunded,
 		RefundsInFlight: -d.RefundsInFlight, Capturable: -d.Capturable, Refundable: -d.Refundable,
 		Reversals: -d.Reversals, ReversalsInFlight: -d.ReversalsInFlight, AmountUpdatesInFlight: -d.AmountUpdatesInFlight,
+		Released: -d.Released, Expired: -d.Expired, CancelsInFlight: -d.CancelsInFlight,
 	})
 }
 
@@ -174,6 +185,12 @@ const (
 	OpRefund       OpKind = "refund"
 	OpReversal     OpKind = "reversal"
 	OpAmountUpdate OpKind = "amount-update"
+	// opCancel cancels the uncaptured remainder (the platform's /cancels,
+	// CANCELLATION, TECHNICAL_CANCEL): what was captured stays refundable.
+	opCancel OpKind = "cancel"
+	// opExpiry is the platform's EXPIRE: the remainder expired, as a
+	// cancel does.
+	opExpiry OpKind = "expiry"
 )
 
 // Outcome is the platform's answer to an operation's call.
@@ -214,7 +231,10 @@ type Entry struct {
 	// Covered: a capture of an auto-capture payment known only from its
 	// notification, which the authorisation counted already.
 	Covered bool
-	Version int64
+	// Releases: a capture that, once it succeeds, releases the uncaptured
+	// remainder (the merchant account takes one partial capture only).
+	Releases bool
+	Version  int64
 }
 
 // Request is what the merchant asked an operation for, kept so that a
@@ -327,7 +347,11 @@ func (e Entry) Contribution() Totals {
 	case OpCapture:
 		switch e.status() {
 		case opSucceeded:
-			return Totals{Captured: a, Capturable: -a, Refundable: a}
+			t := Totals{Captured: a, Capturable: -a, Refundable: a}
+			if e.Releases {
+				t.Released = 1
+			}
+			return t
 		case opInFlight:
 			return Totals{CapturesInFlight: a, Capturable: -a}
 		}
@@ -351,6 +375,17 @@ func (e Entry) Contribution() Totals {
 	case OpAmountUpdate:
 		if e.status() == opInFlight {
 			return Totals{AmountUpdatesInFlight: 1}
+		}
+	case opCancel:
+		switch e.status() {
+		case opSucceeded:
+			return Totals{Released: 1}
+		case opInFlight:
+			return Totals{CancelsInFlight: 1}
+		}
+	case opExpiry:
+		if e.status() == opSucceeded {
+			return Totals{Released: 1, Expired: 1}
 		}
 	}
 	return Totals{}
@@ -496,7 +531,9 @@ type View struct {
 
 // View derives the payment's state and amounts from its head: a reversal
 // the platform accepted refunds everything captured (or cancels an
-// uncaptured payment) and ends captures and refunds alike.
+// uncaptured payment) and ends captures and refunds alike; a released
+// remainder (a cancel, EXPIRE, the only partial capture) ends captures,
+// and what was captured stays refundable.
 func (h Head) View() View {
 	t := h.Totals
 	v := View{State: h.AuthStatus(), Amount: h.Amount, Authorised: h.Authorised, Captured: t.Captured, Refunded: t.Refunded,
@@ -516,14 +553,21 @@ func (h Head) View() View {
 		v.State, v.Refunded, v.RefundsInFlight, v.Capturable, v.Refundable = StateRefunded, t.Captured, 0, 0, 0
 	case t.Reversals > 0:
 		v.State, v.Capturable, v.Refundable = StateCancelled, 0, 0
+	case t.Released > 0 && t.Captured == 0 && t.CapturesInFlight == 0 && t.Expired > 0:
+		v.State = StateExpired
+	case t.Released > 0 && t.Captured == 0 && t.CapturesInFlight == 0:
+		v.State = StateCancelled
 	case t.Refunded > 0 && t.Refunded >= t.Captured:
 		v.State = StateRefunded
 	case t.Refunded > 0:
 		v.State = StatePartiallyRefunded
-	case t.Captured > 0 && t.Captured >= h.Authorised:
+	case t.Captured > 0 && (t.Captured >= h.Authorised || t.Released > 0):
 		v.State = StateCaptured
 	case t.Captured > 0:
 		v.State = StatePartiallyCaptured
+	}
+	if t.Released > 0 {
+		v.Capturable = 0
 	}
 	return v
 }

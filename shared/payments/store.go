@@ -71,6 +71,9 @@ type Expect struct {
 	NoReversal bool
 	// NoAmountUpdate: no amount update in flight.
 	NoAmountUpdate bool
+	// NotReleased: the uncaptured remainder was not released (Totals.Released)
+	// and no cancel is in flight.
+	NotReleased bool
 	// PreAuth: the payment is a pre-authorisation; Uncaptured: nothing
 	// captured or being captured.
 	PreAuth    bool
@@ -96,6 +99,8 @@ func (e Expect) Meets(h Head) bool {
 	case e.NoReversal && (t.Reversals != 0 || t.ReversalsInFlight != 0):
 		return false
 	case e.NoAmountUpdate && t.AmountUpdatesInFlight != 0:
+		return false
+	case e.NotReleased && (t.Released != 0 || t.CancelsInFlight != 0):
 		return false
 	case e.PreAuth && h.AuthorisationType != AuthorisationPreAuth, e.Uncaptured && (t.Captured != 0 || t.CapturesInFlight != 0):
 		return false

@@ -56,6 +56,9 @@ const (
 	attrRev     = "rev"
 	attrRevIF   = "revf"
 	attrAmtIF   = "auf"
+	attrRel     = "rel"
+	attrExp     = "exp"
+	attrCanIF   = "canf"
 	attrSeq     = "seq"
 	attrMid     = "mid"
 	attrSid     = "sid"
@@ -89,6 +92,9 @@ var totalAttrs = []struct {
 	{attrRev, func(t *payments.Totals) *int64 { return &t.Reversals }},
 	{attrRevIF, func(t *payments.Totals) *int64 { return &t.ReversalsInFlight }},
 	{attrAmtIF, func(t *payments.Totals) *int64 { return &t.AmountUpdatesInFlight }},
+	{attrRel, func(t *payments.Totals) *int64 { return &t.Released }},
+	{attrExp, func(t *payments.Totals) *int64 { return &t.Expired }},
+	{attrCanIF, func(t *payments.Totals) *int64 { return &t.CancelsInFlight }},
 }
 
 // HeadItem is the HEAD item of head h (its token a placeholder of the
@@ -437,6 +443,10 @@ func (s *Store) deltaUpdate(pk string, w payments.Write, token string) *types.Up
 	}
 	if e.NoAmountUpdate {
 		eq(attrAmtIF, num(0))
+	}
+	if e.NotReleased {
+		eq(attrRel, num(0))
+		eq(attrCanIF, num(0))
 	}
 	if e.PreAuth {
 		eq(attrPreAuth, &types.AttributeValueMemberBOOL{Value: true})

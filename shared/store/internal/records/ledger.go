@@ -58,6 +58,9 @@ type Totals struct {
 	Reversals             int64 `json:"reversals,omitempty"`
 	ReversalsInFlight     int64 `json:"reversalsInFlight,omitempty"`
 	AmountUpdatesInFlight int64 `json:"amountUpdatesInFlight,omitempty"`
+	Released              int64 `json:"released,omitempty"`
+	Expired               int64 `json:"expired,omitempty"`
+	CancelsInFlight       int64 `json:"cancelsInFlight,omitempty"`
 }
 
 // FromHead converts a head to its stored form.
@@ -111,6 +114,7 @@ type Entry struct {
 	Modification string   `json:"modification,omitempty"`
 	MergedInto   string   `json:"mergedInto,omitempty"`
 	Covered      bool     `json:"covered,omitempty"`
+	Releases     bool     `json:"releases,omitempty"`
 	Version      int64    `json:"version"`
 }
 
@@ -176,7 +180,7 @@ type Notice struct {
 // FromEntry converts an entry to its stored form.
 func FromEntry(e payments.Entry) Entry {
 	r := Entry{Ref: e.Ref, Kind: string(e.Kind), Modification: e.Modification, MergedInto: e.MergedInto, Covered: e.Covered,
-		Version: e.Version}
+		Releases: e.Releases, Version: e.Version}
 	if q := e.Requested; q != nil {
 		r.Requested = &Request{Reference: q.Reference, UpstreamKey: q.UpstreamKey, Account: q.Account, From: q.From, At: q.At.UTC()}
 		for _, s := range q.Splits {
@@ -204,7 +208,7 @@ func FromEntry(e payments.Entry) Entry {
 // ToEntry converts a stored entry to the domain's.
 func (r Entry) ToEntry() payments.Entry {
 	e := payments.Entry{Ref: r.Ref, Kind: payments.OpKind(r.Kind), Modification: r.Modification, MergedInto: r.MergedInto,
-		Covered: r.Covered, Version: r.Version}
+		Covered: r.Covered, Releases: r.Releases, Version: r.Version}
 	if q := r.Requested; q != nil {
 		e.Requested = &payments.Request{Reference: q.Reference, UpstreamKey: q.UpstreamKey, Account: q.Account, From: q.From, At: q.At}
 		for _, s := range q.Splits {
