@@ -118,7 +118,7 @@ func (t Totals) Add(d Totals) Totals {
 		Capturable: t.Capturable + d.Capturable, Refundable: t.Refundable + d.Refundable,
 		Reversals: t.Reversals + d.Reversals, ReversalsInFlight: t.ReversalsInFlight + d.ReversalsInFlight,
 		AmountUpdatesInFlight: t.AmountUpdatesInFlight + d.AmountUpdatesInFlight,
-		Released: t.Released + d.Released, Expired: t.Expired + d.Expired, CancelsInFlight: t.CancelsInFlight + d.CancelsInFlight,
+		Released:              t.Released + d.Released, Expired: t.Expired + d.Expired, CancelsInFlight: t.CancelsInFlight + d.CancelsInFlight,
 	}
 }
 
