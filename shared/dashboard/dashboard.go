@@ -270,8 +270,18 @@ func (d *Dashboard) trigger(ctx context.Context, r *http.Request, merchant strin
 		return "", err
 	}
 	msg := fmt.Sprintf("sent %s (success %s) for payment %s: %s", res.Item.EventCode, res.Item.Success, res.PaymentPSPReference, res.Answer)
-	if len(res.Events) == 0 {
+	if res.Operation != "" {
+		msg += "; operation: " + res.Operation
+	}
+	if len(res.Events) == 0 && res.DuplicateOf != "" {
+		msg += "; no new event: the service had this notification already (event " + res.DuplicateOf + ")"
+	} else if len(res.Events) == 0 {
 		msg += "; no event recorded for " + res.MerchantID + " (not routable to it: see paysvc-admin notification list --unroutable)"
+	} else if len(res.Targets) == 0 {
+		msg += "; its webhook went nowhere: no subscription for it and no listen runs"
+	}
+	for _, t := range res.Targets {
+		msg += "; " + t.String()
 	}
 	return msg, nil
 }
