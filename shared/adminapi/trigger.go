@@ -198,7 +198,7 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 		return Triggered{}, err
 	}
 	rec := httptest.NewRecorder()
-	l.Handler.ServeHTTP(rec, r)
+	l.actions().ServeHTTP(rec, r)
 	out := Triggered{MerchantID: merchantID, PaymentPSPReference: pay.psp, Item: item, Status: rec.Code, Answer: strings.TrimSpace(rec.Body.String()),
 		Operation: operation, Events: []Event{}, Targets: []Target{}}
 	if rec.Code != http.StatusOK {
