@@ -140,6 +140,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
+	// A delivery's page: its attempts, its last answer, the request.
+	var status, attempts, request string
+	if err := chromedp.Run(bctx,
+		chromedp.Click(`tr.delivery a.delivery-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-status`, chromedp.ByID),
+		chromedp.Text(`#delivery-status`, &status, chromedp.ByID),
+		chromedp.Text(`#delivery-attempts`, &attempts, chromedp.ByID),
+		chromedp.Text(`#delivery-request`, &request, chromedp.ByID),
+		shot("delivery"),
+	); err != nil {
+		t.Fatalf("browser, a delivery: %v", err)
+	}
+	if status != "delivered" || attempts == "" || !strings.Contains(request, "X-Webhook-Id") || !strings.Contains(request, sink.URL) {
+		t.Fatalf("the delivery's page: %q, attempts %q, request:\n%s", status, attempts, request)
+	}
 
 	// A payment's page drives the merchant API, each form with its own
 	// Idempotency-Key: a capture, a partial refund, a reversal of the rest;

@@ -74,6 +74,7 @@ func New(local *adminapi.Local, requests *RequestLog, info Info) (*Dashboard, er
 	d := &Dashboard{local: local, requests: requests, info: info, csrf: hex.EncodeToString(b), mux: http.NewServeMux()}
 	d.mux.HandleFunc("GET "+Prefix+"{$}", d.overview)
 	d.mux.HandleFunc("GET "+Prefix+"payments/{psp}", d.payment)
+	d.mux.HandleFunc("GET "+Prefix+"deliveries/{id}", d.delivery)
 	d.mux.HandleFunc("POST "+Prefix+"deliveries/{id}/retry", d.action(d.retry))
 	d.mux.HandleFunc("POST "+Prefix+"trigger", d.action(d.trigger))
 	d.mux.HandleFunc("POST "+Prefix+"payments/{psp}/{op}", d.action(d.modify))
@@ -215,6 +216,24 @@ func (d *Dashboard) payment(w http.ResponseWriter, r *http.Request) {
 		data.Problems = append(data.Problems, "events: "+err.Error())
 	}
 	d.render(w, "payment", data)
+}
+
+func (d *Dashboard) delivery(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	data := struct {
+		Page
+		ID     string
+		Found  bool
+		Detail adminapi.DeliveryDetail
+		Body   string
+	}{Page: d.common(r, "Delivery "+id), ID: id}
+	det, err := d.local.DeliveryDetail(r.Context(), data.Merchant, id)
+	if err != nil {
+		data.Problems = append(data.Problems, "delivery: "+err.Error())
+	} else {
+		data.Found, data.Detail, data.Body = true, det, prettyJSON(det.Delivery.Payload)
+	}
+	d.render(w, "delivery", data)
 }
 
 // maxForm bounds an action's form.
