@@ -77,7 +77,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	var timeline, msg string
 	if err := chromedp.Run(bctx,
-		chromedp.EmulateViewport(1280, 900),
+		chromedp.EmulateViewport(1400, 900), // the width a laptop shows it at
 		chromedp.Navigate(s.base+"/_dashboard/"),
 		chromedp.WaitVisible(`a.payment-link[href^="/_dashboard/payments/`+psp+`"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr.delivery button.retry`, chromedp.ByQuery),
