@@ -4,6 +4,7 @@
 #   make build-amd64    the same for x86_64               -> bin/amd64/<name>/bootstrap
 #   make run            local server, everything embedded (go run ./cmd/paysvc-local)
 #   make test           bash .ci/test.sh
+#   make fuzz           every native fuzz target, FUZZTIME each (default 30s): .ci/fuzz.sh
 #   make soak           the ledger simulation with 10,000 seeds (embedded) and 1,000 (DynamoDB on moto): .ci/soak.sh
 #   make lint-template  bash .ci/check-template.sh (cfn-lint + offline SAM transform)
 #   make deploy-check   CONFIG_ENV=default|test|prod [PARAMETER_OVERRIDES='K=V ...']: refuse placeholders and unsafe settings
@@ -26,7 +27,7 @@ FUNCTIONS := config sessions payments modifications lookups webhooks notificatio
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: all build build-amd64 run test soak lint-template deploy-check deploy admin bench clean help \
+.PHONY: all build build-amd64 run test fuzz soak lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
 	build-NotificationsFunction build-WebhookDispatcherFunction build-RecoveryFunction \
@@ -35,7 +36,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 all: build
 
 help:
-	@sed -n '2,18p' Makefile
+	@sed -n '2,19p' Makefile
 
 # --- sam build targets (one per function logical id) ---------------------------
 
@@ -94,6 +95,12 @@ run:
 
 test:
 	bash .ci/test.sh
+
+# Fuzzing (make test runs the seed corpora only, as tests): FUZZTIME=10m for
+# a long run; findings land in the package's testdata/fuzz/.
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash .ci/fuzz.sh
 
 # The ledger simulation (tests/ledger_simulation_test.go) at soak counts;
 # PAYSVC_SIM_SEEDS_EMBEDDED / PAYSVC_SIM_SEEDS_DYNAMO override them.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every native Go fuzz target briefly (make test) or long (by hand):
+# Runs every native Go fuzz target (make fuzz; make test runs only their
+# seed corpora, as tests: fuzzing builds each package instrumented, which
+# took make test some 10 minutes of compiling):
 #
-#   bash .ci/fuzz.sh                 # each target FUZZTIME (default 2s)
+#   bash .ci/fuzz.sh                 # each target FUZZTIME (default 2s; make fuzz: 30s)
 #   FUZZTIME=10m bash .ci/fuzz.sh    # a long run; findings land in testdata/fuzz/
 #   bash .ci/fuzz.sh ./shared/jsonin FuzzParse   # one target
 #
@@ -10,9 +12,8 @@ set -euo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$self")/.."
 fuzztime=${FUZZTIME:-2s}
-# Workers per target: one by default (make test runs this beside the
-# end-to-end tests; a brief run finds as much with one); FUZZPARALLEL=N for
-# more.
+# Workers per target: one by default (a brief run finds as much with
+# one); FUZZPARALLEL=N for more.
 parallel=${FUZZPARALLEL:-1}
 
 # Go 1.26's fuzz coordinator can fail a target with a bare "context

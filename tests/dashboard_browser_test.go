@@ -77,7 +77,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	var timeline, msg string
 	if err := chromedp.Run(bctx,
-		chromedp.EmulateViewport(1280, 900),
+		chromedp.EmulateViewport(1400, 900), // the width a laptop shows it at
 		chromedp.Navigate(s.base+"/_dashboard/"),
 		chromedp.WaitVisible(`a.payment-link[href^="/_dashboard/payments/`+psp+`"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr.delivery button.retry`, chromedp.ByQuery),
@@ -139,5 +139,80 @@ func TestDashboardInBrowser(t *testing.T) {
 		shot("deliveries"),
 	); err != nil {
 		t.Fatalf("browser: %v", err)
+	}
+	// A delivery's page: its attempts, its last answer, the request.
+	var status, attempts, request string
+	if err := chromedp.Run(bctx,
+		chromedp.Click(`tr.delivery a.delivery-link`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-status`, chromedp.ByID),
+		chromedp.Text(`#delivery-status`, &status, chromedp.ByID),
+		chromedp.Text(`#delivery-attempts`, &attempts, chromedp.ByID),
+		chromedp.Text(`#delivery-request`, &request, chromedp.ByID),
+		shot("delivery"),
+	); err != nil {
+		t.Fatalf("browser, a delivery: %v", err)
+	}
+	if status != "delivered" || attempts == "" || !strings.Contains(request, "X-Webhook-Id") || !strings.Contains(request, sink.URL) {
+		t.Fatalf("the delivery's page: %q, attempts %q, request:\n%s", status, attempts, request)
+	}
+
+	// A payment's page drives the merchant API, each form with its own
+	// Idempotency-Key: a capture, a partial refund, a reversal of the rest;
+	// the platform confirms each. Then the overview filters by its state.
+	pay2 := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":3000,"currency":"EUR"},"reference":"order-dash-2",
+		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
+		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", "order-dash-2")
+	var out2 struct{ PSPReference string }
+	if err := json.Unmarshal(pay2.body, &out2); err != nil || pay2.status != 200 || out2.PSPReference == "" {
+		t.Fatalf("payment: %d %s", pay2.status, pay2.body)
+	}
+	psp2 := out2.PSPReference
+	page := s.base + "/_dashboard/payments/" + psp2
+	act := func(op, amount, code string) {
+		t.Helper()
+		steps := []chromedp.Action{chromedp.Navigate(page), chromedp.WaitVisible(`#action-`+op+`-send`, chromedp.ByID)}
+		if amount != "" {
+			steps = append(steps, chromedp.SetValue(`#action-`+op+`-amount`, amount, chromedp.ByID))
+		}
+		steps = append(steps, chromedp.Click(`#action-`+op+`-send`, chromedp.ByID), chromedp.WaitVisible(`#msg`, chromedp.ByID), chromedp.Text(`#msg`, &msg, chromedp.ByID))
+		if err := chromedp.Run(bctx, steps...); err != nil {
+			t.Fatalf("browser, %s: %v", op, err)
+		}
+		if !strings.Contains(msg, "/payments/"+psp2+"/"+op+" (Idempotency-Key dashboard-") || !strings.Contains(msg, `"status":"received"`) {
+			t.Fatalf("%s said %q", op, msg)
+		}
+		sink.NextOf(t, code)
+	}
+	act("captures", "", "CAPTURE")
+	act("refunds", "1000", "REFUND")
+	act("reversals", "", "CANCEL_OR_REFUND")
+	var state, rows, picked string
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(page),
+		chromedp.Text(`#state`, &state, chromedp.ByID),
+		shot("payment-actions"),
+		chromedp.Navigate(s.base+"/_dashboard/"),
+		chromedp.WaitVisible(`#filter-state`, chromedp.ByID),
+	); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	state = strings.TrimSpace(state)
+	if err := chromedp.Run(bctx,
+		chromedp.SetValue(`#filter-state`, state, chromedp.ByID),
+		chromedp.Value(`#filter-state`, &picked, chromedp.ByID),
+	); err != nil || picked != state {
+		t.Fatalf("browser, the state filter: %v (picked %q of %q)", err, picked, state)
+	}
+	if err := chromedp.Run(bctx,
+		chromedp.Click(`#filter-apply`, chromedp.ByID),
+		chromedp.WaitVisible(`#filter-clear`, chromedp.ByID), // the filtered page
+		chromedp.WaitVisible(`a.payment-link[href^="/_dashboard/payments/`+psp2+`"]`, chromedp.ByQuery),
+		chromedp.Text(`#payments table`, &rows, chromedp.ByQuery),
+		shot("filtered"),
+	); err != nil {
+		t.Fatalf("browser, filter: %v", err)
+	}
+	if state == "" || strings.Count(rows, state) != strings.Count(rows, "EUR") {
+		t.Fatalf("payments of state %q:\n%s", state, rows)
 	}
 }

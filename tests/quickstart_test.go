@@ -1,18 +1,17 @@
 package tests
 
 import (
-	"net/url"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/yp/paysvc/shared/testutil/webhooksink"
-	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
 // quickstartBlock finds the README's walk-through: each terminal's block
@@ -107,12 +106,52 @@ func (term *terminal) wait() string {
 	return term.stdout.String()
 }
 
+// printedBlock finds what the README says a terminal prints: the block
+// after a "<!-- quickstart: prints N -->" comment.
+var printedBlock = regexp.MustCompile("(?s)<!-- quickstart: prints ([0-9]) -->\\s*```\\n(.*?)```")
+
+// afterWalkThrough finds the documented commands that run after the
+// walk-through: the sh blocks after a "<!-- runs after the walk-through -->"
+// comment (indented in a list, too).
+var afterWalkThrough = regexp.MustCompile("(?s)<!-- runs after the walk-through -->\\s*```sh\\n(.*?)```")
+
+// readmeCommands finds the README's admin commands in its text (code spans
+// may wrap).
+var readmeCommands = regexp.MustCompile("`(bin/paysvc-admin [^`]+)`")
+
+// matchPrinted reports how got (lines) differs from the README's want,
+// where … stands for anything: "" when they agree.
+func matchPrinted(want, got string) string {
+	wl := strings.Split(strings.TrimRight(want, "\n"), "\n")
+	gl := strings.Split(strings.TrimRight(got, "\n"), "\n")
+	for i, w := range wl {
+		parts := strings.Split(w, "…")
+		for j := range parts {
+			parts[j] = regexp.QuoteMeta(parts[j])
+		}
+		if i >= len(gl) {
+			return fmt.Sprintf("line %d: the README has %q, the terminal nothing more", i+1, w)
+		}
+		if !regexp.MustCompile("^" + strings.Join(parts, ".*") + "$").MatchString(strings.TrimRight(gl[i], " ")) {
+			return fmt.Sprintf("line %d: the README has\n  %q\nthe terminal printed\n  %q", i+1, w, gl[i])
+		}
+	}
+	if len(gl) > len(wl) {
+		return fmt.Sprintf("the terminal printed more than the README shows: %q", gl[len(wl):])
+	}
+	return ""
+}
+
 // The README's walk-through, as written, from a clean copy of the
 // repository: make run in the first terminal; make admin and listen in the
 // second; a payment, its capture, its lookup and a triggered refund in the
-// third. The server is never stopped; the merchant's receiver (port 4000
-// in the README) gets AUTHORISATION, CAPTURE and REFUND, signed with the
-// secret listen printed. Only the two ports are the test's own.
+// third. The server is never stopped; listen (the README's receiver)
+// prints AUTHORISATION, CAPTURE and REFUND with their signatures verified,
+// and trigger says the REFUND's webhook reached it. What terminals 1 and 2
+// print is what the README shows. Then every documented command that runs
+// after the walk-through does, one after the other, without an error: the
+// README's admin commands and the docs' marked blocks. Only the server's
+// port and port 4000 (where nothing listens) are the test's own.
 func TestReadmeQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the service from a copy of the repository")
@@ -121,18 +160,19 @@ func TestReadmeQuickStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := map[string]string{}
+	blocks, printed := map[string]string{}, map[string]string{}
 	for _, m := range quickstartBlock.FindAllStringSubmatch(string(readme), -1) {
 		blocks[m[1]] = m[2]
 	}
-	if len(blocks) != 3 || !strings.Contains(blocks["1"], "make run") {
-		t.Fatalf("README's walk-through: found the blocks of terminals %v", blocks)
+	for _, m := range printedBlock.FindAllStringSubmatch(string(readme), -1) {
+		printed[m[1]] = m[2]
+	}
+	if len(blocks) != 3 || !strings.Contains(blocks["1"], "make run") || len(printed) != 2 {
+		t.Fatalf("README's walk-through: found the blocks of terminals %v, what they print %v", blocks, printed)
 	}
 	clone := cleanCopy(t)
-	addr := freeAddr(t)
-	sink := webhooksink.New(t)
-	u, _ := url.Parse(sink.URL)
-	ports := strings.NewReplacer("127.0.0.1:3000", addr, "127.0.0.1:4000", u.Host)
+	addr, nobody := freeAddr(t), freeAddr(t)
+	ports := strings.NewReplacer("127.0.0.1:3000", addr, "127.0.0.1:4000", nobody)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "PAYSVC_") {
@@ -142,25 +182,53 @@ func TestReadmeQuickStart(t *testing.T) {
 	env = append(env, "PAYSVC_ADDR="+addr) // make run's address (docs/configuration.md)
 
 	server := openTerminal(t, "1", clone, ports.Replace(blocks["1"]), env)
-	server.waitOutput(server.stdout, "make run serving", func(logs string) bool { return strings.Contains(logs, `"msg":"listening"`) })
+	logs := server.waitOutput(server.stdout, "make run serving", func(logs string) bool { return strings.Contains(logs, `"msg":"listening"`) })
+	// Terminal 1 as a person sees it: make's line, the banner, the log up
+	// to "listening".
+	before, after, _ := strings.Cut(logs, "\n{")
+	shown := before + "\n" + server.stderr.String() + "{" + after[:strings.Index(after, `"msg":"listening"`)] + strings.SplitN(after[strings.Index(after, `"msg":"listening"`):], "\n", 2)[0]
+	if diff := matchPrinted(printed["1"], strings.ReplaceAll(shown, addr, "127.0.0.1:3000")); diff != "" {
+		t.Errorf("terminal 1 and the README differ: %s\nterminal 1:\n%s", diff, shown)
+	}
 
 	listen := openTerminal(t, "2", clone, ports.Replace(blocks["2"]), env)
-	secretRE := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`)
-	secret := secretRE.FindString(listen.waitOutput(listen.stdout, "listen's secret", secretRE.MatchString))
+	secretRE := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+\n`)
+	ready := listen.waitOutput(listen.stdout, "listen's secret", secretRE.MatchString)
+	secret := strings.TrimSpace(secretRE.FindString(ready))
+	if diff := matchPrinted(printed["2"], ready); diff != "" {
+		t.Errorf("terminal 2 and the README differ: %s\nterminal 2:\n%s", diff, ready)
+	}
 
 	out := openTerminal(t, "3", clone, ports.Replace(blocks["3"]), env).wait()
-	psp := regexp.MustCompile(`payment ([0-9A-Z]{16})`).FindStringSubmatch(out)
-	if psp == nil || !strings.Contains(out, `"status":"received"`) || !strings.Contains(out, `"timeline":[`) || !strings.Contains(out, "sent REFUND") {
+	psp := regexp.MustCompile(`"pspReference":"([0-9A-Z]{16})"`).FindStringSubmatch(out)
+	if psp == nil || !strings.Contains(out, `"resultCode":"Authorised"`) || !strings.Contains(out, `"status":"received"`) ||
+		!strings.Contains(out, `"timeline":[`) || !strings.Contains(out, "sent REFUND") {
 		t.Fatalf("terminal 3 printed:\n%s", out)
 	}
-	for _, code := range []string{"AUTHORISATION", "CAPTURE", "REFUND"} {
-		wh := sink.NextOf(t, code)
-		if err := verify.Verify(secret, wh.Header, wh.Body, time.Now(), 5*time.Minute); err != nil {
-			t.Fatalf("the %s webhook's signature (listen's secret): %v", code, err)
+	// trigger says where the REFUND's webhook went: listen printed it.
+	if !regexp.MustCompile(`listener lst_[a-z0-9]+ \(printed by paysvc-admin listen\): delivered: printed, signature verified`).MatchString(out) ||
+		!strings.Contains(out, "operation: no refund of the payment matched") {
+		t.Fatalf("trigger does not say what became of the REFUND:\n%s", out)
+	}
+	// Terminal 2: each webhook, its signature verified by listen, its body
+	// the payment's.
+	webhookLine := regexp.MustCompile(`(?m)^[0-9:]{8}  (AUTHORISATION|CAPTURE|REFUND) +[0-9A-Z]{16} msg_listen_\S+  signature (\S+)\n  (.*)$`)
+	got := listen.waitOutput(listen.stdout, "three webhooks", func(s string) bool { return len(webhookLine.FindAllString(s, -1)) >= 3 })
+	seen := map[string]bool{}
+	for _, m := range webhookLine.FindAllStringSubmatch(got, -1) {
+		seen[m[1]] = true
+		if m[2] != "verified" || !strings.Contains(m[3], psp[1]) {
+			t.Errorf("listen printed the %s webhook with signature %s, body %s", m[1], m[2], m[3])
 		}
-		if !strings.Contains(string(wh.Body), psp[1]) {
-			t.Fatalf("the %s webhook is not the payment's: %s", code, wh.Body)
+		var body struct {
+			NotificationItems []json.RawMessage `json:"notificationItems"`
 		}
+		if err := json.Unmarshal([]byte(m[3]), &body); err != nil || len(body.NotificationItems) != 1 {
+			t.Errorf("the %s webhook's body: %v %s", m[1], err, m[3])
+		}
+	}
+	if len(seen) != 3 || !strings.HasPrefix(secret, "whsec_") {
+		t.Fatalf("listen printed:\n%s", got)
 	}
 	// The payment is captured: its lookup says so once CAPTURE is in (its
 	// webhook came after the notification was processed).
@@ -172,5 +240,41 @@ func TestReadmeQuickStart(t *testing.T) {
 	look := server.call("GET", "/v1/ecom/site_demo/payments/"+psp[1], strings.TrimSpace(string(key)), "")
 	if look.status != 200 || !strings.Contains(string(look.body), `"capturedAmount":{"value":1000,"currency":"EUR"}`) {
 		t.Fatalf("the payment after the walk-through: %d %s", look.status, look.body)
+	}
+
+	// Every documented command after the walk-through, one after the
+	// other, with the walk-through's KEY and PSP.
+	var commands []string
+	for _, m := range readmeCommands.FindAllStringSubmatch(string(readme), -1) {
+		commands = append(commands, strings.Join(strings.Fields(m[1]), " "))
+	}
+	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	for _, d := range docs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range afterWalkThrough.FindAllStringSubmatch(string(b), -1) {
+			commands = append(commands, m[1])
+		}
+	}
+	if len(commands) < 8 {
+		t.Fatalf("found only %d documented commands to run after the walk-through", len(commands))
+	}
+	cmdEnv := append(slices.Clone(env), "KEY="+strings.TrimSpace(string(key)), "PSP="+psp[1])
+	for i, c := range commands {
+		term := openTerminal(t, fmt.Sprintf("after %d", i+1), clone, ports.Replace(c), cmdEnv)
+		if strings.HasPrefix(c, "bin/paysvc-admin listen") { // runs until Ctrl-C
+			term.waitOutput(term.stdout, "listen ready", func(s string) bool { return strings.Contains(s, "Ready: ") })
+			term.close()
+			continue
+		}
+		printed := term.wait()
+		if strings.Contains(printed, `"errorCode"`) || strings.Contains(printed, "no event recorded") {
+			t.Errorf("documented command\n%s\nprinted:\n%s", c, printed)
+		}
+		if strings.Contains(c, "trigger CAPTURE_FAILED --psp") && !strings.Contains(printed, "operation: the payment's latest capture") {
+			t.Errorf("trigger CAPTURE_FAILED is not for the payment's capture:\n%s", printed)
+		}
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 func TestApplySets(t *testing.T) {
@@ -126,5 +128,55 @@ func TestFiles(t *testing.T) {
 	RemoveFiles(dir)
 	if _, ok, _ := ReadFiles(dir); ok {
 		t.Fatal("files left after RemoveFiles")
+	}
+}
+
+// A modification's code is for the payment's latest operation of its kind.
+func TestLatestOperation(t *testing.T) {
+	timeline := []any{
+		map[string]any{"time": "2026-01-01T10:00:00Z", "kind": "authorisation", "pspReference": "P1"},
+		map[string]any{"time": "2026-01-01T10:01:00Z", "kind": "capture-requested", "source": "api", "pspReference": "op_1"},
+		map[string]any{"time": "2026-01-01T10:01:01Z", "kind": "capture", "source": "api", "pspReference": "C1", "amount": map[string]any{"value": 400.0, "currency": "EUR"}},
+		map[string]any{"time": "2026-01-01T10:02:00Z", "kind": "CAPTURE", "source": "notification", "pspReference": "C1"},
+		map[string]any{"time": "2026-01-01T10:03:01Z", "kind": "capture", "source": "api", "pspReference": "C2", "amount": map[string]any{"value": 600.0, "currency": "EUR"}},
+		map[string]any{"time": "2026-01-01T10:04:00Z", "kind": "capture-requested", "source": "api", "pspReference": "op_3"},
+		map[string]any{"time": "2026-01-01T10:04:01Z", "kind": "refund", "source": "api", "pspReference": "R1"},
+	}
+	for _, tc := range []struct {
+		code, psp string
+		value     int64
+	}{
+		{upstream.EventCaptureFailed, "C2", 600},
+		{upstream.EventCapture, "C2", 600},
+		{upstream.EventRefundFailed, "R1", 0},
+		{upstream.EventCancelOrRefund, "", 0},
+		{"SOMETHING_ELSE", "", 0},
+	} {
+		op, ok := latestOperation(timeline, opOfCode[tc.code])
+		if ok != (tc.psp != "") || op.psp != tc.psp || op.amount.Value != tc.value {
+			t.Errorf("%s: %+v %v, want %s %d", tc.code, op, ok, tc.psp, tc.value)
+		}
+	}
+}
+
+// What trigger says of a subscription's delivery.
+func TestDeliveryOutcome(t *testing.T) {
+	next := time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		d      webhooks.Delivery
+		status string
+		detail string
+	}{
+		{webhooks.Delivery{ID: "msg_1", Status: webhooks.StatusDelivered, Attempts: 1, LastStatusCode: 204}, TargetDelivered, "204, attempt 1"},
+		{webhooks.Delivery{ID: "msg_1", Status: webhooks.StatusPending}, TargetPending, "attempt 1 is under way"},
+		{webhooks.Delivery{ID: "msg_1", Status: webhooks.StatusPending, Attempts: 1}, TargetPending, "attempt 1 is under way"},
+		{webhooks.Delivery{ID: "msg_1", Status: webhooks.StatusPending, Attempts: 1, LastError: "connection refused", NextAttemptAt: &next},
+			TargetPending, "attempt 1 failed: connection refused, next at 10:00:05 UTC"},
+		{webhooks.Delivery{ID: "msg_1", Status: webhooks.StatusFailed, Attempts: 10, LastStatusCode: 500}, TargetFailed, "500 after 10 attempts"},
+	} {
+		status, detail := deliveryOutcome(tc.d)
+		if status != tc.status || !strings.Contains(detail, tc.detail) {
+			t.Errorf("%+v: %s %q, want %s %q", tc.d, status, detail, tc.status, tc.detail)
+		}
 	}
 }

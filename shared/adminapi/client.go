@@ -87,14 +87,18 @@ func (c *Client) Exec(ctx context.Context, args []string) (ExecResult, error) {
 // (it stopped).
 var ErrStreamEnded = errors.New("the local server ended the stream (it stopped)")
 
-// Listen streams merchantID's webhooks (of codes only, when given): ready
-// is called once with the merchant and the secret they are signed with,
-// then webhook for each, until ctx ends (nil), the server stops
-// (ErrStreamEnded) or webhook fails.
-func (c *Client) Listen(ctx context.Context, merchantID string, codes []string, ready func(merchantID, secret string), webhook func(Webhook) error) error {
+// Listen streams merchantID's webhooks (of codes only, when given) for a
+// CLI that sends them to (a URL; "": prints them): ready is called once
+// with the stream's first message (the merchant, the listener's id, the
+// secret they are signed with), then webhook for each, until ctx ends
+// (nil), the server stops (ErrStreamEnded) or webhook fails.
+func (c *Client) Listen(ctx context.Context, merchantID, to string, codes []string, ready func(StreamMessage), webhook func(Webhook) error) error {
 	q := url.Values{}
 	if merchantID != "" {
 		q.Set("merchant", merchantID)
+	}
+	if to != "" {
+		q.Set("to", to)
 	}
 	if len(codes) > 0 {
 		q.Set("events", strings.Join(codes, ","))
@@ -113,7 +117,7 @@ func (c *Client) Listen(ctx context.Context, merchantID string, codes []string, 
 		}
 		switch {
 		case m.Type == "ready":
-			ready(m.MerchantID, m.Secret)
+			ready(m)
 		case m.Type == "webhook" && m.Webhook != nil:
 			if err := webhook(*m.Webhook); err != nil {
 				return err
@@ -127,4 +131,10 @@ func (c *Client) Listen(ctx context.Context, merchantID string, codes []string, 
 		return fmt.Errorf("the listen stream: %w", err)
 	}
 	return ErrStreamEnded
+}
+
+// Report tells the server what became of a webhook of a listen.
+func (c *Client) Report(ctx context.Context, r ListenReport) error {
+	var out struct{}
+	return c.call(ctx, http.MethodPost, "listen/report", r, &out)
 }

@@ -10,9 +10,10 @@ import (
 
 // Keys are the local server's own API keys, one per merchant, held in
 // memory only: the dashboard and the admin API read payments, events and
-// deliveries and retry deliveries through the merchant API itself with
-// them. They are never stored, listed or printed, allow only
-// payments-read and webhooks, and die with the process.
+// deliveries, retry deliveries and make the dashboard's captures, refunds
+// and reversals through the merchant API itself with them. They are never
+// stored, listed or printed, allow only payments-read, webhooks,
+// captures, refunds and reversals, and die with the process.
 type Keys struct {
 	env   tenant.Environment
 	clock func() time.Time
@@ -43,7 +44,7 @@ func (k *Keys) For(merchantID string) (string, error) {
 	k.byHash[tenant.HashKey(key)] = tenant.APIKey{
 		ID: "key_local_" + merchantID, Hash: tenant.HashKey(key), Hint: tenant.KeyHint(key),
 		Name: "the local server's dashboard and admin API (in memory)", MerchantID: merchantID, Environment: k.env,
-		Permissions:   []tenant.Permission{tenant.PermPaymentsRead, tenant.PermWebhooks},
+		Permissions:   []tenant.Permission{tenant.PermPaymentsRead, tenant.PermWebhooks, tenant.PermCaptures, tenant.PermRefunds, tenant.PermReversals},
 		RatePerSecond: 10000, Burst: 20000, CreatedAt: k.clock(),
 	}
 	return key, nil

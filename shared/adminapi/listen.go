@@ -29,13 +29,31 @@ type Hub struct {
 	mu        sync.Mutex
 	listeners map[*Listener]struct{}
 	notifyMu  sync.Mutex // one Notify at a time: events reach a listener once, in order
+
+	// What became of each event sent to listeners (for trigger), the
+	// latest listenOutcomes events; changed is closed and replaced when
+	// one changes.
+	outMu    sync.Mutex
+	outcomes map[string]map[string]Target // event id → listener id → outcome
+	outOrder []string
+	changed  chan struct{}
 }
 
-func newHub(l *Local) *Hub { return &Hub{local: l, listeners: map[*Listener]struct{}{}} }
+// listenOutcomes is how many events' outcomes the hub remembers.
+const listenOutcomes = 1024
+
+func newHub(l *Local) *Hub {
+	return &Hub{local: l, listeners: map[*Listener]struct{}{}, outcomes: map[string]map[string]Target{}, changed: make(chan struct{})}
+}
 
 // Listener is one listen session.
 type Listener struct {
+	// ID names this listen (lst_…) in its reports and in trigger's.
+	ID         string
 	MerchantID string
+	// To is where its CLI sends the webhooks (a URL), or "" when it
+	// prints them.
+	To string
 	// Secret signs the webhooks of this listener (whsec_…), made for it.
 	Secret string
 	// C carries the webhooks; closed by Close.
@@ -63,8 +81,9 @@ type Webhook struct {
 }
 
 // Listen registers a listener for merchantID's events (of codes only, when
-// given). Events already recorded are not sent.
-func (h *Hub) Listen(ctx context.Context, merchantID string, codes []string) (*Listener, error) {
+// given) whose CLI sends them to (a URL; "": prints them). Events already
+// recorded are not sent.
+func (h *Hub) Listen(ctx context.Context, merchantID, to string, codes []string) (*Listener, error) {
 	if _, err := h.local.Merchant(ctx, merchantID); err != nil {
 		return nil, err
 	}
@@ -72,8 +91,13 @@ func (h *Hub) Listen(ctx context.Context, merchantID string, codes []string) (*L
 	if err != nil {
 		return nil, err
 	}
+	id, err := newPSP()
+	if err != nil {
+		return nil, err
+	}
 	c := make(chan Webhook, listenBuffer)
-	l := &Listener{MerchantID: merchantID, Secret: secret, C: c, c: c, codes: codes, seen: map[string]bool{}, hub: h}
+	l := &Listener{ID: "lst_" + strings.ToLower(id), MerchantID: merchantID, To: to, Secret: secret, C: c, c: c, codes: codes,
+		seen: map[string]bool{}, hub: h}
 	h.notifyMu.Lock()
 	defer h.notifyMu.Unlock()
 	events, err := h.local.Events(ctx, merchantID, "", 100)
@@ -99,6 +123,17 @@ func (l *Listener) Close() {
 	if !l.closed {
 		l.closed = true
 		close(l.c)
+	}
+	l.hub.outMu.Lock()
+	var pending []string
+	for eventID, byListener := range l.hub.outcomes {
+		if byListener[l.ID].Status == TargetPending {
+			pending = append(pending, eventID)
+		}
+	}
+	l.hub.outMu.Unlock()
+	for _, eventID := range pending {
+		l.hub.setOutcome(eventID, l.target(TargetFailed, "the listen stopped before it reported"))
 	}
 }
 
@@ -171,14 +206,83 @@ func (l *Listener) send(events []Event, now time.Time) {
 			l.mu.Unlock()
 			return
 		}
+		l.hub.setOutcome(e.ID, l.target(TargetPending, "sent to the listen; no report from it yet")) // before its report can come
 		select {
 		case l.c <- wh:
 			missed = 0
 		default:
 			missed++
+			l.hub.setOutcome(e.ID, l.target(TargetFailed, "this listen fell behind: the webhook was dropped"))
 		}
 		l.mu.Unlock()
 	}
+}
+
+// target is what became of an event sent to l.
+func (l *Listener) target(status, detail string) Target {
+	to := l.To
+	if to == "" {
+		to = "printed by paysvc-admin listen"
+	}
+	return Target{Kind: "listener", ID: l.ID, To: to, Status: status, Detail: detail}
+}
+
+// setOutcome records t for event eventID.
+func (h *Hub) setOutcome(eventID string, t Target) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	byListener := h.outcomes[eventID]
+	if byListener == nil {
+		byListener = map[string]Target{}
+		h.outcomes[eventID] = byListener
+		h.outOrder = append(h.outOrder, eventID)
+		if len(h.outOrder) > listenOutcomes {
+			delete(h.outcomes, h.outOrder[0])
+			h.outOrder = h.outOrder[1:]
+		}
+	}
+	byListener[t.ID] = t
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// ListenReport is what a listen's CLI says became of one webhook (POST
+// /_admin/v1/listen/report).
+type ListenReport struct {
+	ListenerID string `json:"listenerId"`
+	EventID    string `json:"eventId"`
+	Delivered  bool   `json:"delivered"`
+	// Detail says how (the receiver's status, printed) or why not.
+	Detail string `json:"detail"`
+}
+
+// Report records a listen's report on an event sent to it; reports on
+// events it was not sent are ignored.
+func (h *Hub) Report(r ListenReport) {
+	h.outMu.Lock()
+	t, ok := h.outcomes[r.EventID][r.ListenerID]
+	h.outMu.Unlock()
+	if !ok {
+		return
+	}
+	t.Status, t.Detail = TargetFailed, r.Detail
+	if r.Delivered {
+		t.Status = TargetDelivered
+	}
+	h.setOutcome(r.EventID, t)
+}
+
+// listenTargets returns what became of event eventID at its listeners,
+// and a channel closed when that changes.
+func (h *Hub) listenTargets(eventID string) ([]Target, <-chan struct{}) {
+	h.outMu.Lock()
+	defer h.outMu.Unlock()
+	out := make([]Target, 0, len(h.outcomes[eventID]))
+	for _, t := range h.outcomes[eventID] {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
+	return out, h.changed
 }
 
 // Wrap calls Notify after each notification next accepted.

@@ -37,7 +37,10 @@ import (
 type Local struct {
 	// Handler serves the merchant API and the notifications endpoint:
 	// the local server's handler without its local routes.
-	Handler       http.Handler
+	Handler http.Handler
+	// Actions serves what Trigger and Modify send, as Handler does, with
+	// the dashboard's request log recording them; nil: Handler.
+	Actions       http.Handler
 	Keys          *Keys
 	Tenants       tenant.Store
 	DeliveryStore webhooks.DeliveryStore
@@ -51,6 +54,14 @@ type Local struct {
 	Sim     *simulator.Simulator // nil when the upstream is not simulated
 	Clock   clock.Clock
 	Hub     *Hub
+}
+
+// actions is the handler Trigger and Modify send through.
+func (l *Local) actions() http.Handler {
+	if l.Actions != nil {
+		return l.Actions
+	}
+	return l.Handler
 }
 
 // NewLocal returns l with its listener hub.

@@ -11,6 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/queue/localqueue"
 	"github.com/yp/paysvc/shared/storeerr"
 	"github.com/yp/paysvc/shared/webhooks"
+	"github.com/yp/paysvc/shared/webhooks/sender"
 )
 
 // Retried is a delivery given an attempt now.
@@ -64,6 +65,39 @@ func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, e
 		return Retried{}, fmt.Errorf("delivery %s is pending: its next attempt is on SQS's schedule, which the local server cannot move; retry it once it has failed", id)
 	}
 	return l.moveNextAttempt(ctx, id)
+}
+
+// DeliveryDetail is one of merchantID's deliveries as stored, with its
+// subscription's URL and the headers its last attempt was sent with
+// (signature headers as names only: they are made at sending).
+type DeliveryDetail struct {
+	Delivery webhooks.Delivery
+	URL      string
+	Headers  http.Header
+}
+
+// DeliveryDetail returns merchantID's delivery id.
+func (l *Local) DeliveryDetail(ctx context.Context, merchantID, id string) (DeliveryDetail, error) {
+	d, err := l.DeliveryStore.GetDelivery(ctx, id)
+	if err == nil && d.MerchantID != merchantID {
+		err = storeerr.ErrNotFound
+	}
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return DeliveryDetail{}, &APIError{Status: http.StatusNotFound, Code: "yp_3007", Message: fmt.Sprintf("merchant %s has no webhook delivery %s", merchantID, id)}
+	}
+	if err != nil {
+		return DeliveryDetail{}, fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	out := DeliveryDetail{Delivery: d}
+	if sub, err := l.Tenants.GetSubscription(ctx, merchantID, d.SubscriptionID); err == nil {
+		out.URL = sub.URL
+	}
+	at := d.CreatedAt
+	if d.LastAttemptAt != nil {
+		at = *d.LastAttemptAt
+	}
+	out.Headers = sender.Headers(webhooks.Request{ID: d.ID, Attempt: max(d.Attempts, 1), Timestamp: at, Signature: "(made at sending: v1,… with the subscription's secret)"})
+	return out, nil
 }
 
 // settleWait bounds how long moveNextAttempt waits for an attempt under

@@ -37,11 +37,12 @@ type ExecResult struct {
 }
 
 // StreamMessage is one line of GET /_admin/v1/listen (JSON lines): first
-// {"type":"ready"} with the merchant and the listener's secret, then one
-// {"type":"webhook"} per event.
+// {"type":"ready"} with the merchant, the listener's id and its secret,
+// then one {"type":"webhook"} per event.
 type StreamMessage struct {
 	Type       string   `json:"type"` // ready, webhook
 	MerchantID string   `json:"merchantId,omitempty"`
+	ListenerID string   `json:"listenerId,omitempty"`
 	Secret     string   `json:"secret,omitempty"`
 	Webhook    *Webhook `json:"webhook,omitempty"`
 }
@@ -51,7 +52,8 @@ type StreamMessage struct {
 //
 //	GET  /_admin/v1/status                       Status
 //	POST /_admin/v1/exec      ExecRequest        runs a paysvc-admin command in the server
-//	GET  /_admin/v1/listen?merchant=ID&events=…  the merchant's webhooks as JSON lines
+//	GET  /_admin/v1/listen?merchant=ID&events=…&to=URL  the merchant's webhooks as JSON lines
+//	POST /_admin/v1/listen/report  ListenReport  what became of one (for trigger)
 //
 // Every request needs Authorization: Bearer <token> (the token in the data
 // directory, TokenFile).
@@ -78,6 +80,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.exec(w, r)
 	case "GET listen":
 		s.listen(w, r)
+	case "POST listen/report":
+		var rep ListenReport
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&rep); err != nil {
+			writeError(w, http.StatusBadRequest, "admin_invalid_request", "body: "+err.Error())
+			return
+		}
+		s.Local.Hub.Report(rep)
+		writeJSON(w, struct{}{})
 	default:
 		writeError(w, http.StatusNotFound, "admin_not_found", "no admin API route "+r.Method+" "+r.URL.Path)
 	}
@@ -114,7 +124,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) {
 			codes = append(codes, c)
 		}
 	}
-	l, err := s.Local.Hub.Listen(r.Context(), merchantID, codes)
+	l, err := s.Local.Hub.Listen(r.Context(), merchantID, q.Get("to"), codes)
 	if err != nil {
 		writeError(w, http.StatusNotFound, "admin_not_found", err.Error())
 		return
@@ -126,7 +136,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	send := func(m StreamMessage) bool { return enc.Encode(m) == nil && rc.Flush() == nil }
-	if !send(StreamMessage{Type: "ready", MerchantID: merchantID, Secret: l.Secret}) {
+	if !send(StreamMessage{Type: "ready", MerchantID: merchantID, ListenerID: l.ID, Secret: l.Secret}) {
 		return
 	}
 	for {

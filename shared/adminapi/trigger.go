@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -17,6 +18,7 @@ import (
 	"github.com/yp/paysvc/shared/httpapi"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/upstream"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // EventCodes are the notification event codes the service acts on, offered
@@ -49,10 +51,62 @@ type Triggered struct {
 	Item                upstream.NotificationRequestItem `json:"item"`
 	Status              int                              `json:"status"` // the notifications endpoint's answer
 	Answer              string                           `json:"answer"`
+	// Operation says which operation of the payment a modification's
+	// code was sent for: its latest of the matching kind, or none.
+	Operation string `json:"operation,omitempty"`
 	// Events are the merchant's events the notification made (none: it
 	// could not be routed to the merchant; see notification list
 	// --unroutable).
 	Events []Event `json:"events"`
+	// DuplicateOf is the event an identical notification made before, when
+	// this one made none: the service takes a notification once.
+	DuplicateOf string `json:"duplicateOf,omitempty"`
+	// Targets say what became of the events' webhooks: one per
+	// subscription delivery and listener.
+	Targets []Target `json:"targets"`
+}
+
+// Target is one place a triggered event's webhook went: a subscription
+// (its delivery) or a listener (paysvc-admin listen).
+type Target struct {
+	Kind    string `json:"kind"` // subscription, listener
+	ID      string `json:"id"`   // the subscription's, the listener's
+	To      string `json:"to"`   // the URL, or how a listener shows it
+	EventID string `json:"eventId"`
+	Status  string `json:"status"` // delivered, failed, pending
+	// Detail says how (the receiver's status), why it failed, or what it
+	// waits for.
+	Detail string `json:"detail,omitempty"`
+}
+
+// String says it in a line: "subscription sub_… (URL): failed: why".
+func (t Target) String() string {
+	s := fmt.Sprintf("%s %s (%s): %s", t.Kind, t.ID, t.To, t.Status)
+	if t.Detail != "" {
+		s += ": " + t.Detail
+	}
+	return s
+}
+
+// Target statuses.
+const (
+	TargetDelivered = "delivered"
+	TargetFailed    = "failed"
+	TargetPending   = "pending"
+)
+
+// targetWait bounds how long Trigger waits for each target's first
+// outcome (a listener's report, a delivery's first attempt); what has none
+// by then is pending.
+const targetWait = 10 * time.Second
+
+// opOfCode is the operation kind (as the timeline names the platform's
+// answer to its call: capture, refund, …) a modification's code answers.
+var opOfCode = map[string]string{
+	upstream.EventCapture: "capture", upstream.EventCaptureFailed: "capture",
+	upstream.EventRefund: "refund", upstream.EventRefundFailed: "refund", "REFUNDED_REVERSED": "refund",
+	upstream.EventCancelOrRefund: "reversal", upstream.EventAuthorisationAdjustment: "amount-update",
+	upstream.EventCancellation: "cancel",
 }
 
 // paymentLevel are the codes whose pspReference is the payment's own;
@@ -81,6 +135,7 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 	if err != nil {
 		return Triggered{}, err
 	}
+	operation := ""
 	item := upstream.NotificationRequestItem{
 		AdditionalData: upstream.AdditionalData{}, Amount: pay.amount, EventCode: code,
 		EventDate: l.Clock.Now().UTC().Format(time.RFC3339), MerchantAccountCode: m.UpstreamAccount,
@@ -96,16 +151,30 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 			item.Operations = []string{"CANCEL", "CAPTURE", "REFUND"}
 		}
 	} else {
-		if item.PSPReference, err = newPSP(); err != nil {
-			return Triggered{}, err
-		}
 		item.OriginalReference = pay.psp
+		kind := opOfCode[code]
+		if op, ok := latestOperation(pay.timeline, kind); ok {
+			item.PSPReference = op.psp
+			if op.amount.Currency != "" {
+				item.Amount = op.amount
+			}
+			operation = fmt.Sprintf("the payment's latest %s, %s", kind, op.psp)
+		} else {
+			if item.PSPReference, err = newPSP(); err != nil {
+				return Triggered{}, err
+			}
+			operation = fmt.Sprintf("no %s of the payment matched: a new pspReference, %s (as one made outside the API)", cmp.Or(kind, "operation"), item.PSPReference)
+		}
 		if code == upstream.EventCancelOrRefund {
 			item.AdditionalData["modification.action"] = "cancel"
 		}
 	}
+	psp := item.PSPReference
 	if item, err = applySets(item, req.Set); err != nil {
 		return Triggered{}, err
+	}
+	if operation != "" && item.PSPReference != psp {
+		operation = "the pspReference --set gave, " + item.PSPReference
 	}
 	if !item.Succeeded() {
 		item.Operations = nil // a refused authorisation offers none
@@ -124,9 +193,14 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 	if l.Secrets.NotificationUsername != "" || l.Secrets.NotificationPassword != "" {
 		r.SetBasicAuth(l.Secrets.NotificationUsername, l.Secrets.NotificationPassword)
 	}
+	before, err := l.Events(ctx, merchantID, pay.psp, 100)
+	if err != nil {
+		return Triggered{}, err
+	}
 	rec := httptest.NewRecorder()
-	l.Handler.ServeHTTP(rec, r)
-	out := Triggered{MerchantID: merchantID, PaymentPSPReference: pay.psp, Item: item, Status: rec.Code, Answer: strings.TrimSpace(rec.Body.String()), Events: []Event{}}
+	l.actions().ServeHTTP(rec, r)
+	out := Triggered{MerchantID: merchantID, PaymentPSPReference: pay.psp, Item: item, Status: rec.Code, Answer: strings.TrimSpace(rec.Body.String()),
+		Operation: operation, Events: []Event{}, Targets: []Target{}}
 	if rec.Code != http.StatusOK {
 		return out, fmt.Errorf("the notifications endpoint answered %d: %s", rec.Code, out.Answer)
 	}
@@ -135,11 +209,112 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 		return out, err
 	}
 	for _, e := range events {
-		if e.PSPReference == item.PSPReference && e.EventCode == code {
-			out.Events = append(out.Events, e)
+		if e.PSPReference != item.PSPReference || e.EventCode != item.EventCode {
+			continue
+		}
+		if slices.ContainsFunc(before, func(b Event) bool { return b.ID == e.ID }) {
+			out.DuplicateOf = e.ID // the service takes a notification once
+			continue
+		}
+		out.Events = append(out.Events, e)
+	}
+	out.Targets, err = l.targets(ctx, merchantID, out.Events)
+	return out, err
+}
+
+// targets waits, up to targetWait, for the first outcome of every webhook
+// of events: each listener's report and each subscription delivery's
+// first attempt.
+func (l *Local) targets(ctx context.Context, merchantID string, events []Event) ([]Target, error) {
+	if len(events) == 0 {
+		return []Target{}, nil
+	}
+	deadline := time.Now().Add(targetWait)
+	for {
+		out, waiting := []Target{}, false
+		var changed <-chan struct{}
+		for _, e := range events {
+			ts, ch := l.Hub.listenTargets(e.ID)
+			changed = ch
+			for _, t := range ts {
+				t.EventID = e.ID
+				waiting = waiting || t.Status == TargetPending
+				out = append(out, t)
+			}
+		}
+		ds, err := l.DeliveryStore.ListDeliveries(ctx, merchantID, "", 100)
+		if err != nil {
+			return out, fmt.Errorf("the deliveries of %s: %w", merchantID, err)
+		}
+		for _, d := range ds {
+			if !slices.ContainsFunc(events, func(e Event) bool { return e.ID == d.EventID }) {
+				continue
+			}
+			t := Target{Kind: "subscription", ID: d.SubscriptionID, EventID: d.EventID, Status: TargetPending}
+			if sub, err := l.Tenants.GetSubscription(ctx, merchantID, d.SubscriptionID); err == nil {
+				t.To = sub.URL
+			}
+			t.Status, t.Detail = deliveryOutcome(d)
+			waiting = waiting || d.Status == webhooks.StatusPending && d.NextAttemptAt == nil
+			out = append(out, t)
+		}
+		if !waiting || time.Now().After(deadline) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-changed:
+		case <-time.After(settlePoll):
 		}
 	}
-	return out, nil
+}
+
+// deliveryOutcome says what became of a delivery so far.
+func deliveryOutcome(d webhooks.Delivery) (status, detail string) {
+	last := d.LastError
+	if d.LastStatusCode != 0 {
+		last = strings.TrimSpace(fmt.Sprintf("%d %s", d.LastStatusCode, last))
+	}
+	switch {
+	case d.Status == webhooks.StatusDelivered:
+		return TargetDelivered, fmt.Sprintf("%d, attempt %d", d.LastStatusCode, d.Attempts)
+	case d.Status == webhooks.StatusFailed || d.Status == webhooks.StatusDisabled:
+		return TargetFailed, fmt.Sprintf("%s after %d attempts (delivery %s)", last, d.Attempts, d.ID)
+	case d.NextAttemptAt == nil: // a failed attempt schedules the next
+		return TargetPending, fmt.Sprintf("attempt %d is under way (delivery %s)", max(d.Attempts, 1), d.ID)
+	}
+	return TargetPending, fmt.Sprintf("attempt %d failed: %s, next at %s UTC (delivery %s; retry it now from the dashboard or `delivery retry`)",
+		d.Attempts, last, d.NextAttemptAt.UTC().Format(time.TimeOnly), d.ID)
+}
+
+// operation is one operation of a payment's timeline.
+type operation struct {
+	psp    string
+	amount money.Amount
+}
+
+// latestOperation returns the latest operation of kind made through the
+// API that the platform received, by the timeline (the lookup's, decoded
+// loosely): its entry of kind KIND, source api, carries the platform's
+// pspReference of the operation (KIND-requested carries the service's own
+// reference).
+func latestOperation(timeline []any, kind string) (operation, bool) {
+	var best operation
+	var bestAt string
+	found := false
+	for _, x := range timeline {
+		e, _ := x.(map[string]any)
+		psp, _ := e["pspReference"].(string)
+		at, _ := e["time"].(string)
+		if kind == "" || e["kind"] != kind || e["source"] != "api" || psp == "" {
+			continue
+		}
+		if !found || at >= bestAt { // RFC 3339 in UTC: ordered as strings
+			best, bestAt, found = operation{psp: psp, amount: amountOf(e["amount"])}, at, true
+		}
+	}
+	return best, found
 }
 
 // soleMerchant returns id, or the only merchant when id is "".
@@ -165,6 +340,7 @@ func (l *Local) soleMerchant(ctx context.Context, id string) (string, error) {
 type triggerPayment struct {
 	psp, siteID, reference, brand, source string
 	amount                                money.Amount
+	timeline                              []any // the lookup's
 }
 
 // triggerPayment finds the payment psp (see TriggerRequest.PSPReference).
@@ -197,6 +373,7 @@ func (l *Local) triggerPayment(ctx context.Context, merchantID, code, psp string
 	p, err := l.Payment(ctx, merchantID, psp)
 	if err == nil {
 		tp := triggerPayment{psp: psp, siteID: p.SiteID, amount: amountOf(p.View["amount"]), brand: "visa", source: "advanced"}
+		tp.timeline, _ = p.View["timeline"].([]any)
 		tp.reference, _ = p.View["merchantReference"].(string)
 		if pm, ok := p.View["paymentMethod"].(map[string]any); ok && pm["brand"] != nil {
 			tp.brand = fmt.Sprint(pm["brand"])

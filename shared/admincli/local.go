@@ -17,6 +17,7 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks/target"
+	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
 // isHelp reports whether args ask for help only (answered without a store).
@@ -83,7 +84,9 @@ func (c *cli) trigger(ctx context.Context, path string, args []string) error {
 			"applied, signed with the upstream HMAC key and posted to the notifications endpoint. The\n"+
 			"service handles it as any notification: payment record, event, webhooks, listeners.\n"+
 			"Without --psp, AUTHORISATION and OFFER_CLOSED are for a new payment and other codes for the\n"+
-			"merchant's latest one. Examples: trigger CAPTURE --psp PSP; trigger AUTHORISATION --set\n"+
+			"merchant's latest one. A modification's code is for the payment's latest operation of its\n"+
+			"kind (CAPTURE_FAILED: its latest capture), or a new pspReference when none matches; it says\n"+
+			"which, then what became of each webhook: delivered, failed (why) or pending. Examples: trigger CAPTURE --psp PSP; trigger AUTHORISATION --set\n"+
 			"success=false --set reason=Refused; trigger REFUND --psp PSP --set amount.value=500.")
 	psp := f.str("psp", "", "the payment's `PSP_REFERENCE`")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
@@ -113,11 +116,27 @@ func (c *cli) trigger(ctx context.Context, path string, args []string) error {
 	it := res.Item
 	fmt.Fprintf(c.stdout, "sent %s (success %s, %s) for payment %s of %s: %d %s\n",
 		it.EventCode, it.Success, simulator.FormatAmount(it.Amount), res.PaymentPSPReference, res.MerchantID, res.Status, res.Answer)
-	if len(res.Events) == 0 {
+	if res.Operation != "" {
+		fmt.Fprintf(c.stdout, "  operation: %s\n", res.Operation)
+	}
+	switch {
+	case len(res.Events) == 0 && res.DuplicateOf != "":
+		fmt.Fprintf(c.stdout, "no new event: the service had this notification already (event %s) and takes one once; nothing was sent\n", res.DuplicateOf)
+	case len(res.Events) == 0:
 		fmt.Fprintf(c.stdout, "no event recorded for %s: the notification could not be routed to it (see `%s notification list --unroutable`)\n", res.MerchantID, prog)
 	}
 	for _, e := range res.Events {
-		fmt.Fprintf(c.stdout, "event %s recorded: delivered to the subscriptions and listeners of %s\n", e.ID, res.MerchantID)
+		n := 0
+		fmt.Fprintf(c.stdout, "event %s recorded; its webhooks:\n", e.ID)
+		for _, t := range res.Targets {
+			if t.EventID == e.ID {
+				fmt.Fprintf(c.stdout, "  %s\n", t)
+				n++
+			}
+		}
+		if n == 0 {
+			fmt.Fprintf(c.stdout, "  none: %s has no subscription for it and no listen runs\n", res.MerchantID)
+		}
 	}
 	return nil
 }
@@ -127,10 +146,11 @@ const forwardTimeout = 15 * time.Second
 
 func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "[--forward-to URL] [--merchant ID] [--events CODES] [--json]",
-		"Forwards every webhook of a merchant to a URL on this machine while it runs (Ctrl-C stops it),\n"+
-			"through the running local server: each event as a subscription would receive it, signed\n"+
-			"with a secret made for this listen and printed at the start. Without --forward-to each\n"+
-			"webhook's body is printed instead. No subscription is created and nothing is stored.\n"+
+		"Receives every webhook of a merchant while it runs (Ctrl-C stops it), through the running\n"+
+			"local server: each event as a subscription would receive it, signed with a secret made for\n"+
+			"this listen and printed at the start. It prints each webhook and checks its signature;\n"+
+			"--forward-to POSTs them to your receiver on this machine instead. No subscription is\n"+
+			"created and nothing is stored.\n"+
 			"With --json, one JSON line per webhook. For the local test environment; deployed stages\n"+
 			"deliver to subscriptions (webhook endpoints).")
 	forward := f.str("forward-to", "", "the `URL` on this machine (localhost or a loopback address) to POST each webhook to, e.g. http://127.0.0.1:4000/webhooks (default: print them)")
@@ -161,27 +181,40 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 		return errNeedsLocalServer("listen")
 	}
 	client := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	ready := func(m, secret string) {
+	fwd := ""
+	if fwdTo != nil {
+		fwd = fwdTo.String()
+	}
+	var listenerID, secret string
+	ready := func(m adminapi.StreamMessage) {
+		listenerID, secret = m.ListenerID, m.Secret
 		if *f.json {
-			fwd := ""
-			if fwdTo != nil {
-				fwd = fwdTo.String()
-			}
-			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m, "forwardTo": fwd, "secret": secret})
+			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m.MerchantID, "listenerId": m.ListenerID, "forwardTo": fwd, "secret": m.Secret})
 			return
 		}
 		if fwdTo == nil {
-			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m)
+			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s and checking their signatures (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m.MerchantID)
 		} else {
-			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m, fwdTo)
+			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m.MerchantID, fwdTo)
 		}
-		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", secret)
+		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", m.Secret)
+	}
+	// report tells the server what became of a webhook (trigger says it).
+	report := func(wh adminapi.Webhook, delivered bool, detail string) {
+		_ = cl.Report(ctx, adminapi.ListenReport{ListenerID: listenerID, EventID: wh.EventID, Delivered: delivered, Detail: detail})
 	}
 	forwardOne := func(wh adminapi.Webhook) error {
 		res := forwarded{Type: "webhook", EventID: wh.EventID, EventCode: wh.EventCode, PSPReference: wh.PSPReference,
 			WebhookID: wh.Headers.Get("X-Webhook-Id"), Missed: wh.Missed}
 		if fwdTo == nil {
-			return c.printWebhook(res, wh, *f.json)
+			// Checked as a receiver checks it (docs/webhooks.md).
+			res.Signature = "verified"
+			if err := verify.Verify(secret, wh.Headers, wh.Body, c.clock.Now(), verify.DefaultTolerance); err != nil {
+				res.Signature = "INVALID: " + err.Error()
+			}
+			err := c.printWebhook(res, wh, *f.json)
+			report(wh, err == nil && res.Signature == "verified", "printed, signature "+res.Signature)
+			return err
 		}
 		start := time.Now()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fwdTo.String(), bytes.NewReader(wh.Body))
@@ -198,6 +231,9 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 		res.LatencyMs = time.Since(start).Milliseconds()
 		if err != nil {
 			res.Error = err.Error()
+			report(wh, false, res.Error)
+		} else {
+			report(wh, res.Status/100 == 2, fmt.Sprintf("your receiver answered %d", res.Status))
 		}
 		if *f.json {
 			return c.printJSONLine(res)
@@ -213,7 +249,7 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 			time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, outcome, res.LatencyMs)
 		return err
 	}
-	return cl.Listen(ctx, strings.TrimSpace(*merchantID), codes, ready, forwardOne)
+	return cl.Listen(ctx, strings.TrimSpace(*merchantID), fwd, codes, ready, forwardOne)
 }
 
 // printWebhook prints a webhook listen does not forward: a line, then its
@@ -223,7 +259,7 @@ func (c *cli) printWebhook(res forwarded, wh adminapi.Webhook, asJSON bool) erro
 		res.Body = wh.Body
 		return c.printJSONLine(res)
 	}
-	_, err := fmt.Fprintf(c.stdout, "%s  %-24s %-16s %s\n  %s\n", time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, wh.Body)
+	_, err := fmt.Fprintf(c.stdout, "%s  %-24s %-16s %s  signature %s\n  %s\n", time.Now().Format("15:04:05"), wh.EventCode, wh.PSPReference, res.WebhookID, res.Signature, wh.Body)
 	return err
 }
 
@@ -238,6 +274,8 @@ type forwarded struct {
 	LatencyMs    int64  `json:"latencyMs"`
 	Error        string `json:"error,omitempty"`
 	Missed       int    `json:"missed,omitempty"`
+	// Signature is "verified" (or why not), when it is printed.
+	Signature string `json:"signature,omitempty"`
 	// Body is the webhook's body, when it is printed rather than forwarded.
 	Body json.RawMessage `json:"body,omitempty"`
 }

@@ -114,12 +114,8 @@ type DispatcherOptions struct {
 	Sender  webhooks.Poster  // replaces the HTTP sender (tests)
 }
 
-// NewDispatcher wires the webhook dispatcher. The development setting
-// PAYSVC_WEBHOOK_ALLOW_LOCAL is logged as a warning.
+// NewDispatcher wires the webhook dispatcher.
 func NewDispatcher(a *App, opts DispatcherOptions) *webhooks.Dispatcher {
-	if a.Config.WebhookAllowLocal {
-		a.Log.Warn("webhooks may go to http(s)://localhost and 127.0.0.1 on any port: development only, deployed stages refuse such targets (PAYSVC_WEBHOOK_ALLOW_LOCAL; the local server's default in the test environment)")
-	}
 	sender := opts.Sender
 	if sender == nil {
 		sender = newSender(a, opts.Timeout)
@@ -276,6 +272,11 @@ func DispatcherHandler(ctx context.Context, a *App) (func(context.Context, event
 	var m webhooks.Metrics
 	if a.Metrics != nil {
 		m = a.Metrics
+	}
+	// The development setting, in a function: a warning (the local
+	// server's banner says it instead).
+	if a.Config.WebhookAllowLocal {
+		a.Log.Warn("webhooks may go to http(s)://localhost and 127.0.0.1 on any port: development only, deployed stages refuse such targets (PAYSVC_WEBHOOK_ALLOW_LOCAL)")
 	}
 	d := NewDispatcher(a, DispatcherOptions{Metrics: m})
 	// The subscription read of every attempt: cached per instance (see

@@ -34,7 +34,7 @@ const Prefix = "/_dashboard/"
 var pagesHTML string
 
 var pages = template.Must(template.New("dashboard").Funcs(template.FuncMap{
-	"amount": amountText, "when": when, "whenPtr": whenPtr, "short": short, "ms": func(d time.Duration) string {
+	"amount": amountText, "badge": badgeClass, "when": when, "whenPtr": whenPtr, "short": short, "ms": func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
 	},
 	"trigger": func(p Page, psp, back string) triggerForm { return triggerForm{Page: p, PSP: psp, Back: back} },
@@ -74,8 +74,10 @@ func New(local *adminapi.Local, requests *RequestLog, info Info) (*Dashboard, er
 	d := &Dashboard{local: local, requests: requests, info: info, csrf: hex.EncodeToString(b), mux: http.NewServeMux()}
 	d.mux.HandleFunc("GET "+Prefix+"{$}", d.overview)
 	d.mux.HandleFunc("GET "+Prefix+"payments/{psp}", d.payment)
+	d.mux.HandleFunc("GET "+Prefix+"deliveries/{id}", d.delivery)
 	d.mux.HandleFunc("POST "+Prefix+"deliveries/{id}/retry", d.action(d.retry))
 	d.mux.HandleFunc("POST "+Prefix+"trigger", d.action(d.trigger))
+	d.mux.HandleFunc("POST "+Prefix+"payments/{psp}/{op}", d.action(d.modify))
 	d.mux.HandleFunc("POST "+Prefix+"simulator/clock", d.action(d.moveClock))
 	d.mux.HandleFunc("POST "+Prefix+"simulator/expire-offers", d.action(d.expireOffers))
 	d.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -141,8 +143,11 @@ type simInfo struct {
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	data := struct {
 		Page
+		Filter     paymentFilter
+		States     []string
 		Payments   []adminapi.PaymentRow
 		Events     []adminapi.Event
 		Deliveries []adminapi.Delivery
@@ -152,9 +157,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	ctx, m := r.Context(), data.Merchant
 	var err error
 	if m != "" {
-		if data.Payments, err = d.local.RecentPayments(ctx, m, 20); err != nil {
+		data.Filter = paymentFilter{Text: strings.TrimSpace(q.Get("q")), State: q.Get("state"), Date: strings.TrimSpace(q.Get("date"))}
+		var rows []adminapi.PaymentRow
+		if rows, err = d.local.RecentPayments(ctx, m, 100); err != nil {
 			data.Problems = append(data.Problems, "payments: "+err.Error())
 		}
+		data.States, data.Payments = states(rows), data.Filter.apply(rows, 20)
 		if data.Events, err = d.local.Events(ctx, m, "", 20); err != nil {
 			data.Problems = append(data.Problems, "events: "+err.Error())
 		}
@@ -177,6 +185,8 @@ func (d *Dashboard) payment(w http.ResponseWriter, r *http.Request) {
 		Page
 		PSP          string
 		SiteID       string
+		State        string
+		Actions      []modifyForm
 		Found        bool
 		Fields       []field
 		Ledger       []field
@@ -190,6 +200,10 @@ func (d *Dashboard) payment(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		data.Found, data.SiteID, data.Raw = true, p.SiteID, prettyJSON(p.Raw)
 		data.Fields, data.Ledger, data.Tables = paymentView(p.View)
+		data.State, _ = p.View["state"].(string)
+		if data.Actions, err = modifyForms(p.View); err != nil {
+			data.Problems = append(data.Problems, "actions: "+err.Error())
+		}
 		if next, ok := p.View["timelineNext"].(string); ok {
 			data.TimelineNext = next
 		}
@@ -202,6 +216,24 @@ func (d *Dashboard) payment(w http.ResponseWriter, r *http.Request) {
 		data.Problems = append(data.Problems, "events: "+err.Error())
 	}
 	d.render(w, "payment", data)
+}
+
+func (d *Dashboard) delivery(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	data := struct {
+		Page
+		ID     string
+		Found  bool
+		Detail adminapi.DeliveryDetail
+		Body   string
+	}{Page: d.common(r, "Delivery "+id), ID: id}
+	det, err := d.local.DeliveryDetail(r.Context(), data.Merchant, id)
+	if err != nil {
+		data.Problems = append(data.Problems, "delivery: "+err.Error())
+	} else {
+		data.Found, data.Detail, data.Body = true, det, prettyJSON(det.Delivery.Payload)
+	}
+	d.render(w, "delivery", data)
 }
 
 // maxForm bounds an action's form.
@@ -270,8 +302,18 @@ func (d *Dashboard) trigger(ctx context.Context, r *http.Request, merchant strin
 		return "", err
 	}
 	msg := fmt.Sprintf("sent %s (success %s) for payment %s: %s", res.Item.EventCode, res.Item.Success, res.PaymentPSPReference, res.Answer)
-	if len(res.Events) == 0 {
+	if res.Operation != "" {
+		msg += "; operation: " + res.Operation
+	}
+	if len(res.Events) == 0 && res.DuplicateOf != "" {
+		msg += "; no new event: the service had this notification already (event " + res.DuplicateOf + ")"
+	} else if len(res.Events) == 0 {
 		msg += "; no event recorded for " + res.MerchantID + " (not routable to it: see paysvc-admin notification list --unroutable)"
+	} else if len(res.Targets) == 0 {
+		msg += "; its webhook went nowhere: no subscription for it and no listen runs"
+	}
+	for _, t := range res.Targets {
+		msg += "; " + t.String()
 	}
 	return msg, nil
 }

@@ -130,10 +130,26 @@ func toTable(name string, rows []map[string]any) table {
 			if v, ok := r[c]; ok {
 				cells[i] = renderValue(v)
 			}
+			if kind, ok := r["kind"].(string); ok && c == "kind" && name == "timeline" {
+				cells[i] = timelineKind(kind, r["source"])
+			}
 		}
 		t.Rows = append(t.Rows, cells)
 	}
 	return t
+}
+
+// timelineKind tells a timeline entry's two sources apart: the
+// merchant's API call ("capture-requested": → capture requested) and the
+// platform's notification (CAPTURE: ← CAPTURE).
+func timelineKind(kind string, source any) template.HTML {
+	if source == "api" {
+		return template.HTML(`<span class="src-api" title="an API call">→ ` + html.EscapeString(strings.ReplaceAll(kind, "-", " ")) + `</span>`)
+	}
+	if source == "notification" {
+		return template.HTML(`<span class="src-notification" title="a notification of the platform">← <strong>` + html.EscapeString(kind) + `</strong></span>`)
+	}
+	return template.HTML(html.EscapeString(kind))
 }
 
 // asAmount reads {value, currency}.
@@ -162,6 +178,20 @@ func renderValue(v any) template.HTML {
 		return template.HTML(html.EscapeString(x))
 	case bool, float64:
 		return template.HTML(html.EscapeString(fmt.Sprint(x)))
+	}
+	if m, ok := v.(map[string]any); ok { // e.g. paymentMethod: its fields, readable
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		b.WriteString(`<span class="kv">`)
+		for _, k := range keys {
+			b.WriteString(`<span><b>` + html.EscapeString(k) + `</b> ` + string(renderValue(m[k])) + `</span>`)
+		}
+		b.WriteString(`</span>`)
+		return template.HTML(b.String())
 	}
 	b, _ := json.Marshal(v)
 	return template.HTML(`<code>` + html.EscapeString(string(b)) + `</code>`)

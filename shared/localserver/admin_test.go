@@ -102,8 +102,12 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 		t.Fatalf("retried attempt's signature: %v", err)
 	}
 
-	// trigger: a signed notification through the service becomes a webhook.
-	if out := s.admin(t, "trigger", "CAPTURE", "--psp", psp); !strings.Contains(out, "[accepted]") || !strings.Contains(out, "event evt_") {
+	// trigger: a signed notification through the service becomes a webhook;
+	// it says for which operation (no capture was requested: a new one) and
+	// what became of the webhook at the subscription.
+	if out := s.admin(t, "trigger", "CAPTURE", "--psp", psp); !strings.Contains(out, "[accepted]") || !strings.Contains(out, "event evt_") ||
+		!strings.Contains(out, "operation: no capture of the payment matched") ||
+		!strings.Contains(out, "subscription "+created.Subscription.ID+" ("+sink.URL+"): delivered: 204, attempt 1") {
 		t.Fatalf("trigger:\n%s", out)
 	}
 	capture := sink.Next(t)
@@ -138,7 +142,12 @@ func TestAdminCommandsWhileTheServerRuns(t *testing.T) {
 	if line := <-printed; !strings.Contains(line, `"forwardTo":""`) {
 		t.Fatalf("printing listen's first line %q", line)
 	}
-	if out := s.admin(t, "trigger", "REFUND", "--psp", psp, "--set", "amount.value=300"); !strings.Contains(out, "3.00 EUR") {
+	// Each target said: the subscription, the forwarding listen (its
+	// receiver's answer) and the printing one (the signature it checked).
+	if out := s.admin(t, "trigger", "REFUND", "--psp", psp, "--set", "amount.value=300"); !strings.Contains(out, "3.00 EUR") ||
+		!strings.Contains(out, "subscription "+created.Subscription.ID+" ("+sink.URL+"): delivered") ||
+		!strings.Contains(out, "("+listened.URL+"): delivered: your receiver answered 204") ||
+		!strings.Contains(out, "(printed by paysvc-admin listen): delivered: printed, signature verified") {
 		t.Fatalf("trigger REFUND:\n%s", out)
 	}
 	fwd := listened.Next(t)

@@ -78,6 +78,7 @@ func newLocalRoutes(d localDeps) (*localRoutes, error) {
 	}
 	inner := local.Hub.Wrap(d.h)
 	local.Handler = inner
+	local.Actions = d.requests.Wrap(inner) // the dashboard's and trigger's posts are recent requests too
 	cfg := d.a.Config
 	info := dashboard.Info{BaseURL: d.baseURL, Environment: string(cfg.Environment), DataDir: cfg.DataDir}
 	if d.sim != nil {

@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -391,9 +390,10 @@ type bannerInfo struct {
 	lenient        bool   // the simulator's lenient mode
 }
 
-// banner prints, for a human: where the service listens, the simulator and
-// how to pay a session by hand, what was seeded (keys as given), the
-// webhook targets and whether they are delivered, and curl lines to try.
+// banner prints, for a human: where the service listens, its dashboard,
+// the simulator, whether webhooks to this machine are delivered, what was
+// seeded (keys as given) and the webhook subscriptions. The README's
+// walk-through shows it as printed (tests/quickstart_test.go compares).
 func banner(w io.Writer, b bannerInfo) {
 	cfg := b.cfg
 	fmt.Fprintf(w, "\npaysvc listening on %s (environment %s, store %s", b.baseURL, cfg.Environment, cfg.Store)
@@ -403,8 +403,7 @@ func banner(w io.Writer, b bannerInfo) {
 	fmt.Fprintln(w, ")")
 	fmt.Fprintf(w, "API contract (OpenAPI 3.1): %s%s\n", b.baseURL, OpenAPIPath)
 	if b.localRefused == "" {
-		fmt.Fprintf(w, "dashboard: %s%s\n", b.baseURL, dashboard.Prefix)
-		fmt.Fprintf(w, "admin: paysvc-admin commands go through this server while it runs (make admin; bin/paysvc-admin -h)\n")
+		fmt.Fprintf(w, "dashboard: %s%s (paysvc-admin goes through this server too)\n", b.baseURL, dashboard.Prefix)
 	} else {
 		fmt.Fprintf(w, "no dashboard or admin API: %s\n", b.localRefused)
 	}
@@ -415,6 +414,13 @@ func banner(w io.Writer, b bannerInfo) {
 		} else {
 			fmt.Fprintf(w, "  its shopper pages are served here (%s%s...); its test hooks are not\n", b.baseURL, SimHooksPrefix)
 		}
+	}
+	if cfg.WebhookAllowLocal {
+		how := "PAYSVC_WEBHOOK_ALLOW_LOCAL=true"
+		if b.localByDefault {
+			how = "the test environment's local default; PAYSVC_WEBHOOK_ALLOW_LOCAL=false refuses them"
+		}
+		fmt.Fprintf(w, "webhooks: delivered to this machine too (127.0.0.1, localhost: %s)\n", how)
 	}
 
 	sd := b.seeded
@@ -453,50 +459,5 @@ func banner(w io.Writer, b bannerInfo) {
 			fmt.Fprintf(w, "  %s/%s -> %s\n", tg.merchantID, tg.id, tg.url)
 		}
 	}
-	if cfg.WebhookAllowLocal {
-		how := "PAYSVC_WEBHOOK_ALLOW_LOCAL=true"
-		if b.localByDefault {
-			how = "the local default of the test environment; PAYSVC_WEBHOOK_ALLOW_LOCAL=false refuses them"
-		}
-		fmt.Fprintf(w, "webhooks: targets on this machine (http://127.0.0.1, localhost) are delivered (%s)\n", how)
-	}
-
-	key, site := tryKey(sd.seed)
-	if key == "" {
-		fmt.Fprintln(w)
-		return
-	}
-	fmt.Fprintf(w, `
-Try:
-  KEY=%[2]s
-  curl -s %[1]s/v1/ecom/config -H "Authorization: Bearer $KEY"
-  curl -s %[1]s/v1/ecom/%[3]s/sessions -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' -H 'Idempotency-Key: order-1001' \
-    -d '{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/return","reference":"order-1001"}'
-`, b.baseURL, key, site)
-	if b.simURL != "" && b.localRefused == "" {
-		fmt.Fprintf(w, `  # pay that session as a shopper would (the "id" of the answer above):
-  curl -s -X POST %[1]s%[2]ssessions/<session id>/pay -H 'Content-Type: application/json' -d '{"cardNumber":"4111111111111111"}'
-`, b.baseURL, SimHooksPrefix)
-	}
 	fmt.Fprintln(w)
-}
-
-// tryKey picks a usable key of the seed and a site it may use, for the
-// curl lines.
-func tryKey(s provision.Seed) (key, site string) {
-	for _, k := range s.APIKeys {
-		if k.Revoked {
-			continue
-		}
-		for _, st := range s.Sites {
-			if st.MerchantID != k.MerchantID || st.Type != tenant.SiteEcommerce && st.Type != "" {
-				continue
-			}
-			if len(k.SiteIDs) == 0 || slices.Contains(k.SiteIDs, st.ID) {
-				return k.Key, st.ID
-			}
-		}
-	}
-	return "", ""
 }

@@ -1,0 +1,57 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+
+	"github.com/yp/paysvc/shared/money"
+)
+
+// Modifications are the operations the dashboard offers on a payment, by
+// the merchant API's endpoint under the payment; true: it takes an amount.
+var Modifications = map[string]bool{"captures": true, "refunds": true, "reversals": false}
+
+// Modify makes a capture, refund or reversal (op, as its endpoint is
+// named) of payment psp on siteID through the merchant API, exactly as a
+// merchant's server calls it: POST /v1/ecom/{site}/payments/{psp}/{op}
+// with reference, amount (captures and refunds) and idempotencyKey, so a
+// form sent twice makes one operation. It returns the API's answer.
+func (l *Local) Modify(ctx context.Context, merchantID, siteID, psp, op string, amount money.Amount, reference, idempotencyKey string) (json.RawMessage, error) {
+	takesAmount, ok := Modifications[op]
+	if !ok {
+		return nil, fmt.Errorf("no operation %q: captures, refunds or reversals", op)
+	}
+	if strings.TrimSpace(idempotencyKey) == "" {
+		return nil, fmt.Errorf("%s of %s: an Idempotency-Key is required", op, psp)
+	}
+	body := map[string]any{"reference": reference}
+	if takesAmount {
+		body["amount"] = amount
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	key, err := l.key(ctx, merchantID)
+	if err != nil {
+		return nil, err
+	}
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/ecom/"+url.PathEscape(siteID)+"/payments/"+url.PathEscape(psp)+"/"+op, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", idempotencyKey)
+	rec := httptest.NewRecorder()
+	l.actions().ServeHTTP(rec, req)
+	if rec.Code/100 != 2 {
+		var e struct{ ErrorCode, Message string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &e)
+		return nil, &APIError{Status: rec.Code, Code: e.ErrorCode, Message: e.Message}
+	}
+	return json.RawMessage(bytes.TrimSpace(rec.Body.Bytes())), nil
+}
