@@ -95,6 +95,8 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 		if code == upstream.EventAuthorisation {
 			item.Operations = []string{"CANCEL", "CAPTURE", "REFUND"}
 		}
+	} else if code == upstream.EventExpire {
+		item.PSPReference = pay.psp // as published: the payment's own, no originalReference
 	} else {
 		if item.PSPReference, err = newPSP(); err != nil {
 			return Triggered{}, err
