@@ -150,3 +150,20 @@ func TestPlatformEvents(t *testing.T) {
 		validate(t, it)
 	})
 }
+
+// The /_sim hook plays a platform event and answers its item.
+func TestPlatformEventHook(t *testing.T) {
+	e := newEnv(t)
+	psp := e.pay(t, 1000, "").PSPReference
+	status, body, _ := e.raw(t, "POST", "/_sim/payments/"+psp+"/events", testAPIKey, "", `{"code":"EXPIRE"}`)
+	var it upstream.NotificationRequestItem
+	if err := json.Unmarshal(body, &it); err != nil || status != 200 || it.EventCode != "EXPIRE" || it.PSPReference != psp {
+		t.Fatalf("hook: %d %s", status, body)
+	}
+	if status, body, _ := e.raw(t, "POST", "/_sim/payments/"+psp+"/events", testAPIKey, "", `{"code":"EXPIRE"}`); status != 409 {
+		t.Fatalf("a second EXPIRE: %d %s", status, body)
+	}
+	if status, _, _ := e.raw(t, "POST", "/_sim/payments/"+psp+"/events", testAPIKey, "", `{}`); status != 400 {
+		t.Fatalf("no code: %d", status)
+	}
+}
