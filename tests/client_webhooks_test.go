@@ -11,6 +11,7 @@ import (
 	"github.com/yp/paysvc/shared/client"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/sender"
 )
@@ -28,7 +29,7 @@ func TestClientWebhooksAgreeWithService(t *testing.T) {
 	)
 	sent := time.Unix(1767225600, 0)
 	body, err := webhooks.BuildPayload(false, payments.Notification{
-		EventCode: payments.EventCapture, PSPReference: "CAP0000000000001", OriginalReference: "PSP0000000000001",
+		EventCode: upstream.EventCapture, PSPReference: "CAP0000000000001", OriginalReference: "PSP0000000000001",
 		MerchantAccountCode: "DemoShopECOM", MerchantReference: "order-1", Amount: money.Amount{Value: 1000, Currency: "EUR"},
 		EventDate: "2026-01-01T00:00:00Z", PaymentMethod: "visa", Reason: "", Success: "true", Operations: []string{"REFUND"},
 		AdditionalData: map[string]string{"metadata.merchantId": "m_demo", "hmacSignature": "x", "cardSummary": "1111"},

@@ -210,13 +210,24 @@ const (
 	// simKindDoubled is no fault: the steps after which an operation
 	// was counted twice (simRun.invariants), counted to be reported.
 	simKindDoubled = "(window: an operation in flight and notified apart)"
+	// simKindPlatform+code counts the platform's own events played
+	// (simulator.PlatformEvent): delivered like any notification.
+	simKindPlatform = "platform event: "
 )
+
+// simPlatformEvents are the platform's own events a seed may play (one at
+// most; EXPIRE one seed in three): the remainder expiring, and events that
+// move no money (a dispute opened, a notice, a code the platform adds, an
+// account-level report).
+var simPlatformEvents = []string{"NOTIFICATION_OF_CHARGEBACK", "REQUEST_FOR_INFORMATION", "NOTIFICATION_OF_FRAUD",
+	"FUTURE_CODE_44", "REPORT_AVAILABLE"}
 
 // simKinds are the kinds every whole run must inject.
 var simKinds = []string{simKind5xx, simKind5xxActed, simKindLost, simKindLostBefore, simKindTimeout, simKindTimeoutBefore,
 	simKindRetry, simKindRetryRunning, simKindDuplicated, simKindReordered, simKindDelayed, simKindFailedBefore,
 	simKindFailedAfter, simKindCrash, simKindCrashNotify, simKindCrashAnswered, simKindInterleaved,
-	simKindAccepted + "captures", simKindAccepted + "refunds", simKindAccepted + "reversals", simKindAccepted + "amount-updates"}
+	simKindAccepted + "captures", simKindAccepted + "refunds", simKindAccepted + "reversals", simKindAccepted + "amount-updates",
+	simKindPlatform + "EXPIRE"}
 
 // simCounts counts the faults injected, by kind, over a run's seeds.
 type simCounts struct {
@@ -339,7 +350,9 @@ type simRun struct {
 	step    int
 	actors  int
 	crashed bool
-	faults  atomic.Bool // faults are injected (off while draining)
+	// platform is the seed's platform event ("": none), played once.
+	platform, played string
+	faults           atomic.Bool // faults are injected (off while draining)
 
 	trace []string // what each step did, printed with a failure
 
@@ -382,6 +395,10 @@ func runSimulation(t *testing.T, dyn bool, endpoint string, seed uint64, counts 
 
 	s.pay()
 	s.ops = s.schedule()
+	s.platform = simPlatformEvents[s.rng.IntN(len(simPlatformEvents))]
+	if s.rng.IntN(3) == 0 {
+		s.platform = "EXPIRE"
+	}
 	for _, o := range s.ops {
 		s.byKey[o.key] = o
 	}
@@ -830,6 +847,9 @@ func (s *simRun) play() {
 		if !s.crashed && len(s.parked) > 0 && s.rng.IntN(6) == 0 {
 			choices = append(choices, choice{1, s.crash})
 		}
+		if s.played == "" && s.platform != "" {
+			choices = append(choices, choice{1, s.platformEvent})
+		}
 		if len(choices) == 0 {
 			if s.heldCount() > 0 { // only notifications not deliverable yet: time passes
 				s.step += 10
@@ -850,6 +870,25 @@ func (s *simRun) play() {
 			r -= c.weight
 		}
 	}
+}
+
+// platformEvent plays the seed's platform event on the simulator (no
+// actor: it is the platform); its notification is held and delivered like
+// any other. EXPIRE applies only while an uncaptured remainder is left
+// (else it is tried again at a later step).
+func (s *simRun) platformEvent() {
+	psp, ev := s.psp, simulator.PlatformEvent{Code: s.platform}
+	if s.platform == "REPORT_AVAILABLE" {
+		psp, ev.Account = "", "AlphaECOM"
+	}
+	it, err := s.e.Sim.PlatformEvent(psp, ev)
+	if err != nil {
+		s.log("platform %s: not applicable (%v)", s.platform, err)
+		return
+	}
+	s.played = s.platform
+	s.counts.add(simKindPlatform + s.platform)
+	s.log("platform %s %s", it.EventCode, it.PSPReference)
 }
 
 // heldCount counts the held notifications.
@@ -1078,9 +1117,11 @@ func simViolations(h payments.Head, sim simulator.PaymentState, dupCaptures, dup
 	return bad
 }
 
-// entries are payment psp's entries (those its timeline names).
+// entries are payment psp's entries (those its timeline names, and the
+// payment's own entries of the platform's events: expiry, dispute,
+// notice).
 func (s *simRun) entries() []payments.Entry {
-	var refs []string
+	refs := []string{"expiry", "dispute", "notice"}
 	for _, f := range s.e.Timeline(s.psp) {
 		if f.PSPReference != "" && !slices.Contains(refs, f.PSPReference) {
 			refs = append(refs, f.PSPReference)
@@ -1171,6 +1212,9 @@ func (s *simRun) agrees() {
 	if reversed {
 		capturable, refundable = 0, 0
 	}
+	if sim.Released {
+		capturable = 0
+	}
 	tt := h.Totals
 	if v.Authorised != sim.AuthorisedValue || v.Captured != sim.CapturedValue || v.Refunded != sim.RefundedValue ||
 		v.State != want || v.Capturable != capturable || v.Refundable != refundable ||
@@ -1185,11 +1229,18 @@ func (s *simRun) agrees() {
 	// Each operation's outcome: every entry that counts is one of the
 	// platform's modifications, with its kind, amount and success.
 	kinds := map[payments.OpKind][]string{payments.OpCapture: {simulator.ModCapture}, payments.OpRefund: {simulator.ModRefund},
-		payments.OpReversal: {simulator.ModCancel, simulator.ModRefund}, payments.OpAmountUpdate: {simulator.ModAmountUpdate}}
+		payments.OpReversal: {simulator.ModCancel, simulator.ModRefund}, payments.OpAmountUpdate: {simulator.ModAmountUpdate},
+		payments.OpKind("expiry"): {simulator.ModExpire}}
 	seen := map[string]bool{}
 	var problems []string
 	for _, e := range entries {
 		if e.MergedInto != "" {
+			continue
+		}
+		if e.Kind == "dispute" || e.Kind == "notice" { // the platform's facts that move no money
+			if e.Contribution() != (payments.Totals{}) || len(e.Notices) == 0 || e.Notices[0].Code != s.played {
+				problems = append(problems, fmt.Sprintf("entry %s (%s) of %s: %+v", e.Ref, e.Kind, s.played, e))
+			}
 			continue
 		}
 		succeeded, failed := simOutcome(e)
@@ -1219,6 +1270,12 @@ func (s *simRun) agrees() {
 	for _, m := range sim.Modifications {
 		if !seen[m.PSPReference] {
 			problems = append(problems, fmt.Sprintf("the platform's %s %s of %d (success %v) is in no entry", m.Kind, m.PSPReference, m.Amount.Value, m.Success))
+		}
+	}
+	if s.played == "REPORT_AVAILABLE" {
+		listed, err := s.e.SelfService.ListEvents(ctx, notifications.EventAccount, 0)
+		if err != nil || len(listed) != 1 || listed[0].Item.EventCode != s.played {
+			problems = append(problems, fmt.Sprintf("account-level events: %+v, %v", listed, err))
 		}
 	}
 	if len(problems) > 0 {

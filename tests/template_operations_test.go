@@ -119,6 +119,18 @@ func TestTemplateSilentFailuresHaveAlarms(t *testing.T) {
 		if len(m) != 1 || m[0].Name != observe.MetricUnroutable || m[0].Dims["Function"] != `{"Ref":"NotificationsFunction"}` {
 			t.Errorf("NotificationsUnroutableAlarm reads %+v, want %s of NotificationsFunction", m, observe.MetricUnroutable)
 		}
+		// Account-level notifications are routine (one REPORT_AVAILABLE
+		// per report): no alarm reads their metric.
+		for id, r := range tpl.Resources {
+			if r.Type != "AWS::CloudWatch::Alarm" {
+				continue
+			}
+			for _, m := range alarmMetrics(r.Properties) {
+				if m.Name == observe.MetricAccountLevel {
+					t.Errorf("%s reads %s: account-level notifications page no one", id, m.Name)
+				}
+			}
+		}
 	})
 
 	t.Run("no notifications while payments are made", func(t *testing.T) {

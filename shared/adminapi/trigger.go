@@ -150,6 +150,8 @@ func (l *Local) Trigger(ctx context.Context, req TriggerRequest) (Triggered, err
 		if code == upstream.EventAuthorisation {
 			item.Operations = []string{"CANCEL", "CAPTURE", "REFUND"}
 		}
+	} else if code == upstream.EventExpire {
+		item.PSPReference = pay.psp // as published: the payment's own, no originalReference
 	} else {
 		item.OriginalReference = pay.psp
 		kind := opOfCode[code]

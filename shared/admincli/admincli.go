@@ -120,7 +120,7 @@ func (c *cli) commands() []command {
 		{"delivery retry", "make a delivery's next attempt now, a pending one too (a running local server only)", c.deliveryRetry},
 		{"delivery redrive", "give failed deliveries a new set of attempts (same webhook id)", c.deliveryRedrive},
 		{"delivery redrive-dlq", "redrive every delivery in the dead-letter queue", c.deliveryRedriveDLQ},
-		{"notification list", "list the upstream notifications no merchant was found for (--unroutable)", c.notificationList},
+		{"notification list", "list the upstream notifications no merchant was found for (--unroutable) or account-level ones (--account)", c.notificationList},
 		{"notification route", "route unroutable notifications once their merchant exists", c.notificationRoute},
 		{"trigger", "send a signed upstream notification (EVENT_CODE) through the running local server", c.trigger},
 		{"listen", "forward a merchant's webhooks to a local URL, signed with a secret of this listen (a running local server only)", c.listen},

@@ -19,16 +19,20 @@ func (c *cli) notificationRouter(ctx context.Context, s *session) (*notification
 }
 
 func (c *cli) notificationList(ctx context.Context, path string, args []string) error {
-	f := c.newFlags(path, "--unroutable [--limit N] [--json]",
-		"Lists the upstream notifications no merchant could be found for (unroutable), oldest\n"+
-			"first, with why. Route them with `notification route` once their merchant exists.")
-	unroutable := f.boolean("unroutable", false, "list the unroutable notifications (required)")
+	f := c.newFlags(path, "(--unroutable | --account) [--limit N] [--json]",
+		"Lists, oldest first, the upstream notifications no merchant could be found for\n"+
+			"(--unroutable), with why: route them with `notification route` once their merchant\n"+
+			"exists; or the account-level ones (--account: about no payment, e.g. REPORT_AVAILABLE,\n"+
+			"whose PSP REFERENCE is the report's file name and REASON its download URL), kept for\n"+
+			"operations and never routed.")
+	unroutable := f.boolean("unroutable", false, "list the unroutable notifications")
+	account := f.boolean("account", false, "list the account-level notifications")
 	limit := f.integer("limit", 100, "at most `N` notifications")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if !*unroutable {
-		return usagef(path, "--unroutable is required (the only list there is)")
+	if *unroutable == *account {
+		return usagef(path, "give exactly one of --unroutable and --account")
 	}
 	if *limit < 1 || *limit > 1000 {
 		return usagef(path, "--limit must be 1 to 1000")
@@ -38,16 +42,28 @@ func (c *cli) notificationList(ctx context.Context, path string, args []string) 
 		if err != nil {
 			return err
 		}
-		list, err := r.ListUnroutable(ctx, *limit)
+		list := r.ListUnroutable
+		if *account {
+			list = r.ListAccountLevel
+		}
+		evs, err := list(ctx, *limit)
 		if err != nil {
 			return err
 		}
 		if *f.json {
-			return c.printJSON(list)
+			return c.printJSON(evs)
 		}
 		t := newTable(c.stdout)
-		t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
-		for _, e := range list {
+		if *account {
+			t.row("ID", "EVENT", "PSP REFERENCE", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
+		} else {
+			t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
+		}
+		for _, e := range evs {
+			if *account {
+				t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.Item.Reason)
+				continue
+			}
 			t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
 		}
 		return t.flush()

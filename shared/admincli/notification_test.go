@@ -76,3 +76,37 @@ func TestNotificationsUnroutableListAndRoute(t *testing.T) {
 		t.Fatalf("queued jobs: %+v, %v", jobs, err)
 	}
 }
+
+// An account-level notification (REPORT_AVAILABLE) is listed by
+// --account with the report's file name and download URL, and not by
+// --unroutable; both flags at once are refused.
+func TestNotificationsAccountLevelList(t *testing.T) {
+	h := newEmbedded(t)
+	now := h.clk.Now()
+	item := payments.Notification{EventCode: "REPORT_AVAILABLE", PSPReference: "settlement_detail_report_batch_7.csv", Success: "true",
+		MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Currency: "EUR"},
+		Reason: "https://ca-test.example.com/reports/download/AlphaECOM/settlement_detail_report_batch_7.csv"}
+	key := notifications.DedupKey(item)
+	ev := notifications.Event{ID: notifications.EventID(key), Key: key, Live: "false", Item: item, PaymentPSP: item.PSPReference,
+		Status: notifications.EventAccount, Received: 1, ReceivedAt: now, ProcessedAt: &now, UpdatedAt: now, Version: 1}
+	st, err := embedded.Open(h.dbPath, embedded.WithClock(h.clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveEvent(context.Background(), ev, 0); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out := h.ok("notification", "list", "--account"); !strings.Contains(out, ev.ID) || !strings.Contains(out, item.PSPReference) ||
+		!strings.Contains(out, item.Reason) || !strings.Contains(out, "REPORT_AVAILABLE") {
+		t.Fatalf("list --account:\n%s", out)
+	}
+	var listed []notifications.Event
+	h.jsonOK(&listed, "notification", "list", "--unroutable")
+	if len(listed) != 0 {
+		t.Fatalf("an account-level event listed unroutable: %+v", listed)
+	}
+	if code, _, _ := h.run("notification", "list", "--unroutable", "--account"); code != 2 {
+		t.Fatalf("list --unroutable --account: exit %d, want 2", code)
+	}
+}

@@ -97,7 +97,9 @@ func newInbox(a *App, r *notifications.Receiver, s config.Secrets) (*connector.I
 	if err != nil {
 		return nil, fmt.Errorf("notifications: the upstream HMAC key (hmacKey / PAYSVC_UPSTREAM_HMAC_KEY): %w", err)
 	}
-	return &connector.Inbox{Signer: signer, Receiver: r, Log: a.Log}, nil
+	// The type/data bodies carry no HMAC: only the endpoint's basic auth
+	// (httpapi.BasicAuth, checked when a username is set) admits them.
+	return &connector.Inbox{Signer: signer, Receiver: r, Log: a.Log, BasicAuth: s.NotificationUsername != ""}, nil
 }
 
 // NotificationAuth is the optional basic auth of the notifications

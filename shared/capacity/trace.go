@@ -396,7 +396,7 @@ func (r *replay) unroutableEntry() (dynamo.Item, error) {
 	now := r.at(0, 0)
 	e := r.eventRecord(0, 0, now, notifications.EventUnroutable)
 	e.UnroutableAt, e.UnroutableReason = &now, "no merchant for merchantAccountCode "+traceAccount
-	return dynamo.UnroutableItem(e, dynamo.UnroutableShards)
+	return dynamo.ListedItem(e, dynamo.UnroutableShards)
 }
 
 // label names a task's request kind in TraceResult.Calls.

@@ -184,6 +184,7 @@ type WebhookItem struct {
 	Success             string            `json:"success"` // "true" or "false"
 	PSPReference        string            `json:"pspReference"`
 	OriginalReference   string            `json:"originalReference,omitempty"`
+	OriginalPSP         string            `json:"originalPsp,omitempty"`
 	MerchantReference   string            `json:"merchantReference"`
 	MerchantAccountCode string            `json:"merchantAccountCode"`
 	EventDate           string            `json:"eventDate"`

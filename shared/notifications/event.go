@@ -32,6 +32,10 @@ const (
 	// EventUnroutable: no owning merchant was found (yet). Kept; processed
 	// again when its payment's AUTHORISATION creates the record.
 	EventUnroutable EventStatus = "unroutable"
+	// EventAccount: an account-level item (payments.Code.AccountLevel:
+	// about no payment, e.g. REPORT_AVAILABLE), kept for operations. Final:
+	// never routed, applied or forwarded.
+	EventAccount EventStatus = "account"
 )
 
 // Event is one stored notification item.
@@ -61,8 +65,10 @@ type Event struct {
 }
 
 // DeliveriesEnqueued reports whether the event's deliveries were all
-// created and enqueued.
-func (e Event) DeliveriesEnqueued() bool { return e.Status == EventProcessed }
+// created and enqueued (an account-level event has none: it is done).
+func (e Event) DeliveriesEnqueued() bool {
+	return e.Status == EventProcessed || e.Status == EventAccount
+}
 
 // EventStore is the port that keeps notification events.
 type EventStore interface {
@@ -76,10 +82,10 @@ type EventStore interface {
 	// PaymentPSP), oldest first (ReceivedAt, then ID). The list may lag a
 	// write briefly.
 	ListPaymentEvents(ctx context.Context, psp string) ([]Event, error)
-	// ListUnroutableEvents returns the events in status EventUnroutable,
-	// oldest first (ReceivedAt, then ID), at most limit (<= 0: all). The
-	// list may lag a write briefly.
-	ListUnroutableEvents(ctx context.Context, limit int) ([]Event, error)
+	// ListEvents returns the events in status (EventUnroutable or
+	// EventAccount: the listed ones), oldest first (ReceivedAt, then ID),
+	// at most limit (<= 0: all). The list may lag a write briefly.
+	ListEvents(ctx context.Context, status EventStatus, limit int) ([]Event, error)
 	// CommitItem writes what processing one item decided (see ItemCommit).
 	// storeerr.ErrConflict when the event's stored version is not the one
 	// given or a condition of the payment's write fails. A store may write the parts in one

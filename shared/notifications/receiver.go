@@ -52,6 +52,9 @@ type Metrics interface {
 	// NotificationLiveMismatch counts an item whose live flag is not the
 	// service's environment (kept, never applied).
 	NotificationLiveMismatch()
+	// NotificationAccountLevel counts an account-level item (about no
+	// payment: kept for operations, never routed).
+	NotificationAccountLevel(code string)
 }
 
 // liveMismatch says why a notification's live flag as sent is not this
@@ -118,7 +121,11 @@ func (r *Receiver) acceptItem(ctx context.Context, live string, item payments.No
 		}
 		var stored Event
 		var storedErr error
-		in := r.read(ctx, fresh.PaymentPSP, item.EntryRef(), item.AdditionalData[keyMetaMerchant],
+		psp := fresh.PaymentPSP
+		if payments.CodeOf(item.EventCode).AccountLevel() {
+			psp = "" // about no payment: none is read
+		}
+		in := r.read(ctx, psp, item.EntryRef(), item.AdditionalData[keyMetaMerchant],
 			func() { stored, storedErr = r.Events.GetEvent(ctx, fresh.ID) })
 		ev, prev := fresh, int64(0)
 		switch {
@@ -216,12 +223,15 @@ type tenantRead struct {
 	subsErr    error
 }
 
-// read reads payment psp and, when merchantID is set, that merchant with
-// its subscriptions, concurrently with more.
+// read reads payment psp ("": none, as if not found) and, when merchantID
+// is set, that merchant with its subscriptions, concurrently with more.
 func (r *Receiver) read(ctx context.Context, psp, ref, merchantID string, more ...func()) *reads {
-	in := &reads{}
-	fns := append(more, func() { in.pay, in.payErr = r.Payments.GetPayment(ctx, psp) })
-	if ref != "" {
+	in := &reads{payErr: storeerr.ErrNotFound}
+	fns := more
+	if psp != "" {
+		fns = append(fns, func() { in.pay, in.payErr = r.Payments.GetPayment(ctx, psp) })
+	}
+	if ref != "" && psp != "" {
 		fns = append(fns, func() {
 			var es []payments.Entry
 			if es, in.entErr = r.Payments.GetEntries(ctx, psp, ref); len(es) == 1 {
@@ -232,7 +242,9 @@ func (r *Receiver) read(ctx context.Context, psp, ref, merchantID string, more .
 	if merchantID != "" {
 		fns = append(fns, func() { in.tenant = r.readTenant(ctx, merchantID) })
 	}
-	parallel(fns...)
+	if len(fns) > 0 {
+		parallel(fns...)
+	}
 	return in
 }
 
@@ -280,8 +292,15 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 	var err error
 	mismatch := r.liveMismatch(ev.Live)
 	unroutable := mismatch
+	code := payments.CodeOf(item.EventCode)
+	if mismatch == "" && code.AccountLevel() {
+		return r.keepAccount(ctx, ev, prev, log)
+	}
 	if mismatch == "" {
 		o, unroutable, err = r.routeWith(ctx, ev, in.pay, in.payErr, getMerchant)
+	}
+	if mismatch == "" && err == nil && unroutable != "" && code.Unreferenced() && errors.Is(in.payErr, storeerr.ErrNotFound) {
+		return r.keepAccount(ctx, ev, prev, log) // e.g. a refund made outside the service, of no payment of its
 	}
 	if opts.to != nil && err == nil && unroutable != "" && mismatch == "" {
 		o, unroutable, err = r.routeTo(ctx, ev, *opts.to)
@@ -382,7 +401,7 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 
 	var enqErr, replayErr error
 	steps := []func(){func() { enqErr = r.enqueue(ctx, c.Deliveries, listed) }}
-	if item.EventCode == payments.EventAuthorisation && (!opts.replay || opts.to != nil) {
+	if item.Authorisation() && (!opts.replay || opts.to != nil) {
 		steps = append(steps, func() { replayErr = r.replayUnroutable(ctx, ev) })
 	}
 	parallel(steps...)
@@ -393,6 +412,24 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 		return err
 	}
 	log.InfoContext(ctx, "notification processed", "deliveries", len(c.Deliveries), "routedBy", o.via)
+	return nil
+}
+
+// keepAccount keeps ev, an account-level item (or one naming no payment of
+// the service that is account-level then: REFUND_WITH_DATA), for
+// operations: final, never routed, applied or forwarded; logged INFO and
+// counted apart from the unroutable ones, which page.
+func (r *Receiver) keepAccount(ctx context.Context, ev Event, prev int64, log *slog.Logger) error {
+	now := r.Clock.Now()
+	ev.Status, ev.ProcessedAt, ev.UpdatedAt, ev.Version = EventAccount, &now, now, prev+1
+	if err := r.Events.SaveEvent(ctx, ev, prev); err != nil {
+		return fmt.Errorf("keep account-level event %s: %w", ev.ID, err)
+	}
+	log.InfoContext(ctx, "account-level notification kept: about no payment of this service",
+		"merchantAccountCode", ev.Item.MerchantAccountCode, "itemPspReference", ev.Item.PSPReference)
+	if r.Metrics != nil {
+		r.Metrics.NotificationAccountLevel(ev.Item.EventCode)
+	}
 	return nil
 }
 

@@ -536,3 +536,67 @@ func TestItemRetriedAfterConcurrentChanges(t *testing.T) {
 		}
 	}
 }
+
+// Account-level items (REPORT_AVAILABLE, payouts; REFUND_WITH_DATA naming
+// no payment of the service) are kept in status account: listed apart,
+// counted by their own metric, logged INFO, never unroutable, routed,
+// applied or forwarded; a repeat is already processed. REFUND_WITH_DATA of
+// a payment of the service is a refund of it, delivered.
+func TestAccountLevelNotificationsKept(t *testing.T) {
+	f := newFixture(t)
+	counted := &unroutableCount{}
+	f.r.Metrics = counted
+	f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
+	jobs := f.jobs()
+	report := f.signed(upstream.NotificationRequestItem{EventCode: "REPORT_AVAILABLE", PSPReference: "settlement_detail_report_batch_7.csv",
+		Success: "true", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Currency: "EUR"},
+		Reason: "https://ca-test.example.com/reports/download/AlphaECOM/settlement_detail_report_batch_7.csv"})
+	payout := f.signed(upstream.NotificationRequestItem{EventCode: "PAYOUT_THIRDPARTY", PSPReference: "PAYOUT0000000001",
+		OriginalReference: "PSP1", Success: "true", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 100, Currency: "EUR"}})
+	unreferenced := f.signed(upstream.NotificationRequestItem{EventCode: "REFUND_WITH_DATA", PSPReference: "RWD0000000000001",
+		Success: "true", MerchantAccountCode: "AlphaECOM", Amount: money.Amount{Value: 300, Currency: "EUR"}})
+	for _, it := range []upstream.NotificationRequestItem{report, payout, unreferenced, report} {
+		f.clk.Advance(time.Second)
+		f.must(f.accept(note(it)))
+	}
+	list, err := f.r.ListAccountLevel(f.ctx, 0)
+	f.must(err)
+	if len(list) != 3 || list[0].ID != f.event(report).ID || list[0].Received != 2 || list[0].Item.Reason != report.Reason {
+		t.Fatalf("account-level list: %+v", list)
+	}
+	for _, e := range list {
+		if e.Status != notifications.EventAccount || e.MerchantID != "" || len(e.DeliveryIDs) != 0 {
+			t.Fatalf("account-level event: %+v", e)
+		}
+	}
+	if un, err := f.r.ListUnroutable(f.ctx, 0); err != nil || len(un) != 0 {
+		t.Fatalf("unroutable: %+v, %v", un, err)
+	}
+	if f.jobs() != jobs || len(counted.reasons) != 0 || len(counted.account) != 3 || counted.account[0] != "REPORT_AVAILABLE" {
+		t.Fatalf("jobs %d (want %d), unroutable %v, account-level %v", f.jobs(), jobs, counted.reasons, counted.account)
+	}
+	if n := len(f.timeline("PSP1")); n != 1 {
+		t.Fatalf("the payment's timeline has %d facts, want its AUTHORISATION only", n)
+	}
+	if !strings.Contains(f.logs.String(), "account-level notification kept") {
+		t.Fatalf("no INFO line: %s", f.logs.String())
+	}
+	if _, err := f.r.Route(f.ctx, list[0].ID, &notifications.RouteTo{MerchantID: "m_a"}); !errors.Is(err, notifications.ErrNotUnroutable) {
+		t.Fatalf("routing an account-level event: %v", err)
+	}
+
+	// REFUND_WITH_DATA naming a payment of the service is its refund.
+	f.must(f.accept(note(f.signed(capture("PSP1", "CAP1")))))
+	refund := unreferenced
+	refund.PSPReference, refund.OriginalReference, refund.AdditionalData = "RWD0000000000002", "PSP1", nil
+	refund = f.signed(refund)
+	f.must(f.accept(note(refund)))
+	if ev := f.event(refund); ev.Status != notifications.EventProcessed || ev.MerchantID != "m_a" {
+		t.Fatalf("REFUND_WITH_DATA of a payment: %+v", ev)
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if v := p.View(); v.Refunded != 300 || v.Captured != 400 {
+		t.Fatalf("after REFUND_WITH_DATA of 300: %+v", v)
+	}
+}

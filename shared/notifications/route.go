@@ -23,9 +23,19 @@ type RouteTo struct {
 // ListUnroutable returns the unroutable events, oldest first, at most
 // limit (<= 0: all).
 func (r *Receiver) ListUnroutable(ctx context.Context, limit int) ([]Event, error) {
-	evs, err := r.Events.ListUnroutableEvents(ctx, limit)
+	evs, err := r.Events.ListEvents(ctx, EventUnroutable, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list unroutable events: %w", err)
+	}
+	return evs, nil
+}
+
+// ListAccountLevel returns the account-level events (EventAccount),
+// oldest first, at most limit (<= 0: all).
+func (r *Receiver) ListAccountLevel(ctx context.Context, limit int) ([]Event, error) {
+	evs, err := r.Events.ListEvents(ctx, EventAccount, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list account-level events: %w", err)
 	}
 	return evs, nil
 }

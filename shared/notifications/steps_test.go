@@ -93,8 +93,8 @@ func (s *counted) ListPaymentEvents(ctx context.Context, psp string) (es []notif
 	return
 }
 
-func (s *counted) ListUnroutableEvents(ctx context.Context, limit int) (es []notifications.Event, err error) {
-	s.c.call("ListUnroutableEvents", func() { es, err = s.st.ListUnroutableEvents(ctx, limit) })
+func (s *counted) ListEvents(ctx context.Context, status notifications.EventStatus, limit int) (es []notifications.Event, err error) {
+	s.c.call("ListEvents", func() { es, err = s.st.ListEvents(ctx, status, limit) })
 	return
 }
 
@@ -267,11 +267,15 @@ func TestUnroutableKeepsItsReason(t *testing.T) {
 	}
 }
 
-// unroutableCount records the unroutable and live-mismatch metrics.
+// unroutableCount records the unroutable, live-mismatch and account-level
+// metrics.
 type unroutableCount struct {
 	reasons    []string
 	mismatches int
+	account    []string
 }
+
+func (c *unroutableCount) NotificationAccountLevel(code string) { c.account = append(c.account, code) }
 
 func (c *unroutableCount) NotificationUnroutable(reason string) {
 	c.reasons = append(c.reasons, reason)

@@ -31,6 +31,8 @@
 //	                                              lost (the store refused it for 10 s)
 //	NotificationsUnroutable [Count]               per notification kept unroutable (no merchant found)
 //	NotificationsLiveMismatch [Count]             per notification whose live flag is not the environment
+//	NotificationsAccountLevel [Count]             per account-level notification kept (about no payment:
+//	                                              REPORT_AVAILABLE, payouts, …); no alarm; + property eventCode
 //	UpstreamSecretAgeDays [None]                  per read of the upstream secret: days since its
 //	                                              current value was written
 //	StoredFormatUnknown [Count]                   per API request failed by a stored record of a
@@ -83,6 +85,7 @@ const (
 	MetricRecordLost        = "RecordUpdatesLost"
 	MetricUnroutable        = "NotificationsUnroutable"
 	MetricLiveMismatch      = "NotificationsLiveMismatch"
+	MetricAccountLevel      = "NotificationsAccountLevel"
 	MetricSecretAge         = "UpstreamSecretAgeDays"
 	MetricRecovered         = "OperationsRecovered"
 	MetricUnanswered        = "OperationsUnanswered"
@@ -358,6 +361,20 @@ func (m *Metrics) NotificationLiveMismatch() {
 	m.emit(nil, directive{
 		dims:    [][]string{with()},
 		metrics: []metric{{MetricLiveMismatch, UnitCount, 1}},
+	})
+}
+
+// NotificationAccountLevel records an account-level notification kept
+// for operations (about no payment: a report ready, a payout; code is its
+// eventCode, a property, not a dimension). Routine: no alarm reads it
+// (one REPORT_AVAILABLE per report), unlike NotificationsUnroutable.
+func (m *Metrics) NotificationAccountLevel(code string) {
+	if m == nil {
+		return
+	}
+	m.emit(map[string]any{"eventCode": code}, directive{
+		dims:    [][]string{with()},
+		metrics: []metric{{MetricAccountLevel, UnitCount, 1}},
 	})
 }
 

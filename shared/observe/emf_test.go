@@ -228,8 +228,9 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 	m.NotificationUnroutable("no merchant for upstream account ShopECOM")
 	m.UpstreamSecretAge(36 * time.Hour)
 	m.NotificationLiveMismatch()
+	m.NotificationAccountLevel("REPORT_AVAILABLE")
 	ds := docs(t, out.String())
-	if len(ds) != 3 {
+	if len(ds) != 4 {
 		t.Fatalf("%d documents", len(ds))
 	}
 	for _, c := range []struct {
@@ -240,10 +241,14 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 		{ds[0], "NotificationsUnroutable", 1},
 		{ds[1], "UpstreamSecretAgeDays", 1.5},
 		{ds[2], "NotificationsLiveMismatch", 1},
+		{ds[3], "NotificationsAccountLevel", 1},
 	} {
 		if v, sets := c.doc.value(c.metric); v != c.want || len(sets) != 1 || !hasSet(sets, "Service", "Function") {
 			t.Errorf("%s = %v under %v, want %v under [Service Function] only", c.metric, v, sets, c.want)
 		}
+	}
+	if ds[3].raw["eventCode"] != "REPORT_AVAILABLE" {
+		t.Errorf("eventCode property: %v", ds[3].raw)
 	}
 	if ds[0].raw["reason"] != "no merchant for upstream account ShopECOM" {
 		t.Errorf("reason property: %v", ds[0].raw)
@@ -414,6 +419,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.ColdStart(time.Millisecond)
 	m.NotificationUnroutable("x")
 	m.NotificationLiveMismatch()
+	m.NotificationAccountLevel("REPORT_AVAILABLE")
 	m.UpstreamSecretAge(time.Hour)
 	m.StoredFormatUnknown()
 	base := http.DefaultTransport

@@ -7,6 +7,8 @@ var ApplyNotification = applyNotification
 
 // The notification event codes the tests' items carry.
 const (
+	EventAuthorisation           = eventAuthorisation
+	EventCapture                 = eventCapture
 	EventCaptureFailed           = eventCaptureFailed
 	EventRefund                  = eventRefund
 	EventRefundFailed            = eventRefundFailed

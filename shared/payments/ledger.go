@@ -191,6 +191,12 @@ const (
 	// opExpiry is the platform's EXPIRE: the remainder expired, as a
 	// cancel does.
 	opExpiry OpKind = "expiry"
+	// opDispute holds a dispute's notifications (keyed by the dispute's
+	// pspReference): facts that move no money until the disputes work
+	// gives them their rule.
+	opDispute OpKind = "dispute"
+	// opNotice holds informational notifications: kept, no money.
+	opNotice OpKind = "notice"
 )
 
 // Outcome is the platform's answer to an operation's call.
@@ -428,24 +434,33 @@ func (e Entry) failed() bool {
 	return false
 }
 
-// failureNotice reports a notice of the operation's failure: a *_FAILED
-// code whatever its success field, or a success code with success false.
+// failureNotice reports a notice of the operation's failure, as its
+// code's row says (codes.go): a *_FAILED code whatever its success field,
+// a result code with success false, or an undo (REFUNDED_REVERSED) with
+// success true.
 func failureNotice(n Notice) bool {
-	switch n.Code {
-	case eventCaptureFailed, eventRefundFailed:
+	switch CodeOf(n.Code).role {
+	case roleFailure:
 		return true
+	case roleResult:
+		return !n.Success
+	case roleUndo:
+		return n.Success
 	}
-	return !n.Success
+	return false
 }
 
-// succeededNotice reports a success notified (and no failure).
+// succeededNotice reports a result code notified with success.
 func (e Entry) succeededNotice() bool {
-	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return !failureNotice(n) })
+	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return n.Success && CodeOf(n.Code).role == roleResult })
 }
 
-// confirmed reports a refund's REFUND notification (a refund accepted by
-// the platform stays in flight until then).
-func (e Entry) confirmed() bool { return e.hasNotice(eventRefund, true) }
+// confirmed reports a refund's confirming notification (REFUND,
+// REFUND_WITH_DATA): a refund accepted by the platform stays in flight
+// until then.
+func (e Entry) confirmed() bool {
+	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return n.Success && CodeOf(n.Code).confirms })
+}
 
 // amount is the operation's amount: the merchant's request's, else the
 // one its notification reports.

@@ -27,9 +27,12 @@ import (
 // for storage and the merchants' webhooks, which carry the item as the
 // platform sent it).
 type Notification struct {
-	EventCode           string
-	PSPReference        string
-	OriginalReference   string
+	EventCode         string
+	PSPReference      string
+	OriginalReference string
+	// OriginalPSP is RECURRING_CONTRACT's name of the payment (its
+	// schema's originalPsp).
+	OriginalPSP         string
 	MerchantAccountCode string
 	MerchantReference   string
 	Amount              money.Amount
@@ -45,41 +48,35 @@ type Notification struct {
 // Succeeded reports whether the item reports a success.
 func (n Notification) Succeeded() bool { return n.Success == "true" }
 
-// Payment returns the pspReference of the payment n is about: the
-// modification's originalReference, or n's own pspReference for
-// AUTHORISATION, OFFER_CLOSED and items without one.
+// Payment returns the pspReference of the payment n is about: its own
+// for the head's codes (AUTHORISATION, OFFER_CLOSED), else the
+// originalReference (originalPsp: RECURRING_CONTRACT's), else its own
+// (EXPIRE, and disputes' items without one).
 func (n Notification) Payment() string {
-	switch n.EventCode {
-	case EventAuthorisation, eventOfferClosed:
+	if CodeOf(n.EventCode).head() {
 		return n.PSPReference
 	}
-	if n.OriginalReference != "" {
-		return n.OriginalReference
-	}
-	return n.PSPReference
+	return cmp.Or(n.OriginalReference, n.OriginalPSP, n.PSPReference)
 }
 
-// EntryRef is the entry n is a fact of ("" for the head's own:
-// AUTHORISATION, OFFER_CLOSED).
+// EntryRef is the entry n is a fact of: "" for the head's own
+// (AUTHORISATION, OFFER_CLOSED); the item's own pspReference where it
+// names the payment apart (a modification's, a dispute's, a token's);
+// else the payment's own entry of its code's kind ("expiry", "dispute",
+// "notice", …: no platform reference is spelled so).
 func (n Notification) EntryRef() string {
-	switch n.EventCode {
-	case EventAuthorisation, eventOfferClosed:
+	c := CodeOf(n.EventCode)
+	switch {
+	case c.head():
 		return ""
+	case n.OriginalReference != "" && n.OriginalReference != n.PSPReference, n.OriginalPSP != "":
+		return n.PSPReference
 	}
-	return n.PSPReference
+	return string(c.kind)
 }
 
-// Event codes of the notifications the domain applies.
-const (
-	EventAuthorisation           = "AUTHORISATION"
-	eventAuthorisationAdjustment = "AUTHORISATION_ADJUSTMENT"
-	EventCapture                 = "CAPTURE"
-	eventCaptureFailed           = "CAPTURE_FAILED"
-	eventCancelOrRefund          = "CANCEL_OR_REFUND"
-	eventRefund                  = "REFUND"
-	eventRefundFailed            = "REFUND_FAILED"
-	eventOfferClosed             = "OFFER_CLOSED"
-)
+// Authorisation reports an AUTHORISATION item.
+func (n Notification) Authorisation() bool { return n.EventCode == eventAuthorisation }
 
 // Entries of a notification's AdditionalData the service reads.
 const (
@@ -102,6 +99,9 @@ const (
 // ErrUnknownPayment: the notification's payment has no record and the
 // notification cannot create one (no owner, or not an AUTHORISATION).
 var ErrUnknownPayment = errors.New("payments: no record of the notification's payment")
+
+// errAccountLevel: an account-level item (codes.go) is about no payment.
+var errAccountLevel = errors.New("payments: an account-level notification is about no payment")
 
 // NotificationOwner is who a payment first seen in a notification belongs
 // to (from the routing metadata or the session record).
@@ -145,14 +145,18 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 	if psp == "" {
 		return NotificationResult{}, fmt.Errorf("notification %s without pspReference", item.EventCode)
 	}
-	if item.EntryRef() == "" {
+	if CodeOf(item.EventCode).AccountLevel() {
+		return NotificationResult{}, fmt.Errorf("notification %s: %w", item.EventCode, errAccountLevel)
+	}
+	ref := item.EntryRef()
+	if ref == "" {
 		return notifyHead(ctx, st, rec, item, opts)
 	}
 	if rec == nil {
 		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
 	}
 	h := *rec
-	e := Entry{Ref: item.PSPReference, Kind: opKindOf(item.EventCode), Modification: item.PSPReference}
+	e := Entry{Ref: ref, Kind: CodeOf(item.EventCode).kind, Modification: item.PSPReference}
 	if entry != nil {
 		e = *entry
 	}
@@ -189,19 +193,6 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 	return NotificationResult{Head: h, Applied: true, Seq: seq, Write: &w}, nil
 }
 
-// opKindOf is the operation a notification's event code reports.
-func opKindOf(code string) OpKind {
-	switch code {
-	case EventCapture, eventCaptureFailed:
-		return OpCapture
-	case eventRefund, eventRefundFailed:
-		return OpRefund
-	case eventAuthorisationAdjustment:
-		return OpAmountUpdate
-	}
-	return OpReversal // CANCEL_OR_REFUND, CANCELLATION
-}
-
 // noticeReason is what a notification says beyond its outcome.
 func noticeReason(item Notification) string {
 	if a := item.AdditionalData[keyModificationAction]; a != "" {
@@ -227,7 +218,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 	switch {
 	case rec != nil:
 		h = rec.clone()
-	case item.EventCode == EventAuthorisation && opts.Owner != nil && opts.Owner.MerchantID != "":
+	case item.Authorisation() && opts.Owner != nil && opts.Owner.MerchantID != "":
 		h = headFromNotification(item, *opts.Owner, opts)
 		res.Created = true
 	default:
@@ -236,7 +227,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 	before := h
 	ok := item.Succeeded()
 	switch item.EventCode {
-	case EventAuthorisation:
+	case eventAuthorisation:
 		if h.Auth.Notified != nil && *h.Auth.Notified == ok {
 			return NotificationResult{Head: h}, nil // applied before
 		}

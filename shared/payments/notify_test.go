@@ -261,6 +261,22 @@ func TestNotificationSequences(t *testing.T) {
 	cancel := item(payments.EventCancelOrRefund, "COR0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"})
 	adjust := item(payments.EventAuthorisationAdjustment, "ADJ0000000000001", psp, "true", 1500, nil)
 	offerClosed := item(payments.EventOfferClosed, psp, "", "true", 1000, nil)
+	// The platform's own notifications (codes.go): EXPIRE names the payment
+	// in pspReference; a dispute's events share the dispute's reference.
+	expire := item("EXPIRE", psp, "", "true", 1000, nil)
+	cancellation := item("CANCELLATION", "CAN0000000000001", psp, "true", 1000, nil)
+	reversed := item("REFUNDED_REVERSED", "REF0000000000001", psp, "true", 300, nil)
+	withData := item("REFUND_WITH_DATA", "RWD0000000000001", psp, "true", 300, nil)
+	postponed := item("POSTPONED_REFUND", "REF0000000000001", psp, "true", 300, nil)
+	noc := item("NOTIFICATION_OF_CHARGEBACK", "DSP0000000000001", psp, "true", 300, nil)
+	chargeback := item("CHARGEBACK", "DSP0000000000001", psp, "true", 300, nil)
+	chargebackReversed := item("CHARGEBACK_REVERSED", psp, "", "true", 300, nil) // as published: no originalReference
+	rfi := item("REQUEST_FOR_INFORMATION", "DSP0000000000002", psp, "true", 1000, nil)
+	accept := item("MANUAL_REVIEW_ACCEPT", "MRV0000000000001", psp, "true", 1000, nil)
+	reject := item("MANUAL_REVIEW_REJECT", "MRV0000000000001", psp, "true", 1000, nil)
+	recurring := item("RECURRING_CONTRACT", "M5N7TQ4TG5PFWR50", psp, "true", 0, nil)
+	fraud := item("NOTIFICATION_OF_FRAUD", "NOF0000000000001", psp, "true", 1000, nil)
+	future := item("FUTURE_CODE_44", "FUT0000000000001", psp, "true", 1000, nil)
 	tests := []struct {
 		name  string
 		items []payments.Notification
@@ -280,6 +296,24 @@ func TestNotificationSequences(t *testing.T) {
 		{"cancelled", []payments.Notification{authorisation("true", 1000), cancel, cancel}, want{payments.StateCancelled, 1000, 0, 0, 2}},
 		{"amount adjusted", []payments.Notification{authorisation("true", 1000), adjust}, want{payments.StateAuthorised, 1500, 0, 0, 2}},
 		{"offer closed on an authorised payment", []payments.Notification{authorisation("true", 1000), offerClosed}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
+		{"expired uncaptured", []payments.Notification{authorisation("true", 1000), expire, expire}, want{payments.StateExpired, 1000, 0, 0, 2}},
+		{"expired after a partial capture", []payments.Notification{authorisation("true", 1000), cap1, expire}, want{payments.StateCaptured, 1000, 400, 0, 3}},
+		{"expired, then the capture made before (out of order)", []payments.Notification{authorisation("true", 1000), expire, cap1, expire}, want{payments.StateCaptured, 1000, 400, 0, 3}},
+		{"cancellation after a partial capture", []payments.Notification{authorisation("true", 1000), cap1, cancellation, cancellation}, want{payments.StateCaptured, 1000, 400, 0, 3}},
+		{"cancellation uncaptured", []payments.Notification{authorisation("true", 1000), cancellation}, want{payments.StateCancelled, 1000, 0, 0, 2}},
+		{"refunded reversed", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, reversed, reversed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"refunded reversed first (out of order)", []payments.Notification{authorisation("true", 1000), cap1, cap2, reversed, refund, reversed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
+		{"refund with data books its own amount", []payments.Notification{authorisation("true", 1000), cap1, cap2, withData, withData}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 4}},
+		{"postponed refund alone moves nothing", []payments.Notification{authorisation("true", 1000), cap1, cap2, postponed, postponed}, want{payments.StateCaptured, 1000, 1000, 0, 4}},
+		{"postponed refund, then its refund", []payments.Notification{authorisation("true", 1000), cap1, cap2, postponed, refund}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 5}},
+		{"refund, then postponed (out of order)", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, postponed}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 5}},
+		{"a dispute moves no money", []payments.Notification{authorisation("true", 1000), cap1, cap2, noc, chargeback, chargebackReversed, chargeback, rfi},
+			want{payments.StateCaptured, 1000, 1000, 0, 7}},
+		{"a chargeback of an uncaptured payment", []payments.Notification{authorisation("true", 1000), chargeback}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
+		{"manual review accepted", []payments.Notification{authorisation("true", 1000), accept, accept}, want{payments.StateAuthorised, 1000, 0, 0, 2}},
+		{"manual review rejected", []payments.Notification{authorisation("true", 1000), reject}, want{payments.StateCancelled, 1000, 0, 0, 2}},
+		{"informational codes move no money", []payments.Notification{authorisation("true", 1000), cap1, cap2, recurring, fraud, future},
+			want{payments.StateCaptured, 1000, 1000, 0, 6}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -576,4 +610,56 @@ func TestConcurrentDuplicatesApplyOnce(t *testing.T) {
 	}
 	wg.Wait()
 	f.check(want{payments.StatePartiallyCaptured, 1000, 400, 0, 5})
+}
+
+// TestPlatformNotificationsGuards: what the platform's own notifications
+// leave possible. After EXPIRE (or CANCELLATION) of the remainder nothing
+// more is captured and the captured money stays refundable; a dispute's
+// events are never a reversal (a refund still goes through); an
+// account-level item is about no payment.
+func TestPlatformNotificationsGuards(t *testing.T) {
+	for _, code := range []string{"EXPIRE", "CANCELLATION"} {
+		t.Run(code, func(t *testing.T) {
+			f := newFixture(t)
+			f.advancedPayment("Authorised")
+			if _, err := f.capture(400); err != nil {
+				t.Fatal(err)
+			}
+			ref, orig := psp, ""
+			if code == "CANCELLATION" {
+				ref, orig = "CAN0000000000001", psp
+			}
+			f.mustApply(item(code, ref, orig, "true", 1000, nil))
+			if v := f.payment().View(); v.State != payments.StateCaptured || v.Capturable != 0 || v.Refundable != 400 {
+				t.Fatalf("after %s: %+v", code, v)
+			}
+			if _, err := f.capture(100); err == nil {
+				t.Fatal("a capture after the remainder was released was accepted")
+			}
+			if _, err := f.refund(100); err != nil {
+				t.Fatalf("refund after %s: %v", code, err)
+			}
+		})
+	}
+	t.Run("dispute", func(t *testing.T) {
+		f := captured(t)
+		f.mustApply(item("NOTIFICATION_OF_CHARGEBACK", "DSP0000000000001", psp, "true", 1000, nil),
+			item("CHARGEBACK", "DSP0000000000001", psp, "true", 300, nil))
+		if _, err := f.refund(500); err != nil {
+			t.Fatalf("refund after a chargeback: %v", err)
+		}
+		for _, e := range f.st.Entries(psp) {
+			if e.Ref == "DSP0000000000001" && (e.Kind != "dispute" || e.Contribution() != (payments.Totals{})) {
+				t.Fatalf("dispute entry: %+v", e)
+			}
+		}
+	})
+	t.Run("account-level", func(t *testing.T) {
+		f := newFixture(t)
+		f.mustApply(authorisation("true", 1000))
+		if _, err := f.apply(item("REPORT_AVAILABLE", psp, "", "true", 0, nil)); err == nil {
+			t.Fatal("an account-level item was applied to a payment")
+		}
+		f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
+	})
 }

@@ -19,6 +19,7 @@ const (
 	EventRefund                  = "REFUND"
 	EventRefundFailed            = "REFUND_FAILED"
 	EventOfferClosed             = "OFFER_CLOSED"
+	EventExpire                  = "EXPIRE"
 )
 
 // AdditionalData keys of notifications.
@@ -61,11 +62,13 @@ type NotificationRequestItem struct {
 	MerchantAccountCode string         `json:"merchantAccountCode"`
 	MerchantReference   string         `json:"merchantReference"`
 	OriginalReference   string         `json:"originalReference,omitempty"`
-	PaymentMethod       string         `json:"paymentMethod,omitempty"`
-	PSPReference        string         `json:"pspReference"`
-	Reason              string         `json:"reason,omitempty"`
-	Success             string         `json:"success"`
-	Operations          []string       `json:"operations,omitempty"`
+	// OriginalPSP is RECURRING_CONTRACT's payment (its schema's name).
+	OriginalPSP   string   `json:"originalPsp,omitempty"`
+	PaymentMethod string   `json:"paymentMethod,omitempty"`
+	PSPReference  string   `json:"pspReference"`
+	Reason        string   `json:"reason,omitempty"`
+	Success       string   `json:"success"`
+	Operations    []string `json:"operations,omitempty"`
 }
 
 // Succeeded reports whether Success is "true".

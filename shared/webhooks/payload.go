@@ -50,6 +50,7 @@ type Item struct {
 	MerchantAccountCode string            `json:"merchantAccountCode"`
 	MerchantReference   string            `json:"merchantReference"`
 	OriginalReference   string            `json:"originalReference,omitempty"`
+	OriginalPSP         string            `json:"originalPsp,omitempty"`
 	PaymentMethod       string            `json:"paymentMethod,omitempty"`
 	PSPReference        string            `json:"pspReference"`
 	Reason              string            `json:"reason,omitempty"`
@@ -77,7 +78,7 @@ func BuildPayload(live bool, n payments.Notification, source string, seq int64) 
 	item := Item{
 		AdditionalData: ad, Amount: n.Amount, EventCode: n.EventCode,
 		EventDate: n.EventDate, MerchantAccountCode: n.MerchantAccountCode, MerchantReference: n.MerchantReference,
-		OriginalReference: n.OriginalReference, PaymentMethod: n.PaymentMethod, PSPReference: n.PSPReference,
+		OriginalReference: n.OriginalReference, OriginalPSP: n.OriginalPSP, PaymentMethod: n.PaymentMethod, PSPReference: n.PSPReference,
 		Reason: n.Reason, Success: n.Success, Operations: n.Operations,
 	}
 	b, err := json.Marshal(Payload{Live: live, NotificationItems: []PayloadItem{{Item: item}}})

@@ -247,14 +247,15 @@ func DeliveryShardPartition(merchantID string, shard int) string {
 	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
 }
 
-// UnroutableItem is the unroutable list's entry of e (a copy of the
-// event) that SaveEvent writes while e is unroutable: in the shard
-// UNROUTABLE#EVENT#<n> of shards (UnroutablePartition), sorted by arrival.
-func UnroutableItem(e notifications.Event, shards int) (Item, error) {
+// ListedItem is the list entry of e (a copy of the event) that SaveEvent
+// writes while e is unroutable, or once it is account-level: in the shard
+// UNROUTABLE#EVENT#<n> (or ACCOUNT#EVENT#<n>) of shards (ListedPartition),
+// sorted by arrival.
+func ListedItem(e notifications.Event, shards int) (Item, error) {
 	if e.ID == "" {
 		return nil, errEmpty("id")
 	}
-	it, err := dataItem(UnroutablePartition(e.ID, shards), unroutableSK(e), records.FromEvent(e))
+	it, err := dataItem(ListedPartition(e.Status, e.ID, shards), unroutableSK(e), records.FromEvent(e))
 	if err != nil {
 		return nil, err
 	}
@@ -262,14 +263,18 @@ func UnroutableItem(e notifications.Event, shards int) (Item, error) {
 	return it, nil
 }
 
-// UnroutablePartition is the unroutable list's partition of event id:
-// UNROUTABLE#EVENT#<shard>, shard = FNV-1a(id) mod shards.
-func UnroutablePartition(eventID string, shards int) string {
-	return UnroutableShardPartition(shardOf(eventID, shards))
+// ListedPartition is the partition of event id in status's list:
+// UNROUTABLE#EVENT#<shard> (or ACCOUNT#EVENT#<shard> for an account-level
+// event), shard = FNV-1a(id) mod shards.
+func ListedPartition(status notifications.EventStatus, eventID string, shards int) string {
+	return ListedShardPartition(status, shardOf(eventID, shards))
 }
 
-// UnroutableShardPartition is shard number shard of the unroutable list.
-func UnroutableShardPartition(shard int) string {
+// ListedShardPartition is shard number shard of status's list.
+func ListedShardPartition(status notifications.EventStatus, shard int) string {
+	if status == notifications.EventAccount {
+		return pkAccount + "#" + strconv.Itoa(shard)
+	}
 	return pkUnroutable + "#" + strconv.Itoa(shard)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/yp/paysvc/shared/store"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/storeerr"
+	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/webhooks"
 )
 
@@ -268,10 +269,10 @@ func TestPaymentLedgerLayout(t *testing.T) {
 		w, answered := answer(psp, e, payments.Received, clk.Now())
 		write(t, s, w)
 		notified := answered
-		notified.Notices = []payments.Notice{{Code: payments.EventCapture, Success: true, Amount: e.Requested.Amount, Seq: int64(2 + i), At: clk.Now()}}
+		notified.Notices = []payments.Notice{{Code: upstream.EventCapture, Success: true, Amount: e.Requested.Amount, Seq: int64(2 + i), At: clk.Now()}}
 		notified.Version++
 		write(t, s, payments.Write{PSP: psp, Delta: notified.Contribution().Sub(answered.Contribution()), SeqStep: 1, At: clk.Now(),
-			Entries: []payments.Entry{notified}, Facts: []payments.Fact{{ID: e.Ref + "#CAPTURE", At: clk.Now(), Kind: payments.EventCapture,
+			Entries: []payments.Entry{notified}, Facts: []payments.Fact{{ID: e.Ref + "#CAPTURE", At: clk.Now(), Kind: upstream.EventCapture,
 				Origin: payments.OriginNotification, PSPReference: e.Ref, Amount: &e.Requested.Amount}}})
 		refs = append(refs, e.Ref)
 	}

@@ -157,7 +157,7 @@ func TestListingCallsPerPage(t *testing.T) {
 		{"event history, raised merchant", events("m_raised"), 11, queries(2)},
 		{"event history, first page", events("m_busy"), 11, queries(dynamo.EventLogShards)},
 		{"unroutable events", func() (int, error) {
-			es, err := s.ListUnroutableEvents(ctx, 5)
+			es, err := s.ListEvents(ctx, notifications.EventUnroutable, 5)
 			return len(es), err
 		}, 5, map[string]int{"Query": dynamo.UnroutableShards}},
 	} {
@@ -376,7 +376,7 @@ func TestUnroutableSharded(t *testing.T) {
 		t.Errorf("%d entries in %d partitions (busiest %d): %v; want them spread over UNROUTABLE#EVENT#<n>", n, len(parts), busiest, parts)
 	}
 	for _, limit := range []int{0, 1, 15} {
-		got, err := s.ListUnroutableEvents(ctx, limit)
+		got, err := s.ListEvents(ctx, notifications.EventUnroutable, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +398,7 @@ func TestUnroutableSharded(t *testing.T) {
 	if err := s.SaveEvent(ctx, routed, 1); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.ListUnroutableEvents(ctx, 1)
+	got, err := s.ListEvents(ctx, notifications.EventUnroutable, 1)
 	if err != nil || len(got) != 1 || got[0].ID != unroutableEvent(1).ID {
 		t.Fatalf("after routing the oldest: %+v (%v), want %s first", got, err, unroutableEvent(1).ID)
 	}
@@ -516,7 +516,7 @@ func BenchmarkListingPage(b *testing.B) {
 		{"events/32-shards/empty", empty, eventPage("m_big")},
 		{"events/32-shards/10000", events, eventPage("m_big")},
 		{"unroutable/empty", empty, func(s *dynamo.Store) (int, error) {
-			es, err := s.ListUnroutableEvents(ctx, limit)
+			es, err := s.ListEvents(ctx, notifications.EventUnroutable, limit)
 			return len(es), err
 		}},
 	} {

@@ -70,7 +70,9 @@ func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, e
 // An event that is, or once was, unroutable (UnroutableAt set) is written
 // in one transaction with its entry in the unroutable list
 // (UNROUTABLE#EVENT#<shard> / <receivedAt>#<id>, a copy of the event): put
-// while it is unroutable, deleted once it is routed.
+// while it is unroutable, deleted once it is routed. An account-level
+// event is written with its entry in the account-level list
+// (ACCOUNT#EVENT#<shard>, the same shape), which it never leaves.
 func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersion int64) error {
 	switch {
 	case e.ID == "":
@@ -85,10 +87,10 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
-	if e.UnroutableAt == nil {
+	if e.UnroutableAt == nil && e.Status != notifications.EventAccount {
 		err = s.putVersioned(ctx, item, prevVersion)
 	} else {
-		err = s.saveUnroutable(ctx, e, item, prevVersion)
+		err = s.saveListed(ctx, e, item, prevVersion)
 	}
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
@@ -131,27 +133,34 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 	return nil
 }
 
-// Key of the unroutable list's entries (its shards: UnroutablePartition).
-const pkUnroutable = "UNROUTABLE#EVENT"
+// Keys of the listed events' entries (their shards: ListedPartition):
+// the unroutable list and the account-level one.
+const (
+	pkUnroutable = "UNROUTABLE#EVENT"
+	pkAccount    = "ACCOUNT#EVENT"
+)
 
 func unroutableSK(e notifications.Event) string { return listingSK(e.ReceivedAt, e.ID) }
 
-// saveUnroutable writes an event's item and its unroutable-list entry in
-// one transaction, the item conditional on its version.
-func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64) error {
+// saveListed writes an event's item and its list entries in one
+// transaction, the item conditional on its version: the unroutable list's
+// (put while unroutable, deleted once not) for an event that was ever
+// unroutable, the account-level list's for an account-level one.
+func (s *Store) saveListed(ctx context.Context, e notifications.Event, item map[string]types.AttributeValue, prev int64) error {
 	token := writeToken()
-	entry := types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
-		Key: itemKey(UnroutablePartition(e.ID, s.unroutable), unroutableSK(e))}}
-	if e.Status == notifications.EventUnroutable {
-		listed, err := UnroutableItem(e, s.unroutable)
+	writes := []types.TransactWriteItem{versionedWrite(s.table, item, prev, token)}
+	if e.UnroutableAt != nil && e.Status != notifications.EventUnroutable {
+		writes = append(writes, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
+			Key: itemKey(ListedPartition(notifications.EventUnroutable, e.ID, s.unroutable), unroutableSK(e))}})
+	}
+	if e.Status == notifications.EventUnroutable || e.Status == notifications.EventAccount {
+		listed, err := ListedItem(e, s.unroutable)
 		if err != nil {
 			return err
 		}
-		entry = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}}
+		writes = append(writes, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: listed}})
 	}
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{versionedWrite(s.table, item, prev, token), entry},
-	})
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	if transactionConditionFailed(err) {
 		// Applied before, its answer lost (see versionSlots)? The stored
 		// item came back with the failure, or is read now.
@@ -166,30 +175,34 @@ func (s *Store) saveUnroutable(ctx context.Context, e notifications.Event, item 
 	return err
 }
 
-// ListUnroutableEvents returns the unroutable events, oldest first, at
-// most limit (<= 0: all): one Query per shard of the unroutable list with
-// Limit = limit, in parallel, merged oldest first (listing.go).
-func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
+// ListEvents returns the events in status (unroutable or account-level),
+// oldest first, at most limit (<= 0: all): one Query per shard of the
+// status's list with Limit = limit, in parallel, merged oldest first
+// (listing.go).
+func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus, limit int) ([]notifications.Event, error) {
+	if status != notifications.EventUnroutable && status != notifications.EventAccount {
+		return nil, fmt.Errorf("dynamo: list %s events: only unroutable and account-level events are listed", status)
+	}
 	page, err := s.readPage(ctx, listing{
 		shards: s.unroutable,
 		query: func(shard int) *dynamodb.QueryInput {
 			return &dynamodb.QueryInput{
 				KeyConditionExpression:    aws.String("#pk = :pk"),
 				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(UnroutableShardPartition(shard))},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(ListedShardPartition(status, shard))},
 				ConsistentRead:            aws.Bool(true),
 			}
 		},
 		sortKey: attrSK,
 	}, limit)
 	if err != nil {
-		return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+		return nil, fmt.Errorf("dynamo: list %s events: %w", status, err)
 	}
 	out := make([]notifications.Event, 0, len(page))
 	for _, item := range page {
 		rec, err := decodeData[records.Notification](item)
 		if err != nil {
-			return nil, fmt.Errorf("dynamo: list unroutable events: %w", err)
+			return nil, fmt.Errorf("dynamo: list %s events: %w", status, err)
 		}
 		out = append(out, rec.ToEvent())
 	}

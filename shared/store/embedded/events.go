@@ -108,10 +108,11 @@ func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notificati
 	return out, nil
 }
 
-// ListUnroutableEvents returns the unroutable events, oldest first, at
-// most limit (<= 0: all). It reads every event: unroutable ones are rare,
-// and the embedded store serves one developer's machine.
-func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifications.Event, error) {
+// ListEvents returns the events in status, oldest first, at most limit
+// (<= 0: all). It reads every event: the listed ones (unroutable,
+// account-level) are rare, and the embedded store serves one developer's
+// machine.
+func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus, limit int) ([]notifications.Event, error) {
 	out := []notifications.Event{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktEvents)
@@ -123,14 +124,14 @@ func (s *Store) ListUnroutableEvents(ctx context.Context, limit int) ([]notifica
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("decode event %q: %w", k, err)
 			}
-			if rec.Status == string(notifications.EventUnroutable) {
+			if rec.Status == string(status) {
 				out = append(out, rec.ToEvent())
 			}
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("embedded: list unroutable events: %w", err)
+		return nil, fmt.Errorf("embedded: list %s events: %w", status, err)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].ReceivedAt.Equal(out[j].ReceivedAt) {

@@ -113,6 +113,7 @@ func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 		{"ConcurrentUpdatersLoseNothing", testEventConcurrent},
 		{"ListByPayment", testEventListByPayment},
 		{"ListUnroutable", testEventListUnroutable},
+		{"ListAccountLevel", testEventListAccount},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
@@ -374,8 +375,8 @@ func isConflict(err error) bool { return errors.Is(err, storeerr.ErrConflict) }
 // Unroutable events are listed oldest first until they are routed.
 func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 	ctx := context.Background()
-	got, err := s.ListUnroutableEvents(ctx, 0)
-	noErr(t, err, "ListUnroutableEvents (none)")
+	got, err := s.ListEvents(ctx, notifications.EventUnroutable, 0)
+	noErr(t, err, "ListEvents (none)")
 	if len(got) != 0 {
 		t.Fatalf("%d unroutable events in an empty store", len(got))
 	}
@@ -394,12 +395,12 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 		var got []notifications.Event
 		var err error
 		for range 50 { // the list may lag a write briefly
-			if got, err = s.ListUnroutableEvents(ctx, limit); err == nil && (len(got) > 0 || limit == -1) {
+			if got, err = s.ListEvents(ctx, notifications.EventUnroutable, limit); err == nil && (len(got) > 0 || limit == -1) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		noErr(t, err, "ListUnroutableEvents")
+		noErr(t, err, "ListEvents")
 		for _, e := range got {
 			out = append(out, e.ID)
 		}
@@ -407,8 +408,8 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 	}
 	same(t, ids(0), []string{"evt_older", "evt_newer"}, "unroutable events")
 	same(t, ids(1), []string{"evt_older"}, "unroutable events, limit 1")
-	full, err := s.ListUnroutableEvents(ctx, 1)
-	noErr(t, err, "ListUnroutableEvents")
+	full, err := s.ListEvents(ctx, notifications.EventUnroutable, 1)
+	noErr(t, err, "ListEvents")
 	same(t, full[0], older, "listed event")
 
 	routed := older
@@ -419,4 +420,50 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 	stale.Status, stale.Version = notifications.EventProcessed, 3
 	wantErr(t, s.SaveEvent(ctx, stale, 2), storeerr.ErrConflict, "stale SaveEvent of an unroutable event")
 	same(t, ids(0), []string{"evt_newer"}, "unroutable events after a conflict")
+}
+
+// Account-level events are listed oldest first, apart from the unroutable
+// ones; one of the other environment kept unroutable first moves from
+// that list to this one.
+func testEventListAccount(t *testing.T, s notifications.EventStore) {
+	ctx := context.Background()
+	list := func(status notifications.EventStatus, want int) []string {
+		t.Helper()
+		var got []notifications.Event
+		var err error
+		for range 50 { // the list may lag a write briefly
+			if got, err = s.ListEvents(ctx, status, 0); err == nil && len(got) == want {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		noErr(t, err, "ListEvents")
+		var out []string
+		for _, e := range got {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	account := func(id string, at time.Time) notifications.Event {
+		e := event(id, "settlement_detail_report_batch_1.csv", at)
+		e.Item.EventCode, e.Item.OriginalReference, e.Status, e.ProcessedAt = "REPORT_AVAILABLE", "", notifications.EventAccount, &at
+		return e
+	}
+	noErr(t, s.SaveEvent(ctx, account("evt_acct_newer", epoch().Add(time.Minute)), 0), "SaveEvent account newer")
+	older := account("evt_acct_older", epoch())
+	noErr(t, s.SaveEvent(ctx, older, 0), "SaveEvent account older")
+	mismatch := event("evt_acct_mismatch", "PSP1", epoch().Add(2*time.Minute))
+	at := mismatch.ReceivedAt
+	mismatch.Status, mismatch.UnroutableAt, mismatch.UnroutableReason = notifications.EventUnroutable, &at, "live flag"
+	noErr(t, s.SaveEvent(ctx, mismatch, 0), "SaveEvent unroutable")
+	same(t, list(notifications.EventAccount, 2), []string{"evt_acct_older", "evt_acct_newer"}, "account-level events")
+	same(t, list(notifications.EventUnroutable, 1), []string{"evt_acct_mismatch"}, "unroutable events")
+	kept := mismatch
+	kept.Status, kept.Version = notifications.EventAccount, 2
+	noErr(t, s.SaveEvent(ctx, kept, 1), "SaveEvent unroutable → account")
+	same(t, list(notifications.EventAccount, 3), []string{"evt_acct_older", "evt_acct_newer", "evt_acct_mismatch"}, "account-level events after one moved")
+	same(t, list(notifications.EventUnroutable, 0), []string(nil), "unroutable events after one moved")
+	got, err := s.GetEvent(ctx, older.ID)
+	noErr(t, err, "GetEvent")
+	same(t, got, older, "account-level event")
 }

@@ -213,7 +213,7 @@ func lineItems(in []payments.LineItem) []upstream.LineItem {
 // Notification translates a wire notification item to the domain's.
 func Notification(it upstream.NotificationRequestItem) payments.Notification {
 	return payments.Notification{
-		EventCode: it.EventCode, PSPReference: it.PSPReference, OriginalReference: it.OriginalReference,
+		EventCode: it.EventCode, PSPReference: it.PSPReference, OriginalReference: it.OriginalReference, OriginalPSP: it.OriginalPSP,
 		MerchantAccountCode: it.MerchantAccountCode, MerchantReference: it.MerchantReference, Amount: it.Amount,
 		EventDate: it.EventDate, PaymentMethod: it.PaymentMethod, Reason: it.Reason, Success: it.Success,
 		Operations: it.Operations, AdditionalData: it.AdditionalData,
@@ -224,7 +224,7 @@ func Notification(it upstream.NotificationRequestItem) payments.Notification {
 // the item Notification was given).
 func Item(n payments.Notification) upstream.NotificationRequestItem {
 	return upstream.NotificationRequestItem{
-		EventCode: n.EventCode, PSPReference: n.PSPReference, OriginalReference: n.OriginalReference,
+		EventCode: n.EventCode, PSPReference: n.PSPReference, OriginalReference: n.OriginalReference, OriginalPSP: n.OriginalPSP,
 		MerchantAccountCode: n.MerchantAccountCode, MerchantReference: n.MerchantReference, Amount: n.Amount,
 		EventDate: n.EventDate, PaymentMethod: n.PaymentMethod, Reason: n.Reason, Success: n.Success,
 		Operations: n.Operations, AdditionalData: n.AdditionalData,

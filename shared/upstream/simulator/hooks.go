@@ -23,6 +23,7 @@ import (
 //	GET  /_sim/redirect/{actionId}          issuer / 3DS page of an action         browser
 //	GET  /_sim/payments/{psp}               payment state                          X-API-Key
 //	POST /_sim/payments/{psp}/resolve       ?result=authorised|refused             X-API-Key
+//	POST /_sim/payments/{psp}/events        a platform event (body: PlatformEvent) X-API-Key
 //	POST /_sim/offers/expire                close offers older than OfferTTL       X-API-Key
 //	GET  /_sim/notifications                emitted notification items             X-API-Key
 //	POST /_sim/flush                        wait for queued notifications          X-API-Key
@@ -33,6 +34,7 @@ func (s *Simulator) hookRoutes() {
 	s.mux.HandleFunc("GET /_sim/redirect/{id}", s.hookRedirect)
 	s.mux.Handle("GET /_sim/payments/{psp}", s.hook(s.hookPayment))
 	s.mux.Handle("POST /_sim/payments/{psp}/resolve", s.hook(s.hookResolve))
+	s.mux.Handle("POST /_sim/payments/{psp}/events", s.hook(s.hookPlatformEvent))
 	s.mux.Handle("POST /_sim/offers/expire", s.hook(func(*http.Request) result {
 		return jsonResult(http.StatusOK, map[string]any{"closed": nonNil(s.ExpireOffers())})
 	}))
@@ -153,6 +155,25 @@ func (s *Simulator) hookPayment(r *http.Request) result {
 		return hookError(http.StatusNotFound, ErrPaymentNotFound)
 	}
 	return jsonResult(http.StatusOK, p)
+}
+
+// hookPlatformEvent plays a platform event (PlatformEvent; REPORT_AVAILABLE
+// names no payment: {psp} is ignored) and answers the item emitted.
+func (s *Simulator) hookPlatformEvent(r *http.Request) result {
+	var ev PlatformEvent
+	b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err := json.Unmarshal(b, &ev); err != nil || ev.Code == "" {
+		return hookError(http.StatusBadRequest, errors.New(`body: {"code": "EXPIRE", "amount": 0, "of": "", "account": ""}`))
+	}
+	psp := r.PathValue("psp")
+	if ev.Code == "REPORT_AVAILABLE" {
+		psp = ""
+	}
+	it, err := s.PlatformEvent(psp, ev)
+	if err != nil {
+		return hookError(http.StatusConflict, err)
+	}
+	return jsonResult(http.StatusOK, it)
 }
 
 func (s *Simulator) hookResolve(r *http.Request) result {

@@ -53,39 +53,43 @@ func (c card) last4() string {
 
 // payment is the simulator's record of one payment.
 type payment struct {
-	PSP                  string
-	MerchantAccount      string
-	Reference            string
-	Amount               money.Amount // as requested
-	Authorised           int64        // current authorised value
-	Captured             int64
-	Refunded             int64
-	State                string
-	ResultCode           string
-	RefusalReason        string
-	RefusalReasonCode    string
-	MethodType           string // paymentMethod.type
-	Card                 *card
-	ShopperReference     string
-	ShopperInteraction   string
-	RecurringModel       string
-	Metadata             map[string]string
-	Splits               []upstream.Split
-	ReturnURL            string
-	SessionID            string
-	StoreRequested       bool
-	StoredID             string
-	TokenCreated         bool // the token is new (else it already existed)
-	CaptureFails         bool
-	RefundFails          bool
-	Forced               *HolderNameOutcome // outcome applied after an action
-	Frictionless         bool               // 3DS2 without a challenge
-	NativeThreeDS        bool               // the request asked for native 3DS2
-	PreAuth              bool               // authorised as a pre-authorisation
-	HostedSession        bool               // started on the hosted checkout page: its action page completes it
-	Request              json.RawMessage
-	CreatedAt            time.Time
-	Modifications        []ModificationState
+	PSP                string
+	MerchantAccount    string
+	Reference          string
+	Amount             money.Amount // as requested
+	Authorised         int64        // current authorised value
+	Captured           int64
+	Refunded           int64
+	State              string
+	ResultCode         string
+	RefusalReason      string
+	RefusalReasonCode  string
+	MethodType         string // paymentMethod.type
+	Card               *card
+	ShopperReference   string
+	ShopperInteraction string
+	RecurringModel     string
+	Metadata           map[string]string
+	Splits             []upstream.Split
+	ReturnURL          string
+	SessionID          string
+	StoreRequested     bool
+	StoredID           string
+	TokenCreated       bool // the token is new (else it already existed)
+	CaptureFails       bool
+	RefundFails        bool
+	Forced             *HolderNameOutcome // outcome applied after an action
+	Frictionless       bool               // 3DS2 without a challenge
+	NativeThreeDS      bool               // the request asked for native 3DS2
+	PreAuth            bool               // authorised as a pre-authorisation
+	HostedSession      bool               // started on the hosted checkout page: its action page completes it
+	Request            json.RawMessage
+	CreatedAt          time.Time
+	Modifications      []ModificationState
+	// Released: the uncaptured remainder expired or was cancelled
+	// (PlatformEvent): nothing more is captured, captured money stays
+	// refundable.
+	Released             bool
 	pendingActionID      string
 	authorisationEmitted bool
 }
@@ -131,6 +135,7 @@ type PaymentState struct {
 	Metadata              map[string]string   `json:"metadata,omitempty"`
 	Splits                []upstream.Split    `json:"splits,omitempty"`
 	Modifications         []ModificationState `json:"modifications,omitempty"`
+	Released              bool                `json:"released,omitempty"`
 	// Request is the body of the /payments request (nil for session payments).
 	Request   json.RawMessage `json:"request,omitempty"`
 	CreatedAt time.Time       `json:"createdAt"`
@@ -144,6 +149,7 @@ func (p *payment) snapshot() PaymentState {
 		ShopperReference: p.ShopperReference, ShopperInteraction: p.ShopperInteraction, StoredPaymentMethodID: p.StoredID,
 		SessionID: p.SessionID, Metadata: maps.Clone(p.Metadata), Splits: slices.Clone(p.Splits),
 		Modifications: slices.Clone(p.Modifications), Request: slices.Clone(p.Request), CreatedAt: p.CreatedAt,
+		Released: p.Released,
 	}
 	return st
 }

@@ -117,6 +117,8 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is "+p.State))
 	case !authorisedState(p):
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is not authorised ("+p.State+")"))
+	case p.Released:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the authorisation's remainder expired or was cancelled"))
 	case amount.Currency != p.Amount.Currency:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Modification in different currency than authorisation"))
 	case amount.Value > remaining:
