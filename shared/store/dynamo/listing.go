@@ -9,6 +9,7 @@ package dynamo
 //	a merchant's deliveries      gsi2 MERCHANT#<m>#DELIVERIES#<n>         <createdAt>#<id>    DeliveryShards
 //	a merchant's event history   table EVENTLOG#<m>#<n>                   <createdAt>#<id>    EventLogShards
 //	unroutable events            table UNROUTABLE#EVENT#<n>               <receivedAt>#<id>   UnroutableShards
+//	expiring authorisations      gsi2 DUE#EXPIRY#<n>                      <expiresAt>#<psp>   ExpiryShards (oldest first: expiring.go)
 //
 // A page queries every shard once, in parallel, with Limit = the page
 // size (the caller asks for one more than it shows, to know whether there
