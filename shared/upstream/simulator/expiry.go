@@ -47,7 +47,7 @@ func authorisationValidity(label string) (time.Duration, bool) {
 // from its creation): the remainder is released — a later capture is
 // refused, the captured money stays refundable — and EXPIRE is sent in
 // its published shape (the payment in pspReference, no originalReference,
-// the amount originally authorised). It returns the payments expired.
+// the amount originally authorised, no metadata). It returns the payments expired.
 func (s *Simulator) ExpireAuthorisations() []string {
 	defer s.persist()
 	s.mu.Lock()
@@ -69,8 +69,11 @@ func (s *Simulator) ExpireAuthorisations() []string {
 		} else {
 			s.updateCaptureState(p)
 		}
+		// Its additionalData holds what the published schema allows
+		// (BaseModificationAdditionalData): the signature only, no
+		// metadata.
 		s.emit(upstream.NotificationRequestItem{
-			AdditionalData: baseData(p), Amount: money.Amount{Value: p.Amount.Value, Currency: p.Amount.Currency},
+			Amount:    money.Amount{Value: p.Amount.Value, Currency: p.Amount.Currency},
 			EventCode: eventExpire, EventDate: s.eventDate(), MerchantAccountCode: p.MerchantAccount,
 			MerchantReference: p.Reference, PSPReference: p.PSP, Success: "true",
 		})
