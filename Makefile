@@ -22,7 +22,7 @@ GO ?= go
 BIN ?= bin
 
 # Lambda function logical id -> Go main package under ./functions
-FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher recovery smoketest
+FUNCTIONS := config sessions payments modifications lookups webhooks notifications dispatcher scheduler smoketest
 
 # lambda.norpc: drop the legacy net/rpc path (provided.al2023 uses the Runtime API only).
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
@@ -30,7 +30,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
 .PHONY: all build build-amd64 run test fuzz soak lint-template deploy-check deploy admin bench clean help \
 	build-ConfigFunction build-SessionsFunction build-PaymentsFunction \
 	build-ModificationsFunction build-LookupsFunction build-WebhooksFunction \
-	build-NotificationsFunction build-WebhookDispatcherFunction build-RecoveryFunction \
+	build-NotificationsFunction build-WebhookDispatcherFunction build-SchedulerFunction \
 	build-SmokeTestFunction check-artifacts-dir
 
 all: build
@@ -70,8 +70,8 @@ build-NotificationsFunction: check-artifacts-dir
 build-WebhookDispatcherFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/dispatcher
 
-build-RecoveryFunction: check-artifacts-dir
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/recovery
+build-SchedulerFunction: check-artifacts-dir
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/scheduler
 
 build-SmokeTestFunction: check-artifacts-dir
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_FLAGS) -o "$(ARTIFACTS_DIR)/bootstrap" ./functions/smoketest

@@ -181,19 +181,10 @@ def sqs_event():
 
 
 def schedule_event():
-    """The EventBridge scheduled event that starts the recovery
-    function's pass (every minute)."""
-    return {
-        "version": "0",
-        "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
-        "detail-type": "Scheduled Event",
-        "source": "aws.events",
-        "account": ACCOUNT_ID,
-        "time": "2025-11-23T10:00:00Z",
-        "region": REGION,
-        "resources": ["arn:aws:events:%s:%s:rule/paysvc-test-RecoveryFunctionRecover" % (REGION, ACCOUNT_ID)],
-        "detail": {},
-    }
+    """The input EventBridge Scheduler's schedule sends the scheduler
+    function every minute (template.yaml SchedulerSchedule Target.Input):
+    one pass of the timed jobs."""
+    return {"source": "paysvc.scheduler"}
 
 
 AMOUNT = {"value": 1000, "currency": "EUR"}
@@ -334,7 +325,7 @@ EVENTS = {
         "success": "true",
     }, sign=False)),
     "sqs-deliveries.json": ("WebhookDispatcherFunction", sqs_event()),
-    "schedule-recovery.json": ("RecoveryFunction", schedule_event()),
+    "schedule-scheduler.json": ("SchedulerFunction", schedule_event()),
 }
 
 

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/yp/paysvc/shared/app"
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/openapicheck"
@@ -246,6 +247,7 @@ func (e *lambdaEnv) envFor(t *testing.T, logicalID string) map[string]string {
 		"PAYSVC_RATE_BURST":          "200",
 		"PAYSVC_QUEUE_URL":           e.queueURL,
 		"PAYSVC_DLQ_URL":             e.dlqURL,
+		"PAYSVC_EXPIRY_NOTICE":       "24h",
 
 		"PAYSVC_SMOKE_TARGETS":     e.smokeTargets,
 		"PAYSVC_CANARY_SECRET_ARN": e.canaryARN,
@@ -507,7 +509,7 @@ var lambdaSteps = []struct {
 	{"webhooks", (*lambdaRun).webhooks},
 	{"repeated-headers", (*lambdaRun).repeatedHeaders},
 	{"optional-bodies", (*lambdaRun).optionalBodies},
-	{"recovery", (*lambdaRun).recovery},
+	{"scheduler", (*lambdaRun).scheduler},
 	{"init-duration", (*lambdaRun).initDuration},
 	{"contract", (*lambdaRun).contract},
 	{"request-logs-and-metrics", (*lambdaRun).requestLogsAndMetrics},
@@ -961,15 +963,18 @@ func (r *lambdaRun) dispatcher(t *testing.T) {
 	}
 }
 
-// recovery: the recovery function's sample event (its schedule) runs a
-// pass.
-func (r *lambdaRun) recovery(t *testing.T) { r.recoveryPass(t, r.need(t, "RecoveryFunction")) }
+// scheduler: the scheduler function's sample event (its schedule's input)
+// runs a pass.
+func (r *lambdaRun) scheduler(t *testing.T) { r.schedulerPass(t, r.need(t, "SchedulerFunction")) }
 
-// recoveryPass: the scheduled event runs a recovery pass. A capture of the
-// sample payment whose answer was lost ten minutes ago (its request in the
-// ledger, awaiting its answer) gets its call repeated with its key, and the
-// platform's definitive answer is recorded: nothing awaits an answer after.
-func (r *lambdaRun) recoveryPass(t *testing.T, f *function) {
+// schedulerPass: the scheduled event runs one pass of the timed jobs. A
+// capture of the sample payment whose answer was lost ten minutes ago (its
+// request in the ledger, awaiting its answer) gets its call repeated with
+// its key, and the platform's definitive answer is recorded: nothing
+// awaits an answer after. A manual-capture card payment authorised 27 days
+// and an hour ago (it expires within the 24 h lead) gets its pre-expiry
+// notice, once.
+func (r *lambdaRun) schedulerPass(t *testing.T, f *function) {
 	t.Helper()
 	ctx := context.Background()
 	st := dynamo.New(moto.DynamoClient(t, r.e.endpoint), r.e.table, clock.NewFake(time.Now().Add(-10*time.Minute)))
@@ -980,10 +985,27 @@ func (r *lambdaRun) recoveryPass(t *testing.T, f *function) {
 	if err := st.Write(ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: e.Requested.At}); err != nil {
 		t.Fatalf("the lost capture's request: %v", err)
 	}
-	payload, _ := f.invokeRaw(t, sampleEvent(t, "schedule-recovery"))
-	var got payments.Recovered
-	if err := json.Unmarshal(payload, &got); err != nil || got.Answered != 1 {
-		t.Fatalf("recovery pass answered %s (%v), want one operation answered", payload, err)
+	yes := true
+	authorised := time.Now().Add(-27*24*time.Hour - time.Hour).UTC()
+	due := payments.Head{PSPReference: "LAMBDAEXPIRY0001", MerchantID: "m_demo", SiteID: "site_demo", Reference: "order-expiring",
+		Source: payments.SourceAdvanced, Amount: money.Amount{Value: 500, Currency: "EUR"}, CaptureMode: "manual", PaymentMethod: "visa",
+		Auth: payments.Auth{ResultCode: "Authorised", Notified: &yes}, Authorised: 500, AuthorisedAt: authorised,
+		CreatedAt: authorised, UpdatedAt: authorised, Version: 1}
+	due.Totals = payments.Fold(due, nil)
+	if err := st.Write(ctx, payments.Write{PSP: due.PSPReference, Put: &due, At: authorised}); err != nil {
+		t.Fatalf("the expiring payment: %v", err)
+	}
+	pass := func() app.Pass {
+		t.Helper()
+		payload, _ := f.invokeRaw(t, sampleEvent(t, "schedule-scheduler"))
+		var got app.Pass
+		if err := json.Unmarshal(payload, &got); err != nil {
+			t.Fatalf("scheduler pass answered %s (%v)", payload, err)
+		}
+		return got
+	}
+	if got := pass(); got.Answered != 1 || got.NoticesSent != 1 {
+		t.Fatalf("scheduler pass %+v, want one operation answered and one notice sent", got)
 	}
 	es, err := st.GetEntries(ctx, psp, e.Ref)
 	if err != nil || len(es) != 1 || es[0].AwaitsAnswer() {
@@ -991,6 +1013,9 @@ func (r *lambdaRun) recoveryPass(t *testing.T, f *function) {
 	}
 	if left, err := st.InFlight(ctx, time.Now(), 10); err != nil || len(left) != 0 {
 		t.Fatalf("operations still in flight: %v, %v", left, err)
+	}
+	if got := pass(); got.NoticesSent != 0 {
+		t.Fatalf("second pass %+v, want no notice", got)
 	}
 }
 
@@ -1223,11 +1248,11 @@ func (r *lambdaRun) noSecretsInLogs(t *testing.T) {
 
 // upstreamCallers are the functions that call the upstream checkout API.
 var upstreamCallers = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
-	"RecoveryFunction": true} // its recovery pass repeats calls whose answer was lost
+	"SchedulerFunction": true} // its recovery pass repeats calls whose answer was lost
 
 // secretReaders are the functions that read the upstream secret.
 var secretReaders = map[string]bool{"SessionsFunction": true, "PaymentsFunction": true, "ModificationsFunction": true,
-	"NotificationsFunction": true, "RecoveryFunction": true}
+	"NotificationsFunction": true, "SchedulerFunction": true}
 
 // testFunctionVersion is the published version the functions run as in
 // these tests (AWS_LAMBDA_FUNCTION_VERSION).

@@ -26,7 +26,7 @@ var smokeKinds = map[string]smoketest.Kind{
 	"ConfigFunction": smoketest.KindConfig, "SessionsFunction": smoketest.KindSessions, "PaymentsFunction": smoketest.KindPayments,
 	"ModificationsFunction": smoketest.KindModifications, "LookupsFunction": smoketest.KindLookups, "WebhooksFunction": smoketest.KindWebhooks,
 	"NotificationsFunction": smoketest.KindNotifications, "WebhookDispatcherFunction": smoketest.KindDispatcher,
-	"RecoveryFunction": smoketest.KindRecovery,
+	"SchedulerFunction": smoketest.KindScheduler,
 }
 
 // TestLambdaSmokeTestGatesDeployments runs the smoke test function's real

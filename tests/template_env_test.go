@@ -65,7 +65,7 @@ func functionNeeds() map[string][]string {
 		"ModificationsFunction":     upstreamCaller,
 		"NotificationsFunction":     append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_QUEUE_URL"),
 		"WebhookDispatcherFunction": append(base[:len(base):len(base)], "PAYSVC_QUEUE_URL", "PAYSVC_DLQ_URL"),
-		"RecoveryFunction":          append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_URL", "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_UPSTREAM_TIMEOUT"),
+		"SchedulerFunction":         append(base[:len(base):len(base)], "PAYSVC_UPSTREAM_URL", "PAYSVC_UPSTREAM_SECRET_ARN", "PAYSVC_UPSTREAM_TIMEOUT", "PAYSVC_QUEUE_URL", "PAYSVC_EXPIRY_NOTICE"),
 		"SmokeTestFunction":         append(base[:len(base):len(base)], "PAYSVC_SMOKE_TARGETS", "PAYSVC_CANARY_SECRET_ARN"),
 	}
 }

@@ -159,7 +159,7 @@ var rollbackAlarms = map[string][]string{
 	"WebhooksFunction":          {"WebhooksVersionErrorsAlarm", "WebhooksVersion5xxAlarm"},
 	"NotificationsFunction":     {"NotificationsVersionErrorsAlarm", "NotificationsVersion5xxAlarm", "Notification401RateAlarm"},
 	"WebhookDispatcherFunction": {"WebhookDispatcherVersionErrorsAlarm"},
-	"RecoveryFunction":          {"RecoveryVersionErrorsAlarm"},
+	"SchedulerFunction":         {"SchedulerVersionErrorsAlarm"},
 }
 
 // TestTemplateDeploysThroughTheAlias: API Gateway and the SQS trigger invoke

@@ -79,7 +79,7 @@ var stackQueues = map[string]bool{
 func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 	exp := expandTemplate(t, liveParams)
 	roles := roleStatements(t, exp)
-	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "RecoveryRole", "SessionsRole", "SmokeTestRole", "WebhookDispatcherRole", "WebhooksRole"}
+	want := []string{"ConfigRole", "DeployRole", "LookupsRole", "ModificationsRole", "NotificationsRole", "PaymentsRole", "SchedulerInvokeRole", "SchedulerRole", "SessionsRole", "SmokeTestRole", "WebhookDispatcherRole", "WebhooksRole"}
 	var got []string
 	for id := range exp.ofType("AWS::IAM::Role") {
 		got = append(got, id)
@@ -153,6 +153,12 @@ func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 					if a != "secretsmanager:GetSecretValue" || jsonText(s.resources) != secret {
 						t.Errorf("%s: %s on %s, want GetSecretValue on %s", where, a, jsonText(s.resources), secret)
 					}
+				case role == "SchedulerInvokeRole":
+					// EventBridge Scheduler's role: it invokes the scheduler
+					// function's live alias, nothing else.
+					if a != "lambda:InvokeFunction" || jsonText(s.resources) != `[{"Ref":"SchedulerFunctionAliaslive"}]` {
+						t.Errorf("%s: %s on %s, want lambda:InvokeFunction on the scheduler's live alias", where, a, jsonText(s.resources))
+					}
 				case strings.HasPrefix(a, "lambda:"), strings.HasPrefix(a, "codedeploy:"), strings.HasPrefix(a, "cloudwatch:"):
 					if role != "DeployRole" && role != "SmokeTestRole" {
 						t.Errorf("%s: %s: only the deployment's roles act on functions and deployments", where, a)
@@ -169,7 +175,7 @@ func TestTemplateEveryStatementNamesItsResources(t *testing.T) {
 			reads = reads || jsonText(s.resources) == `[{"Ref":"UpstreamSecretArn"}]`
 		}
 		want := role == "SessionsRole" || role == "PaymentsRole" || role == "ModificationsRole" || role == "NotificationsRole" ||
-			role == "RecoveryRole"
+			role == "SchedulerRole"
 		if reads != want {
 			t.Errorf("%s reads the upstream secret: %v, want %v", role, reads, want)
 		}

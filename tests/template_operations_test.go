@@ -281,7 +281,7 @@ func TestTemplateAlarmsFitCloudWatchLimits(t *testing.T) {
 var sizing = map[string]int{
 	"ConfigFunction": 256, "SessionsFunction": 512, "PaymentsFunction": 512, "ModificationsFunction": 512,
 	"LookupsFunction": 256, "WebhooksFunction": 256, "NotificationsFunction": 512, "WebhookDispatcherFunction": 256,
-	"RecoveryFunction": 128, "SmokeTestFunction": 128,
+	"SchedulerFunction": 128, "SmokeTestFunction": 128,
 }
 
 var sizingRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+Function)` \\| ([0-9]+) MB \\|")

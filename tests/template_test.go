@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ var wantFunctions = map[string]string{
 	"WebhooksFunction":          "webhooks",
 	"NotificationsFunction":     "notifications",
 	"WebhookDispatcherFunction": "dispatcher",
-	"RecoveryFunction":          "recovery",
+	"SchedulerFunction":         "scheduler",
 	"SmokeTestFunction":         "smoketest",
 }
 
@@ -300,21 +301,41 @@ func TestTemplateDispatcherQueueSettings(t *testing.T) {
 
 // notBehindAPI are the functions a queue or a schedule invokes (not API
 // Gateway).
-var notBehindAPI = map[string]bool{"WebhookDispatcherFunction": true, "RecoveryFunction": true}
+var notBehindAPI = map[string]bool{"WebhookDispatcherFunction": true, "SchedulerFunction": true}
 
-// TestTemplateRecoverySchedule: the recovery function runs a pass every
-// minute on its schedule, and nothing else invokes it.
-func TestTemplateRecoverySchedule(t *testing.T) {
+// TestTemplateSchedulerSchedule: the one scheduler (docs/expiry.md) is an
+// EventBridge Scheduler schedule invoking the scheduler function's live
+// alias every minute through its own role; no SAM event (an EventBridge
+// rule) invokes the function besides, and no other schedule exists.
+func TestTemplateSchedulerSchedule(t *testing.T) {
 	tpl := loadTemplate(t)
-	evs := events(tpl.Resources["RecoveryFunction"])
-	if len(evs) != 1 {
-		t.Fatalf("RecoveryFunction events %v, want its schedule alone", evs)
+	if evs := events(tpl.Resources["SchedulerFunction"]); len(evs) != 0 {
+		t.Fatalf("SchedulerFunction events %v, want none: the schedule invokes it", evs)
 	}
-	for _, ev := range evs {
-		props, _ := ev["Properties"].(map[string]any)
-		if ev["Type"] != "Schedule" || props["Schedule"] != "rate(1 minute)" {
-			t.Fatalf("RecoveryFunction event %v, want a Schedule of rate(1 minute)", ev)
+	var schedules []string
+	for id, r := range tpl.Resources {
+		if r.Type == "AWS::Scheduler::Schedule" || r.Type == "AWS::Events::Rule" {
+			schedules = append(schedules, id)
 		}
+		for name, ev := range events(r) {
+			if ev["Type"] == "Schedule" || ev["Type"] == "ScheduleV2" {
+				t.Errorf("%s event %s is a schedule of its own: the scheduler function runs every timed job", id, name)
+			}
+		}
+	}
+	if len(schedules) != 1 || schedules[0] != "SchedulerSchedule" {
+		t.Fatalf("schedules %v, want SchedulerSchedule alone", schedules)
+	}
+	props := tpl.Resources["SchedulerSchedule"].Properties
+	target, _ := props["Target"].(map[string]any)
+	if props["ScheduleExpression"] != "rate(1 minute)" {
+		t.Errorf("ScheduleExpression %v, want rate(1 minute)", props["ScheduleExpression"])
+	}
+	if ref, _ := target["Arn"].(map[string]any); ref["Ref"] != "SchedulerFunctionAliaslive" {
+		t.Errorf("target %v, want the live alias (SchedulerFunctionAliaslive)", target["Arn"])
+	}
+	if role, _ := target["RoleArn"].(map[string]any); fmt.Sprint(role["Fn::GetAtt"]) != "[SchedulerInvokeRole Arn]" {
+		t.Errorf("target role %v, want SchedulerInvokeRole", target["RoleArn"])
 	}
 }
 

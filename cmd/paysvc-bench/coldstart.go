@@ -391,13 +391,13 @@ func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 			EventSourceARN: "arn:aws:sqs:" + motoserver.Region + ":123456789012:bench-deliveries", AWSRegion: motoserver.Region,
 		}}})
 		return b, "SQS batch of 1 delivery (webhook POST to 127.0.0.1)", err
-	case "recovery":
-		ev, err := c.sampleEvent("schedule-recovery")
+	case "scheduler":
+		ev, err := c.sampleEvent("schedule-scheduler")
 		if err != nil {
 			return nil, "", err
 		}
 		b, err := json.Marshal(ev)
-		return b, "scheduled recovery pass", err
+		return b, "scheduler pass (recovery, pre-expiry notices)", err
 	case "echo":
 		return []byte(`{"mode":"echo","msg":"bench"}`), "echo event", nil
 	}

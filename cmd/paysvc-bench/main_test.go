@@ -219,7 +219,7 @@ func TestTemplateMemory(t *testing.T) {
 	}
 	for fn, want := range map[string]int{
 		"PaymentsFunction": 512, "ModificationsFunction": 512, "NotificationsFunction": 512,
-		"WebhookDispatcherFunction": 256, "RecoveryFunction": 128, "SmokeTestFunction": 128,
+		"WebhookDispatcherFunction": 256, "SchedulerFunction": 128, "SmokeTestFunction": 128,
 	} {
 		if mem[fn] != want {
 			t.Errorf("%s: %d MB, want %d (template.yaml)", fn, mem[fn], want)

@@ -204,7 +204,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, liste
 	return nil
 }
 
-// expireOffers periodically closes unfinished redirects and challenges.
+// expireOffers periodically closes unfinished redirects and challenges
+// and expires authorisations past their validity (EXPIRE), as the platform
+// does on its own time.
 func expireOffers(ctx context.Context, sim *simulator.Simulator, every time.Duration, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -215,6 +217,9 @@ func expireOffers(ctx context.Context, sim *simulator.Simulator, every time.Dura
 		case <-t.C:
 			if closed := sim.ExpireOffers(); len(closed) > 0 {
 				log.Info("upstream-sim offers closed", "pspReferences", closed)
+			}
+			if expired := sim.ExpireAuthorisations(); len(expired) > 0 {
+				log.Info("upstream-sim authorisations expired", "pspReferences", expired)
 			}
 		}
 	}

@@ -100,6 +100,11 @@ func (t *templ) key(attr, v, pk string) (string, error) {
 		return "MERCHANT#" + traceMerchant, nil
 	case "INFLIGHT":
 		return dynamo.InFlightPartition(psp(t.i)), nil
+	case "DUE": // the expiry index (DUE#EXPIRY#<n>): a payment's head, its shard drawn from its pspReference
+		if attr == "query" {
+			return v, nil
+		}
+		return dynamo.ExpiryPartition(psp(t.i)), nil
 	case "APIKEY":
 		return "APIKEY#" + traceKeyID, nil
 	case "SITE":

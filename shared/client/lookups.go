@@ -28,24 +28,30 @@ func (c *Client) Refund(ctx context.Context, siteID, pspReference string, p Refu
 
 // Payment is a payment as its merchant sees it (GetPayment).
 type Payment struct {
-	PSPReference      string          `json:"pspReference"`
-	MerchantReference string          `json:"merchantReference,omitempty"`
-	SiteID            string          `json:"siteId"`
-	Amount            Amount          `json:"amount"`
-	AuthorisedAmount  Amount          `json:"authorisedAmount"`
-	CapturedAmount    Amount          `json:"capturedAmount"`
-	RefundedAmount    Amount          `json:"refundedAmount"`
-	CapturesInFlight  Amount          `json:"capturesInFlight"`
-	RefundsInFlight   Amount          `json:"refundsInFlight"`
-	RefundableAmount  Amount          `json:"refundableAmount"`
-	State             string          `json:"state"`
-	RefusalReason     string          `json:"refusalReason,omitempty"`
-	PaymentMethod     *PaymentMethod  `json:"paymentMethod,omitempty"`
-	PaymentSource     string          `json:"paymentSource,omitempty"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
-	Timeline          []TimelineEntry `json:"timeline"`
-	Meta              Meta            `json:"-"`
+	PSPReference      string `json:"pspReference"`
+	MerchantReference string `json:"merchantReference,omitempty"`
+	SiteID            string `json:"siteId"`
+	Amount            Amount `json:"amount"`
+	AuthorisedAmount  Amount `json:"authorisedAmount"`
+	CapturedAmount    Amount `json:"capturedAmount"`
+	RefundedAmount    Amount `json:"refundedAmount"`
+	CapturesInFlight  Amount `json:"capturesInFlight"`
+	RefundsInFlight   Amount `json:"refundsInFlight"`
+	RefundableAmount  Amount `json:"refundableAmount"`
+	CapturableAmount  Amount `json:"capturableAmount"`
+	// AuthorisationExpiresAt is when the platform expires the uncaptured
+	// remainder (nil when nothing can expire), and
+	// AuthorisationExpirySource where the time comes from.
+	AuthorisationExpiresAt    *time.Time      `json:"authorisationExpiresAt,omitempty"`
+	AuthorisationExpirySource string          `json:"authorisationExpirySource,omitempty"`
+	State                     string          `json:"state"`
+	RefusalReason             string          `json:"refusalReason,omitempty"`
+	PaymentMethod             *PaymentMethod  `json:"paymentMethod,omitempty"`
+	PaymentSource             string          `json:"paymentSource,omitempty"`
+	CreatedAt                 time.Time       `json:"createdAt"`
+	UpdatedAt                 time.Time       `json:"updatedAt"`
+	Timeline                  []TimelineEntry `json:"timeline"`
+	Meta                      Meta            `json:"-"`
 }
 
 // PaymentMethod is a payment's method.

@@ -45,6 +45,10 @@ type Config struct {
 	RatePerSecond int           // PAYSVC_RATE_PER_SECOND (default 100)
 	RateBurst     int           // PAYSVC_RATE_BURST (default 200)
 	AuthCacheTTL  time.Duration // PAYSVC_AUTH_CACHE_TTL (default 5s; 0 disables)
+	// ExpiryNoticeLead (PAYSVC_EXPIRY_NOTICE, default 24h, 1h to 27 days) is
+	// how long before an uncaptured authorisation expires its merchant gets
+	// the paysvc.authorisation.expiring service event (docs/expiry.md).
+	ExpiryNoticeLead time.Duration
 
 	Addr     string // PAYSVC_ADDR: local server address (default 127.0.0.1:3000)
 	SeedFile string // PAYSVC_SEED_FILE: local seed file
@@ -105,6 +109,12 @@ func FromEnv(getenv func(string) string, defaultStore string) (Config, error) {
 	}
 	if c.AuthCacheTTL, err = duration(getenv, "PAYSVC_AUTH_CACHE_TTL", 5*time.Second); err != nil {
 		return c, err
+	}
+	if c.ExpiryNoticeLead, err = duration(getenv, "PAYSVC_EXPIRY_NOTICE", 24*time.Hour); err != nil {
+		return c, err
+	}
+	if c.ExpiryNoticeLead < time.Hour || c.ExpiryNoticeLead > 27*24*time.Hour {
+		return c, fmt.Errorf("PAYSVC_EXPIRY_NOTICE must be between 1h and 648h (27 days), not %s", c.ExpiryNoticeLead)
 	}
 	if c.RatePerSecond, err = integer(getenv, "PAYSVC_RATE_PER_SECOND", 100); err != nil {
 		return c, err

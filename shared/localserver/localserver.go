@@ -167,13 +167,18 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		queues.SQS.Poll(workerCtx, dispatcher.Process, clk, log)
 	}()
 	defer func() { stopWorker(); <-workerDone }()
-	// The recovery pass (docs/payments.md), on its local ticker.
-	recoveryDone := make(chan struct{})
+	// The scheduler's passes (docs/expiry.md): recovery and the pre-expiry
+	// notices, on its local ticker.
+	schedulerDone := make(chan struct{})
 	go func() {
-		defer close(recoveryDone)
-		app.RunRecovery(workerCtx, a)
+		defer close(schedulerDone)
+		var platform func() // the in-process platform's own timed work
+		if sim != nil && sim.Sim != nil {
+			platform = func() { sim.Sim.ExpireAuthorisations() }
+		}
+		app.RunScheduler(workerCtx, a, queues.Queue, platform)
 	}()
-	defer func() { stopWorker(); <-recoveryDone }()
+	defer func() { stopWorker(); <-schedulerDone }()
 	if a.Stores.Sweeper != nil {
 		// Retention (docs/limits.md): DynamoDB's TTL in AWS, this sweep here.
 		sweepDone := make(chan struct{})

@@ -16,22 +16,28 @@ import (
 // timeline, without what the merchant must not see (routing metadata, the
 // service's internal operation references, shopper tokens, versions).
 type PaymentView struct {
-	PSPReference      string          `json:"pspReference"`
-	MerchantReference string          `json:"merchantReference,omitempty"`
-	SiteID            string          `json:"siteId"`
-	Amount            money.Amount    `json:"amount"`
-	Authorised        money.Amount    `json:"authorisedAmount"`
-	Captured          money.Amount    `json:"capturedAmount"`
-	Refunded          money.Amount    `json:"refundedAmount"`
-	CapturesInFlight  money.Amount    `json:"capturesInFlight"`
-	RefundsInFlight   money.Amount    `json:"refundsInFlight"`
-	Refundable        money.Amount    `json:"refundableAmount"`
-	State             payments.State  `json:"state"`
-	RefusalReason     string          `json:"refusalReason,omitempty"`
-	PaymentMethod     *PaymentMethod  `json:"paymentMethod,omitempty"`
-	Source            payments.Source `json:"paymentSource,omitempty"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
+	PSPReference      string       `json:"pspReference"`
+	MerchantReference string       `json:"merchantReference,omitempty"`
+	SiteID            string       `json:"siteId"`
+	Amount            money.Amount `json:"amount"`
+	Authorised        money.Amount `json:"authorisedAmount"`
+	Captured          money.Amount `json:"capturedAmount"`
+	Refunded          money.Amount `json:"refundedAmount"`
+	CapturesInFlight  money.Amount `json:"capturesInFlight"`
+	RefundsInFlight   money.Amount `json:"refundsInFlight"`
+	Refundable        money.Amount `json:"refundableAmount"`
+	Capturable        money.Amount `json:"capturableAmount"`
+	// AuthorisationExpiresAt is when the platform expires the uncaptured
+	// remainder, and AuthorisationExpirySource where that time comes from
+	// (docs/expiry.md): present while something is capturable.
+	AuthorisationExpiresAt    *time.Time      `json:"authorisationExpiresAt,omitempty"`
+	AuthorisationExpirySource string          `json:"authorisationExpirySource,omitempty"`
+	State                     payments.State  `json:"state"`
+	RefusalReason             string          `json:"refusalReason,omitempty"`
+	PaymentMethod             *PaymentMethod  `json:"paymentMethod,omitempty"`
+	Source                    payments.Source `json:"paymentSource,omitempty"`
+	CreatedAt                 time.Time       `json:"createdAt"`
+	UpdatedAt                 time.Time       `json:"updatedAt"`
 	// Timeline is the first page of the timeline; TimelineNext, when set,
 	// is where GET …/timeline?startingAfter= continues it.
 	Timeline     []TimelineEntry `json:"timeline"`
@@ -79,11 +85,15 @@ func paymentView(h payments.Head) PaymentView {
 		PSPReference: h.PSPReference, MerchantReference: h.Reference, SiteID: h.SiteID, Amount: v.Amount,
 		Authorised: amt(v.Authorised), Captured: amt(v.Captured), Refunded: amt(v.Refunded),
 		CapturesInFlight: amt(v.CapturesInFlight), RefundsInFlight: amt(v.RefundsInFlight), Refundable: amt(v.Refundable),
-		State: v.State, RefusalReason: h.RefusalReason, Source: h.Source,
+		Capturable: amt(v.Capturable), State: v.State, RefusalReason: h.RefusalReason, Source: h.Source,
 		CreatedAt: h.CreatedAt.UTC(), UpdatedAt: h.UpdatedAt.UTC(), Timeline: []TimelineEntry{},
 	}
 	if h.PaymentMethod != "" {
 		out.PaymentMethod = &PaymentMethod{Brand: h.PaymentMethod}
+	}
+	if at, src, ok := h.AuthorisationExpiry(); ok {
+		at = at.UTC()
+		out.AuthorisationExpiresAt, out.AuthorisationExpirySource = &at, src
 	}
 	return out
 }

@@ -58,9 +58,15 @@ type Head struct {
 	Seq int64
 	// BoundTo is set on a pending record (PendingKey) once its payment's
 	// pspReference is known.
-	BoundTo   string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	BoundTo string
+	// AuthorisedAt is when the authorisation became Authorised (its
+	// answer's or AUTHORISATION's arrival): AuthorisationExpiry counts from
+	// it. ExpiryNoticeDone: the pre-expiry notice was sent, or is not
+	// needed any more (the head leaves the expiry index, ExpiryDue).
+	AuthorisedAt     time.Time
+	ExpiryNoticeDone bool
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 	// Version counts the head's writes (conditional writes compare it).
 	Version int64
 }

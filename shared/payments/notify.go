@@ -155,6 +155,9 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 	if rec == nil {
 		return NotificationResult{}, fmt.Errorf("payment %s: %w", psp, ErrUnknownPayment)
 	}
+	if serviceEvent(item.EventCode) {
+		return informational(*rec, item, opts), nil
+	}
 	h := *rec
 	e := Entry{Ref: ref, Kind: CodeOf(item.EventCode).kind, Modification: item.PSPReference}
 	if entry != nil {
@@ -256,6 +259,7 @@ func notifyHead(ctx context.Context, st Store, rec *Head, item Notification, opt
 	h.Seq++
 	h.Version = before.Version + 1
 	h.UpdatedAt = later(h.UpdatedAt, opts.Now)
+	h.stampAuthorised(opts.Now)
 	if res.Created {
 		h.Version = 1
 	}

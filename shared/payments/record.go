@@ -45,6 +45,7 @@ func recordPayment(ctx context.Context, st Store, a paymentAnswer) error {
 	}
 	h := a.newHead()
 	h.answered(a.status)
+	h.stampAuthorised(a.at)
 	h.UpdatedAt, h.Version = a.at, 1
 	err := st.Write(ctx, Write{PSP: a.psp, Put: &h, Facts: []Fact{fact}})
 	if errors.Is(err, storeerr.ErrConflict) {
@@ -78,6 +79,7 @@ func updatePayment(ctx context.Context, st Store, a paymentAnswer, start *Head, 
 		}
 		a.fill(h)
 		h.answered(a.status)
+		h.stampAuthorised(a.at)
 		if stored.Version != 0 && reflect.DeepEqual(*h, stored) {
 			return errSkip // the same answer again (a replay): nothing new
 		}

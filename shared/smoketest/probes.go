@@ -23,12 +23,12 @@ const (
 	KindWebhooks      Kind = "webhooks"
 	KindNotifications Kind = "notifications"
 	KindDispatcher    Kind = "dispatcher"
-	KindRecovery      Kind = "recovery"
+	KindScheduler     Kind = "recovery"
 )
 
 // Kinds lists every kind.
 var Kinds = []Kind{KindConfig, KindSessions, KindPayments, KindModifications, KindLookups, KindWebhooks,
-	KindNotifications, KindDispatcher, KindRecovery}
+	KindNotifications, KindDispatcher, KindScheduler}
 
 // Canary is the canary merchant's API key and site (the secret
 // CanaryKeySecretArn names, JSON {"apiKey","siteId"}): a merchant kept for
@@ -166,10 +166,11 @@ func Probes(k Kind, env Env) ([]Probe, error) {
 			Event:  sqsEvent(env.Tag, string(job)),
 			Expect: noBatchFailures,
 		}}, nil
-	case KindRecovery:
+	case KindScheduler:
 		// A pass is what the schedule runs every minute anyway: the new
-		// version lists the operations in flight and answers.
-		return []Probe{{Name: "scheduled recovery pass", Event: scheduledEvent, Expect: recoveryPass}}, nil
+		// version reads its indexes (operations in flight, expiry) and
+		// answers.
+		return []Probe{{Name: "scheduler pass", Event: scheduledEvent, Expect: schedulerPass}}, nil
 	}
 	return nil, fmt.Errorf("smoketest: unknown kind %q", k)
 }
@@ -315,21 +316,22 @@ func answer(status int, code string, check func(body map[string]any) error) func
 	}
 }
 
-// scheduledEvent is the EventBridge schedule's event.
-var scheduledEvent = []byte(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`)
+// scheduledEvent is the input of the EventBridge Scheduler schedule.
+var scheduledEvent = []byte(`{"source":"paysvc.scheduler"}`)
 
-// recoveryPass checks the recovery function's answer: what its pass did.
-func recoveryPass(payload []byte) error {
+// schedulerPass checks the scheduler function's answer: what its pass did.
+func schedulerPass(payload []byte) error {
 	var resp map[string]json.RawMessage
 	err := json.Unmarshal(payload, &resp)
-	for _, k := range []string{"Answered", "Unknown", "Skipped"} {
+	keys := []string{"Answered", "Unknown", "Skipped", "NoticesSent", "NoticesDropped"}
+	for _, k := range keys {
 		var n int
 		if err == nil {
 			err = json.Unmarshal(resp[k], &n)
 		}
 	}
-	if err != nil || len(resp) != 3 {
-		return fmt.Errorf("not a recovery pass: %.300s", payload)
+	if err != nil || len(resp) != len(keys) {
+		return fmt.Errorf("not a scheduler pass: %.300s", payload)
 	}
 	return nil
 }

@@ -55,8 +55,8 @@ func healthy(k smoketest.Kind, canary bool) func([]byte) smoketest.Answer {
 		switch {
 		case k == smoketest.KindDispatcher:
 			p = []byte(`{"batchItemFailures":[]}`)
-		case k == smoketest.KindRecovery:
-			p = []byte(`{"Answered":0,"Unknown":0,"Skipped":0}`)
+		case k == smoketest.KindScheduler:
+			p = []byte(`{"Answered":0,"Unknown":0,"Skipped":0,"NoticesSent":0,"NoticesDropped":0}`)
 		case !canary || k == smoketest.KindNotifications:
 			p = proxy(401, `{"errorCode":"yp_1001","message":"x"}`)
 		case k == smoketest.KindConfig:
@@ -189,7 +189,7 @@ func TestProbes(t *testing.T) {
 						if live && strings.Contains(string(p.Event), "encryptedCardNumber") {
 							t.Errorf("%s: a payment in live", p.Name)
 						}
-						if c != nil && k != smoketest.KindNotifications && k != smoketest.KindDispatcher && k != smoketest.KindRecovery &&
+						if c != nil && k != smoketest.KindNotifications && k != smoketest.KindDispatcher && k != smoketest.KindScheduler &&
 							!strings.Contains(string(p.Event), "Bearer yp_live_k") {
 							t.Errorf("%s does not use the canary key: %s", p.Name, p.Event)
 						}

@@ -22,7 +22,7 @@
 //	idempotency record  IDEM#<merchant>#<key>     KEY
 //	rate-limit window   RATE#<bucket>             WINDOW
 //	session             SESSION#<id>              META
-//	payment head        PAYMENT#<pspReference>    HEAD
+//	payment head        PAYMENT#<pspReference>    HEAD                    gsi2 DUE#EXPIRY#<n> (expiring.go)   <expiresAt>#<psp>
 //	payment entry       PAYMENT#<pspReference>    E#<operation ref>
 //	payment fact        PAYMENT#<pspReference>    F#<at>#<fact id>
 //	merchant event      EVENTLOG#<merchant>#<n>   <receivedAt>#<eventId>

@@ -23,6 +23,9 @@ import (
 const (
 	pfxInFlight    = "INFLIGHT#"
 	inFlightShards = 64
+	// InFlightShards is inFlightShards, for the capacity model (a
+	// scheduler pass queries every shard).
+	InFlightShards = inFlightShards
 )
 
 // inFlightPartition is the gsi1 partition of payment psp's operations in

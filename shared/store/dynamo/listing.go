@@ -10,6 +10,7 @@ package dynamo
 //	a merchant's event history   table EVENTLOG#<m>#<n>                   <createdAt>#<id>    EventLogShards
 //	unroutable events            table UNROUTABLE#EVENT#<n>               <receivedAt>#<id>   UnroutableShards
 //	account-level events         table ACCOUNT#EVENT#<n>                  <receivedAt>#<id>   UnroutableShards
+//	expiring authorisations      gsi2 DUE#EXPIRY#<n>                      <expiresAt>#<psp>   ExpiryShards (oldest first: expiring.go)
 //
 // A page queries every shard once, in parallel, with Limit = the page
 // size (the caller asks for one more than it shows, to know whether there

@@ -116,6 +116,8 @@ func HeadItem(h payments.Head) (Item, error) {
 	it[attrPreAuth] = &types.AttributeValueMemberBOOL{Value: h.AuthorisationType == payments.AuthorisationPreAuth}
 	it[attrUpdated] = rfc3339(h.UpdatedAt)
 	it[attrWriteToken] = str(writeTokenPlaceholder)
+	at, due := h.ExpiryDue()
+	setExpiryIndex(it, h.PSPReference, at, due)
 	setTTL(it, headTTL(h))
 	return it, nil
 }

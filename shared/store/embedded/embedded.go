@@ -76,7 +76,7 @@ func bucketNames() []string {
 	return []string{
 		bktMerchants, bktSites, bktSitesByMerchant, bktAPIKeys, bktAPIKeysByMerchant,
 		bktSubscriptions, bktIdempotency, bktSessions,
-		bktHeads, bktEntries, bktFacts, bktFactIDs, bktInFlight,
+		bktHeads, bktEntries, bktFacts, bktFactIDs, bktInFlight, bktExpiring,
 	}
 }
 

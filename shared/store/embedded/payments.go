@@ -61,6 +61,9 @@ const (
 	// bktInFlight indexes the entries awaiting their answer
 	// (payments.Entry.Recoverable) by (requested at, pspReference, ref).
 	bktInFlight = "ledger_inflight"
+	// bktExpiring indexes the heads whose authorisation can still expire
+	// (payments.Head.ExpiryDue) by (expires at, pspReference).
+	bktExpiring = "ledger_expiring"
 )
 
 // readHead reads payment psp's head in tx; a payment past its retention
@@ -208,6 +211,7 @@ func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	stored := head
 	switch {
 	case w.Put != nil:
 		if !found && w.Put.Version != 1 || found && head.Version != w.Put.Version-1 {
@@ -231,6 +235,9 @@ func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
 		index = append(index, indexChange{stored, e})
 	}
 	if err := indexInFlight(bucket(tx, bktInFlight), w.PSP, index); err != nil {
+		return err
+	}
+	if err := indexExpiring(bucket(tx, bktExpiring), stored, found, head); err != nil {
 		return err
 	}
 	if err := putLedger(tx, w.PSP, w.Entries, w.Facts); err != nil {
@@ -309,6 +316,53 @@ func indexInFlight(b *bolt.Bucket, psp string, changes []indexChange) error {
 // pspReference and the ref (compositeKey).
 func inFlightKey(at time.Time, psp, ref string) []byte {
 	return append(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())), compositeKey(psp, ref)...)
+}
+
+// indexExpiring moves a head in the expiry index b as it changes from
+// stored (found: one was stored) to written.
+func indexExpiring(b *bolt.Bucket, stored payments.Head, found bool, written payments.Head) error {
+	was, wasDue := stored.ExpiryDue()
+	is, isDue := written.ExpiryDue()
+	if wasDue && found && (!isDue || !was.Equal(is)) {
+		if err := b.Delete(expiringKey(was, stored.PSPReference)); err != nil {
+			return err
+		}
+	}
+	if isDue && (!wasDue || !found || !was.Equal(is)) {
+		return b.Put(expiringKey(is, written.PSPReference), []byte{})
+	}
+	return nil
+}
+
+// expiringKey orders the expiry index by time: 8 bytes of Unix
+// nanoseconds, then the pspReference.
+func expiringKey(at time.Time, psp string) []byte {
+	return append(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())), psp...)
+}
+
+// Expiring lists at most limit payments whose authorisation expires
+// before `before`, soonest first: the expiry index read in order (a
+// payment past its retention is passed over).
+func (s *Store) Expiring(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	now := s.clock.Now()
+	var out []string
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
+		c := bucket(tx, bktExpiring).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && len(k) > 8 && string(k[:8]) < string(end); k, _ = c.Next() {
+			psp := string(k[8:])
+			if _, found, err := readHead(tx, psp, now); err != nil {
+				return err
+			} else if found {
+				out = append(out, psp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: expiring authorisations: %w", err)
+	}
+	return out, nil
 }
 
 // InFlight implements payments.InFlight: the index read oldest first;

@@ -40,6 +40,7 @@ func TestPaymentStore(t *testing.T, newStore Factory[payments.Store]) {
 		{"TimelineInOrderOncePaged", testTimeline},
 		{"PaymentExpiresAfterRetention", testPaymentRetention},
 		{"InFlightListsOperationsAwaitingTheirAnswer", testInFlight},
+		{"ExpiringListsAuthorisationsSoonestFirst", testExpiring},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -385,4 +386,45 @@ func testInFlight(t *testing.T, s payments.Store, _ *clock.Fake) {
 	same(t, list(epoch().Add(time.Hour), 10), "PSP_IF1/op_a,PSP_IF1/op_c", "a refusal ends it; an unknown answer does not")
 	answer(unknown, payments.Received)
 	same(t, list(epoch().Add(time.Hour), 10), "PSP_IF1/op_c", "received")
+}
+
+// testExpiring: the heads whose uncaptured authorisation can expire
+// (payments.Head.ExpiryDue) are listed by expiry time, soonest first,
+// those expiring before the bound only; an auto-capture payment is never
+// listed, and a head Put that no longer qualifies (notice done, captured)
+// leaves the list.
+func testExpiring(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	idx, ok := s.(interface {
+		Expiring(ctx context.Context, before time.Time, limit int) ([]string, error)
+	})
+	if !ok {
+		t.Fatalf("%T does not list expiring authorisations (Expiring)", s)
+	}
+	list := func(before time.Time, limit int) string {
+		t.Helper()
+		psps, err := idx.Expiring(ctx, before, limit)
+		noErr(t, err, "Expiring")
+		return strings.Join(psps, ",")
+	}
+	const day = 24 * time.Hour
+	card, paypal, auto := head("PSP_EX1"), head("PSP_EX2"), head("PSP_EX3")
+	card.AuthorisedAt = epoch()
+	paypal.AuthorisedAt, paypal.PaymentMethod = epoch().Add(time.Hour), "paypal"
+	auto.AuthorisedAt, auto.CaptureMode = epoch(), "auto"
+	auto.Totals = payments.Fold(auto, nil)
+	for _, h := range []payments.Head{card, paypal, auto} {
+		noErr(t, s.Write(ctx, payments.Write{PSP: h.PSPReference, Put: &h}), "create "+h.PSPReference)
+	}
+	same(t, list(epoch().Add(29*day), 10), "PSP_EX2,PSP_EX1", "soonest first, auto capture not listed")
+	same(t, list(epoch().Add(4*day), 10), "PSP_EX2", "before the bound only")
+	same(t, list(epoch().Add(29*day), 1), "PSP_EX2", "limited")
+
+	done := paypal
+	done.ExpiryNoticeDone, done.Version = true, 2
+	noErr(t, s.Write(ctx, payments.Write{PSP: done.PSPReference, Put: &done}), "notice done")
+	captured := card
+	captured.Totals.Captured, captured.Totals.Capturable, captured.Totals.Refundable, captured.Version = 1999, 0, 1999, 2
+	noErr(t, s.Write(ctx, payments.Write{PSP: captured.PSPReference, Put: &captured}), "captured")
+	same(t, list(epoch().Add(29*day), 10), "", "a Put that no longer qualifies leaves the index")
 }

@@ -215,4 +215,30 @@ func (s *Store) InFlight(_ context.Context, before time.Time, limit int) ([]paym
 	return out, nil
 }
 
+// Expiring lists the payments whose head is due in the expiry index
+// (payments.Head.ExpiryDue) before `before`, soonest first.
+func (s *Store) Expiring(_ context.Context, before time.Time, limit int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type due struct {
+		psp string
+		at  time.Time
+	}
+	var ds []due
+	for psp := range s.heads {
+		h, ok := s.head(psp)
+		if at, isDue := h.ExpiryDue(); ok && isDue && at.Before(before) {
+			ds = append(ds, due{psp, at})
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		return ds[i].at.Before(ds[j].at) || ds[i].at.Equal(ds[j].at) && ds[i].psp < ds[j].psp
+	})
+	var out []string
+	for _, d := range ds[:min(limit, len(ds))] {
+		out = append(out, d.psp)
+	}
+	return out, nil
+}
+
 var _ payments.InFlight = (*Store)(nil)

@@ -42,6 +42,11 @@ var errNoEvent = errors.New("simulator: the platform event does not apply")
 func (s *Simulator) PlatformEvent(psp string, ev PlatformEvent) (upstream.NotificationRequestItem, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.platformEvent(psp, ev)
+}
+
+// platformEvent is PlatformEvent with s.mu held.
+func (s *Simulator) platformEvent(psp string, ev PlatformEvent) (upstream.NotificationRequestItem, error) {
 	if ev.Code == "REPORT_AVAILABLE" {
 		name := "settlement_detail_report_batch_" + s.uniquePSP() + ".csv"
 		item := upstream.NotificationRequestItem{AdditionalData: map[string]string{}, Amount: money.Amount{Currency: "EUR"},

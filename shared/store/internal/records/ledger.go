@@ -34,6 +34,8 @@ type PaymentHead struct {
 	Totals           Totals         `json:"totals"`
 	Seq              int64          `json:"seq,omitempty"`
 	BoundTo          string         `json:"boundTo,omitempty"`
+	AuthorisedAt     *time.Time     `json:"authorisedAt,omitempty"`
+	ExpiryNoticeDone bool           `json:"expiryNoticeDone,omitempty"`
 	CreatedAt        time.Time      `json:"createdAt"`
 	UpdatedAt        time.Time      `json:"updatedAt"`
 	Version          int64          `json:"version"`
@@ -77,6 +79,11 @@ func FromHead(h payments.Head) PaymentHead {
 		a := fromAmount(h.Amount)
 		r.Amount = &a
 	}
+	if !h.AuthorisedAt.IsZero() {
+		at := h.AuthorisedAt.UTC()
+		r.AuthorisedAt = &at
+	}
+	r.ExpiryNoticeDone = h.ExpiryNoticeDone
 	for _, u := range h.AmountUpdates {
 		r.AmountUpdates = append(r.AmountUpdates, AmountUpdate(u))
 	}
@@ -97,6 +104,10 @@ func (r PaymentHead) ToHead() payments.Head {
 	if r.Amount != nil {
 		h.Amount = r.Amount.toAmount()
 	}
+	if r.AuthorisedAt != nil {
+		h.AuthorisedAt = *r.AuthorisedAt
+	}
+	h.ExpiryNoticeDone = r.ExpiryNoticeDone
 	for _, u := range r.AmountUpdates {
 		h.AmountUpdates = append(h.AmountUpdates, payments.AmountUpdate(u))
 	}

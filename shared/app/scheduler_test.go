@@ -19,7 +19,7 @@ import (
 )
 
 // TestEmbeddedStartRecoversOrphans: on the embedded store (only this
-// process can open it), RunRecovery's first pass repeats every
+// process can open it), RunScheduler's first pass repeats every
 // operation requested before the process started — a predecessor's
 // capture whose answer its crash lost — without waiting RecoverAfter, and
 // leaves one requested after the start to the regular passes.
@@ -58,7 +58,7 @@ func TestEmbeddedStartRecoversOrphans(t *testing.T) {
 	clk.Advance(time.Second)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { RunRecovery(runCtx, a); close(done) }()
+	go func() { RunScheduler(runCtx, a, nil, nil); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	select {
 	case <-started:
