@@ -47,6 +47,9 @@ func newConformance(t *testing.T, opts simulator.Options) *conformance {
 	opts.HMACKeyHex = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 	opts.Clock = fc
 	opts.HangTimeout = 200 * time.Millisecond
+	// The flows' requests state no capture mode: the account holds
+	// payments for capture (the platform's default is immediate capture).
+	opts.ManualCaptureAccounts = []string{confMerchant}
 	opts.Notifier = simulator.NotifierFunc(func(_ context.Context, body []byte) error {
 		rec.CheckNotification(v, body)
 		return nil

@@ -1,6 +1,7 @@
 package connector_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
 )
@@ -124,6 +126,41 @@ func TestRequestsTranslated(t *testing.T) {
 	}
 	if c.capture.Amount != eur || len(c.refund.Splits) != 2 {
 		t.Fatalf("capture %+v refund %+v", c.capture, c.refund)
+	}
+}
+
+// Every payment and session states the merchant's capture mode: manual as
+// additionalData.manualCapture "true" (the merchant's own keys kept, its
+// map not changed), auto as captureDelayHours 0.
+func TestCaptureModeStated(t *testing.T) {
+	c := &recClient{}
+	k := connector.New(c)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode   tenant.CaptureMode
+		manual string
+		delay  *int
+	}{
+		{tenant.CaptureManual, "true", nil},
+		{tenant.CaptureAuto, "", new(int)},
+	} {
+		own := map[string]string{"RequestedTestAcquirerResponseCode": "2"}
+		if _, err := k.Pay(ctx, payments.PaymentRequest{Amount: eur, CaptureMode: tc.mode, AdditionalData: own}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.CreateSession(ctx, payments.SessionRequest{Amount: eur, CaptureMode: tc.mode}); err != nil {
+			t.Fatal(err)
+		}
+		p, s := c.payment, c.session
+		if p.AdditionalData[upstream.AdditionalManualCapture] != tc.manual || s.AdditionalData[upstream.AdditionalManualCapture] != tc.manual ||
+			p.AdditionalData["RequestedTestAcquirerResponseCode"] != "2" || len(own) != 1 ||
+			!reflect.DeepEqual(p.CaptureDelayHours, tc.delay) || !reflect.DeepEqual(s.CaptureDelayHours, tc.delay) {
+			t.Errorf("%s: payment %+v delay %v, session %+v delay %v", tc.mode, p.AdditionalData, p.CaptureDelayHours, s.AdditionalData, s.CaptureDelayHours)
+		}
+		body, _ := json.Marshal(p)
+		if got := bytes.Contains(body, []byte(`"captureDelayHours":0`)); got != (tc.delay != nil) {
+			t.Errorf("%s: wire %s", tc.mode, body)
+		}
 	}
 }
 

@@ -82,6 +82,7 @@ type payment struct {
 	Frictionless         bool               // 3DS2 without a challenge
 	NativeThreeDS        bool               // the request asked for native 3DS2
 	PreAuth              bool               // authorised as a pre-authorisation
+	AutoCapture          bool               // captured at authorisation (capturedAtAuthorisation)
 	HostedSession        bool               // started on the hosted checkout page: its action page completes it
 	Request              json.RawMessage
 	CreatedAt            time.Time

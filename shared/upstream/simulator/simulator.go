@@ -25,19 +25,19 @@ const maxBodyBytes = 4 << 20
 // Simulator simulates the upstream checkout API. Create it with New, serve it
 // as an http.Handler and Close it when done. It is safe for concurrent use.
 type Simulator struct {
-	opts        Options
-	base        string
-	clock       clock.Clock
-	ids         *ids
-	log         *slog.Logger
-	signer      *upstream.Signer
-	autoCapture map[string]bool
-	merchants   map[string]bool
-	mux         *http.ServeMux
-	idem        *idemStore
-	disp        *dispatcher
-	offset      *atomic.Int64 // AdvanceClock, in nanoseconds
-	saveMu      sync.Mutex    // one write of the state file at a time
+	opts          Options
+	base          string
+	clock         clock.Clock
+	ids           *ids
+	log           *slog.Logger
+	signer        *upstream.Signer
+	manualCapture map[string]bool
+	merchants     map[string]bool
+	mux           *http.ServeMux
+	idem          *idemStore
+	disp          *dispatcher
+	offset        *atomic.Int64 // AdvanceClock, in nanoseconds
+	saveMu        sync.Mutex    // one write of the state file at a time
 
 	mu            sync.Mutex
 	payments      map[string]*payment
@@ -87,7 +87,7 @@ func New(opts Options) (*Simulator, error) {
 		offset:        offset,
 		ids:           newIDs(opts.Rand),
 		log:           opts.Logger,
-		autoCapture:   setOf(opts.AutoCaptureAccounts),
+		manualCapture: setOf(opts.ManualCaptureAccounts),
 		merchants:     setOf(opts.MerchantAccounts),
 		mux:           http.NewServeMux(),
 		idem:          newIdemStore(opts.hooks.keySettled),
