@@ -1171,6 +1171,9 @@ func (s *simRun) agrees() {
 	if reversed {
 		capturable, refundable = 0, 0
 	}
+	if sim.RemainderClosed { // a single-capture account's capture released the rest
+		capturable = 0
+	}
 	tt := h.Totals
 	if v.Authorised != sim.AuthorisedValue || v.Captured != sim.CapturedValue || v.Refunded != sim.RefundedValue ||
 		v.State != want || v.Capturable != capturable || v.Refundable != refundable ||

@@ -94,6 +94,14 @@ func listenSimulator() (*simulated, error) {
 // Its own listener answers only to its own Host, and serves its test hooks
 // only in the test environment.
 func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string, lenient bool) error {
+	// Multiple partial captures are the platform account's setting, which
+	// no request states: the simulated accounts mirror the merchants'.
+	var multi []string
+	for _, m := range merchants {
+		if m.MultiplePartialCaptures && m.UpstreamAccount != "" {
+			multi = append(multi, m.UpstreamAccount)
+		}
+	}
 	simLog := log.With("component", "upstream-simulator")
 	notifier, err := simulator.NewHTTPNotifier(simulator.HTTPNotifierConfig{
 		URL:      serviceURL + httpapi.NotificationsPath,
@@ -109,17 +117,18 @@ func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *s
 		stateFile = filepath.Join(cfg.DataDir, StateFile)
 	}
 	sim, err := simulator.New(simulator.Options{
-		APIKey:          cfg.Secrets.APIKey,
-		HMACKeyHex:      cfg.Secrets.HMACKey,
-		PublicURL:       serviceURL,
-		StateFile:       stateFile,
-		PublishedShapes: !lenient,
-		WebThreeDS2:     !lenient,
-		PlatformRules:   !lenient,
-		Live:            cfg.Environment == tenant.EnvLive,
-		Notifier:        notifier,
-		Clock:           clk,
-		Logger:          simLog,
+		APIKey:                         cfg.Secrets.APIKey,
+		HMACKeyHex:                     cfg.Secrets.HMACKey,
+		PublicURL:                      serviceURL,
+		StateFile:                      stateFile,
+		MultiplePartialCaptureAccounts: multi,
+		PublishedShapes:                !lenient,
+		WebThreeDS2:                    !lenient,
+		PlatformRules:                  !lenient,
+		Live:                           cfg.Environment == tenant.EnvLive,
+		Notifier:                       notifier,
+		Clock:                          clk,
+		Logger:                         simLog,
 	})
 	if err != nil {
 		return err

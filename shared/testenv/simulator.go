@@ -8,14 +8,16 @@ import (
 )
 
 // newSimulator returns the upstream simulator for tests: the test API key
-// (the service states each payment's capture mode); adjust (nil: none) changes the
+// (the service states each payment's capture mode), merchant A's account
+// with multiple partial captures, as the merchant is seeded; adjust (nil: none) changes the
 // options before it starts.
 func newSimulator(t testing.TB, clk clock.Clock, adjust func(*simulator.Options)) *simulator.Simulator {
 	t.Helper()
 	opts := simulator.Options{
-		APIKey:     UpstreamAPIKey,
-		HMACKeyHex: HMACKey,
-		Clock:      clk,
+		APIKey:                         UpstreamAPIKey,
+		HMACKeyHex:                     HMACKey,
+		MultiplePartialCaptureAccounts: []string{"AlphaECOM"},
+		Clock:                          clk,
 	}
 	if adjust != nil {
 		adjust(&opts)

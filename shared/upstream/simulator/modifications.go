@@ -117,6 +117,9 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is "+p.State))
 	case !authorisedState(p):
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is not authorised ("+p.State+")"))
+	case p.RemainderClosed:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
+			stateError("Capture not allowed: the rest of the authorisation was cancelled by the partial capture (multiple partial captures are not enabled)"))
 	case amount.Currency != p.Amount.Currency:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Modification in different currency than authorisation"))
 	case amount.Value > remaining:
@@ -129,11 +132,13 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 	psp := s.newModRef(p)
 	now := s.clock.Now()
 	p.Captured += amount.Value
+	p.RemainderClosed = !s.multiCapture[p.MerchantAccount]
 	s.updateCaptureState(p)
 	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCapture, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now})
 	s.emit(s.modificationItem(p, psp, upstream.EventCapture, in.Reference, amount, true, ""))
 	if p.CaptureFails {
 		p.Captured -= amount.Value
+		p.RemainderClosed = false // a failed capture released nothing
 		s.updateCaptureState(p)
 		p.Modifications[len(p.Modifications)-1].Success = false
 		p.Modifications[len(p.Modifications)-1].Reason = "Capture failed"
@@ -149,7 +154,7 @@ func (s *Simulator) updateCaptureState(p *payment) {
 	switch {
 	case p.Captured == 0:
 		p.State = StateAuthorised
-	case p.Captured < p.Authorised:
+	case p.Captured < p.Authorised && !p.RemainderClosed:
 		p.State = StatePartiallyCaptured
 	default:
 		p.State = StateCaptured

@@ -44,6 +44,12 @@ type Options struct {
 	// the platform's, immediate capture; a request's
 	// additionalData.manualCapture "true" holds the payment for capture.
 	ManualCaptureAccounts []string
+	// MultiplePartialCaptureAccounts are merchant accounts with multiple
+	// partial captures enabled (the platform enables it on request; no
+	// request states it): their captures continue up to the authorised
+	// amount. On every other account a capture releases the rest of the
+	// authorisation and a later capture is refused (Checkout v71, captures).
+	MultiplePartialCaptureAccounts []string
 	// Latency is added to every API request (for benchmarks).
 	Latency time.Duration
 	// HangTimeout bounds how long the "hang" test card holds a request when

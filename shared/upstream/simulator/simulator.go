@@ -32,6 +32,7 @@ type Simulator struct {
 	log           *slog.Logger
 	signer        *upstream.Signer
 	manualCapture map[string]bool
+	multiCapture  map[string]bool
 	merchants     map[string]bool
 	mux           *http.ServeMux
 	idem          *idemStore
@@ -88,6 +89,7 @@ func New(opts Options) (*Simulator, error) {
 		ids:           newIDs(opts.Rand),
 		log:           opts.Logger,
 		manualCapture: setOf(opts.ManualCaptureAccounts),
+		multiCapture:  setOf(opts.MultiplePartialCaptureAccounts),
 		merchants:     setOf(opts.MerchantAccounts),
 		mux:           http.NewServeMux(),
 		idem:          newIdemStore(opts.hooks.keySettled),
