@@ -13,6 +13,10 @@ import (
 type CaptureInput struct {
 	Amount    money.Amount
 	Reference string
+	// LineItems are forwarded to the platform: buy-now-pay-later methods
+	// need them on a partial capture (Checkout v71
+	// PaymentCaptureRequest.lineItems).
+	LineItems []LineItem
 }
 
 // Capture captures (part of) an authorised payment (docs/openapi.yaml).
@@ -36,7 +40,7 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 	multi := m.MultiplePartialCaptures
 	return s.run(ctx, c, psp, operation{kind: OpCapture,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
+			LineItems: in.LineItems, Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, Uncaptured: !multi,
 			Currency: in.Amount.Currency, Capturable: &amount},
 		releases: !multi,

@@ -38,7 +38,7 @@ func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
 				if s.Value <= 0 || s.Currency != "EUR" || s.Reference == "" {
 					t.Fatalf("bad split %+v", s)
 				}
-				if s.Kind == SplitMerchant && s.Account != "BA_m" {
+				if s.Kind == splitMerchant && s.Account != "BA_m" {
 					t.Fatalf("merchant split to %s", s.Account)
 				}
 				sum += s.Value
@@ -124,11 +124,11 @@ func TestReleasedRemainder(t *testing.T) {
 		want                       State
 		capturable, refundable, rf int64
 	}{
-		{"cancelled, nothing captured", []Entry{{Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}}}, StateCancelled, 0, 0, 0},
-		{"cancel in flight", []Entry{{Ref: "c", Kind: opCancel, Requested: &Request{}}}, StateAuthorised, 1000, 0, 0},
+		{"cancelled, nothing captured", []Entry{{Ref: "c", Kind: OpCancel, Answered: &Answer{Outcome: Received}}}, StateCancelled, 0, 0, 0},
+		{"cancel in flight", []Entry{{Ref: "c", Kind: OpCancel, Requested: &Request{}}}, StateAuthorised, 1000, 0, 0},
 		{"expired, nothing captured", []Entry{{Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateExpired, 0, 0, 0},
 		{"expired after 400", []Entry{capt("a", 400, false), {Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateCaptured, 0, 400, 0},
-		{"cancelled after 400, refunded 100", []Entry{capt("a", 400, false), {Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}},
+		{"cancelled after 400, refunded 100", []Entry{capt("a", 400, false), {Ref: "c", Kind: OpCancel, Answered: &Answer{Outcome: Received}},
 			{Ref: "r", Kind: OpRefund, Notices: []Notice{{Code: "REFUND", Success: true, Amount: money.Amount{Value: 100, Currency: "EUR"}}}}}, StatePartiallyRefunded, 0, 300, 100},
 		{"the only partial capture", []Entry{capt("a", 400, true)}, StateCaptured, 0, 400, 0},
 		{"a partial capture of many", []Entry{capt("a", 400, false)}, StatePartiallyCaptured, 600, 400, 0},

@@ -36,7 +36,7 @@ type ModificationRequest struct {
 	Amount          money.Amount // not for reversals
 	Reference       string
 	Splits          []Split
-	LineItems       []LineItem // refunds
+	LineItems       []LineItem // captures and refunds
 }
 
 // ModificationAnswer is the platform's acceptance of a modification (its

@@ -26,6 +26,7 @@ type Client interface {
 	PaymentDetails(ctx context.Context, req upstream.DetailsRequest, idempotencyKey string) (upstream.PaymentResponse, error)
 	Capture(ctx context.Context, pspReference string, req upstream.CaptureRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	Reverse(ctx context.Context, pspReference string, req upstream.ReversalRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	Cancel(ctx context.Context, pspReference string, req upstream.CancelRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	UpdateAmount(ctx context.Context, pspReference string, req upstream.AmountUpdateRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	Refund(ctx context.Context, pspReference string, req upstream.RefundRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	DeleteStoredPaymentMethod(ctx context.Context, req upstream.DeleteStoredPaymentMethodRequest) error
@@ -152,6 +153,7 @@ func (k *Connector) Modify(ctx context.Context, r payments.ModificationRequest) 
 	case payments.OpCapture:
 		resp, err = k.c.Capture(ctx, r.PSPReference, upstream.CaptureRequest{
 			MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, Splits: splits(r.Splits),
+			LineItems: lineItems(r.LineItems),
 		}, r.IdempotencyKey)
 	case payments.OpRefund:
 		resp, err = k.c.Refund(ctx, r.PSPReference, upstream.RefundRequest{
@@ -160,6 +162,10 @@ func (k *Connector) Modify(ctx context.Context, r payments.ModificationRequest) 
 		}, r.IdempotencyKey)
 	case payments.OpReversal:
 		resp, err = k.c.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{
+			MerchantAccount: r.MerchantAccount, Reference: r.Reference,
+		}, r.IdempotencyKey)
+	case payments.OpCancel:
+		resp, err = k.c.Cancel(ctx, r.PSPReference, upstream.CancelRequest{
 			MerchantAccount: r.MerchantAccount, Reference: r.Reference,
 		}, r.IdempotencyKey)
 	case payments.OpAmountUpdate:

@@ -62,6 +62,11 @@ func (c *recClient) Reverse(_ context.Context, psp string, _ upstream.ReversalRe
 	return upstream.ModificationResponse{PSPReference: "MOD3", Status: "received"}, c.err
 }
 
+func (c *recClient) Cancel(_ context.Context, psp string, _ upstream.CancelRequest, key string) (upstream.ModificationResponse, error) {
+	c.note("cancel "+psp, key)
+	return upstream.ModificationResponse{PSPReference: "MOD5", Status: "received"}, c.err
+}
+
 func (c *recClient) UpdateAmount(_ context.Context, psp string, _ upstream.AmountUpdateRequest, key string) (upstream.ModificationResponse, error) {
 	c.note("amount "+psp, key)
 	return upstream.ModificationResponse{PSPReference: "MOD4", Status: "received"}, c.err
@@ -82,7 +87,7 @@ func TestRequestsTranslated(t *testing.T) {
 	k := connector.New(c)
 	ctx := context.Background()
 	splits := []payments.Split{
-		{Kind: payments.SplitMerchant, Account: "BA_m", Value: 970, Currency: "EUR", Reference: "r-merchant"},
+		{Account: "BA_m", Value: 970, Currency: "EUR", Reference: "r-merchant"},
 		{Kind: payments.SplitCommission, Account: "BA_p", Value: 30, Currency: "EUR", Reference: "r-commission"},
 	}
 	ans, err := k.Pay(ctx, payments.PaymentRequest{IdempotencyKey: "K1", MerchantAccount: "AlphaECOM", Amount: eur, Splits: splits,
@@ -117,7 +122,7 @@ func TestRequestsTranslated(t *testing.T) {
 
 	for kind, call := range map[payments.OpKind]string{
 		payments.OpCapture: "capture PSP1", payments.OpRefund: "refund PSP1",
-		payments.OpReversal: "reverse PSP1", payments.OpAmountUpdate: "amount PSP1",
+		payments.OpReversal: "reverse PSP1", payments.OpAmountUpdate: "amount PSP1", payments.OpCancel: "cancel PSP1",
 	} {
 		a, err := k.Modify(ctx, payments.ModificationRequest{Kind: kind, IdempotencyKey: "K3", PSPReference: "PSP1", Amount: eur, Splits: splits})
 		if err != nil || a.Status != "received" || c.calls[len(c.calls)-1] != call || c.keys[len(c.keys)-1] != "K3" {

@@ -205,6 +205,43 @@ func (s *Simulator) handleReversal(_ context.Context, c *call) result {
 	})
 }
 
+// handleCancel is the platform's cancel (POST /payments/{psp}/cancels, v71
+// PaymentCancelRequest): an authorised payment with nothing captured
+// becomes Cancelled; after partial captures (an account with multiple
+// partial captures) the rest of the authorisation is released and what was
+// captured stays refundable. A CANCELLATION follows (originalReference the
+// payment, as the published example), its amount what was cancelled.
+func (s *Simulator) handleCancel(_ context.Context, c *call) result {
+	p, in, _, e := s.readModification(c, false)
+	if e != nil {
+		return errorResult(e)
+	}
+	defer s.mu.Unlock()
+	rest := money.Amount{Value: p.Authorised - p.Captured, Currency: p.Amount.Currency}
+	switch {
+	case p.State == StateCancelled || p.State == StateRefunded:
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is already "+p.State))
+	case !authorisedState(p):
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is not authorised ("+p.State+")"))
+	case p.RemainderClosed || rest.Value <= 0:
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
+			stateError("Cancel not allowed: nothing of the authorisation is left uncaptured (refund the captured amount)"))
+	}
+	psp := s.newModRef(p)
+	if p.Captured == 0 {
+		p.State = StateCancelled
+	} else {
+		p.RemainderClosed = true
+		s.updateCaptureState(p)
+	}
+	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCancel, Reference: in.Reference, Amount: rest, Success: true, CreatedAt: s.clock.Now()})
+	s.emit(s.modificationItem(p, psp, upstream.EventCancellation, in.Reference, rest, true, ""))
+	return jsonResult(http.StatusCreated, modificationOut{
+		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
+		Reference: in.Reference, Status: upstream.StatusReceived,
+	})
+}
+
 func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
 	p, in, amount, e := s.readModification(c, true)
 	if e != nil {

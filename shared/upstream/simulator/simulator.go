@@ -146,6 +146,7 @@ func (s *Simulator) routes() {
 	s.mux.Handle("POST "+b+"/payments/details", s.api("payments/details", s.handleDetails))
 	s.mux.Handle("POST "+b+"/payments/{psp}/captures", s.api("captures", s.handleCapture))
 	s.mux.Handle("POST "+b+"/payments/{psp}/reversals", s.api("reversals", s.handleReversal))
+	s.mux.Handle("POST "+b+"/payments/{psp}/cancels", s.api("cancels", s.handleCancel))
 	s.mux.Handle("POST "+b+"/payments/{psp}/amountUpdates", s.api("amountUpdates", s.handleAmountUpdate))
 	s.mux.Handle("POST "+b+"/payments/{psp}/refunds", s.api("refunds", s.handleRefund))
 	s.mux.Handle("DELETE "+b+"/storedPaymentMethods/{id}", s.api("storedPaymentMethods", s.handleDeleteStored))
@@ -243,7 +244,7 @@ func (s *Simulator) count(name string) {
 
 // Requests returns how many requests reached an endpoint: "sessions",
 // "paymentMethods", "payments", "payments/details", "captures",
-// "reversals", "amountUpdates", "refunds" or "storedPaymentMethods" (idempotent
+// "reversals", "cancels", "amountUpdates", "refunds" or "storedPaymentMethods" (idempotent
 // replays and rejected requests included).
 func (s *Simulator) Requests(endpoint string) int {
 	s.mu.Lock()
@@ -348,7 +349,7 @@ const (
 
 // Endpoints are the names of the upstream endpoints, as Requests and
 // FailNext take them.
-var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "amountUpdates", "refunds", "storedPaymentMethods"}
+var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "cancels", "amountUpdates", "refunds", "storedPaymentMethods"}
 
 // FailNext makes the next request to endpoint (one of Endpoints) fail
 // with f; calls queue up, one failure per request.
