@@ -125,6 +125,10 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 	case amount.Value > remaining:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
 			validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining)))
+	case amount.Value < p.Authorised:
+		if e := lineItemsRule(p, in, amount, "capture"); e != nil {
+			return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, e)
+		}
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)
@@ -148,6 +152,42 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 		Amount: &amount, MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
 		Reference: in.Reference, Status: upstream.StatusReceived,
 	})
+}
+
+// lineItemsMethods are the buy-now-pay-later methods that need lineItems on
+// a partial capture or refund (Checkout v71 PaymentCaptureRequest.lineItems
+// and PaymentRefundRequest.lineItems: "required for partial refunds with 3x
+// 4x Oney, Affirm, Afterpay, Atome, Clearpay, Klarna, Ratepay, Walley, and
+// Zip"; docs.adyen.com/payment-methods/klarna/invoice-lines).
+var lineItemsMethods = map[string]bool{
+	"klarna": true, "klarna_account": true, "klarna_paynow": true, "affirm": true, "afterpaytouch": true, "clearpay": true,
+	"atome": true, "zip": true, "ratepay": true, "walley": true, "facilypay_3x": true, "facilypay_4x": true, "riverty": true,
+}
+
+// lineItemsRule is the platform's refusal of partial modification what
+// (capture, refund) of p without lineItems, or with lineItems that do not
+// add up to its amount (Klarna "will only approve the payment if the total
+// amount specified in lineItems matches"); nil when it passes.
+func lineItemsRule(p *payment, in modificationIn, amount money.Amount, what string) *apiError {
+	if !lineItemsMethods[p.MethodType] {
+		return nil
+	}
+	if len(in.LineItems) == 0 {
+		return validationError(codeGeneric, fmt.Sprintf("Required field 'lineItems' is not provided: a partial %s of a %s payment needs them.", what, p.MethodType))
+	}
+	var sum float64
+	for _, li := range in.LineItems {
+		each, _ := li["amountIncludingTax"].(float64)
+		n, ok := li["quantity"].(float64)
+		if !ok {
+			n = 1
+		}
+		sum += each * n
+	}
+	if int64(sum) != amount.Value {
+		return validationError(codeGeneric, fmt.Sprintf("Invalid lineItems: their total %d is not the %s amount %d.", int64(sum), what, amount.Value))
+	}
+	return nil
 }
 
 func (s *Simulator) updateCaptureState(p *payment) {
