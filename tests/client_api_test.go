@@ -129,6 +129,12 @@ func TestClientEveryEndpoint(t *testing.T) {
 	if err != nil || capt.Status != "received" || capt.PaymentPSPReference != psp {
 		t.Fatalf("capture %+v %v", capt, err)
 	}
+	// The rest of the authorisation (300) cancelled; the captured 500
+	// stays refundable, and the reversal refunds it.
+	canc, err := c.Cancel(ctx, testenv.SiteA, psp, client.CancelParams{Reference: "cancel-1"})
+	if err != nil || canc.Status != "received" || canc.PaymentPSPReference != psp {
+		t.Fatalf("cancel %+v %v", canc, err)
+	}
 	rev, err := c.Reverse(ctx, testenv.SiteA, psp, client.ReversalParams{Reference: "rev-1"})
 	if err != nil || rev.Status != "received" {
 		t.Fatalf("reversal %+v %v", rev, err)

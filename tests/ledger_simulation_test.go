@@ -1212,7 +1212,7 @@ func (s *simRun) agrees() {
 	if reversed {
 		capturable, refundable = 0, 0
 	}
-	if sim.Released {
+	if sim.Released || sim.RemainderClosed { // expired or cancelled, or a single-capture account's capture released the rest
 		capturable = 0
 	}
 	tt := h.Totals

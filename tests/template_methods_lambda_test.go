@@ -20,6 +20,7 @@ func TestLambdaWrongMethodIs405(t *testing.T) {
 		"DELETE /v1/ecom/{siteId}/stored-payment-methods/{storedPaymentMethodId}": "stored-payment-methods-delete",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/captures":                 "captures",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/reversals":                "reversals",
+		"POST /v1/ecom/{siteId}/payments/{pspReference}/cancels":                  "cancels",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/amount-updates":           "amount-updates",
 		"POST /v1/ecom/{siteId}/payments/{pspReference}/refunds":                  "refunds",
 		"GET /v1/ecom/{siteId}/payments/{pspReference}":                           "payment-lookup",

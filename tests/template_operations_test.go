@@ -20,7 +20,8 @@ var upstreamEndpoints = map[string][][2]string{ // function -> method, path as t
 	"PaymentsFunction": {{http.MethodPost, "/v71/paymentMethods"}, {http.MethodPost, "/v71/payments"},
 		{http.MethodPost, "/v71/payments/details"}, {http.MethodDelete, "/v71/storedPaymentMethods/M5N7TQ4TG5PFWR50"}},
 	"ModificationsFunction": {{http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/captures"}, {http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/refunds"},
-		{http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/reversals"}, {http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/amountUpdates"}},
+		{http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/reversals"}, {http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/cancels"},
+		{http.MethodPost, "/v71/payments/QFQTPCQ8HXSKGK82/amountUpdates"}},
 }
 
 // alarmMetric is one metric an alarm reads.

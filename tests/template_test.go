@@ -24,6 +24,7 @@ var wantRoutes = map[string]string{
 	"DELETE /v1/ecom/{siteId}/stored-payment-methods/{storedPaymentMethodId}": "PaymentsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/captures":                 "ModificationsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/reversals":                "ModificationsFunction",
+	"POST /v1/ecom/{siteId}/payments/{pspReference}/cancels":                  "ModificationsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/amount-updates":           "ModificationsFunction",
 	"POST /v1/ecom/{siteId}/payments/{pspReference}/refunds":                  "ModificationsFunction",
 	"GET /v1/ecom/{siteId}/payments/{pspReference}":                           "LookupsFunction",

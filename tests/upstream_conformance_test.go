@@ -47,6 +47,11 @@ func newConformance(t *testing.T, opts simulator.Options) *conformance {
 	opts.HMACKeyHex = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
 	opts.Clock = fc
 	opts.HangTimeout = 200 * time.Millisecond
+	// The flows' requests state no capture mode and capture in parts: the
+	// account holds payments for capture and takes multiple partial
+	// captures (the platform's defaults are immediate capture and one).
+	opts.ManualCaptureAccounts = []string{confMerchant}
+	opts.MultiplePartialCaptureAccounts = []string{confMerchant}
 	opts.Notifier = simulator.NotifierFunc(func(_ context.Context, body []byte) error {
 		rec.CheckNotification(v, body)
 		return nil

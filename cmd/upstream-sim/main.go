@@ -81,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&c.opts.BasePath, "base-path", env("BASE_PATH", simulator.DefaultBasePath), "API base path, e.g. /v71 or /checkout/v71 (UPSTREAM_SIM_BASE_PATH)")
 	fs.StringVar(&c.opts.PublicURL, "public-url", env("PUBLIC_URL", ""), "URL the simulator is reached at, for redirect links; default from the request Host (UPSTREAM_SIM_PUBLIC_URL)")
 	merchants := fs.String("merchant-accounts", env("MERCHANT_ACCOUNTS", ""), "comma-separated accepted merchant accounts; empty accepts any (UPSTREAM_SIM_MERCHANT_ACCOUNTS)")
-	autoCapture := fs.String("auto-capture", env("AUTO_CAPTURE", ""), "comma-separated merchant accounts captured at authorisation (UPSTREAM_SIM_AUTO_CAPTURE)")
+	manualCapture := fs.String("manual-capture", env("MANUAL_CAPTURE", ""), "comma-separated merchant accounts whose default is manual capture, for requests that state none (UPSTREAM_SIM_MANUAL_CAPTURE)")
 	fs.DurationVar(&c.opts.Latency, "latency", dur("LATENCY", 0), "latency added to every API request (UPSTREAM_SIM_LATENCY)")
 	fs.DurationVar(&c.opts.HangTimeout, "hang-timeout", dur("HANG_TIMEOUT", simulator.DefaultHangTimeout), "longest hang of the timeout test card (UPSTREAM_SIM_HANG_TIMEOUT)")
 	fs.BoolVar(&c.opts.StrictIdempotency, "strict-idempotency", boolean("STRICT_IDEMPOTENCY"), "reject a reused Idempotency-Key with a different body (UPSTREAM_SIM_STRICT_IDEMPOTENCY)")
@@ -109,7 +109,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("-log-level: %w", err)
 	}
 	c.opts.MerchantAccounts = splitList(*merchants)
-	c.opts.AutoCaptureAccounts = splitList(*autoCapture)
+	c.opts.ManualCaptureAccounts = splitList(*manualCapture)
 	for _, s := range splitList(*backoff) {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
@@ -178,7 +178,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, liste
 	log.Info("upstream-sim listening",
 		"addr", ln.Addr().String(), "basePath", sim.BasePath(), "apiKeyRequired", c.opts.APIKey != "",
 		"notificationsSigned", c.opts.HMACKeyHex != "", "notifyURL", redact(c.notifyURL),
-		"latency", c.opts.Latency, "autoCapture", c.opts.AutoCaptureAccounts)
+		"latency", c.opts.Latency, "manualCapture", c.opts.ManualCaptureAccounts)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

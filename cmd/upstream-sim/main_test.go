@@ -14,7 +14,7 @@ const waitTimeout = 30 * time.Second
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestParseConfig(t *testing.T) {
-	c, err := parseConfig([]string{"-addr", "127.0.0.1:9999", "-auto-capture", "A, B", "-notify-backoff", "1s,2s", "-notify-reorder", "3"},
+	c, err := parseConfig([]string{"-addr", "127.0.0.1:9999", "-manual-capture", "A, B", "-notify-backoff", "1s,2s", "-notify-reorder", "3"},
 		envOf(map[string]string{
 			"UPSTREAM_SIM_API_KEY": "k", "UPSTREAM_SIM_HMAC_KEY": "AABB", "UPSTREAM_SIM_LATENCY": "5ms",
 			"UPSTREAM_SIM_ADDR": "ignored:1", "UPSTREAM_SIM_STRICT_IDEMPOTENCY": "true", "UPSTREAM_SIM_LOG_LEVEL": "debug",
@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.addr != "127.0.0.1:9999" || c.opts.APIKey != "k" || c.opts.HMACKeyHex != "AABB" || c.opts.Latency != 5*time.Millisecond ||
-		!c.opts.StrictIdempotency || len(c.opts.AutoCaptureAccounts) != 2 || c.opts.AutoCaptureAccounts[1] != "B" ||
+		!c.opts.StrictIdempotency || len(c.opts.ManualCaptureAccounts) != 2 || c.opts.ManualCaptureAccounts[1] != "B" ||
 		len(c.notifyBackoff) != 2 || c.opts.Faults.Reorder != 3 || c.logLevel != slog.LevelDebug || c.opts.BasePath != "/v71" {
 		t.Fatalf("config = %+v", c)
 	}

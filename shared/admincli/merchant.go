@@ -30,7 +30,7 @@ type merchantFlags struct {
 	name, country, capture                    *string
 	upstream, clientKey, split, commissionAcc *string
 	commissionBps, commissionFixed            *int64
-	ecommerce, inactive                       *bool
+	ecommerce, inactive, multiCaptures        *bool
 }
 
 func addMerchantFlags(f *flagSet, create bool) merchantFlags {
@@ -50,6 +50,8 @@ func addMerchantFlags(f *flagSet, create bool) merchantFlags {
 		commissionFixed: f.int64("commission-fixed", 0, "fixed commission per payment in minor units"),
 		ecommerce:       f.boolean("ecommerce", create, "set up for ecommerce (--ecommerce=false to turn off)"),
 		inactive:        f.boolean("inactive", false, "deactivated: its API keys are refused (--inactive=false reactivates)"),
+		multiCaptures: f.boolean("multiple-partial-captures", false,
+			"captures continue up to the authorised amount, as the platform account is set (--multiple-partial-captures=false: the first capture releases the rest)"),
 	}
 }
 
@@ -110,6 +112,9 @@ func (mf merchantFlags) apply(f *flagSet, m *tenant.Merchant, all bool) error {
 	}
 	if use("inactive") {
 		m.Active = !*mf.inactive
+	}
+	if use("multiple-partial-captures") {
+		m.MultiplePartialCaptures = *mf.multiCaptures
 	}
 	if (m.CommissionBps > 0 || m.CommissionFixed > 0) && m.CommissionAccount == "" {
 		return usagef(f.path, "a commission needs --commission-account (the platform's balance account)")
@@ -175,6 +180,7 @@ func merchantRows(t *table, m tenant.Merchant) {
 	t.row("country", m.Country)
 	t.row("active", yesNo(m.Active))
 	t.row("capture", string(m.CaptureMode))
+	t.row("multiple partial captures", yesNo(m.MultiplePartialCaptures))
 	t.row("ecommerce", yesNo(m.Ecommerce))
 	t.row("ready for ecommerce", yesNo(m.ReadyForEcommerce()))
 	t.row("upstream account", m.UpstreamAccount)

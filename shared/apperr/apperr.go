@@ -41,6 +41,7 @@ const (
 	PaymentBusy                      // too many concurrent changes to one payment
 	RefundFailed                     // the upstream refund failed
 	WebhookNotFound                  // no such webhook delivery or subscription for this merchant
+	CancelFailed                     // the upstream cancel failed
 
 	kindEnd // after the last kind: new kinds go above
 )

@@ -277,6 +277,9 @@ type Modification struct {
 type CaptureParams struct {
 	Amount    Amount `json:"amount"`
 	Reference string `json:"reference,omitempty"`
+	// LineItems: the captured items (buy-now-pay-later methods need them
+	// on a partial capture).
+	LineItems []LineItem `json:"lineItems,omitempty"`
 }
 
 // Capture captures an authorised payment.
@@ -295,6 +298,20 @@ type ReversalParams struct {
 func (c *Client) Reverse(ctx context.Context, siteID, pspReference string, p ReversalParams, opts ...CallOption) (Modification, error) {
 	var out Modification
 	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "reversals"), p, &out, &out.Meta, opts)
+	return out, err
+}
+
+// CancelParams cancels what is left uncaptured of a payment.
+type CancelParams struct {
+	Reference string `json:"reference,omitempty"`
+}
+
+// Cancel cancels an authorised payment's uncaptured authorisation: all of
+// it when nothing was captured, else the remainder (what was captured
+// stays refundable). The outcome is a CANCELLATION webhook.
+func (c *Client) Cancel(ctx context.Context, siteID, pspReference string, p CancelParams, opts ...CallOption) (Modification, error) {
+	var out Modification
+	err := c.do(ctx, http.MethodPost, sitePath(siteID, "payments", pspReference, "cancels"), p, &out, &out.Meta, opts)
 	return out, err
 }
 

@@ -120,6 +120,7 @@ const (
 	CodeSessionFailed        ErrorCode = "yp_4008" // 500: the platform refused or failed the session
 	CodePaymentMethodsFailed ErrorCode = "yp_4009" // 500: the platform failed the payment methods
 	CodeRefundFailed         ErrorCode = "yp_4010" // 500: the platform refused or failed the refund
+	CodeCancelFailed         ErrorCode = "yp_4011" // 500: the platform refused or failed the cancel
 	CodeMerchantNotEcommerce ErrorCode = "yp_5003" // 422: merchant not set up for ecommerce
 	CodeInternal             ErrorCode = "yp_9000" // 500: internal error (retried)
 	CodeNoSuchEndpoint       ErrorCode = "yp_9004" // 404: no such endpoint
@@ -160,9 +161,9 @@ var (
 	ErrIdempotencyInFlight = class("idempotency key in flight", code(CodeIdempotencyInFlight))
 	ErrPaymentBusy         = class("payment busy", code(CodePaymentBusy))
 	ErrRateLimited         = class("rate limited", status(http.StatusTooManyRequests))
-	// ErrUpstream: the platform refused or failed the operation (yp_4003–yp_4010).
+	// ErrUpstream: the platform refused or failed the operation (yp_4003–yp_4011).
 	ErrUpstream = class("the platform failed", code(CodeCaptureFailed, CodeDetailsFailed, CodeReversalFailed, CodePaymentFailed,
-		CodeAmountUpdateFailed, CodeSessionFailed, CodePaymentMethodsFailed, CodeRefundFailed))
+		CodeAmountUpdateFailed, CodeSessionFailed, CodePaymentMethodsFailed, CodeRefundFailed, CodeCancelFailed))
 	// ErrServer: any 5xx, ErrUpstream's included; the client retried it.
 	ErrServer = class("server error", func(e *Error) bool { return e.Status >= 500 })
 )

@@ -44,6 +44,7 @@ var errorTable = map[apperr.Kind]errorSpec{
 	apperr.PaymentBusy:          {http.StatusConflict, "yp_2005"},
 	apperr.RefundFailed:         {http.StatusInternalServerError, "yp_4010"},
 	apperr.WebhookNotFound:      {http.StatusNotFound, "yp_3007"},
+	apperr.CancelFailed:         {http.StatusInternalServerError, "yp_4011"},
 }
 
 // specFor returns the status and code of a kind (Internal for an unknown one).

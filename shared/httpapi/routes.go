@@ -18,6 +18,7 @@ type PaymentsAPI interface {
 	SubmitDetails(ctx context.Context, c *payments.Call, in payments.DetailsInput) (payments.PaymentResult, error)
 	Capture(ctx context.Context, c *payments.Call, psp string, in payments.CaptureInput) (payments.ModificationResult, error)
 	Reverse(ctx context.Context, c *payments.Call, psp string, in payments.ReversalInput) (payments.ModificationResult, error)
+	Cancel(ctx context.Context, c *payments.Call, psp string, in payments.ReversalInput) (payments.ModificationResult, error)
 	UpdateAmount(ctx context.Context, c *payments.Call, psp string, in payments.AmountUpdateInput) (payments.ModificationResult, error)
 	Refund(ctx context.Context, c *payments.Call, psp string, in payments.RefundInput) (payments.ModificationResult, error)
 	DeleteStoredMethod(ctx context.Context, c *payments.Call, in payments.DeleteStoredMethodInput) error
@@ -127,6 +128,9 @@ func ModificationsRoutes(d *Deps) []Route {
 			endpoint(body(paymentsapp.DecodeCapture), onPayment(d.Payments.Capture), paymentsapp.Modification)),
 		mod("reversals", "reversals", tenant.PermReversals,
 			endpoint(body(paymentsapp.DecodeReversal), onPayment(d.Payments.Reverse), paymentsapp.Modification)),
+		// A cancel's body is a reversal's: {reference}.
+		mod("cancels", "cancels", tenant.PermReversals,
+			endpoint(body(paymentsapp.DecodeReversal), onPayment(d.Payments.Cancel), paymentsapp.Modification)),
 		mod("amount-updates", "amount-updates", tenant.PermAmountUpdates,
 			endpoint(func(c *Call) (payments.AmountUpdateInput, error) {
 				return paymentsapp.DecodeAmountUpdate(c.Body, c.PathValue("pspReference"))

@@ -70,7 +70,7 @@ func dataDirKeys(dir string) (simKeys, error) {
 // simulated is the upstream simulator serving on a loopback port, so the
 // service's upstream client speaks real HTTP to it. It is created in two
 // steps: the listener first (the service needs its URL), the simulator once
-// the store is seeded (it needs the auto-capture merchant accounts).
+// the store is seeded (it needs the merchant accounts' platform settings).
 type simulated struct {
 	URL string
 	Sim *simulator.Simulator
@@ -94,10 +94,12 @@ func listenSimulator() (*simulated, error) {
 // Its own listener answers only to its own Host, and serves its test hooks
 // only in the test environment.
 func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *slog.Logger, clk clock.Clock, serviceURL string, lenient bool) error {
-	var auto []string
+	// Multiple partial captures are the platform account's setting, which
+	// no request states: the simulated accounts mirror the merchants'.
+	var multi []string
 	for _, m := range merchants {
-		if m.CaptureMode == tenant.CaptureAuto && m.UpstreamAccount != "" {
-			auto = append(auto, m.UpstreamAccount)
+		if m.MultiplePartialCaptures && m.UpstreamAccount != "" {
+			multi = append(multi, m.UpstreamAccount)
 		}
 	}
 	simLog := log.With("component", "upstream-simulator")
@@ -115,18 +117,18 @@ func (s *simulated) start(cfg config.Config, merchants []tenant.Merchant, log *s
 		stateFile = filepath.Join(cfg.DataDir, StateFile)
 	}
 	sim, err := simulator.New(simulator.Options{
-		APIKey:              cfg.Secrets.APIKey,
-		HMACKeyHex:          cfg.Secrets.HMACKey,
-		PublicURL:           serviceURL,
-		StateFile:           stateFile,
-		AutoCaptureAccounts: auto,
-		PublishedShapes:     !lenient,
-		WebThreeDS2:         !lenient,
-		PlatformRules:       !lenient,
-		Live:                cfg.Environment == tenant.EnvLive,
-		Notifier:            notifier,
-		Clock:               clk,
-		Logger:              simLog,
+		APIKey:                         cfg.Secrets.APIKey,
+		HMACKeyHex:                     cfg.Secrets.HMACKey,
+		PublicURL:                      serviceURL,
+		StateFile:                      stateFile,
+		MultiplePartialCaptureAccounts: multi,
+		PublishedShapes:                !lenient,
+		WebThreeDS2:                    !lenient,
+		PlatformRules:                  !lenient,
+		Live:                           cfg.Environment == tenant.EnvLive,
+		Notifier:                       notifier,
+		Clock:                          clk,
+		Logger:                         simLog,
 	})
 	if err != nil {
 		return err

@@ -339,7 +339,7 @@ func (r *Receiver) process(ctx context.Context, ev Event, prev int64, in *reads,
 	}
 	log = log.With("merchant", o.merchant.ID)
 
-	popts := payments.NotificationOptions{Now: now, CaptureMode: o.merchant.CaptureMode}
+	popts := payments.NotificationOptions{Now: now, CaptureMode: o.merchant.CaptureMode, MultipleCaptures: o.merchant.MultiplePartialCaptures}
 	if o.via != viaPayment {
 		popts.Owner = &payments.NotificationOwner{MerchantID: o.merchant.ID, SiteID: o.siteID, Source: o.source, SessionID: o.sessionID}
 	}

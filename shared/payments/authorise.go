@@ -61,6 +61,7 @@ func (s *Service) StartPayment(ctx context.Context, c *Call, in PaymentInput) (P
 		Splits:                   splits(m, in.Amount, ref),
 		Metadata:                 routingMetadata(m, site, SourceAdvanced),
 		AdditionalData:           in.AdditionalData,
+		CaptureMode:              m.CaptureMode,
 		PaymentMethod:            in.PaymentMethod,
 		StateData:                in.StateData,
 	}

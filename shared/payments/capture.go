@@ -13,6 +13,10 @@ import (
 type CaptureInput struct {
 	Amount    money.Amount
 	Reference string
+	// LineItems are forwarded to the platform: buy-now-pay-later methods
+	// need them on a partial capture (Checkout v71
+	// PaymentCaptureRequest.lineItems).
+	LineItems []LineItem
 }
 
 // Capture captures (part of) an authorised payment (docs/openapi.yaml).
@@ -22,21 +26,37 @@ type CaptureInput struct {
 // after it, alongside the rest of the request (c.Wait). A payment whose
 // amount is not known yet (a bare details answer) is guarded by the
 // platform until its AUTHORISATION brings the amount.
+//
+// Unless the merchant takes multiple partial captures (its platform
+// account's setting, tenant.Merchant.MultiplePartialCaptures, read when the
+// capture is requested, as the platform reads its own), a capture is the
+// only one: it needs nothing captured or being captured, and once it
+// succeeds it releases the rest of the authorisation (Entry.Releases), as
+// the platform cancels the remainder of a partial capture (Checkout v71,
+// POST /payments/{paymentPspReference}/captures).
 func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureInput) (ModificationResult, error) {
 	m := c.Merchant
 	amount := in.Amount.Value
+	multi := m.MultiplePartialCaptures
 	return s.run(ctx, c, psp, operation{kind: OpCapture,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
-			Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
-		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, Currency: in.Amount.Currency, Capturable: &amount},
-		why:    func(h Head) error { return captureRefusal(h, in) },
-		failed: apperr.CaptureFailed, what: "capture"})
+			LineItems: in.LineItems, Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
+		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, Uncaptured: !multi,
+			Currency: in.Amount.Currency, Capturable: &amount},
+		releases: !multi,
+		why:      func(h Head) error { return captureRefusal(h, in, multi) },
+		failed:   apperr.CaptureFailed, what: "capture"})
 }
 
-// captureRefusal is why head h cannot take capture in (nil: it could now).
-func captureRefusal(h Head, in CaptureInput) error {
+// captureRefusal is why head h cannot take capture in (nil: it could now);
+// multi: the merchant takes multiple partial captures.
+func captureRefusal(h Head, in CaptureInput, multi bool) error {
 	v := h.View()
 	switch {
+	case !multi && (v.Captured > 0 || v.CapturesInFlight > 0) && v.Captured+v.CapturesInFlight < h.Authorised &&
+		(v.State == StateAuthorised || v.State == StatePartiallyCaptured || v.State == StateCaptured || v.State == StatePartiallyRefunded):
+		return apperr.Newf(apperr.Invalid, "payment in state %s cannot be captured again: its first capture releases the rest "+
+			"of the authorisation (multiple partial captures are off for this merchant, as on its platform account)", v.State)
 	case v.State != StateAuthorised && v.State != StatePartiallyCaptured && v.State != StatePartiallyRefunded:
 		// A partial refund leaves the rest of the authorisation capturable
 		// (the write's guard takes the capture): only the amount can

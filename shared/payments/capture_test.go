@@ -178,6 +178,69 @@ func TestCapture(t *testing.T) {
 	}
 }
 
+// TestSingleCapture: a merchant without multiple partial captures (the
+// platform's default) takes one capture: once accepted it releases the
+// rest of the authorisation (capturable 0, the 400 captured refundable),
+// and a second capture is refused before the upstream, naming the rule —
+// also while the first is in flight, and of ten at once only one goes.
+func TestSingleCapture(t *testing.T) {
+	single := merchant
+	single.MultiplePartialCaptures = false
+	ctx := context.Background()
+	capture := func(svc *payments.Service, v int64) error {
+		c := &payments.Call{Merchant: single, Site: site}
+		_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(v)})
+		if werr := c.Wait(); werr != nil {
+			t.Fatalf("record writes: %v", werr)
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name     string
+		first    error // the upstream's answer to the first capture
+		state    payments.State
+		captured int64
+		// capturable: the view knows the release once the capture is
+		// accepted; in flight, the write's guard refuses the second.
+		capturable int64
+	}{
+		{"accepted", nil, payments.StateCaptured, 400, 0},
+		{"in flight", errUnavailable, payments.StateAuthorised, 0, 600},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, up := newMemStore(), &captureUpstream{err: tc.first}
+			authorised(t, st)
+			svc := newCaptureService(st, up)
+			_ = capture(svc, 400)
+			up.err = nil
+			err := capture(svc, 100)
+			if e := apperr.As(err); e.Kind != apperr.Invalid || !strings.Contains(err.Error(), "multiple partial captures are off") {
+				t.Fatalf("second capture: %v, want 400 naming the rule", err)
+			}
+			v := record(t, st).View()
+			if up.calls() != 1 || v.State != tc.state || v.Captured != tc.captured || v.Capturable != tc.capturable || v.Refundable != tc.captured {
+				t.Fatalf("%d upstream calls; record %+v", up.calls(), v)
+			}
+		})
+	}
+	st, up := newMemStore(), &captureUpstream{}
+	authorised(t, st)
+	svc := newCaptureService(st, up)
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for range 10 {
+		wg.Go(func() {
+			if capture(svc, 200) == nil {
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if v := record(t, st).View(); ok.Load() != 1 || up.calls() != 1 || v.Captured != 200 || v.Capturable != 0 || v.State != payments.StateCaptured {
+		t.Fatalf("%d accepted, %d upstream calls; record %+v", ok.Load(), up.calls(), v)
+	}
+}
+
 // TestCaptureRetryReservesOnce: a retry under the same Idempotency-Key
 // (same upstream key) after a crash that left its reservation finds it and
 // does not count the amount twice; the upstream gets the same key.

@@ -85,7 +85,7 @@ var codes = map[string]Code{
 	eventAuthorisation:           moneyCode("", roleResult, "Webhooks-v1 /AUTHORISATION"),
 	eventAuthorisationAdjustment: moneyCode(OpAmountUpdate, roleResult, "online-payments/adjust-authorisation"),
 	"AUTORESCUE":                 infoCode(srcRescue),
-	"CANCELLATION":               moneyCode(opCancel, roleResult, "online-payments/cancel"),
+	"CANCELLATION":               moneyCode(OpCancel, roleResult, "online-payments/cancel"),
 	"CANCEL_AUTORESCUE":          infoCode(srcRescue),
 	eventCancelOrRefund:          moneyCode(OpReversal, roleResult, "online-payments/reversal; classic cancel-or-refund"),
 	eventCapture:                 moneyCode(OpCapture, roleResult, "online-payments/capture"),
@@ -130,7 +130,7 @@ var codes = map[string]Code{
 	"SCHEME_ARBITRATION_LOST": disputeCode(srcDispute),
 	"SCHEME_ARBITRATION_WON":  disputeCode(srcDispute),
 	"SECOND_CHARGEBACK":       disputeCode(srcDispute + "; Webhooks-v1 /SECOND_CHARGEBACK"),
-	"TECHNICAL_CANCEL":        moneyCode(opCancel, roleResult, "online-payments/cancel#technical-cancel-webhook"),
+	"TECHNICAL_CANCEL":        moneyCode(OpCancel, roleResult, "online-payments/cancel#technical-cancel-webhook"),
 	"VOID_PENDING_REFUND":     infoCode("point-of-sale cancel a refund request; Webhooks-v1 /VOID_PENDING_REFUND"),
 }
 

@@ -38,7 +38,7 @@ func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
 				if s.Value <= 0 || s.Currency != "EUR" || s.Reference == "" {
 					t.Fatalf("bad split %+v", s)
 				}
-				if s.Kind == SplitMerchant && s.Account != "BA_m" {
+				if s.Kind == splitMerchant && s.Account != "BA_m" {
 					t.Fatalf("merchant split to %s", s.Account)
 				}
 				sum += s.Value
@@ -124,11 +124,11 @@ func TestReleasedRemainder(t *testing.T) {
 		want                       State
 		capturable, refundable, rf int64
 	}{
-		{"cancelled, nothing captured", []Entry{{Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}}}, StateCancelled, 0, 0, 0},
-		{"cancel in flight", []Entry{{Ref: "c", Kind: opCancel, Requested: &Request{}}}, StateAuthorised, 1000, 0, 0},
+		{"cancelled, nothing captured", []Entry{{Ref: "c", Kind: OpCancel, Answered: &Answer{Outcome: Received}}}, StateCancelled, 0, 0, 0},
+		{"cancel in flight", []Entry{{Ref: "c", Kind: OpCancel, Requested: &Request{}}}, StateAuthorised, 1000, 0, 0},
 		{"expired, nothing captured", []Entry{{Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateExpired, 0, 0, 0},
 		{"expired after 400", []Entry{capt("a", 400, false), {Ref: "expiry", Kind: opExpiry, Notices: []Notice{{Code: "EXPIRE", Success: true}}}}, StateCaptured, 0, 400, 0},
-		{"cancelled after 400, refunded 100", []Entry{capt("a", 400, false), {Ref: "c", Kind: opCancel, Answered: &Answer{Outcome: Received}},
+		{"cancelled after 400, refunded 100", []Entry{capt("a", 400, false), {Ref: "c", Kind: OpCancel, Answered: &Answer{Outcome: Received}},
 			{Ref: "r", Kind: OpRefund, Notices: []Notice{{Code: "REFUND", Success: true, Amount: money.Amount{Value: 100, Currency: "EUR"}}}}}, StatePartiallyRefunded, 0, 300, 100},
 		{"the only partial capture", []Entry{capt("a", 400, true)}, StateCaptured, 0, 400, 0},
 		{"a partial capture of many", []Entry{capt("a", 400, false)}, StatePartiallyCaptured, 600, 400, 0},
@@ -140,7 +140,7 @@ func TestReleasedRemainder(t *testing.T) {
 			if v.State != tc.want || v.Capturable != tc.capturable || v.Refundable != tc.refundable || v.Refunded != tc.rf {
 				t.Fatalf("view %+v; want %s, capturable %d, refundable %d, refunded %d", v, tc.want, tc.capturable, tc.refundable, tc.rf)
 			}
-			if err := captureRefusal(h, CaptureInput{Amount: money.Amount{Value: 1, Currency: "EUR"}}); (tc.capturable == 0 || h.Totals.CancelsInFlight > 0) != (err != nil) {
+			if err := captureRefusal(h, CaptureInput{Amount: money.Amount{Value: 1, Currency: "EUR"}}, true); (tc.capturable == 0 || h.Totals.CancelsInFlight > 0) != (err != nil) {
 				t.Fatalf("capture of 1: %v", err)
 			}
 			if ok := (Expect{NotReleased: true}).Meets(h); ok != (h.Totals.Released == 0 && h.Totals.CancelsInFlight == 0) {
@@ -169,13 +169,17 @@ func TestCaptureRefusal(t *testing.T) {
 		captured, refunded  int64
 		capture             CaptureInput
 		wantState, wantText string // wantText "": not refused
+		single              bool   // the merchant takes one capture only
 	}{
-		{"partially captured, within the rest", 600, 0, eur(400), "PartiallyCaptured", ""},
-		{"partially refunded, within the rest", 600, 100, eur(400), "PartiallyRefunded", ""},
-		{"partially refunded, over the rest", 600, 100, eur(401), "PartiallyRefunded", "must be at most the authorised amount not yet captured (400)"},
-		{"partially refunded, another currency", 600, 100, CaptureInput{Amount: money.Amount{Value: 1, Currency: "USD"}}, "PartiallyRefunded", "must be the payment's currency"},
-		{"captured", 1000, 0, eur(1), "Captured", "cannot be captured"},
-		{"refunded", 600, 600, eur(1), "Refunded", "cannot be captured"},
+		{"partially captured, within the rest", 600, 0, eur(400), "PartiallyCaptured", "", false},
+		{"partially refunded, within the rest", 600, 100, eur(400), "PartiallyRefunded", "", false},
+		{"partially refunded, over the rest", 600, 100, eur(401), "PartiallyRefunded", "must be at most the authorised amount not yet captured (400)", false},
+		{"partially refunded, another currency", 600, 100, CaptureInput{Amount: money.Amount{Value: 1, Currency: "USD"}}, "PartiallyRefunded", "must be the payment's currency", false},
+		{"captured", 1000, 0, eur(1), "Captured", "cannot be captured", false},
+		{"refunded", 600, 600, eur(1), "Refunded", "cannot be captured", false},
+		{"single capture: a second", 400, 0, eur(100), "PartiallyCaptured", "its first capture releases the rest of the authorisation (multiple partial captures are off", true},
+		{"single capture: after a partial refund", 400, 100, eur(100), "PartiallyRefunded", "multiple partial captures are off", true},
+		{"single capture: the first", 0, 0, eur(100), "Authorised", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := Head{Amount: money.Amount{Value: 1000, Currency: "EUR"}, Authorised: 1000, Auth: Auth{ResultCode: "Authorised"}}
@@ -183,7 +187,7 @@ func TestCaptureRefusal(t *testing.T) {
 			if s := h.View().State; string(s) != tc.wantState {
 				t.Fatalf("state %s, want %s", s, tc.wantState)
 			}
-			err := captureRefusal(h, tc.capture)
+			err := captureRefusal(h, tc.capture, !tc.single)
 			if (err == nil) != (tc.wantText == "") || err != nil && !strings.Contains(err.Error(), tc.wantText) {
 				t.Fatalf("refusal %v; want %q", err, tc.wantText)
 			}

@@ -191,9 +191,9 @@ const (
 	OpRefund       OpKind = "refund"
 	OpReversal     OpKind = "reversal"
 	OpAmountUpdate OpKind = "amount-update"
-	// opCancel cancels the uncaptured remainder (the platform's /cancels,
+	// OpCancel cancels the uncaptured remainder (the platform's /cancels,
 	// CANCELLATION, TECHNICAL_CANCEL): what was captured stays refundable.
-	opCancel OpKind = "cancel"
+	OpCancel OpKind = "cancel"
 	// opExpiry is the platform's EXPIRE: the remainder expired, as a
 	// cancel does.
 	opExpiry OpKind = "expiry"
@@ -264,7 +264,7 @@ type Request struct {
 	Splits  []Split
 	// From is the authorised amount an amount update started from.
 	From      int64
-	LineItems []LineItem // refunds
+	LineItems []LineItem // captures and refunds
 	At        time.Time
 }
 
@@ -388,7 +388,7 @@ func (e Entry) Contribution() Totals {
 		if e.status() == opInFlight {
 			return Totals{AmountUpdatesInFlight: 1}
 		}
-	case opCancel:
+	case OpCancel:
 		switch e.status() {
 		case opSucceeded:
 			return Totals{Released: 1}

@@ -36,7 +36,7 @@ type ModificationRequest struct {
 	Amount          money.Amount // not for reversals
 	Reference       string
 	Splits          []Split
-	LineItems       []LineItem // refunds
+	LineItems       []LineItem // captures and refunds
 }
 
 // ModificationAnswer is the platform's acceptance of a modification (its
@@ -69,6 +69,9 @@ type operation struct {
 	// failed and what name the endpoint's failure.
 	failed apperr.Kind
 	what   string
+	// releases: the operation, once it succeeds, releases the uncaptured
+	// remainder (Entry.Releases).
+	releases bool
 	// readAlong: the answer starts from the head, read while the upstream
 	// call runs (off the critical path: one DynamoDB read is shorter than
 	// the platform's answer).
@@ -91,7 +94,8 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 	}
 	r := op.call
 	e := Entry{Ref: opPrefix + key, Kind: op.kind, Version: 1, Requested: &Request{Amount: r.Amount, Reference: r.Reference,
-		UpstreamKey: key, Account: r.MerchantAccount, Splits: r.Splits, LineItems: r.LineItems, At: s.clock.Now()}}
+		UpstreamKey: key, Account: r.MerchantAccount, Splits: r.Splits, LineItems: r.LineItems, At: s.clock.Now()},
+		Releases: op.releases}
 	e, err := s.reserve(ctx, c, psp, e, op.expect, op.why)
 	if err != nil {
 		return ModificationResult{}, err
@@ -246,6 +250,7 @@ func answerEntry(ctx context.Context, st Store, psp, ref, mod string, a Answer, 
 		default: // its notification came first: one entry of both
 			merged := canon
 			merged.Requested, merged.Answered, merged.Kind, merged.Version = op.Requested, &a, op.Kind, canon.Version+1
+			merged.Releases = op.Releases // the request's decision, from the merchant's setting then
 			alias := Entry{Ref: op.Ref, Kind: op.Kind, MergedInto: mod, Version: op.Version + 1}
 			w.Delta = merged.Contribution().Sub(op.Contribution()).Sub(canon.Contribution())
 			w.Entries = []Entry{alias, merged}

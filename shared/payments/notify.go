@@ -121,6 +121,10 @@ type NotificationOptions struct {
 	// CaptureMode is the owning merchant's: an authorisation of an
 	// auto-capture merchant is recorded as captured, as the API does.
 	CaptureMode tenant.CaptureMode
+	// MultipleCaptures is the owning merchant's setting
+	// (tenant.Merchant.MultiplePartialCaptures): off, a capture known only
+	// from its notification releases the remainder, as one the API makes.
+	MultipleCaptures bool
 }
 
 // NotificationResult is what applying a notification item does.
@@ -160,6 +164,7 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 	}
 	h := *rec
 	e := Entry{Ref: ref, Kind: CodeOf(item.EventCode).kind, Modification: item.PSPReference}
+	e.Releases = e.Kind == OpCapture && !opts.MultipleCaptures
 	if entry != nil {
 		e = *entry
 	}

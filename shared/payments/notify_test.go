@@ -121,10 +121,13 @@ const psp = "PSP0000000000001"
 var errUnavailable = errors.New("upstream: HTTP 503")
 
 var (
-	t0       = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
-	merchant = tenant.Merchant{ID: "m_a", Country: "NL", CaptureMode: tenant.CaptureManual, UpstreamAccount: "AlphaECOM", SplitAccount: "BA_a"}
-	site     = tenant.Site{ID: "site_a", MerchantID: "m_a"}
-	owner    = &payments.NotificationOwner{MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceSessions, SessionID: "CS1"}
+	t0 = time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
+	// merchant takes multiple partial captures (TestSingleCapture: one
+	// that does not).
+	merchant = tenant.Merchant{ID: "m_a", Country: "NL", CaptureMode: tenant.CaptureManual, UpstreamAccount: "AlphaECOM", SplitAccount: "BA_a",
+		MultiplePartialCaptures: true}
+	site  = tenant.Site{ID: "site_a", MerchantID: "m_a"}
+	owner = &payments.NotificationOwner{MerchantID: "m_a", SiteID: "site_a", Source: payments.SourceSessions, SessionID: "CS1"}
 )
 
 // fixture is a store, a service over the fake upstream and a clock.
@@ -160,7 +163,7 @@ func authorisation(success string, value int64) payments.Notification {
 // apply applies it with the default options (owner known, now = clock).
 func (f *fixture) apply(it payments.Notification) (payments.NotificationResult, error) {
 	return payments.ApplyNotification(f.ctx, f.st, it, payments.NotificationOptions{
-		Now: f.clk.Now(), Owner: owner, CaptureMode: tenant.CaptureManual,
+		Now: f.clk.Now(), Owner: owner, CaptureMode: tenant.CaptureManual, MultipleCaptures: merchant.MultiplePartialCaptures,
 	})
 }
 

@@ -264,7 +264,7 @@ type SplitKind int
 
 // Split kinds.
 const (
-	SplitMerchant   SplitKind = iota // the merchant's balance account
+	splitMerchant   SplitKind = iota // the merchant's balance account
 	SplitCommission                  // the platform's commission
 )
 
@@ -297,7 +297,7 @@ func splits(m tenant.Merchant, a money.Amount, reference string) []Split {
 	out := make([]Split, 0, 2)
 	merchantRef, commissionRef := splitRefs(reference)
 	if rest := a.Value - c; rest > 0 {
-		out = append(out, Split{Kind: SplitMerchant, Account: m.SplitAccount, Value: rest, Currency: a.Currency,
+		out = append(out, Split{Kind: splitMerchant, Account: m.SplitAccount, Value: rest, Currency: a.Currency,
 			Reference: merchantRef, Description: "Merchant share"})
 	}
 	if c > 0 {

@@ -67,6 +67,7 @@ func (s *Service) CreateSession(ctx context.Context, c *Call, in SessionInput) (
 		RecurringProcessingModel: in.RecurringProcessingModel,
 		Mode:                     in.Mode,
 		StorePaymentMethod:       in.StorePaymentMethod,
+		CaptureMode:              m.CaptureMode,
 	}
 	if req.CountryCode == "" {
 		req.CountryCode = m.Country

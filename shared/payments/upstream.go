@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 // Shopper interactions.
@@ -41,6 +42,9 @@ type SessionRequest struct {
 	StorePaymentMethodMode   string
 	RecurringProcessingModel string
 	Mode                     string
+	// CaptureMode is the merchant's, stated to the platform so that its
+	// account default cannot disagree with the record.
+	CaptureMode tenant.CaptureMode
 }
 
 // SessionAnswer is a session the platform created.
@@ -79,6 +83,8 @@ type PaymentRequest struct {
 	Splits                   []Split
 	Metadata                 map[string]string
 	AdditionalData           map[string]string
+	// CaptureMode is the merchant's, stated to the platform (as sessions).
+	CaptureMode tenant.CaptureMode
 	// PaymentMethod and StateData are the client component's, passed
 	// through unchanged (StateData: its other top-level fields; a field
 	// the service sets always wins over one of them).

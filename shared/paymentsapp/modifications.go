@@ -9,8 +9,9 @@ import (
 
 // DecodeCapture decodes and validates a POST captures body.
 func DecodeCapture(body []byte) (payments.CaptureInput, error) {
-	amount, ref, err := modificationBody(body, true, nil)
-	return payments.CaptureInput{Amount: amount, Reference: ref}, err
+	var items []payments.LineItem
+	amount, ref, err := modificationBody(body, true, func(o *jsonin.Obj) { items = readLineItems(o) })
+	return payments.CaptureInput{Amount: amount, Reference: ref, LineItems: items}, err
 }
 
 // DecodeReversal decodes and validates a POST reversals body.

@@ -20,6 +20,9 @@ func additionalDataKey(k string) string {
 		return "keys " + msg
 	}
 	lower := strings.ToLower(k) // "Metadata.merchantId" is the service's too
+	if lower == "manualcapture" {
+		return "key " + k + " is set by the service (the merchant's capture mode) and must not be sent"
+	}
 	for _, p := range serverPrefixes {
 		if strings.HasPrefix(lower, p) {
 			return "keys starting " + p + " are set by the service and must not be sent"
@@ -41,7 +44,7 @@ func DecodePayment(body []byte) (payments.PaymentInput, error) {
 	}
 	var in payments.PaymentInput
 	o.Forbid(serverControlled...)
-	o.Forbid("countryCode")
+	o.Forbid("countryCode", "captureDelayHours")
 	in.Amount, _ = readAmount(o, "amount", false)
 	in.PaymentMethod = readPaymentMethod(o, &in)
 	in.ReturnURL, _ = o.String("returnUrl", true, returnURLRules...)

@@ -31,3 +31,16 @@ func TestParseRefund(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCaptureLineItems: a capture takes lineItems as a refund does
+// (buy-now-pay-later methods need them on partial captures).
+func TestParseCaptureLineItems(t *testing.T) {
+	in, err := DecodeCapture([]byte(`{"amount":{"value":100,"currency":"EUR"},"lineItems":[{"quantity":1,"description":"Shoe"}]}`))
+	if err != nil || in.Amount.Value != 100 || len(in.LineItems) != 1 || in.LineItems[0].Quantity != 1 {
+		t.Fatalf("%+v %v", in, err)
+	}
+	_, err = DecodeCapture([]byte(`{"amount":{"value":100,"currency":"EUR"},"lineItems":[{}]}`))
+	if e := apperr.As(err); e.Kind != apperr.Invalid || len(e.Fields) == 0 || e.Fields[0].Field != "lineItems[0].quantity" {
+		t.Fatalf("%v", err)
+	}
+}

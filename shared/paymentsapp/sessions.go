@@ -18,7 +18,7 @@ func DecodeSession(body []byte) (payments.SessionInput, error) {
 	}
 	var in payments.SessionInput
 	o.Forbid(serverControlled...)
-	o.Forbid("shopperInteraction")
+	o.Forbid("shopperInteraction", "captureDelayHours")
 	var amountOK bool
 	in.Amount, amountOK = readAmount(o, "amount", true)
 	in.ReturnURL, _ = o.String("returnUrl", true, returnURLRules...)

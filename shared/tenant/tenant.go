@@ -59,6 +59,12 @@ type Merchant struct {
 	// Active is false for a deactivated merchant (its keys get apperr.MerchantNotFound).
 	Active      bool        `json:"active"`
 	CaptureMode CaptureMode `json:"captureMode"`
+	// MultiplePartialCaptures mirrors the merchant's platform account: on,
+	// captures continue up to the authorised amount; off (the platform's
+	// default), the first capture releases the rest of the authorisation
+	// (Checkout v71, captures). The operator changes it at the platform at
+	// the same time; it applies to captures requested afterwards.
+	MultiplePartialCaptures bool `json:"multiplePartialCaptures,omitempty"`
 	// Ecommerce is true once the merchant is set up for ecommerce; with
 	// UpstreamAccount, ClientKey and SplitAccount it is required (apperr.MerchantNotEcommerce).
 	Ecommerce       bool   `json:"ecommerce"`

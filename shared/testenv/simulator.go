@@ -7,16 +7,17 @@ import (
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
-// newSimulator returns the upstream simulator for tests: the test API key,
-// merchant B's account auto-captured; adjust (nil: none) changes the
+// newSimulator returns the upstream simulator for tests: the test API key
+// (the service states each payment's capture mode), merchant A's account
+// with multiple partial captures, as the merchant is seeded; adjust (nil: none) changes the
 // options before it starts.
 func newSimulator(t testing.TB, clk clock.Clock, adjust func(*simulator.Options)) *simulator.Simulator {
 	t.Helper()
 	opts := simulator.Options{
-		APIKey:              UpstreamAPIKey,
-		HMACKeyHex:          HMACKey,
-		AutoCaptureAccounts: []string{"BetaECOM"},
-		Clock:               clk,
+		APIKey:                         UpstreamAPIKey,
+		HMACKeyHex:                     HMACKey,
+		MultiplePartialCaptureAccounts: []string{"AlphaECOM"},
+		Clock:                          clk,
 	}
 	if adjust != nil {
 		adjust(&opts)

@@ -519,8 +519,12 @@ func (e *Env) seed() {
 	notEcom.UpstreamAccount = ""
 	inactive := ready(MerchantInactive, "Inactive", "FR", tenant.CaptureManual)
 	inactive.Active = false
+	// Merchant A takes multiple partial captures (so does its simulated
+	// account, newSimulator); the others the platform's default, one.
+	alpha := ready(MerchantA, "Alpha", "NL", tenant.CaptureManual)
+	alpha.MultiplePartialCaptures = true
 	for _, m := range []tenant.Merchant{
-		ready(MerchantA, "Alpha", "NL", tenant.CaptureManual), ready(MerchantB, "Beta", "GB", tenant.CaptureAuto), notEcom, inactive,
+		alpha, ready(MerchantB, "Beta", "GB", tenant.CaptureAuto), notEcom, inactive,
 	} {
 		if _, err := p.PutMerchant(ctx, m); err != nil {
 			t.Fatal(err)

@@ -25,6 +25,14 @@ type ReversalRequest struct {
 	Reference       string `json:"reference,omitempty"`
 }
 
+// CancelRequest is the body of POST /payments/{pspReference}/cancels (v71
+// PaymentCancelRequest): it cancels an uncaptured authorisation, or the
+// uncaptured remainder of one; a CANCELLATION notification follows.
+type CancelRequest struct {
+	MerchantAccount string `json:"merchantAccount"`
+	Reference       string `json:"reference,omitempty"`
+}
+
 // AmountUpdateRequest is the body of POST /payments/{pspReference}/amountUpdates.
 type AmountUpdateRequest struct {
 	MerchantAccount string       `json:"merchantAccount"`
@@ -60,6 +68,12 @@ func (c *Client) Capture(ctx context.Context, pspReference string, req CaptureRe
 // (POST /payments/{pspReference}/reversals, answered 201).
 func (c *Client) Reverse(ctx context.Context, pspReference string, req ReversalRequest, idempotencyKey string) (ModificationResponse, error) {
 	return c.modify(ctx, pspReference, "reversals", req, idempotencyKey)
+}
+
+// Cancel cancels a payment's uncaptured authorisation
+// (POST /payments/{pspReference}/cancels, answered 201).
+func (c *Client) Cancel(ctx context.Context, pspReference string, req CancelRequest, idempotencyKey string) (ModificationResponse, error) {
+	return c.modify(ctx, pspReference, "cancels", req, idempotencyKey)
 }
 
 // UpdateAmount changes the authorised amount of a payment

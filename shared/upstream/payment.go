@@ -38,6 +38,10 @@ type PaymentRequest struct {
 	Splits           []Split           `json:"splits,omitempty"`
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	AdditionalData   map[string]string `json:"additionalData,omitempty"`
+	// CaptureDelayHours 0 captures at authorisation (v71
+	// PaymentRequest.captureDelayHours; manual capture is
+	// additionalData.manualCapture "true" instead).
+	CaptureDelayHours *int `json:"captureDelayHours,omitempty"`
 	// PaymentMethod is the component's paymentMethod object, passed through.
 	PaymentMethod json.RawMessage `json:"paymentMethod"`
 
@@ -64,6 +68,7 @@ type paymentRequestWire struct {
 	Splits                   []Split         `json:"splits,omitempty"`
 	Metadata                 sortedStrings   `json:"metadata,omitempty"`
 	AdditionalData           sortedStrings   `json:"additionalData,omitempty"`
+	CaptureDelayHours        *int            `json:"captureDelayHours,omitempty"`
 	PaymentMethod            json.RawMessage `json:"paymentMethod"`
 }
 
@@ -73,7 +78,7 @@ func (r PaymentRequest) wire() paymentRequestWire {
 		CountryCode: r.CountryCode, ShopperInteraction: r.ShopperInteraction,
 		RecurringProcessingModel: r.RecurringProcessingModel, IndustryUsage: r.IndustryUsage,
 		ShopperReference: r.ShopperReference, Splits: r.Splits, Metadata: r.Metadata,
-		AdditionalData: r.AdditionalData, PaymentMethod: r.PaymentMethod,
+		AdditionalData: r.AdditionalData, CaptureDelayHours: r.CaptureDelayHours, PaymentMethod: r.PaymentMethod,
 	}
 }
 
@@ -108,7 +113,7 @@ func isPaymentRequestField(name string) bool {
 	switch name {
 	case "merchantAccount", "amount", "reference", "returnUrl", "countryCode",
 		"shopperInteraction", "recurringProcessingModel", "industryUsage",
-		"shopperReference", "splits", "metadata", "additionalData", "paymentMethod":
+		"shopperReference", "splits", "metadata", "additionalData", "captureDelayHours", "paymentMethod":
 		return true
 	}
 	return false

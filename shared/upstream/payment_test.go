@@ -154,7 +154,7 @@ func TestPaymentRequestFieldListInSync(t *testing.T) {
 			t.Errorf("isPaymentRequestField(%q) = false", name)
 		}
 	}
-	if n != 13 {
+	if n != 14 {
 		t.Errorf("PaymentRequest has %d JSON fields; update isPaymentRequestField and this count", n)
 	}
 }

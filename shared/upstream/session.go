@@ -12,16 +12,21 @@ import (
 // SessionRequest is the body of POST /sessions (CreateCheckoutSessionRequest).
 // Amount, MerchantAccount, Reference and ReturnURL are required upstream.
 type SessionRequest struct {
-	MerchantAccount          string            `json:"merchantAccount"`
-	Amount                   money.Amount      `json:"amount"`
-	Reference                string            `json:"reference"`
-	ReturnURL                string            `json:"returnUrl"`
-	CountryCode              string            `json:"countryCode,omitempty"`
-	ShopperInteraction       string            `json:"shopperInteraction,omitempty"`
-	BlockedPaymentMethods    []string          `json:"blockedPaymentMethods,omitempty"`
-	AllowedPaymentMethods    []string          `json:"allowedPaymentMethods,omitempty"`
-	Splits                   []Split           `json:"splits,omitempty"`
-	Metadata                 map[string]string `json:"metadata,omitempty"`
+	MerchantAccount       string            `json:"merchantAccount"`
+	Amount                money.Amount      `json:"amount"`
+	Reference             string            `json:"reference"`
+	ReturnURL             string            `json:"returnUrl"`
+	CountryCode           string            `json:"countryCode,omitempty"`
+	ShopperInteraction    string            `json:"shopperInteraction,omitempty"`
+	BlockedPaymentMethods []string          `json:"blockedPaymentMethods,omitempty"`
+	AllowedPaymentMethods []string          `json:"allowedPaymentMethods,omitempty"`
+	Splits                []Split           `json:"splits,omitempty"`
+	Metadata              map[string]string `json:"metadata,omitempty"`
+	// AdditionalData carries manualCapture "true" for manual capture;
+	// CaptureDelayHours 0 captures at authorisation (both v71
+	// CreateCheckoutSessionRequest fields).
+	AdditionalData           map[string]string `json:"additionalData,omitempty"`
+	CaptureDelayHours        *int              `json:"captureDelayHours,omitempty"`
 	LineItems                []LineItem        `json:"lineItems,omitempty"`
 	ShopperReference         string            `json:"shopperReference,omitempty"`
 	ShopperEmail             string            `json:"shopperEmail,omitempty"`

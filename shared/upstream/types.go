@@ -87,3 +87,7 @@ const (
 
 // StatusReceived is the status of every accepted modification request.
 const StatusReceived = "received"
+
+// AdditionalManualCapture is the additionalData key that asks for manual
+// capture ("true"; v71 AdditionalDataCommon.manualCapture).
+const AdditionalManualCapture = "manualCapture"

@@ -11,8 +11,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 )
 
@@ -24,6 +26,7 @@ type Client interface {
 	PaymentDetails(ctx context.Context, req upstream.DetailsRequest, idempotencyKey string) (upstream.PaymentResponse, error)
 	Capture(ctx context.Context, pspReference string, req upstream.CaptureRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	Reverse(ctx context.Context, pspReference string, req upstream.ReversalRequest, idempotencyKey string) (upstream.ModificationResponse, error)
+	Cancel(ctx context.Context, pspReference string, req upstream.CancelRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	UpdateAmount(ctx context.Context, pspReference string, req upstream.AmountUpdateRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	Refund(ctx context.Context, pspReference string, req upstream.RefundRequest, idempotencyKey string) (upstream.ModificationResponse, error)
 	DeleteStoredPaymentMethod(ctx context.Context, req upstream.DeleteStoredPaymentMethodRequest) error
@@ -48,6 +51,7 @@ func (k *Connector) CreateSession(ctx context.Context, r payments.SessionRequest
 		ShopperEmail: r.ShopperEmail, TelephoneNumber: r.TelephoneNumber, ShopperLocale: r.ShopperLocale,
 		StorePaymentMethodMode: r.StorePaymentMethodMode, RecurringProcessingModel: r.RecurringProcessingModel, Mode: r.Mode,
 	}
+	req.AdditionalData, req.CaptureDelayHours = captureMode(r.CaptureMode, nil)
 	if n := r.ShopperName; n != nil {
 		req.ShopperName = &upstream.Name{FirstName: n.FirstName, LastName: n.LastName}
 	}
@@ -78,13 +82,32 @@ func (k *Connector) PaymentMethods(ctx context.Context, r payments.PaymentMethod
 
 // Pay implements payments.Upstream.
 func (k *Connector) Pay(ctx context.Context, r payments.PaymentRequest) (payments.PaymentAnswer, error) {
-	resp, err := k.c.Payments(ctx, upstream.PaymentRequest{
+	req := upstream.PaymentRequest{
 		MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, ReturnURL: r.ReturnURL,
 		CountryCode: r.CountryCode, ShopperInteraction: r.ShopperInteraction, RecurringProcessingModel: r.RecurringProcessingModel,
 		IndustryUsage: r.IndustryUsage, ShopperReference: r.ShopperReference, Splits: splits(r.Splits),
-		Metadata: r.Metadata, AdditionalData: r.AdditionalData, PaymentMethod: r.PaymentMethod, Extra: r.StateData,
-	}, r.IdempotencyKey)
+		Metadata: r.Metadata, PaymentMethod: r.PaymentMethod, Extra: r.StateData,
+	}
+	req.AdditionalData, req.CaptureDelayHours = captureMode(r.CaptureMode, r.AdditionalData)
+	resp, err := k.c.Payments(ctx, req, r.IdempotencyKey)
 	return paymentAnswer(resp, err)
+}
+
+// captureMode states the merchant's capture mode, so that the platform
+// account's default cannot decide it: manual capture is
+// additionalData.manualCapture "true" (v71 AdditionalDataCommon, added to
+// the merchant's additionalData, which never holds the key), automatic
+// capture captureDelayHours 0 (v71 PaymentRequest.captureDelayHours). The
+// ledger counts anything but auto as manual (payments.Head.authContribution).
+func captureMode(mode tenant.CaptureMode, additional map[string]string) (map[string]string, *int) {
+	if mode == tenant.CaptureAuto {
+		zero := 0
+		return additional, &zero
+	}
+	out := make(map[string]string, len(additional)+1)
+	maps.Copy(out, additional)
+	out[upstream.AdditionalManualCapture] = "true"
+	return out, nil
 }
 
 // Details implements payments.Upstream.
@@ -130,6 +153,7 @@ func (k *Connector) Modify(ctx context.Context, r payments.ModificationRequest) 
 	case payments.OpCapture:
 		resp, err = k.c.Capture(ctx, r.PSPReference, upstream.CaptureRequest{
 			MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, Splits: splits(r.Splits),
+			LineItems: lineItems(r.LineItems),
 		}, r.IdempotencyKey)
 	case payments.OpRefund:
 		resp, err = k.c.Refund(ctx, r.PSPReference, upstream.RefundRequest{
@@ -138,6 +162,10 @@ func (k *Connector) Modify(ctx context.Context, r payments.ModificationRequest) 
 		}, r.IdempotencyKey)
 	case payments.OpReversal:
 		resp, err = k.c.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{
+			MerchantAccount: r.MerchantAccount, Reference: r.Reference,
+		}, r.IdempotencyKey)
+	case payments.OpCancel:
+		resp, err = k.c.Cancel(ctx, r.PSPReference, upstream.CancelRequest{
 			MerchantAccount: r.MerchantAccount, Reference: r.Reference,
 		}, r.IdempotencyKey)
 	case payments.OpAmountUpdate:

@@ -1,6 +1,7 @@
 package connector_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream"
 	"github.com/yp/paysvc/shared/upstream/connector"
 )
@@ -60,6 +62,11 @@ func (c *recClient) Reverse(_ context.Context, psp string, _ upstream.ReversalRe
 	return upstream.ModificationResponse{PSPReference: "MOD3", Status: "received"}, c.err
 }
 
+func (c *recClient) Cancel(_ context.Context, psp string, _ upstream.CancelRequest, key string) (upstream.ModificationResponse, error) {
+	c.note("cancel "+psp, key)
+	return upstream.ModificationResponse{PSPReference: "MOD5", Status: "received"}, c.err
+}
+
 func (c *recClient) UpdateAmount(_ context.Context, psp string, _ upstream.AmountUpdateRequest, key string) (upstream.ModificationResponse, error) {
 	c.note("amount "+psp, key)
 	return upstream.ModificationResponse{PSPReference: "MOD4", Status: "received"}, c.err
@@ -80,7 +87,7 @@ func TestRequestsTranslated(t *testing.T) {
 	k := connector.New(c)
 	ctx := context.Background()
 	splits := []payments.Split{
-		{Kind: payments.SplitMerchant, Account: "BA_m", Value: 970, Currency: "EUR", Reference: "r-merchant"},
+		{Account: "BA_m", Value: 970, Currency: "EUR", Reference: "r-merchant"},
 		{Kind: payments.SplitCommission, Account: "BA_p", Value: 30, Currency: "EUR", Reference: "r-commission"},
 	}
 	ans, err := k.Pay(ctx, payments.PaymentRequest{IdempotencyKey: "K1", MerchantAccount: "AlphaECOM", Amount: eur, Splits: splits,
@@ -115,7 +122,7 @@ func TestRequestsTranslated(t *testing.T) {
 
 	for kind, call := range map[payments.OpKind]string{
 		payments.OpCapture: "capture PSP1", payments.OpRefund: "refund PSP1",
-		payments.OpReversal: "reverse PSP1", payments.OpAmountUpdate: "amount PSP1",
+		payments.OpReversal: "reverse PSP1", payments.OpAmountUpdate: "amount PSP1", payments.OpCancel: "cancel PSP1",
 	} {
 		a, err := k.Modify(ctx, payments.ModificationRequest{Kind: kind, IdempotencyKey: "K3", PSPReference: "PSP1", Amount: eur, Splits: splits})
 		if err != nil || a.Status != "received" || c.calls[len(c.calls)-1] != call || c.keys[len(c.keys)-1] != "K3" {
@@ -124,6 +131,41 @@ func TestRequestsTranslated(t *testing.T) {
 	}
 	if c.capture.Amount != eur || len(c.refund.Splits) != 2 {
 		t.Fatalf("capture %+v refund %+v", c.capture, c.refund)
+	}
+}
+
+// Every payment and session states the merchant's capture mode: manual as
+// additionalData.manualCapture "true" (the merchant's own keys kept, its
+// map not changed), auto as captureDelayHours 0.
+func TestCaptureModeStated(t *testing.T) {
+	c := &recClient{}
+	k := connector.New(c)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode   tenant.CaptureMode
+		manual string
+		delay  *int
+	}{
+		{tenant.CaptureManual, "true", nil},
+		{tenant.CaptureAuto, "", new(int)},
+	} {
+		own := map[string]string{"RequestedTestAcquirerResponseCode": "2"}
+		if _, err := k.Pay(ctx, payments.PaymentRequest{Amount: eur, CaptureMode: tc.mode, AdditionalData: own}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.CreateSession(ctx, payments.SessionRequest{Amount: eur, CaptureMode: tc.mode}); err != nil {
+			t.Fatal(err)
+		}
+		p, s := c.payment, c.session
+		if p.AdditionalData[upstream.AdditionalManualCapture] != tc.manual || s.AdditionalData[upstream.AdditionalManualCapture] != tc.manual ||
+			p.AdditionalData["RequestedTestAcquirerResponseCode"] != "2" || len(own) != 1 ||
+			!reflect.DeepEqual(p.CaptureDelayHours, tc.delay) || !reflect.DeepEqual(s.CaptureDelayHours, tc.delay) {
+			t.Errorf("%s: payment %+v delay %v, session %+v delay %v", tc.mode, p.AdditionalData, p.CaptureDelayHours, s.AdditionalData, s.CaptureDelayHours)
+		}
+		body, _ := json.Marshal(p)
+		if got := bytes.Contains(body, []byte(`"captureDelayHours":0`)); got != (tc.delay != nil) {
+			t.Errorf("%s: wire %s", tc.mode, body)
+		}
 	}
 }
 

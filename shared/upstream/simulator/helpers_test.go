@@ -128,6 +128,12 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 	opts := Options{
 		APIKey: testAPIKey, HMACKeyHex: testHMACKey, Notifier: rec, Clock: fc,
 		Rand: rand.NewChaCha8(seed),
+		// The tests' requests state no capture mode: the account holds
+		// them for capture (TestCaptureDecidedByTheRequest covers the rest).
+		ManualCaptureAccounts: []string{testMerchant},
+		// Captures continue to the authorised amount
+		// (TestPartialCaptureReleasesTheRest: an account without).
+		MultiplePartialCaptureAccounts: []string{testMerchant},
 		// A held request ends when its client gives up, never by the clock.
 		HangTimeout: time.Hour,
 		hooks: testHooks{

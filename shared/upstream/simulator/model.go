@@ -82,6 +82,8 @@ type payment struct {
 	Frictionless       bool               // 3DS2 without a challenge
 	NativeThreeDS      bool               // the request asked for native 3DS2
 	PreAuth            bool               // authorised as a pre-authorisation
+	AutoCapture        bool               // captured at authorisation (capturedAtAuthorisation)
+	RemainderClosed    bool               // a capture of a single-capture account released the rest
 	HostedSession      bool               // started on the hosted checkout page: its action page completes it
 	Request            json.RawMessage
 	CreatedAt          time.Time
@@ -136,6 +138,10 @@ type PaymentState struct {
 	Splits                []upstream.Split    `json:"splits,omitempty"`
 	Modifications         []ModificationState `json:"modifications,omitempty"`
 	Released              bool                `json:"released,omitempty"`
+	// RemainderClosed: a capture released the rest of the authorisation
+	// (the account takes no multiple partial captures): nothing more can
+	// be captured.
+	RemainderClosed bool `json:"remainderClosed,omitempty"`
 	// Request is the body of the /payments request (nil for session payments).
 	Request   json.RawMessage `json:"request,omitempty"`
 	CreatedAt time.Time       `json:"createdAt"`
@@ -149,7 +155,8 @@ func (p *payment) snapshot() PaymentState {
 		ShopperReference: p.ShopperReference, ShopperInteraction: p.ShopperInteraction, StoredPaymentMethodID: p.StoredID,
 		SessionID: p.SessionID, Metadata: maps.Clone(p.Metadata), Splits: slices.Clone(p.Splits),
 		Modifications: slices.Clone(p.Modifications), Request: slices.Clone(p.Request), CreatedAt: p.CreatedAt,
-		Released: p.Released,
+		Released:        p.Released,
+		RemainderClosed: p.RemainderClosed,
 	}
 	return st
 }

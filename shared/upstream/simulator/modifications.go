@@ -119,11 +119,18 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is not authorised ("+p.State+")"))
 	case p.Released:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the authorisation's remainder expired or was cancelled"))
+	case p.RemainderClosed:
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
+			stateError("Capture not allowed: the rest of the authorisation was cancelled by the partial capture (multiple partial captures are not enabled)"))
 	case amount.Currency != p.Amount.Currency:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Modification in different currency than authorisation"))
 	case amount.Value > remaining:
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
 			validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining)))
+	case amount.Value < p.Authorised:
+		if e := lineItemsRule(p, in, amount, "capture"); e != nil {
+			return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, e)
+		}
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)
@@ -131,11 +138,13 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 	psp := s.newModRef(p)
 	now := s.clock.Now()
 	p.Captured += amount.Value
+	p.RemainderClosed = !s.multiCapture[p.MerchantAccount]
 	s.updateCaptureState(p)
 	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCapture, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now})
 	s.emit(s.modificationItem(p, psp, upstream.EventCapture, in.Reference, amount, true, ""))
 	if p.CaptureFails {
 		p.Captured -= amount.Value
+		p.RemainderClosed = false // a failed capture released nothing
 		s.updateCaptureState(p)
 		p.Modifications[len(p.Modifications)-1].Success = false
 		p.Modifications[len(p.Modifications)-1].Reason = "Capture failed"
@@ -147,11 +156,47 @@ func (s *Simulator) handleCapture(_ context.Context, c *call) result {
 	})
 }
 
+// lineItemsMethods are the buy-now-pay-later methods that need lineItems on
+// a partial capture or refund (Checkout v71 PaymentCaptureRequest.lineItems
+// and PaymentRefundRequest.lineItems: "required for partial refunds with 3x
+// 4x Oney, Affirm, Afterpay, Atome, Clearpay, Klarna, Ratepay, Walley, and
+// Zip"; docs.adyen.com/payment-methods/klarna/invoice-lines).
+var lineItemsMethods = map[string]bool{
+	"klarna": true, "klarna_account": true, "klarna_paynow": true, "affirm": true, "afterpaytouch": true, "clearpay": true,
+	"atome": true, "zip": true, "ratepay": true, "walley": true, "facilypay_3x": true, "facilypay_4x": true, "riverty": true,
+}
+
+// lineItemsRule is the platform's refusal of partial modification what
+// (capture, refund) of p without lineItems, or with lineItems that do not
+// add up to its amount (Klarna "will only approve the payment if the total
+// amount specified in lineItems matches"); nil when it passes.
+func lineItemsRule(p *payment, in modificationIn, amount money.Amount, what string) *apiError {
+	if !lineItemsMethods[p.MethodType] {
+		return nil
+	}
+	if len(in.LineItems) == 0 {
+		return validationError(codeGeneric, fmt.Sprintf("Required field 'lineItems' is not provided: a partial %s of a %s payment needs them.", what, p.MethodType))
+	}
+	var sum float64
+	for _, li := range in.LineItems {
+		each, _ := li["amountIncludingTax"].(float64)
+		n, ok := li["quantity"].(float64)
+		if !ok {
+			n = 1
+		}
+		sum += each * n
+	}
+	if int64(sum) != amount.Value {
+		return validationError(codeGeneric, fmt.Sprintf("Invalid lineItems: their total %d is not the %s amount %d.", int64(sum), what, amount.Value))
+	}
+	return nil
+}
+
 func (s *Simulator) updateCaptureState(p *payment) {
 	switch {
 	case p.Captured == 0:
 		p.State = StateAuthorised
-	case p.Captured < p.Authorised:
+	case p.Captured < p.Authorised && !p.RemainderClosed:
 		p.State = StatePartiallyCaptured
 	default:
 		p.State = StateCaptured
@@ -196,6 +241,43 @@ func (s *Simulator) handleReversal(_ context.Context, c *call) result {
 		p.Modifications[len(p.Modifications)-1].Reason = "Refund failed"
 		s.emit(s.modificationItem(p, psp, upstream.EventRefundFailed, in.Reference, amount, true, "Refund failed (simulated)"))
 	}
+	return jsonResult(http.StatusCreated, modificationOut{
+		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
+		Reference: in.Reference, Status: upstream.StatusReceived,
+	})
+}
+
+// handleCancel is the platform's cancel (POST /payments/{psp}/cancels, v71
+// PaymentCancelRequest): an authorised payment with nothing captured
+// becomes Cancelled; after partial captures (an account with multiple
+// partial captures) the rest of the authorisation is released and what was
+// captured stays refundable. A CANCELLATION follows (originalReference the
+// payment, as the published example), its amount what was cancelled.
+func (s *Simulator) handleCancel(_ context.Context, c *call) result {
+	p, in, _, e := s.readModification(c, false)
+	if e != nil {
+		return errorResult(e)
+	}
+	defer s.mu.Unlock()
+	rest := money.Amount{Value: p.Authorised - p.Captured, Currency: p.Amount.Currency}
+	switch {
+	case p.State == StateCancelled || p.State == StateRefunded:
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is already "+p.State))
+	case !authorisedState(p):
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is not authorised ("+p.State+")"))
+	case p.RemainderClosed || rest.Value <= 0:
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
+			stateError("Cancel not allowed: nothing of the authorisation is left uncaptured (refund the captured amount)"))
+	}
+	psp := s.newModRef(p)
+	if p.Captured == 0 {
+		p.State = StateCancelled
+	} else {
+		p.RemainderClosed = true
+		s.updateCaptureState(p)
+	}
+	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCancel, Reference: in.Reference, Amount: rest, Success: true, CreatedAt: s.clock.Now()})
+	s.emit(s.modificationItem(p, psp, upstream.EventCancellation, in.Reference, rest, true, ""))
 	return jsonResult(http.StatusCreated, modificationOut{
 		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
 		Reference: in.Reference, Status: upstream.StatusReceived,

@@ -144,7 +144,7 @@ func TestModificationStateMachine(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, func(o *Options) {
 				if tt.auto {
-					o.AutoCaptureAccounts = []string{testMerchant}
+					o.ManualCaptureAccounts = nil // the platform's default: immediate
 				}
 			})
 			r := e.pay(t, 1000, tt.holder)

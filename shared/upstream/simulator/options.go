@@ -38,9 +38,18 @@ type Options struct {
 	// MerchantAccounts, when non-empty, are the only merchant accounts
 	// accepted (others get 403 "901 Invalid Merchant Account").
 	MerchantAccounts []string
-	// AutoCaptureAccounts are merchant accounts whose payments are captured
-	// at authorisation.
-	AutoCaptureAccounts []string
+	// ManualCaptureAccounts are merchant accounts whose default is manual
+	// capture: their payments are captured at authorisation only when the
+	// request asks (captureDelayHours 0). Every other account's default is
+	// the platform's, immediate capture; a request's
+	// additionalData.manualCapture "true" holds the payment for capture.
+	ManualCaptureAccounts []string
+	// MultiplePartialCaptureAccounts are merchant accounts with multiple
+	// partial captures enabled (the platform enables it on request; no
+	// request states it): their captures continue up to the authorised
+	// amount. On every other account a capture releases the rest of the
+	// authorisation and a later capture is refused (Checkout v71, captures).
+	MultiplePartialCaptureAccounts []string
 	// Latency is added to every API request (for benchmarks).
 	Latency time.Duration
 	// HangTimeout bounds how long the "hang" test card holds a request when

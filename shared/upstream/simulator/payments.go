@@ -31,6 +31,7 @@ type paymentsIn struct {
 	// send RequestedTestAcquirerResponseCode as a number.
 	AdditionalData     map[string]json.RawMessage `json:"additionalData"`
 	PaymentMethod      json.RawMessage            `json:"paymentMethod"`
+	CaptureDelayHours  *int                       `json:"captureDelayHours"`
 	StorePaymentMethod *bool                      `json:"storePaymentMethod"`
 	ShopperName        *nameIn                    `json:"shopperName"`
 	AuthenticationData *struct {
@@ -112,6 +113,41 @@ type authReq struct {
 	nativeThreeDS      bool
 	preAuth            bool
 	acquirerCode       string // additionalData.RequestedTestAcquirerResponseCode
+	capture            captureAsk
+}
+
+// captureAsk is what a request says of capture: manual
+// (additionalData.manualCapture "true", v71 AdditionalDataCommon), a delay
+// (captureDelayHours, v71: 0 captures at authorisation, at most 672), or
+// nothing, and then the merchant account's default decides
+// (Options.ManualCaptureAccounts; the platform's own default is immediate
+// capture).
+type captureAsk struct {
+	manual bool
+	delay  *int
+}
+
+// readCaptureAsk reads and checks a request's capture fields.
+func readCaptureAsk(ad map[string]json.RawMessage, delay *int) (captureAsk, *apiError) {
+	if delay != nil && (*delay < 0 || *delay > 672) {
+		return captureAsk{}, validationError(codeGeneric, "Field 'captureDelayHours' must be between 0 and 672.")
+	}
+	return captureAsk{manual: strings.EqualFold(additionalString(ad, upstream.AdditionalManualCapture), "true"), delay: delay}, nil
+}
+
+// capturedAtAuthorisation decides, for a payment of merchant account
+// account, whether its authorisation is captured at once: never the
+// service's configuration, only what the request says, else the account's
+// default. A delay above 0 is held like a manual capture (the simulator
+// performs no delayed capture).
+func (s *Simulator) capturedAtAuthorisation(account string, ask captureAsk) bool {
+	switch {
+	case ask.manual:
+		return false
+	case ask.delay != nil:
+		return *ask.delay == 0
+	}
+	return !s.manualCapture[account]
 }
 
 // plan is the decided behaviour of an authorisation.
@@ -204,6 +240,10 @@ func (s *Simulator) paymentsRequest(in *paymentsIn, raw []byte) (authReq, *apiEr
 			return authReq{}, validationError(codeGeneric, "Required field 'recurringProcessingModel' is not provided: storing a payment method needs it.")
 		}
 	}
+	capture, e := readCaptureAsk(in.AdditionalData, in.CaptureDelayHours)
+	if e != nil {
+		return authReq{}, e
+	}
 	native := in.AuthenticationData != nil && in.AuthenticationData.ThreeDSRequestData != nil &&
 		in.AuthenticationData.ThreeDSRequestData.NativeThreeDS == "preferred"
 	return authReq{
@@ -213,6 +253,7 @@ func (s *Simulator) paymentsRequest(in *paymentsIn, raw []byte) (authReq, *apiEr
 		splits: splits, store: store, raw: raw, nativeThreeDS: native,
 		preAuth:      additionalString(in.AdditionalData, "authorisationType") == "PreAuth",
 		acquirerCode: additionalString(in.AdditionalData, "RequestedTestAcquirerResponseCode"),
+		capture:      capture,
 	}, nil
 }
 
@@ -419,6 +460,7 @@ func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 		ReturnURL: req.returnURL, SessionID: req.sessionID, StoreRequested: req.store,
 		Forced: pl.forced, Request: withoutCardData(req.raw), CreatedAt: s.clock.Now(),
 		Frictionless: pl.behaviour == Frictionless, NativeThreeDS: req.nativeThreeDS, PreAuth: req.preAuth,
+		AutoCapture: s.capturedAtAuthorisation(req.merchantAccount, req.capture),
 	}
 	if pl.forced != nil {
 		p.CaptureFails, p.RefundFails = pl.forced.CaptureFails, pl.forced.RefundFails
@@ -508,7 +550,7 @@ func (s *Simulator) settle(p *payment, o outcome) {
 	case upstream.ResultAuthorised:
 		p.State = StateAuthorised
 		p.Authorised = p.Amount.Value
-		if s.autoCapture[p.MerchantAccount] {
+		if p.AutoCapture {
 			p.Captured = p.Authorised
 			p.State = StateCaptured
 		}

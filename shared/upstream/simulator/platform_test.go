@@ -202,7 +202,7 @@ func TestFailNext(t *testing.T) {
 	paths := map[string]string{
 		"sessions": "POST /v71/sessions", "paymentMethods": "POST /v71/paymentMethods", "payments": "POST /v71/payments",
 		"payments/details": "POST /v71/payments/details", "captures": "POST /v71/payments/P/captures",
-		"reversals": "POST /v71/payments/P/reversals", "amountUpdates": "POST /v71/payments/P/amountUpdates", "refunds": "POST /v71/payments/P/refunds",
+		"reversals": "POST /v71/payments/P/reversals", "cancels": "POST /v71/payments/P/cancels", "amountUpdates": "POST /v71/payments/P/amountUpdates", "refunds": "POST /v71/payments/P/refunds",
 		"storedPaymentMethods": "DELETE /v71/storedPaymentMethods/X?merchantAccount=" + testMerchant + "&shopperReference=s",
 	}
 	for _, ep := range Endpoints {

@@ -38,6 +38,10 @@ func (s *Simulator) handleRefund(_ context.Context, c *call) result {
 	case amount.Value > left:
 		return s.reject(p, ModRefund, upstream.EventRefund, in.Reference, amount,
 			validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: refund of %d exceeds the captured amount not yet refunded %d", amount.Value, left)))
+	case amount.Value < p.Captured:
+		if e := lineItemsRule(p, in, amount, "refund"); e != nil {
+			return s.reject(p, ModRefund, upstream.EventRefund, in.Reference, amount, e)
+		}
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)

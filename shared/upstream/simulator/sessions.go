@@ -18,25 +18,27 @@ import (
 
 // sessionIn is the part of a /sessions request the simulator reads.
 type sessionIn struct {
-	MerchantAccount          string            `json:"merchantAccount"`
-	Amount                   *amountIn         `json:"amount"`
-	Reference                string            `json:"reference"`
-	ReturnURL                string            `json:"returnUrl"`
-	CountryCode              string            `json:"countryCode"`
-	ShopperInteraction       string            `json:"shopperInteraction"`
-	BlockedPaymentMethods    []string          `json:"blockedPaymentMethods"`
-	AllowedPaymentMethods    []string          `json:"allowedPaymentMethods"`
-	Splits                   []splitIn         `json:"splits"`
-	Metadata                 map[string]string `json:"metadata"`
-	LineItems                []lineItemIn      `json:"lineItems"`
-	ShopperReference         string            `json:"shopperReference"`
-	ShopperLocale            string            `json:"shopperLocale"`
-	StorePaymentMethod       *bool             `json:"storePaymentMethod"`
-	StorePaymentMethodMode   string            `json:"storePaymentMethodMode"`
-	RecurringProcessingModel string            `json:"recurringProcessingModel"`
-	Mode                     string            `json:"mode"`
-	ExpiresAt                *time.Time        `json:"expiresAt"`
-	ShopperName              *nameIn           `json:"shopperName"`
+	MerchantAccount          string                     `json:"merchantAccount"`
+	Amount                   *amountIn                  `json:"amount"`
+	Reference                string                     `json:"reference"`
+	ReturnURL                string                     `json:"returnUrl"`
+	CountryCode              string                     `json:"countryCode"`
+	ShopperInteraction       string                     `json:"shopperInteraction"`
+	BlockedPaymentMethods    []string                   `json:"blockedPaymentMethods"`
+	AllowedPaymentMethods    []string                   `json:"allowedPaymentMethods"`
+	Splits                   []splitIn                  `json:"splits"`
+	Metadata                 map[string]string          `json:"metadata"`
+	AdditionalData           map[string]json.RawMessage `json:"additionalData"`
+	CaptureDelayHours        *int                       `json:"captureDelayHours"`
+	LineItems                []lineItemIn               `json:"lineItems"`
+	ShopperReference         string                     `json:"shopperReference"`
+	ShopperLocale            string                     `json:"shopperLocale"`
+	StorePaymentMethod       *bool                      `json:"storePaymentMethod"`
+	StorePaymentMethodMode   string                     `json:"storePaymentMethodMode"`
+	RecurringProcessingModel string                     `json:"recurringProcessingModel"`
+	Mode                     string                     `json:"mode"`
+	ExpiresAt                *time.Time                 `json:"expiresAt"`
+	ShopperName              *nameIn                    `json:"shopperName"`
 }
 
 type lineItemIn struct {
@@ -86,6 +88,9 @@ func (s *Simulator) handleSessions(_ context.Context, c *call) result {
 		return errorResult(e)
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
+		return errorResult(e)
+	}
+	if _, e := readCaptureAsk(in.AdditionalData, in.CaptureDelayHours); e != nil {
 		return errorResult(e)
 	}
 	for i, li := range in.LineItems {
@@ -244,6 +249,7 @@ func (s *Simulator) paySession(ctx context.Context, id string, sp SessionPayment
 		recurringModel: r.RecurringProcessingModel, amount: amount, metadata: r.Metadata, splits: splits,
 		store: store, sessionID: sess.ID,
 	}
+	req.capture, _ = readCaptureAsk(r.AdditionalData, r.CaptureDelayHours) // checked when the session was created
 	pl, e := s.plan(pm, req)
 	if e != nil {
 		return SessionResult{}, "", e

@@ -25,19 +25,20 @@ const maxBodyBytes = 4 << 20
 // Simulator simulates the upstream checkout API. Create it with New, serve it
 // as an http.Handler and Close it when done. It is safe for concurrent use.
 type Simulator struct {
-	opts        Options
-	base        string
-	clock       clock.Clock
-	ids         *ids
-	log         *slog.Logger
-	signer      *upstream.Signer
-	autoCapture map[string]bool
-	merchants   map[string]bool
-	mux         *http.ServeMux
-	idem        *idemStore
-	disp        *dispatcher
-	offset      *atomic.Int64 // AdvanceClock, in nanoseconds
-	saveMu      sync.Mutex    // one write of the state file at a time
+	opts          Options
+	base          string
+	clock         clock.Clock
+	ids           *ids
+	log           *slog.Logger
+	signer        *upstream.Signer
+	manualCapture map[string]bool
+	multiCapture  map[string]bool
+	merchants     map[string]bool
+	mux           *http.ServeMux
+	idem          *idemStore
+	disp          *dispatcher
+	offset        *atomic.Int64 // AdvanceClock, in nanoseconds
+	saveMu        sync.Mutex    // one write of the state file at a time
 
 	mu            sync.Mutex
 	payments      map[string]*payment
@@ -87,7 +88,8 @@ func New(opts Options) (*Simulator, error) {
 		offset:        offset,
 		ids:           newIDs(opts.Rand),
 		log:           opts.Logger,
-		autoCapture:   setOf(opts.AutoCaptureAccounts),
+		manualCapture: setOf(opts.ManualCaptureAccounts),
+		multiCapture:  setOf(opts.MultiplePartialCaptureAccounts),
 		merchants:     setOf(opts.MerchantAccounts),
 		mux:           http.NewServeMux(),
 		idem:          newIdemStore(opts.hooks.keySettled),
@@ -144,6 +146,7 @@ func (s *Simulator) routes() {
 	s.mux.Handle("POST "+b+"/payments/details", s.api("payments/details", s.handleDetails))
 	s.mux.Handle("POST "+b+"/payments/{psp}/captures", s.api("captures", s.handleCapture))
 	s.mux.Handle("POST "+b+"/payments/{psp}/reversals", s.api("reversals", s.handleReversal))
+	s.mux.Handle("POST "+b+"/payments/{psp}/cancels", s.api("cancels", s.handleCancel))
 	s.mux.Handle("POST "+b+"/payments/{psp}/amountUpdates", s.api("amountUpdates", s.handleAmountUpdate))
 	s.mux.Handle("POST "+b+"/payments/{psp}/refunds", s.api("refunds", s.handleRefund))
 	s.mux.Handle("DELETE "+b+"/storedPaymentMethods/{id}", s.api("storedPaymentMethods", s.handleDeleteStored))
@@ -241,7 +244,7 @@ func (s *Simulator) count(name string) {
 
 // Requests returns how many requests reached an endpoint: "sessions",
 // "paymentMethods", "payments", "payments/details", "captures",
-// "reversals", "amountUpdates", "refunds" or "storedPaymentMethods" (idempotent
+// "reversals", "cancels", "amountUpdates", "refunds" or "storedPaymentMethods" (idempotent
 // replays and rejected requests included).
 func (s *Simulator) Requests(endpoint string) int {
 	s.mu.Lock()
@@ -346,7 +349,7 @@ const (
 
 // Endpoints are the names of the upstream endpoints, as Requests and
 // FailNext take them.
-var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "amountUpdates", "refunds", "storedPaymentMethods"}
+var Endpoints = []string{"sessions", "paymentMethods", "payments", "payments/details", "captures", "reversals", "cancels", "amountUpdates", "refunds", "storedPaymentMethods"}
 
 // FailNext makes the next request to endpoint (one of Endpoints) fail
 // with f; calls queue up, one failure per request.

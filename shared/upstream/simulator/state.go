@@ -15,7 +15,7 @@ import (
 )
 
 // stateVersion is the format of Options.StateFile.
-const stateVersion = 1
+const stateVersion = 2
 
 // savedState is what Options.StateFile keeps: everything a shopper's link
 // or a later request can refer to. Emitted notifications, request counts,

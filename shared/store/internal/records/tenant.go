@@ -15,6 +15,7 @@ type Merchant struct {
 	Country           string    `json:"country"`
 	Active            bool      `json:"active"`
 	CaptureMode       string    `json:"captureMode"`
+	MultipleCaptures  bool      `json:"multiplePartialCaptures,omitempty"`
 	Ecommerce         bool      `json:"ecommerce"`
 	UpstreamAccount   string    `json:"upstreamAccount"`
 	ClientKey         string    `json:"clientKey"`
@@ -29,7 +30,8 @@ type Merchant struct {
 func FromMerchant(m tenant.Merchant) Merchant {
 	return Merchant{
 		ID: m.ID, Name: m.Name, Country: m.Country, Active: m.Active, CaptureMode: string(m.CaptureMode),
-		Ecommerce: m.Ecommerce, UpstreamAccount: m.UpstreamAccount, ClientKey: m.ClientKey, SplitAccount: m.SplitAccount,
+		MultipleCaptures: m.MultiplePartialCaptures,
+		Ecommerce:        m.Ecommerce, UpstreamAccount: m.UpstreamAccount, ClientKey: m.ClientKey, SplitAccount: m.SplitAccount,
 		CommissionAccount: m.CommissionAccount, CommissionBps: m.CommissionBps, CommissionFixed: m.CommissionFixed,
 		CreatedAt: m.CreatedAt.UTC(),
 	}
@@ -39,7 +41,8 @@ func FromMerchant(m tenant.Merchant) Merchant {
 func (r Merchant) ToMerchant() tenant.Merchant {
 	return tenant.Merchant{
 		ID: r.ID, Name: r.Name, Country: r.Country, Active: r.Active, CaptureMode: tenant.CaptureMode(r.CaptureMode),
-		Ecommerce: r.Ecommerce, UpstreamAccount: r.UpstreamAccount, ClientKey: r.ClientKey, SplitAccount: r.SplitAccount,
+		MultiplePartialCaptures: r.MultipleCaptures,
+		Ecommerce:               r.Ecommerce, UpstreamAccount: r.UpstreamAccount, ClientKey: r.ClientKey, SplitAccount: r.SplitAccount,
 		CommissionAccount: r.CommissionAccount, CommissionBps: r.CommissionBps, CommissionFixed: r.CommissionFixed,
 		CreatedAt: r.CreatedAt,
 	}

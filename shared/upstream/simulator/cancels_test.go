@@ -1,0 +1,70 @@
+package simulator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/yp/paysvc/shared/upstream"
+)
+
+// TestCancel: POST /payments/{psp}/cancels cancels an uncaptured
+// authorisation (Cancelled), or the remainder after a partial capture on an
+// account with multiple partial captures (what was captured stays
+// refundable), with a CANCELLATION naming the payment in
+// originalReference; a payment with nothing left uncaptured, or already
+// cancelled, is refused 422.
+func TestCancel(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cancel := func(psp string) error {
+		_, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant, Reference: "c-1"}, "")
+		return err
+	}
+
+	whole := e.pay(t, 1000, "").PSPReference
+	if err := cancel(whole); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := e.sim.Payment(whole); p.State != StateCancelled {
+		t.Fatalf("cancelled: %s", p.State)
+	}
+	if err := cancel(whole); err == nil || apiErr(t, err).HTTPStatus != 422 {
+		t.Fatalf("second cancel: %v", err)
+	}
+
+	rest := e.pay(t, 1000, "").PSPReference
+	if _, err := e.client.Capture(ctx, rest, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := cancel(rest); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := e.sim.Payment(rest)
+	if p.State != StateCaptured || !p.RemainderClosed || p.CapturedValue != 400 {
+		t.Fatalf("remainder cancelled: %+v", p)
+	}
+	if _, err := e.client.Capture(ctx, rest, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err == nil {
+		t.Fatal("a capture after the cancel was accepted")
+	}
+	if _, err := e.client.Refund(ctx, rest, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
+		t.Fatalf("refund of the captured part: %v", err)
+	}
+	if err := cancel(rest); err == nil {
+		t.Fatal("a cancel with nothing left was accepted")
+	}
+
+	e.flush(t)
+	var cancellations []upstream.NotificationRequestItem
+	for _, it := range e.rec.items(t) {
+		if it.EventCode == upstream.EventCancellation {
+			cancellations = append(cancellations, it)
+		}
+	}
+	if len(cancellations) != 2 || cancellations[0].OriginalReference != whole || cancellations[0].Amount.Value != 1000 ||
+		cancellations[1].OriginalReference != rest || cancellations[1].Amount.Value != 600 || cancellations[1].Success != "true" {
+		t.Fatalf("CANCELLATION items: %+v", cancellations)
+	}
+	if e.sim.Requests("cancels") != 4 {
+		t.Fatalf("%d cancels requests", e.sim.Requests("cancels"))
+	}
+}
