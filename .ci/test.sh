@@ -11,6 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+need() {
+  if ! command -v "$1" >/dev/null 2>&1; then
+    echo "test.sh: '$1' is not installed: $2" >&2
+    exit 1
+  fi
+}
 need go "install Go 1.26+ from https://go.dev/dl/"
 need moto_server "python3 -m pip install 'moto[server]' (DynamoDB/SQS/Secrets Manager tests run against it)"
 need cfn-lint "python3 -m pip install cfn-lint (template.yaml is linted)"

@@ -157,20 +157,25 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	// A payment's page drives the merchant API, each form with its own
-	// Idempotency-Key: a capture, a partial refund, a reversal of the rest;
+	// Idempotency-Key: a capture, a partial refund, a reversal of the rest,
+	// and another payment's cancel;
 	// the platform confirms each. Then the overview filters by its state.
-	pay2 := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":3000,"currency":"EUR"},"reference":"order-dash-2",
-		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
-		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", "order-dash-2")
-	var out2 struct{ PSPReference string }
-	if err := json.Unmarshal(pay2.body, &out2); err != nil || pay2.status != 200 || out2.PSPReference == "" {
-		t.Fatalf("payment: %d %s", pay2.status, pay2.body)
-	}
-	psp2 := out2.PSPReference
-	page := s.base + "/_dashboard/payments/" + psp2
-	act := func(op, amount, code string) {
+	newPayment := func(ref string) string {
 		t.Helper()
-		steps := []chromedp.Action{chromedp.Navigate(page), chromedp.WaitVisible(`#action-`+op+`-send`, chromedp.ByID)}
+		r := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":3000,"currency":"EUR"},"reference":"`+ref+`",
+		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
+		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", ref)
+		var out struct{ PSPReference string }
+		if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || out.PSPReference == "" {
+			t.Fatalf("payment: %d %s", r.status, r.body)
+		}
+		return out.PSPReference
+	}
+	psp2 := newPayment("order-dash-2")
+	page := s.base + "/_dashboard/payments/" + psp2
+	act := func(psp, op, amount, code string) {
+		t.Helper()
+		steps := []chromedp.Action{chromedp.Navigate(s.base + "/_dashboard/payments/" + psp), chromedp.WaitVisible(`#action-`+op+`-send`, chromedp.ByID)}
 		if amount != "" {
 			steps = append(steps, chromedp.SetValue(`#action-`+op+`-amount`, amount, chromedp.ByID))
 		}
@@ -178,14 +183,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		if err := chromedp.Run(bctx, steps...); err != nil {
 			t.Fatalf("browser, %s: %v", op, err)
 		}
-		if !strings.Contains(msg, "/payments/"+psp2+"/"+op+" (Idempotency-Key dashboard-") || !strings.Contains(msg, `"status":"received"`) {
+		if !strings.Contains(msg, "/payments/"+psp+"/"+op+" (Idempotency-Key dashboard-") || !strings.Contains(msg, `"status":"received"`) {
 			t.Fatalf("%s said %q", op, msg)
 		}
 		sink.NextOf(t, code)
 	}
-	act("captures", "", "CAPTURE")
-	act("refunds", "1000", "REFUND")
-	act("reversals", "", "CANCEL_OR_REFUND")
+	act(psp2, "captures", "", "CAPTURE")
+	act(psp2, "refunds", "1000", "REFUND")
+	act(psp2, "reversals", "", "CANCEL_OR_REFUND")
+	// An uncaptured payment's page cancels its authorisation.
+	psp3 := newPayment("order-dash-3")
+	act(psp3, "cancels", "", "CANCELLATION")
 	var state, rows, picked string
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(page),

@@ -15,9 +15,9 @@ import (
 
 // Modifications are the operations the dashboard offers on a payment, by
 // the merchant API's endpoint under the payment; true: it takes an amount.
-var Modifications = map[string]bool{"captures": true, "refunds": true, "reversals": false}
+var Modifications = map[string]bool{"captures": true, "refunds": true, "reversals": false, "cancels": false}
 
-// Modify makes a capture, refund or reversal (op, as its endpoint is
+// Modify makes a capture, refund, reversal or cancel (op, as its endpoint is
 // named) of payment psp on siteID through the merchant API, exactly as a
 // merchant's server calls it: POST /v1/ecom/{site}/payments/{psp}/{op}
 // with reference, amount (captures and refunds) and idempotencyKey, so a
@@ -25,7 +25,7 @@ var Modifications = map[string]bool{"captures": true, "refunds": true, "reversal
 func (l *Local) Modify(ctx context.Context, merchantID, siteID, psp, op string, amount money.Amount, reference, idempotencyKey string) (json.RawMessage, error) {
 	takesAmount, ok := Modifications[op]
 	if !ok {
-		return nil, fmt.Errorf("no operation %q: captures, refunds or reversals", op)
+		return nil, fmt.Errorf("no operation %q: captures, refunds, reversals or cancels", op)
 	}
 	if strings.TrimSpace(idempotencyKey) == "" {
 		return nil, fmt.Errorf("%s of %s: an Idempotency-Key is required", op, psp)

@@ -26,7 +26,7 @@ type modifyForm struct {
 	IdempotencyKey string
 }
 
-// modifyForms are the capture, refund and reversal forms of a payment
+// modifyForms are the capture, refund, reversal and cancel forms of a payment
 // (view: its lookup answer), their amounts at first what is left to
 // capture (authorised less captured and in flight) and the refundable
 // amount; the API decides what is allowed.
@@ -40,6 +40,7 @@ func modifyForms(view map[string]any) ([]modifyForm, error) {
 		{Op: "captures", Label: "Capture", TakesAmount: true, Amount: max(authorised.Value-captured.Value-inFlight.Value, 0), Currency: amount.Currency},
 		{Op: "refunds", Label: "Refund", TakesAmount: true, Amount: refundable.Value, Currency: amount.Currency},
 		{Op: "reversals", Label: "Reverse (cancel or refund)"},
+		{Op: "cancels", Label: "Cancel the uncaptured rest"},
 	}
 	for i := range forms {
 		b := make([]byte, 8)
