@@ -263,6 +263,10 @@ EVENTS = {
         8, "POST", "/v1/ecom/{siteId}/payments/{pspReference}/reversals", PAYMENT,
         {"reference": "reversal-1002"},
         headers=idem("reversal-order-1002"))),
+    "cancels.json": ("ModificationsFunction", api_event(
+        19, "POST", "/v1/ecom/{siteId}/payments/{pspReference}/cancels", PAYMENT,
+        {"reference": "cancel-1003"},
+        headers=idem("cancel-order-1003"))),
     "amount-updates.json": ("ModificationsFunction", api_event(
         9, "POST", "/v1/ecom/{siteId}/payments/{pspReference}/amount-updates", PAYMENT,
         {"pspReference": PSP_REFERENCE, "amount": {"value": 1500, "currency": "EUR"}, "reference": "adjust-1002"},

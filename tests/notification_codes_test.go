@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -533,7 +534,7 @@ type webhookDocument struct {
 
 func webhookDoc(t *testing.T) *webhookDocument {
 	t.Helper()
-	b, err := os.ReadFile("../shared/upstream/upstreamapi/testdata/Webhooks-v1.json")
+	b, err := os.ReadFile(filepath.Join(repoRoot, "shared", "upstream", "upstreamapi", "testdata", "Webhooks-v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,21 @@ func TestReadmeQuickStart(t *testing.T) {
 	// Terminal 1 as a person sees it: make's line, the banner, the log up
 	// to "listening".
 	before, after, _ := strings.Cut(logs, "\n{")
-	shown := before + "\n" + server.stderr.String() + "{" + after[:strings.Index(after, `"msg":"listening"`)] + strings.SplitN(after[strings.Index(after, `"msg":"listening"`):], "\n", 2)[0]
+	// The banner (stderr) is written before "listening" is logged
+	// (stdout), but the two pipes are read apart: wait for the banner's
+	// last line as the README shows it (up to its first "…").
+	readmeLines := strings.Split(strings.TrimRight(printed["1"], "\n"), "\n")
+	last := ""
+	for _, l := range readmeLines[1 : len(readmeLines)-1] {
+		if strings.TrimSpace(l) != "" {
+			last, _, _ = strings.Cut(l, "…")
+		}
+	}
+	banner := server.waitOutput(server.stderr, "the banner", func(s string) bool {
+		i := strings.Index(s, last)
+		return i >= 0 && strings.Contains(s[i:], "\n")
+	})
+	shown := before + "\n" + banner + "{" + after[:strings.Index(after, `"msg":"listening"`)] + strings.SplitN(after[strings.Index(after, `"msg":"listening"`):], "\n", 2)[0]
 	if diff := matchPrinted(printed["1"], strings.ReplaceAll(shown, addr, "127.0.0.1:3000")); diff != "" {
 		t.Errorf("terminal 1 and the README differ: %s\nterminal 1:\n%s", diff, shown)
 	}

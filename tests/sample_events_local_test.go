@@ -60,6 +60,8 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	want("captures.json", psp, 200, `"status":"received"`)
 	want("events.json", psp, 200, `"data":`)
 	want("reversals.json", psp, 200, `"status":"received"`)
+	uncaptured := want("payments.json", "", 200, `"resultCode":"Authorised"`)
+	want("cancels.json", uncaptured["pspReference"].(string), 200, `"status":"received"`)
 
 	// details: before a challenge is started it fails, and the platform's
 	// 400 is stored under the file's key: sent with that key again it is
