@@ -14,6 +14,7 @@ import (
 
 	"github.com/yp/paysvc/shared/admincli"
 	"github.com/yp/paysvc/shared/testutil/webhooksink"
+	"github.com/yp/paysvc/shared/webhooks"
 	"github.com/yp/paysvc/shared/webhooks/verify"
 )
 
@@ -140,20 +141,33 @@ func TestDashboardInBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
-	// A delivery's page: its attempts, its last answer, the request.
-	var status, attempts, request string
+	// A delivery's page: the AUTHORISATION's, its two attempts newest
+	// first, each with the headers it was sent with (its signature) and
+	// the receiver's answer (the 503's body).
+	dlID := again.Header.Get(webhooks.HeaderID)
+	var status, attempts, history string
 	if err := chromedp.Run(bctx,
-		chromedp.Click(`tr.delivery a.delivery-link`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#delivery-status`, chromedp.ByID),
+		chromedp.Click(`tr.delivery a.delivery-link[href^="/_dashboard/deliveries/`+dlID+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#delivery-history`, chromedp.ByID),
 		chromedp.Text(`#delivery-status`, &status, chromedp.ByID),
 		chromedp.Text(`#delivery-attempts`, &attempts, chromedp.ByID),
-		chromedp.Text(`#delivery-request`, &request, chromedp.ByID),
+		chromedp.Text(`#delivery-history`, &history, chromedp.ByID),
 		shot("delivery"),
 	); err != nil {
 		t.Fatalf("browser, a delivery: %v", err)
 	}
-	if status != "delivered" || attempts == "" || !strings.Contains(request, "X-Webhook-Id") || !strings.Contains(request, sink.URL) {
-		t.Fatalf("the delivery's page: %q, attempts %q, request:\n%s", status, attempts, request)
+	if status != "delivered" || attempts != "2" {
+		t.Fatalf("the delivery's page: %q, attempts %q", status, attempts)
+	}
+	second, first := strings.Index(history, "Attempt 2"), strings.Index(history, "Attempt 1")
+	for _, want := range []string{"HTTP 204", "HTTP 503", "HTTP 503 Service Unavailable", sink.URL, "X-Webhook-Id", dlID,
+		again.Header.Get(webhooks.HeaderSignature), "(no body)"} {
+		if !strings.Contains(history, want) {
+			t.Errorf("the delivery's attempts lack %q:\n%s", want, history)
+		}
+	}
+	if second < 0 || first < second || !strings.Contains(history[first:], "Service Unavailable") {
+		t.Errorf("the attempts, newest first, the first with its answer's body:\n%s", history)
 	}
 
 	// A payment's page drives the merchant API, each form with its own

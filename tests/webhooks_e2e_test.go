@@ -504,8 +504,20 @@ func TestWebhooksE2EFailTwiceThenSucceed(t *testing.T) {
 				t.Fatalf("request %d: %v", i+1, err)
 			}
 		}
-		if ds := e.deliveries(webhooks.StatusDelivered); len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
+		ds := e.deliveries(webhooks.StatusDelivered)
+		if len(ds) != 1 || ds[0].Attempts != 3 || ds[0].ID != id {
 			t.Fatalf("delivered: %+v", ds)
+		}
+		// The delivery kept its three attempts, each with its signature
+		// as sent and its answer.
+		if h := ds[0].History; len(h) != 3 {
+			t.Fatalf("history: %+v", h)
+		}
+		for i, a := range ds[0].History {
+			ok := a.StatusCode >= 200 && a.StatusCode < 300
+			if a.Number != i+1 || a.Signature != reqs[i].header.Get(webhooks.HeaderSignature) || ok != (i == 2) || (a.Error == "") != ok {
+				t.Fatalf("attempt %d kept as %+v", i+1, a)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/yp/paysvc/shared/queue"
@@ -68,12 +69,20 @@ func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, e
 }
 
 // DeliveryDetail is one of merchantID's deliveries as stored, with its
-// subscription's URL and the headers its last attempt was sent with
+// subscription's URL, its kept attempts newest first, each with the headers
+// it was sent with, and the headers of its next attempt when it has none
 // (signature headers as names only: they are made at sending).
 type DeliveryDetail struct {
 	Delivery webhooks.Delivery
 	URL      string
+	Attempts []AttemptDetail
 	Headers  http.Header
+}
+
+// AttemptDetail is one kept attempt and the headers it was sent with.
+type AttemptDetail struct {
+	webhooks.AttemptRecord
+	Headers http.Header
 }
 
 // DeliveryDetail returns merchantID's delivery id.
@@ -92,11 +101,17 @@ func (l *Local) DeliveryDetail(ctx context.Context, merchantID, id string) (Deli
 	if sub, err := l.Tenants.GetSubscription(ctx, merchantID, d.SubscriptionID); err == nil {
 		out.URL = sub.URL
 	}
-	at := d.CreatedAt
-	if d.LastAttemptAt != nil {
-		at = *d.LastAttemptAt
+	for _, a := range slices.Backward(d.History) {
+		h := sender.Headers(webhooks.Request{ID: d.ID, Attempt: a.Number, Timestamp: a.At, Signature: a.Signature})
+		out.Attempts = append(out.Attempts, AttemptDetail{AttemptRecord: a, Headers: h})
 	}
-	out.Headers = sender.Headers(webhooks.Request{ID: d.ID, Attempt: max(d.Attempts, 1), Timestamp: at, Signature: "(made at sending: v1,… with the subscription's secret)"})
+	if len(out.Attempts) == 0 {
+		at := d.CreatedAt
+		if d.LastAttemptAt != nil {
+			at = *d.LastAttemptAt
+		}
+		out.Headers = sender.Headers(webhooks.Request{ID: d.ID, Attempt: max(d.Attempts, 1), Timestamp: at, Signature: "(made at sending: v1,… with the subscription's secret)"})
+	}
 	return out, nil
 }
 

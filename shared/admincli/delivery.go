@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/yp/paysvc/shared/app"
@@ -86,7 +89,8 @@ type deliveryView struct {
 func (c *cli) deliveryShow(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--id DELIVERY_ID [--json]",
 		"Shows one webhook delivery by its id (the X-Webhook-Id; the deliveryId of a dead letter):\n"+
-			"its merchant and subscription, status, attempts and the last error.")
+			"its merchant and subscription, status, attempts and the last error, then its kept attempts\n"+
+			"(the last 10, newest first: time, answer, error, signature sent, start of the answer).")
 	id := f.str("id", "", "the delivery `ID` (msg_…; required)")
 	if err := f.parse(args); err != nil {
 		return err
@@ -121,8 +125,40 @@ func (c *cli) deliveryShow(ctx context.Context, path string, args []string) erro
 		t.row("next attempt", fmtTimePtr(d.NextAttemptAt))
 		t.row("redrives", fmt.Sprint(d.Redrives))
 		t.row("created", fmtTime(d.CreatedAt))
-		return t.flush()
+		if err := t.flush(); err != nil {
+			return err
+		}
+		return printAttempts(c.stdout, d.History)
 	})
+}
+
+// printAttempts prints a delivery's kept attempts, newest first: number,
+// time, answer, duration and error, the signature sent and the start of
+// the receiver's answer (quoted, on one line).
+func printAttempts(w io.Writer, h []webhooks.AttemptRecord) error {
+	if len(h) > 0 {
+		fmt.Fprintf(w, "\nattempts kept (the last %d, newest first; of each answer its first %d bytes):\n", webhooks.MaxHistory, webhooks.MaxBodyPrefix)
+	}
+	for _, a := range slices.Backward(h) {
+		answer := "no answer"
+		if a.StatusCode != 0 {
+			answer = "HTTP " + strconv.Itoa(a.StatusCode)
+		}
+		fmt.Fprintf(w, "attempt %d  %s  %s  %d ms", a.Number, fmtTime(a.At), answer, a.DurationMS)
+		if a.Error != "" {
+			fmt.Fprintf(w, "  %s", a.Error)
+		}
+		body := strconv.Quote(a.Body)
+		if a.Body == "" {
+			body = "(no body)"
+		} else if a.Truncated {
+			body += " (truncated)"
+		}
+		if _, err := fmt.Fprintf(w, "\n  %s: %s\n  answer: %s\n", webhooks.HeaderSignature, a.Signature, body); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	return nil
 }
 
 func validStatus(s webhooks.Status) bool {

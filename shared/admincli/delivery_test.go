@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/yp/paysvc/shared/store/embedded"
 	"github.com/yp/paysvc/shared/webhooks"
@@ -23,7 +24,11 @@ func TestDeliveries(t *testing.T) {
 		{ID: "msg_done1", MerchantID: "m_hook", SubscriptionID: "sub_1", EventCode: "CAPTURE", PSPReference: "PSP0000000000001",
 			Payload: []byte(`{}`), Status: webhooks.StatusDelivered, Attempts: 1, CreatedAt: now, UpdatedAt: now},
 		{ID: "msg_other", MerchantID: "m_other", SubscriptionID: "sub_2", EventCode: "AUTHORISATION", PSPReference: "PSP0000000000002",
-			Payload: []byte(`{}`), Status: webhooks.StatusFailed, Attempts: 10, CreatedAt: now, UpdatedAt: now},
+			Payload: []byte(`{}`), Status: webhooks.StatusFailed, Attempts: 10, CreatedAt: now, UpdatedAt: now,
+			History: []webhooks.AttemptRecord{
+				{Number: 9, At: now, Signature: "v1,bmluZQ==", StatusCode: 502, Body: "bad\ngateway", Error: "HTTP 502 Bad Gateway", DurationMS: 7},
+				{Number: 10, At: now, Signature: "v1,dGVu", Error: "timeout: no complete answer within 15s", DurationMS: 15000},
+			}},
 	} {
 		if _, _, err := webhooks.CreateDelivery(context.Background(), st, d); err != nil {
 			t.Fatal(err)
@@ -34,10 +39,15 @@ func TestDeliveries(t *testing.T) {
 	// The merchant of a delivery known only by its id (a dead letter's
 	// deliveryId), then its failed deliveries.
 	show := h.ok("delivery", "show", "--id", "msg_other")
-	for _, want := range []string{"m_other", "sub_2", "failed", "PSP0000000000002"} {
+	for _, want := range []string{"m_other", "sub_2", "failed", "PSP0000000000002",
+		"attempt 10  " + now.UTC().Format(time.RFC3339) + "  no answer  15000 ms  timeout: no complete answer within 15s\n  X-Webhook-HMAC-Signature: v1,dGVu\n  answer: (no body)\n",
+		"attempt 9  " + now.UTC().Format(time.RFC3339) + "  HTTP 502  7 ms  HTTP 502 Bad Gateway\n  X-Webhook-HMAC-Signature: v1,bmluZQ==\n  answer: \"bad\\ngateway\"\n"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("delivery show lacks %q:\n%s", want, show)
 		}
+	}
+	if strings.Index(show, "attempt 10") > strings.Index(show, "attempt 9") {
+		t.Errorf("delivery show: attempts not newest first:\n%s", show)
 	}
 	var shown webhooks.Delivery
 	h.jsonOK(&shown, "delivery", "show", "--id", "msg_failed1")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/yp/paysvc/shared/adminapi"
 	"github.com/yp/paysvc/shared/tenant"
+	"github.com/yp/paysvc/shared/webhooks"
 )
 
 // Prefix is where the dashboard is served.
@@ -226,7 +227,9 @@ func (d *Dashboard) delivery(w http.ResponseWriter, r *http.Request) {
 		Found  bool
 		Detail adminapi.DeliveryDetail
 		Body   string
-	}{Page: d.common(r, "Delivery "+id), ID: id}
+		// MaxHistory and MaxBody are the bounds of the attempts kept.
+		MaxHistory, MaxBody int
+	}{Page: d.common(r, "Delivery "+id), ID: id, MaxHistory: webhooks.MaxHistory, MaxBody: webhooks.MaxBodyPrefix}
 	det, err := d.local.DeliveryDetail(r.Context(), data.Merchant, id)
 	if err != nil {
 		data.Problems = append(data.Problems, "delivery: "+err.Error())

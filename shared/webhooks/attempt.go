@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,6 +24,10 @@ type Result struct {
 	Refused    bool          // the target broke the SSRF rules
 	Duration   time.Duration // from sending to the end of the answer
 	Reason     string        // the status code's reason phrase ("Service Unavailable")
+	// Body is the start of the answer, at most MaxBodyPrefix bytes;
+	// Truncated says there was more.
+	Body      []byte
+	Truncated bool
 }
 
 // Delivered reports a 2xx answer.
@@ -45,4 +50,27 @@ func (r Result) Describe() string {
 	default:
 		return "HTTP " + strconv.Itoa(r.StatusCode) + " " + r.Reason
 	}
+}
+
+// recordOf is the attempt number n made at with signature sig that got res,
+// as its delivery keeps it.
+func recordOf(n int, at time.Time, sig string, res Result) AttemptRecord {
+	body := res.Body
+	truncated := res.Truncated
+	if len(body) > MaxBodyPrefix {
+		body, truncated = body[:MaxBodyPrefix], true
+	}
+	return AttemptRecord{
+		Number: n, At: at, Signature: sig, StatusCode: res.StatusCode, Body: strings.ToValidUTF8(string(body), "\uFFFD"),
+		Truncated: truncated, Error: res.Describe(), DurationMS: res.Duration.Milliseconds(),
+	}
+}
+
+// appendHistory appends r to h, keeping the last MaxHistory.
+func appendHistory(h []AttemptRecord, r AttemptRecord) []AttemptRecord {
+	h = append(h, r)
+	if len(h) > MaxHistory {
+		h = append([]AttemptRecord(nil), h[len(h)-MaxHistory:]...)
+	}
+	return h
 }

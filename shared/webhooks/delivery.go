@@ -70,9 +70,34 @@ type Delivery struct {
 	NextAttemptAt  *time.Time `json:"nextAttemptAt,omitempty"`
 	DeliveredAt    *time.Time `json:"deliveredAt,omitempty"`
 	Redrives       int        `json:"redrives,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
-	Version        int64      `json:"version"`
+	// History is the delivery's last MaxHistory attempts, oldest first,
+	// each written with its result (docs/webhooks.md).
+	History   []AttemptRecord `json:"history,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Version   int64           `json:"version"`
+}
+
+// MaxHistory is how many attempts a delivery keeps (its latest).
+const MaxHistory = 10
+
+// MaxBodyPrefix is how much of a receiver's answer an attempt keeps, in bytes.
+const MaxBodyPrefix = 2048
+
+// AttemptRecord is one attempt as its delivery keeps it. Its headers are
+// sender.Headers of the delivery's id, Number, At and Signature (the
+// signature is not a secret; the key is never kept).
+type AttemptRecord struct {
+	Number     int       `json:"number"`
+	At         time.Time `json:"at"`
+	Signature  string    `json:"signature,omitempty"`
+	StatusCode int       `json:"statusCode,omitempty"` // 0: no answer came
+	// Body is the first MaxBodyPrefix bytes of the answer (invalid UTF-8
+	// replaced); Truncated says the answer was longer.
+	Body       string `json:"body,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Error      string `json:"error,omitempty"` // Result.Describe
+	DurationMS int64  `json:"durationMs,omitempty"`
 }
 
 // DeliveryStore is the port that keeps delivery records.

@@ -133,7 +133,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 	}
 	attempt = dl.Attempts
 	log = log.With("attempt", attempt)
-	res := d.attempt(ctx, sub, dl, attempt, now)
+	res, sig := d.attempt(ctx, sub, dl, attempt, now)
 	out := d.decide(res, attempt)
 	if d.Metrics != nil {
 		d.Metrics.WebhookDelivery(Attempt{
@@ -142,7 +142,7 @@ func (d *Dispatcher) Process(ctx context.Context, job queue.Job, attempt int) qu
 			Exhausted: out.Kind == queue.DeadLetter, Latency: res.Duration,
 		})
 	}
-	d.record(ctx, log, dl, res, out, now)
+	d.record(ctx, log, dl, recordOf(attempt, now, sig, res), res, out, now)
 	if res.Gone() {
 		d.disableSubscription(ctx, log, sub, now)
 	}
@@ -194,8 +194,9 @@ func (d *Dispatcher) begin(ctx context.Context, dl Delivery, queued int, now tim
 	})
 }
 
-// attempt signs and sends one attempt, re-signed with the attempt's time.
-func (d *Dispatcher) attempt(ctx context.Context, sub tenant.Subscription, dl Delivery, attempt int, now time.Time) Result {
+// attempt signs and sends one attempt, re-signed with the attempt's time,
+// and returns its result and signature.
+func (d *Dispatcher) attempt(ctx context.Context, sub tenant.Subscription, dl Delivery, attempt int, now time.Time) (Result, string) {
 	active := sub.ActiveSecrets(now)
 	secrets := make([]string, 0, len(active))
 	for _, s := range active {
@@ -203,9 +204,9 @@ func (d *Dispatcher) attempt(ctx context.Context, sub tenant.Subscription, dl De
 	}
 	sig, err := Sign(secrets, dl.ID, now, dl.Payload)
 	if err != nil {
-		return Result{Err: fmt.Errorf("cannot sign: %w", err)}
+		return Result{Err: fmt.Errorf("cannot sign: %w", err)}, ""
 	}
-	return d.Sender.Send(ctx, Request{URL: sub.URL, ID: dl.ID, Attempt: attempt, Timestamp: now, Signature: sig, Body: dl.Payload})
+	return d.Sender.Send(ctx, Request{URL: sub.URL, ID: dl.ID, Attempt: attempt, Timestamp: now, Signature: sig, Body: dl.Payload}), sig
 }
 
 // decide maps an attempt's result to the queue outcome.
@@ -229,10 +230,12 @@ func (d *Dispatcher) decide(res Result, attempt int) queue.Outcome {
 	return queue.Outcome{Kind: queue.Retry, After: RetryDelay(attempt+1, rnd), Next: attempt + 1}
 }
 
-// record writes the attempt's result to the delivery. A delivered record
-// is never moved back (a concurrent duplicate attempt may have failed).
-func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, dl Delivery, res Result, out queue.Outcome, now time.Time) {
+// record writes the attempt's result to the delivery, its history
+// included (the same write). A delivered record is never moved back (a
+// concurrent duplicate attempt may have failed).
+func (d *Dispatcher) record(ctx context.Context, log *slog.Logger, dl Delivery, rec AttemptRecord, res Result, out queue.Outcome, now time.Time) {
 	_, err := mutateFrom(ctx, d.Deliveries, dl, func(dl *Delivery) error {
+		dl.History = appendHistory(dl.History, rec)
 		dl.LastAttemptAt = &now // counted by begin
 		dl.LastStatusCode = res.StatusCode
 		dl.LastError = res.Describe()

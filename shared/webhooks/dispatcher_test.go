@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ type env struct {
 	mu     sync.Mutex
 	got    []*http.Request
 	bodies [][]byte
-	answer func(n int) int // status for the n-th request (1-based)
+	answer func(n int) int    // status for the n-th request (1-based)
+	reply  func(n int) string // body of the n-th answer (none when nil)
 }
 
 func newEnv(t *testing.T) *env {
@@ -62,13 +64,16 @@ func newEnv(t *testing.T) *env {
 		e.got = append(e.got, r)
 		e.bodies = append(e.bodies, body)
 		n := len(e.got)
-		answer := e.answer
+		answer, reply := e.answer, e.reply
 		e.mu.Unlock()
 		status := http.StatusOK
 		if answer != nil {
 			status = answer(n)
 		}
 		w.WriteHeader(status)
+		if reply != nil {
+			_, _ = io.WriteString(w, reply(n))
+		}
 	}))
 	t.Cleanup(e.srv.Close)
 	log := slog.New(slog.NewJSONHandler(&lockedBuffer{b: e.logs}, nil))
@@ -251,8 +256,15 @@ func TestNeverSucceedsEndsFailedThenRedrive(t *testing.T) {
 	if e.run() != 1 {
 		t.Fatal("the redriven delivery was not attempted")
 	}
-	if d := e.delivery("msg_b"); d.Status != webhooks.StatusDelivered || d.Attempts != 1 {
+	d = e.delivery("msg_b")
+	if d.Status != webhooks.StatusDelivered || d.Attempts != 1 {
 		t.Fatalf("after the redriven attempt: %+v", d)
+	}
+	// The history keeps the last MaxHistory attempts: 2…10 of the first
+	// run, then attempt 1 after the redrive.
+	if h := d.History; len(h) != webhooks.MaxHistory || h[0].Number != 2 || h[8].Number != 10 || h[8].StatusCode != 502 ||
+		h[9].Number != 1 || h[9].StatusCode != 200 || h[9].Error != "" {
+		t.Fatalf("history after the redrive: %+v", h)
 	}
 	reqs, _ := e.requests()
 	if last := reqs[len(reqs)-1]; last.Header.Get("X-Webhook-Delivery-Attempt") != "1" || last.Header.Get("X-Webhook-Id") != "msg_b" {
@@ -616,4 +628,43 @@ func TestJobNamingItsSubscription(t *testing.T) {
 			t.Fatalf("delivery %+v after %d requests to its own subscription", got, len(e.got))
 		}
 	})
+}
+
+// TestAttemptHistory: each attempt is kept with its result in the write
+// that records it: time, signature (as sent), status, error and the first
+// MaxBodyPrefix bytes of the answer.
+func TestAttemptHistory(t *testing.T) {
+	e := newEnv(t)
+	e.answer = func(n int) int {
+		if n == 1 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	}
+	long := strings.Repeat("é", webhooks.MaxBodyPrefix) // 2 bytes each
+	e.reply = func(n int) string {
+		if n == 1 {
+			return `{"error":"down for maintenance"}`
+		}
+		return long
+	}
+	e.newDelivery("msg_h1")
+	e.run()
+	first := e.clk.Now()
+	e.advanceToNext("msg_h1")
+	e.run()
+	d := e.delivery("msg_h1")
+	reqs, _ := e.requests()
+	if len(d.History) != 2 || len(reqs) != 2 {
+		t.Fatalf("history %+v after %d requests", d.History, len(reqs))
+	}
+	a, b := d.History[0], d.History[1]
+	if a.Number != 1 || !a.At.Equal(first) || a.StatusCode != 503 || a.Body != `{"error":"down for maintenance"}` || a.Truncated ||
+		a.Error != "HTTP 503 Service Unavailable" || a.Signature != reqs[0].Header.Get(webhooks.HeaderSignature) {
+		t.Fatalf("attempt 1: %+v", a)
+	}
+	if b.Number != 2 || !b.At.Equal(e.clk.Now()) || b.StatusCode != 200 || b.Error != "" || !b.Truncated ||
+		len(b.Body) != webhooks.MaxBodyPrefix || b.Body != long[:webhooks.MaxBodyPrefix] || b.Signature != reqs[1].Header.Get(webhooks.HeaderSignature) {
+		t.Fatalf("attempt 2: %+v (body %d bytes)", b, len(b.Body))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,6 +250,7 @@ func TestDeliveryStore(t *testing.T, newStore Factory[webhooks.DeliveryStore]) {
 	}{
 		{"NotFound", testDeliveryNotFound},
 		{"CreateOnceRoundTrip", testDeliveryCreateOnce},
+		{"AttemptHistoryRoundTrip", testDeliveryHistory},
 		{"OptimisticVersion", testDeliveryVersion},
 		{"ConcurrentUpdatersLoseNothing", testDeliveryConcurrent},
 		{"ListByMerchantAndStatus", testDeliveryList},
@@ -290,6 +292,34 @@ func testDeliveryCreateOnce(t *testing.T, s webhooks.DeliveryStore) {
 	want := d
 	want.CreatedAt, want.UpdatedAt = epoch(), epoch()
 	same(t, got, want, "delivery round trip")
+}
+
+// testDeliveryHistory: a delivery's attempts come back as written, a
+// full history (MaxHistory attempts, each with a MaxBodyPrefix body) included.
+func testDeliveryHistory(t *testing.T, s webhooks.DeliveryStore) {
+	ctx := context.Background()
+	d := delivery("msg_1", "m_a", epoch())
+	noErr(t, s.SaveDelivery(ctx, d, 0), "create")
+	for i := range webhooks.MaxHistory {
+		d.History = append(d.History, webhooks.AttemptRecord{
+			Number: i + 1, At: epoch().Add(time.Duration(i) * time.Minute).In(elsewhere()), Signature: "v1,c2lnbmF0dXJl",
+			StatusCode: 500, Body: strings.Repeat("ü", webhooks.MaxBodyPrefix/2), Truncated: true,
+			Error: "HTTP 500 Internal Server Error", DurationMS: 12,
+		})
+	}
+	d.History[0].StatusCode, d.History[0].Body, d.History[0].Truncated, d.History[0].Error = 0, "", false, "timeout: no complete answer within 15s"
+	d.Version, d.Attempts = 2, webhooks.MaxHistory
+	noErr(t, s.SaveDelivery(ctx, d, 1), "update with the history")
+	got, err := s.GetDelivery(ctx, "msg_1")
+	noErr(t, err, "GetDelivery")
+	if len(got.History) != webhooks.MaxHistory {
+		t.Fatalf("history: %d attempts, want %d", len(got.History), webhooks.MaxHistory)
+	}
+	for i, a := range got.History {
+		sameTime(t, a.At, d.History[i].At, "attempt time")
+		a.At = d.History[i].At
+		same(t, a, d.History[i], "attempt")
+	}
 }
 
 func testDeliveryVersion(t *testing.T, s webhooks.DeliveryStore) {

@@ -58,6 +58,9 @@ func New(t *testing.T, answers ...int) *Sink {
 		}
 		mu.Unlock()
 		w.WriteHeader(status)
+		if status >= 300 {
+			_, _ = io.WriteString(w, http.StatusText(status)) // a body for the delivery's attempt history
+		}
 		s.got <- Hook{r.Header.Clone(), b}
 	}))
 	t.Cleanup(srv.Close)

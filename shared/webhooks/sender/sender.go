@@ -165,7 +165,7 @@ func Headers(req webhooks.Request) http.Header {
 }
 
 // Send makes one attempt. It never follows redirects; the answer's body is
-// read (at most 64 KiB) and dropped.
+// read (at most 64 KiB) and its first webhooks.MaxBodyPrefix bytes kept.
 func (s *Sender) Send(ctx context.Context, req webhooks.Request) webhooks.Result {
 	start := time.Now()
 	u, local, err := CheckTarget(req.URL, s.allowLocal)
@@ -187,13 +187,30 @@ func (s *Sender) Send(ctx context.Context, req webhooks.Request) webhooks.Result
 	if err != nil {
 		return s.failure(ctx, err, time.Since(start))
 	}
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+	var head bytes.Buffer
+	n, err := io.Copy(&prefix{&head, webhooks.MaxBodyPrefix}, io.LimitReader(resp.Body, maxResponseBytes))
 	_ = resp.Body.Close()
 	if err != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// A 2xx counts only once the answer is complete.
 		return s.failure(ctx, err, time.Since(start))
 	}
-	return webhooks.Result{StatusCode: resp.StatusCode, Reason: http.StatusText(resp.StatusCode), Duration: time.Since(start)}
+	return webhooks.Result{
+		StatusCode: resp.StatusCode, Reason: http.StatusText(resp.StatusCode), Duration: time.Since(start),
+		Body: head.Bytes(), Truncated: n > int64(head.Len()),
+	}
+}
+
+// prefix keeps the first n bytes written to it and drops the rest.
+type prefix struct {
+	buf *bytes.Buffer
+	n   int
+}
+
+func (p *prefix) Write(b []byte) (int, error) {
+	if room := p.n - p.buf.Len(); room > 0 {
+		p.buf.Write(b[:min(room, len(b))])
+	}
+	return len(b), nil
 }
 
 // failure classifies a transport error.

@@ -30,9 +30,45 @@ type Delivery struct {
 	NextAttemptAt  *time.Time      `json:"nextAttemptAt,omitempty"`
 	DeliveredAt    *time.Time      `json:"deliveredAt,omitempty"`
 	Redrives       int             `json:"redrives,omitempty"`
+	History        []Attempt       `json:"history,omitempty"`
 	CreatedAt      time.Time       `json:"createdAt"`
 	UpdatedAt      time.Time       `json:"updatedAt"`
 	Version        int64           `json:"version"`
+}
+
+// Attempt is a stored attempt of a delivery (webhooks.AttemptRecord).
+type Attempt struct {
+	Number     int       `json:"n"`
+	At         time.Time `json:"at"`
+	Signature  string    `json:"sig,omitempty"`
+	StatusCode int       `json:"status,omitempty"`
+	Body       string    `json:"body,omitempty"`
+	Truncated  bool      `json:"trunc,omitempty"`
+	Error      string    `json:"err,omitempty"`
+	DurationMS int64     `json:"ms,omitempty"`
+}
+
+func fromAttempts(h []webhooks.AttemptRecord) []Attempt {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]Attempt, len(h))
+	for i, a := range h {
+		out[i] = Attempt{a.Number, a.At.UTC(), a.Signature, a.StatusCode, a.Body, a.Truncated, a.Error, a.DurationMS}
+	}
+	return out
+}
+
+func toAttempts(h []Attempt) []webhooks.AttemptRecord {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]webhooks.AttemptRecord, len(h))
+	for i, a := range h {
+		out[i] = webhooks.AttemptRecord{Number: a.Number, At: a.At, Signature: a.Signature, StatusCode: a.StatusCode,
+			Body: a.Body, Truncated: a.Truncated, Error: a.Error, DurationMS: a.DurationMS}
+	}
+	return out
 }
 
 // FromDelivery converts a delivery to its stored form.
@@ -42,7 +78,7 @@ func FromDelivery(d webhooks.Delivery) Delivery {
 		PSPReference: d.PSPReference, Payload: d.Payload, Status: string(d.Status), Enqueued: d.Enqueued, Attempts: d.Attempts,
 		LastStatusCode: d.LastStatusCode, LastError: d.LastError, LastAttemptAt: utcPtr(d.LastAttemptAt),
 		NextAttemptAt: utcPtr(d.NextAttemptAt), DeliveredAt: utcPtr(d.DeliveredAt), Redrives: d.Redrives,
-		CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), Version: d.Version,
+		History: fromAttempts(d.History), CreatedAt: d.CreatedAt.UTC(), UpdatedAt: d.UpdatedAt.UTC(), Version: d.Version,
 	}
 }
 
@@ -53,7 +89,7 @@ func (r Delivery) ToDelivery() webhooks.Delivery {
 		PSPReference: r.PSPReference, Payload: r.Payload, Status: webhooks.Status(r.Status), Enqueued: r.Enqueued, Attempts: r.Attempts,
 		LastStatusCode: r.LastStatusCode, LastError: r.LastError, LastAttemptAt: r.LastAttemptAt,
 		NextAttemptAt: r.NextAttemptAt, DeliveredAt: r.DeliveredAt, Redrives: r.Redrives,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
+		History: toAttempts(r.History), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version,
 	}
 }
 
