@@ -265,6 +265,9 @@ func (s *Simulator) handleCancel(_ context.Context, c *call) result {
 		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is already "+p.State))
 	case !authorisedState(p):
 		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is not authorised ("+p.State+")"))
+	case p.Released:
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
+			stateError("Cancel not allowed: the authorisation's remainder expired or was cancelled"))
 	case p.RemainderClosed || rest.Value <= 0:
 		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
 			stateError("Cancel not allowed: nothing of the authorisation is left uncaptured (refund the captured amount)"))

@@ -69,8 +69,8 @@ func (s *Simulator) platformEvent(psp string, ev PlatformEvent) (upstream.Notifi
 	}
 	var item upstream.NotificationRequestItem
 	switch ev.Code {
-	case "EXPIRE", "CANCELLATION":
-		if p.Released || p.Captured >= p.Authorised || p.State == StateRefunded {
+	case "EXPIRE", "CANCELLATION", "TECHNICAL_CANCEL":
+		if p.Released || p.RemainderClosed || p.Captured >= p.Authorised || p.State == StateRefunded {
 			return item, fmt.Errorf("payment %s has no uncaptured remainder: %w", psp, errNoEvent)
 		}
 		p.Released = true
@@ -92,11 +92,15 @@ func (s *Simulator) platformEvent(psp string, ev PlatformEvent) (upstream.Notifi
 			p.State = StateCancelled
 		}
 	case "MANUAL_REVIEW_REJECT":
+		// The platform cancels the payment it held for review: nothing
+		// captured, or the rejection fails.
 		ok := p.Captured == 0
 		if ok {
-			p.State = StateCancelled
+			p.State, p.Released = StateCancelled, true
 		}
-		item = s.modificationItem(p, s.newModRef(p), ev.Code, "", authorised, ok, "")
+		mod := ModificationState{PSPReference: s.newModRef(p), Kind: ModCancel, Amount: authorised, Success: ok, CreatedAt: now}
+		p.Modifications = append(p.Modifications, mod)
+		item = s.modificationItem(p, mod.PSPReference, ev.Code, "", authorised, ok, "")
 	case "REFUNDED_REVERSED":
 		i := p.modification(ev.Of)
 		if i < 0 || p.Modifications[i].Kind != ModRefund || !p.Modifications[i].Success {

@@ -86,6 +86,63 @@ func TestPlatformEvents(t *testing.T) {
 			t.Fatalf("after CANCELLATION: %+v, %+v", p, it)
 		}
 	})
+	t.Run("TECHNICAL_CANCEL of the remainder", func(t *testing.T) {
+		e, psp, _ := setup(t)
+		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, it)
+		p := state(e, psp)
+		if !p.Released || p.State != StateCaptured || it.OriginalReference != psp {
+			t.Fatalf("after TECHNICAL_CANCEL: %+v, %+v", p, it)
+		}
+		if m := p.Modifications[len(p.Modifications)-1]; m.Kind != ModCancel || m.PSPReference != it.PSPReference || !m.Success {
+			t.Fatalf("TECHNICAL_CANCEL modification: %+v", m)
+		}
+	})
+	t.Run("nothing left to release", func(t *testing.T) {
+		// A cancelled remainder neither expires nor is cancelled again; an
+		// expired one cannot be cancelled.
+		e, psp, _ := setup(t)
+		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, code := range []string{"EXPIRE", "CANCELLATION", "TECHNICAL_CANCEL"} {
+			if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: code}); !errors.Is(err, errNoEvent) {
+				t.Fatalf("%s after a cancel: %v", code, err)
+			}
+		}
+		e, psp, _ = setup(t)
+		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err == nil {
+			t.Fatal("a cancel after EXPIRE was accepted")
+		}
+	})
+	t.Run("MANUAL_REVIEW_REJECT", func(t *testing.T) {
+		e := newEnv(t)
+		psp := e.pay(t, 1000, "").PSPReference
+		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, it)
+		p := state(e, psp)
+		if p.State != StateCancelled || !p.Released || it.Success != "true" || len(p.Modifications) != 1 ||
+			p.Modifications[0].Kind != ModCancel || p.Modifications[0].PSPReference != it.PSPReference {
+			t.Fatalf("after MANUAL_REVIEW_REJECT: %+v, %+v", p, it)
+		}
+		e, psp, _ = setup(t) // captured: the rejection fails
+		it, err = e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := state(e, psp); it.Success != "false" || p.Released || p.State == StateCancelled {
+			t.Fatalf("MANUAL_REVIEW_REJECT of a captured payment: %+v, %+v", p, it)
+		}
+	})
 	t.Run("REFUNDED_REVERSED", func(t *testing.T) {
 		e, psp, refund := setup(t)
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
