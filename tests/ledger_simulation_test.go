@@ -1218,7 +1218,7 @@ func (s *simRun) agrees() {
 	tt := h.Totals
 	if v.Authorised != sim.AuthorisedValue || v.Captured != sim.CapturedValue || v.Refunded != sim.RefundedValue ||
 		v.State != want || v.Capturable != capturable || v.Refundable != refundable ||
-		tt.CapturesInFlight != 0 || tt.RefundsInFlight != 0 || tt.ReversalsInFlight != 0 || tt.AmountUpdatesInFlight != 0 {
+		tt.CapturesInFlight != 0 || tt.RefundsInFlight != 0 || tt.ReversalsInFlight != 0 || tt.AmountUpdatesInFlight != 0 || tt.CancelsInFlight != 0 {
 		t.Fatalf("seed=%d: record %+v (totals %+v); the platform: authorised %d, captured %d, refunded %d, %s; want %s, capturable %d, refundable %d",
 			s.seed, v, tt, sim.AuthorisedValue, sim.CapturedValue, sim.RefundedValue, sim.State, want, capturable, refundable)
 	}
@@ -1230,7 +1230,7 @@ func (s *simRun) agrees() {
 	// platform's modifications, with its kind, amount and success.
 	kinds := map[payments.OpKind][]string{payments.OpCapture: {simulator.ModCapture}, payments.OpRefund: {simulator.ModRefund},
 		payments.OpReversal: {simulator.ModCancel, simulator.ModRefund}, payments.OpAmountUpdate: {simulator.ModAmountUpdate},
-		payments.OpKind("expiry"): {simulator.ModExpire}}
+		payments.OpCancel: {simulator.ModCancel}, payments.OpKind("expiry"): {simulator.ModExpire}}
 	seen := map[string]bool{}
 	var problems []string
 	for _, e := range entries {
@@ -1257,7 +1257,7 @@ func (s *simRun) agrees() {
 			problems = append(problems, fmt.Sprintf("entry %s (%s): succeeded %v; the platform's %s %s: success %v", e.Ref, e.Kind, succeeded, m.Kind, m.PSPReference, m.Success))
 		case !slices.Contains(kinds[e.Kind], m.Kind):
 			problems = append(problems, fmt.Sprintf("entry %s is a %s; the platform's %s is a %s", e.Ref, e.Kind, m.PSPReference, m.Kind))
-		case e.Kind != payments.OpReversal && e.Requested != nil && e.Requested.Amount.Value != m.Amount.Value:
+		case e.Kind != payments.OpReversal && e.Kind != payments.OpCancel && e.Requested != nil && e.Requested.Amount.Value != m.Amount.Value:
 			problems = append(problems, fmt.Sprintf("entry %s: %d; the platform's %s: %d", e.Ref, e.Requested.Amount.Value, m.PSPReference, m.Amount.Value))
 		}
 		if ok {
