@@ -204,7 +204,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	act(psp2, "captures", "", "CAPTURE")
 	act(psp2, "refunds", "1000", "REFUND")
-	act(psp2, "reversals", "", "CANCEL_OR_REFUND")
+	act(psp2, "reversals", "", "REFUND")
 	// An uncaptured payment's page cancels its authorisation.
 	psp3 := newPayment("order-dash-3")
 	act(psp3, "cancels", "", "CANCELLATION")

@@ -188,7 +188,7 @@ func TestMinimalAnswers(t *testing.T) {
 		m.api("/payments/"+psp+"/reversals", `{}`, 200)
 		m.settle()
 		m.check(psp, ref, payments.StateCancelled, 1000, 0, false)
-		m.wantWebhooks(psp, ref, "AUTHORISATION", "CANCEL_OR_REFUND")
+		m.wantWebhooks(psp, ref, "AUTHORISATION", "CANCELLATION")
 	})
 	t.Run("3DS redirect, amount update of a pre-authorisation right after details", func(t *testing.T) {
 		m := newMinimalEnv(t)

@@ -40,7 +40,8 @@ func TestUpstreamFailuresMapToEndpointCodes(t *testing.T) {
 		{"payments/details", "yp_4004", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
 			return "POST", site + "/payments/details", `{"details":{"redirectResult":"authorised"}}`
 		}},
-		{"reversals", "yp_4005", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
+		// A reversal of an uncaptured payment is the platform's cancel.
+		{"cancels", "yp_4005", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {
 			return "POST", site + "/payments/" + authorised(e) + "/reversals", `{}`
 		}},
 		{"payments", "yp_4006", simulator.FailHTTP500, func(e *testenv.Env) (string, string, string) {

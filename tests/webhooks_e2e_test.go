@@ -452,7 +452,7 @@ func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 				t.Fatalf("item: %v", it)
 			}
 		}
-		if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,CANCEL_OR_REFUND" {
+		if strings.Join(codes, ",") != "AUTHORISATION,CAPTURE,REFUND" {
 			t.Fatalf("delivered %v", codes)
 		}
 		if v := e.payment(psp).View(); v.State != payments.StateRefunded || v.Captured != 1000 || v.Refunded != 1000 {

@@ -221,7 +221,7 @@ func (r *rtRun) modificationRows() error {
 	}{
 		{"POST captures (Idempotency-Key)", "captures", "cap", fixed(captureBody), r.payFor("cap-setup"), upstream.EventCapture},
 		{"POST refunds (Idempotency-Key)", "refunds", "ref", fixed(refundBody), nil, upstream.EventRefund},
-		{"POST reversals (Idempotency-Key)", "reversals", "rev", fixed("{}"), r.payFor("rev-setup"), upstream.EventCancelOrRefund},
+		{"POST reversals (Idempotency-Key)", "reversals", "rev", fixed("{}"), r.payFor("rev-setup"), upstream.EventCancellation},
 		{"POST amount-updates (Idempotency-Key)", "amount-updates", "upd", update, preAuth, upstream.EventAuthorisationAdjustment},
 	} {
 		if m.setup != nil {

@@ -23,15 +23,17 @@ func TestWriteEndpointStoreRoundTrips(t *testing.T) {
 	// hit, the operation's own write, its settlement with the claim's
 	// completion; coldWriteSteps for the API key's read before them.
 	bounds := map[string]int{
-		"POST payments (Idempotency-Key)":                     writeSteps,
-		"POST payments (Idempotency-Key), tenant cache cold":  coldWriteSteps,
-		"POST sessions (Idempotency-Key)":                     writeSteps,
-		"POST captures (Idempotency-Key)":                     writeSteps,
-		"POST refunds (Idempotency-Key)":                      writeSteps,
-		"POST reversals (Idempotency-Key)":                    writeSteps,
-		"POST amount-updates (Idempotency-Key)":               writeSteps,
-		"POST payments/details (Idempotency-Key)":             writeSteps,
-		namedDetailsRow:                                       writeSteps,
+		"POST payments (Idempotency-Key)":                    writeSteps,
+		"POST payments (Idempotency-Key), tenant cache cold": coldWriteSteps,
+		"POST sessions (Idempotency-Key)":                    writeSteps,
+		"POST captures (Idempotency-Key)":                    writeSteps,
+		"POST refunds (Idempotency-Key)":                     writeSteps,
+		// a reversal reads the payment first: cancel or refund (the
+		// platform's /reversals is not for split payments)
+		"POST reversals (Idempotency-Key)":        writeSteps + 1,
+		"POST amount-updates (Idempotency-Key)":   writeSteps,
+		"POST payments/details (Idempotency-Key)": writeSteps,
+		namedDetailsRow: writeSteps,
 		"POST payments, an action answered (Idempotency-Key)": writeSteps,
 		// reads: the hit, then the payment's head (its owner) and the
 		// page at once

@@ -105,10 +105,22 @@ func TestFlowCaptureInPartsThenReversalRefunds(t *testing.T) {
 	if rev["status"] != "received" {
 		t.Fatalf("reversal %v", rev)
 	}
-	if _, v := f.record(psp); v.State != payments.StateRefunded || v.Refunded != 1000 {
+	// The service refunds what was captured, with its splits (the
+	// platform's /reversals is not for payments with split data): in
+	// flight until its REFUND.
+	if len(f.e.Upstream.Requests("/reversals")) != 0 {
+		t.Fatal("the platform's /reversals was called")
+	}
+	if up := f.e.Upstream.Last(t, "/refunds"); up["amount"].(map[string]any)["value"] != 1000.0 || len(up["splits"].([]any)) != 2 {
+		t.Fatalf("refund sent %v", up)
+	}
+	if _, v := f.record(psp); v.State != payments.StateCaptured || v.RefundsInFlight != 1000 || v.Refundable != 0 {
 		t.Fatalf("after reversal %+v", v)
 	}
-	// The upstream chose a refund: the payment was captured.
+	f.e.Notify()
+	if _, v := f.record(psp); v.State != payments.StateRefunded || v.Refunded != 1000 {
+		t.Fatalf("after its REFUND %+v", v)
+	}
 	if s := f.simState(psp); s.State != simulator.StateRefunded || s.RefundedValue != 1000 {
 		t.Fatalf("simulator state %+v", s)
 	}
@@ -247,6 +259,7 @@ func TestFlowAutoCaptureMerchant(t *testing.T) {
 	}
 	f.post("/payments/"+psp+"/captures", amountBody(1), 400)
 	f.post("/payments/"+psp+"/reversals", `{}`, 200)
+	f.e.Notify() // the refund's REFUND
 	if _, v := f.record(psp); v.State != payments.StateRefunded {
 		t.Fatalf("record %+v", v)
 	}

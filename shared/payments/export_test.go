@@ -15,5 +15,6 @@ const (
 	EventOfferClosed             = eventOfferClosed
 	EventAuthorisationAdjustment = eventAuthorisationAdjustment
 	EventCancelOrRefund          = eventCancelOrRefund
+	EventCancellation            = "CANCELLATION"
 	StateIdentifyShopper         = stateIdentifyShopper
 )

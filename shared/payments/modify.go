@@ -126,9 +126,9 @@ func (s *Service) run(ctx context.Context, c *Call, psp string, op operation) (M
 
 // reserve writes operation e's request on payment psp: the entry, its
 // fact and its contribution, guarded by expect (why explains a failed
-// guard). It returns the entry to call with: e, written now, or as given
-// when an earlier attempt of the same request wrote it (it may have been
-// sent: the call is repeated under the same key).
+// guard). It returns the entry to call with: e, written now, or the one
+// an earlier attempt of the same request wrote (it may have been sent: the
+// call is repeated under the same key).
 func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, expect Expect,
 	why func(h Head) error) (Entry, error) {
 	if psp == "" || len(psp) > maxPSPReference || IsPendingKey(psp) {
@@ -154,7 +154,13 @@ func (s *Service) reserve(ctx context.Context, c *Call, psp string, e Entry, exp
 			return Entry{}, storeError(err)
 		}
 		if len(stored) > 0 {
-			return e, nil // this request, written by an earlier attempt
+			// This request, written by an earlier attempt: the call repeated
+			// is the one first written (a reversal decided again could
+			// differ), unless its answer merged it already.
+			if stored[0].Requested != nil {
+				return stored[0], nil
+			}
+			return e, nil
 		}
 		if !expect.Meets(h) {
 			if err := why(h); err != nil {

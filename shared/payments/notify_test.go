@@ -527,6 +527,9 @@ func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 }
 
+// TestReversalOutcomes: a reversal is the platform's cancel (nothing
+// captured: CANCELLATION) or a refund of what was captured (REFUND, in
+// flight until it arrives), never /reversals (every payment has splits).
 func TestReversalOutcomes(t *testing.T) {
 	// Cancel via the API, confirmed.
 	f := newFixture(t)
@@ -534,7 +537,7 @@ func TestReversalOutcomes(t *testing.T) {
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "true", 1000, map[string]string{"modification.action": "cancel"}))
+	f.mustApply(item(payments.EventCancellation, "MOD0000000000001", psp, "true", 1000, nil))
 	f.check(want{payments.StateCancelled, 1000, 0, 0, 1})
 
 	// Cancel via the API, failed: back to authorised.
@@ -543,27 +546,36 @@ func TestReversalOutcomes(t *testing.T) {
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)
 	}
-	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"}))
+	f.mustApply(item(payments.EventCancellation, "MOD0000000000001", psp, "false", 1000, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 
-	// Refund via the API after a capture, failed: back to captured.
-	f = newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.capture(1000); err != nil {
-		t.Fatal(err)
+	// Refund via the API after a capture: in flight until its REFUND;
+	// failed, back to captured; confirmed, refunded.
+	for _, ok := range []string{"false", "true"} {
+		f = newFixture(t)
+		f.advancedPayment("Authorised")
+		if _, err := f.capture(1000); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.reverse(); err != nil {
+			t.Fatal(err)
+		}
+		if v := f.payment().View(); v.Refundable != 0 || v.Capturable != 0 {
+			t.Fatalf("refund in flight: %+v", v)
+		}
+		f.mustApply(item(payments.EventRefund, "MOD0000000000002", psp, ok, 1000, nil))
+		if ok == "true" {
+			f.check(want{payments.StateRefunded, 1000, 1000, 1000, 1})
+		} else {
+			f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
+		}
 	}
-	if _, err := f.reverse(); err != nil {
-		t.Fatal(err)
-	}
-	f.check(want{payments.StateRefunded, 1000, 1000, 1000, 0})
-	f.mustApply(item(payments.EventCancelOrRefund, "MOD0000000000002", psp, "false", 1000, map[string]string{"modification.action": "refund"}))
-	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 
-	// A reversal failure overtaking the call's answer: the answer merges
+	// A cancel failure overtaking the call's answer: the answer merges
 	// into it, and the payment is authorised again.
 	f = newFixture(t)
 	f.advancedPayment("Authorised")
-	failed := item(payments.EventCancelOrRefund, "MOD0000000000001", psp, "false", 1000, map[string]string{"modification.action": "cancel"})
+	failed := item(payments.EventCancellation, "MOD0000000000001", psp, "false", 1000, nil)
 	f.up.during = func(string) { f.mustApply(failed) }
 	if _, err := f.reverse(); err != nil {
 		t.Fatal(err)

@@ -310,13 +310,25 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 				return f.svc.Refund(f.ctx, c, psp, refundOf(250))
 			},
 			notice: func(mod string) payments.Notification { return item(payments.EventRefund, mod, psp, "true", 250, nil) }},
-		{kind: "reversal",
+		// A reversal of an uncaptured payment is the platform's cancel
+		// (counted as one), of a captured one a refund.
+		{kind: "cancel",
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
 			},
 			notice: func(mod string) payments.Notification {
-				return item(payments.EventCancelOrRefund, mod, psp, "true", 1000, map[string]string{"modification.action": "cancel"})
+				return item(payments.EventCancellation, mod, psp, "true", 1000, nil)
 			}},
+		{kind: "refund",
+			first: func(f *fixture) {
+				if _, err := f.capture(1000); err != nil {
+					f.t.Fatal(err)
+				}
+			},
+			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
+				return f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
+			},
+			notice: func(mod string) payments.Notification { return item(payments.EventRefund, mod, psp, "true", 1000, nil) }},
 		{kind: "amount-update",
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.UpdateAmount(f.ctx, c, psp, payments.AmountUpdateInput{Amount: eur(1500)})
@@ -388,7 +400,7 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 // inFlight reports an operation of head h in flight.
 func inFlight(h payments.Head) bool {
 	t := h.Totals
-	return t.CapturesInFlight != 0 || t.RefundsInFlight != 0 || t.ReversalsInFlight != 0 || t.AmountUpdatesInFlight != 0
+	return t.CapturesInFlight != 0 || t.RefundsInFlight != 0 || t.ReversalsInFlight != 0 || t.AmountUpdatesInFlight != 0 || t.CancelsInFlight != 0
 }
 
 // factKinds lists a timeline's kinds and origins, sorted.

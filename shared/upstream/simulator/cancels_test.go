@@ -68,3 +68,36 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("%d cancels requests", e.sim.Requests("cancels"))
 	}
 }
+
+// TestReversalRefusedWithSplits: as the platform documents, /reversals is
+// not for payments with split data (nor several partial captures): 422,
+// nothing reversed.
+func TestReversalRefusedWithSplits(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	req := paymentReq(1000, cardMethod("4111111111111111", "737", ""))
+	req.Splits = []upstream.Split{
+		{Account: "BA_MERCHANT", Amount: &upstream.SplitAmount{Value: 970}, Type: "BalanceAccount", Reference: "s1"},
+		{Account: "BA_PLATFORM", Amount: &upstream.SplitAmount{Value: 30}, Type: "Commission", Reference: "s2"},
+	}
+	r, err := e.client.Payments(ctx, req, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.client.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, "")
+	if err == nil || apiErr(t, err).HTTPStatus != 422 {
+		t.Fatalf("reversal of a split payment: %v, want 422", err)
+	}
+	if p, _ := e.sim.Payment(r.PSPReference); p.State != StateAuthorised {
+		t.Fatalf("state %s", p.State)
+	}
+	twice := e.pay(t, 1000, "").PSPReference
+	for _, v := range []int64{300, 300} {
+		if _, err := e.client.Capture(ctx, twice, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(v)}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.client.Reverse(ctx, twice, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); err == nil {
+		t.Fatal("reversal after two partial captures accepted")
+	}
+}

@@ -192,6 +192,17 @@ func lineItemsRule(p *payment, in modificationIn, amount money.Amount, what stri
 	return nil
 }
 
+// successfulCaptures counts p's accepted captures.
+func successfulCaptures(p *payment) int {
+	n := 0
+	for _, m := range p.Modifications {
+		if m.Kind == ModCapture && m.Success {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *Simulator) updateCaptureState(p *payment) {
 	switch {
 	case p.Captured == 0:
@@ -209,6 +220,13 @@ func (s *Simulator) handleReversal(_ context.Context, c *call) result {
 		return errorResult(e)
 	}
 	defer s.mu.Unlock()
+	// The platform: "Do not use the /payments/{paymentPspReference}/reversals
+	// endpoint for payments that involve multiple partial captures [or]
+	// split data" (docs.adyen.com/online-payments/reversal).
+	if len(p.Splits) > 0 || successfulCaptures(p) > 1 {
+		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount,
+			stateError("Reversal not allowed: the payment has split data or several partial captures (use /cancels or /refunds)"))
+	}
 	switch p.State {
 	case StateAuthorised, StatePartiallyCaptured, StateCaptured, StateReceived, StatePending:
 	case StateCancelled, StateRefunded:
