@@ -175,7 +175,10 @@ func TestReadmeQuickStart(t *testing.T) {
 	ports := strings.NewReplacer("127.0.0.1:3000", addr, "127.0.0.1:4000", nobody)
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PAYSVC_") {
+		// A newcomer's terminal: no PAYSVC_ settings, and not inside a
+		// make (make test's MAKELEVEL would have make run print
+		// "Entering directory").
+		if !strings.HasPrefix(kv, "PAYSVC_") && !strings.HasPrefix(kv, "MAKELEVEL=") && !strings.HasPrefix(kv, "MAKEFLAGS=") && !strings.HasPrefix(kv, "MFLAGS=") {
 			env = append(env, kv)
 		}
 	}
