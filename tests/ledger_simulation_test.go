@@ -518,10 +518,18 @@ func (s *simRun) pay() {
 // upstream call.
 func (s *simRun) schedule() []*simOp {
 	n := 6 + s.rng.IntN(7)
-	reversal, cancel := s.rng.IntN(4) == 0, s.rng.IntN(4) == 0
 	updates := 0 // a pre-authorisation's first operations update its amount (before anything is captured)
 	if s.preAuth {
 		updates = 1 + s.rng.IntN(3)
+	}
+	reversal, cancel := s.rng.IntN(4) == 0, s.rng.IntN(4) == 0
+	// A reversal comes last, or first (after the amount updates) one time
+	// in two: first it is mostly accepted (a cancel), last mostly refused
+	// (part of the authorisation still capturable) or, after a cancel, a
+	// refund of what was captured.
+	reversalAt := n - 1 - s.rng.IntN(3)
+	if s.rng.IntN(2) == 0 {
+		reversalAt = updates
 	}
 	var ops []*simOp
 	for i := range n {
@@ -529,7 +537,7 @@ func (s *simRun) schedule() []*simOp {
 		switch r := s.rng.IntN(100); {
 		case i < updates:
 			o.kind, o.amount = "amount-updates", 50000+s.rng.Int64N(100001)
-		case reversal && i == n-1-s.rng.IntN(3) && !slices.ContainsFunc(ops, func(o *simOp) bool { return o.kind == "reversals" }):
+		case reversal && i == reversalAt:
 			o.kind = "reversals"
 		case cancel && i >= updates && i == n-1-s.rng.IntN(5) && !slices.ContainsFunc(ops, func(o *simOp) bool { return o.kind == "cancels" }):
 			o.kind = "cancels"

@@ -119,7 +119,6 @@ var rowToRequest = []checkedRow{
 	{"notification AUTHORISATION (receiver)", "notification " + "AUTHORISATION", false, ""},
 	{"notification CAPTURE (receiver)", "notification " + "CAPTURE", false, ""},
 	{"notification REFUND (receiver)", "notification " + "REFUND", false, ""},
-	{"notification CANCEL_OR_REFUND (receiver)", "notification " + "CANCEL_OR_REFUND", false, ""},
 	{"notification AUTHORISATION_ADJUSTMENT (receiver)", "notification " + "AUTHORISATION_ADJUSTMENT", false, ""},
 	{"webhook delivery attempt (dispatcher)", capacity.ReqAttempts, false, ""},
 	{failedAttemptRow, capacity.ReqAttemptsFailed, false, ""},

@@ -267,8 +267,7 @@ type task struct {
 	i       int   // the payment's number
 }
 
-var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund, upstream.EventAuthorisationAdjustment,
-	upstream.EventCancelOrRefund}
+var eventCodes = []string{upstream.EventAuthorisation, upstream.EventCapture, upstream.EventRefund, upstream.EventAuthorisationAdjustment}
 
 // Indexes in eventCodes.
 const (
@@ -276,7 +275,6 @@ const (
 	codeCapture
 	codeRefund
 	codeAdjustment
-	codeCancelOrRefund // a reversal's (the platform's answer to /reversals)
 )
 
 // Run replays m and meters it: each request's DynamoDB calls are those
@@ -570,7 +568,7 @@ func (r *replay) run(s int, t task) error {
 	case kCapture:
 		r.operation(s, t.i, ReqCaptures, codeCapture)
 	case kRefund:
-		r.operation(s, t.i, ReqReversals, codeCancelOrRefund)
+		r.operation(s, t.i, ReqReversals, codeRefund) // a captured payment's reversal is a refund
 	case kAttempt:
 		r.attempt(s, t)
 	case kAmountUpdate:
