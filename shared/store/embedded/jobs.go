@@ -25,10 +25,7 @@ func (s *Store) PutJob(ctx context.Context, j localqueue.StoredJob) error {
 	}
 	j.Due, j.CreatedAt = j.Due.UTC(), j.CreatedAt.UTC()
 	err := s.update(ctx, func(tx *bolt.Tx) error { return putJob(tx, j) })
-	if err != nil {
-		return fmt.Errorf("embedded: put job %q: %w", j.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put job %q", j.ID)
 }
 
 // putJob is PutJob in tx (times in UTC).
@@ -46,7 +43,7 @@ func putJob(tx *bolt.Tx, j localqueue.StoredJob) error {
 		}
 		return putJSON(dead, []byte(j.ID), j)
 	}
-	key := indexKey(timeKey(j.Due), j.ID)
+	key := compositeKey(timeKey(j.Due), j.ID)
 	if err := index.Put([]byte(j.ID), key); err != nil {
 		return err
 	}
@@ -62,10 +59,7 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 		}
 		return removeJob(jobs, dead, index, id)
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: delete job %q: %w", id, err)
-	}
-	return nil
+	return wrapErr(err, "delete job %q", id)
 }
 
 // jobs returns the jobs of bucket bkt in key order, at most limit (<= 0:
@@ -111,7 +105,7 @@ func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, 
 		if b == nil {
 			return nil
 		}
-		k, v := b.Cursor().Seek([]byte(indexKey(timeKey(after.Add(time.Nanosecond)), "")))
+		k, v := b.Cursor().Seek([]byte(compositeKey(timeKey(after.Add(time.Nanosecond)), "")))
 		if k == nil {
 			return nil
 		}

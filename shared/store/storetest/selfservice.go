@@ -147,14 +147,7 @@ func testDeliveryPages(t *testing.T, s DeliveryPages) {
 	}
 	check := func(status webhooks.Status, limit int, want string) {
 		t.Helper()
-		var got string
-		for range 50 { // gsi reads may lag a write briefly
-			if got = pagesOf(status, limit); got == want {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		same(t, got, want, fmt.Sprintf("pages of %q deliveries, limit %d", status, limit))
+		eventually(t, want, fmt.Sprintf("pages of %q deliveries, limit %d", status, limit), func() string { return pagesOf(status, limit) })
 	}
 	check(webhooks.StatusFailed, 2, "[[msg_04 msg_02] [msg_01]]")
 	check("", 4, "[[msg_05 msg_04 msg_03 msg_02] [msg_01 msg_00]]")

@@ -95,6 +95,20 @@ func same[T any](t *testing.T, got, want T, what string) {
 	}
 }
 
+// eventually fails the test unless got returns want within 50 tries 10 ms
+// apart (lists read from DynamoDB's indexes may lag a write briefly).
+func eventually[T any](t *testing.T, want T, what string, got func() T) {
+	t.Helper()
+	var g T
+	for range 50 {
+		if g = got(); reflect.DeepEqual(g, want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	same(t, g, want, what)
+}
+
 // sameTime fails the test unless got is the same instant as want and in UTC.
 func sameTime(t *testing.T, got, want time.Time, what string) {
 	t.Helper()
