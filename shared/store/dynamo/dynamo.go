@@ -269,11 +269,19 @@ func getRecord[R, D any](ctx context.Context, s *Store, pk, sk string, to func(R
 // record R with to, sorted by id (nil: in the query's order); errors name
 // what, formatted with args.
 func listRecords[R, D any](ctx context.Context, s *Store, in *dynamodb.QueryInput, to func(R) D, id func(D) string, what string, args ...any) ([]D, error) {
-	recs, err := queryData[R](ctx, s, in)
-	if err != nil {
-		return nil, wrapErr(err, what, args...)
+	in.TableName = aws.String(s.table)
+	out := []D{}
+	for pages := dynamodb.NewQueryPaginator(s.client, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		var ds []D
+		if err == nil {
+			ds, err = decodeAll(page.Items, to)
+		}
+		if err != nil {
+			return nil, wrapErr(err, what, args...)
+		}
+		out = append(out, ds...)
 	}
-	out := records.Convert(recs, to)
 	if id != nil {
 		slices.SortFunc(out, func(a, b D) int { return strings.Compare(id(a), id(b)) })
 	}
@@ -305,27 +313,6 @@ func wrapErr(err error, what string, args ...any) error {
 func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue) error {
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
 	return err
-}
-
-// queryData runs a query to the end and decodes every item's JSON record.
-func queryData[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]T, error) {
-	in.TableName = aws.String(s.table)
-	out := []T{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range page.Items {
-			v, err := decodeData[T](item)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
 
 // partitionQuery queries the items of partition pk whose sort key starts

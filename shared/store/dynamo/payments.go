@@ -335,18 +335,14 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		if err := checkSize(it); err != nil {
 			return nil, err
 		}
-		put := &types.Put{TableName: aws.String(s.table), Item: it,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-		if w.Put.Version == 1 {
-			// An expired head still stored is deleted first (purgeExpired).
-			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-			put.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-		} else {
-			put.ConditionExpression = aws.String("#v = :prev AND " + condLive)
-			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion, "#ttl": attrTTL}
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(w.Put.Version - 1), ":now": ttlOf(s.clock.Now())}
+		// A new head: an expired one still stored is deleted first
+		// (purgeExpired); else the head read, not past its retention.
+		cond, names, values := versionCondition(w.Put.Version - 1)
+		if w.Put.Version != 1 {
+			cond = aws.String(*cond + " AND " + condLive)
+			names["#ttl"], values[":now"] = attrTTL, ttlOf(s.clock.Now())
 		}
-		items = append(items, types.TransactWriteItem{Put: put})
+		items = append(items, condPut(s.table, it, cond, names, values))
 		if t := headTTL(*w.Put); t != nil {
 			ttl = t
 		}
@@ -363,9 +359,7 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 			return nil, err
 		}
 		cond, names, values := versionCondition(e.Version - 1)
-		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: it,
-			ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}})
+		items = append(items, condPut(s.table, it, cond, names, values))
 	}
 	for _, f := range w.Facts {
 		it, err := FactItem(w.PSP, f, ttl)

@@ -35,12 +35,9 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	}
 	item, err := MerchantItem(m)
 	if err == nil {
+		cond, names, _ := versionCondition(0) // absent
 		_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
-			{Put: &types.Put{TableName: aws.String(s.table), Item: ShardsItem(m.ID, newShards), ConditionExpression: aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
-		}})
+			condPut(s.table, item, cond, names, nil), condPut(s.table, ShardsItem(m.ID, newShards), cond, names, nil)}})
 		if transactionConditionFailed(err) { // it exists: replaced, its counts kept
 			err = s.putItem(ctx, item)
 		}
@@ -111,18 +108,8 @@ func (s *Store) writeAPIKey(ctx context.Context, k tenant.APIKey, cond string, n
 	if err != nil {
 		return err
 	}
-	put := func(item map[string]types.AttributeValue) types.TransactWriteItem {
-		return types.TransactWriteItem{Put: &types.Put{
-			TableName:                           aws.String(s.table),
-			Item:                                item,
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{put(byHash), put(byOwner)},
-	})
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		condPut(s.table, byHash, aws.String(cond), names, nil), condPut(s.table, byOwner, aws.String(cond), names, nil)}})
 	if transactionConditionFailed(err) {
 		if wroteItems(err, byHash, byOwner) {
 			return nil

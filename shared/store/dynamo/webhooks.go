@@ -274,6 +274,14 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 	return ctx.Err()
 }
 
+// condPut is the transaction's put of item conditional on cond, the
+// stored item sent back when cond fails.
+func condPut(table string, item map[string]types.AttributeValue, cond *string, names map[string]string, values map[string]types.AttributeValue) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item, ConditionExpression: cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+}
+
 // versionCondition is the condition of a versioned write: the item is
 // absent (prev 0) or its stored version is prev.
 func versionCondition(prev int64) (expr *string, names map[string]string, values map[string]types.AttributeValue) {

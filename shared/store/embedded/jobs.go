@@ -63,8 +63,9 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 }
 
 // jobs returns the jobs of bucket bkt in key order, at most limit (<= 0:
-// all), up to the first that past says is past the end (nil: none is).
-func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(localqueue.StoredJob) bool) ([]localqueue.StoredJob, error) {
+// all), up to the first that past says is past the end (nil: none is);
+// errors name what.
+func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(localqueue.StoredJob) bool, what string) ([]localqueue.StoredJob, error) {
 	out := []localqueue.StoredJob{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bkt)
@@ -84,16 +85,15 @@ func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(local
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, wrapErr(err, what)
+	}
+	return out, nil
 }
 
 // DueJobs returns live jobs due at or before now, earliest first.
 func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int) ([]localqueue.StoredJob, error) {
-	out, err := s.jobs(ctx, bktQueueJobs, limit, func(j localqueue.StoredJob) bool { return j.Due.After(now) })
-	if err != nil {
-		return nil, fmt.Errorf("embedded: due jobs: %w", err)
-	}
-	return out, nil
+	return s.jobs(ctx, bktQueueJobs, limit, func(j localqueue.StoredJob) bool { return j.Due.After(now) }, "due jobs")
 }
 
 // NextDue returns the due time of the earliest live job due after after.
@@ -124,11 +124,7 @@ func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, 
 
 // DeadJobs returns dead letters in id order.
 func (s *Store) DeadJobs(ctx context.Context, limit int) ([]localqueue.StoredJob, error) {
-	out, err := s.jobs(ctx, bktQueueDead, limit, nil)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: dead jobs: %w", err)
-	}
-	return out, nil
+	return s.jobs(ctx, bktQueueDead, limit, nil, "dead jobs")
 }
 
 // jobBuckets returns the queue's buckets, creating them if needed.

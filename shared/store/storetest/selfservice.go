@@ -121,13 +121,7 @@ func testDeliveryPages(t *testing.T, s DeliveryPages) {
 		noErr(t, s.SaveDelivery(ctx, delivery(name("msg", i), "m_a", epoch().Add(time.Duration(i)*time.Second)), 0), "create")
 	}
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_other", "m_b", epoch().Add(time.Hour)), 0), "create other merchant's")
-	for _, i := range []int{1, 2, 4} {
-		_, err := webhooks.MutateDelivery(ctx, s, name("msg", i), func(d *webhooks.Delivery) error {
-			d.Status = webhooks.StatusFailed
-			return nil
-		})
-		noErr(t, err, "fail "+name("msg", i))
-	}
+	failDeliveries(t, s, 1, 2, 4)
 	idOf := func(d webhooks.Delivery) string { return d.ID }
 	pagesOf := func(status webhooks.Status, limit int) string {
 		t.Helper()

@@ -61,6 +61,20 @@ func RunAll(t *testing.T, newStores Factory[Stores]) {
 	})
 }
 
+// testCase is one named check of a port's contract, run on a fresh store.
+type testCase[S any] struct {
+	name string
+	run  func(t *testing.T, s S)
+}
+
+// runCases runs each case as a subtest on a store from newStore.
+func runCases[S any](t *testing.T, newStore Factory[S], cases []testCase[S]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
+	}
+}
+
 // epoch is the fixed instant every test starts from. It carries nanoseconds
 // so that adapters which truncate time are caught.
 func epoch() time.Time { return time.Date(2025, time.March, 14, 9, 26, 53, 589793238, time.UTC) }

@@ -104,10 +104,7 @@ func testCommitItem(t *testing.T, s WebhookStores) {
 // updaters lose nothing), listed per payment oldest first, times in UTC.
 func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s notifications.EventStore)
-	}{
+	runCases(t, newStore, []testCase[notifications.EventStore]{
 		{"NotFound", testEventNotFound},
 		{"CreateOnceRoundTrip", testEventCreateOnce},
 		{"OptimisticVersion", testEventVersion},
@@ -115,10 +112,7 @@ func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 		{"ListByPayment", testEventListByPayment},
 		{"ListUnroutable", testEventListUnroutable},
 		{"ListAccountLevel", testEventListAccount},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 func event(id, psp string, at time.Time) notifications.Event {
@@ -244,20 +238,14 @@ func testEventListByPayment(t *testing.T, s notifications.EventStore) {
 // and status newest first (moving between statuses), times in UTC.
 func TestDeliveryStore(t *testing.T, newStore Factory[webhooks.DeliveryStore]) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s webhooks.DeliveryStore)
-	}{
+	runCases(t, newStore, []testCase[webhooks.DeliveryStore]{
 		{"NotFound", testDeliveryNotFound},
 		{"CreateOnceRoundTrip", testDeliveryCreateOnce},
 		{"AttemptHistoryRoundTrip", testDeliveryHistory},
 		{"OptimisticVersion", testDeliveryVersion},
 		{"ConcurrentUpdatersLoseNothing", testDeliveryConcurrent},
 		{"ListByMerchantAndStatus", testDeliveryList},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 func delivery(id, merchant string, at time.Time) webhooks.Delivery {
@@ -368,13 +356,7 @@ func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
 	}
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_other", "m_b", epoch()), 0), "create other merchant's")
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_prefix", "m_a2", epoch()), 0), "create prefix merchant's")
-	for _, i := range []int{1, 3} {
-		_, err := webhooks.MutateDelivery(ctx, s, name("msg", i), func(d *webhooks.Delivery) error {
-			d.Status = webhooks.StatusFailed
-			return nil
-		})
-		noErr(t, err, "fail "+name("msg", i))
-	}
+	failDeliveries(t, s, 1, 3)
 	idOf := func(d webhooks.Delivery) string { return d.ID }
 	check := func(status webhooks.Status, limit int, want ...string) {
 		t.Helper()
@@ -401,6 +383,18 @@ func listedEvents(t *testing.T, s notifications.EventStore, status notifications
 		noErr(t, err, "ListEvents")
 		return fmt.Sprint(ids(got, func(e notifications.Event) string { return e.ID }))
 	})
+}
+
+// failDeliveries moves deliveries msg_<i> to failed.
+func failDeliveries(t *testing.T, s webhooks.DeliveryStore, is ...int) {
+	t.Helper()
+	for _, i := range is {
+		_, err := webhooks.MutateDelivery(context.Background(), s, name("msg", i), func(d *webhooks.Delivery) error {
+			d.Status = webhooks.StatusFailed
+			return nil
+		})
+		noErr(t, err, "fail "+name("msg", i))
+	}
 }
 
 // isConflict reports a storeerr.ErrConflict.
