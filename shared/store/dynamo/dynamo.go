@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -252,31 +253,66 @@ func getData[T any](ctx context.Context, s *Store, pk, sk string) (T, error) {
 	return decodeData[T](item)
 }
 
+// getRecord reads the JSON record R of item pk/sk (strongly consistent;
+// storeerr.ErrNotFound if absent) and converts it with to; errors name
+// what, formatted with args.
+func getRecord[R, D any](ctx context.Context, s *Store, pk, sk string, to func(R) D, what string, args ...any) (D, error) {
+	rec, err := getData[R](ctx, s, pk, sk)
+	if err != nil {
+		var zero D
+		return zero, wrapErr(err, what, args...)
+	}
+	return to(rec), nil
+}
+
+// listRecords runs query in to the end and converts every item's JSON
+// record R with to, sorted by id (nil: in the query's order); errors name
+// what, formatted with args.
+func listRecords[R, D any](ctx context.Context, s *Store, in *dynamodb.QueryInput, to func(R) D, id func(D) string, what string, args ...any) ([]D, error) {
+	in.TableName = aws.String(s.table)
+	out := []D{}
+	for pages := dynamodb.NewQueryPaginator(s.client, in); pages.HasMorePages(); {
+		page, err := pages.NextPage(ctx)
+		var ds []D
+		if err == nil {
+			ds, err = decodeAll(page.Items, to)
+		}
+		if err != nil {
+			return nil, wrapErr(err, what, args...)
+		}
+		out = append(out, ds...)
+	}
+	if id != nil {
+		slices.SortFunc(out, func(a, b D) int { return strings.Compare(id(a), id(b)) })
+	}
+	return out, nil
+}
+
+// decodeAll decodes the JSON record R of every item and converts it with to.
+func decodeAll[R, D any](items []map[string]types.AttributeValue, to func(R) D) ([]D, error) {
+	out := make([]D, 0, len(items))
+	for _, it := range items {
+		rec, err := decodeData[R](it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, to(rec))
+	}
+	return out, nil
+}
+
+// wrapErr is err (nil stays nil) in the words of what, formatted with args.
+func wrapErr(err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("dynamo: "+what+": %w", append(args, err)...)
+}
+
 // putItem writes an item unconditionally.
 func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValue) error {
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
 	return err
-}
-
-// queryData runs a query to the end and decodes every item's JSON record.
-func queryData[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput) ([]T, error) {
-	in.TableName = aws.String(s.table)
-	out := []T{}
-	pages := dynamodb.NewQueryPaginator(s.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range page.Items {
-			v, err := decodeData[T](item)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
 
 // partitionQuery queries the items of partition pk whose sort key starts
@@ -340,6 +376,20 @@ func wroteItems(err error, want ...map[string]types.AttributeValue) bool {
 		}
 	}
 	return true
+}
+
+// failedOn returns the stored item a failed condition met: old, the
+// values DynamoDB sent back, or when it sent none the item pk/sk read now
+// (nil: there is none).
+func (s *Store) failedOn(ctx context.Context, old map[string]types.AttributeValue, pk, sk string) (map[string]types.AttributeValue, error) {
+	if len(old) > 0 {
+		return old, nil
+	}
+	it, err := s.getItem(ctx, pk, sk)
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return nil, nil
+	}
+	return it, err
 }
 
 // itemOr returns item, or when it is nil the stored item pk/sk read now

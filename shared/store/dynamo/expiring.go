@@ -3,15 +3,9 @@ package dynamo
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // The expiry index (docs/expiry.md): a payment HEAD whose authorisation
@@ -29,11 +23,7 @@ const (
 )
 
 // ExpiryPartition is the gsi2 partition of payment psp's expiry entry.
-func ExpiryPartition(psp string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(psp))
-	return pfxExpiry + strconv.Itoa(int(h.Sum32()%ExpiryShards))
-}
+func ExpiryPartition(psp string) string { return pfxExpiry + strconv.Itoa(shardOf(psp, ExpiryShards)) }
 
 // setExpiryIndex puts head item it of payment psp in the expiry index when
 // its authorisation expires at `at` (ok).
@@ -47,28 +37,12 @@ func setExpiryIndex(it Item, psp string, at time.Time, ok bool) {
 // before `before`, soonest first: one Query per shard, merged. The index
 // is eventually consistent: the scheduler re-reads each head.
 func (s *Store) Expiring(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	var sks []string
-	for shard := range ExpiryShards {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                aws.String(s.table),
-			IndexName:                aws.String(indexGSI2),
-			KeyConditionExpression:   aws.String("#pk = :pk AND #sk < :before"),
-			ExpressionAttributeNames: map[string]string{"#pk": attrGSI2PK, "#sk": attrGSI2SK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(pfxExpiry + strconv.Itoa(shard)), ":before": str(sortTime(before))},
-			ProjectionExpression: aws.String("#pk, #sk"),
-			Limit:                aws.Int32(int32(limit)),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: expiring authorisations: %w", err)
-		}
-		for _, it := range out.Items {
-			sks = append(sks, getS(it, attrGSI2SK))
-		}
+	sks, err := s.oldestBefore(ctx, indexGSI2, attrGSI2PK, attrGSI2SK, pfxExpiry, ExpiryShards, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: expiring authorisations: %w", err)
 	}
-	sort.Strings(sks)
 	var psps []string
-	for _, sk := range sks[:min(limit, len(sks))] {
+	for _, sk := range sks {
 		if _, psp, ok := strings.Cut(sk, "#"); ok {
 			psps = append(psps, psp)
 		}

@@ -3,7 +3,6 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -73,14 +72,10 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 		if !failed {
 			return idempotency.Record{}, wrap(err)
 		}
-		if len(old) == 0 { // the old item was not returned: read it
-			old, err = s.getItem(ctx, idemPK(rec.Scope, rec.Key), skIdem)
-			if errors.Is(err, storeerr.ErrNotFound) {
-				continue // released meanwhile: claim again
-			}
-			if err != nil {
-				return idempotency.Record{}, wrap(err)
-			}
+		if old, err = s.failedOn(ctx, old, idemPK(rec.Scope, rec.Key), skIdem); err != nil {
+			return idempotency.Record{}, wrap(err)
+		} else if old == nil {
+			continue // released meanwhile: claim again
 		}
 		existing, err := decodeRecord(old)
 		if err != nil {

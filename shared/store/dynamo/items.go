@@ -255,7 +255,7 @@ func ListedItem(e notifications.Event, shards int) (Item, error) {
 	if e.ID == "" {
 		return nil, errEmpty("id")
 	}
-	it, err := dataItem(ListedPartition(e.Status, e.ID, shards), unroutableSK(e), records.FromEvent(e))
+	it, err := dataItem(ListedPartition(e.Status, shardOf(e.ID, shards)), unroutableSK(e), records.FromEvent(e))
 	if err != nil {
 		return nil, err
 	}
@@ -263,15 +263,10 @@ func ListedItem(e notifications.Event, shards int) (Item, error) {
 	return it, nil
 }
 
-// ListedPartition is the partition of event id in status's list:
+// ListedPartition is shard number shard of status's list:
 // UNROUTABLE#EVENT#<shard> (or ACCOUNT#EVENT#<shard> for an account-level
-// event), shard = FNV-1a(id) mod shards.
-func ListedPartition(status notifications.EventStatus, eventID string, shards int) string {
-	return ListedShardPartition(status, shardOf(eventID, shards))
-}
-
-// ListedShardPartition is shard number shard of status's list.
-func ListedShardPartition(status notifications.EventStatus, shard int) string {
+// event); an event's shard is FNV-1a(id) mod the shard count (shardOf).
+func ListedPartition(status notifications.EventStatus, shard int) string {
 	if status == notifications.EventAccount {
 		return pkAccount + "#" + strconv.Itoa(shard)
 	}
@@ -378,7 +373,3 @@ func SubscriptionItem(sub tenant.Subscription) (Item, error) {
 // APIKeyItems are the two items of an API key: by hash and under its
 // merchant.
 func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) { return apiKeyItems(k) }
-
-// InFlightPartition is the gsi1 partition of payment psp's operations in
-// flight (INFLIGHT#<shard>).
-func InFlightPartition(psp string) string { return inFlightPartition(psp) }

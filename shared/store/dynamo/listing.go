@@ -223,18 +223,8 @@ func (s *Store) deliveryEntries(ctx context.Context, merchantID string, shards i
 	return s.readPage(ctx, listing{
 		shards: shards,
 		query: func(shard int) *dynamodb.QueryInput {
-			in := &dynamodb.QueryInput{
-				IndexName:                 aws.String(indexGSI2),
-				KeyConditionExpression:    aws.String("#pk = :pk"),
-				ExpressionAttributeNames:  map[string]string{"#pk": attrGSI2PK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(DeliveryShardPartition(merchantID, shard))},
-				ScanIndexForward:          aws.Bool(false),
-			}
-			if below != "" {
-				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :below")
-				in.ExpressionAttributeNames["#sk"] = attrGSI2SK
-				in.ExpressionAttributeValues[":below"] = str(below)
-			}
+			in := newestBelow(attrGSI2PK, attrGSI2SK, DeliveryShardPartition(merchantID, shard), below)
+			in.IndexName = aws.String(indexGSI2)
 			if status != "" {
 				in.FilterExpression = aws.String("#st = :st")
 				in.ExpressionAttributeNames["#st"] = attrStatus
@@ -245,6 +235,23 @@ func (s *Store) deliveryEntries(ctx context.Context, merchantID string, shards i
 		sortKey:     attrGSI2SK,
 		newestFirst: true,
 	}, limit)
+}
+
+// newestBelow queries partition pk (attribute pkAttr) newest first below
+// the sort key below (attribute skAttr; "": from the newest).
+func newestBelow(pkAttr, skAttr, pk, below string) *dynamodb.QueryInput {
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": pkAttr},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
+		ScanIndexForward:          aws.Bool(false),
+	}
+	if below != "" {
+		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :below")
+		in.ExpressionAttributeNames["#sk"] = skAttr
+		in.ExpressionAttributeValues[":below"] = str(below)
+	}
+	return in
 }
 
 // batchGet reads the table items of index entries (strongly consistent),

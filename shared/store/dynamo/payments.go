@@ -130,7 +130,7 @@ func EntryItem(psp string, e payments.Entry, ttl types.AttributeValue) (Item, er
 	}
 	it[attrVersion], it[attrWriteToken] = num(e.Version), str(writeTokenPlaceholder)
 	if e.Recoverable() { // in gsi1 while it awaits its answer: InFlight
-		it[attrGSI1PK] = str(inFlightPartition(psp))
+		it[attrGSI1PK] = str(InFlightPartition(psp))
 		it[attrGSI1SK] = str(sortTime(e.Requested.At) + "#" + psp + "#" + e.Ref)
 	}
 	setTTL(it, ttl)
@@ -228,16 +228,12 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 	out, err := s.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
 		s.table: {Keys: keys, ConsistentRead: aws.Bool(true)},
 	}})
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
-	}
 	var es []payments.Entry
-	for _, it := range out.Responses[s.table] {
-		r, err := decodeData[records.Entry](it)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: get entries of payment %q: %w", psp, err)
-		}
-		es = append(es, r.ToEntry())
+	if err == nil && len(out.Responses[s.table]) > 0 {
+		es, err = decodeAll(out.Responses[s.table], records.Entry.ToEntry)
+	}
+	if err != nil {
+		return nil, wrapErr(err, "get entries of payment %q", psp)
 	}
 	return es, nil
 }
@@ -247,14 +243,8 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 // limit+1 items.
 func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
 	pk := pfxPayment + psp
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(s.table),
-		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :f)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":f": str(skFact)},
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(int32(limit + 1)),
-	}
+	in := partitionQuery(pk, skFact)
+	in.TableName, in.Limit = aws.String(s.table), aws.Int32(int32(limit+1))
 	if cursor != "" {
 		if !strings.HasPrefix(cursor, skFact) {
 			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: bad cursor", psp)
@@ -265,18 +255,13 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
 	}
-	facts := make([]payments.Fact, 0, len(out.Items))
-	next := ""
-	for i, it := range out.Items {
-		if i == limit {
-			next = getS(out.Items[i-1], attrSK)
-			break
-		}
-		r, err := decodeData[records.Fact](it)
-		if err != nil {
-			return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
-		}
-		facts = append(facts, r.ToFact())
+	items, next := out.Items, ""
+	if len(items) > limit {
+		items, next = items[:limit], getS(items[limit-1], attrSK)
+	}
+	facts, err := decodeAll(items, records.Fact.ToFact)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamo: timeline of payment %q: %w", psp, err)
 	}
 	return facts, next, nil
 }
@@ -350,18 +335,14 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		if err := checkSize(it); err != nil {
 			return nil, err
 		}
-		put := &types.Put{TableName: aws.String(s.table), Item: it,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-		if w.Put.Version == 1 {
-			// An expired head still stored is deleted first (purgeExpired).
-			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-			put.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-		} else {
-			put.ConditionExpression = aws.String("#v = :prev AND " + condLive)
-			put.ExpressionAttributeNames = map[string]string{"#v": attrVersion, "#ttl": attrTTL}
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(w.Put.Version - 1), ":now": ttlOf(s.clock.Now())}
+		// A new head: an expired one still stored is deleted first
+		// (purgeExpired); else the head read, not past its retention.
+		cond, names, values := versionCondition(w.Put.Version - 1)
+		if w.Put.Version != 1 {
+			cond = aws.String(*cond + " AND " + condLive)
+			names["#ttl"], values[":now"] = attrTTL, ttlOf(s.clock.Now())
 		}
-		items = append(items, types.TransactWriteItem{Put: put})
+		items = append(items, condPut(s.table, it, cond, names, values))
 		if t := headTTL(*w.Put); t != nil {
 			ttl = t
 		}
@@ -377,17 +358,8 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		if err := checkSize(it); err != nil {
 			return nil, err
 		}
-		put := &types.Put{TableName: aws.String(s.table), Item: it,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-		put.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#v": attrVersion}
-		if e.Version == 1 {
-			put.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-			delete(put.ExpressionAttributeNames, "#v")
-		} else {
-			put.ConditionExpression = aws.String("attribute_exists(#pk) AND #v = :prev")
-			put.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(e.Version - 1)}
-		}
-		items = append(items, types.TransactWriteItem{Put: put})
+		cond, names, values := versionCondition(e.Version - 1)
+		items = append(items, condPut(s.table, it, cond, names, values))
 	}
 	for _, f := range w.Facts {
 		it, err := FactItem(w.PSP, f, ttl)

@@ -9,8 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/yp/paysvc/shared/storeerr"
 )
 
 // Key parts of rate-limit items (see doc.go).
@@ -71,14 +69,10 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 		if !failed {
 			return false, wrap(err)
 		}
-		if len(old) == 0 { // the old item was not returned: read it
-			old, err = s.getItem(ctx, pfxRate+bucket, skWindow)
-			if errors.Is(err, storeerr.ErrNotFound) {
-				continue // deleted meanwhile: count again
-			}
-			if err != nil {
-				return false, wrap(err)
-			}
+		if old, err = s.failedOn(ctx, old, pfxRate+bucket, skWindow); err != nil {
+			return false, wrap(err)
+		} else if old == nil {
+			continue // deleted meanwhile: count again
 		}
 		if getS(old, attrWriteToken) == token {
 			return true, nil // this call's count (or restart) had landed

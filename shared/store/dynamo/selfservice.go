@@ -47,10 +47,7 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	if err != nil {
 		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, err)
 	}
-	if err := s.putItem(ctx, item); err != nil {
-		return fmt.Errorf("dynamo: put merchant event %q of %q: %w", e.ID, e.MerchantID, err)
-	}
-	return nil
+	return wrapErr(s.putItem(ctx, item), "put merchant event %q of %q", e.ID, e.MerchantID)
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first:
@@ -65,21 +62,15 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 	if err != nil {
 		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
 	}
+	below := ""
+	if q.After != nil {
+		below = eventLogSK(sortTime(q.After.CreatedAt), q.After.ID)
+	}
 	l := listing{
 		shards: shards.Events,
 		query: func(shard int) *dynamodb.QueryInput {
-			in := &dynamodb.QueryInput{
-				KeyConditionExpression:    aws.String("#pk = :pk"),
-				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(EventLogShardPartition(merchantID, shard))},
-				ScanIndexForward:          aws.Bool(false),
-				ConsistentRead:            aws.Bool(true),
-			}
-			if q.After != nil {
-				in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :after")
-				in.ExpressionAttributeNames["#sk"] = attrSK
-				in.ExpressionAttributeValues[":after"] = str(eventLogSK(sortTime(q.After.CreatedAt), q.After.ID))
-			}
+			in := newestBelow(attrPK, attrSK, EventLogShardPartition(merchantID, shard), below)
+			in.ConsistentRead = aws.Bool(true)
 			return in
 		},
 		sortKey:     attrSK,
@@ -92,16 +83,12 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 		}
 	}
 	page, err := s.readPage(ctx, l, max(q.Limit, 1))
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
+	var out []notifications.MerchantEvent
+	if err == nil {
+		out, err = decodeAll(page, records.MerchantEvent.ToMerchantEvent)
 	}
-	out := make([]notifications.MerchantEvent, 0, len(page))
-	for _, item := range page {
-		rec, err := decodeData[records.MerchantEvent](item)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: list events of %q: %w", merchantID, err)
-		}
-		out = append(out, rec.ToMerchantEvent())
+	if err != nil {
+		return nil, wrapErr(err, "list events of %q", merchantID)
 	}
 	return notifications.NewestFirst(out, q.Limit), nil
 }
@@ -112,8 +99,5 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 // (listDeliveries).
 func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
 	ds, err := s.listDeliveries(ctx, merchantID, q.Status, q.After, q.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
-	}
-	return ds, nil
+	return ds, wrapErr(err, "list deliveries of %q", merchantID)
 }

@@ -22,22 +22,15 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put session %q: %w", sess.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put session %q", sess.ID)
 }
 
 // GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	rec, err := getData[records.Session](ctx, s, pfxSession+id, skMeta)
-	sess := rec.ToSession()
+	sess, err := getRecord(ctx, s, pfxSession+id, skMeta, records.Session.ToSession, "get session %q", id)
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = storeerr.ErrNotFound
+		return payments.Session{}, wrapErr(storeerr.ErrNotFound, "get session %q", id)
 	}
-	if err != nil {
-		return payments.Session{}, fmt.Errorf("dynamo: get session %q: %w", id, err)
-	}
-	return sess, nil
+	return sess, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,42 +35,26 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	}
 	item, err := MerchantItem(m)
 	if err == nil {
+		cond, names, _ := versionCondition(0) // absent
 		_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{TableName: aws.String(s.table), Item: item, ConditionExpression: aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
-			{Put: &types.Put{TableName: aws.String(s.table), Item: ShardsItem(m.ID, newShards), ConditionExpression: aws.String("attribute_not_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK}}},
-		}})
+			condPut(s.table, item, cond, names, nil), condPut(s.table, ShardsItem(m.ID, newShards), cond, names, nil)}})
 		if transactionConditionFailed(err) { // it exists: replaced, its counts kept
 			err = s.putItem(ctx, item)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put merchant %q: %w", m.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put merchant %q", m.ID)
 }
 
 // GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
-	rec, err := getData[records.Merchant](ctx, s, pfxMerchant+id, skMeta)
-	m := rec.ToMerchant()
-	if err != nil {
-		return tenant.Merchant{}, fmt.Errorf("dynamo: get merchant %q: %w", id, err)
-	}
-	return m, nil
+	return getRecord(ctx, s, pfxMerchant+id, skMeta, records.Merchant.ToMerchant, "get merchant %q", id)
 }
 
 // ListMerchants returns every merchant, sorted by ID. It reads gsi1, so a
 // merchant written a moment ago may be missing.
 func (s *Store) ListMerchants(ctx context.Context) ([]tenant.Merchant, error) {
-	recs, err := queryData[records.Merchant](ctx, s, indexQuery(gsiMerchants, pfxMerchant))
-	ms := records.Convert(recs, records.Merchant.ToMerchant)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list merchants: %w", err)
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
-	return ms, nil
+	return listRecords(ctx, s, indexQuery(gsiMerchants, pfxMerchant), records.Merchant.ToMerchant,
+		func(m tenant.Merchant) string { return m.ID }, "list merchants")
 }
 
 // PutSite creates or replaces a site.
@@ -86,32 +69,19 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put site %q: %w", site.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put site %q", site.ID)
 }
 
 // GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
-	rec, err := getData[records.Site](ctx, s, pfxSite+id, skMeta)
-	site := rec.ToSite()
-	if err != nil {
-		return tenant.Site{}, fmt.Errorf("dynamo: get site %q: %w", id, err)
-	}
-	return site, nil
+	return getRecord(ctx, s, pfxSite+id, skMeta, records.Site.ToSite, "get site %q", id)
 }
 
 // ListSites returns the merchant's sites, sorted by ID. It reads gsi1, so a
 // site written a moment ago may be missing.
 func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site, error) {
-	recs, err := queryData[records.Site](ctx, s, indexQuery(pfxMerchant+merchantID, pfxSite))
-	sites := records.Convert(recs, records.Site.ToSite)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list sites of merchant %q: %w", merchantID, err)
-	}
-	sort.Slice(sites, func(i, j int) bool { return sites[i].ID < sites[j].ID })
-	return sites, nil
+	return listRecords(ctx, s, indexQuery(pfxMerchant+merchantID, pfxSite), records.Site.ToSite,
+		func(x tenant.Site) string { return x.ID }, "list sites of merchant %q", merchantID)
 }
 
 // apiKeyItems returns the two items of a key: by hash and under its merchant.
@@ -138,18 +108,8 @@ func (s *Store) writeAPIKey(ctx context.Context, k tenant.APIKey, cond string, n
 	if err != nil {
 		return err
 	}
-	put := func(item map[string]types.AttributeValue) types.TransactWriteItem {
-		return types.TransactWriteItem{Put: &types.Put{
-			TableName:                           aws.String(s.table),
-			Item:                                item,
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}}
-	}
-	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{put(byHash), put(byOwner)},
-	})
+	_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		condPut(s.table, byHash, aws.String(cond), names, nil), condPut(s.table, byOwner, aws.String(cond), names, nil)}})
 	if transactionConditionFailed(err) {
 		if wroteItems(err, byHash, byOwner) {
 			return nil
@@ -171,32 +131,19 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		return fmt.Errorf("dynamo: create api key %q: %w", k.ID, errEmpty("merchant id"))
 	}
 	err := s.writeAPIKey(ctx, k, "attribute_not_exists(#pk)", map[string]string{"#pk": attrPK})
-	if err != nil {
-		return fmt.Errorf("dynamo: create api key %q of merchant %q: %w", k.ID, k.MerchantID, err)
-	}
-	return nil
+	return wrapErr(err, "create api key %q of merchant %q", k.ID, k.MerchantID)
 }
 
 // GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
-	rec, err := getData[records.APIKey](ctx, s, pfxAPIKey+hash, skMeta)
-	k := rec.ToAPIKey()
-	if err != nil {
-		// The hash identifies a secret: keep it out of errors and logs.
-		return tenant.APIKey{}, fmt.Errorf("dynamo: get api key by hash: %w", err)
-	}
-	return k, nil
+	// The hash identifies a secret: keep it out of errors and logs.
+	return getRecord(ctx, s, pfxAPIKey+hash, skMeta, records.APIKey.ToAPIKey, "get api key by hash")
 }
 
 // ListAPIKeys returns the merchant's keys (revoked ones included), sorted by ID.
 func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.APIKey, error) {
-	recs, err := queryData[records.APIKey](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxKeyRef))
-	keys := records.Convert(recs, records.APIKey.ToAPIKey)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list api keys of merchant %q: %w", merchantID, err)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].ID < keys[j].ID })
-	return keys, nil
+	return listRecords(ctx, s, partitionQuery(pfxMerchant+merchantID, pfxKeyRef), records.APIKey.ToAPIKey,
+		func(k tenant.APIKey) string { return k.ID }, "list api keys of merchant %q", merchantID)
 }
 
 // RevokeAPIKey marks the merchant's key revoked at `at`, in both its items.
@@ -220,10 +167,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at t
 			break // done, or failed; on conflict someone else wrote: look again
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: revoke api key %q of merchant %q: %w", keyID, merchantID, err)
-	}
-	return nil
+	return wrapErr(err, "revoke api key %q of merchant %q", keyID, merchantID)
 }
 
 // PutSubscription creates or replaces a merchant's webhook subscription.
@@ -238,29 +182,17 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	if err == nil {
 		err = s.putItem(ctx, item)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: put subscription %q of merchant %q: %w", sub.ID, sub.MerchantID, err)
-	}
-	return nil
+	return wrapErr(err, "put subscription %q of merchant %q", sub.ID, sub.MerchantID)
 }
 
 // GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
-	rec, err := getData[records.Subscription](ctx, s, pfxMerchant+merchantID, pfxSub+id)
-	sub := rec.ToSubscription()
-	if err != nil {
-		return tenant.Subscription{}, fmt.Errorf("dynamo: get subscription %q of merchant %q: %w", id, merchantID, err)
-	}
-	return sub, nil
+	return getRecord(ctx, s, pfxMerchant+merchantID, pfxSub+id, records.Subscription.ToSubscription,
+		"get subscription %q of merchant %q", id, merchantID)
 }
 
 // ListSubscriptions returns the merchant's subscriptions, sorted by ID.
 func (s *Store) ListSubscriptions(ctx context.Context, merchantID string) ([]tenant.Subscription, error) {
-	recs, err := queryData[records.Subscription](ctx, s, partitionQuery(pfxMerchant+merchantID, pfxSub))
-	subs := records.Convert(recs, records.Subscription.ToSubscription)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list subscriptions of merchant %q: %w", merchantID, err)
-	}
-	sort.Slice(subs, func(i, j int) bool { return subs[i].ID < subs[j].ID })
-	return subs, nil
+	return listRecords(ctx, s, partitionQuery(pfxMerchant+merchantID, pfxSub), records.Subscription.ToSubscription,
+		func(x tenant.Subscription) string { return x.ID }, "list subscriptions of merchant %q", merchantID)
 }

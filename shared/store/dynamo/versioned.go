@@ -85,8 +85,7 @@ func versionedWrite(table string, item map[string]types.AttributeValue, prev int
 	created := maps.Clone(item)
 	created[versionSlot(v)] = str(versionStamp(v, token))
 	cond, names, _ := versionCondition(0)
-	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: created, ConditionExpression: cond,
-		ExpressionAttributeNames: names, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+	return condPut(table, created, cond, names, nil)
 }
 
 // putVersioned writes item conditionally on the stored version being prev

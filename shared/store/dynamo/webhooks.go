@@ -59,11 +59,7 @@ func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 // GetEvent returns a notification event (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
-	rec, err := getData[records.Notification](ctx, s, pfxEvent+id, skRecord)
-	if err != nil {
-		return notifications.Event{}, fmt.Errorf("dynamo: get event %q: %w", id, err)
-	}
-	return rec.ToEvent(), nil
+	return getRecord(ctx, s, pfxEvent+id, skRecord, records.Notification.ToEvent, "get event %q", id)
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
@@ -92,10 +88,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	} else {
 		err = s.saveListed(ctx, e, item, prevVersion)
 	}
-	if err != nil {
-		return fmt.Errorf("dynamo: save event %q (version %d): %w", e.ID, prevVersion, err)
-	}
-	return nil
+	return wrapErr(err, "save event %q (version %d)", e.ID, prevVersion)
 }
 
 // CommitItem writes a processed notification item (notifications.ItemCommit)
@@ -133,7 +126,7 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 	return nil
 }
 
-// Keys of the listed events' entries (their shards: ListedPartition):
+// Keys of the listed events' entries (their partitions: ListedPartition):
 // the unroutable list and the account-level one.
 const (
 	pkUnroutable = "UNROUTABLE#EVENT"
@@ -151,7 +144,7 @@ func (s *Store) saveListed(ctx context.Context, e notifications.Event, item map[
 	writes := []types.TransactWriteItem{versionedWrite(s.table, item, prev, token)}
 	if e.UnroutableAt != nil && e.Status != notifications.EventUnroutable {
 		writes = append(writes, types.TransactWriteItem{Delete: &types.Delete{TableName: aws.String(s.table),
-			Key: itemKey(ListedPartition(notifications.EventUnroutable, e.ID, s.unroutable), unroutableSK(e))}})
+			Key: itemKey(ListedPartition(notifications.EventUnroutable, shardOf(e.ID, s.unroutable)), unroutableSK(e))}})
 	}
 	if e.Status == notifications.EventUnroutable || e.Status == notifications.EventAccount {
 		listed, err := ListedItem(e, s.unroutable)
@@ -189,44 +182,30 @@ func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus
 			return &dynamodb.QueryInput{
 				KeyConditionExpression:    aws.String("#pk = :pk"),
 				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(ListedShardPartition(status, shard))},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(ListedPartition(status, shard))},
 				ConsistentRead:            aws.Bool(true),
 			}
 		},
 		sortKey: attrSK,
 	}, limit)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list %s events: %w", status, err)
+	var out []notifications.Event
+	if err == nil {
+		out, err = decodeAll(page, records.Notification.ToEvent)
 	}
-	out := make([]notifications.Event, 0, len(page))
-	for _, item := range page {
-		rec, err := decodeData[records.Notification](item)
-		if err != nil {
-			return nil, fmt.Errorf("dynamo: list %s events: %w", status, err)
-		}
-		out = append(out, rec.ToEvent())
-	}
-	return out, nil
+	return out, wrapErr(err, "list %s events", status)
 }
 
 // ListPaymentEvents returns the events of payment psp, oldest first
 // (gsi1, eventually consistent).
 func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {
-	recs, err := queryData[records.Notification](ctx, s, indexQuery(pfxPaymentEvents+psp, pfxEvent))
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list events of payment %q: %w", psp, err)
-	}
-	return records.Convert(recs, records.Notification.ToEvent), nil
+	return listRecords(ctx, s, indexQuery(pfxPaymentEvents+psp, pfxEvent), records.Notification.ToEvent, nil,
+		"list events of payment %q", psp)
 }
 
 // GetDelivery returns a webhook delivery (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
-	rec, err := getData[records.Delivery](ctx, s, pfxDelivery+id, skRecord)
-	if err != nil {
-		return webhooks.Delivery{}, fmt.Errorf("dynamo: get delivery %q: %w", id, err)
-	}
-	return rec.ToDelivery(), nil
+	return getRecord(ctx, s, pfxDelivery+id, skRecord, records.Delivery.ToDelivery, "get delivery %q", id)
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: absent).
@@ -250,10 +229,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
 	}
-	if err := s.putVersioned(ctx, item, prevVersion); err != nil {
-		return fmt.Errorf("dynamo: save delivery %q (version %d): %w", d.ID, prevVersion, err)
-	}
-	return nil
+	return wrapErr(s.putVersioned(ctx, item, prevVersion), "save delivery %q (version %d)", d.ID, prevVersion)
 }
 
 // ListDeliveries returns the merchant's deliveries in status (all when
@@ -262,10 +238,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 // consistent).
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
 	ds, err := s.listDeliveries(ctx, merchantID, status, nil, limit)
-	if err != nil {
-		return nil, fmt.Errorf("dynamo: list deliveries of %q: %w", merchantID, err)
-	}
-	return ds, nil
+	return ds, wrapErr(err, "list deliveries of %q", merchantID)
 }
 
 // scatterParallel bounds the concurrent requests of one listing page: every
@@ -299,6 +272,14 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 		return err
 	}
 	return ctx.Err()
+}
+
+// condPut is the transaction's put of item conditional on cond, the
+// stored item sent back when cond fails.
+func condPut(table string, item map[string]types.AttributeValue, cond *string, names map[string]string, values map[string]types.AttributeValue) types.TransactWriteItem {
+	return types.TransactWriteItem{Put: &types.Put{TableName: aws.String(table), Item: item, ConditionExpression: cond,
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
 }
 
 // versionCondition is the condition of a versioned write: the item is

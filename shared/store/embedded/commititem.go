@@ -28,7 +28,6 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 			return fmt.Errorf("embedded: commit item %q: new delivery %q must have version 1", e.ID, d.ID)
 		}
 	}
-	e = utcEvent(e)
 	now := s.clock.Now()
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		if err := saveEvent(tx, e, c.PrevEventVersion); err != nil {
@@ -45,14 +44,11 @@ func (s *Store) CommitItem(ctx context.Context, c notifications.ItemCommit) erro
 			}
 		}
 		for _, d := range c.Deliveries {
-			if _, _, err := saveDelivery(tx, utcDelivery(d), 0, true); err != nil {
+			if err := saveDelivery(tx, d, 0, true); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: commit item %q (version %d): %w", e.ID, c.PrevEventVersion, err)
-	}
-	return nil
+	return wrapErr(err, "commit item %q (version %d)", e.ID, c.PrevEventVersion)
 }

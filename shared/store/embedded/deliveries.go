@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -16,18 +15,7 @@ var _ webhooks.DeliveryStore = (*Store)(nil)
 
 // GetDelivery returns a webhook delivery, or storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
-	var rec records.Delivery
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktDeliveries)
-		if b == nil {
-			return storeerr.ErrNotFound
-		}
-		return mustGet(b, []byte(id), &rec)
-	})
-	if err != nil {
-		return webhooks.Delivery{}, fmt.Errorf("embedded: get delivery %q: %w", id, err)
-	}
-	return rec.ToDelivery(), nil
+	return getRecord(ctx, s, bktDeliveries, []byte(id), records.Delivery.ToDelivery, "get delivery %q", id)
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: no
@@ -42,58 +30,62 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	case d.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save delivery %q: version %d must be previous version %d + 1", d.ID, d.Version, prevVersion)
 	}
-	d = records.FromDelivery(d).ToDelivery() // times in UTC
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		_, _, err := saveDelivery(tx, d, prevVersion, false)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: save delivery %q (version %d): %w", d.ID, prevVersion, err)
-	}
-	return nil
+	err := s.update(ctx, func(tx *bolt.Tx) error { return saveDelivery(tx, d, prevVersion, false) })
+	return wrapErr(err, "save delivery %q (version %d)", d.ID, prevVersion)
 }
 
-// saveDelivery is SaveDelivery in tx (d in UTC). With ifAbsent, a stored
-// delivery when prevVersion is 0 is no conflict: nothing is written and
-// the stored record is returned (found true).
-func saveDelivery(tx *bolt.Tx, d webhooks.Delivery, prevVersion int64, ifAbsent bool) (cur webhooks.Delivery, found bool, _ error) {
-	b, err := writeBucket(tx, bktDeliveries)
+// saveDelivery is SaveDelivery in tx (saveVersioned).
+func saveDelivery(tx *bolt.Tx, d webhooks.Delivery, prevVersion int64, ifAbsent bool) error {
+	return saveVersioned(tx, bktDeliveries, bktDeliveriesByMerch, d.ID, records.FromDelivery(d), prevVersion, ifAbsent,
+		func(r records.Delivery) int64 { return r.Version }, deliveryIndexKey)
+}
+
+// saveVersioned puts rec, the stored form of record id of bucket bkt, if
+// the stored version is prev (0: none may be stored; with ifAbsent a
+// stored one is then no conflict and is left as it is), else
+// storeerr.ErrConflict; its entry in index bucket idx (indexKey) moves
+// with it.
+func saveVersioned[R any](tx *bolt.Tx, bkt, idx, id string, rec R, prev int64, ifAbsent bool,
+	version func(R) int64, indexKey func(R) []byte) error {
+	b, err := writeBucket(tx, bkt)
 	if err != nil {
-		return cur, false, err
+		return err
 	}
-	idx, err := writeBucket(tx, bktDeliveriesByMerch)
+	ix, err := writeBucket(tx, idx)
 	if err != nil {
-		return cur, false, err
+		return err
 	}
-	var stored records.Delivery
-	found, err = getJSON(b, []byte(d.ID), &stored)
-	if err != nil {
-		return cur, found, err
-	}
-	cur = stored.ToDelivery()
-	if ifAbsent && prevVersion == 0 && found {
-		return cur, true, nil
-	}
-	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-		return cur, found, storeerr.ErrConflict
+	var stored R
+	found, err := getJSON(b, []byte(id), &stored)
+	switch {
+	case err != nil:
+		return err
+	case ifAbsent && prev == 0 && found:
+		return nil
+	case prev == 0 && found, prev != 0 && (!found || version(stored) != prev):
+		return storeerr.ErrConflict
 	}
 	if found {
-		if err := idx.Delete(deliveryIndexKey(cur)); err != nil {
-			return cur, found, err
+		if err := ix.Delete(indexKey(stored)); err != nil {
+			return err
 		}
 	}
-	if err := idx.Put(deliveryIndexKey(d), nil); err != nil {
-		return cur, found, err
+	if err := ix.Put(indexKey(rec), nil); err != nil {
+		return err
 	}
-	return cur, found, putJSON(b, []byte(d.ID), records.FromDelivery(d))
+	return putJSON(b, []byte(id), rec)
 }
-
-// utcDelivery returns d with every time in UTC, as it is stored.
-func utcDelivery(d webhooks.Delivery) webhooks.Delivery { return records.FromDelivery(d).ToDelivery() }
 
 // ListDeliveries returns the merchant's deliveries in status (all when
 // ""), newest first, at most limit (limit <= 0: all).
 func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status webhooks.Status, limit int) ([]webhooks.Delivery, error) {
+	return s.deliveries(ctx, merchantID, status, nil, limit)
+}
+
+// deliveries returns the merchant's deliveries in status (every status
+// when ""), newest first below after (nil: from the newest), at most limit
+// (<= 0: all): the per-merchant index read backwards, status by status.
+func (s *Store) deliveries(ctx context.Context, merchantID string, status webhooks.Status, after *webhooks.DeliveryCursor, limit int) ([]webhooks.Delivery, error) {
 	statuses := []webhooks.Status{status}
 	if status == "" {
 		statuses = webhooks.Statuses
@@ -105,15 +97,23 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 			return nil
 		}
 		for _, st := range statuses {
-			prefix := indexKey(merchantID, string(st), "")
-			c := idx.Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-				id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
+			prefix := compositeKey(merchantID, string(st), "")
+			var from []byte
+			if after != nil {
+				from = compositeKey(merchantID, string(st), timeKey(after.CreatedAt), after.ID)
+			}
+			n := 0
+			err := scanBack(idx.Cursor(), prefix, from, func(k, _ []byte) (bool, error) {
 				var rec records.Delivery
-				if err := mustGet(b, id, &rec); err != nil {
-					return fmt.Errorf("index entry %q: %w", k, err)
+				if err := mustGet(b, k[len(prefix)+9:], &rec); err != nil { // uvarint(8) + 8-byte time, then the id
+					return false, fmt.Errorf("index entry %q: %w", k, err)
 				}
 				out = append(out, rec.ToDelivery())
+				n++
+				return limit <= 0 || n < limit, nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		return nil
@@ -124,7 +124,7 @@ func (s *Store) ListDeliveries(ctx context.Context, merchantID string, status we
 	return webhooks.NewestFirst(out, limit), nil
 }
 
-// deliveryIndexKey is d's entry in the per-merchant index.
-func deliveryIndexKey(d webhooks.Delivery) []byte {
-	return indexKey(d.MerchantID, string(d.Status), timeKey(d.CreatedAt), d.ID)
+// deliveryIndexKey is a delivery's entry in the per-merchant index.
+func deliveryIndexKey(r records.Delivery) []byte {
+	return compositeKey(r.MerchantID, r.Status, timeKey(r.CreatedAt), r.ID)
 }

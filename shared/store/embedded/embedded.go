@@ -80,9 +80,6 @@ func bucketNames() []string {
 	}
 }
 
-// bucket returns the named bucket, created by Open.
-func bucket(tx *bolt.Tx, name string) *bolt.Bucket { return tx.Bucket([]byte(name)) }
-
 // Compile-time checks that Store implements every port.
 var (
 	_ tenant.Store      = (*Store)(nil)
@@ -241,10 +238,10 @@ var sweepKinds = []sweepKind{
 			return deletePrefix(tx, prefixOf(string(key)), bktEntries, bktFacts, bktFactIDs)
 		}},
 	{bucket: bktEvents, expires: expiresAt(func(e records.Notification) time.Time { return e.ReceivedAt.Add(store.EventRetention) }),
-		also: deleteIndexEntry(bktEventsByPayment, func(r records.Notification) []byte { return eventIndexKey(r.ToEvent()) })},
+		also: deleteIndexEntry(bktEventsByPayment, eventIndexKey)},
 	{bucket: bktMerchantEvents, expires: expiresAt(func(e records.MerchantEvent) time.Time { return e.CreatedAt.Add(store.EventRetention) })},
 	{bucket: bktDeliveries, expires: expiresAt(func(d records.Delivery) time.Time { return d.CreatedAt.Add(store.DeliveryRetention) }),
-		also: deleteIndexEntry(bktDeliveriesByMerch, func(r records.Delivery) []byte { return deliveryIndexKey(r.ToDelivery()) })},
+		also: deleteIndexEntry(bktDeliveriesByMerch, deliveryIndexKey)},
 	{bucket: bktQueueDead, expires: expiresAt(func(j localqueue.StoredJob) time.Time { return j.CreatedAt.Add(store.DeadJobRetention) }),
 		also: func(tx *bolt.Tx, key, _ []byte) error {
 			if idx := readBucket(tx, bktQueueJobIndex); idx != nil {
@@ -262,7 +259,7 @@ func deletePrefix(tx *bolt.Tx, prefix []byte, buckets ...string) error {
 			continue
 		}
 		c := b.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 			if err := b.Delete(k); err != nil {
 				return err
 			}
@@ -379,8 +376,11 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 // record's JSON.
 func listJSON[T any](b *bolt.Bucket, prefix []byte, resolve func(k, v []byte) []byte) ([]T, error) {
 	out := []T{}
+	if b == nil {
+		return out, nil // never written
+	}
 	c := b.Cursor()
-	for k, v := c.Seek(prefix); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		if resolve != nil {
 			v = resolve(k, v)
 			if v == nil {
@@ -394,10 +394,6 @@ func listJSON[T any](b *bolt.Bucket, prefix []byte, resolve func(k, v []byte) []
 		out = append(out, x)
 	}
 	return out, nil
-}
-
-func hasPrefix(b, prefix []byte) bool {
-	return len(b) >= len(prefix) && string(b[:len(prefix)]) == string(prefix)
 }
 
 // view runs fn in a read-only transaction after checking ctx.
@@ -416,8 +412,61 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// wrapErr is err (nil stays nil) in the words of what, formatted with args.
+func wrapErr(err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("embedded: "+what+": %w", append(args, err)...)
+}
+
 // errEmpty reports a missing identifier.
 func errEmpty(field string) error { return fmt.Errorf("empty %s", field) }
+
+// getRecord reads the stored R at bkt[key] (storeerr.ErrNotFound when
+// absent) and converts it with to; errors name what, formatted with args.
+func getRecord[R, D any](ctx context.Context, s *Store, bkt string, key []byte, to func(R) D, what string, args ...any) (D, error) {
+	var rec R
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		b := readBucket(tx, bkt)
+		if b == nil {
+			return storeerr.ErrNotFound
+		}
+		return mustGet(b, key, &rec)
+	})
+	if err != nil {
+		var zero D
+		return zero, wrapErr(err, what, args...)
+	}
+	return to(rec), nil
+}
+
+// putRecord stores rec at bkt[key] in its own transaction; errors name
+// what, formatted with args.
+func putRecord(ctx context.Context, s *Store, bkt string, key []byte, rec any, what string, args ...any) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error { return putJSON(readBucket(tx, bkt), key, rec) })
+	return wrapErr(err, what, args...)
+}
+
+// listRecords is listJSON of the stored Rs in bkt (resolve: see listJSON,
+// given the transaction), converted with to; errors name what, formatted
+// with args.
+func listRecords[R, D any](ctx context.Context, s *Store, bkt string, prefix []byte, resolve func(tx *bolt.Tx) func(k, v []byte) []byte, to func(R) D, what string, args ...any) ([]D, error) {
+	var out []R
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		var r func(k, v []byte) []byte
+		if resolve != nil {
+			r = resolve(tx)
+		}
+		var err error
+		out, err = listJSON[R](readBucket(tx, bkt), prefix, r)
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr(err, what, args...)
+	}
+	return records.Convert(out, to), nil
+}
 
 // mustGet decodes b[key] into v, or returns storeerr.ErrNotFound.
 func mustGet(b *bolt.Bucket, key []byte, v any) error {

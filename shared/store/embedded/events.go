@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,25 +10,13 @@ import (
 
 	"github.com/yp/paysvc/shared/notifications"
 	"github.com/yp/paysvc/shared/store/internal/records"
-	"github.com/yp/paysvc/shared/storeerr"
 )
 
 var _ notifications.EventStore = (*Store)(nil)
 
 // GetEvent returns a notification event, or storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
-	var rec records.Notification
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		b := readBucket(tx, bktEvents)
-		if b == nil {
-			return storeerr.ErrNotFound
-		}
-		return mustGet(b, []byte(id), &rec)
-	})
-	if err != nil {
-		return notifications.Event{}, fmt.Errorf("embedded: get event %q: %w", id, err)
-	}
-	return rec.ToEvent(), nil
+	return getRecord(ctx, s, bktEvents, []byte(id), records.Notification.ToEvent, "get event %q", id)
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: no event may
@@ -41,71 +28,23 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("embedded: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	e = utcEvent(e)
 	err := s.update(ctx, func(tx *bolt.Tx) error { return saveEvent(tx, e, prevVersion) })
-	if err != nil {
-		return fmt.Errorf("embedded: save event %q (version %d): %w", e.ID, prevVersion, err)
-	}
-	return nil
+	return wrapErr(err, "save event %q (version %d)", e.ID, prevVersion)
 }
 
-// saveEvent is SaveEvent in tx (e in UTC).
+// saveEvent is SaveEvent in tx (saveVersioned).
 func saveEvent(tx *bolt.Tx, e notifications.Event, prevVersion int64) error {
-	b, err := writeBucket(tx, bktEvents)
-	if err != nil {
-		return err
-	}
-	idx, err := writeBucket(tx, bktEventsByPayment)
-	if err != nil {
-		return err
-	}
-	var stored records.Notification
-	found, err := getJSON(b, []byte(e.ID), &stored)
-	if err != nil {
-		return err
-	}
-	cur := stored.ToEvent()
-	if (prevVersion == 0 && found) || (prevVersion != 0 && (!found || cur.Version != prevVersion)) {
-		return storeerr.ErrConflict
-	}
-	if found {
-		if err := idx.Delete(eventIndexKey(cur)); err != nil {
-			return err
-		}
-	}
-	if err := idx.Put(eventIndexKey(e), nil); err != nil {
-		return err
-	}
-	return putJSON(b, []byte(e.ID), records.FromEvent(e))
+	return saveVersioned(tx, bktEvents, bktEventsByPayment, e.ID, records.FromEvent(e), prevVersion, false,
+		func(r records.Notification) int64 { return r.Version }, eventIndexKey)
 }
-
-// utcEvent returns e with every time in UTC, as it is stored.
-func utcEvent(e notifications.Event) notifications.Event { return records.FromEvent(e).ToEvent() }
 
 // ListPaymentEvents returns the events of payment psp, oldest first.
 func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {
-	out := []notifications.Event{}
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		idx, b := readBucket(tx, bktEventsByPayment), readBucket(tx, bktEvents)
-		if idx == nil || b == nil {
-			return nil
-		}
-		prefix := indexKey(psp, "")
-		c := idx.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			id := k[len(prefix)+9:] // uvarint(8) + 8-byte time, then the id
-			var rec records.Notification
-			if err := mustGet(b, id, &rec); err != nil {
-				return fmt.Errorf("index entry %q: %w", k, err)
-			}
-			out = append(out, rec.ToEvent())
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list events of payment %q: %w", psp, err)
+	prefix := compositeKey(psp, "")
+	byID := func(tx *bolt.Tx) func(k, _ []byte) []byte {
+		return func(k, _ []byte) []byte { return readBucket(tx, bktEvents).Get(k[len(prefix)+9:]) } // uvarint(8) + 8-byte time, then the id
 	}
-	return out, nil
+	return listRecords(ctx, s, bktEventsByPayment, prefix, byID, records.Notification.ToEvent, "list events of payment %q", psp)
 }
 
 // ListEvents returns the events in status, oldest first, at most limit
@@ -145,7 +84,7 @@ func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus
 	return out, nil
 }
 
-// eventIndexKey is e's entry in the by-payment index.
-func eventIndexKey(e notifications.Event) []byte {
-	return indexKey(e.PaymentPSP, timeKey(e.ReceivedAt), e.ID)
+// eventIndexKey is an event's entry in the by-payment index.
+func eventIndexKey(r records.Notification) []byte {
+	return compositeKey(r.PaymentPSP, timeKey(r.ReceivedAt), r.ID)
 }

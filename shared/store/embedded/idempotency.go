@@ -67,7 +67,7 @@ func (s *Store) Claim(ctx context.Context, rec idempotency.Record, now time.Time
 	var cur records.Idempotency
 	var found bool
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		found, err = getJSON(bucket(tx, bktIdempotency), key, &cur)
+		found, err = getJSON(readBucket(tx, bktIdempotency), key, &cur)
 		return err
 	})
 	if err == nil && found && !claimable(cur.ToIdempotency(), now) {
@@ -107,7 +107,7 @@ func (s *Store) Complete(ctx context.Context, scope, key, leaseToken string, res
 	// Encoded before the transaction: the commit only puts it.
 	raw, err := s.completedRecord(k, leaseToken, resp, expiresAt)
 	if err == nil {
-		err = s.update(ctx, func(tx *bolt.Tx) error { return bucket(tx, bktIdempotency).Put(k, raw) })
+		err = s.update(ctx, func(tx *bolt.Tx) error { return readBucket(tx, bktIdempotency).Put(k, raw) })
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: complete idempotency key %q of %q: %w", key, scope, err)

@@ -25,10 +25,7 @@ func (s *Store) PutJob(ctx context.Context, j localqueue.StoredJob) error {
 	}
 	j.Due, j.CreatedAt = j.Due.UTC(), j.CreatedAt.UTC()
 	err := s.update(ctx, func(tx *bolt.Tx) error { return putJob(tx, j) })
-	if err != nil {
-		return fmt.Errorf("embedded: put job %q: %w", j.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put job %q", j.ID)
 }
 
 // putJob is PutJob in tx (times in UTC).
@@ -46,7 +43,7 @@ func putJob(tx *bolt.Tx, j localqueue.StoredJob) error {
 		}
 		return putJSON(dead, []byte(j.ID), j)
 	}
-	key := indexKey(timeKey(j.Due), j.ID)
+	key := compositeKey(timeKey(j.Due), j.ID)
 	if err := index.Put([]byte(j.ID), key); err != nil {
 		return err
 	}
@@ -62,15 +59,13 @@ func (s *Store) DeleteJob(ctx context.Context, id string) error {
 		}
 		return removeJob(jobs, dead, index, id)
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: delete job %q: %w", id, err)
-	}
-	return nil
+	return wrapErr(err, "delete job %q", id)
 }
 
 // jobs returns the jobs of bucket bkt in key order, at most limit (<= 0:
-// all), up to the first that past says is past the end (nil: none is).
-func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(localqueue.StoredJob) bool) ([]localqueue.StoredJob, error) {
+// all), up to the first that past says is past the end (nil: none is);
+// errors name what.
+func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(localqueue.StoredJob) bool, what string) ([]localqueue.StoredJob, error) {
 	out := []localqueue.StoredJob{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bkt)
@@ -90,16 +85,15 @@ func (s *Store) jobs(ctx context.Context, bkt string, limit int, past func(local
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, wrapErr(err, what)
+	}
+	return out, nil
 }
 
 // DueJobs returns live jobs due at or before now, earliest first.
 func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int) ([]localqueue.StoredJob, error) {
-	out, err := s.jobs(ctx, bktQueueJobs, limit, func(j localqueue.StoredJob) bool { return j.Due.After(now) })
-	if err != nil {
-		return nil, fmt.Errorf("embedded: due jobs: %w", err)
-	}
-	return out, nil
+	return s.jobs(ctx, bktQueueJobs, limit, func(j localqueue.StoredJob) bool { return j.Due.After(now) }, "due jobs")
 }
 
 // NextDue returns the due time of the earliest live job due after after.
@@ -111,7 +105,7 @@ func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, 
 		if b == nil {
 			return nil
 		}
-		k, v := b.Cursor().Seek([]byte(indexKey(timeKey(after.Add(time.Nanosecond)), "")))
+		k, v := b.Cursor().Seek([]byte(compositeKey(timeKey(after.Add(time.Nanosecond)), "")))
 		if k == nil {
 			return nil
 		}
@@ -130,11 +124,7 @@ func (s *Store) NextDue(ctx context.Context, after time.Time) (time.Time, bool, 
 
 // DeadJobs returns dead letters in id order.
 func (s *Store) DeadJobs(ctx context.Context, limit int) ([]localqueue.StoredJob, error) {
-	out, err := s.jobs(ctx, bktQueueDead, limit, nil)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: dead jobs: %w", err)
-	}
-	return out, nil
+	return s.jobs(ctx, bktQueueDead, limit, nil, "dead jobs")
 }
 
 // jobBuckets returns the queue's buckets, creating them if needed.

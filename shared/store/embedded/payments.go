@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -22,30 +23,17 @@ func (s *Store) PutSession(ctx context.Context, sess payments.Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("embedded: put session: %w", errEmpty("id"))
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktSessions), []byte(sess.ID), records.FromSession(sess))
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: put session %q: %w", sess.ID, err)
-	}
-	return nil
+	return putRecord(ctx, s, bktSessions, []byte(sess.ID), records.FromSession(sess), "put session %q", sess.ID)
 }
 
 // GetSession returns a session, or storeerr.ErrNotFound if it is unknown or
 // expired by the store's clock.
 func (s *Store) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	var rec records.Session
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSessions), []byte(id), &rec)
-	})
-	sess := rec.ToSession()
+	sess, err := getRecord(ctx, s, bktSessions, []byte(id), records.Session.ToSession, "get session %q", id)
 	if err == nil && !sess.ExpiresAt.After(s.clock.Now()) {
-		err = storeerr.ErrNotFound
+		return payments.Session{}, fmt.Errorf("embedded: get session %q: %w", id, storeerr.ErrNotFound)
 	}
-	if err != nil {
-		return payments.Session{}, fmt.Errorf("embedded: get session %q: %w", id, err)
-	}
-	return sess, nil
+	return sess, err
 }
 
 // A payment is a ledger (payments.Head, Entry, Fact) in four buckets:
@@ -70,7 +58,7 @@ const (
 // at now counts as absent.
 func readHead(tx *bolt.Tx, psp string, now time.Time) (head payments.Head, found bool, err error) {
 	var r records.PaymentHead
-	found, err = getJSON(bucket(tx, bktHeads), []byte(psp), &r)
+	found, err = getJSON(readBucket(tx, bktHeads), []byte(psp), &r)
 	if err != nil || !found || paymentExpired(r.CreatedAt, now) {
 		return payments.Head{}, false, err
 	}
@@ -125,7 +113,7 @@ func (s *Store) GetEntries(ctx context.Context, psp string, refs ...string) ([]p
 // readEntry reads entry ref of payment psp.
 func readEntry(tx *bolt.Tx, psp, ref string) (payments.Entry, bool, error) {
 	var r records.Entry
-	found, err := getJSON(bucket(tx, bktEntries), compositeKey(psp, ref), &r)
+	found, err := getJSON(readBucket(tx, bktEntries), compositeKey(psp, ref), &r)
 	return r.ToEntry(), found, err
 }
 
@@ -147,8 +135,8 @@ func (s *Store) Timeline(ctx context.Context, psp, cursor string, limit int) ([]
 		}
 		prefix := prefixOf(psp)
 		n := after
-		c := bucket(tx, bktFacts).Cursor()
-		for k, v := c.Seek(factKey(psp, after+1)); k != nil && hasPrefix(k, prefix); k, v = c.Next() {
+		c := readBucket(tx, bktFacts).Cursor()
+		for k, v := c.Seek(factKey(psp, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			if len(out) == limit {
 				next = strconv.FormatUint(n, 10)
 				break
@@ -186,7 +174,7 @@ func lastFact(b *bolt.Bucket, psp string) uint64 {
 	} else {
 		k, _ = c.Prev()
 	}
-	if prefix := prefixOf(psp); k != nil && hasPrefix(k, prefix) {
+	if prefix := prefixOf(psp); k != nil && bytes.HasPrefix(k, prefix) {
 		return factNumber(k, prefix)
 	}
 	return 0
@@ -234,29 +222,29 @@ func writeLedger(tx *bolt.Tx, w payments.Write, now time.Time) error {
 		}
 		index = append(index, indexChange{stored, e})
 	}
-	if err := indexInFlight(bucket(tx, bktInFlight), w.PSP, index); err != nil {
+	if err := indexInFlight(readBucket(tx, bktInFlight), w.PSP, index); err != nil {
 		return err
 	}
-	if err := indexExpiring(bucket(tx, bktExpiring), stored, found, head); err != nil {
+	if err := indexExpiring(readBucket(tx, bktExpiring), stored, found, head); err != nil {
 		return err
 	}
 	if err := putLedger(tx, w.PSP, w.Entries, w.Facts); err != nil {
 		return err
 	}
-	return putJSON(bucket(tx, bktHeads), []byte(w.PSP), records.FromHead(head))
+	return putJSON(readBucket(tx, bktHeads), []byte(w.PSP), records.FromHead(head))
 }
 
 // putLedger puts entries and the facts not stored yet of payment psp.
 func putLedger(tx *bolt.Tx, psp string, entries []payments.Entry, facts []payments.Fact) error {
 	for _, e := range entries {
-		if err := putJSON(bucket(tx, bktEntries), compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
+		if err := putJSON(readBucket(tx, bktEntries), compositeKey(psp, e.Ref), records.FromEntry(e)); err != nil {
 			return err
 		}
 	}
 	if len(facts) == 0 {
 		return nil
 	}
-	factsB, ids := bucket(tx, bktFacts), bucket(tx, bktFactIDs)
+	factsB, ids := readBucket(tx, bktFacts), readBucket(tx, bktFactIDs)
 	n := lastFact(factsB, psp)
 	for _, f := range facts {
 		id := compositeKey(psp, f.ID)
@@ -348,7 +336,7 @@ func (s *Store) Expiring(ctx context.Context, before time.Time, limit int) ([]st
 	var out []string
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
-		c := bucket(tx, bktExpiring).Cursor()
+		c := readBucket(tx, bktExpiring).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && len(k) > 8 && string(k[:8]) < string(end); k, _ = c.Next() {
 			psp := string(k[8:])
 			if _, found, err := readHead(tx, psp, now); err != nil {
@@ -373,7 +361,7 @@ func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]pa
 	var out []payments.OpRef
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		end := binary.BigEndian.AppendUint64(nil, uint64(before.UnixNano()))
-		c := bucket(tx, bktInFlight).Cursor()
+		c := readBucket(tx, bktInFlight).Cursor()
 		for k, _ := c.First(); k != nil && len(out) < limit && len(k) >= 8 && string(k[:8]) < string(end); k, _ = c.Next() {
 			psp, ref, ok := splitCompositeKey(k[8:])
 			if !ok {

@@ -14,7 +14,7 @@ import (
 )
 
 // bktMerchantEvents keeps merchants' event histories:
-// indexKey(merchant, timeKey(createdAt), id) → records.MerchantEvent; the
+// compositeKey(merchant, timeKey(createdAt), id) → records.MerchantEvent; the
 // sweep deletes an entry store.EventRetention after its creation.
 const bktMerchantEvents = "merchant_events"
 
@@ -27,10 +27,7 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 		return fmt.Errorf("embedded: put merchant event %q: %w", e.ID, errEmpty("merchantId"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error { return putMerchantEvent(tx, e) })
-	if err != nil {
-		return fmt.Errorf("embedded: put merchant event %q of %q: %w", e.ID, e.MerchantID, err)
-	}
-	return nil
+	return wrapErr(err, "put merchant event %q of %q", e.ID, e.MerchantID)
 }
 
 // putMerchantEvent is PutMerchantEvent in tx: e in its stored form.
@@ -45,16 +42,16 @@ func putMerchantEvent(tx *bolt.Tx, e notifications.MerchantEvent) error {
 
 // merchantEventKey is the key of a stored merchant event.
 func merchantEventKey(r records.MerchantEvent) []byte {
-	return indexKey(r.MerchantID, timeKey(r.CreatedAt), r.ID)
+	return compositeKey(r.MerchantID, timeKey(r.CreatedAt), r.ID)
 }
 
 // ListMerchantEvents returns a page of the merchant's events, newest first.
 func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q notifications.EventQuery) ([]notifications.MerchantEvent, error) {
 	out := []notifications.MerchantEvent{}
-	prefix := indexKey(merchantID, "")
+	prefix := compositeKey(merchantID, "")
 	var from []byte
 	if q.After != nil {
-		from = indexKey(merchantID, timeKey(q.After.CreatedAt), q.After.ID)
+		from = compositeKey(merchantID, timeKey(q.After.CreatedAt), q.After.ID)
 	}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b := readBucket(tx, bktMerchantEvents)
@@ -81,42 +78,7 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 // ListDeliveryPage returns a page of the merchant's deliveries in q.Status
 // (every status when ""), newest first, after q.After.
 func (s *Store) ListDeliveryPage(ctx context.Context, merchantID string, q webhooks.DeliveryQuery) ([]webhooks.Delivery, error) {
-	statuses := []webhooks.Status{q.Status}
-	if q.Status == "" {
-		statuses = webhooks.Statuses
-	}
-	out := []webhooks.Delivery{}
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		idx, b := readBucket(tx, bktDeliveriesByMerch), readBucket(tx, bktDeliveries)
-		if idx == nil || b == nil {
-			return nil
-		}
-		for _, st := range statuses {
-			prefix := indexKey(merchantID, string(st), "")
-			var from []byte
-			if q.After != nil {
-				from = indexKey(merchantID, string(st), timeKey(q.After.CreatedAt), q.After.ID)
-			}
-			n := 0
-			err := scanBack(idx.Cursor(), prefix, from, func(k, _ []byte) (bool, error) {
-				var d webhooks.Delivery
-				if err := mustGet(b, k[len(prefix)+9:], &d); err != nil {
-					return false, fmt.Errorf("index entry %q: %w", k, err)
-				}
-				out = append(out, d)
-				n++
-				return n < q.Limit, nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list deliveries of %q: %w", merchantID, err)
-	}
-	return webhooks.NewestFirst(out, q.Limit), nil
+	return s.deliveries(ctx, merchantID, q.Status, q.After, q.Limit)
 }
 
 // scanBack visits the keys starting with prefix in descending order, from

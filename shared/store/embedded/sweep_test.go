@@ -32,7 +32,7 @@ func TestSweepInChunks(t *testing.T) {
 			if i%10 == 0 {
 				exp = now.Add(time.Hour)
 			}
-			if err := putJSON(bucket(tx, bktSessions), []byte(id(i)), records.FromSession(payments.Session{ID: id(i), ExpiresAt: exp})); err != nil {
+			if err := putJSON(readBucket(tx, bktSessions), []byte(id(i)), records.FromSession(payments.Session{ID: id(i), ExpiresAt: exp})); err != nil {
 				return err
 			}
 		}

@@ -17,40 +17,17 @@ func (s *Store) PutMerchant(ctx context.Context, m tenant.Merchant) error {
 	if m.ID == "" {
 		return fmt.Errorf("embedded: put merchant: %w", errEmpty("id"))
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktMerchants), []byte(m.ID), records.FromMerchant(m))
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: put merchant %q: %w", m.ID, err)
-	}
-	return nil
+	return putRecord(ctx, s, bktMerchants, []byte(m.ID), records.FromMerchant(m), "put merchant %q", m.ID)
 }
 
 // GetMerchant returns a merchant, or storeerr.ErrNotFound.
 func (s *Store) GetMerchant(ctx context.Context, id string) (tenant.Merchant, error) {
-	var rec records.Merchant
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktMerchants), []byte(id), &rec)
-	})
-	m := rec.ToMerchant()
-	if err != nil {
-		return tenant.Merchant{}, fmt.Errorf("embedded: get merchant %q: %w", id, err)
-	}
-	return m, nil
+	return getRecord(ctx, s, bktMerchants, []byte(id), records.Merchant.ToMerchant, "get merchant %q", id)
 }
 
 // ListMerchants returns every merchant, sorted by ID.
 func (s *Store) ListMerchants(ctx context.Context) ([]tenant.Merchant, error) {
-	var out []records.Merchant
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		out, err = listJSON[records.Merchant](bucket(tx, bktMerchants), nil, nil)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list merchants: %w", err)
-	}
-	return records.Convert(out, records.Merchant.ToMerchant), nil
+	return listRecords(ctx, s, bktMerchants, nil, nil, records.Merchant.ToMerchant, "list merchants")
 }
 
 // PutSite creates or replaces a site, moving it between merchants' lists if
@@ -63,7 +40,7 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 		return fmt.Errorf("embedded: put site %q: %w", site.ID, errEmpty("merchant id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		sites, index := bucket(tx, bktSites), bucket(tx, bktSitesByMerchant)
+		sites, index := readBucket(tx, bktSites), readBucket(tx, bktSitesByMerchant)
 		var old records.Site
 		found, err := getJSON(sites, []byte(site.ID), &old)
 		if err != nil {
@@ -79,40 +56,21 @@ func (s *Store) PutSite(ctx context.Context, site tenant.Site) error {
 		}
 		return index.Put(compositeKey(site.MerchantID, site.ID), []byte{})
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: put site %q: %w", site.ID, err)
-	}
-	return nil
+	return wrapErr(err, "put site %q", site.ID)
 }
 
 // GetSite returns a site, or storeerr.ErrNotFound.
 func (s *Store) GetSite(ctx context.Context, id string) (tenant.Site, error) {
-	var rec records.Site
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSites), []byte(id), &rec)
-	})
-	site := rec.ToSite()
-	if err != nil {
-		return tenant.Site{}, fmt.Errorf("embedded: get site %q: %w", id, err)
-	}
-	return site, nil
+	return getRecord(ctx, s, bktSites, []byte(id), records.Site.ToSite, "get site %q", id)
 }
 
 // ListSites returns the merchant's sites, sorted by ID.
 func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site, error) {
-	var out []records.Site
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		sites, prefix := bucket(tx, bktSites), prefixOf(merchantID)
-		var err error
-		out, err = listJSON[records.Site](bucket(tx, bktSitesByMerchant), prefix, func(k, _ []byte) []byte {
-			return sites.Get(k[len(prefix):])
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list sites of merchant %q: %w", merchantID, err)
+	prefix := prefixOf(merchantID)
+	byID := func(tx *bolt.Tx) func(k, _ []byte) []byte {
+		return func(k, _ []byte) []byte { return readBucket(tx, bktSites).Get(k[len(prefix):]) }
 	}
-	return records.Convert(out, records.Site.ToSite), nil
+	return listRecords(ctx, s, bktSitesByMerchant, prefix, byID, records.Site.ToSite, "list sites of merchant %q", merchantID)
 }
 
 // CreateAPIKey stores a new key; storeerr.ErrConflict if its hash, or its ID
@@ -127,7 +85,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		return fmt.Errorf("embedded: create api key %q: %w", k.ID, errEmpty("merchant id"))
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		keys, index := bucket(tx, bktAPIKeys), bucket(tx, bktAPIKeysByMerchant)
+		keys, index := readBucket(tx, bktAPIKeys), readBucket(tx, bktAPIKeysByMerchant)
 		ref := compositeKey(k.MerchantID, k.ID)
 		if keys.Get([]byte(k.Hash)) != nil || index.Get(ref) != nil {
 			return storeerr.ErrConflict
@@ -137,41 +95,22 @@ func (s *Store) CreateAPIKey(ctx context.Context, k tenant.APIKey) error {
 		}
 		return index.Put(ref, []byte(k.Hash))
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: create api key %q of merchant %q: %w", k.ID, k.MerchantID, err)
-	}
-	return nil
+	return wrapErr(err, "create api key %q of merchant %q", k.ID, k.MerchantID)
 }
 
 // GetAPIKeyByHash returns the key with that hash, or storeerr.ErrNotFound.
 func (s *Store) GetAPIKeyByHash(ctx context.Context, hash string) (tenant.APIKey, error) {
-	var rec records.APIKey
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktAPIKeys), []byte(hash), &rec)
-	})
-	k := rec.ToAPIKey()
-	if err != nil {
-		// The hash identifies a secret: keep it out of errors and logs.
-		return tenant.APIKey{}, fmt.Errorf("embedded: get api key by hash: %w", err)
-	}
-	return k, nil
+	// The hash identifies a secret: keep it out of errors and logs.
+	return getRecord(ctx, s, bktAPIKeys, []byte(hash), records.APIKey.ToAPIKey, "get api key by hash")
 }
 
 // ListAPIKeys returns the merchant's keys (revoked ones included), sorted by ID.
 func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.APIKey, error) {
-	var out []records.APIKey
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		keys := bucket(tx, bktAPIKeys)
-		var err error
-		out, err = listJSON[records.APIKey](bucket(tx, bktAPIKeysByMerchant), prefixOf(merchantID), func(_, hash []byte) []byte {
-			return keys.Get(hash)
-		})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list api keys of merchant %q: %w", merchantID, err)
+	byHash := func(tx *bolt.Tx) func(_, hash []byte) []byte {
+		return func(_, hash []byte) []byte { return readBucket(tx, bktAPIKeys).Get(hash) }
 	}
-	return records.Convert(out, records.APIKey.ToAPIKey), nil
+	return listRecords(ctx, s, bktAPIKeysByMerchant, prefixOf(merchantID), byHash, records.APIKey.ToAPIKey,
+		"list api keys of merchant %q", merchantID)
 }
 
 // RevokeAPIKey marks the merchant's key revoked at `at`. Revoking a revoked
@@ -179,8 +118,8 @@ func (s *Store) ListAPIKeys(ctx context.Context, merchantID string) ([]tenant.AP
 // has no such key.
 func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at time.Time) error {
 	err := s.update(ctx, func(tx *bolt.Tx) error {
-		keys := bucket(tx, bktAPIKeys)
-		hash := bucket(tx, bktAPIKeysByMerchant).Get(compositeKey(merchantID, keyID))
+		keys := readBucket(tx, bktAPIKeys)
+		hash := readBucket(tx, bktAPIKeysByMerchant).Get(compositeKey(merchantID, keyID))
 		if hash == nil {
 			return storeerr.ErrNotFound
 		}
@@ -195,10 +134,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, merchantID, keyID string, at t
 		k.RevokedAt = &at
 		return putJSON(keys, hash, k)
 	})
-	if err != nil {
-		return fmt.Errorf("embedded: revoke api key %q of merchant %q: %w", keyID, merchantID, err)
-	}
-	return nil
+	return wrapErr(err, "revoke api key %q of merchant %q", keyID, merchantID)
 }
 
 // PutSubscription creates or replaces a merchant's webhook subscription.
@@ -209,38 +145,18 @@ func (s *Store) PutSubscription(ctx context.Context, sub tenant.Subscription) er
 	case sub.MerchantID == "":
 		return fmt.Errorf("embedded: put subscription %q: %w", sub.ID, errEmpty("merchant id"))
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(bucket(tx, bktSubscriptions), compositeKey(sub.MerchantID, sub.ID), records.FromSubscription(sub))
-	})
-	if err != nil {
-		return fmt.Errorf("embedded: put subscription %q of merchant %q: %w", sub.ID, sub.MerchantID, err)
-	}
-	return nil
+	return putRecord(ctx, s, bktSubscriptions, compositeKey(sub.MerchantID, sub.ID), records.FromSubscription(sub),
+		"put subscription %q of merchant %q", sub.ID, sub.MerchantID)
 }
 
 // GetSubscription returns the merchant's subscription, or storeerr.ErrNotFound.
 func (s *Store) GetSubscription(ctx context.Context, merchantID, id string) (tenant.Subscription, error) {
-	var rec records.Subscription
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		return mustGet(bucket(tx, bktSubscriptions), compositeKey(merchantID, id), &rec)
-	})
-	sub := rec.ToSubscription()
-	if err != nil {
-		return tenant.Subscription{}, fmt.Errorf("embedded: get subscription %q of merchant %q: %w", id, merchantID, err)
-	}
-	return sub, nil
+	return getRecord(ctx, s, bktSubscriptions, compositeKey(merchantID, id), records.Subscription.ToSubscription,
+		"get subscription %q of merchant %q", id, merchantID)
 }
 
 // ListSubscriptions returns the merchant's subscriptions, sorted by ID.
 func (s *Store) ListSubscriptions(ctx context.Context, merchantID string) ([]tenant.Subscription, error) {
-	var out []records.Subscription
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		out, err = listJSON[records.Subscription](bucket(tx, bktSubscriptions), prefixOf(merchantID), nil)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list subscriptions of merchant %q: %w", merchantID, err)
-	}
-	return records.Convert(out, records.Subscription.ToSubscription), nil
+	return listRecords(ctx, s, bktSubscriptions, prefixOf(merchantID), nil, records.Subscription.ToSubscription,
+		"list subscriptions of merchant %q", merchantID)
 }

@@ -24,10 +24,7 @@ const (
 func TestIdempotencyStore(t *testing.T, newStore Factory[idempotency.Store]) {
 	t.Helper()
 	t.Run("Claim", func(t *testing.T) { testClaimCases(t, newStore) })
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s idempotency.Store)
-	}{
+	runCases(t, newStore, []testCase[idempotency.Store]{
 		{"ScopedByMerchant", testIdemScoped},
 		{"CompleteRequiresLease", testCompleteRequiresLease},
 		{"ReleaseRequiresLease", testReleaseRequiresLease},
@@ -35,10 +32,7 @@ func TestIdempotencyStore(t *testing.T, newStore Factory[idempotency.Store]) {
 		{"ResponseRoundTrip", testResponseRoundTrip},
 		{"TimesStoredAsUTC", testIdemTimesUTC},
 		{"ConcurrentClaimsOneWinner", testConcurrentClaims},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 // claimAt returns an in-progress record for (scope, key) claimed at now.

@@ -90,6 +90,13 @@ func reserve(psp string, e payments.Entry) payments.Write {
 			PSPReference: e.Ref, Amount: &e.Requested.Amount}}}
 }
 
+// create writes new payment h and returns it.
+func create(t *testing.T, s payments.Store, h payments.Head) payments.Head {
+	t.Helper()
+	noErr(t, s.Write(context.Background(), payments.Write{PSP: h.PSPReference, Put: &h}), "create "+h.PSPReference)
+	return h
+}
+
 func testPaymentsNotFound(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
 	_, err := s.GetPayment(ctx, "PSP_MISSING")
@@ -156,8 +163,7 @@ func testHeadCreateOnce(t *testing.T, s payments.Store, _ *clock.Fake) {
 
 func testHeadVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	h := create(t, s, head("PSP1"))
 	next := h
 	next.Reference, next.Version = "order-2", 2
 	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &next}), "put from version 1")
@@ -171,8 +177,7 @@ func testHeadVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 
 func testDeltaExpect(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	create(t, s, head("PSP1"))
 	noErr(t, s.Write(ctx, reserve("PSP1", capture("op_1", 1200))), "reserve 1200 of 1999")
 	for name, w := range map[string]payments.Write{
 		"over what can be captured": reserve("PSP1", capture("op_2", 800)),
@@ -214,8 +219,7 @@ func testDeltaExpect(t *testing.T, s payments.Store, _ *clock.Fake) {
 
 func testEntryVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	create(t, s, head("PSP1"))
 	e := capture("op_1", 100)
 	noErr(t, s.Write(ctx, reserve("PSP1", e)), "reserve")
 	answered := e
@@ -238,8 +242,7 @@ func testEntryVersion(t *testing.T, s payments.Store, _ *clock.Fake) {
 // the fold of the entries written.
 func testConcurrentReservations(t *testing.T, s payments.Store, _ *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	create(t, s, head("PSP1"))
 	const writers = 20
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -284,8 +287,7 @@ func testConcurrentReservations(t *testing.T, s payments.Store, _ *clock.Fake) {
 
 func testTimeline(t *testing.T, s payments.Store, clk *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	create(t, s, head("PSP1"))
 	const n = 7
 	for i := range n {
 		clk.Advance(time.Second)
@@ -322,8 +324,7 @@ func testTimeline(t *testing.T, s payments.Store, clk *clock.Fake) {
 
 func testPaymentRetention(t *testing.T, s payments.Store, clk *clock.Fake) {
 	ctx := context.Background()
-	h := head("PSP1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: "PSP1", Put: &h}), "create")
+	create(t, s, head("PSP1"))
 	clk.Set(epoch().Add(store.PaymentRetention - time.Second))
 	_, err := s.GetPayment(ctx, "PSP1")
 	noErr(t, err, "GetPayment just before the end of retention")
@@ -358,8 +359,7 @@ func testInFlight(t *testing.T, s payments.Store, _ *clock.Fake) {
 		}
 		return strings.Join(out, ",")
 	}
-	h := head("PSP_IF1")
-	noErr(t, s.Write(ctx, payments.Write{PSP: h.PSPReference, Put: &h}), "create")
+	h := create(t, s, head("PSP_IF1"))
 	var ops []payments.Entry
 	for i, ref := range []string{"op_b", "op_a", "op_c"} {
 		e := capture(ref, 100)
@@ -414,7 +414,7 @@ func testExpiring(t *testing.T, s payments.Store, _ *clock.Fake) {
 	auto.AuthorisedAt, auto.CaptureMode = epoch(), "auto"
 	auto.Totals = payments.Fold(auto, nil)
 	for _, h := range []payments.Head{card, paypal, auto} {
-		noErr(t, s.Write(ctx, payments.Write{PSP: h.PSPReference, Put: &h}), "create "+h.PSPReference)
+		create(t, s, h)
 	}
 	same(t, list(epoch().Add(29*day), 10), "PSP_EX2,PSP_EX1", "soonest first, auto capture not listed")
 	same(t, list(epoch().Add(4*day), 10), "PSP_EX2", "before the bound only")

@@ -121,13 +121,7 @@ func testDeliveryPages(t *testing.T, s DeliveryPages) {
 		noErr(t, s.SaveDelivery(ctx, delivery(name("msg", i), "m_a", epoch().Add(time.Duration(i)*time.Second)), 0), "create")
 	}
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_other", "m_b", epoch().Add(time.Hour)), 0), "create other merchant's")
-	for _, i := range []int{1, 2, 4} {
-		_, err := webhooks.MutateDelivery(ctx, s, name("msg", i), func(d *webhooks.Delivery) error {
-			d.Status = webhooks.StatusFailed
-			return nil
-		})
-		noErr(t, err, "fail "+name("msg", i))
-	}
+	failDeliveries(t, s, 1, 2, 4)
 	idOf := func(d webhooks.Delivery) string { return d.ID }
 	pagesOf := func(status webhooks.Status, limit int) string {
 		t.Helper()
@@ -147,14 +141,7 @@ func testDeliveryPages(t *testing.T, s DeliveryPages) {
 	}
 	check := func(status webhooks.Status, limit int, want string) {
 		t.Helper()
-		var got string
-		for range 50 { // gsi reads may lag a write briefly
-			if got = pagesOf(status, limit); got == want {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		same(t, got, want, fmt.Sprintf("pages of %q deliveries, limit %d", status, limit))
+		eventually(t, want, fmt.Sprintf("pages of %q deliveries, limit %d", status, limit), func() string { return pagesOf(status, limit) })
 	}
 	check(webhooks.StatusFailed, 2, "[[msg_04 msg_02] [msg_01]]")
 	check("", 4, "[[msg_05 msg_04 msg_03 msg_02] [msg_01 msg_00]]")

@@ -61,6 +61,20 @@ func RunAll(t *testing.T, newStores Factory[Stores]) {
 	})
 }
 
+// testCase is one named check of a port's contract, run on a fresh store.
+type testCase[S any] struct {
+	name string
+	run  func(t *testing.T, s S)
+}
+
+// runCases runs each case as a subtest on a store from newStore.
+func runCases[S any](t *testing.T, newStore Factory[S], cases []testCase[S]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
+	}
+}
+
 // epoch is the fixed instant every test starts from. It carries nanoseconds
 // so that adapters which truncate time are caught.
 func epoch() time.Time { return time.Date(2025, time.March, 14, 9, 26, 53, 589793238, time.UTC) }
@@ -93,6 +107,20 @@ func same[T any](t *testing.T, got, want T, what string) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%s:\n got: %+v\nwant: %+v", what, got, want)
 	}
+}
+
+// eventually fails the test unless got returns want within 50 tries 10 ms
+// apart (lists read from DynamoDB's indexes may lag a write briefly).
+func eventually[T any](t *testing.T, want T, what string, got func() T) {
+	t.Helper()
+	var g T
+	for range 50 {
+		if g = got(); reflect.DeepEqual(g, want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	same(t, g, want, what)
 }
 
 // sameTime fails the test unless got is the same instant as want and in UTC.

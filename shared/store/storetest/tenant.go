@@ -14,10 +14,7 @@ import (
 // one merchant, API keys are unique by hash and revocation is idempotent.
 func TestTenantStore(t *testing.T, newStore Factory[tenant.Store]) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s tenant.Store)
-	}{
+	runCases(t, newStore, []testCase[tenant.Store]{
 		{"NotFound", testTenantNotFound},
 		{"MerchantUpsertAndList", testMerchantUpsertAndList},
 		{"SiteUpsertAndListByMerchant", testSiteUpsertAndList},
@@ -28,10 +25,7 @@ func TestTenantStore(t *testing.T, newStore Factory[tenant.Store]) {
 		{"SubscriptionUpsertAndList", testSubscriptionUpsertAndList},
 		{"TimesStoredAsUTC", testTenantTimesUTC},
 		{"EmptyIDsRejected", testTenantEmptyIDs},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 func merchant(id string) tenant.Merchant {
@@ -150,23 +144,26 @@ func testSiteUpsertAndList(t *testing.T, s tenant.Store) {
 	noErr(t, err, "GetSite after update")
 	same(t, got, updated, "GetSite after update")
 
-	tests := []struct {
-		merchant string
-		want     []string
-	}{
-		{"m_a", []string{"site_1", "site_10", "site_2"}},
-		{"m_b", []string{"site_3"}},
-		{"m_c", []string{}},
-	}
-	for _, tc := range tests {
-		sites, err := s.ListSites(ctx, tc.merchant)
-		noErr(t, err, "ListSites "+tc.merchant)
-		same(t, ids(sites, func(x tenant.Site) string { return x.ID }), tc.want, "ListSites "+tc.merchant)
-		for _, x := range sites {
-			if x.MerchantID != tc.merchant {
-				t.Fatalf("ListSites(%s) returned site %s of merchant %s", tc.merchant, x.ID, x.MerchantID)
+	listsByMerchant(t, "ListSites", s.ListSites, func(x tenant.Site) (string, string) { return x.ID, x.MerchantID },
+		map[string][]string{"m_a": {"site_1", "site_10", "site_2"}, "m_b": {"site_3"}, "m_c": {}})
+}
+
+// listsByMerchant checks that list(merchant) gives the ids want[merchant]
+// in order, every one of that merchant (of says an item's id and merchant).
+func listsByMerchant[T any](t *testing.T, what string, list func(context.Context, string) ([]T, error), of func(T) (id, merchant string), want map[string][]string) {
+	t.Helper()
+	for merchant, wantIDs := range want {
+		got, err := list(context.Background(), merchant)
+		noErr(t, err, what+" "+merchant)
+		gotIDs := []string{}
+		for _, x := range got {
+			id, m := of(x)
+			if m != merchant {
+				t.Fatalf("%s(%s) returned %s of merchant %s", what, merchant, id, m)
 			}
+			gotIDs = append(gotIDs, id)
 		}
+		same(t, gotIDs, wantIDs, what+" "+merchant)
 	}
 }
 
@@ -308,24 +305,8 @@ func testSubscriptionUpsertAndList(t *testing.T, s tenant.Store) {
 	noErr(t, err, "GetSubscription after update")
 	same(t, got, updated, "GetSubscription after update")
 
-	tests := []struct {
-		merchant string
-		want     []string
-	}{
-		{"m_a", []string{"sub_1", "sub_2"}},
-		{"m_b", []string{"sub_3"}},
-		{"m_c", []string{}},
-	}
-	for _, tc := range tests {
-		subs, err := s.ListSubscriptions(ctx, tc.merchant)
-		noErr(t, err, "ListSubscriptions "+tc.merchant)
-		same(t, ids(subs, func(x tenant.Subscription) string { return x.ID }), tc.want, "ListSubscriptions "+tc.merchant)
-		for _, x := range subs {
-			if x.MerchantID != tc.merchant {
-				t.Fatalf("ListSubscriptions(%s) returned %s of merchant %s", tc.merchant, x.ID, x.MerchantID)
-			}
-		}
-	}
+	listsByMerchant(t, "ListSubscriptions", s.ListSubscriptions, func(x tenant.Subscription) (string, string) { return x.ID, x.MerchantID },
+		map[string][]string{"m_a": {"sub_1", "sub_2"}, "m_b": {"sub_3"}, "m_c": {}})
 }
 
 func testTenantTimesUTC(t *testing.T, s tenant.Store) {

@@ -104,10 +104,7 @@ func testCommitItem(t *testing.T, s WebhookStores) {
 // updaters lose nothing), listed per payment oldest first, times in UTC.
 func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s notifications.EventStore)
-	}{
+	runCases(t, newStore, []testCase[notifications.EventStore]{
 		{"NotFound", testEventNotFound},
 		{"CreateOnceRoundTrip", testEventCreateOnce},
 		{"OptimisticVersion", testEventVersion},
@@ -115,10 +112,7 @@ func TestEventStore(t *testing.T, newStore Factory[notifications.EventStore]) {
 		{"ListByPayment", testEventListByPayment},
 		{"ListUnroutable", testEventListUnroutable},
 		{"ListAccountLevel", testEventListAccount},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 func event(id, psp string, at time.Time) notifications.Event {
@@ -244,20 +238,14 @@ func testEventListByPayment(t *testing.T, s notifications.EventStore) {
 // and status newest first (moving between statuses), times in UTC.
 func TestDeliveryStore(t *testing.T, newStore Factory[webhooks.DeliveryStore]) {
 	t.Helper()
-	tests := []struct {
-		name string
-		run  func(t *testing.T, s webhooks.DeliveryStore)
-	}{
+	runCases(t, newStore, []testCase[webhooks.DeliveryStore]{
 		{"NotFound", testDeliveryNotFound},
 		{"CreateOnceRoundTrip", testDeliveryCreateOnce},
 		{"AttemptHistoryRoundTrip", testDeliveryHistory},
 		{"OptimisticVersion", testDeliveryVersion},
 		{"ConcurrentUpdatersLoseNothing", testDeliveryConcurrent},
 		{"ListByMerchantAndStatus", testDeliveryList},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t, newClock())) })
-	}
+	})
 }
 
 func delivery(id, merchant string, at time.Time) webhooks.Delivery {
@@ -368,28 +356,15 @@ func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
 	}
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_other", "m_b", epoch()), 0), "create other merchant's")
 	noErr(t, s.SaveDelivery(ctx, delivery("msg_prefix", "m_a2", epoch()), 0), "create prefix merchant's")
-	for _, i := range []int{1, 3} {
-		_, err := webhooks.MutateDelivery(ctx, s, name("msg", i), func(d *webhooks.Delivery) error {
-			d.Status = webhooks.StatusFailed
-			return nil
-		})
-		noErr(t, err, "fail "+name("msg", i))
-	}
+	failDeliveries(t, s, 1, 3)
 	idOf := func(d webhooks.Delivery) string { return d.ID }
 	check := func(status webhooks.Status, limit int, want ...string) {
 		t.Helper()
-		var got []webhooks.Delivery
-		var err error
-		// Lists may lag a write briefly (DynamoDB indexes): poll a little.
-		for range 50 {
-			got, err = s.ListDeliveries(ctx, "m_a", status, limit)
+		eventually(t, fmt.Sprint(want), fmt.Sprintf("deliveries of m_a in %q (limit %d)", status, limit), func() string {
+			got, err := s.ListDeliveries(ctx, "m_a", status, limit)
 			noErr(t, err, "ListDeliveries")
-			if fmt.Sprint(ids(got, idOf)) == fmt.Sprint(want) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		same(t, ids(got, idOf), want, fmt.Sprintf("deliveries of m_a in %q (limit %d)", status, limit))
+			return fmt.Sprint(ids(got, idOf))
+		})
 	}
 	check(webhooks.StatusFailed, 0, "msg_03", "msg_01")
 	check(webhooks.StatusPending, 0, "msg_04", "msg_02", "msg_00")
@@ -397,6 +372,29 @@ func testDeliveryList(t *testing.T, s webhooks.DeliveryStore) {
 	check("", 0, "msg_04", "msg_03", "msg_02", "msg_01", "msg_00")
 	check("", 3, "msg_04", "msg_03", "msg_02")
 	check(webhooks.StatusDelivered, 0)
+}
+
+// listedEvents checks the ids of ListEvents(status, limit), oldest first
+// (the list may lag a write briefly).
+func listedEvents(t *testing.T, s notifications.EventStore, status notifications.EventStatus, limit int, what string, want ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprint(want), what, func() string {
+		got, err := s.ListEvents(context.Background(), status, limit)
+		noErr(t, err, "ListEvents")
+		return fmt.Sprint(ids(got, func(e notifications.Event) string { return e.ID }))
+	})
+}
+
+// failDeliveries moves deliveries msg_<i> to failed.
+func failDeliveries(t *testing.T, s webhooks.DeliveryStore, is ...int) {
+	t.Helper()
+	for _, i := range is {
+		_, err := webhooks.MutateDelivery(context.Background(), s, name("msg", i), func(d *webhooks.Delivery) error {
+			d.Status = webhooks.StatusFailed
+			return nil
+		})
+		noErr(t, err, "fail "+name("msg", i))
+	}
 }
 
 // isConflict reports a storeerr.ErrConflict.
@@ -419,25 +417,12 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 	newer, older := unroutable("evt_newer", epoch().Add(time.Minute)), unroutable("evt_older", epoch())
 	noErr(t, s.SaveEvent(ctx, newer, 0), "SaveEvent newer")
 	noErr(t, s.SaveEvent(ctx, older, 0), "SaveEvent older")
-	ids := func(limit int) []string {
+	check := func(limit int, what string, want ...string) {
 		t.Helper()
-		var out []string
-		var got []notifications.Event
-		var err error
-		for range 50 { // the list may lag a write briefly
-			if got, err = s.ListEvents(ctx, notifications.EventUnroutable, limit); err == nil && (len(got) > 0 || limit == -1) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		noErr(t, err, "ListEvents")
-		for _, e := range got {
-			out = append(out, e.ID)
-		}
-		return out
+		listedEvents(t, s, notifications.EventUnroutable, limit, what, want...)
 	}
-	same(t, ids(0), []string{"evt_older", "evt_newer"}, "unroutable events")
-	same(t, ids(1), []string{"evt_older"}, "unroutable events, limit 1")
+	check(0, "unroutable events", "evt_older", "evt_newer")
+	check(1, "unroutable events, limit 1", "evt_older")
 	full, err := s.ListEvents(ctx, notifications.EventUnroutable, 1)
 	noErr(t, err, "ListEvents")
 	same(t, full[0], older, "listed event")
@@ -445,11 +430,11 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 	routed := older
 	routed.Status, routed.MerchantID, routed.Version = notifications.EventProcessed, "m_x", 2
 	noErr(t, s.SaveEvent(ctx, routed, 1), "SaveEvent routed")
-	same(t, ids(0), []string{"evt_newer"}, "unroutable events after routing one")
+	check(0, "unroutable events after routing one", "evt_newer")
 	stale := newer
 	stale.Status, stale.Version = notifications.EventProcessed, 3
 	wantErr(t, s.SaveEvent(ctx, stale, 2), storeerr.ErrConflict, "stale SaveEvent of an unroutable event")
-	same(t, ids(0), []string{"evt_newer"}, "unroutable events after a conflict")
+	check(0, "unroutable events after a conflict", "evt_newer")
 }
 
 // Account-level events are listed oldest first, apart from the unroutable
@@ -457,23 +442,6 @@ func testEventListUnroutable(t *testing.T, s notifications.EventStore) {
 // that list to this one.
 func testEventListAccount(t *testing.T, s notifications.EventStore) {
 	ctx := context.Background()
-	list := func(status notifications.EventStatus, want int) []string {
-		t.Helper()
-		var got []notifications.Event
-		var err error
-		for range 50 { // the list may lag a write briefly
-			if got, err = s.ListEvents(ctx, status, 0); err == nil && len(got) == want {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		noErr(t, err, "ListEvents")
-		var out []string
-		for _, e := range got {
-			out = append(out, e.ID)
-		}
-		return out
-	}
 	account := func(id string, at time.Time) notifications.Event {
 		e := event(id, "settlement_detail_report_batch_1.csv", at)
 		e.Item.EventCode, e.Item.OriginalReference, e.Status, e.ProcessedAt = "REPORT_AVAILABLE", "", notifications.EventAccount, &at
@@ -486,13 +454,13 @@ func testEventListAccount(t *testing.T, s notifications.EventStore) {
 	at := mismatch.ReceivedAt
 	mismatch.Status, mismatch.UnroutableAt, mismatch.UnroutableReason = notifications.EventUnroutable, &at, "live flag"
 	noErr(t, s.SaveEvent(ctx, mismatch, 0), "SaveEvent unroutable")
-	same(t, list(notifications.EventAccount, 2), []string{"evt_acct_older", "evt_acct_newer"}, "account-level events")
-	same(t, list(notifications.EventUnroutable, 1), []string{"evt_acct_mismatch"}, "unroutable events")
+	listedEvents(t, s, notifications.EventAccount, 0, "account-level events", "evt_acct_older", "evt_acct_newer")
+	listedEvents(t, s, notifications.EventUnroutable, 0, "unroutable events", "evt_acct_mismatch")
 	kept := mismatch
 	kept.Status, kept.Version = notifications.EventAccount, 2
 	noErr(t, s.SaveEvent(ctx, kept, 1), "SaveEvent unroutable → account")
-	same(t, list(notifications.EventAccount, 3), []string{"evt_acct_older", "evt_acct_newer", "evt_acct_mismatch"}, "account-level events after one moved")
-	same(t, list(notifications.EventUnroutable, 0), []string(nil), "unroutable events after one moved")
+	listedEvents(t, s, notifications.EventAccount, 0, "account-level events after one moved", "evt_acct_older", "evt_acct_newer", "evt_acct_mismatch")
+	listedEvents(t, s, notifications.EventUnroutable, 0, "unroutable events after one moved")
 	got, err := s.GetEvent(ctx, older.ID)
 	noErr(t, err, "GetEvent")
 	same(t, got, older, "account-level event")

@@ -61,12 +61,12 @@ type Site struct {
 
 // FromSite converts a site to its stored form.
 func FromSite(s tenant.Site) Site {
-	return Site{ID: s.ID, MerchantID: s.MerchantID, Name: s.Name, Type: string(s.Type), Flows: strs(s.Flows), CreatedAt: s.CreatedAt.UTC()}
+	return Site{ID: s.ID, MerchantID: s.MerchantID, Name: s.Name, Type: string(s.Type), Flows: strs[string](s.Flows), CreatedAt: s.CreatedAt.UTC()}
 }
 
 // ToSite converts a stored site to the domain's.
 func (r Site) ToSite() tenant.Site {
-	return tenant.Site{ID: r.ID, MerchantID: r.MerchantID, Name: r.Name, Type: tenant.SiteType(r.Type), Flows: typed[tenant.Flow](r.Flows), CreatedAt: r.CreatedAt}
+	return tenant.Site{ID: r.ID, MerchantID: r.MerchantID, Name: r.Name, Type: tenant.SiteType(r.Type), Flows: strs[tenant.Flow](r.Flows), CreatedAt: r.CreatedAt}
 }
 
 // APIKey is a stored API key (its hash, never the key).
@@ -90,7 +90,7 @@ type APIKey struct {
 func FromAPIKey(k tenant.APIKey) APIKey {
 	return APIKey{
 		ID: k.ID, Hash: k.Hash, Hint: k.Hint, Name: k.Name, MerchantID: k.MerchantID, Environment: string(k.Environment),
-		Permissions: strs(k.Permissions), SiteIDs: slices.Clone(k.SiteIDs), RatePerSecond: k.RatePerSecond, Burst: k.Burst,
+		Permissions: strs[string](k.Permissions), SiteIDs: slices.Clone(k.SiteIDs), RatePerSecond: k.RatePerSecond, Burst: k.Burst,
 		CreatedAt: k.CreatedAt.UTC(), RevokedAt: utcPtr(k.RevokedAt),
 	}
 }
@@ -99,7 +99,7 @@ func FromAPIKey(k tenant.APIKey) APIKey {
 func (r APIKey) ToAPIKey() tenant.APIKey {
 	return tenant.APIKey{
 		ID: r.ID, Hash: r.Hash, Hint: r.Hint, Name: r.Name, MerchantID: r.MerchantID, Environment: tenant.Environment(r.Environment),
-		Permissions: typed[tenant.Permission](r.Permissions), SiteIDs: r.SiteIDs, RatePerSecond: r.RatePerSecond, Burst: r.Burst,
+		Permissions: strs[tenant.Permission](r.Permissions), SiteIDs: r.SiteIDs, RatePerSecond: r.RatePerSecond, Burst: r.Burst,
 		CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt,
 	}
 }
@@ -149,34 +149,15 @@ func (r Subscription) ToSubscription() tenant.Subscription {
 	if r.Secrets != nil {
 		s.Secrets = make([]tenant.Secret, len(r.Secrets))
 		for i, sec := range r.Secrets {
-			s.Secrets[i] = tenant.Secret{Value: sec.Value, CreatedAt: sec.CreatedAt, ExpiresAt: sec.ExpiresAt}
+			s.Secrets[i] = tenant.Secret(sec)
 		}
 	}
 	return s
 }
 
-// strs converts a slice of string-typed values (nil stays nil).
-func strs[T ~string](in []T) []string {
-	if in == nil {
-		return nil
-	}
-	out := make([]string, len(in))
-	for i, v := range in {
-		out[i] = string(v)
-	}
-	return out
-}
-
-// typed converts strings to a string type (nil stays nil).
-func typed[T ~string](in []string) []T {
-	if in == nil {
-		return nil
-	}
-	out := make([]T, len(in))
-	for i, v := range in {
-		out[i] = T(v)
-	}
-	return out
+// strs converts a slice of one string type to another (nil stays nil).
+func strs[To, From ~string](in []From) []To {
+	return Convert(in, func(v From) To { return To(v) })
 }
 
 // Convert converts every stored record of a list to the domain's (nil

@@ -54,7 +54,8 @@ func fromAttempts(h []webhooks.AttemptRecord) []Attempt {
 	}
 	out := make([]Attempt, len(h))
 	for i, a := range h {
-		out[i] = Attempt{a.Number, a.At.UTC(), a.Signature, a.StatusCode, a.Body, a.Truncated, a.Error, a.DurationMS}
+		out[i] = Attempt(a)
+		out[i].At = a.At.UTC()
 	}
 	return out
 }
@@ -65,8 +66,7 @@ func toAttempts(h []Attempt) []webhooks.AttemptRecord {
 	}
 	out := make([]webhooks.AttemptRecord, len(h))
 	for i, a := range h {
-		out[i] = webhooks.AttemptRecord{Number: a.Number, At: a.At, Signature: a.Signature, StatusCode: a.StatusCode,
-			Body: a.Body, Truncated: a.Truncated, Error: a.Error, DurationMS: a.DurationMS}
+		out[i] = webhooks.AttemptRecord(a)
 	}
 	return out
 }
