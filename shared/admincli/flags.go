@@ -62,9 +62,10 @@ func (f *flagSet) duration(name string, def time.Duration, usage string) *time.D
 	return f.Duration(name, def, usage)
 }
 
-// parse parses args. -h prints the help on stdout and returns flag.ErrHelp;
+// parse parses args and checks that every flag named in required has a
+// non-empty value. -h prints the help on stdout and returns flag.ErrHelp;
 // any other problem is a usage error. Commands take no positional arguments.
-func (f *flagSet) parse(args []string) error {
+func (f *flagSet) parse(args []string, required ...string) error {
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			f.printUsage(f.stdout)
@@ -75,7 +76,19 @@ func (f *flagSet) parse(args []string) error {
 	if f.NArg() > 0 {
 		return usagef(f.path, "unexpected argument %q (every value is given with a --flag)", f.Arg(0))
 	}
-	return nil
+	var missing []string
+	for _, name := range required {
+		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
+			missing = append(missing, "--"+name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef(f.path, "%s is required", missing[0])
+	}
+	return usagef(f.path, "%s are required", strings.Join(missing, ", "))
 }
 
 // printUsage prints the command's help.
@@ -163,23 +176,6 @@ func (f *flagSet) anySetExcept(except ...string) bool {
 		}
 	})
 	return n > 0
-}
-
-// required fails unless every named flag has a non-empty value.
-func (f *flagSet) required(names ...string) error {
-	var missing []string
-	for _, name := range names {
-		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
-			missing = append(missing, "--"+name)
-		}
-	}
-	switch len(missing) {
-	case 0:
-		return nil
-	case 1:
-		return usagef(f.path, "%s is required", missing[0])
-	}
-	return usagef(f.path, "%s are required", strings.Join(missing, ", "))
 }
 
 // splitList splits a comma-separated flag value, trimming spaces and

@@ -50,23 +50,20 @@ func (c *cli) notificationList(ctx context.Context, path string, args []string) 
 		if err != nil {
 			return err
 		}
-		if *f.json {
-			return c.printJSON(evs)
-		}
-		t := newTable(c.stdout)
-		if *account {
-			t.row("ID", "EVENT", "PSP REFERENCE", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
-		} else {
-			t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
-		}
-		for _, e := range evs {
+		return c.show(*f.json, evs, func(t *table) {
 			if *account {
-				t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.Item.Reason)
-				continue
+				t.row("ID", "EVENT", "PSP REFERENCE", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
+			} else {
+				t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
 			}
-			t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
-		}
-		return t.flush()
+			for _, e := range evs {
+				if *account {
+					t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.Item.Reason)
+				} else {
+					t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
+				}
+			}
+		})
 	})
 }
 
