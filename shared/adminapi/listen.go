@@ -91,12 +91,8 @@ func (h *Hub) Listen(ctx context.Context, merchantID, to string, codes []string)
 	if err != nil {
 		return nil, err
 	}
-	id, err := newPSP()
-	if err != nil {
-		return nil, err
-	}
 	c := make(chan Webhook, listenBuffer)
-	l := &Listener{ID: "lst_" + strings.ToLower(id), MerchantID: merchantID, To: to, Secret: secret, C: c, c: c, codes: codes,
+	l := &Listener{ID: "lst_" + strings.ToLower(newPSP()), MerchantID: merchantID, To: to, Secret: secret, C: c, c: c, codes: codes,
 		seen: map[string]bool{}, hub: h}
 	h.notifyMu.Lock()
 	defer h.notifyMu.Unlock()
