@@ -22,6 +22,7 @@ type flagSet struct {
 	order       []string
 	stdout      io.Writer
 	json        *bool
+	set         map[string]bool // the flags given on the command line
 }
 
 // newFlags returns the flags of the command at path. synopsis is the usage
@@ -33,7 +34,7 @@ func (c *cli) newFlags(path, synopsis, description string) *flagSet {
 		path:    path, synopsis: synopsis, description: description, stdout: c.stdout,
 	}
 	f.SetOutput(io.Discard) // parse errors become usage errors; -h prints to stdout
-	f.json = f.boolean("json", false, "print the result as JSON on stdout")
+	f.json = f.Bool("json", false, "print the result as JSON on stdout") // last in the help: common to every command
 	return f
 }
 
@@ -76,6 +77,8 @@ func (f *flagSet) parse(args []string, required ...string) error {
 	if f.NArg() > 0 {
 		return usagef(f.path, "unexpected argument %q (every value is given with a --flag)", f.Arg(0))
 	}
+	f.set = map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	var missing []string
 	for _, name := range required {
 		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
@@ -95,12 +98,7 @@ func (f *flagSet) parse(args []string, required ...string) error {
 func (f *flagSet) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s %s %s\n\n%s\n\nFlags:\n", prog, f.path, f.synopsis, f.description)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	order := slices.Clone(f.order)
-	// --json last: it is common to every command.
-	if i := slices.Index(order, "json"); i >= 0 {
-		order = append(slices.Delete(order, i, i+1), "json")
-	}
-	for _, name := range order {
+	for _, name := range append(slices.Clone(f.order), "json") {
 		fl := f.Lookup(name)
 		typ, usage := flag.UnquoteUsage(fl)
 		switch typ {
@@ -155,27 +153,15 @@ func isBoolFlag(fl *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// isSet reports whether the flag was given on the command line.
-func (f *flagSet) isSet(name string) bool {
-	set := false
-	f.Visit(func(fl *flag.Flag) {
-		if fl.Name == name {
-			set = true
-		}
-	})
-	return set
-}
-
 // anySetExcept reports whether any flag other than --json and except was
 // given.
 func (f *flagSet) anySetExcept(except ...string) bool {
-	n := 0
-	f.Visit(func(fl *flag.Flag) {
-		if fl.Name != "json" && !slices.Contains(except, fl.Name) {
-			n++
+	for name := range f.set {
+		if name != "json" && !slices.Contains(except, name) {
+			return true
 		}
-	})
-	return n > 0
+	}
+	return false
 }
 
 // splitList splits a comma-separated flag value, trimming spaces and

@@ -59,7 +59,7 @@ func addMerchantFlags(f *flagSet, create bool) merchantFlags {
 // otherwise only those given on the command line (update). It validates
 // the values it copies.
 func (mf merchantFlags) apply(f *flagSet, m *tenant.Merchant, all bool) error {
-	use := func(name string) bool { return all || f.isSet(name) }
+	use := func(name string) bool { return all || f.set[name] }
 	if use("name") {
 		m.Name = strings.TrimSpace(*mf.name)
 		if m.Name == "" {
@@ -395,7 +395,7 @@ func (c *cli) merchantShards(ctx context.Context, path string, args []string) er
 			return fmt.Errorf("the %s store does not shard listings: a merchant's deliveries and events are read in order from one file", s.cfg.Store)
 		}
 		var got dynamo.ListingShards
-		if f.isSet("deliveries") || f.isSet("events") {
+		if f.set["deliveries"] || f.set["events"] {
 			got, err = st.RaiseListingShards(ctx, m.ID, *deliveries, *events)
 		} else {
 			got, err = st.ListingShards(ctx, m.ID)

@@ -137,18 +137,17 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 			}
 			results = append(results, res)
 		}
-		if *f.json {
-			if err := c.printJSON(results); err != nil {
-				return err
-			}
-		} else {
+		err = c.show(*f.json, results, func(t *table) {
 			for _, res := range results {
 				if res.Routed {
-					fmt.Fprintf(c.stdout, "routed %s to %s (%d deliveries)\n", res.ID, res.MerchantID, len(res.Deliveries))
+					fmt.Fprintf(&t.text, "routed %s to %s (%d deliveries)\n", res.ID, res.MerchantID, len(res.Deliveries))
 				} else {
-					fmt.Fprintf(c.stdout, "not routed %s: %s\n", res.ID, res.Error)
+					fmt.Fprintf(&t.text, "not routed %s: %s\n", res.ID, res.Error)
 				}
 			}
+		})
+		if err != nil {
+			return err
 		}
 		if failed > 0 {
 			return fmt.Errorf("%d of %d notifications not routed", failed, len(ids))
