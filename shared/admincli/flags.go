@@ -34,7 +34,8 @@ func (c *cli) newFlags(path, synopsis, description string) *flagSet {
 		path:    path, synopsis: synopsis, description: description, stdout: c.stdout,
 	}
 	f.SetOutput(io.Discard) // parse errors become usage errors; -h prints to stdout
-	f.json = f.Bool("json", false, "print the result as JSON on stdout") // last in the help: common to every command
+	// --json is not in order: printUsage lists it last, as common to every command.
+	f.json = f.Bool("json", false, "print the result as JSON on stdout")
 	return f
 }
 
