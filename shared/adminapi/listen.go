@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -143,10 +144,7 @@ func (h *Hub) Count() int {
 // CloseAll ends every listener (the server is stopping).
 func (h *Hub) CloseAll() {
 	h.mu.Lock()
-	ls := make([]*Listener, 0, len(h.listeners))
-	for l := range h.listeners {
-		ls = append(ls, l)
-	}
+	ls := slices.Collect(maps.Keys(h.listeners))
 	h.mu.Unlock()
 	for _, l := range ls {
 		l.Close()
@@ -273,11 +271,7 @@ func (h *Hub) Report(r ListenReport) {
 func (h *Hub) listenTargets(eventID string) ([]Target, <-chan struct{}) {
 	h.outMu.Lock()
 	defer h.outMu.Unlock()
-	out := make([]Target, 0, len(h.outcomes[eventID]))
-	for _, t := range h.outcomes[eventID] {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
+	out := slices.SortedFunc(maps.Values(h.outcomes[eventID]), func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
 	return out, h.changed
 }
 

@@ -203,10 +203,8 @@ func (l *Local) RecentPayments(ctx context.Context, merchantID string, limit int
 		return nil, err
 	}
 	var psps []string
-	seen := map[string]bool{}
 	add := func(psp string) {
-		if psp != "" && !seen[psp] && len(psps) < limit {
-			seen[psp] = true
+		if psp != "" && !slices.Contains(psps, psp) && len(psps) < limit {
 			psps = append(psps, psp)
 		}
 	}
