@@ -3,6 +3,7 @@ package adminapi
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,13 +19,6 @@ import (
 type Client struct {
 	Endpoint Endpoint
 	HTTP     *http.Client // nil: http.DefaultClient
-}
-
-func (c *Client) http() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
 }
 
 func (c *Client) do(ctx context.Context, method, route string, body any) (*http.Response, error) {
@@ -44,7 +38,7 @@ func (c *Client) do(ctx context.Context, method, route string, body any) (*http.
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http().Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return nil, err
 	}

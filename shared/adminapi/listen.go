@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -91,12 +92,8 @@ func (h *Hub) Listen(ctx context.Context, merchantID, to string, codes []string)
 	if err != nil {
 		return nil, err
 	}
-	id, err := newPSP()
-	if err != nil {
-		return nil, err
-	}
 	c := make(chan Webhook, listenBuffer)
-	l := &Listener{ID: "lst_" + strings.ToLower(id), MerchantID: merchantID, To: to, Secret: secret, C: c, c: c, codes: codes,
+	l := &Listener{ID: "lst_" + strings.ToLower(newPSP()), MerchantID: merchantID, To: to, Secret: secret, C: c, c: c, codes: codes,
 		seen: map[string]bool{}, hub: h}
 	h.notifyMu.Lock()
 	defer h.notifyMu.Unlock()
@@ -147,10 +144,7 @@ func (h *Hub) Count() int {
 // CloseAll ends every listener (the server is stopping).
 func (h *Hub) CloseAll() {
 	h.mu.Lock()
-	ls := make([]*Listener, 0, len(h.listeners))
-	for l := range h.listeners {
-		ls = append(ls, l)
-	}
+	ls := slices.Collect(maps.Keys(h.listeners))
 	h.mu.Unlock()
 	for _, l := range ls {
 		l.Close()
@@ -277,11 +271,7 @@ func (h *Hub) Report(r ListenReport) {
 func (h *Hub) listenTargets(eventID string) ([]Target, <-chan struct{}) {
 	h.outMu.Lock()
 	defer h.outMu.Unlock()
-	out := make([]Target, 0, len(h.outcomes[eventID]))
-	for _, t := range h.outcomes[eventID] {
-		out = append(out, t)
-	}
-	slices.SortFunc(out, func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
+	out := slices.SortedFunc(maps.Values(h.outcomes[eventID]), func(a, b Target) int { return strings.Compare(a.ID, b.ID) })
 	return out, h.changed
 }
 

@@ -96,32 +96,30 @@ func (l *Local) key(ctx context.Context, merchantID string) (string, error) {
 	return l.Keys.For(merchantID)
 }
 
-// call makes one merchant API request as merchantID, in process, and
-// decodes a 2xx answer into out.
-func (l *Local) call(ctx context.Context, merchantID, method, path string, body []byte, out any) error {
+// call makes one merchant API request as merchantID, in process through
+// h (with an Idempotency-Key when idempotencyKey is not ""), and returns a
+// 2xx answer's body; any other answer is an *APIError.
+func (l *Local) call(ctx context.Context, h http.Handler, merchantID, method, path string, body []byte, idempotencyKey string) ([]byte, error) {
 	key, err := l.key(ctx, merchantID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req := httptest.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
 	rec := httptest.NewRecorder()
-	l.Handler.ServeHTTP(rec, req)
+	h.ServeHTTP(rec, req)
 	if rec.Code/100 != 2 {
 		var e struct{ ErrorCode, Message string }
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)
-		return &APIError{Status: rec.Code, Code: e.ErrorCode, Message: e.Message}
+		return nil, &APIError{Status: rec.Code, Code: e.ErrorCode, Message: e.Message}
 	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
-		return fmt.Errorf("%s %s: the answer is not JSON: %w", method, path, err)
-	}
-	return nil
+	return bytes.TrimSpace(rec.Body.Bytes()), nil
 }
 
 // Merchants lists the merchants.
@@ -161,20 +159,15 @@ func (l *Local) Payment(ctx context.Context, merchantID, psp string) (Payment, e
 	if err != nil {
 		return Payment{}, err
 	}
-	if hint := l.simSite(psp); hint != "" {
-		slices.SortStableFunc(sites, func(a, b tenant.Site) int {
-			if a.ID == hint {
-				return -1
-			}
-			if b.ID == hint {
-				return 1
-			}
-			return 0
-		})
+	// The site the simulator was told the payment belongs to first.
+	if l.Sim != nil {
+		sp, _ := l.Sim.Payment(psp)
+		if i := slices.IndexFunc(sites, func(s tenant.Site) bool { return s.ID == sp.Metadata["siteId"] }); i > 0 {
+			sites = append([]tenant.Site{sites[i]}, slices.Delete(sites, i, i+1)...)
+		}
 	}
 	for _, s := range sites {
-		var raw json.RawMessage
-		err := l.call(ctx, merchantID, http.MethodGet, "/v1/ecom/"+url.PathEscape(s.ID)+"/payments/"+url.PathEscape(psp), nil, &raw)
+		raw, err := l.call(ctx, l.Handler, merchantID, http.MethodGet, "/v1/ecom/"+url.PathEscape(s.ID)+"/payments/"+url.PathEscape(psp), nil, "")
 		if IsNotFound(err) {
 			continue
 		}
@@ -188,18 +181,6 @@ func (l *Local) Payment(ctx context.Context, merchantID, psp string) (Payment, e
 		return p, nil
 	}
 	return Payment{}, &APIError{Status: http.StatusNotFound, Code: "yp_3006", Message: "payment " + psp + " not found on any site of " + merchantID}
-}
-
-// simSite is the site the simulator was told a payment belongs to.
-func (l *Local) simSite(psp string) string {
-	if l.Sim == nil {
-		return ""
-	}
-	p, ok := l.Sim.Payment(psp)
-	if !ok {
-		return ""
-	}
-	return p.Metadata["siteId"]
 }
 
 // PaymentRow is one payment of the list.
@@ -222,10 +203,8 @@ func (l *Local) RecentPayments(ctx context.Context, merchantID string, limit int
 		return nil, err
 	}
 	var psps []string
-	seen := map[string]bool{}
 	add := func(psp string) {
-		if psp != "" && !seen[psp] && len(psps) < limit {
-			seen[psp] = true
+		if psp != "" && !slices.Contains(psps, psp) && len(psps) < limit {
 			psps = append(psps, psp)
 		}
 	}

@@ -1,12 +1,10 @@
 package adminapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 
@@ -38,20 +36,5 @@ func (l *Local) Modify(ctx context.Context, merchantID, siteID, psp, op string, 
 	if err != nil {
 		return nil, err
 	}
-	key, err := l.key(ctx, merchantID)
-	if err != nil {
-		return nil, err
-	}
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/ecom/"+url.PathEscape(siteID)+"/payments/"+url.PathEscape(psp)+"/"+op, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", idempotencyKey)
-	rec := httptest.NewRecorder()
-	l.actions().ServeHTTP(rec, req)
-	if rec.Code/100 != 2 {
-		var e struct{ ErrorCode, Message string }
-		_ = json.Unmarshal(rec.Body.Bytes(), &e)
-		return nil, &APIError{Status: rec.Code, Code: e.ErrorCode, Message: e.Message}
-	}
-	return json.RawMessage(bytes.TrimSpace(rec.Body.Bytes())), nil
+	return l.call(ctx, l.actions(), merchantID, http.MethodPost, "/v1/ecom/"+url.PathEscape(siteID)+"/payments/"+url.PathEscape(psp)+"/"+op, b, idempotencyKey)
 }

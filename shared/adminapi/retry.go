@@ -38,15 +38,9 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // attempt moved to now on the local queue (same X-Webhook-Id, the next
 // attempt number; no second chain of attempts).
 func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, error) {
-	d, err := l.DeliveryStore.GetDelivery(ctx, id)
-	if err == nil && d.MerchantID != merchantID {
-		err = storeerr.ErrNotFound
-	}
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return Retried{}, &APIError{Status: http.StatusNotFound, Code: "yp_3007", Message: fmt.Sprintf("merchant %s has no webhook delivery %s", merchantID, id)}
-	}
+	d, err := l.delivery(ctx, merchantID, id)
 	if err != nil {
-		return Retried{}, fmt.Errorf("read delivery %s: %w", id, err)
+		return Retried{}, err
 	}
 	switch d.Status {
 	case webhooks.StatusDelivered:
@@ -68,6 +62,21 @@ func (l *Local) RetryNow(ctx context.Context, merchantID, id string) (Retried, e
 	return l.moveNextAttempt(ctx, id)
 }
 
+// delivery returns merchantID's delivery id as stored.
+func (l *Local) delivery(ctx context.Context, merchantID, id string) (webhooks.Delivery, error) {
+	d, err := l.DeliveryStore.GetDelivery(ctx, id)
+	if err == nil && d.MerchantID != merchantID {
+		err = storeerr.ErrNotFound
+	}
+	if errors.Is(err, storeerr.ErrNotFound) {
+		return d, &APIError{Status: http.StatusNotFound, Code: "yp_3007", Message: fmt.Sprintf("merchant %s has no webhook delivery %s", merchantID, id)}
+	}
+	if err != nil {
+		return d, fmt.Errorf("read delivery %s: %w", id, err)
+	}
+	return d, nil
+}
+
 // DeliveryDetail is one of merchantID's deliveries as stored, with its
 // subscription's URL, its kept attempts newest first, each with the headers
 // it was sent with, and the headers of its next attempt when it has none
@@ -87,15 +96,9 @@ type AttemptDetail struct {
 
 // DeliveryDetail returns merchantID's delivery id.
 func (l *Local) DeliveryDetail(ctx context.Context, merchantID, id string) (DeliveryDetail, error) {
-	d, err := l.DeliveryStore.GetDelivery(ctx, id)
-	if err == nil && d.MerchantID != merchantID {
-		err = storeerr.ErrNotFound
-	}
-	if errors.Is(err, storeerr.ErrNotFound) {
-		return DeliveryDetail{}, &APIError{Status: http.StatusNotFound, Code: "yp_3007", Message: fmt.Sprintf("merchant %s has no webhook delivery %s", merchantID, id)}
-	}
+	d, err := l.delivery(ctx, merchantID, id)
 	if err != nil {
-		return DeliveryDetail{}, fmt.Errorf("read delivery %s: %w", id, err)
+		return DeliveryDetail{}, err
 	}
 	out := DeliveryDetail{Delivery: d}
 	if sub, err := l.Tenants.GetSubscription(ctx, merchantID, d.SubscriptionID); err == nil {

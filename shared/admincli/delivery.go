@@ -41,7 +41,7 @@ func (c *cli) deliveryList(ctx context.Context, path string, args []string) erro
 		return usagef(path, "--merchant is required (the merchant of a delivery, e.g. a dead letter's deliveryId: `%s delivery show --id ID`)", prog)
 	}
 	st := webhooks.Status(strings.TrimSpace(*status))
-	if st != "" && !validStatus(st) {
+	if st != "" && !slices.Contains(webhooks.Statuses, st) {
 		return usagef(path, "--status must be one of pending, failed, disabled, delivered")
 	}
 	if *limit < 1 || *limit > 1000 {
@@ -59,23 +59,17 @@ func (c *cli) deliveryList(ctx context.Context, path string, args []string) erro
 		for i := range list {
 			list[i].Payload = nil // the notification itself is not for listings
 		}
-		if *f.json {
-			return c.printJSON(list)
-		}
-		t := newTable(c.stdout)
-		t.row("ID", "EVENT", "PSP REFERENCE", "STATUS", "ATTEMPTS", "LAST STATUS", "LAST ERROR", "NEXT ATTEMPT", "CREATED")
-		for _, d := range list {
-			last := ""
-			if d.LastStatusCode != 0 {
-				last = fmt.Sprint(d.LastStatusCode)
+		return c.show(*f.json, list, func(t *table) {
+			t.row("ID", "EVENT", "PSP REFERENCE", "STATUS", "ATTEMPTS", "LAST STATUS", "LAST ERROR", "NEXT ATTEMPT", "CREATED")
+			for _, d := range list {
+				last := ""
+				if d.LastStatusCode != 0 {
+					last = fmt.Sprint(d.LastStatusCode)
+				}
+				t.row(d.ID, d.EventCode, d.PSPReference, string(d.Status), fmt.Sprint(d.Attempts), last, d.LastError,
+					fmtTimePtr(d.NextAttemptAt), fmtTime(d.CreatedAt))
 			}
-			next := ""
-			if d.NextAttemptAt != nil {
-				next = fmtTime(*d.NextAttemptAt)
-			}
-			t.row(d.ID, d.EventCode, d.PSPReference, string(d.Status), fmt.Sprint(d.Attempts), last, d.LastError, next, fmtTime(d.CreatedAt))
-		}
-		return t.flush()
+		})
 	})
 }
 
@@ -92,10 +86,7 @@ func (c *cli) deliveryShow(ctx context.Context, path string, args []string) erro
 			"its merchant and subscription, status, attempts and the last error, then its kept attempts\n"+
 			"(the last 10, newest first: time, answer, error, signature sent, start of the answer).")
 	id := f.str("id", "", "the delivery `ID` (msg_…; required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("id"); err != nil {
+	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
 	return c.withStore(ctx, func(s *session) error {
@@ -106,36 +97,31 @@ func (c *cli) deliveryShow(ctx context.Context, path string, args []string) erro
 		if err != nil {
 			return fmt.Errorf("read delivery %q: %w", *id, err)
 		}
-		if *f.json {
-			return c.printJSON(deliveryView{Delivery: d})
-		}
-		t := newTable(c.stdout)
-		t.row("id", d.ID)
-		t.row("merchant", d.MerchantID)
-		t.row("subscription", d.SubscriptionID)
-		t.row("event", d.EventCode)
-		t.row("psp reference", d.PSPReference)
-		t.row("status", string(d.Status))
-		t.row("attempts", fmt.Sprint(d.Attempts))
-		if d.LastStatusCode != 0 {
-			t.row("last status", fmt.Sprint(d.LastStatusCode))
-		}
-		t.row("last error", d.LastError)
-		t.row("last attempt", fmtTimePtr(d.LastAttemptAt))
-		t.row("next attempt", fmtTimePtr(d.NextAttemptAt))
-		t.row("redrives", fmt.Sprint(d.Redrives))
-		t.row("created", fmtTime(d.CreatedAt))
-		if err := t.flush(); err != nil {
-			return err
-		}
-		return printAttempts(c.stdout, d.History)
+		return c.show(*f.json, deliveryView{Delivery: d}, func(t *table) {
+			t.row("id", d.ID)
+			t.row("merchant", d.MerchantID)
+			t.row("subscription", d.SubscriptionID)
+			t.row("event", d.EventCode)
+			t.row("psp reference", d.PSPReference)
+			t.row("status", string(d.Status))
+			t.row("attempts", fmt.Sprint(d.Attempts))
+			if d.LastStatusCode != 0 {
+				t.row("last status", fmt.Sprint(d.LastStatusCode))
+			}
+			t.row("last error", d.LastError)
+			t.row("last attempt", fmtTimePtr(d.LastAttemptAt))
+			t.row("next attempt", fmtTimePtr(d.NextAttemptAt))
+			t.row("redrives", fmt.Sprint(d.Redrives))
+			t.row("created", fmtTime(d.CreatedAt))
+			printAttempts(&t.text, d.History)
+		})
 	})
 }
 
 // printAttempts prints a delivery's kept attempts, newest first: number,
 // time, answer, duration and error, the signature sent and the start of
 // the receiver's answer (quoted, on one line).
-func printAttempts(w io.Writer, h []webhooks.AttemptRecord) error {
+func printAttempts(w io.Writer, h []webhooks.AttemptRecord) {
 	if len(h) > 0 {
 		fmt.Fprintf(w, "\nattempts kept (the last %d, newest first; of each answer its first %d bytes):\n", webhooks.MaxHistory, webhooks.MaxBodyPrefix)
 	}
@@ -154,20 +140,8 @@ func printAttempts(w io.Writer, h []webhooks.AttemptRecord) error {
 		} else if a.Truncated {
 			body += " (truncated)"
 		}
-		if _, err := fmt.Fprintf(w, "\n  %s: %s\n  answer: %s\n", webhooks.HeaderSignature, a.Signature, body); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
+		fmt.Fprintf(w, "\n  %s: %s\n  answer: %s\n", webhooks.HeaderSignature, a.Signature, body)
 	}
-	return nil
-}
-
-func validStatus(s webhooks.Status) bool {
-	for _, x := range webhooks.Statuses {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) error {
@@ -178,10 +152,7 @@ func (c *cli) deliveryRedrive(ctx context.Context, path string, args []string) e
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	id := f.str("id", "", "only this delivery `ID`")
 	includeDisabled := f.boolean("include-disabled", false, "also redrive deliveries stopped because the subscription was disabled")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant"); err != nil {
+	if err := f.parse(args, "merchant"); err != nil {
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
@@ -245,10 +216,7 @@ func (c *cli) deliveryRetry(ctx context.Context, path string, args []string) err
 			"Deployed stages: the retry endpoint, or delivery redrive.")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	id := f.str("id", "", "the delivery `ID` (msg_…; required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "id"); err != nil {
+	if err := f.parse(args, "merchant", "id"); err != nil {
 		return err
 	}
 	if c.server == nil {

@@ -22,6 +22,7 @@ type flagSet struct {
 	order       []string
 	stdout      io.Writer
 	json        *bool
+	set         map[string]bool // the flags given on the command line
 }
 
 // newFlags returns the flags of the command at path. synopsis is the usage
@@ -33,7 +34,8 @@ func (c *cli) newFlags(path, synopsis, description string) *flagSet {
 		path:    path, synopsis: synopsis, description: description, stdout: c.stdout,
 	}
 	f.SetOutput(io.Discard) // parse errors become usage errors; -h prints to stdout
-	f.json = f.boolean("json", false, "print the result as JSON on stdout")
+	// --json is not in order: printUsage lists it last, as common to every command.
+	f.json = f.Bool("json", false, "print the result as JSON on stdout")
 	return f
 }
 
@@ -62,9 +64,10 @@ func (f *flagSet) duration(name string, def time.Duration, usage string) *time.D
 	return f.Duration(name, def, usage)
 }
 
-// parse parses args. -h prints the help on stdout and returns flag.ErrHelp;
+// parse parses args and checks that every flag named in required has a
+// non-empty value. -h prints the help on stdout and returns flag.ErrHelp;
 // any other problem is a usage error. Commands take no positional arguments.
-func (f *flagSet) parse(args []string) error {
+func (f *flagSet) parse(args []string, required ...string) error {
 	if err := f.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			f.printUsage(f.stdout)
@@ -75,19 +78,28 @@ func (f *flagSet) parse(args []string) error {
 	if f.NArg() > 0 {
 		return usagef(f.path, "unexpected argument %q (every value is given with a --flag)", f.Arg(0))
 	}
-	return nil
+	f.set = map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	var missing []string
+	for _, name := range required {
+		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
+			missing = append(missing, "--"+name)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usagef(f.path, "%s is required", missing[0])
+	}
+	return usagef(f.path, "%s are required", strings.Join(missing, ", "))
 }
 
 // printUsage prints the command's help.
 func (f *flagSet) printUsage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: %s %s %s\n\n%s\n\nFlags:\n", prog, f.path, f.synopsis, f.description)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
-	order := slices.Clone(f.order)
-	// --json last: it is common to every command.
-	if i := slices.Index(order, "json"); i >= 0 {
-		order = append(slices.Delete(order, i, i+1), "json")
-	}
-	for _, name := range order {
+	for _, name := range append(slices.Clone(f.order), "json") {
 		fl := f.Lookup(name)
 		typ, usage := flag.UnquoteUsage(fl)
 		switch typ {
@@ -142,44 +154,15 @@ func isBoolFlag(fl *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// isSet reports whether the flag was given on the command line.
-func (f *flagSet) isSet(name string) bool {
-	set := false
-	f.Visit(func(fl *flag.Flag) {
-		if fl.Name == name {
-			set = true
-		}
-	})
-	return set
-}
-
 // anySetExcept reports whether any flag other than --json and except was
 // given.
 func (f *flagSet) anySetExcept(except ...string) bool {
-	n := 0
-	f.Visit(func(fl *flag.Flag) {
-		if fl.Name != "json" && !slices.Contains(except, fl.Name) {
-			n++
-		}
-	})
-	return n > 0
-}
-
-// required fails unless every named flag has a non-empty value.
-func (f *flagSet) required(names ...string) error {
-	var missing []string
-	for _, name := range names {
-		if strings.TrimSpace(f.Lookup(name).Value.String()) == "" {
-			missing = append(missing, "--"+name)
+	for name := range f.set {
+		if name != "json" && !slices.Contains(except, name) {
+			return true
 		}
 	}
-	switch len(missing) {
-	case 0:
-		return nil
-	case 1:
-		return usagef(f.path, "%s is required", missing[0])
-	}
-	return usagef(f.path, "%s are required", strings.Join(missing, ", "))
+	return false
 }
 
 // splitList splits a comma-separated flag value, trimming spaces and

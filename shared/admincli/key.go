@@ -63,23 +63,14 @@ func parsePermissions(path, s string) ([]tenant.Permission, error) {
 	for _, item := range items {
 		p := tenant.Permission(item)
 		if !slices.Contains(tenant.AllPermissions, p) {
-			return nil, usagef(path, "--permissions: unknown permission %q (known: %s, or * for all)", item, permString(tenant.AllPermissions))
+			return nil, usagef(path, "--permissions: unknown permission %q (known: %s, or * for all)", item, join(tenant.AllPermissions))
 		}
 		out = append(out, p)
 	}
 	return out, nil
 }
 
-// permString joins permissions with commas.
-func permString(ps []tenant.Permission) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = string(p)
-	}
-	return strings.Join(parts, ",")
-}
-
-// permSummary is permString with "*" for every permission.
+// permSummary joins permissions with commas, "*" for every permission.
 func permSummary(ps []tenant.Permission) string {
 	all := len(ps) == len(tenant.AllPermissions)
 	for _, p := range tenant.AllPermissions {
@@ -88,10 +79,12 @@ func permSummary(ps []tenant.Permission) string {
 	if all {
 		return "* (all)"
 	}
-	return permString(ps)
+	return join(ps)
 }
 
-func sitesSummary(ids []string) string {
+// allOr joins ids with commas, "(all)" for none (a key's sites, a
+// subscription's events).
+func allOr(ids []string) string {
 	if len(ids) == 0 {
 		return "(all)"
 	}
@@ -119,7 +112,7 @@ func keyRows(t *table, k tenant.APIKey) {
 	t.row("environment", string(k.Environment))
 	t.row("hint", k.Hint)
 	t.row("permissions", permSummary(k.Permissions))
-	t.row("sites", sitesSummary(k.SiteIDs))
+	t.row("sites", allOr(k.SiteIDs))
 	t.row("rate limit", rateSummary(k))
 	t.row("created", fmtTime(k.CreatedAt))
 	t.row("revoked", fmtTimePtr(k.RevokedAt))
@@ -129,17 +122,14 @@ func (c *cli) keyCreate(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--merchant ID --permissions LIST|* [flags]",
 		"Creates an API key for a merchant and prints it ONCE: only its SHA-256 hash is stored.\n"+
 			"The key's prefix (yp_test_ or yp_live_) follows PAYSVC_ENVIRONMENT.\n"+
-			wrap("Permissions (comma-separated, or * for all): "+strings.ReplaceAll(permString(tenant.AllPermissions), ",", ", ")+".", 88))
+			wrap("Permissions (comma-separated, or * for all): "+strings.ReplaceAll(join(tenant.AllPermissions), ",", ", ")+".", 88))
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	name := f.str("name", "", "a label for humans, e.g. \"checkout backend\"")
 	perms := f.str("permissions", "", "comma-separated `LIST` of permissions, or * for all (required)")
 	sites := f.str("sites", "", "restrict the key to a comma-separated `LIST` of site ids (default: every site)")
 	rate := f.integer("rate", 0, "requests per second allowed (0 = the service default)")
 	burst := f.integer("burst", 0, "burst allowed (0 = the service default)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "permissions"); err != nil {
+	if err := f.parse(args, "merchant", "permissions"); err != nil {
 		return err
 	}
 	ps, err := parsePermissions(path, *perms)
@@ -179,15 +169,11 @@ func (c *cli) keyCreate(ctx context.Context, path string, args []string) error {
 		}
 		if *f.json {
 			c.notef("The JSON output holds the API key: %s.", keyNotice)
-			return c.printJSON(createdKey{APIKey: viewKey(k), Key: secret, Notice: keyNotice})
 		}
-		t := newTable(c.stdout)
-		keyRows(t, k)
-		if err := t.flush(); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(c.stdout, "\nAPI key (%s):\n\n    %s\n\n", keyNotice, secret)
-		return err
+		return c.show(*f.json, createdKey{APIKey: viewKey(k), Key: secret, Notice: keyNotice}, func(t *table) {
+			keyRows(t, k)
+			fmt.Fprintf(&t.text, "\nAPI key (%s):\n\n    %s\n\n", keyNotice, secret)
+		})
 	})
 }
 
@@ -195,10 +181,7 @@ func (c *cli) keyList(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--merchant ID [--json]",
 		"Lists a merchant's API keys, revoked ones included. Keys themselves are never shown, only their hint.")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant"); err != nil {
+	if err := f.parse(args, "merchant"); err != nil {
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
@@ -206,20 +189,17 @@ func (c *cli) keyList(ctx context.Context, path string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("list API keys: %w", err)
 		}
-		if *f.json {
-			out := make([]keyView, 0, len(keys))
-			for _, k := range keys {
-				out = append(out, viewKey(k))
-			}
-			return c.printJSON(out)
-		}
-		t := newTable(c.stdout)
-		t.row("ID", "NAME", "HINT", "ENV", "PERMISSIONS", "SITES", "RATE LIMIT", "CREATED", "REVOKED")
+		out := make([]keyView, 0, len(keys))
 		for _, k := range keys {
-			t.row(k.ID, k.Name, k.Hint, string(k.Environment), permSummary(k.Permissions), sitesSummary(k.SiteIDs),
-				rateSummary(k), fmtTime(k.CreatedAt), fmtTimePtr(k.RevokedAt))
+			out = append(out, viewKey(k))
 		}
-		return t.flush()
+		return c.show(*f.json, out, func(t *table) {
+			t.row("ID", "NAME", "HINT", "ENV", "PERMISSIONS", "SITES", "RATE LIMIT", "CREATED", "REVOKED")
+			for _, k := range keys {
+				t.row(k.ID, k.Name, k.Hint, string(k.Environment), permSummary(k.Permissions), allOr(k.SiteIDs),
+					rateSummary(k), fmtTime(k.CreatedAt), fmtTimePtr(k.RevokedAt))
+			}
+		})
 	})
 }
 
@@ -228,10 +208,7 @@ func (c *cli) keyRevoke(ctx context.Context, path string, args []string) error {
 		"Revokes an API key: calls with it get 401 (other service instances notice within the auth cache TTL, 5 s by default).")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	id := f.str("id", "", "the key's `ID` (key_…, see key list; required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "id"); err != nil {
+	if err := f.parse(args, "merchant", "id"); err != nil {
 		return err
 	}
 	keyID := strings.TrimSpace(*id)
@@ -262,11 +239,6 @@ func (c *cli) keyRevoke(ctx context.Context, path string, args []string) error {
 				return err
 			}
 		}
-		if *f.json {
-			return c.printJSON(viewKey(k))
-		}
-		t := newTable(c.stdout)
-		keyRows(t, k)
-		return t.flush()
+		return c.show(*f.json, viewKey(k), func(t *table) { keyRows(t, k) })
 	})
 }

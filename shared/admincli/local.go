@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -159,13 +158,13 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	var fwdTo *url.URL
+	fwd := "" // the receiver's URL; "": print the webhooks
 	if raw := strings.TrimSpace(*forward); raw != "" {
 		t, err := target.Check(raw, true)
 		if err != nil || !t.Local {
 			return usagef(path, "--forward-to %q: an http:// or https:// URL on this machine (localhost or a loopback address such as 127.0.0.1)", *forward)
 		}
-		fwdTo = t.URL
+		fwd = t.URL.String()
 	}
 	codes, err := parseEvents(path, *events)
 	if err != nil {
@@ -181,10 +180,6 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 		return errNeedsLocalServer("listen")
 	}
 	client := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	fwd := ""
-	if fwdTo != nil {
-		fwd = fwdTo.String()
-	}
 	var listenerID, secret string
 	ready := func(m adminapi.StreamMessage) {
 		listenerID, secret = m.ListenerID, m.Secret
@@ -192,10 +187,10 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 			_ = c.printJSONLine(map[string]string{"type": "ready", "merchantId": m.MerchantID, "listenerId": m.ListenerID, "forwardTo": fwd, "secret": m.Secret})
 			return
 		}
-		if fwdTo == nil {
+		if fwd == "" {
 			fmt.Fprintf(c.stdout, "Ready: printing the webhooks of %s and checking their signatures (Ctrl-C to stop; --forward-to URL sends them to your receiver).\n", m.MerchantID)
 		} else {
-			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m.MerchantID, fwdTo)
+			fmt.Fprintf(c.stdout, "Ready: forwarding the webhooks of %s to %s (Ctrl-C to stop).\n", m.MerchantID, fwd)
 		}
 		fmt.Fprintf(c.stdout, "Webhook signing secret of this listen (verify the webhooks with it): %s\n", m.Secret)
 	}
@@ -206,7 +201,7 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 	forwardOne := func(wh adminapi.Webhook) error {
 		res := forwarded{Type: "webhook", EventID: wh.EventID, EventCode: wh.EventCode, PSPReference: wh.PSPReference,
 			WebhookID: wh.Headers.Get("X-Webhook-Id"), Missed: wh.Missed}
-		if fwdTo == nil {
+		if fwd == "" {
 			// Checked as a receiver checks it (docs/webhooks.md).
 			res.Signature = "verified"
 			if err := verify.Verify(secret, wh.Headers, wh.Body, c.clock.Now(), verify.DefaultTolerance); err != nil {
@@ -217,7 +212,7 @@ func (c *cli) listen(ctx context.Context, path string, args []string) error {
 			return err
 		}
 		start := time.Now()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fwdTo.String(), bytes.NewReader(wh.Body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, fwd, bytes.NewReader(wh.Body))
 		if err == nil {
 			req.Header = wh.Headers.Clone()
 			req.Header.Set("Content-Type", "application/json")

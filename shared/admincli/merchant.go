@@ -59,7 +59,7 @@ func addMerchantFlags(f *flagSet, create bool) merchantFlags {
 // otherwise only those given on the command line (update). It validates
 // the values it copies.
 func (mf merchantFlags) apply(f *flagSet, m *tenant.Merchant, all bool) error {
-	use := func(name string) bool { return all || f.isSet(name) }
+	use := func(name string) bool { return all || f.set[name] }
 	if use("name") {
 		m.Name = strings.TrimSpace(*mf.name)
 		if m.Name == "" {
@@ -166,12 +166,7 @@ func pluralIs(n int) string {
 
 // printMerchant prints one merchant.
 func (c *cli) printMerchant(asJSON bool, m tenant.Merchant) error {
-	if asJSON {
-		return c.printJSON(viewMerchant(m))
-	}
-	t := newTable(c.stdout)
-	merchantRows(t, m)
-	return t.flush()
+	return c.show(asJSON, viewMerchant(m), func(t *table) { merchantRows(t, m) })
 }
 
 func merchantRows(t *table, m tenant.Merchant) {
@@ -199,10 +194,7 @@ func (c *cli) merchantCreate(ctx context.Context, path string, args []string) er
 			"Without --upstream-account, --client-key and --split-account it cannot take payments yet.")
 	id := f.str("id", "", merchantIDUsage+"; generated (m_…) when omitted")
 	mf := addMerchantFlags(f, true)
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("name", "country"); err != nil {
+	if err := f.parse(args, "name", "country"); err != nil {
 		return err
 	}
 	m := tenant.Merchant{ID: strings.TrimSpace(*id)}
@@ -238,10 +230,7 @@ func (c *cli) merchantUpdate(ctx context.Context, path string, args []string) er
 		"Changes the settings given on the command line and leaves the others as they are.")
 	id := f.str("id", "", merchantIDUsage+" (required)")
 	mf := addMerchantFlags(f, false)
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("id"); err != nil {
+	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
 	if !f.anySetExcept("id") {
@@ -273,21 +262,18 @@ func (c *cli) merchantList(ctx context.Context, path string, args []string) erro
 		if err != nil {
 			return fmt.Errorf("list merchants: %w", err)
 		}
-		if *f.json {
-			out := make([]merchantView, 0, len(ms))
-			for _, m := range ms {
-				out = append(out, viewMerchant(m))
-			}
-			return c.printJSON(out)
-		}
-		t := newTable(c.stdout)
-		t.row("ID", "NAME", "COUNTRY", "ACTIVE", "CAPTURE", "ECOMMERCE", "READY", "COMMISSION", "CREATED")
+		out := make([]merchantView, 0, len(ms))
 		for _, m := range ms {
-			t.row(m.ID, m.Name, m.Country, yesNo(m.Active), string(m.CaptureMode), yesNo(m.Ecommerce),
-				yesNo(m.ReadyForEcommerce()), strconv.FormatInt(m.CommissionBps, 10)+" bps + "+strconv.FormatInt(m.CommissionFixed, 10),
-				fmtTime(m.CreatedAt))
+			out = append(out, viewMerchant(m))
 		}
-		return t.flush()
+		return c.show(*f.json, out, func(t *table) {
+			t.row("ID", "NAME", "COUNTRY", "ACTIVE", "CAPTURE", "ECOMMERCE", "READY", "COMMISSION", "CREATED")
+			for _, m := range ms {
+				t.row(m.ID, m.Name, m.Country, yesNo(m.Active), string(m.CaptureMode), yesNo(m.Ecommerce),
+					yesNo(m.ReadyForEcommerce()), strconv.FormatInt(m.CommissionBps, 10)+" bps + "+strconv.FormatInt(m.CommissionFixed, 10),
+					fmtTime(m.CreatedAt))
+			}
+		})
 	})
 }
 
@@ -304,10 +290,7 @@ type merchantSummary struct {
 func (c *cli) merchantShow(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--id ID [--json]", "Shows a merchant, its sites and how many keys and webhook subscriptions it has.")
 	id := f.str("id", "", merchantIDUsage+" (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("id"); err != nil {
+	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
 	return c.withStore(ctx, func(s *session) error {
@@ -341,19 +324,16 @@ func (c *cli) merchantShow(ctx context.Context, path string, args []string) erro
 				sum.Enabled++
 			}
 		}
-		if *f.json {
-			return c.printJSON(sum)
-		}
-		t := newTable(c.stdout)
-		merchantRows(t, m)
-		siteIDs := make([]string, 0, len(sum.Sites))
-		for _, site := range sum.Sites {
-			siteIDs = append(siteIDs, site.ID)
-		}
-		t.row("sites", strings.TrimSpace(fmt.Sprintf("%d %s", len(siteIDs), strings.Join(siteIDs, ","))))
-		t.row("API keys", fmt.Sprintf("%d active, %d revoked", sum.ActiveKeys, sum.RevokedKeys))
-		t.row("subscriptions", fmt.Sprintf("%d (%d enabled)", sum.Subscriptions, sum.Enabled))
-		return t.flush()
+		return c.show(*f.json, sum, func(t *table) {
+			merchantRows(t, m)
+			siteIDs := make([]string, 0, len(sum.Sites))
+			for _, site := range sum.Sites {
+				siteIDs = append(siteIDs, site.ID)
+			}
+			t.row("sites", strings.TrimSpace(fmt.Sprintf("%d %s", len(siteIDs), strings.Join(siteIDs, ","))))
+			t.row("API keys", fmt.Sprintf("%d active, %d revoked", sum.ActiveKeys, sum.RevokedKeys))
+			t.row("subscriptions", fmt.Sprintf("%d (%d enabled)", sum.Subscriptions, sum.Enabled))
+		})
 	})
 }
 
@@ -362,10 +342,7 @@ func (c *cli) merchantDeactivate(ctx context.Context, path string, args []string
 		"Deactivates a merchant: every API call with its keys is refused (404 yp_3005).\n"+
 			"Reactivate with `merchant update --id ID --inactive=false`.")
 	id := f.str("id", "", merchantIDUsage+" (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("id"); err != nil {
+	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
 	return c.withStore(ctx, func(s *session) error {
@@ -402,10 +379,7 @@ func (c *cli) merchantShards(ctx context.Context, path string, args []string) er
 	id := f.str("id", "", merchantIDUsage+" (required)")
 	deliveries := f.integer("deliveries", 0, fmt.Sprintf("raise the deliveries' count to N (1 … %d)", dynamo.MaxListingShards))
 	events := f.integer("events", 0, fmt.Sprintf("raise the event history's count to N (1 … %d)", dynamo.MaxListingShards))
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("id"); err != nil {
+	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
 	if *deliveries < 0 || *events < 0 {
@@ -421,7 +395,7 @@ func (c *cli) merchantShards(ctx context.Context, path string, args []string) er
 			return fmt.Errorf("the %s store does not shard listings: a merchant's deliveries and events are read in order from one file", s.cfg.Store)
 		}
 		var got dynamo.ListingShards
-		if f.isSet("deliveries") || f.isSet("events") {
+		if f.set["deliveries"] || f.set["events"] {
 			got, err = st.RaiseListingShards(ctx, m.ID, *deliveries, *events)
 		} else {
 			got, err = st.ListingShards(ctx, m.ID)
@@ -429,16 +403,14 @@ func (c *cli) merchantShards(ctx context.Context, path string, args []string) er
 		if err != nil {
 			return err
 		}
-		if *f.json {
-			return c.printJSON(map[string]any{"merchantId": m.ID, "deliveries": got.Deliveries, "events": got.Events, "own": got.Own})
-		}
-		t := newTable(c.stdout)
-		t.row("merchant", m.ID)
-		t.row("delivery shards", fmt.Sprint(got.Deliveries))
-		t.row("event history shards", fmt.Sprint(got.Events))
-		if !got.Own {
-			t.row("", "the store's counts: the merchant was created before counts of its own")
-		}
-		return t.flush()
+		v := map[string]any{"merchantId": m.ID, "deliveries": got.Deliveries, "events": got.Events, "own": got.Own}
+		return c.show(*f.json, v, func(t *table) {
+			t.row("merchant", m.ID)
+			t.row("delivery shards", fmt.Sprint(got.Deliveries))
+			t.row("event history shards", fmt.Sprint(got.Events))
+			if !got.Own {
+				t.row("", "the store's counts: the merchant was created before counts of its own")
+			}
+		})
 	})
 }

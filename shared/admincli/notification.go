@@ -50,23 +50,20 @@ func (c *cli) notificationList(ctx context.Context, path string, args []string) 
 		if err != nil {
 			return err
 		}
-		if *f.json {
-			return c.printJSON(evs)
-		}
-		t := newTable(c.stdout)
-		if *account {
-			t.row("ID", "EVENT", "PSP REFERENCE", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
-		} else {
-			t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
-		}
-		for _, e := range evs {
+		return c.show(*f.json, evs, func(t *table) {
 			if *account {
-				t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.Item.Reason)
-				continue
+				t.row("ID", "EVENT", "PSP REFERENCE", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
+			} else {
+				t.row("ID", "EVENT", "PSP REFERENCE", "PAYMENT", "MERCHANT ACCOUNT", "RECEIVED", "REASON")
 			}
-			t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
-		}
-		return t.flush()
+			for _, e := range evs {
+				if *account {
+					t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.Item.Reason)
+				} else {
+					t.row(e.ID, e.Item.EventCode, e.Item.PSPReference, e.PaymentPSP, e.Item.MerchantAccountCode, fmtTime(e.ReceivedAt), e.UnroutableReason)
+				}
+			}
+		})
 	})
 }
 
@@ -140,18 +137,17 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 			}
 			results = append(results, res)
 		}
-		if *f.json {
-			if err := c.printJSON(results); err != nil {
-				return err
-			}
-		} else {
+		err = c.show(*f.json, results, func(t *table) {
 			for _, res := range results {
 				if res.Routed {
-					fmt.Fprintf(c.stdout, "routed %s to %s (%d deliveries)\n", res.ID, res.MerchantID, len(res.Deliveries))
+					fmt.Fprintf(&t.text, "routed %s to %s (%d deliveries)\n", res.ID, res.MerchantID, len(res.Deliveries))
 				} else {
-					fmt.Fprintf(c.stdout, "not routed %s: %s\n", res.ID, res.Error)
+					fmt.Fprintf(&t.text, "not routed %s: %s\n", res.ID, res.Error)
 				}
 			}
+		})
+		if err != nil {
+			return err
 		}
 		if failed > 0 {
 			return fmt.Errorf("%d of %d notifications not routed", failed, len(ids))

@@ -37,11 +37,27 @@ func (c *cli) notef(format string, args ...any) {
 	fmt.Fprintf(c.stderr, format+"\n", args...)
 }
 
-// table is an aligned text table or list of fields on stdout.
-type table struct{ tw *tabwriter.Writer }
+// show prints v as JSON with --json (asJSON), otherwise the aligned text
+// rows writes.
+func (c *cli) show(asJSON bool, v any, rows func(t *table)) error {
+	if asJSON {
+		return c.printJSON(v)
+	}
+	t := newTable(c.stdout)
+	rows(t)
+	return t.flush()
+}
+
+// table is an aligned text table or list of fields on stdout, and text
+// printed after it.
+type table struct {
+	w    io.Writer
+	tw   *tabwriter.Writer
+	text strings.Builder
+}
 
 func newTable(w io.Writer) *table {
-	return &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	return &table{w: w, tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
 }
 
 // row writes one row; empty cells are shown as "-".
@@ -54,9 +70,13 @@ func (t *table) row(cells ...string) {
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
 
-// flush writes the aligned table.
+// flush writes the aligned table, then the text.
 func (t *table) flush() error {
-	if err := t.tw.Flush(); err != nil {
+	err := t.tw.Flush()
+	if err == nil {
+		_, err = io.WriteString(t.w, t.text.String())
+	}
+	if err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
@@ -84,6 +104,15 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// join joins values with commas.
+func join[T ~string](xs []T) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = string(x)
+	}
+	return strings.Join(parts, ",")
 }
 
 // nonNil returns s, or an empty slice for nil so JSON shows [] not null.

@@ -25,10 +25,7 @@ func (c *cli) seed(ctx context.Context, path string, args []string) error {
 			"whose URL is unchanged keep their secrets and state. Keys and secrets in the file are\n"+
 			"plain text and are stored hashed / as secrets; they are not printed.")
 	file := f.str("file", "", "the seed file `PATH` (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("file"); err != nil {
+	if err := f.parse(args, "file"); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(*file)

@@ -28,20 +28,12 @@ func parseFlows(path, s string) ([]tenant.Flow, error) {
 	return out, nil
 }
 
-func flowsString(fs []tenant.Flow) string {
-	parts := make([]string, len(fs))
-	for i, f := range fs {
-		parts[i] = string(f)
-	}
-	return strings.Join(parts, ",")
-}
-
 func siteRows(t *table, s tenant.Site) {
 	t.row("id", s.ID)
 	t.row("merchant", s.MerchantID)
 	t.row("name", s.Name)
 	t.row("type", string(s.Type))
-	t.row("flows", flowsString(s.Flows))
+	t.row("flows", join(s.Flows))
 	t.row("created", fmtTime(s.CreatedAt))
 }
 
@@ -53,10 +45,7 @@ func (c *cli) siteCreate(ctx context.Context, path string, args []string) error 
 	name := f.str("name", "", "the site's name (required)")
 	typ := f.str("type", string(tenant.SiteEcommerce), "site type: `ecommerce|pos`")
 	flows := f.str("flows", "sessions,advanced", "checkout flows the site is enabled for: comma-separated `sessions,advanced`")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "name"); err != nil {
+	if err := f.parse(args, "merchant", "name"); err != nil {
 		return err
 	}
 	site := tenant.Site{ID: strings.TrimSpace(*id), MerchantID: strings.TrimSpace(*merchantID), Name: strings.TrimSpace(*name)}
@@ -95,22 +84,14 @@ func (c *cli) siteCreate(ctx context.Context, path string, args []string) error 
 		if !m.Active {
 			c.warnf("merchant %s is inactive", m.ID)
 		}
-		if *f.json {
-			return c.printJSON(site)
-		}
-		t := newTable(c.stdout)
-		siteRows(t, site)
-		return t.flush()
+		return c.show(*f.json, site, func(t *table) { siteRows(t, site) })
 	})
 }
 
 func (c *cli) siteList(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "--merchant ID [--json]", "Lists a merchant's sites, sorted by id.")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant"); err != nil {
+	if err := f.parse(args, "merchant"); err != nil {
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
@@ -118,14 +99,11 @@ func (c *cli) siteList(ctx context.Context, path string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("list sites: %w", err)
 		}
-		if *f.json {
-			return c.printJSON(nonNil(sites))
-		}
-		t := newTable(c.stdout)
-		t.row("ID", "NAME", "TYPE", "FLOWS", "CREATED")
-		for _, site := range sites {
-			t.row(site.ID, site.Name, string(site.Type), flowsString(site.Flows), fmtTime(site.CreatedAt))
-		}
-		return t.flush()
+		return c.show(*f.json, nonNil(sites), func(t *table) {
+			t.row("ID", "NAME", "TYPE", "FLOWS", "CREATED")
+			for _, site := range sites {
+				t.row(site.ID, site.Name, string(site.Type), join(site.Flows), fmtTime(site.CreatedAt))
+			}
+		})
 	})
 }

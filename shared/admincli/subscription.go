@@ -59,13 +59,6 @@ type createdSub struct {
 	Notice       string  `json:"notice"`
 }
 
-func eventsSummary(codes []string) string {
-	if len(codes) == 0 {
-		return "(all)"
-	}
-	return strings.Join(codes, ",")
-}
-
 // expirySummary lists when each active secret stops signing, newest first.
 func expirySummary(v subView) string {
 	parts := make([]string, 0, len(v.Secrets))
@@ -83,7 +76,7 @@ func subRows(t *table, v subView) {
 	t.row("id", v.ID)
 	t.row("merchant", v.MerchantID)
 	t.row("url", v.URL)
-	t.row("events", eventsSummary(v.EventCodes))
+	t.row("events", allOr(v.EventCodes))
 	t.row("enabled", yesNo(v.Enabled))
 	if !v.Enabled {
 		t.row("disabled reason", v.DisabledReason)
@@ -141,16 +134,12 @@ func (s *session) subscription(ctx context.Context, merchantID, id string) (tena
 func (c *cli) printNewSecret(asJSON bool, v subView, secret string) error {
 	if asJSON {
 		c.notef("The JSON output holds the webhook secret: %s.", secretNotice)
-		return c.printJSON(createdSub{Subscription: v, Secret: secret, Notice: secretNotice})
 	}
-	t := newTable(c.stdout)
-	subRows(t, v)
-	if err := t.flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(c.stdout, "\nWebhook signing secret (%s):\n\n    %s\n\n"+
-		"The receiver verifies deliveries with it (Standard Webhooks signatures).\n", secretNotice, secret)
-	return err
+	return c.show(asJSON, createdSub{Subscription: v, Secret: secret, Notice: secretNotice}, func(t *table) {
+		subRows(t, v)
+		fmt.Fprintf(&t.text, "\nWebhook signing secret (%s):\n\n    %s\n\n"+
+			"The receiver verifies deliveries with it (Standard Webhooks signatures).\n", secretNotice, secret)
+	})
 }
 
 func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
@@ -163,10 +152,7 @@ func (c *cli) subCreate(ctx context.Context, path string, args []string) error {
 	id := f.str("id", "", "subscription `ID` (A-Z a-z 0-9 _ -); generated (sub_…) when omitted")
 	allowLocal := f.boolean("allow-insecure-local", false,
 		"accept http:// or https:// targets on localhost / 127.0.0.1 / ::1 (local development only; refused with PAYSVC_ENVIRONMENT=live)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "url"); err != nil {
+	if err := f.parse(args, "merchant", "url"); err != nil {
 		return err
 	}
 	if *allowLocal && tenant.Environment(strings.TrimSpace(c.getenv("PAYSVC_ENVIRONMENT"))) == tenant.EnvLive {
@@ -217,10 +203,7 @@ func (c *cli) subList(ctx context.Context, path string, args []string) error {
 		"Lists a merchant's webhook subscriptions with how many secrets are active and when they expire.\n"+
 			"Secrets are never shown.")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant"); err != nil {
+	if err := f.parse(args, "merchant"); err != nil {
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
@@ -233,19 +216,16 @@ func (c *cli) subList(ctx context.Context, path string, args []string) error {
 		for _, sub := range subs {
 			views = append(views, viewSub(sub, now))
 		}
-		if *f.json {
-			return c.printJSON(views)
-		}
-		t := newTable(c.stdout)
-		t.row("ID", "URL", "EVENTS", "ENABLED", "ACTIVE SECRETS", "SECRET EXPIRY", "CREATED")
-		for _, v := range views {
-			enabled := yesNo(v.Enabled)
-			if !v.Enabled && v.DisabledReason != "" {
-				enabled += " (" + v.DisabledReason + ")"
+		return c.show(*f.json, views, func(t *table) {
+			t.row("ID", "URL", "EVENTS", "ENABLED", "ACTIVE SECRETS", "SECRET EXPIRY", "CREATED")
+			for _, v := range views {
+				enabled := yesNo(v.Enabled)
+				if !v.Enabled && v.DisabledReason != "" {
+					enabled += " (" + v.DisabledReason + ")"
+				}
+				t.row(v.ID, v.URL, allOr(v.EventCodes), enabled, fmt.Sprint(v.ActiveSecrets), expirySummary(v), fmtTime(v.CreatedAt))
 			}
-			t.row(v.ID, v.URL, eventsSummary(v.EventCodes), enabled, fmt.Sprint(v.ActiveSecrets), expirySummary(v), fmtTime(v.CreatedAt))
-		}
-		return t.flush()
+		})
 	})
 }
 
@@ -256,10 +236,7 @@ func (c *cli) subRotate(ctx context.Context, path string, args []string) error {
 	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
 	id := f.str("id", "", "the subscription's `ID` (required)")
 	overlap := f.duration("overlap", 24*time.Hour, "how long the previous secret keeps signing, e.g. 24h (0 ends it now, at most 720h)")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "id"); err != nil {
+	if err := f.parse(args, "merchant", "id"); err != nil {
 		return err
 	}
 	if *overlap < 0 || *overlap > maxOverlap {
@@ -310,10 +287,7 @@ func (c *cli) subSetEnabled(ctx context.Context, path string, args []string, ena
 	if !enable {
 		reason = f.str("reason", "disabled by an operator", "why, shown by subscription list")
 	}
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.required("merchant", "id"); err != nil {
+	if err := f.parse(args, "merchant", "id"); err != nil {
 		return err
 	}
 	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
@@ -331,11 +305,6 @@ func (c *cli) subSetEnabled(ctx context.Context, path string, args []string, ena
 			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
 		}
 		v := viewSub(sub, c.clock.Now())
-		if *f.json {
-			return c.printJSON(v)
-		}
-		t := newTable(c.stdout)
-		subRows(t, v)
-		return t.flush()
+		return c.show(*f.json, v, func(t *table) { subRows(t, v) })
 	})
 }

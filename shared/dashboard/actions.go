@@ -30,7 +30,7 @@ type modifyForm struct {
 // (view: its lookup answer), their amounts at first what is left to
 // capture (authorised less captured and in flight) and the refundable
 // amount; the API decides what is allowed.
-func modifyForms(view map[string]any) ([]modifyForm, error) {
+func modifyForms(view map[string]any) []modifyForm {
 	amount, _ := asAmount(view["amount"])
 	authorised, _ := asAmount(view["authorisedAmount"])
 	captured, _ := asAmount(view["capturedAmount"])
@@ -44,12 +44,10 @@ func modifyForms(view map[string]any) ([]modifyForm, error) {
 	}
 	for i := range forms {
 		b := make([]byte, 8)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("an Idempotency-Key: %w", err)
-		}
+		_, _ = rand.Read(b)
 		forms[i].IdempotencyKey = "dashboard-" + hex.EncodeToString(b)
 	}
-	return forms, nil
+	return forms
 }
 
 // modify posts a payment's operation through the merchant API (the form's

@@ -202,12 +202,8 @@ func (d *Dashboard) payment(w http.ResponseWriter, r *http.Request) {
 		data.Found, data.SiteID, data.Raw = true, p.SiteID, prettyJSON(p.Raw)
 		data.Fields, data.Ledger, data.Tables = paymentView(p.View)
 		data.State, _ = p.View["state"].(string)
-		if data.Actions, err = modifyForms(p.View); err != nil {
-			data.Problems = append(data.Problems, "actions: "+err.Error())
-		}
-		if next, ok := p.View["timelineNext"].(string); ok {
-			data.TimelineNext = next
-		}
+		data.Actions = modifyForms(p.View)
+		data.TimelineNext, _ = p.View["timelineNext"].(string)
 	case adminapi.IsNotFound(err):
 		data.Problems = append(data.Problems, "the lookup endpoint does not know "+psp+" for "+data.Merchant+" (a payment of another merchant, or a notification for a payment the service never made)")
 	default:

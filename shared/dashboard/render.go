@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"html"
 	"html/template"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -49,21 +49,11 @@ func paymentView(view map[string]any) (info, ledger []field, tables []table) {
 			ledger, done[k] = append(ledger, field{k, renderValue(v)}), true
 		}
 	}
-	keys := make([]string, 0, len(view))
-	for k := range view {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	// The timeline first, then any other table.
-	slices.SortStableFunc(keys, func(a, b string) int {
-		switch {
-		case a == "timeline":
-			return -1
-		case b == "timeline":
-			return 1
-		}
-		return 0
-	})
+	keys := slices.Sorted(maps.Keys(view))
+	if i := slices.Index(keys, "timeline"); i > 0 {
+		keys = append([]string{"timeline"}, slices.Delete(keys, i, i+1)...)
+	}
 	for _, k := range keys {
 		if done[k] {
 			continue
@@ -112,12 +102,7 @@ func toTable(name string, rows []map[string]any) table {
 		}
 	}
 	for _, r := range rows {
-		keys := make([]string, 0, len(r))
-		for k := range r {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r)) {
 			if !seen[k] {
 				seen[k] = true
 				t.Columns = append(t.Columns, k)
@@ -180,14 +165,9 @@ func renderValue(v any) template.HTML {
 		return template.HTML(html.EscapeString(fmt.Sprint(x)))
 	}
 	if m, ok := v.(map[string]any); ok { // e.g. paymentMethod: its fields, readable
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		var b strings.Builder
 		b.WriteString(`<span class="kv">`)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			b.WriteString(`<span><b>` + html.EscapeString(k) + `</b> ` + string(renderValue(m[k])) + `</span>`)
 		}
 		b.WriteString(`</span>`)

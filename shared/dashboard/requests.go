@@ -32,36 +32,30 @@ type RequestLog struct {
 	skip []string // path prefixes not recorded (the dashboard itself, the admin API)
 
 	mu   sync.Mutex
-	ring []Request
-	next int
+	kept []Request // oldest first
 }
 
 // NewRequestLog keeps the last size requests, not those under skip.
 func NewRequestLog(size int, skip ...string) *RequestLog {
-	return &RequestLog{size: size, skip: skip, ring: make([]Request, 0, size)}
+	return &RequestLog{size: size, skip: skip}
 }
 
 // Recent returns the kept requests, newest first.
 func (l *RequestLog) Recent() []Request {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Request, 0, len(l.ring))
-	for i := range len(l.ring) {
-		out = append(out, l.ring[(l.next-1-i+len(l.ring))%len(l.ring)])
-	}
+	out := slices.Clone(l.kept)
+	slices.Reverse(out)
 	return out
 }
 
 func (l *RequestLog) add(r Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.ring) < l.size {
-		l.ring = append(l.ring, r)
-		l.next = len(l.ring) % l.size
-		return
+	l.kept = append(l.kept, r)
+	if len(l.kept) > l.size {
+		l.kept = slices.Delete(l.kept, 0, 1)
 	}
-	l.ring[l.next] = r
-	l.next = (l.next + 1) % l.size
 }
 
 // Wrap records the requests next answers.
