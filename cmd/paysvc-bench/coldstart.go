@@ -325,13 +325,12 @@ func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationReq
 	if err := c.rt.sim.Sim.Flush(context.Background()); err != nil {
 		t.Logf("simulator flush: %v", err)
 	}
-	for _, it := range c.rt.sim.Sim.NotificationsFor(psp) {
-		if it.EventCode == upstream.EventAuthorisation {
-			b, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-			return string(b), it, err
-		}
+	it, err := c.rt.notification(psp, upstream.EventAuthorisation)
+	if err != nil {
+		return "", it, err
 	}
-	return "", upstream.NotificationRequestItem{}, fmt.Errorf("no AUTHORISATION notification for %s", psp)
+	b, err := notificationJSON(it)
+	return string(b), it, err
 }
 
 // request returns the event of a representative request of function fn and

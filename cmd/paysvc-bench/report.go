@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -118,27 +118,18 @@ func (r *report) markdown() string {
 		w("| %s | %s | %s |\n", t.Name, t.Measured, t.Status)
 	}
 	w("\n")
-	var misses []target
-	for _, t := range targets {
-		if t.Miss != "" {
-			misses = append(misses, t)
-		}
-	}
-	if len(misses) > 0 {
+	if slices.ContainsFunc(targets, func(t target) bool { return t.Miss != "" }) {
 		w("### Misses, and what it would take\n\n")
-		for _, t := range misses {
-			w("- **%s** — %s\n", t.Name, t.Miss)
+		for _, t := range targets {
+			if t.Miss != "" {
+				w("- **%s** — %s\n", t.Name, t.Miss)
+			}
 		}
 		w("\n")
 	}
 	if len(r.errs) > 0 {
 		w("### Failures of this run\n\n")
-		keys := make([]string, 0, len(r.errs))
-		for k := range r.errs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.errs)) {
 			w("- `%s`: %s\n", k, strings.ReplaceAll(firstLines(r.errs[k].Error(), 6), "\n", " / "))
 		}
 		w("\n")
@@ -450,10 +441,10 @@ func (r *report) coldStartTargets() []target {
 // sizeWhy explains the binary sizes from the size probes.
 func (r *report) sizeWhy() string {
 	cs := r.coldStart
-	if cs == nil || len(cs.Probes) == 0 {
+	if cs == nil || len(cs.Probes) == 0 || len(cs.arm64Sizes()) == 0 {
 		return "every function links the X-Ray SDK (aws-xray-sdk-go/v2), which imports gRPC, protobuf and fasthttp; see §3."
 	}
-	p := map[string]int64{}
+	p, sizes := map[string]int64{}, cs.arm64Sizes()
 	for _, x := range cs.Probes {
 		p[x.Name] = x.Size
 	}
@@ -463,27 +454,18 @@ func (r *report) sizeWhy() string {
 		"X-Ray emitter (segments are JSON documents sent over UDP to the daemon; the service only needs request, DynamoDB and upstream "+
 		"subsegments), which removes gRPC/protobuf/fasthttp; the functions would then be about %s lighter, i.e. ≈ %s–%s.",
 		mb(p["empty program"]), mb(p["AWS SDK (config, DynamoDB, Secrets Manager, SQS)"]), mb(p["gRPC"]), mb(p["X-Ray SDK"]),
-		mb(p["gRPC"]-p["empty program"]), mb(cs.minArm64()-(p["gRPC"]-p["empty program"])), mb(cs.maxArm64()-(p["gRPC"]-p["empty program"])))
+		mb(p["gRPC"]-p["empty program"]), mb(slices.Min(sizes)-(p["gRPC"]-p["empty program"])), mb(slices.Max(sizes)-(p["gRPC"]-p["empty program"])))
 }
 
-// minArm64 is the smallest arm64 bootstrap.
-func (cs *coldStartResult) minArm64() int64 {
-	var v int64
+// arm64Sizes are the sizes of the arm64 bootstraps built.
+func (cs *coldStartResult) arm64Sizes() []int64 {
+	var out []int64
 	for _, f := range cs.Functions {
-		if f.SizeArm64 > 0 && (v == 0 || f.SizeArm64 < v) {
-			v = f.SizeArm64
+		if f.SizeArm64 > 0 {
+			out = append(out, f.SizeArm64)
 		}
 	}
-	return v
-}
-
-// maxArm64 is the largest arm64 bootstrap.
-func (cs *coldStartResult) maxArm64() int64 {
-	var v int64
-	for _, f := range cs.Functions {
-		v = max(v, f.SizeArm64)
-	}
-	return v
+	return out
 }
 
 // webhookTargets are the dispatcher targets (item 4).
@@ -657,13 +639,8 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	}
 	w("\nCalls per request by kind (averaged over %d requests each):\n\n", r.cfg.RTRequests)
 	for _, x := range r.roundTrips.Rows {
-		keys := make([]string, 0, len(x.Counts))
-		for k := range x.Counts {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
+		parts := make([]string, 0, len(x.Counts))
+		for _, k := range slices.Sorted(maps.Keys(x.Counts)) {
 			parts = append(parts, fmt.Sprintf("%s ×%.3g", k, float64(x.Counts[k])/float64(max(x.Requests, 1))))
 		}
 		w("- %s: %s\n", x.Name, strings.Join(parts, ", "))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -307,24 +306,12 @@ func (r *rtRun) notificationRows() error {
 	r.flush()
 	r.jobs = make([]queue.Job, 0, r.n)
 	if err := r.measure("notification AUTHORISATION (receiver)", r.n, func(i int) error {
-		var item *upstream.NotificationRequestItem
-		for _, it := range r.e.sim.Sim.NotificationsFor(r.notifPSP[i]) {
-			if it.EventCode == upstream.EventAuthorisation {
-				item = &it
-			}
+		item, err := r.e.notification(r.notifPSP[i], upstream.EventAuthorisation)
+		if err == nil {
+			err = r.e.accept(item)
 		}
-		if item == nil {
-			return fmt.Errorf("no AUTHORISATION notification for %s", r.notifPSP[i])
-		}
-		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}})
-		if err != nil {
-			return err
-		}
-		if _, err := r.e.receiver.Accept(context.Background(), body); err != nil {
-			return err
-		}
-		r.jobs = append(r.jobs, jobOf(*item))
-		return nil
+		r.jobs = append(r.jobs, jobOf(item))
+		return err
 	}); err != nil {
 		return err
 	}
@@ -347,10 +334,14 @@ func (r *rtRun) failedAttemptRow() error {
 			return err
 		}
 		r.flush()
-		if err := r.e.notify(psp, upstream.EventAuthorisation); err != nil {
+		item, err := r.e.notification(psp, upstream.EventAuthorisation)
+		if err == nil {
+			err = r.e.accept(item)
+		}
+		if err != nil {
 			return err
 		}
-		failJobs[i] = r.e.authorisationJob(psp)
+		failJobs[i] = jobOf(item)
 	}
 	r.e.hookFailing.Store(true)
 	defer r.e.hookFailing.Store(false)
