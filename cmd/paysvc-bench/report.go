@@ -215,12 +215,10 @@ func (r *report) localStoreTarget() target {
 	if !any {
 		return t
 	}
-	t.Measured, t.Status = strings.Join(parts, "; "), mark(ok)
-	if !ok {
-		t.Miss = "a request's store writes are durable bbolt commits (fsync included); beside them are loopback HTTP twice and " +
-			"the pipeline's CPU (§5), and on a loaded machine (load average above) the wait for CPU and disk. What it would take: " +
-			"fewer writes per request, or a disk with faster fsync."
-	}
+	t.Measured = strings.Join(parts, "; ")
+	t.judge(ok, "a request's store writes are durable bbolt commits (fsync included); beside them are loopback HTTP twice and "+
+		"the pipeline's CPU (§5), and on a loaded machine (load average above) the wait for CPU and disk. What it would take: "+
+		"fewer writes per request, or a disk with faster fsync.")
 	return t
 }
 
@@ -266,14 +264,11 @@ func (r *report) slowUpstreamTarget() target {
 	}
 	t.Name = fmt.Sprintf("At %s upstream, end-to-end p50 within 2 %% of direct", lat(slow))
 	t.Measured = strings.Join(parts, ", ") + fmt.Sprintf(" (concurrency %d)", r.cfg.ConcurrencySlow)
-	t.Status = mark(ok)
-	if !ok {
-		t.Miss = fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
-			"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
-			"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
-			"(§2) would bring it under on an idle machine.",
-			strings.Join(missed, ", "), lat(slow), dur(slow/50))
-	}
+	t.judge(ok, fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
+		"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
+		"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
+		"(§2) would bring it under on an idle machine.",
+		strings.Join(missed, ", "), lat(slow), dur(slow/50)))
 	return t
 }
 
@@ -296,11 +291,8 @@ func (r *report) roundTripTarget() target {
 		return t
 	}
 	t.Measured = fmt.Sprintf("%d: %s", row.DepthMax, row.Chain)
-	t.Status = mark(row.DepthMax <= writeSteps)
-	if row.DepthMax > writeSteps {
-		t.Miss = fmt.Sprintf("the critical path above has more than %d sequential store steps; the design's are (rate-limit hit ‖ "+
-			"idempotency claim), the operation's own write and (its settlement ‖ the claim's completion), the upstream call between them.", writeSteps)
-	}
+	t.judge(row.DepthMax <= writeSteps, fmt.Sprintf("the critical path above has more than %d sequential store steps; the design's are (rate-limit hit ‖ "+
+		"idempotency claim), the operation's own write and (its settlement ‖ the claim's completion), the upstream call between them.", writeSteps))
 	return t
 }
 
@@ -362,10 +354,7 @@ func (r *report) writeUnitsTarget() target {
 	tr := r.scale.Trace
 	wru := tr.Total.W / tr.Payments
 	t.Measured = fmt.Sprintf("%.1f WRU per payment (%d payments/s for %d s, §6)", wru, tr.Mix.Rate, tr.Mix.Seconds)
-	t.Status = mark(wru <= wruBudget)
-	if wru > wruBudget {
-		t.Miss = "the requests write more than the budget; docs/scale.md's table of the requests the model replays gives each kind's units by key family."
-	}
+	t.judge(wru <= wruBudget, "the requests write more than the budget; docs/scale.md's table of the requests the model replays gives each kind's units by key family.")
 	return t
 }
 
@@ -378,12 +367,9 @@ func (r *report) coldStartTargets() []target {
 	if cs == nil {
 		return []target{size, initT, rss}
 	}
-	var maxSize int64
-	var maxName string
+	var maxSize, maxRSS int64
+	var maxName, initName, rssName string
 	var maxInit time.Duration
-	var initName string
-	var maxRSS int64
-	var rssName string
 	for _, f := range cs.Functions {
 		if f.Name == "echo" {
 			continue
@@ -415,25 +401,16 @@ func (r *report) coldStartTargets() []target {
 		if len(arm) > 0 {
 			size.Measured += "; deployed arm64: " + strings.Join(arm, ", ")
 		}
-		size.Status = mark(maxSize <= 12_000_000)
-		if maxSize > 12_000_000 {
-			size.Miss = r.sizeWhy()
-		}
+		size.judge(maxSize <= 12_000_000, r.sizeWhy())
 	}
 	if maxInit > 0 {
 		initT.Measured = fmt.Sprintf("slowest median %s (%s), over %d starts per function, including the Secrets Manager read (moto)",
 			dur(maxInit), initName, r.cfg.Starts)
-		initT.Status = mark(maxInit <= 30*time.Millisecond)
-		if maxInit > 30*time.Millisecond {
-			initT.Miss = "init includes the AWS configuration, the Secrets Manager read and the store and upstream clients; see §3 for each function."
-		}
+		initT.judge(maxInit <= 30*time.Millisecond, "init includes the AWS configuration, the Secrets Manager read and the store and upstream clients; see §3 for each function.")
 	}
 	if maxRSS > 0 {
 		rss.Measured = fmt.Sprintf("max VmHWM %.1f MB (%s) after init and two requests", float64(maxRSS)/1024, rssName)
-		rss.Status = mark(maxRSS*1024 < 100<<20) // leave headroom below 128 MB
-		if maxRSS*1024 >= 100<<20 {
-			rss.Miss = "peak RSS leaves less than 28 MB of headroom under 128 MB."
-		}
+		rss.judge(maxRSS*1024 < 100<<20, "peak RSS leaves less than 28 MB of headroom under 128 MB.") // leave headroom below 128 MB
 	}
 	return []target{size, initT, rss}
 }
@@ -507,10 +484,7 @@ func (r *report) webhookTargets() []target {
 	}
 	if hangAny {
 		hang.Measured = strings.Join(hparts, "; ")
-		hang.Status = mark(hangOK)
-		if !hangOK {
-			hang.Miss = "the nine other deliveries of the batch waited on the hanging one; see §4."
-		}
+		hang.judge(hangOK, "the nine other deliveries of the batch waited on the hanging one; see §4.")
 	}
 	return []target{thr, hang}
 }
@@ -827,5 +801,13 @@ func (r *report) goBenchSection(w func(string, ...any)) {
 	w("\n")
 	if _, ok := findBench(r.gobench, "BenchmarkWebhookSign/secrets=1"); !ok {
 		w("Webhook signing: not measured in this run (no `BenchmarkWebhookSign` result).\n\n")
+	}
+}
+
+// judge sets t's status from ok and, when it missed, what it would take.
+func (t *target) judge(ok bool, miss string) {
+	t.Status = mark(ok)
+	if !ok {
+		t.Miss = miss
 	}
 }
