@@ -245,7 +245,6 @@ func loadClient(conc int) *http.Client {
 	return &http.Client{
 		Timeout: 60 * time.Second,
 		Transport: &http.Transport{
-			Proxy:               nil,
 			MaxIdleConns:        4 * conc,
 			MaxIdleConnsPerHost: 4 * conc,
 			IdleConnTimeout:     90 * time.Second,
