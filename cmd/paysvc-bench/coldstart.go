@@ -325,42 +325,32 @@ func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationReq
 	if err := c.rt.sim.Sim.Flush(context.Background()); err != nil {
 		t.Logf("simulator flush: %v", err)
 	}
-	for _, it := range c.rt.sim.Sim.NotificationsFor(psp) {
-		if it.EventCode == upstream.EventAuthorisation {
-			b, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-			return string(b), it, err
-		}
+	it, err := c.rt.notification(psp, upstream.EventAuthorisation)
+	if err != nil {
+		return "", it, err
 	}
-	return "", upstream.NotificationRequestItem{}, fmt.Errorf("no AUTHORISATION notification for %s", psp)
+	b, err := notificationJSON(it)
+	return string(b), it, err
 }
 
 // request returns the event of a representative request of function fn and
 // what it is; a new input (payment, notification, delivery) each call.
 func (c *coldEnv) request(t *section, fn string) ([]byte, string, error) {
 	switch fn {
-	case "config":
-		b, err := c.apiEvent("config", nil)
-		return b, "GET config", err
-	case "sessions":
-		b, err := c.apiEvent("sessions", nil)
-		return b, "POST sessions", err
-	case "payments":
-		b, err := c.apiEvent("payments", nil)
-		return b, "POST payments", err
-	case "modifications":
-		psp, err := c.rt.pay(fmt.Sprintf("bench-cold-cap-%d-%d", time.Now().UnixNano(), c.seq))
+	case "config", "sessions", "payments":
+		b, err := c.apiEvent(fn, nil)
+		return b, map[string]string{"config": "GET config", "sessions": "POST sessions", "payments": "POST payments"}[fn], err
+	case "modifications", "lookups":
+		event, what := "captures", "POST captures"
+		if fn == "lookups" {
+			event, what = "payment-lookup", "GET payment (lookup)"
+		}
+		psp, err := c.rt.pay(fmt.Sprintf("bench-cold-%s-%d-%d", fn, time.Now().UnixNano(), c.seq))
 		if err != nil {
 			return nil, "", err
 		}
-		b, err := c.apiEvent("captures", func(ev map[string]any) { pspPath(ev, psp) })
-		return b, "POST captures", err
-	case "lookups":
-		psp, err := c.rt.pay(fmt.Sprintf("bench-cold-look-%d-%d", time.Now().UnixNano(), c.seq))
-		if err != nil {
-			return nil, "", err
-		}
-		b, err := c.apiEvent("payment-lookup", func(ev map[string]any) { pspPath(ev, psp) })
-		return b, "GET payment (lookup)", err
+		b, err := c.apiEvent(event, func(ev map[string]any) { pspPath(ev, psp) })
+		return b, what, err
 	case "webhooks":
 		b, err := c.apiEvent("webhooks-test", nil)
 		return b, "POST webhooks/test (a loopback target, refused by the SSRF rules)", err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"github.com/yp/paysvc/shared/idempotency"
 	"github.com/yp/paysvc/shared/observe"
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/ratelimit"
 	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/tenant"
@@ -136,13 +134,9 @@ type contentionPost func(path, body, key string) (int, string)
 // and modifications routes on it in process, the upstream at sim.
 func contentionService(ctx context.Context, st contentionStore, sim *simFront) (contentionPost, error) {
 	clk := clock.System{}
-	demo, err := provision.Demo(tenant.EnvTest)
+	_, apiKey, err := seedDemo(ctx, st)
 	if err != nil {
 		return nil, err
-	}
-	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clk}
-	if err := prov.ApplySeed(ctx, demo); err != nil {
-		return nil, fmt.Errorf("seed: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	up := upstream.New(upstream.Config{BaseURL: sim.URL + sim.Sim.BasePath(), APIKey: benchSimAPIKey, Timeout: 20 * time.Second})
@@ -156,13 +150,8 @@ func contentionService(ctx context.Context, st contentionStore, sim *simFront) (
 	}
 	h := httpapi.NewHandler(d, httpapi.PaymentsRoutes(d), httpapi.ModificationsRoutes(d))
 	return func(path, body, key string) (int, string) {
-		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+demo.APIKeys[0].Key)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w.Code, w.Body.String()
+		code, out := serveAPI(h, apiKey, http.MethodPost, path, body, key)
+		return code, string(out)
 	}, nil
 }
 

@@ -10,10 +10,8 @@ import (
 // goBench is one result line of `go test -bench -benchmem`.
 type goBench struct {
 	Pkg     string
-	Name    string // without the -GOMAXPROCS suffix
-	N       int64
+	Name    string             // without the -GOMAXPROCS suffix
 	Metrics map[string]float64 // unit → value: ns/op, B/op, allocs/op, MB/s, custom
-	Units   []string           // in the order printed
 	Runs    int                // results this one is the median of (medianRuns)
 }
 
@@ -37,18 +35,16 @@ func parseGoBench(out string) []goBench {
 		if len(f) < 4 || len(f)%2 != 0 {
 			continue
 		}
-		n, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
+		if _, err := strconv.ParseInt(f[1], 10, 64); err != nil { // the iterations
 			continue
 		}
-		b := goBench{Pkg: pkg, Name: procsSuffix.ReplaceAllString(f[0], ""), N: n, Metrics: map[string]float64{}}
+		b := goBench{Pkg: pkg, Name: procsSuffix.ReplaceAllString(f[0], ""), Metrics: map[string]float64{}}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
 				continue
 			}
 			b.Metrics[f[i+1]] = v
-			b.Units = append(b.Units, f[i+1])
 		}
 		res = append(res, b)
 	}

@@ -101,11 +101,10 @@ type stats struct {
 	Errors        int
 	FirstErr      string
 	P50, P90, P99 time.Duration
-	Mean          time.Duration
 	RPS           float64
 }
 
-// stats computes percentiles, mean and requests/s of a sample.
+// stats computes percentiles and requests/s of a sample.
 func (s sample) stats() stats {
 	st := stats{N: len(s.Latencies), Errors: s.Errors, FirstErr: s.FirstErr}
 	if st.N == 0 {
@@ -114,11 +113,6 @@ func (s sample) stats() stats {
 	l := slices.Clone(s.Latencies)
 	slices.Sort(l)
 	st.P50, st.P90, st.P99 = percentile(l, 50), percentile(l, 90), percentile(l, 99)
-	var sum time.Duration
-	for _, d := range l {
-		sum += d
-	}
-	st.Mean = sum / time.Duration(len(l))
 	if s.Wall > 0 {
 		st.RPS = float64(st.N) / s.Wall.Seconds()
 	}

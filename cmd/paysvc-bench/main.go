@@ -47,6 +47,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -109,27 +110,17 @@ func (c *config) logf(format string, args ...any) {
 }
 
 // sectionWanted reports whether -sections names s.
-func (c *config) sectionWanted(s string) bool { return contains(c.Sections, s) }
+func (c *config) sectionWanted(s string) bool { return slices.Contains(c.Sections, s) }
 
 // endpointWanted reports whether -endpoints selects e (all by default).
 func (c *config) endpointWanted(e string) bool {
-	return len(c.Endpoints) == 0 || contains(c.Endpoints, e)
+	return len(c.Endpoints) == 0 || slices.Contains(c.Endpoints, e)
 }
 
 // functionWanted reports whether -functions selects f (all by default;
 // "none" selects no package of functions/).
 func (c *config) functionWanted(f string) bool {
-	return len(c.Functions) == 0 || contains(c.Functions, f)
-}
-
-// contains reports whether x is in xs.
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return len(c.Functions) == 0 || slices.Contains(c.Functions, f)
 }
 
 // parseFlags reads the command line. -smoke changes the defaults of every
@@ -206,12 +197,12 @@ func setSmokeDefaults(fs *flag.FlagSet) {
 // lists into it.
 func (c *config) check(conc, latencies string) error {
 	for _, s := range c.Sections {
-		if !contains(allSections, s) {
+		if !slices.Contains(allSections, s) {
 			return fmt.Errorf("unknown section %q (want %s)", s, strings.Join(allSections, ","))
 		}
 	}
 	for _, e := range c.Endpoints {
-		if !contains(overheadEndpoints, e) {
+		if !slices.Contains(overheadEndpoints, e) {
 			return fmt.Errorf("unknown endpoint %q (want %s)", e, strings.Join(overheadEndpoints, ","))
 		}
 	}

@@ -56,8 +56,7 @@ type overheadRow struct {
 
 // overheadResult is item 1.
 type overheadResult struct {
-	Rounds int
-	Rows   []overheadRow
+	Rows []overheadRow
 }
 
 // recorded is an upstream request the service made, replayed by the
@@ -246,7 +245,6 @@ func loadClient(conc int) *http.Client {
 	return &http.Client{
 		Timeout: 60 * time.Second,
 		Transport: &http.Transport{
-			Proxy:               nil,
 			MaxIdleConns:        4 * conc,
 			MaxIdleConnsPerHost: 4 * conc,
 			IdleConnTimeout:     90 * time.Second,
@@ -475,7 +473,7 @@ func (p *overheadPhase) measure(ctx context.Context, ep string, n int) (overhead
 // server, then each endpoint through the service and straight to the
 // simulator, side by side, at each concurrency level.
 func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
-	res := &overheadResult{Rounds: cfg.Rounds}
+	res := &overheadResult{}
 	var errs []error
 	for li, lat := range cfg.Latencies {
 		n, levels := cfg.Requests, cfg.Concurrency

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -118,27 +118,18 @@ func (r *report) markdown() string {
 		w("| %s | %s | %s |\n", t.Name, t.Measured, t.Status)
 	}
 	w("\n")
-	var misses []target
-	for _, t := range targets {
-		if t.Miss != "" {
-			misses = append(misses, t)
-		}
-	}
-	if len(misses) > 0 {
+	if slices.ContainsFunc(targets, func(t target) bool { return t.Miss != "" }) {
 		w("### Misses, and what it would take\n\n")
-		for _, t := range misses {
-			w("- **%s** — %s\n", t.Name, t.Miss)
+		for _, t := range targets {
+			if t.Miss != "" {
+				w("- **%s** — %s\n", t.Name, t.Miss)
+			}
 		}
 		w("\n")
 	}
 	if len(r.errs) > 0 {
 		w("### Failures of this run\n\n")
-		keys := make([]string, 0, len(r.errs))
-		for k := range r.errs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.errs)) {
 			w("- `%s`: %s\n", k, strings.ReplaceAll(firstLines(r.errs[k].Error(), 6), "\n", " / "))
 		}
 		w("\n")
@@ -224,12 +215,10 @@ func (r *report) localStoreTarget() target {
 	if !any {
 		return t
 	}
-	t.Measured, t.Status = strings.Join(parts, "; "), mark(ok)
-	if !ok {
-		t.Miss = "a request's store writes are durable bbolt commits (fsync included); beside them are loopback HTTP twice and " +
-			"the pipeline's CPU (§5), and on a loaded machine (load average above) the wait for CPU and disk. What it would take: " +
-			"fewer writes per request, or a disk with faster fsync."
-	}
+	t.Measured = strings.Join(parts, "; ")
+	t.judge(ok, "a request's store writes are durable bbolt commits (fsync included); beside them are loopback HTTP twice and "+
+		"the pipeline's CPU (§5), and on a loaded machine (load average above) the wait for CPU and disk. What it would take: "+
+		"fewer writes per request, or a disk with faster fsync.")
 	return t
 }
 
@@ -275,14 +264,11 @@ func (r *report) slowUpstreamTarget() target {
 	}
 	t.Name = fmt.Sprintf("At %s upstream, end-to-end p50 within 2 %% of direct", lat(slow))
 	t.Measured = strings.Join(parts, ", ") + fmt.Sprintf(" (concurrency %d)", r.cfg.ConcurrencySlow)
-	t.Status = mark(ok)
-	if !ok {
-		t.Miss = fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
-			"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
-			"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
-			"(§2) would bring it under on an idle machine.",
-			strings.Join(missed, ", "), lat(slow), dur(slow/50))
-	}
+	t.judge(ok, fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
+		"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
+		"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
+		"(§2) would bring it under on an idle machine.",
+		strings.Join(missed, ", "), lat(slow), dur(slow/50)))
 	return t
 }
 
@@ -305,11 +291,8 @@ func (r *report) roundTripTarget() target {
 		return t
 	}
 	t.Measured = fmt.Sprintf("%d: %s", row.DepthMax, row.Chain)
-	t.Status = mark(row.DepthMax <= writeSteps)
-	if row.DepthMax > writeSteps {
-		t.Miss = fmt.Sprintf("the critical path above has more than %d sequential store steps; the design's are (rate-limit hit ‖ "+
-			"idempotency claim), the operation's own write and (its settlement ‖ the claim's completion), the upstream call between them.", writeSteps)
-	}
+	t.judge(row.DepthMax <= writeSteps, fmt.Sprintf("the critical path above has more than %d sequential store steps; the design's are (rate-limit hit ‖ "+
+		"idempotency claim), the operation's own write and (its settlement ‖ the claim's completion), the upstream call between them.", writeSteps))
 	return t
 }
 
@@ -371,10 +354,7 @@ func (r *report) writeUnitsTarget() target {
 	tr := r.scale.Trace
 	wru := tr.Total.W / tr.Payments
 	t.Measured = fmt.Sprintf("%.1f WRU per payment (%d payments/s for %d s, §6)", wru, tr.Mix.Rate, tr.Mix.Seconds)
-	t.Status = mark(wru <= wruBudget)
-	if wru > wruBudget {
-		t.Miss = "the requests write more than the budget; docs/scale.md's table of the requests the model replays gives each kind's units by key family."
-	}
+	t.judge(wru <= wruBudget, "the requests write more than the budget; docs/scale.md's table of the requests the model replays gives each kind's units by key family.")
 	return t
 }
 
@@ -387,12 +367,9 @@ func (r *report) coldStartTargets() []target {
 	if cs == nil {
 		return []target{size, initT, rss}
 	}
-	var maxSize int64
-	var maxName string
+	var maxSize, maxRSS int64
+	var maxName, initName, rssName string
 	var maxInit time.Duration
-	var initName string
-	var maxRSS int64
-	var rssName string
 	for _, f := range cs.Functions {
 		if f.Name == "echo" {
 			continue
@@ -424,25 +401,16 @@ func (r *report) coldStartTargets() []target {
 		if len(arm) > 0 {
 			size.Measured += "; deployed arm64: " + strings.Join(arm, ", ")
 		}
-		size.Status = mark(maxSize <= 12_000_000)
-		if maxSize > 12_000_000 {
-			size.Miss = r.sizeWhy()
-		}
+		size.judge(maxSize <= 12_000_000, r.sizeWhy())
 	}
 	if maxInit > 0 {
 		initT.Measured = fmt.Sprintf("slowest median %s (%s), over %d starts per function, including the Secrets Manager read (moto)",
 			dur(maxInit), initName, r.cfg.Starts)
-		initT.Status = mark(maxInit <= 30*time.Millisecond)
-		if maxInit > 30*time.Millisecond {
-			initT.Miss = "init includes the AWS configuration, the Secrets Manager read and the store and upstream clients; see §3 for each function."
-		}
+		initT.judge(maxInit <= 30*time.Millisecond, "init includes the AWS configuration, the Secrets Manager read and the store and upstream clients; see §3 for each function.")
 	}
 	if maxRSS > 0 {
 		rss.Measured = fmt.Sprintf("max VmHWM %.1f MB (%s) after init and two requests", float64(maxRSS)/1024, rssName)
-		rss.Status = mark(maxRSS*1024 < 100<<20) // leave headroom below 128 MB
-		if maxRSS*1024 >= 100<<20 {
-			rss.Miss = "peak RSS leaves less than 28 MB of headroom under 128 MB."
-		}
+		rss.judge(maxRSS*1024 < 100<<20, "peak RSS leaves less than 28 MB of headroom under 128 MB.") // leave headroom below 128 MB
 	}
 	return []target{size, initT, rss}
 }
@@ -450,10 +418,10 @@ func (r *report) coldStartTargets() []target {
 // sizeWhy explains the binary sizes from the size probes.
 func (r *report) sizeWhy() string {
 	cs := r.coldStart
-	if cs == nil || len(cs.Probes) == 0 {
+	if cs == nil || len(cs.Probes) == 0 || len(cs.arm64Sizes()) == 0 {
 		return "every function links the X-Ray SDK (aws-xray-sdk-go/v2), which imports gRPC, protobuf and fasthttp; see §3."
 	}
-	p := map[string]int64{}
+	p, sizes := map[string]int64{}, cs.arm64Sizes()
 	for _, x := range cs.Probes {
 		p[x.Name] = x.Size
 	}
@@ -463,27 +431,18 @@ func (r *report) sizeWhy() string {
 		"X-Ray emitter (segments are JSON documents sent over UDP to the daemon; the service only needs request, DynamoDB and upstream "+
 		"subsegments), which removes gRPC/protobuf/fasthttp; the functions would then be about %s lighter, i.e. ≈ %s–%s.",
 		mb(p["empty program"]), mb(p["AWS SDK (config, DynamoDB, Secrets Manager, SQS)"]), mb(p["gRPC"]), mb(p["X-Ray SDK"]),
-		mb(p["gRPC"]-p["empty program"]), mb(cs.minArm64()-(p["gRPC"]-p["empty program"])), mb(cs.maxArm64()-(p["gRPC"]-p["empty program"])))
+		mb(p["gRPC"]-p["empty program"]), mb(slices.Min(sizes)-(p["gRPC"]-p["empty program"])), mb(slices.Max(sizes)-(p["gRPC"]-p["empty program"])))
 }
 
-// minArm64 is the smallest arm64 bootstrap.
-func (cs *coldStartResult) minArm64() int64 {
-	var v int64
+// arm64Sizes are the sizes of the arm64 bootstraps built.
+func (cs *coldStartResult) arm64Sizes() []int64 {
+	var out []int64
 	for _, f := range cs.Functions {
-		if f.SizeArm64 > 0 && (v == 0 || f.SizeArm64 < v) {
-			v = f.SizeArm64
+		if f.SizeArm64 > 0 {
+			out = append(out, f.SizeArm64)
 		}
 	}
-	return v
-}
-
-// maxArm64 is the largest arm64 bootstrap.
-func (cs *coldStartResult) maxArm64() int64 {
-	var v int64
-	for _, f := range cs.Functions {
-		v = max(v, f.SizeArm64)
-	}
-	return v
+	return out
 }
 
 // webhookTargets are the dispatcher targets (item 4).
@@ -513,22 +472,16 @@ func (r *report) webhookTargets() []target {
 		}
 	}
 	thr.Measured = strings.Join(parts, "; ") + fmt.Sprintf(" (concurrency %d: batches of %d deliveries, a batch's deliveries at once, one batch at a time)", batchSize, batchSize)
-	thr.Status = mark(okAny)
+	thr.judge(okAny, "see §4: each delivery is 4 sequential store calls and the webhook POST; batches of 10 run one at a time per instance.")
 	if motoRun != nil && motoRun.PerSecond < 200 {
 		perCall := motoRun.BatchP50 / time.Duration(4*batchSize)
 		thr.Measured += fmt.Sprintf(" — the target is met by the dispatcher; the moto figure is moto's: it serves the %d store calls of a batch one at a time "+
 			"(batch p50 %s ≈ %s per call), where DynamoDB runs them in parallel", 4*batchSize, dur(motoRun.BatchP50), dur(perCall))
 		thr.Status = mark(okAny) + " (embedded); DynamoDB not verified"
 	}
-	if !okAny {
-		thr.Miss = "see §4: each delivery is 4 sequential store calls and the webhook POST; batches of 10 run one at a time per instance."
-	}
 	if hangAny {
 		hang.Measured = strings.Join(hparts, "; ")
-		hang.Status = mark(hangOK)
-		if !hangOK {
-			hang.Miss = "the nine other deliveries of the batch waited on the hanging one; see §4."
-		}
+		hang.judge(hangOK, "the nine other deliveries of the batch waited on the hanging one; see §4.")
 	}
 	return []target{thr, hang}
 }
@@ -657,13 +610,8 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 	}
 	w("\nCalls per request by kind (averaged over %d requests each):\n\n", r.cfg.RTRequests)
 	for _, x := range r.roundTrips.Rows {
-		keys := make([]string, 0, len(x.Counts))
-		for k := range x.Counts {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		parts := make([]string, 0, len(keys))
-		for _, k := range keys {
+		parts := make([]string, 0, len(x.Counts))
+		for _, k := range slices.Sorted(maps.Keys(x.Counts)) {
 			parts = append(parts, fmt.Sprintf("%s ×%.3g", k, float64(x.Counts[k])/float64(max(x.Requests, 1))))
 		}
 		w("- %s: %s\n", x.Name, strings.Join(parts, ", "))
@@ -850,5 +798,13 @@ func (r *report) goBenchSection(w func(string, ...any)) {
 	w("\n")
 	if _, ok := findBench(r.gobench, "BenchmarkWebhookSign/secrets=1"); !ok {
 		w("Webhook signing: not measured in this run (no `BenchmarkWebhookSign` result).\n\n")
+	}
+}
+
+// judge sets t's status from ok and, when it missed, what it would take.
+func (t *target) judge(ok bool, miss string) {
+	t.Status = mark(ok)
+	if !ok {
+		t.Miss = miss
 	}
 }

@@ -271,12 +271,6 @@ func callKey(params any) (pk, sk string, index bool) {
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
 		keyOf(in.Key)
-	case *dynamodb.PutItemInput:
-		keyOf(in.Item)
-	case *dynamodb.UpdateItemInput:
-		keyOf(in.Key)
-	case *dynamodb.DeleteItemInput:
-		keyOf(in.Key)
 	case *dynamodb.QueryInput:
 		// "#pk = :pk AND begins_with(#sk, :prefix)": the values named there.
 		value := func(re *regexp.Regexp) string {
@@ -297,18 +291,9 @@ func callKey(params any) (pk, sk string, index bool) {
 				keyOf(ka.Keys[0])
 			}
 		}
-	case *dynamodb.TransactWriteItemsInput:
-		if len(in.TransactItems) > 0 {
-			switch it := in.TransactItems[0]; {
-			case it.Put != nil:
-				keyOf(it.Put.Item)
-			case it.Update != nil:
-				keyOf(it.Update.Key)
-			case it.ConditionCheck != nil:
-				keyOf(it.ConditionCheck.Key)
-			case it.Delete != nil:
-				keyOf(it.Delete.Key)
-			}
+	default: // a write: its first item's
+		if _, keys := capacity.WriteKeys(params); len(keys) > 0 {
+			keyOf(keys[0])
 		}
 	}
 	return pk, sk, false
@@ -391,7 +376,6 @@ type rtRow struct {
 	DepthMin   int // sequential store steps (min, max over the requests)
 	DepthMax   int
 	Chain      string // the steps of the request with the fewest
-	Note       string
 	// Wall is each request's duration (moto and the simulator at 0 ms on
 	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
 	Wall     []time.Duration
@@ -543,13 +527,9 @@ func (e *rtEnv) startHook(t *section) string {
 // returns its API key; modelMerchant shapes the merchant as the capacity
 // model's (its subscriptions and listing shards).
 func seedBench(ctx context.Context, st *dynamo.Store, hookURL string, modelMerchant bool) (string, error) {
-	demo, err := provision.Demo(tenant.EnvTest)
+	prov, key, err := seedDemo(ctx, st)
 	if err != nil {
 		return "", err
-	}
-	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clock.System{}}
-	if err := prov.ApplySeed(ctx, demo); err != nil {
-		return "", fmt.Errorf("seed: %w", err)
 	}
 	subscriptions := 1
 	if modelMerchant {
@@ -570,7 +550,21 @@ func seedBench(ctx context.Context, st *dynamo.Store, hookURL string, modelMerch
 			return "", fmt.Errorf("listing shards: %w", err)
 		}
 	}
-	return demo.APIKeys[0].Key, nil
+	return key, nil
+}
+
+// seedDemo provisions the demo tenant in st and returns the provisioner
+// and the tenant's API key.
+func seedDemo(ctx context.Context, st tenant.Store) (*provision.Provisioner, string, error) {
+	demo, err := provision.Demo(tenant.EnvTest)
+	if err != nil {
+		return nil, "", err
+	}
+	prov := &provision.Provisioner{Store: st, Env: tenant.EnvTest, Clock: clock.System{}}
+	if err := prov.ApplySeed(ctx, demo); err != nil {
+		return nil, "", fmt.Errorf("seed: %w", err)
+	}
+	return prov, demo.APIKeys[0].Key, nil
 }
 
 // wire builds the handlers on e's store, simulator and queue, as
@@ -634,12 +628,18 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // do serves one API request in process and returns status and body.
 func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
+	return serveAPI(e.handler, e.key, method, path, body, idemKey)
+}
+
+// serveAPI serves one API request with API key key on h and returns
+// status and body.
+func serveAPI(h http.Handler, key, method, path, body, idemKey string) (int, []byte) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, rd)
-	req.Header.Set("Authorization", "Bearer "+e.key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -647,7 +647,7 @@ func (e *rtEnv) do(method, path, body, idemKey string) (int, []byte) {
 		req.Header.Set("Idempotency-Key", idemKey)
 	}
 	w := httptest.NewRecorder()
-	e.handler.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return w.Code, w.Body.Bytes()
 }
 
@@ -698,18 +698,36 @@ func (e *rtEnv) challenge(ref, key string) (string, error) {
 // notify accepts the simulator's notification code of payment psp (its
 // modification's, for a capture) through the receiver.
 func (e *rtEnv) notify(psp, code string) error {
-	for _, it := range e.sim.Sim.NotificationsFor(psp) {
-		if it.EventCode != code {
-			continue
-		}
-		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-		if err != nil {
-			return err
-		}
-		_, err = e.receiver.Accept(context.Background(), body)
+	it, err := e.notification(psp, code)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("no %s notification for %s", code, psp)
+	return e.accept(it)
+}
+
+// notification is the simulator's notification code of payment psp.
+func (e *rtEnv) notification(psp, code string) (upstream.NotificationRequestItem, error) {
+	for _, it := range e.sim.Sim.NotificationsFor(psp) {
+		if it.EventCode == code {
+			return it, nil
+		}
+	}
+	return upstream.NotificationRequestItem{}, fmt.Errorf("no %s notification for %s", code, psp)
+}
+
+// notificationJSON is the platform's notification of item.
+func notificationJSON(item upstream.NotificationRequestItem) ([]byte, error) {
+	return json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: item}}})
+}
+
+// accept has the receiver accept notification item.
+func (e *rtEnv) accept(item upstream.NotificationRequestItem) error {
+	body, err := notificationJSON(item)
+	if err != nil {
+		return err
+	}
+	_, err = e.receiver.Accept(context.Background(), body)
+	return err
 }
 
 // jobOf is the first delivery job of notification item to the bench's
@@ -717,17 +735,6 @@ func (e *rtEnv) notify(psp, code string) error {
 func jobOf(item upstream.NotificationRequestItem) queue.Job {
 	ev := notifications.EventID(notifications.DedupKey(connector.Notification(item)))
 	return queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"}
-}
-
-// authorisationJob is jobOf the AUTHORISATION of payment psp (zero if the
-// simulator sent none).
-func (e *rtEnv) authorisationJob(psp string) queue.Job {
-	for _, it := range e.sim.Sim.NotificationsFor(psp) {
-		if it.EventCode == upstream.EventAuthorisation {
-			return jobOf(it)
-		}
-	}
-	return queue.Job{}
 }
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -169,24 +168,26 @@ func (r *rtRun) paymentRows() error {
 	replayKey := unique("replay")(0)
 	replay := r.api(http.MethodPost, rtPayPath, payBodyFmt, func(int) string { return replayKey }, http.StatusOK)
 	cold := r.api(http.MethodPost, rtPayPath, payBodyFmt, unique("cold"), http.StatusOK)
+	if err := replay(0); err != nil { // the finished key the replay row sends again
+		return err
+	}
 	for _, m := range []struct {
-		name  string
-		setup func(i int) error // made once before the row, not measured
-		op    func(i int) error
+		name string
+		op   func(i int) error
 	}{
-		{"GET config", nil, r.api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
-		{"POST sessions (Idempotency-Key)", nil, r.api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
-		{"POST payments (Idempotency-Key)", nil, r.api(http.MethodPost, rtPayPath, payBodyFmt, unique("pay"), http.StatusOK)},
-		{"POST payment-methods", nil, r.api(http.MethodPost, "/v1/ecom/"+benchSite+"/payment-methods",
+		{"GET config", r.api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
+		{"POST sessions (Idempotency-Key)", r.api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
+		{"POST payments (Idempotency-Key)", r.api(http.MethodPost, rtPayPath, payBodyFmt, unique("pay"), http.StatusOK)},
+		{"POST payment-methods", r.api(http.MethodPost, "/v1/ecom/"+benchSite+"/payment-methods",
 			`{"countryCode":"NL","amount":{"currency":"EUR","value":4999}}`, nil, http.StatusOK)},
-		{"POST payments, replay of a finished key", replay, replay},
+		{"POST payments, replay of a finished key", replay},
 		// A new tenant cache before each request: the API key, site and
 		// merchant are read.
-		{"POST payments (Idempotency-Key), tenant cache cold", nil, func(i int) error {
+		{"POST payments (Idempotency-Key), tenant cache cold", func(i int) error {
 			r.e.deps.Auth = tenant.NewAuthenticator(r.e.st, tenant.EnvTest, clock.System{}, warmTTL)
 			return cold(i)
 		}},
-		{"POST payments (no Idempotency-Key)", nil, func(i int) error {
+		{"POST payments (no Idempotency-Key)", func(i int) error {
 			code, out := r.e.do(http.MethodPost, rtPayPath, fmt.Sprintf(payBodyFmt, unique("nokey")(i)), "")
 			if code != http.StatusOK {
 				return fmt.Errorf("status %d: %s", code, out)
@@ -194,11 +195,6 @@ func (r *rtRun) paymentRows() error {
 			return nil
 		}},
 	} {
-		if m.setup != nil {
-			if err := m.setup(0); err != nil {
-				return err
-			}
-		}
 		if err := r.measure(m.name, r.n, m.op); err != nil {
 			return err
 		}
@@ -307,24 +303,12 @@ func (r *rtRun) notificationRows() error {
 	r.flush()
 	r.jobs = make([]queue.Job, 0, r.n)
 	if err := r.measure("notification AUTHORISATION (receiver)", r.n, func(i int) error {
-		var item *upstream.NotificationRequestItem
-		for _, it := range r.e.sim.Sim.NotificationsFor(r.notifPSP[i]) {
-			if it.EventCode == upstream.EventAuthorisation {
-				item = &it
-			}
+		item, err := r.e.notification(r.notifPSP[i], upstream.EventAuthorisation)
+		if err == nil {
+			err = r.e.accept(item)
 		}
-		if item == nil {
-			return fmt.Errorf("no AUTHORISATION notification for %s", r.notifPSP[i])
-		}
-		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: *item}}})
-		if err != nil {
-			return err
-		}
-		if _, err := r.e.receiver.Accept(context.Background(), body); err != nil {
-			return err
-		}
-		r.jobs = append(r.jobs, jobOf(*item))
-		return nil
+		r.jobs = append(r.jobs, jobOf(item))
+		return err
 	}); err != nil {
 		return err
 	}
@@ -347,10 +331,14 @@ func (r *rtRun) failedAttemptRow() error {
 			return err
 		}
 		r.flush()
-		if err := r.e.notify(psp, upstream.EventAuthorisation); err != nil {
+		item, err := r.e.notification(psp, upstream.EventAuthorisation)
+		if err == nil {
+			err = r.e.accept(item)
+		}
+		if err != nil {
 			return err
 		}
-		failJobs[i] = r.e.authorisationJob(psp)
+		failJobs[i] = jobOf(item)
 	}
 	r.e.hookFailing.Store(true)
 	defer r.e.hookFailing.Store(false)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -337,13 +338,7 @@ func templateMemory(path string) (map[string]int, error) {
 	}
 	out := map[string]int{}
 	for _, fn := range functions {
-		out[fn] = global
-		if v, ok := own[fn]; ok {
-			out[fn] = v
-		}
-		if out[fn] == 0 {
-			out[fn] = 128 // Lambda's default
-		}
+		out[fn] = cmp.Or(own[fn], global, 128) // 128 MB: Lambda's default
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no AWS::Serverless::Function found", path)

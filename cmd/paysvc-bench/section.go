@@ -27,17 +27,17 @@ type section struct {
 	cleanups []func()
 }
 
-// close runs the cleanups, last registered first.
+// close runs the cleanups, last registered first (a cleanup may register
+// more).
 func (t *section) close() {
 	for {
 		t.mu.Lock()
-		n := len(t.cleanups)
-		if n == 0 {
+		if len(t.cleanups) == 0 {
 			t.mu.Unlock()
 			return
 		}
-		f := t.cleanups[n-1]
-		t.cleanups = t.cleanups[:n-1]
+		f := t.cleanups[len(t.cleanups)-1]
+		t.cleanups = t.cleanups[:len(t.cleanups)-1]
 		t.mu.Unlock()
 		f()
 	}

@@ -18,13 +18,12 @@ type machine struct {
 	Kernel    string
 	GoVersion string // `go version` (the toolchain that built the bootstraps)
 	LoadStart string // /proc/loadavg when the run started
-	Runtime   string // runtime.Version() of this command
 }
 
 // readMachine reads /proc/cpuinfo, /proc/meminfo, the kernel release and
 // `go version`.
 func readMachine() machine {
-	m := machine{Cores: runtime.NumCPU(), Runtime: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}
+	m := machine{Cores: runtime.NumCPU()}
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -146,14 +145,4 @@ func usd(v float64) string {
 		return fmt.Sprintf("$%.0f", v)
 	}
 	return fmt.Sprintf("$%.2f", v)
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -12,10 +12,14 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/store/dynamo"
 )
@@ -73,13 +77,13 @@ type Meter struct {
 	Weight float64
 
 	sec     int
-	cur     map[Part]*Units
-	keep    float64           // a partition's second is kept in peaks above this many units
-	peaks   map[Part]*Peak    // partitions that came near a limit
-	family  map[string]*Peak  // the busiest partition second of each family
-	famLoad map[string]*Units // the busiest second of each family, all its partitions summed
-	total   Units             // every unit, all seconds
-	byIndex map[string]*Units
+	cur     map[Part]Units
+	keep    float64          // a partition's second is kept in peaks above this many units
+	peaks   map[Part]*Peak   // partitions that came near a limit
+	family  map[string]*Peak // the busiest partition second of each family
+	famLoad map[string]Units // the busiest second of each family, all its partitions summed
+	total   Units            // every unit, all seconds
+	byIndex map[string]Units
 	maxItem map[string]int // largest item written, per family of its table key
 	ops     int
 	shapes  []string         // the shape of each call since TakeShapes
@@ -125,8 +129,8 @@ func tablePart(it dynamo.Item) Part {
 // NewMeter returns a meter with weight 1.
 func NewMeter() *Meter {
 	return &Meter{
-		Weight: 1, cur: map[Part]*Units{}, keep: 50, peaks: map[Part]*Peak{},
-		family: map[string]*Peak{}, famLoad: map[string]*Units{}, byIndex: map[string]*Units{}, maxItem: map[string]int{},
+		Weight: 1, cur: map[Part]Units{}, keep: 50, peaks: map[Part]*Peak{},
+		family: map[string]*Peak{}, famLoad: map[string]Units{}, byIndex: map[string]Units{}, maxItem: map[string]int{},
 	}
 }
 
@@ -147,18 +151,11 @@ func (m *Meter) Close() { m.flush() }
 func (m *Meter) flush() {
 	sums := map[string]Units{}
 	for p, u := range m.cur {
-		sum := sums[p.Family()]
-		sum.W += u.W
-		sum.R += u.R
-		sums[p.Family()] = sum
+		addUnits(sums, p.Family(), u.W, u.R)
 	}
 	for fam, sum := range sums {
 		l := m.famLoad[fam]
-		if l == nil {
-			l = &Units{}
-			m.famLoad[fam] = l
-		}
-		l.W, l.R = max(l.W, sum.W), max(l.R, sum.R)
+		m.famLoad[fam] = Units{max(l.W, sum.W), max(l.R, sum.R)}
 	}
 	for p, u := range m.cur {
 		fam := p.Family()
@@ -194,26 +191,18 @@ func (m *Meter) add(p Part, w, r float64) {
 	if m.taken == nil {
 		m.taken = map[string]Units{}
 	}
-	t := m.taken[p.Family()]
-	t.W, t.R = t.W+w, t.R+r
-	m.taken[p.Family()] = t
+	addUnits(m.taken, p.Family(), w, r)
 	w, r = w*m.Weight, r*m.Weight
-	u := m.cur[p]
-	if u == nil {
-		u = &Units{}
-		m.cur[p] = u
-	}
-	u.W += w
-	u.R += r
+	addUnits(m.cur, p, w, r)
 	m.total.W += w
 	m.total.R += r
-	ix := m.byIndex[p.Index]
-	if ix == nil {
-		ix = &Units{}
-		m.byIndex[p.Index] = ix
-	}
-	ix.W += w
-	ix.R += r
+	addUnits(m.byIndex, p.Index, w, r)
+}
+
+// addUnits adds w and r to m[k].
+func addUnits[K comparable](m map[K]Units, k K, w, r float64) {
+	u := m[k]
+	m[k] = Units{u.W + w, u.R + r}
 }
 
 // writeUnits is the WCU of writing n bytes: 1 per KB, rounded up.
@@ -249,17 +238,31 @@ type Write struct{ Old, New dynamo.Item }
 // item of a transaction: 2 write units per KB); the index updates it
 // causes are propagated after the commit and cost what a plain write's do.
 func (m *Meter) TransactWrite(writes ...Write) {
-	parts := make([]Part, 0, len(writes))
-	for _, w := range writes {
-		parts = append(parts, tablePart(written(w.Old, w.New)))
-	}
-	m.call("transact", parts...)
+	m.call("transact", writeParts(writes)...)
 	for _, w := range writes {
 		m.write(w.Old, w.New, 2)
 	}
 }
 
 // write meters old replaced by new at factor times the table's units.
+// writeParts are the table partitions of writes.
+func writeParts(writes []Write) []Part {
+	items := make([]dynamo.Item, 0, len(writes))
+	for _, w := range writes {
+		items = append(items, written(w.Old, w.New))
+	}
+	return tableParts(items)
+}
+
+// tableParts are the table partitions of items.
+func tableParts(items []dynamo.Item) []Part {
+	parts := make([]Part, 0, len(items))
+	for _, it := range items {
+		parts = append(parts, tablePart(it))
+	}
+	return parts
+}
+
 func (m *Meter) write(old, new dynamo.Item, factor float64) {
 	pk, _ := dynamo.Keys(written(old, new))
 	size := max(dynamo.ItemSize(old), dynamo.ItemSize(new))
@@ -291,23 +294,14 @@ func (m *Meter) write(old, new dynamo.Item, factor float64) {
 
 // sameEntry reports whether two index entries hold the same attributes.
 func sameEntry(a, b dynamo.Item) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !reflect.DeepEqual(v, b[k]) {
-			return false
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(x, y types.AttributeValue) bool { return reflect.DeepEqual(x, y) })
 }
 
 // FailedPut meters a conditional write whose condition failed: it
 // consumes the write units of the item it was checked against.
 func (m *Meter) FailedPut(existing dynamo.Item) {
 	m.call("write", tablePart(existing))
-	pk, _ := dynamo.Keys(existing)
-	m.add(Part{Table, pk}, writeUnits(dynamo.ItemSize(existing)), 0)
+	m.add(tablePart(existing), writeUnits(dynamo.ItemSize(existing)), 0)
 }
 
 // FailedTransact meters a TransactWriteItems cancelled by a condition as
@@ -316,35 +310,24 @@ func (m *Meter) FailedPut(existing dynamo.Item) {
 // Old (what its condition was checked against) and New (what it would
 // have written), on the table only, as nothing reached an index.
 func (m *Meter) FailedTransact(writes ...Write) {
-	parts := make([]Part, 0, len(writes))
+	m.call("transact", writeParts(writes)...)
 	for _, w := range writes {
-		parts = append(parts, tablePart(written(w.Old, w.New)))
-	}
-	m.call("transact", parts...)
-	for _, w := range writes {
-		pk, _ := dynamo.Keys(written(w.Old, w.New))
-		m.add(Part{Table, pk}, 2*writeUnits(max(dynamo.ItemSize(w.Old), dynamo.ItemSize(w.New))), 0)
+		m.add(tablePart(written(w.Old, w.New)), 2*writeUnits(max(dynamo.ItemSize(w.Old), dynamo.ItemSize(w.New))), 0)
 	}
 }
 
 // Get meters a GetItem of it (strongly consistent, as the adapter reads).
 func (m *Meter) Get(it dynamo.Item) {
 	m.call("get", tablePart(it))
-	pk, _ := dynamo.Keys(it)
-	m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
+	m.add(tablePart(it), 0, readUnits(dynamo.ItemSize(it), true))
 }
 
 // BatchGet meters one BatchGetItem of items (strongly consistent): each
 // its read units on its partition.
 func (m *Meter) BatchGet(items ...dynamo.Item) {
-	parts := make([]Part, 0, len(items))
+	m.call("batchget", tableParts(items)...)
 	for _, it := range items {
-		parts = append(parts, tablePart(it))
-	}
-	m.call("batchget", parts...)
-	for _, it := range items {
-		pk, _ := dynamo.Keys(it)
-		m.add(Part{Table, pk}, 0, readUnits(dynamo.ItemSize(it), true))
+		m.add(tablePart(it), 0, readUnits(dynamo.ItemSize(it), true))
 	}
 }
 
@@ -376,14 +359,7 @@ type Result struct {
 
 // Result returns the counts, busiest first.
 func (m *Meter) Result() Result {
-	r := Result{Total: m.total, ByIndex: map[string]Units{}, MaxItem: m.maxItem, Ops: m.ops}
-	for k, v := range m.byIndex {
-		r.ByIndex[k] = *v
-	}
-	r.FamilyLoad = map[string]Units{}
-	for k, v := range m.famLoad {
-		r.FamilyLoad[k] = *v
-	}
+	r := Result{Total: m.total, ByIndex: maps.Clone(m.byIndex), FamilyLoad: maps.Clone(m.famLoad), MaxItem: m.maxItem, Ops: m.ops}
 	for _, f := range m.family {
 		r.Families = append(r.Families, *f)
 	}
@@ -417,12 +393,7 @@ func (r Result) Check() error {
 			bad = append(bad, fmt.Sprintf("%s: %.0f RCU/s in second %d (limit %d)", p.Part, p.R, p.RSec, PartitionRCU))
 		}
 	}
-	fams := make([]string, 0, len(r.MaxItem))
-	for f := range r.MaxItem {
-		fams = append(fams, f)
-	}
-	sort.Strings(fams)
-	for _, f := range fams {
+	for _, f := range slices.Sorted(maps.Keys(r.MaxItem)) {
 		if n := r.MaxItem[f]; n > dynamo.MaxItemBytes {
 			bad = append(bad, fmt.Sprintf("%s: item of %d bytes (limit %d)", f, n, dynamo.MaxItemBytes))
 		}

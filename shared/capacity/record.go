@@ -194,17 +194,11 @@ func recordRead(params, result any) (Recorded, bool) {
 		if out == nil {
 			return Recorded{}, false
 		}
-		var pk string
-		if m := keyEquals.FindStringSubmatch(aws.ToString(in.KeyConditionExpression)); m != nil {
-			if v, ok := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS); ok {
-				pk = v.Value
-			}
-		}
 		reads := make([]dynamo.Item, 0, len(out.Items))
 		for _, it := range out.Items {
 			reads = append(reads, it)
 		}
-		return Recorded{Kind: "query", Index: aws.ToString(in.IndexName), PK: pk, Consistent: aws.ToBool(in.ConsistentRead), Reads: reads}, true
+		return Recorded{Kind: "query", Index: aws.ToString(in.IndexName), PK: queryPK(in), Consistent: aws.ToBool(in.ConsistentRead), Reads: reads}, true
 	}
 	return Recorded{}, false
 }

@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
@@ -68,13 +70,13 @@ func (t *TraceResult) Report(c Cost, m Measured) (string, error) {
 		inflight, m.Functions[ReqAttempts].DurationMS, m.Functions[ReqHops].DurationMS, within, SQSInFlightQuota,
 		t.SQSDelayed, t.Requests[ReqHops]/t.Payments, webhooks.MaxAttempts, allAttemptsHops())
 	b.WriteString("\n### Items\n\n| key family | largest item written |\n|---|---|\n")
-	for _, f := range sortedKeys(t.MaxItem) {
+	for _, f := range slices.Sorted(maps.Keys(t.MaxItem)) {
 		fmt.Fprintf(&b, "| %s | %d bytes |\n", f, t.MaxItem[f])
 	}
 	fmt.Fprintf(&b, "\nPayment records are bounded per item: a payment is a ledger whose HEAD item holds its identity and the cached totals of its operations (at most %d bytes in this trace), each operation (capture, refund, reversal, amount update) is its own entry item (at most %d bytes) and each timeline fact its own item, so no item grows with the payment's life; a write is one TransactWriteItems of HEAD, the entries it changes and the facts it adds, a read of the head one GetItem.\n",
 		t.PaymentMeta, t.PaymentEntry)
 	b.WriteString("\n### Per payment\n\n| request | per payment | DynamoDB calls each |\n|---|---|---|\n")
-	for _, r := range sortedKeys(t.Requests) {
+	for _, r := range slices.Sorted(maps.Keys(t.Requests)) {
 		calls := ""
 		if v, ok := t.Calls[r]; ok {
 			calls = fmt.Sprintf("%.1f", v)
@@ -114,9 +116,8 @@ func allAttemptsHops() int {
 }
 
 func instances(m map[string]int) string {
-	keys := sortedKeys(m)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

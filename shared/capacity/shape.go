@@ -38,50 +38,33 @@ var keyEquals = regexp.MustCompile(`#\w+\s*=\s*(:\w+)`)
 // ShapeOf is the shape of a DynamoDB call the SDK makes (its input), ok
 // false for a call that is not one of the kinds above.
 func ShapeOf(params any) (string, bool) {
-	part := func(it map[string]types.AttributeValue) Part {
-		pk, _ := dynamo.Keys(it)
-		return Part{Table, pk}
-	}
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
-		return shape("get", part(in.Key)), true
-	case *dynamodb.PutItemInput:
-		return shape("write", part(in.Item)), true
-	case *dynamodb.UpdateItemInput:
-		return shape("write", part(in.Key)), true
-	case *dynamodb.DeleteItemInput:
-		return shape("write", part(in.Key)), true
-	case *dynamodb.BatchGetItemInput:
-		var ps []Part
-		for _, ka := range in.RequestItems {
-			for _, k := range ka.Keys {
-				ps = append(ps, part(k))
-			}
-		}
-		return shape("batchget", ps...), true
+		return shape("get", tablePart(in.Key)), true
+	case *dynamodb.PutItemInput, *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
+		_, keys := WriteKeys(params)
+		return shape("write", tablePart(keys[0])), true
 	case *dynamodb.TransactWriteItemsInput:
-		var ps []Part
-		for _, it := range in.TransactItems {
-			switch {
-			case it.Put != nil:
-				ps = append(ps, part(it.Put.Item))
-			case it.Update != nil:
-				ps = append(ps, part(it.Update.Key))
-			case it.Delete != nil:
-				ps = append(ps, part(it.Delete.Key))
-			case it.ConditionCheck != nil:
-				ps = append(ps, part(it.ConditionCheck.Key))
-			}
+		_, keys := WriteKeys(params)
+		return shape("transact", tableParts(keys)...), true
+	case *dynamodb.BatchGetItemInput:
+		var keys []dynamo.Item
+		for _, ka := range in.RequestItems {
+			keys = append(keys, ka.Keys...)
 		}
-		return shape("transact", ps...), true
+		return shape("batchget", tableParts(keys)...), true
 	case *dynamodb.QueryInput:
-		p := Part{Index: aws.ToString(in.IndexName)}
-		if m := keyEquals.FindStringSubmatch(aws.ToString(in.KeyConditionExpression)); m != nil {
-			if v, ok := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS); ok {
-				p.PK = v.Value
-			}
-		}
-		return shape("query", p), true
+		return shape("query", Part{aws.ToString(in.IndexName), queryPK(in)}), true
 	}
 	return "", false
+}
+
+// queryPK is the partition key value a Query's key condition names.
+func queryPK(in *dynamodb.QueryInput) string {
+	if m := keyEquals.FindStringSubmatch(aws.ToString(in.KeyConditionExpression)); m != nil {
+		if v, ok := in.ExpressionAttributeValues[m[1]].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+	}
+	return ""
 }

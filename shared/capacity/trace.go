@@ -399,43 +399,18 @@ func (r *replay) unroutableEntry() (dynamo.Item, error) {
 
 // label names a task's request kind in TraceResult.Calls.
 func (t task) label() string {
-	switch t.kind {
-	case kPay:
-		return ReqPayments
-	case kReplay:
-		return ReqReplay
-	case kDetails:
-		return ReqDetails
-	case kCapture:
-		return ReqCaptures
-	case kRefund:
-		return ReqReversals
-	case kSession:
-		return ReqSessions
-	case kAmountUpdate:
-		return ReqAmountUpdates
-	case kPartRefund:
-		return ReqRefunds
-	case kLookup:
-		return ReqLookups
-	case kTimeline:
-		return ReqTimeline
-	case kConfig:
-		return ReqConfig
-	case kMethods:
-		return ReqMethods
-	case kPayNoKey:
-		return ReqPaymentsNoKey
-	case kRedrive:
-		return ReqRedrives
-	case kWebhookTest:
-		return ReqWebhookTest
-	case kDeleteStored:
-		return ReqDeleteStored
-	case kNotify:
+	if t.kind == kNotify {
 		return "notification " + eventCodes[t.code]
 	}
-	return ReqAttempts
+	return kindLabels[t.kind]
+}
+
+// kindLabels are the labels of the task kinds but kNotify.
+var kindLabels = [...]string{
+	kPay: ReqPayments, kReplay: ReqReplay, kDetails: ReqDetails, kCapture: ReqCaptures, kRefund: ReqReversals,
+	kAttempt: ReqAttempts, kSession: ReqSessions, kAmountUpdate: ReqAmountUpdates, kPartRefund: ReqRefunds,
+	kLookup: ReqLookups, kTimeline: ReqTimeline, kConfig: ReqConfig, kMethods: ReqMethods, kPayNoKey: ReqPaymentsNoKey,
+	kRedrive: ReqRedrives, kDeleteStored: ReqDeleteStored, kWebhookTest: ReqWebhookTest,
 }
 
 // label is t's request kind in TraceResult.Calls and Shapes: task.label,
@@ -492,8 +467,7 @@ func (r *replay) took(label string) {
 		r.units[label] = map[string]Units{}
 	}
 	for fam, u := range r.meter.TakeUnits() {
-		sum := r.units[label][fam]
-		r.units[label][fam] = Units{W: sum.W + u.W, R: sum.R + u.R}
+		addUnits(r.units[label], fam, u.W, u.R)
 	}
 	r.runs[label]++
 }
