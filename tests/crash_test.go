@@ -41,7 +41,6 @@ type crashRig struct {
 func newCrashRig(t *testing.T) *crashRig {
 	const (
 		simAPIKey  = "crash-test-upstream-api-key"
-		hmacKeyHex = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 		notifyUser = "upstream"
 		notifyPass = "crash-test-notification-password"
 	)
@@ -89,7 +88,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	}
 	// The seed's merchant takes multiple partial captures: so does its
 	// account here.
-	rig.sim, err = simulator.New(simulator.Options{APIKey: simAPIKey, HMACKeyHex: hmacKeyHex, Notifier: notifier,
+	rig.sim, err = simulator.New(simulator.Options{APIKey: simAPIKey, HMACKeyHex: sampleHMACKey, Notifier: notifier,
 		MultiplePartialCaptureAccounts: []string{"AcmeOutdoorECOM"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +100,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	rig.env = []string{
 		"PAYSVC_DATA_DIR=" + rig.data, "PAYSVC_SEED_FILE=" + hookedSeed(t, receiver.URL+"/hooks"), "PAYSVC_WEBHOOK_ALLOW_LOCAL=true",
 		"PAYSVC_UPSTREAM_URL=" + upstreamSrv.URL + rig.sim.BasePath(), "PAYSVC_UPSTREAM_API_KEY=" + simAPIKey,
-		"PAYSVC_UPSTREAM_HMAC_KEY=" + hmacKeyHex, "PAYSVC_NOTIFICATION_USERNAME=" + notifyUser,
+		"PAYSVC_UPSTREAM_HMAC_KEY=" + sampleHMACKey, "PAYSVC_NOTIFICATION_USERNAME=" + notifyUser,
 		"PAYSVC_NOTIFICATION_PASSWORD=" + notifyPass,
 		"PAYSVC_RATE_PER_SECOND=100000", "PAYSVC_RATE_BURST=100000", // the burst is not what is tested
 	}

@@ -30,8 +30,7 @@ const screenshotsEnv = "PAYSVC_DASHBOARD_SCREENSHOTS"
 func TestDashboardInBrowser(t *testing.T) {
 	data := t.TempDir()
 	s := startLocal(t, "PAYSVC_DATA_DIR="+data)
-	keyFile := readFile(t, filepath.Join(data, "demo-key.txt"))
-	key := strings.TrimSpace(string(keyFile))
+	key := strings.TrimSpace(string(readFile(t, filepath.Join(data, "demo-key.txt"))))
 	admin := func(args ...string) string {
 		t.Helper()
 		var out, errb strings.Builder

@@ -256,8 +256,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	for _, d := range docs {
-		b := readFile(t, d)
-		for _, m := range afterWalkThrough.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range afterWalkThrough.FindAllStringSubmatch(string(readFile(t, d)), -1) {
 			commands = append(commands, m[1])
 		}
 	}

@@ -176,9 +176,8 @@ func TestSampleNotificationSignatures(t *testing.T) {
 		if !strings.HasPrefix(name, "notification-") {
 			continue
 		}
-		raw := readFile(t, file)
 		var ev apiEvent
-		if err := json.Unmarshal(raw, &ev); err != nil || ev.Body == nil {
+		if err := json.Unmarshal(readFile(t, file), &ev); err != nil || ev.Body == nil {
 			t.Fatalf("%s: not an API event with a body (%v)", name, err)
 		}
 		var body struct {
@@ -263,9 +262,8 @@ func TestSampleSQSEvents(t *testing.T) {
 // sam local only overrides variables a function declares in the template.
 func TestEnvJSONMatchesTemplate(t *testing.T) {
 	tpl := loadTemplate(t)
-	raw := readFile(t, filepath.Join(repoRoot, "events", "env.json"))
 	var env map[string]map[string]string
-	decodeJSON(t, raw, &env)
+	decodeJSON(t, readFile(t, filepath.Join(repoRoot, "events", "env.json")), &env)
 	fns := tpl.functions()
 	for scope, vars := range env {
 		var targets []cfnResource

@@ -291,9 +291,9 @@ var sizingRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+Function)` \\| ([0-9]+) 
 // each function.
 func TestTemplateFunctionSizing(t *testing.T) {
 	tpl := loadTemplate(t)
-	raw := readFile(t, filepath.Join(repoRoot, "docs", "sizing.md"))
 	documented := map[string]int{}
-	for _, m := range sizingRow.FindAllStringSubmatch(string(raw), -1) {
+	page := readFile(t, filepath.Join(repoRoot, "docs", "sizing.md"))
+	for _, m := range sizingRow.FindAllStringSubmatch(string(page), -1) {
 		documented[m[1]], _ = strconv.Atoi(m[2])
 	}
 	for id, fn := range tpl.functions() {

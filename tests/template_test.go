@@ -342,9 +342,9 @@ func TestTemplateSchedulerSchedule(t *testing.T) {
 var makeTarget = regexp.MustCompile(`(?m)^(build-[A-Za-z0-9]+):`)
 
 func TestMakefileHasBuildTargetPerFunction(t *testing.T) {
-	raw := readFile(t, filepath.Join(repoRoot, "Makefile"))
 	targets := map[string]bool{}
-	for _, m := range makeTarget.FindAllStringSubmatch(string(raw), -1) {
+	makefile := readFile(t, filepath.Join(repoRoot, "Makefile"))
+	for _, m := range makeTarget.FindAllStringSubmatch(string(makefile), -1) {
 		targets[m[1]] = true
 	}
 	tpl := loadTemplate(t)

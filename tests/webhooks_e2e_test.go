@@ -45,7 +45,6 @@ import (
 // retry counted on the same fake clock.
 
 const (
-	e2eHMACKey    = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 	e2eSimKey     = "sim_e2e_api_key"
 	e2eNotifyUser = "paysvc-notify"
 	e2eNotifyPass = "e2e-notify-password"
@@ -206,7 +205,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 		t.Fatal(err)
 	}
 	simOpts := o.sim
-	simOpts.APIKey, simOpts.HMACKeyHex, simOpts.Clock, simOpts.Notifier = e2eSimKey, e2eHMACKey, clk, notifier
+	simOpts.APIKey, simOpts.HMACKeyHex, simOpts.Clock, simOpts.Notifier = e2eSimKey, sampleHMACKey, clk, notifier
 	if o.onNotify != nil {
 		simOpts.Notifier = simulator.NotifierFunc(func(ctx context.Context, body []byte) error {
 			o.onNotify(body)
@@ -226,7 +225,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 
 	env := map[string]string{
 		"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": simSrv.URL + sim.BasePath(),
-		"PAYSVC_UPSTREAM_API_KEY": e2eSimKey, "PAYSVC_UPSTREAM_HMAC_KEY": e2eHMACKey,
+		"PAYSVC_UPSTREAM_API_KEY": e2eSimKey, "PAYSVC_UPSTREAM_HMAC_KEY": sampleHMACKey,
 		"PAYSVC_NOTIFICATION_USERNAME": e2eNotifyUser, "PAYSVC_NOTIFICATION_PASSWORD": e2eNotifyPass,
 		"PAYSVC_AUTH_CACHE_TTL": "0s", "PAYSVC_RATE_PER_SECOND": "1000", "PAYSVC_RATE_BURST": "2000",
 	}
@@ -481,7 +480,7 @@ func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 		if v := e.payment(psp).View(); v.State != payments.StateRefunded || v.Captured != 1000 || v.Refunded != 1000 {
 			t.Fatalf("payment record: %+v", v)
 		}
-		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), e2eHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
+		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), sampleHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
 			t.Fatal("a secret reached the logs")
 		}
 	})
