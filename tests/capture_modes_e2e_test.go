@@ -44,9 +44,7 @@ func TestCaptureModesE2E(t *testing.T) {
 				AdditionalData    map[string]string `json:"additionalData"`
 				CaptureDelayHours *int              `json:"captureDelayHours"`
 			}
-			if err := json.Unmarshal(p.Request, &sent); err != nil {
-				t.Fatal(err)
-			}
+			decodeJSON(t, p.Request, &sent)
 			if sent.AdditionalData[upstream.AdditionalManualCapture] != tc.manual || (sent.CaptureDelayHours == nil) != (tc.delay == nil) ||
 				(sent.CaptureDelayHours != nil && *sent.CaptureDelayHours != 0) {
 				t.Errorf("%s: sent %s", tc.name, p.Request)

@@ -68,9 +68,7 @@ exit 0`
 				t.Fatal(err)
 			}
 			for name, body := range tc.stubs {
-				if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-					t.Fatal(err)
-				}
+				writeFile(t, filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755)
 			}
 			log := filepath.Join(dir, "log")
 			cmd := exec.Command("/bin/bash", script)

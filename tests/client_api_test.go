@@ -14,18 +14,14 @@ import (
 	"testing"
 
 	"github.com/yp/paysvc/shared/client"
-	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/testenv"
-	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // envClient is a client of an in-process service; testenv checks every
 // exchange against docs/openapi.yaml.
 func envClient(t *testing.T, e *testenv.Env, key string) *client.Client {
-	srv := httptest.NewServer(e.Handler)
-	t.Cleanup(srv.Close)
-	return client.New(srv.URL, e.Keys[key], client.WithRetries(0, 0, 0))
+	return client.New(c2url(t, e), e.Keys[key], client.WithRetries(0, 0, 0))
 }
 
 // Every errorCode docs/openapi.yaml declares has its client.ErrorCode
@@ -34,10 +30,7 @@ func envClient(t *testing.T, e *testenv.Env, key string) *client.Client {
 // module cannot read the service's document; this test reads the client's
 // source.)
 func TestClientErrorCodesCoverOpenAPI(t *testing.T) {
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, filepath.Join("..", "shared", "client", "errors.go"), nil, parser.ParseComments)
 	if err != nil {
@@ -112,10 +105,7 @@ func TestClientEveryEndpoint(t *testing.T) {
 		pay.Action.PaymentData == "" || len(pay.Action.Raw) == 0 || pay.MerchantReference != "order-2" {
 		t.Fatalf("payment %+v %v", pay, err)
 	}
-	details, err := simulator.DetailsFor(pay.Action.Raw, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	details := detailsFor(t, pay.Action.Raw, true)
 	done, err := c.SubmitDetails(ctx, testenv.SiteA, client.DetailsParams{Details: details, Reference: pay.MerchantReference})
 	if err != nil || done.ResultCode != client.ResultAuthorised || done.PSPReference == "" {
 		t.Fatalf("details %+v %v", done, err)

@@ -8,15 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/yp/paysvc/shared/client"
-	"github.com/yp/paysvc/shared/openapicheck"
-	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // A merchant integration with the Go client against the local server
@@ -26,10 +22,7 @@ import (
 func TestClientE2ELocalServer(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	events := make(chan client.WebhookItem, 20)
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 		if err != nil {
@@ -50,16 +43,7 @@ func TestClientE2ELocalServer(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	seed, err := os.ReadFile("../cmd/paysvc-local/seed.example.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seedFile := filepath.Join(t.TempDir(), "seed.json")
-	patched := strings.Replace(string(seed), "http://127.0.0.1:4000/webhooks", receiver.URL+"/hooks", 1)
-	if err := os.WriteFile(seedFile, []byte(patched), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+seedFile, "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+hookedSeed(t, receiver.URL+"/hooks"), "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
 
 	// The served contract is the repository's.
 	// (a local-server convenience, not part of the API it describes).
@@ -101,10 +85,7 @@ func TestClientE2ELocalServer(t *testing.T) {
 	// for a fingerprint, then a challenge).
 	done := pay
 	for i := 0; done.Action != nil && i < 3; i++ {
-		details, err := simulator.DetailsFor(done.Action.Raw, true) // what the shopper's component sends back
-		if err != nil {
-			t.Fatal(err)
-		}
+		details := detailsFor(t, done.Action.Raw, true) // what the shopper's component sends back
 		done, err = c.SubmitDetails(ctx, "site_acme_web", client.DetailsParams{Details: details, Reference: pay.MerchantReference})
 		if err != nil {
 			t.Fatalf("details: %v", err)

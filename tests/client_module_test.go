@@ -40,9 +40,7 @@ func main() {
 `,
 	}
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(shop, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(shop, name), []byte(text), 0o644)
 	}
 	goCmd := func(dir string, args ...string) string {
 		t.Helper()

@@ -90,9 +90,7 @@ func TestClientWebhooksAgreeWithService(t *testing.T) {
 			}
 			// Every field of the item as the service wrote it.
 			var wrote webhooks.Payload
-			if err := json.Unmarshal(body, &wrote); err != nil {
-				t.Fatal(err)
-			}
+			decodeJSON(t, body, &wrote)
 			got, _ := json.Marshal(ev.Item)
 			want, _ := json.Marshal(wrote.NotificationItems[0].Item)
 			var g, w map[string]any

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,7 +41,6 @@ type crashRig struct {
 func newCrashRig(t *testing.T) *crashRig {
 	const (
 		simAPIKey  = "crash-test-upstream-api-key"
-		hmacKeyHex = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 		notifyUser = "upstream"
 		notifyPass = "crash-test-notification-password"
 	)
@@ -90,7 +88,7 @@ func newCrashRig(t *testing.T) *crashRig {
 	}
 	// The seed's merchant takes multiple partial captures: so does its
 	// account here.
-	rig.sim, err = simulator.New(simulator.Options{APIKey: simAPIKey, HMACKeyHex: hmacKeyHex, Notifier: notifier,
+	rig.sim, err = simulator.New(simulator.Options{APIKey: simAPIKey, HMACKeyHex: sampleHMACKey, Notifier: notifier,
 		MultiplePartialCaptureAccounts: []string{"AcmeOutdoorECOM"}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -99,18 +97,10 @@ func newCrashRig(t *testing.T) *crashRig {
 	upstreamSrv := httptest.NewServer(rig.sim)
 	t.Cleanup(upstreamSrv.Close)
 
-	seed, err := os.ReadFile("../cmd/paysvc-local/seed.example.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seedFile := filepath.Join(t.TempDir(), "seed.json")
-	if err := os.WriteFile(seedFile, bytes.Replace(seed, []byte("http://127.0.0.1:4000/webhooks"), []byte(receiver.URL+"/hooks"), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	rig.env = []string{
-		"PAYSVC_DATA_DIR=" + rig.data, "PAYSVC_SEED_FILE=" + seedFile, "PAYSVC_WEBHOOK_ALLOW_LOCAL=true",
+		"PAYSVC_DATA_DIR=" + rig.data, "PAYSVC_SEED_FILE=" + hookedSeed(t, receiver.URL+"/hooks"), "PAYSVC_WEBHOOK_ALLOW_LOCAL=true",
 		"PAYSVC_UPSTREAM_URL=" + upstreamSrv.URL + rig.sim.BasePath(), "PAYSVC_UPSTREAM_API_KEY=" + simAPIKey,
-		"PAYSVC_UPSTREAM_HMAC_KEY=" + hmacKeyHex, "PAYSVC_NOTIFICATION_USERNAME=" + notifyUser,
+		"PAYSVC_UPSTREAM_HMAC_KEY=" + sampleHMACKey, "PAYSVC_NOTIFICATION_USERNAME=" + notifyUser,
 		"PAYSVC_NOTIFICATION_PASSWORD=" + notifyPass,
 		"PAYSVC_RATE_PER_SECOND=100000", "PAYSVC_RATE_BURST=100000", // the burst is not what is tested
 	}
@@ -245,10 +235,7 @@ func (k *burstKill) wait(clients *sync.WaitGroup) {
 // pay starts a card payment of 19.99 EUR with Idempotency-Key (and
 // reference) key.
 func (rig *crashRig) pay(key string) (status int, replayed bool, psp string, body []byte, err error) {
-	status, replayed, body, err = rig.post("/v1/ecom/site_acme_web/payments", key,
-		`{"amount":{"value":1999,"currency":"EUR"},"reference":"`+key+`","returnUrl":"https://acme.example/return",`+
-			`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03",`+
-			`"encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`)
+	status, replayed, body, err = rig.post("/v1/ecom/site_acme_web/payments", key, cardBody(1999, key, "https://acme.example/return"))
 	var out struct {
 		PSPReference string `json:"pspReference"`
 	}

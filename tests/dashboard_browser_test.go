@@ -30,11 +30,7 @@ const screenshotsEnv = "PAYSVC_DASHBOARD_SCREENSHOTS"
 func TestDashboardInBrowser(t *testing.T) {
 	data := t.TempDir()
 	s := startLocal(t, "PAYSVC_DATA_DIR="+data)
-	keyFile, err := os.ReadFile(filepath.Join(data, "demo-key.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := strings.TrimSpace(string(keyFile))
+	key := strings.TrimSpace(string(readFile(t, filepath.Join(data, "demo-key.txt"))))
 	admin := func(args ...string) string {
 		t.Helper()
 		var out, errb strings.Builder
@@ -48,12 +44,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A subscription, made while the server runs; its first attempt fails.
 	sink := webhooksink.New(t, http.StatusServiceUnavailable)
 	var sub struct{ Secret string }
-	if err := json.Unmarshal([]byte(admin("subscription", "create", "--merchant", "m_demo", "--url", sink.URL, "--allow-insecure-local", "--json")), &sub); err != nil {
-		t.Fatal(err)
-	}
-	pay := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":2500,"currency":"EUR"},"reference":"order-dash-1",
-		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
-		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", "order-dash-1")
+	decodeJSON(t, []byte(admin("subscription", "create", "--merchant", "m_demo", "--url", sink.URL, "--allow-insecure-local", "--json")), &sub)
+	pay := s.call("POST", "/v1/ecom/site_demo/payments", key, cardBody(2500, "order-dash-1", "https://shop.example/return"), "Idempotency-Key", "order-dash-1")
 	var out struct{ PSPReference string }
 	if err := json.Unmarshal(pay.body, &out); err != nil || pay.status != 200 || out.PSPReference == "" {
 		t.Fatalf("payment: %d %s", pay.status, pay.body)
@@ -176,9 +168,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// the platform confirms each. Then the overview filters by its state.
 	newPayment := func(ref string) string {
 		t.Helper()
-		r := s.call("POST", "/v1/ecom/site_demo/payments", key, `{"amount":{"value":3000,"currency":"EUR"},"reference":"`+ref+`",
-		"returnUrl":"https://shop.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
-		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`, "Idempotency-Key", ref)
+		r := s.call("POST", "/v1/ecom/site_demo/payments", key, cardBody(3000, ref, "https://shop.example/return"), "Idempotency-Key", ref)
 		var out struct{ PSPReference string }
 		if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || out.PSPReference == "" {
 			t.Fatalf("payment: %d %s", r.status, r.body)

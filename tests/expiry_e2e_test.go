@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/yp/paysvc/shared/app"
-	"github.com/yp/paysvc/shared/upstream/upstreamapi"
 )
 
 // TestExpiryNoticeE2E (docs/expiry.md), on both stores and the injected
@@ -24,10 +23,7 @@ import (
 // published shape (held to the vendored Webhooks-v1); the payment shows
 // nothing capturable and no expiry after it.
 func TestExpiryNoticeE2E(t *testing.T) {
-	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := upstreamValidator(t)
 	var mu sync.Mutex
 	var expires []string
 	onNotify := func(body []byte) {
@@ -51,10 +47,7 @@ func TestExpiryNoticeE2E(t *testing.T) {
 		}
 		authorisedAt := e.clk.Now()
 		psp := e.pay(1000, "")
-		captured := e.pay(1000, "")
-		e.settle()
-		e.api("/payments/"+captured+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		captured := e.payCaptured("")
 
 		view := e.call(http.MethodGet, "/v1/ecom/"+e2eSite+"/payments/"+psp, "", 200)
 		wantAt := authorisedAt.Add(28 * 24 * time.Hour).UTC().Format(time.RFC3339)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,12 +25,12 @@ func TestIdempotencyDynamo(t *testing.T)   { idempotencySuite(t, true) }
 
 const payPath = "/v1/ecom/" + testenv.SiteA + "/payments"
 
-func cardPayment(value int) string {
-	return `{"amount":{"value":` + itoa(value) + `,"currency":"EUR"},"reference":"order-1","returnUrl":"https://shop.example/r",
-	"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`
+// cardBody is a card payment request of value (EUR cents) with reference ref.
+func cardBody(value int, ref, returnURL string) string {
+	return fmt.Sprintf(`{"amount":{"value":%d,"currency":"EUR"},"reference":%q,"returnUrl":%q,"paymentMethod":%s}`, value, ref, returnURL, e2eCard)
 }
 
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+func cardPayment(value int) string { return cardBody(value, "order-1", "https://shop.example/r") }
 
 // idempotencyCases are the suite's cases, each run on both stores.
 var idempotencyCases = []struct {

@@ -131,6 +131,56 @@ func randomHex(t *testing.T, n int) string {
 	return hex.EncodeToString(b)
 }
 
+// motoTable creates table on moto, deleted after t.
+func motoTable(t *testing.T, ddb *dynamodb.Client, table string) {
+	t.Helper()
+	if err := dynamo.CreateTable(context.Background(), ddb, table); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+}
+
+// motoQueues creates the deliveries queue name and its DLQ on moto,
+// deleted after t.
+func motoQueues(t *testing.T, c *sqs.Client, name string) (url, dlq string) {
+	t.Helper()
+	url, dlq, err := sqsqueue.CreateQueues(context.Background(), c, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, u := range []string{url, dlq} {
+			_, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+	})
+	return url, dlq
+}
+
+// secretsClient is a Secrets Manager client of the moto server at endpoint.
+func secretsClient(endpoint string) *secretsmanager.Client {
+	return secretsmanager.NewFromConfig(aws.Config{Region: moto.Region,
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), BaseEndpoint: aws.String(endpoint)})
+}
+
+// motoSecret creates secret name with value on moto, deleted after t, and
+// returns its ARN.
+func motoSecret(t *testing.T, endpoint, name, value string) string {
+	t.Helper()
+	sm := secretsClient(endpoint)
+	out, err := sm.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{Name: aws.String(name), SecretString: aws.String(value)})
+	if err != nil {
+		t.Fatalf("CreateSecret: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{
+			SecretId: out.ARN, ForceDeleteWithoutRecovery: aws.Bool(true),
+		})
+	})
+	return aws.ToString(out.ARN)
+}
+
 func newLambdaEnv(t *testing.T) *lambdaEnv {
 	t.Helper()
 	ctx := context.Background()
@@ -140,31 +190,11 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 
 	// DynamoDB table.
 	ddb := moto.DynamoClient(t, e.endpoint)
-	if err := dynamo.CreateTable(ctx, ddb, e.table); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(e.table)})
-	})
-
-	awsCfg := aws.Config{
-		Region:       moto.Region,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(e.endpoint),
-	}
+	motoTable(t, ddb, e.table)
 
 	// The deliveries queue and its DLQ.
-	e.sqs = sqs.NewFromConfig(awsCfg)
-	var err error
-	e.queueURL, e.dlqURL, err = sqsqueue.CreateQueues(ctx, e.sqs, e.table+"-deliveries")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, u := range []string{e.queueURL, e.dlqURL} {
-			_, _ = e.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-		}
-	})
+	e.sqs = moto.SQSClient(t, e.endpoint)
+	e.queueURL, e.dlqURL = motoQueues(t, e.sqs, e.table+"-deliveries")
 
 	// The upstream secret, as deployed (JSON in Secrets Manager).
 	upstreamKey := "sim_it_" + randomHex(t, 16)
@@ -172,21 +202,10 @@ func newLambdaEnv(t *testing.T) *lambdaEnv {
 		"apiKey": upstreamKey, "hmacKey": sampleHMACKey,
 		"notificationUsername": sampleNotifyUser, "notificationPassword": sampleNotifyPassword,
 	})
-	sm := secretsmanager.NewFromConfig(awsCfg)
-	out, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
-		Name: aws.String("paysvc/it/" + e.table), SecretString: aws.String(string(secretJSON)),
-	})
-	if err != nil {
-		t.Fatalf("CreateSecret: %v", err)
-	}
-	e.secretARN = aws.ToString(out.ARN)
-	t.Cleanup(func() {
-		_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{
-			SecretId: out.ARN, ForceDeleteWithoutRecovery: aws.Bool(true),
-		})
-	})
+	e.secretARN = motoSecret(t, e.endpoint, "paysvc/it/"+e.table, string(secretJSON))
 
 	// The upstream simulator, accepting only the secret's API key.
+	var err error
 	e.sim, err = simulator.New(simulator.Options{
 		APIKey: upstreamKey, HMACKeyHex: sampleHMACKey, MerchantAccounts: []string{"DemoShopECOM"},
 	})
@@ -388,26 +407,16 @@ func wantStatus(t *testing.T, inv invocation, want int) map[string]any {
 // sampleEvent reads events/<name>.json.
 func sampleEvent(t *testing.T, name string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(repoRoot + "/events/" + name + ".json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return readFile(t, repoRoot+"/events/"+name+".json")
 }
 
 // editEvent decodes an event, lets edit change it, and encodes it again.
 func editEvent(t *testing.T, raw []byte, edit func(ev map[string]any)) []byte {
 	t.Helper()
 	var ev map[string]any
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, raw, &ev)
 	edit(ev)
-	out, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return encodeJSON(t, ev)
 }
 
 // setHeader sets a header in both header maps of an event.
@@ -438,10 +447,7 @@ func variant(t *testing.T, raw []byte, tag, psp string) []byte {
 // withBody replaces an event's body (a JSON object).
 func withBody(t *testing.T, raw []byte, body map[string]any) []byte {
 	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := encodeJSON(t, body)
 	return editEvent(t, raw, func(ev map[string]any) { ev["body"] = string(b) })
 }
 
@@ -452,9 +458,7 @@ func eventBody(t *testing.T, raw []byte) map[string]any {
 		t.Fatalf("event without body: %v", err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(*ev.Body), &m); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, []byte(*ev.Body), &m)
 	return m
 }
 
@@ -637,14 +641,9 @@ func (r *lambdaRun) paymentsDetails(t *testing.T) {
 	if body["resultCode"] != "ChallengeShopper" || body["action"] == nil {
 		t.Fatalf("3DS payment: %v", body)
 	}
-	details, err := simulator.DetailsFor(action, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	details := detailsFor(t, action, true)
 	var d map[string]any
-	if err := json.Unmarshal(details, &d); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, details, &d)
 	raw := withBody(t, sampleEvent(t, "payments-details"), map[string]any{"details": d})
 	inv = r.record(r.fns["PaymentsFunction"].invoke(t, raw))
 	body = wantStatus(t, inv, http.StatusOK)
@@ -1041,10 +1040,7 @@ func (r *lambdaRun) initDuration(t *testing.T) {
 // contract checks every API invocation's request and answer, as API
 // Gateway carries them, against docs/openapi.yaml.
 func (r *lambdaRun) contract(t *testing.T) {
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	for _, inv := range r.invocations {
 		u := url.URL{Path: inv.event.Path}
 		q := url.Values{}
@@ -1431,9 +1427,7 @@ func (s xraySegment) flatten(t *testing.T) []xraySegment {
 	out := []xraySegment{s}
 	for _, raw := range s.Subsegments {
 		var c xraySegment
-		if err := json.Unmarshal(raw, &c); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, raw, &c)
 		out = append(out, c.flatten(t)...)
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -272,11 +273,7 @@ func (c *simCounts) add(kind string) {
 func (c *simCounts) snapshot() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.n))
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.n)
 }
 
 // Named points where an actor stops until the scheduler releases it.
@@ -502,7 +499,7 @@ func (s *simRun) emitted(_ context.Context, body []byte) error {
 // a pre-authorisation one seed in three.
 func (s *simRun) pay() {
 	s.preAuth = s.rng.IntN(3) == 0
-	body := strings.Replace(cardPayment(100000), `"order-1"`, fmt.Sprintf(`"order-%d"`, s.seed), 1)
+	body := cardBody(100000, fmt.Sprintf("order-%d", s.seed), "https://shop.example/r")
 	if s.preAuth {
 		body = strings.Replace(body, `"returnUrl"`, `"additionalData":{"authorisationType":"PreAuth"},"returnUrl"`, 1)
 	}
@@ -1005,10 +1002,7 @@ func (s *simRun) platformArgs(code string, sim simulator.PaymentState) (simulato
 		}) {
 			return ev, false
 		}
-		h, err := s.e.Store.GetPayment(context.Background(), s.psp)
-		if err != nil {
-			s.t.Fatal(err)
-		}
+		h := headOf(s.t, s.e, s.psp)
 		t := h.Totals
 		room := min(sim.CapturedValue-sim.RefundedValue, t.Captured-t.Refunded) - t.RefundsInFlight
 		if room <= 0 {
@@ -1163,10 +1157,7 @@ func (s *simRun) drain() {
 			s.invariants()
 			s.step++
 		}
-		h, err := s.e.Store.GetPayment(context.Background(), s.psp)
-		if err != nil {
-			s.t.Fatal(err)
-		}
+		h := headOf(s.t, s.e, s.psp)
 		t := h.Totals
 		if t.CapturesInFlight == 0 && t.RefundsInFlight == 0 && t.ReversalsInFlight == 0 && t.AmountUpdatesInFlight == 0 && t.CancelsInFlight == 0 {
 			return
@@ -1194,10 +1185,7 @@ func (s *simRun) drain() {
 // service still counts.
 func (s *simRun) invariants() {
 	s.t.Helper()
-	h, err := s.e.Store.GetPayment(context.Background(), s.psp)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	h := headOf(s.t, s.e, s.psp)
 	sim, _ := s.e.Sim.Payment(s.psp)
 	bad := simViolations(h, sim, simWindow{})
 	if len(bad) > 0 { // without the doubles and the platform's own refunds not applied (read only then: they cost the entries)
@@ -1298,25 +1286,33 @@ func simViolations(h payments.Head, sim simulator.PaymentState, w simWindow) []s
 // notice).
 func (s *simRun) entries() []payments.Entry {
 	refs := []string{"expiry", "dispute", "notice"}
-	for _, f := range s.e.Timeline(s.psp) {
-		if f.PSPReference != "" && !slices.Contains(refs, f.PSPReference) {
-			refs = append(refs, f.PSPReference)
-		}
-	}
 	for _, it := range s.played {
 		if it.EventCode != "REPORT_AVAILABLE" && !slices.Contains(refs, it.PSPReference) {
 			refs = append(refs, it.PSPReference)
 		}
 	}
+	entries := timelineEntries(s.t, s.e, s.psp, refs...)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Ref < entries[j].Ref })
+	return entries
+}
+
+// timelineEntries are payment psp's entries that its timeline names, and
+// those of refs.
+func timelineEntries(t *testing.T, e *testenv.Env, psp string, refs ...string) []payments.Entry {
+	t.Helper()
+	for _, f := range e.Timeline(psp) {
+		if f.PSPReference != "" && !slices.Contains(refs, f.PSPReference) {
+			refs = append(refs, f.PSPReference)
+		}
+	}
 	var entries []payments.Entry
 	for chunk := range slices.Chunk(refs, 50) {
-		es, err := s.e.Store.GetEntries(context.Background(), s.psp, chunk...)
+		es, err := e.Store.GetEntries(context.Background(), psp, chunk...)
 		if err != nil {
-			s.t.Fatal(err)
+			t.Fatal(err)
 		}
 		entries = append(entries, es...)
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Ref < entries[j].Ref })
 	return entries
 }
 
@@ -1366,10 +1362,7 @@ func (s *simRun) doubles(sim simulator.PaymentState, es []payments.Entry) (captu
 func (s *simRun) agrees() {
 	t := s.t
 	ctx := context.Background()
-	h, err := s.e.Store.GetPayment(ctx, s.psp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := headOf(t, s.e, s.psp)
 	sim, _ := s.e.Sim.Payment(s.psp)
 	byRef := map[string]simulator.ModificationState{}
 	reversed := false

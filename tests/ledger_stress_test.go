@@ -48,7 +48,7 @@ import (
 // and with each other), the record is the platform's — 12000 captured, 800
 // refunded, 11200 refundable — and takes a later refund of 100.
 func TestLedgerConcurrentCapturesAndRefunds(t *testing.T) {
-	lsOnBothStores(t, func(t *testing.T, dyn bool) {
+	eachStore(t, func(t *testing.T, dyn bool) {
 		e, n := lsNotified(t, dyn)
 		for round := range lsRounds {
 			psp := lsPay(t, e, 100000, fmt.Sprintf("order-a%d", round))
@@ -98,7 +98,7 @@ const lsRounds = 3
 // platform holds, nothing in flight, every accepted operation in the
 // timeline.
 func TestLedgerFiftyWayContention(t *testing.T) {
-	lsOnBothStores(t, func(t *testing.T, dyn bool) {
+	eachStore(t, func(t *testing.T, dyn bool) {
 		e, n := lsNotified(t, dyn)
 		psp := lsPay(t, e, 1000, "order-b")
 		if r := lsModify(e, context.Background(), psp, "captures", 500, "b-capture"); r.Status != 200 {
@@ -176,7 +176,7 @@ func lsKind(i int) string {
 // On DynamoDB no item of the payment is over 8 KB and its head does not
 // grow with the history.
 func TestLedgerCostWithLongHistories(t *testing.T) {
-	lsOnBothStores(t, func(t *testing.T, dyn bool) {
+	eachStore(t, func(t *testing.T, dyn bool) {
 		e := lsEnv(t, dyn)
 		// The short payment is measured before the long one is made: on
 		// moto every write of a transaction copies the whole table.
@@ -232,15 +232,11 @@ func TestLedgerCostWithLongHistories(t *testing.T) {
 	})
 }
 
-// lsOnBothStores runs test as the subtests "embedded" and "dynamo".
-func lsOnBothStores(t *testing.T, test func(t *testing.T, dyn bool)) {
+// eachStore runs test as the subtests "embedded" and "dynamo" (dyn).
+func eachStore(t *testing.T, test func(t *testing.T, dyn bool)) {
 	t.Helper()
 	for _, dyn := range []bool{false, true} {
-		name := "embedded"
-		if dyn {
-			name = "dynamo"
-		}
-		t.Run(name, func(t *testing.T) { test(t, dyn) })
+		t.Run(map[bool]string{false: "embedded", true: "dynamo"}[dyn], func(t *testing.T) { test(t, dyn) })
 	}
 }
 
@@ -473,7 +469,7 @@ const lsPayments = "/v1/ecom/" + testenv.SiteA + "/payments"
 // manually) and returns its pspReference.
 func lsPay(t *testing.T, e *testenv.Env, value int, ref string) string {
 	t.Helper()
-	body := strings.Replace(cardPayment(value), `"order-1"`, `"`+ref+`"`, 1)
+	body := cardBody(value, ref, "https://shop.example/r")
 	r := lsDo(e, context.Background(), "POST", lsPayments, body, "Idempotency-Key", "pay-"+ref)
 	var out struct{ PSPReference, ResultCode string }
 	if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || out.ResultCode != "Authorised" {
@@ -639,6 +635,16 @@ func (n *lsNotifier) failures() string {
 	return strings.Join(out, "\n")
 }
 
+// headOf is payment psp's head.
+func headOf(t *testing.T, e *testenv.Env, psp string) payments.Head {
+	t.Helper()
+	h, err := e.Store.GetPayment(context.Background(), psp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // lsAgrees checks payment psp's record against the platform's: the
 // amounts, the state (the platform keeps PartiallyCaptured after partial
 // refunds, the service shows PartiallyRefunded), what can still be
@@ -648,10 +654,7 @@ func (n *lsNotifier) failures() string {
 func lsAgrees(t *testing.T, e *testenv.Env, psp string) payments.Head {
 	t.Helper()
 	ctx := context.Background()
-	h, err := e.Store.GetPayment(ctx, psp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := headOf(t, e, psp)
 	sim, _ := e.Sim.Payment(psp)
 	v := h.View()
 	want := payments.State(sim.State)
@@ -668,20 +671,7 @@ func lsAgrees(t *testing.T, e *testenv.Env, psp string) payments.Head {
 		t.Fatalf("record %+v (totals %+v); the platform: authorised %d, captured %d, refunded %d, %s",
 			v, tt, sim.AuthorisedValue, sim.CapturedValue, sim.RefundedValue, sim.State)
 	}
-	var refs []string
-	for _, f := range e.Timeline(psp) {
-		if f.PSPReference != "" && !slices.Contains(refs, f.PSPReference) {
-			refs = append(refs, f.PSPReference)
-		}
-	}
-	var entries []payments.Entry
-	for chunk := range slices.Chunk(refs, 50) {
-		es, err := e.Store.GetEntries(ctx, psp, chunk...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, es...)
-	}
+	entries := timelineEntries(t, e, psp)
 	if fold := payments.Fold(h, entries); fold != h.Totals {
 		t.Fatalf("cached totals %+v, the fold of the %d entries %+v", h.Totals, len(entries), fold)
 	}
@@ -712,10 +702,7 @@ func lsHistory(t *testing.T, e *testenv.Env, name string, n int) (string, []stri
 	if r := lsModify(e, ctx, psp, "captures", 10000, name+"-capture"); r.Status != 200 {
 		t.Fatalf("capture: %d %s", r.Status, r.Body)
 	}
-	h, err := e.Store.GetPayment(ctx, psp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := headOf(t, e, psp)
 	start := e.Clock.Now()
 	var refunds []string
 	bulk := lsBulk{t: t, e: e, psp: psp}
@@ -738,7 +725,7 @@ func lsHistory(t *testing.T, e *testenv.Env, name string, n int) (string, []stri
 		bulk.add(*res.Write)
 	}
 	bulk.flush()
-	if h, err = e.Store.GetPayment(ctx, psp); err != nil || h.Seq != int64(n) || h.Totals.Refunded != 0 || h.Totals.RefundsInFlight != 0 {
+	if h, err := e.Store.GetPayment(ctx, psp); err != nil || h.Seq != int64(n) || h.Totals.Refunded != 0 || h.Totals.RefundsInFlight != 0 {
 		t.Fatalf("after %d notifications: head %+v, %v", n, h, err)
 	}
 	e.Clock.Set(start.Add(time.Duration(n+1)*time.Millisecond + time.Second))
@@ -801,10 +788,7 @@ func (b *lsBulk) add(w payments.Write) {
 // raw queues w's entries and facts as items (DynamoDB).
 func (b *lsBulk) raw(w payments.Write) {
 	if b.ttl == nil { // the ttl of the payment's items: its head's
-		h, err := b.e.Store.GetPayment(context.Background(), b.psp)
-		if err != nil {
-			b.t.Fatal(err)
-		}
+		h := headOf(b.t, b.e, b.psp)
 		head, err := dynamo.HeadItem(h)
 		if err != nil {
 			b.t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // TestLineItemsE2E (issue 44 item 5, as far as it goes): captures and
@@ -19,10 +18,7 @@ func TestLineItemsE2E(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
 		out := e.api("/payments", `{"amount":{"value":1000,"currency":"EUR"},"returnUrl":"https://shop.example/r","reference":"klarna-1","paymentMethod":{"type":"klarna"}}`, 200)
 		action, _ := json.Marshal(out["action"])
-		details, err := simulator.DetailsFor(action, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		details := detailsFor(t, action, true)
 		done := e.api("/payments/details", `{"details":`+string(details)+`}`, 200)
 		psp, _ := done["pspReference"].(string)
 		if done["resultCode"] != "Authorised" || psp == "" {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
 // The payment flows of issue 3, end to end against the local server
@@ -56,10 +54,7 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 			t.Fatalf("payment %v", out)
 		}
 		action, _ := json.Marshal(out["action"])
-		details, err := simulator.DetailsFor(action, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		details := detailsFor(t, action, true)
 		if r := post("/payments/details", `{"details":`+string(details)+`}`, 200); r["resultCode"] != "Authorised" || r["pspReference"] == nil {
 			t.Fatalf("details %v", r)
 		}
@@ -71,10 +66,7 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 		for i := 0; out["action"] != nil && i < 3; i++ {
 			steps = append(steps, fmt.Sprint(out["resultCode"]))
 			action, _ := json.Marshal(out["action"])
-			details, err := simulator.DetailsFor(action, true)
-			if err != nil {
-				t.Fatal(err)
-			}
+			details := detailsFor(t, action, true)
 			out = post("/payments/details", `{"details":`+string(details)+`}`, 200)
 		}
 		if fmt.Sprint(steps) != "[IdentifyShopper ChallengeShopper]" || out["resultCode"] != "Authorised" {
@@ -84,10 +76,7 @@ func TestLocalServerPaymentFlows(t *testing.T) {
 	t.Run("redirect then details refused", func(t *testing.T) {
 		out := post("/payments", card("4212345678901237", "Jo", 700), 200)
 		action, _ := json.Marshal(out["action"])
-		details, err := simulator.DetailsFor(action, false)
-		if err != nil {
-			t.Fatal(err)
-		}
+		details := detailsFor(t, action, false)
 		if r := post("/payments/details", `{"details":`+string(details)+`}`, 200); r["resultCode"] != "Refused" {
 			t.Fatalf("details %v", r)
 		}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/yp/paysvc/shared/openapicheck"
 
 	"github.com/yp/paysvc/shared/testutil/moto"
 	"github.com/yp/paysvc/shared/webhooks/verify"
@@ -150,6 +149,16 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// hookedSeed writes the local server's example seed with its webhook
+// subscription sent to hooksURL and returns the file's path.
+func hookedSeed(t *testing.T, hooksURL string) string {
+	t.Helper()
+	seed := readFile(t, "../cmd/paysvc-local/seed.example.json")
+	seedFile := filepath.Join(t.TempDir(), "seed.json")
+	writeFile(t, seedFile, bytes.Replace(seed, []byte("http://127.0.0.1:4000/webhooks"), []byte(hooksURL), 1), 0o600)
+	return seedFile
+}
+
 // startLocal starts the local server with env (KEY=VALUE) and waits until
 // it serves.
 func startLocal(t *testing.T, env ...string) *localServer {
@@ -222,10 +231,7 @@ func (s *localServer) call(method, path, key, body string, headers ...string) re
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	checker := repoChecker(s.t)
 	resp, err := (&http.Client{Transport: checker.Transport(s.t, nil)}).Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
@@ -309,10 +315,7 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 		body   []byte
 	}
 	deliveries := make(chan got, 10)
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		if v := checker.CheckWebhook("paymentEvent", r.Header, b); len(v) > 0 {
@@ -323,19 +326,8 @@ func TestLocalServerDeliversSignedWebhooks(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	seed, err := os.ReadFile("../cmd/paysvc-local/seed.example.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seedFile := filepath.Join(t.TempDir(), "seed.json")
-	patched := strings.Replace(string(seed), "http://127.0.0.1:4000/webhooks", receiver.URL+"/hooks", 1)
-	if err := os.WriteFile(seedFile, []byte(patched), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+seedFile, "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
-	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, `{"amount":{"value":4200,"currency":"EUR"},"reference":"order-web-1",
-		"returnUrl":"https://acme.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
-		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`)
+	s := startLocal(t, "PAYSVC_DATA_DIR="+t.TempDir(), "PAYSVC_SEED_FILE="+hookedSeed(t, receiver.URL+"/hooks"), "PAYSVC_WEBHOOK_ALLOW_LOCAL=true")
+	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, cardBody(4200, "order-web-1", "https://acme.example/return"))
 	if pay.status != 200 {
 		t.Fatalf("payment: %d %s", pay.status, pay.body)
 	}
@@ -431,9 +423,7 @@ func TestLocalServerNonLoopbackServesNoSimulatorHooks(t *testing.T) {
 			}
 		}
 	}
-	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, `{"amount":{"value":4200,"currency":"EUR"},"reference":"order-net-1",
-		"returnUrl":"https://acme.example/return","paymentMethod":{"type":"scheme","encryptedCardNumber":"test_4111111111111111",
-		"encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737"}}`)
+	pay := s.call("POST", "/v1/ecom/site_acme_web/payments", seedKey, cardBody(4200, "order-net-1", "https://acme.example/return"))
 	if pay.status != 200 || !strings.Contains(string(pay.body), `"resultCode":"Authorised"`) {
 		t.Fatalf("the payment after the refused hooks: %d %s", pay.status, pay.body)
 	}

@@ -29,10 +29,7 @@ type minimalEnv struct {
 }
 
 func newMinimalEnv(t *testing.T) *minimalEnv {
-	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := upstreamValidator(t)
 	rec := upstreamapi.NewRecorder()
 	e := newWHEnv(t, whOptions{
 		allowLocal: true,

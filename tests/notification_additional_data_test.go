@@ -22,7 +22,7 @@ func TestNotificationWithNonStringAdditionalDataAccepted(t *testing.T) {
 		EventDate: "2026-11-23T10:00:00+01:00", MerchantAccountCode: e2eAccount, MerchantReference: "order-objects",
 		PSPReference: "OBJECTMETADATA01", Success: "true", PaymentMethod: "visa",
 	}
-	sig, err := upstream.SignItem(e2eHMACKey, item)
+	sig, err := upstream.SignItem(sampleHMACKey, item)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -60,11 +59,7 @@ func TestEveryNotificationCode(t *testing.T) {
 	if c := payments.CodeOf(futureCode); c.Known() || c.Category() != "info" {
 		t.Fatalf("%s: %+v, want an unknown info code", futureCode, c)
 	}
-	for _, dyn := range []bool{false, true} {
-		t.Run(map[bool]string{false: "embedded", true: "dynamo"}[dyn], func(t *testing.T) {
-			everyCode(t, dyn, doc, append(codes, futureCode))
-		})
-	}
+	eachStore(t, func(t *testing.T, dyn bool) { everyCode(t, dyn, doc, append(codes, futureCode)) })
 }
 
 // futureCode is a code the platform may add tomorrow.
@@ -148,10 +143,7 @@ func everyCode(t *testing.T, dyn bool, doc *webhookDocument, codes []string) {
 		httpapi.BasicAuth{Username: "platform", Password: "s3cret"}, e.Handler)
 	noAuth := httpapi.Notifications(e.Deps, &connector.Inbox{Signer: signer, Log: e.Deps.Log, Receiver: receiver},
 		httpapi.BasicAuth{}, e.Handler)
-	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := upstreamValidator(t)
 	postTo := func(authed bool, body []byte) int {
 		req := httptest.NewRequest(http.MethodPost, httpapi.NotificationsPath, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -170,10 +162,7 @@ func everyCode(t *testing.T, dyn bool, doc *webhookDocument, codes []string) {
 		t.Helper()
 		all := e.Sim.Notifications()
 		for _, it := range all[sent:] {
-			body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			body := encodeJSON(t, upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
 			if status := post(body); status != http.StatusOK {
 				t.Fatalf("the simulator's %s %s: %d", it.EventCode, it.PSPReference, status)
 			}
@@ -204,10 +193,7 @@ func everyCode(t *testing.T, dyn bool, doc *webhookDocument, codes []string) {
 				// A type/data body (ACH_NOTIFICATION_OF_CHANGE,
 				// DIRECT_DEBIT_NOTICE_OF_CHANGE_NOTIFICATION): no item, no HMAC.
 				t.Run(fmt.Sprintf("%s/%d", code, i), func(t *testing.T) {
-					body, err := json.Marshal(shape)
-					if err != nil {
-						t.Fatal(err)
-					}
+					body := encodeJSON(t, shape)
 					if errs := v.Notification(body); len(errs) != 0 && !strings.Contains(strings.Join(errs, " "), "without items") {
 						t.Fatalf("%s: %v", code, errs)
 					}
@@ -251,10 +237,7 @@ func everyCode(t *testing.T, dyn bool, doc *webhookDocument, codes []string) {
 					routeTo(item, pay, w, n)
 				}
 				body := signedBody(t, signer, item)
-				published, err := json.Marshal(map[string]any{"live": "false", "notificationItems": []any{map[string]any{"NotificationRequestItem": shape}}})
-				if err != nil {
-					t.Fatal(err)
-				}
+				published := encodeJSON(t, map[string]any{"live": "false", "notificationItems": []any{map[string]any{"NotificationRequestItem": shape}}})
 				validateCode(t, v, code, body, published)
 				ref, _ := item["pspReference"].(string)
 				before := codeHead(t, e, pay, ref)
@@ -388,24 +371,16 @@ func routeTo(item map[string]any, pay codePay, w codeWant, n int) {
 // notification.
 func signedBody(t *testing.T, signer *upstream.Signer, item map[string]any) []byte {
 	t.Helper()
-	raw, err := json.Marshal(item)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := encodeJSON(t, item)
 	var typed upstream.NotificationRequestItem
-	if err := json.Unmarshal(raw, &typed); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, raw, &typed)
 	ad, _ := item["additionalData"].(map[string]any)
 	if ad == nil {
 		ad = map[string]any{}
 	}
 	ad[upstream.KeyHMACSignature] = signer.SignItem(typed)
 	item["additionalData"] = ad
-	body, err := json.Marshal(map[string]any{"live": "false", "notificationItems": []any{map[string]any{"NotificationRequestItem": item}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := encodeJSON(t, map[string]any{"live": "false", "notificationItems": []any{map[string]any{"NotificationRequestItem": item}}})
 	return body
 }
 
@@ -534,17 +509,10 @@ type webhookDocument struct {
 
 func webhookDoc(t *testing.T) *webhookDocument {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "shared", "upstream", "upstreamapi", "testdata", "Webhooks-v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, filepath.Join(repoRoot, "shared", "upstream", "upstreamapi", "testdata", "Webhooks-v1.json"))
 	var d webhookDocument
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &d.raw); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, b, &d)
+	decodeJSON(t, b, &d.raw)
 	return &d
 }
 

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/yp/paysvc/shared/payments"
-	"github.com/yp/paysvc/shared/tenant"
 	"github.com/yp/paysvc/shared/upstream/simulator"
 )
 
@@ -44,9 +43,7 @@ func TestPartialCapturesE2E(t *testing.T) {
 			t.Errorf("after the refund: %+v", v)
 		}
 
-		multiKey, _ := e.seedMerchant(tenant.Merchant{ID: "m_multi", Name: "Multi Shop", Country: "NL", Active: true,
-			CaptureMode: tenant.CaptureManual, MultiplePartialCaptures: true, Ecommerce: true, UpstreamAccount: "MultiShopECOM",
-			ClientKey: "test_MULTICLIENT", SplitAccount: "BA_multi"}, "site_multi", "sub_multi", newHookReceiver(t))
+		multiKey := e.seedMulti()
 		psp = e.payAs(multiKey, "site_multi", 1000, "", "")
 		e.settle()
 		capture(multiKey, "site_multi", psp, c400, 200)

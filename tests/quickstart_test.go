@@ -35,16 +35,11 @@ func cleanCopy(t *testing.T) string {
 		if err != nil || !info.Mode().IsRegular() {
 			continue // deleted in the working tree, or not a file
 		}
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, src)
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, f)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dst, f), b, info.Mode().Perm()); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dst, f), b, info.Mode().Perm())
 	}
 	return dst
 }
@@ -156,10 +151,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the service from a copy of the repository")
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
 	blocks, printed := map[string]string{}, map[string]string{}
 	for _, m := range quickstartBlock.FindAllStringSubmatch(string(readme), -1) {
 		blocks[m[1]] = m[2]
@@ -250,10 +242,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	// The payment is captured: its lookup says so once CAPTURE is in (its
 	// webhook came after the notification was processed).
 	server.base = "http://" + addr
-	key, err := os.ReadFile(filepath.Join(clone, ".paysvc", "demo-key.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := readFile(t, filepath.Join(clone, ".paysvc", "demo-key.txt"))
 	look := server.call("GET", "/v1/ecom/site_demo/payments/"+psp[1], strings.TrimSpace(string(key)), "")
 	if look.status != 200 || !strings.Contains(string(look.body), `"capturedAmount":{"value":1000,"currency":"EUR"}`) {
 		t.Fatalf("the payment after the walk-through: %d %s", look.status, look.body)
@@ -267,11 +256,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	}
 	docs, _ := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
 	for _, d := range docs {
-		b, err := os.ReadFile(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range afterWalkThrough.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range afterWalkThrough.FindAllStringSubmatch(string(readFile(t, d)), -1) {
 			commands = append(commands, m[1])
 		}
 	}

@@ -82,10 +82,7 @@ func TestMarkdownLinksResolve(t *testing.T) {
 // topic, each listed in docs/README.md.
 func TestDocsCoverTheDesign(t *testing.T) {
 	root, _ := filepath.Abs(repoRoot)
-	index, err := os.ReadFile(filepath.Join(root, "docs", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	index := readFile(t, filepath.Join(root, "docs", "README.md"))
 	for topic, file := range map[string]string{
 		"architecture and the request pipeline": "architecture.md",
 		"idempotency":                           "idempotency.md",
@@ -117,11 +114,7 @@ func TestDocsCoverTheDesign(t *testing.T) {
 // (the simulator's own README, tested beside it, has the full tables).
 func TestDocsTestCards(t *testing.T) {
 	root, _ := filepath.Abs(repoRoot)
-	b, err := os.ReadFile(filepath.Join(root, "docs", "simulator.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	readme := string(readFile(t, filepath.Join(root, "docs", "simulator.md")))
 	for _, c := range simulator.TestCards() {
 		var groups []string
 		for i := 0; i < len(c.Number); i += 4 {

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/yp/paysvc/shared/payments"
@@ -19,15 +18,6 @@ import (
 // called.
 func TestReversalOfSplitPaymentsE2E(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		webhooks := func(psp string) string {
-			var codes []string
-			for _, r := range e.hooks.requests() {
-				if it := r.item(t); it["originalReference"] == psp || it["pspReference"] == psp {
-					codes = append(codes, it["eventCode"].(string))
-				}
-			}
-			return strings.Join(codes, ",")
-		}
 		uncaptured := e.pay(1000, "")
 		e.settle()
 		e.api("/payments/"+uncaptured+"/reversals", `{"reference":"rev-1"}`, 200)
@@ -38,14 +28,11 @@ func TestReversalOfSplitPaymentsE2E(t *testing.T) {
 		if p, _ := e.sim.Payment(uncaptured); p.State != simulator.StateCancelled || len(p.Splits) == 0 {
 			t.Errorf("uncaptured: the platform: %s, splits %v", p.State, p.Splits)
 		}
-		if got := webhooks(uncaptured); got != "AUTHORISATION,CANCELLATION" {
+		if got := e.hooks.codesOf(t, uncaptured); got != "AUTHORISATION,CANCELLATION" {
 			t.Errorf("uncaptured: webhooks %s", got)
 		}
 
-		captured := e.pay(1000, "")
-		e.settle()
-		e.api("/payments/"+captured+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		captured := e.payCaptured("")
 		refunds := e.sim.Requests("refunds")
 		e.api("/payments/"+captured+"/reversals", `{}`, 200)
 		e.settle()
@@ -55,14 +42,11 @@ func TestReversalOfSplitPaymentsE2E(t *testing.T) {
 		if p, _ := e.sim.Payment(captured); p.State != simulator.StateRefunded || p.RefundedValue != 1000 {
 			t.Errorf("captured: the platform %s refunded %d", p.State, p.RefundedValue)
 		}
-		if got := webhooks(captured); got != "AUTHORISATION,CAPTURE,REFUND" {
+		if got := e.hooks.codesOf(t, captured); got != "AUTHORISATION,CAPTURE,REFUND" {
 			t.Errorf("captured: webhooks %s", got)
 		}
 
-		part := e.pay(1000, "")
-		e.settle()
-		e.api("/payments/"+part+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		part := e.payCaptured("")
 		e.api("/payments/"+part+"/refunds", `{"amount":{"value":300,"currency":"EUR"}}`, 200)
 		e.settle()
 		e.api("/payments/"+part+"/reversals", `{}`, 200)

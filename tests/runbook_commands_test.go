@@ -9,13 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -46,11 +46,7 @@ var (
 
 func runbookText(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbook.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
+	return string(readFile(t, filepath.Join(repoRoot, "docs", "runbook.md")))
 }
 
 // runbookBlocks returns the runbook's sh blocks in order.
@@ -148,9 +144,7 @@ exit 0`, calls, outputs, outputs, shellWords(moved), realAWS))
 	writeScript(t, filepath.Join(bin, "sleep"), "exit 0") // nothing waits in a test
 
 	for key, value := range st.outputs(t) {
-		if err := os.WriteFile(filepath.Join(outputs, key), []byte(value+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(outputs, key), []byte(value+"\n"), 0o644)
 	}
 	env := []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
@@ -180,10 +174,7 @@ exit 0`, calls, outputs, outputs, shellWords(moved), realAWS))
 	}
 
 	// Every local command of the runbook ran for real.
-	log, err := os.ReadFile(calls)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readFile(t, calls)
 	ran := map[string]bool{}
 	var stubbed []string
 	sc := bufio.NewScanner(strings.NewReader(string(log)))
@@ -193,7 +184,7 @@ exit 0`, calls, outputs, outputs, shellWords(moved), realAWS))
 			for _, m := range localCommandRE.FindAllString(rest, 1) {
 				ran[m] = true
 			}
-		} else if f := strings.Fields(strings.TrimPrefix(line, "STUB ")); len(f) >= 3 && !contains(stubbed, strings.Join(f[:3], " ")) {
+		} else if f := strings.Fields(strings.TrimPrefix(line, "STUB ")); len(f) >= 3 && !slices.Contains(stubbed, strings.Join(f[:3], " ")) {
 			stubbed = append(stubbed, strings.Join(f[:3], " "))
 		}
 	}
@@ -292,34 +283,13 @@ func newRunbookStack(t *testing.T) *runbookStack {
 	st := &runbookStack{endpoint: moto.Endpoint(t), table: moto.TableName(t)}
 	st.stack = "paysvc-rb-" + strings.ToLower(st.table[len(st.table)-8:])
 	st.ddb = moto.DynamoClient(t, st.endpoint)
-	if err := dynamo.CreateTable(ctx, st.ddb, st.table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = st.ddb.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(st.table)})
-	})
+	motoTable(t, st.ddb, st.table)
 	st.sqs = moto.SQSClient(t, st.endpoint)
-	var err error
-	if st.queueURL, st.dlqURL, err = sqsqueue.CreateQueues(ctx, st.sqs, st.table+"-deliveries"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, u := range []string{st.queueURL, st.dlqURL} {
-			_, _ = st.sqs.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-		}
-	})
-	sm := secretsmanager.NewFromConfig(aws.Config{Region: moto.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-		BaseEndpoint: aws.String(st.endpoint)})
-	secret, err := sm.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("paysvc/" + st.stack + "/upstream"),
-		SecretString: aws.String(`{"apiKey":"sim_rb","hmacKey":"` + sampleHMACKey + `"}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.secretARN = aws.ToString(secret.ARN)
-	t.Cleanup(func() {
-		for _, name := range []string{st.secretARN, "paysvc/" + st.stack + "/canary"} {
-			_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{SecretId: aws.String(name), ForceDeleteWithoutRecovery: aws.Bool(true)})
-		}
+	st.queueURL, st.dlqURL = motoQueues(t, st.sqs, st.table+"-deliveries")
+	st.secretARN = motoSecret(t, st.endpoint, "paysvc/"+st.stack+"/upstream", `{"apiKey":"sim_rb","hmacKey":"`+sampleHMACKey+`"}`)
+	t.Cleanup(func() { // the canary key the runbook's commands store
+		_, _ = secretsClient(st.endpoint).DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{
+			SecretId: aws.String("paysvc/" + st.stack + "/canary"), ForceDeleteWithoutRecovery: aws.Bool(true)})
 	})
 
 	// The demo tenant with a subscription, and one of its deliveries that
@@ -394,9 +364,7 @@ func (st *runbookStack) outputs(t *testing.T) map[string]string {
 
 func writeScript(t *testing.T, path, body string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte("#!/usr/bin/env bash\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte("#!/usr/bin/env bash\n"+body+"\n"), 0o755)
 }
 
 // shellWords quotes each item for a shell word list.

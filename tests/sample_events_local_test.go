@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,10 +25,7 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	send := func(file string, o eventreplay.Options) eventreplay.Result {
 		t.Helper()
-		raw, err := os.ReadFile(filepath.Join("..", "events", file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, filepath.Join("..", "events", file))
 		o.BaseURL = s.base
 		res, err := eventreplay.Send(context.Background(), client, raw, o)
 		if err != nil {
@@ -96,10 +92,7 @@ func TestSampleEventsAgainstLocalServer(t *testing.T) {
 	// A stored card of shopper guest-7f3a9c is needed to delete one.
 	want("stored-payment-methods-delete.json", "", 404, `"yp_3006"`)
 
-	raw, err := os.ReadFile(filepath.Join("..", "events", "sqs-deliveries.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, filepath.Join("..", "events", "sqs-deliveries.json"))
 	if _, err := eventreplay.Send(context.Background(), client, raw, eventreplay.Options{BaseURL: s.base}); !errors.Is(err, eventreplay.ErrNotAnAPIEvent) {
 		t.Fatalf("sqs-deliveries.json: %v, want ErrNotAnAPIEvent", err)
 	}

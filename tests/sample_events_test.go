@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -103,20 +102,14 @@ var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 func TestSampleAPIEventsMatchTemplateRoutes(t *testing.T) {
 	tpl := loadTemplate(t)
 	routes := tpl.apiRoutes(t)
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "events", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, filepath.Join(repoRoot, "events", "README.md"))
 	covered := map[string]bool{}
 	for _, file := range sampleEventFiles(t) {
 		name := filepath.Base(file)
 		if !strings.Contains(string(readme), "`"+name+"`") {
 			t.Errorf("events/README.md does not list %s", name)
 		}
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, file)
 		var probe map[string]any
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			t.Errorf("%s: %v", name, err)
@@ -183,12 +176,8 @@ func TestSampleNotificationSignatures(t *testing.T) {
 		if !strings.HasPrefix(name, "notification-") {
 			continue
 		}
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var ev apiEvent
-		if err := json.Unmarshal(raw, &ev); err != nil || ev.Body == nil {
+		if err := json.Unmarshal(readFile(t, file), &ev); err != nil || ev.Body == nil {
 			t.Fatalf("%s: not an API event with a body (%v)", name, err)
 		}
 		var body struct {
@@ -235,10 +224,7 @@ func TestSampleSQSEvents(t *testing.T) {
 			return nil
 		}},
 	} {
-		raw, err := os.ReadFile(filepath.Join(repoRoot, "events", tc.file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := readFile(t, filepath.Join(repoRoot, "events", tc.file))
 		var ev struct {
 			Records []struct {
 				MessageID      string            `json:"messageId"`
@@ -250,9 +236,7 @@ func TestSampleSQSEvents(t *testing.T) {
 				Attributes     map[string]string `json:"attributes"`
 			} `json:"Records"`
 		}
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			t.Fatal(err)
-		}
+		decodeJSON(t, raw, &ev)
 		if n := len(ev.Records); n < 2 || n > 10 {
 			t.Fatalf("%s: %d records, want 2..10 (batch size 10)", tc.file, n)
 		}
@@ -278,14 +262,8 @@ func TestSampleSQSEvents(t *testing.T) {
 // sam local only overrides variables a function declares in the template.
 func TestEnvJSONMatchesTemplate(t *testing.T) {
 	tpl := loadTemplate(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "events", "env.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var env map[string]map[string]string
-	if err := json.Unmarshal(raw, &env); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, readFile(t, filepath.Join(repoRoot, "events", "env.json")), &env)
 	fns := tpl.functions()
 	for scope, vars := range env {
 		var targets []cfnResource

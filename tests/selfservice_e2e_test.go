@@ -20,8 +20,8 @@ func (e *whEnv) call(method, path, body string, want int) map[string]any {
 	return e.callAs(e.key, method, path, body, want)
 }
 
-// callAs is call with another API key.
-func (e *whEnv) callAs(key, method, path, body string, want int) map[string]any {
+// callAs is call with another API key and, in pairs, more headers.
+func (e *whEnv) callAs(key, method, path, body string, want int, headers ...string) map[string]any {
 	e.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -31,6 +31,9 @@ func (e *whEnv) callAs(key, method, path, body string, want int) map[string]any 
 	req.Header.Set("Authorization", "Bearer "+key)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -59,10 +62,7 @@ func (e *whEnv) callAs(key, method, path, body string, want int) map[string]any 
 // it (otherMerchantSeesNothing).
 func TestSelfServiceE2E(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		psp := e.pay(1000, "")
-		e.settle()
-		e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		psp := e.payCaptured("")
 		r1 := e.api("/payments/"+psp+"/refunds", `{"amount":{"value":300,"currency":"EUR"},"reference":"rma-1"}`, 200)
 		r2 := e.api("/payments/"+psp+"/refunds", `{"amount":{"value":200,"currency":"EUR"},"reference":"rma-2"}`, 200)
 		e.api("/payments/"+psp+"/refunds", `{"amount":{"value":501,"currency":"EUR"}}`, 400)
@@ -169,9 +169,7 @@ func TestSelfServiceE2E(t *testing.T) {
 func compact(t *testing.T, raw []byte) string {
 	t.Helper()
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, raw, &v)
 	b, _ := json.Marshal(v)
 	return string(b)
 }

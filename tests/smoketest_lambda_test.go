@@ -11,10 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/yp/paysvc/internal/awsfake"
 	"github.com/yp/paysvc/shared/smoketest"
 	"github.com/yp/paysvc/shared/testutil/moto"
@@ -184,18 +180,8 @@ func harnessInvoke(h *lambdaharness.Harness) awsfake.InvokeFunc {
 // (CanaryKeySecretArn) and sets e.canaryARN.
 func (e *lambdaEnv) newCanary(t *testing.T, apiKey, siteID string) {
 	t.Helper()
-	sm := secretsmanager.NewFromConfig(aws.Config{Region: moto.Region,
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), BaseEndpoint: aws.String(e.endpoint)})
 	value, _ := json.Marshal(smoketest.Canary{APIKey: apiKey, SiteID: siteID})
-	out, err := sm.CreateSecret(context.Background(), &secretsmanager.CreateSecretInput{
-		Name: aws.String("paysvc/it/canary-" + e.table), SecretString: aws.String(string(value))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.canaryARN = aws.ToString(out.ARN)
-	t.Cleanup(func() {
-		_, _ = sm.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{SecretId: out.ARN, ForceDeleteWithoutRecovery: aws.Bool(true)})
-	})
+	e.canaryARN = motoSecret(t, e.endpoint, "paysvc/it/canary-"+e.table, string(value))
 }
 
 // tail returns the end of s (logs in failures).

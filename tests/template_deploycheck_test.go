@@ -21,9 +21,7 @@ json.dump(tomllib.load(open(sys.argv[1], "rb")), sys.stdout)`, filepath.Join(rep
 		t.Fatalf("parse samconfig.toml: %v", err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(out, &m); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, out, &m)
 	return m
 }
 
@@ -197,9 +195,7 @@ func writeSamconfig(t *testing.T, stack, overrides string) string {
 	path := filepath.Join(t.TempDir(), "samconfig.toml")
 	content := fmt.Sprintf("version = 0.1\n[x.global.parameters]\nstack_name = %q\n[x.deploy.parameters]\ncapabilities = \"CAPABILITY_IAM\"\nparameter_overrides = %q\n",
 		stack, overrides)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, []byte(content), 0o600)
 	return path
 }
 
@@ -243,9 +239,7 @@ func TestMakeDeployPassesTheMergedOverrides(t *testing.T) {
 	dir := t.TempDir()
 	record := filepath.Join(dir, "sam-calls")
 	fake := filepath.Join(dir, "sam")
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> "+record+"\necho --- >> "+record+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, fake, []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> "+record+"\necho --- >> "+record+"\n"), 0o755)
 	path := writeSamconfig(t, "", liveReady)
 	root, _ := filepath.Abs(repoRoot)
 	run := func(extra ...string) (string, error) {
@@ -308,11 +302,7 @@ func TestSamconfigDeploymentSettings(t *testing.T) {
 // a section in docs/runbook.md saying what to do; the operations alarms
 // the service needs exist.
 func TestTemplateAlarmsHaveARunbookEntry(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbook.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runbook := string(raw)
+	runbook := string(readFile(t, filepath.Join(repoRoot, "docs", "runbook.md")))
 	tpl := loadTemplate(t)
 	names := map[string]bool{}
 	// Component alarms of a composite have no actions: the composite

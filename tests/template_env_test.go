@@ -174,11 +174,7 @@ func isEnvCall(c *ast.CallExpr) bool {
 // variable -> default ("" when the table says "—").
 func readmeEnvDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "configuration.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(raw)
+	text := string(readFile(t, filepath.Join(repoRoot, "docs", "configuration.md")))
 	start := strings.Index(text, "## Configuration")
 	if start < 0 {
 		t.Fatal("docs/configuration.md has no Configuration section")
@@ -207,10 +203,7 @@ func readmeEnvDefaults(t *testing.T) map[string]string {
 func TestTemplateSetsEveryVariableTheFunctionsNeed(t *testing.T) {
 	code := codeEnvVars(t)
 	readme := readmeEnvDefaults(t)
-	runbook, err := os.ReadFile(filepath.Join(repoRoot, "docs", "runbook.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	runbook := readFile(t, filepath.Join(repoRoot, "docs", "runbook.md"))
 	for v, why := range deployGateEnv {
 		if !strings.Contains(string(runbook), "`"+v+"`") {
 			t.Errorf("%s (%s) is not documented in docs/runbook.md", v, why)
@@ -289,10 +282,7 @@ func TestTemplateSetsEveryVariableTheFunctionsNeed(t *testing.T) {
 // package its recipe builds (./functions/<dir>).
 func makeTargets(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readFile(t, filepath.Join(repoRoot, "Makefile"))
 	out := map[string]string{}
 	target := ""
 	pkg := regexp.MustCompile(`\./functions/([A-Za-z0-9_-]+)`)

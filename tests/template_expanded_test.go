@@ -57,12 +57,8 @@ func expandTemplate(t *testing.T, params map[string]string) *expanded {
 		Resources map[string]map[string]any `json:"Resources"`
 		Outputs   map[string]map[string]any `json:"Outputs"`
 	}
-	if err := json.Unmarshal(out, e); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(out, &whole); err != nil {
-		t.Fatal(err)
-	}
+	decodeJSON(t, out, e)
+	decodeJSON(t, out, &whole)
 	e.raw, e.Outputs = whole.Resources, whole.Outputs
 	expandCache[key] = e
 	return e

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -210,7 +211,7 @@ func (r *awsRecorder) check(t *testing.T, e *lambdaEnv) {
 
 func allowedBy(sts []statement, refs map[string]string, c awsCall) bool {
 	for _, s := range sts {
-		if !contains(s.actions, c.Action) {
+		if !slices.Contains(s.actions, c.Action) {
 			continue
 		}
 		onResource := false
@@ -229,15 +230,6 @@ func allowedBy(sts []statement, refs map[string]string, c awsCall) bool {
 			if c.Key != "" && strings.HasPrefix(c.Key, strings.TrimSuffix(k, "*")) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
 		}
 	}
 	return false

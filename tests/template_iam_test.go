@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -219,7 +220,7 @@ func TestTemplateSmokeTestMayOnlyGateThisStack(t *testing.T) {
 	}
 	deploy := false
 	for _, s := range roles["DeployRole"] {
-		if contains(s.actions, "lambda:InvokeFunction") && jsonText(s.resources) == `[{"Fn::GetAtt":["SmokeTestFunction","Arn"]}]` {
+		if slices.Contains(s.actions, "lambda:InvokeFunction") && jsonText(s.resources) == `[{"Fn::GetAtt":["SmokeTestFunction","Arn"]}]` {
 			deploy = true
 		}
 	}

@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -292,12 +291,9 @@ var sizingRow = regexp.MustCompile("(?m)^\\| `([A-Za-z]+Function)` \\| ([0-9]+) 
 // each function.
 func TestTemplateFunctionSizing(t *testing.T) {
 	tpl := loadTemplate(t)
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "docs", "sizing.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	documented := map[string]int{}
-	for _, m := range sizingRow.FindAllStringSubmatch(string(raw), -1) {
+	page := readFile(t, filepath.Join(repoRoot, "docs", "sizing.md"))
+	for _, m := range sizingRow.FindAllStringSubmatch(string(page), -1) {
 		documented[m[1]], _ = strconv.Atoi(m[2])
 	}
 	for id, fn := range tpl.functions() {

@@ -3,7 +3,6 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -343,12 +342,9 @@ func TestTemplateSchedulerSchedule(t *testing.T) {
 var makeTarget = regexp.MustCompile(`(?m)^(build-[A-Za-z0-9]+):`)
 
 func TestMakefileHasBuildTargetPerFunction(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	targets := map[string]bool{}
-	for _, m := range makeTarget.FindAllStringSubmatch(string(raw), -1) {
+	makefile := readFile(t, filepath.Join(repoRoot, "Makefile"))
+	for _, m := range makeTarget.FindAllStringSubmatch(string(makefile), -1) {
 		targets[m[1]] = true
 	}
 	tpl := loadTemplate(t)

@@ -37,10 +37,7 @@ const (
 
 func newConformance(t *testing.T, opts simulator.Options) *conformance {
 	t.Helper()
-	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := upstreamValidator(t)
 	rec := upstreamapi.NewRecorder()
 	fc := clock.NewFake(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC))
 	opts.APIKey = "conformance-key"
@@ -393,10 +390,7 @@ func asUpstream(err error, target **upstream.Error) bool {
 // A deliberately wrong request sent through the validating transport is
 // caught (and so is a wrong answer through the validating handler).
 func TestUpstreamConformanceCatchesWrongMessages(t *testing.T) {
-	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := upstreamValidator(t)
 	rec := upstreamapi.NewRecorder()
 	wrongAnswer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

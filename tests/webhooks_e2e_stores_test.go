@@ -9,7 +9,6 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/yp/paysvc/shared/app"
@@ -17,7 +16,6 @@ import (
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/queue"
 	"github.com/yp/paysvc/shared/queue/sqsqueue"
-	"github.com/yp/paysvc/shared/store/dynamo"
 	"github.com/yp/paysvc/shared/testutil/moto"
 )
 
@@ -72,7 +70,7 @@ type awsWH struct {
 // dynamoSetup creates a table and the deliveries queue and its DLQ on moto,
 // points the AWS SDK of this process at moto for t (t.Setenv: such tests
 // cannot run in parallel), and returns the service's variables for them.
-func dynamoSetup(t *testing.T, ctx context.Context) map[string]string {
+func dynamoSetup(t *testing.T) map[string]string {
 	t.Helper()
 	endpoint := moto.Endpoint(t)
 	for k, v := range map[string]string{
@@ -82,25 +80,9 @@ func dynamoSetup(t *testing.T, ctx context.Context) map[string]string {
 		t.Setenv(k, v)
 	}
 	table := moto.TableName(t)
-	dc := moto.DynamoClient(t, endpoint)
-	if err := dynamo.CreateTable(ctx, dc, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = dc.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
-	ac, err := app.AWSConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := sqs.NewFromConfig(ac)
+	motoTable(t, moto.DynamoClient(t, endpoint), table)
 	// Queue names are at most 80 characters: the table's random suffix.
-	url, dlq, err := sqsqueue.CreateQueues(ctx, sc, "wh-e2e-"+table[len(table)-12:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
-		_, _ = sc.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
-	})
+	url, dlq := motoQueues(t, moto.SQSClient(t, endpoint), "wh-e2e-"+table[len(table)-12:])
 	return map[string]string{"PAYSVC_STORE": "dynamo", "PAYSVC_TABLE": table, "PAYSVC_QUEUE_URL": url, "PAYSVC_DLQ_URL": dlq,
 		"AWS_ENDPOINT_URL": endpoint}
 }

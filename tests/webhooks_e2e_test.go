@@ -23,7 +23,6 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/config"
 	"github.com/yp/paysvc/shared/httpapi"
-	"github.com/yp/paysvc/shared/openapicheck"
 	"github.com/yp/paysvc/shared/payments"
 	"github.com/yp/paysvc/shared/provision"
 	"github.com/yp/paysvc/shared/store/dynamo"
@@ -46,7 +45,6 @@ import (
 // retry counted on the same fake clock.
 
 const (
-	e2eHMACKey    = "44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056"
 	e2eSimKey     = "sim_e2e_api_key"
 	e2eNotifyUser = "paysvc-notify"
 	e2eNotifyPass = "e2e-notify-password"
@@ -72,10 +70,7 @@ type hookRequest struct {
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	h := &hookReceiver{}
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// Every webhook is held to the document's webhooks section: a
@@ -126,6 +121,18 @@ func (h *hookReceiver) requests() []hookRequest {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]hookRequest(nil), h.got...)
+}
+
+// codesOf lists, comma-separated, the event codes delivered about payment psp.
+func (h *hookReceiver) codesOf(t *testing.T, psp string) string {
+	t.Helper()
+	var codes []string
+	for _, r := range h.requests() {
+		if it := r.item(t); it["originalReference"] == psp || it["pspReference"] == psp {
+			codes = append(codes, it["eventCode"].(string))
+		}
+	}
+	return strings.Join(codes, ",")
 }
 
 // item decodes the single notification item of a delivery body.
@@ -198,7 +205,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 		t.Fatal(err)
 	}
 	simOpts := o.sim
-	simOpts.APIKey, simOpts.HMACKeyHex, simOpts.Clock, simOpts.Notifier = e2eSimKey, e2eHMACKey, clk, notifier
+	simOpts.APIKey, simOpts.HMACKeyHex, simOpts.Clock, simOpts.Notifier = e2eSimKey, sampleHMACKey, clk, notifier
 	if o.onNotify != nil {
 		simOpts.Notifier = simulator.NotifierFunc(func(ctx context.Context, body []byte) error {
 			o.onNotify(body)
@@ -218,7 +225,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 
 	env := map[string]string{
 		"PAYSVC_DATA_DIR": t.TempDir(), "PAYSVC_UPSTREAM_URL": simSrv.URL + sim.BasePath(),
-		"PAYSVC_UPSTREAM_API_KEY": e2eSimKey, "PAYSVC_UPSTREAM_HMAC_KEY": e2eHMACKey,
+		"PAYSVC_UPSTREAM_API_KEY": e2eSimKey, "PAYSVC_UPSTREAM_HMAC_KEY": sampleHMACKey,
 		"PAYSVC_NOTIFICATION_USERNAME": e2eNotifyUser, "PAYSVC_NOTIFICATION_PASSWORD": e2eNotifyPass,
 		"PAYSVC_AUTH_CACHE_TTL": "0s", "PAYSVC_RATE_PER_SECOND": "1000", "PAYSVC_RATE_BURST": "2000",
 	}
@@ -226,7 +233,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 		env["PAYSVC_WEBHOOK_ALLOW_LOCAL"] = "true"
 	}
 	if o.store == whDynamo {
-		maps.Copy(env, dynamoSetup(t, ctx))
+		maps.Copy(env, dynamoSetup(t))
 	}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] }, config.StoreEmbedded)
 	if err != nil {
@@ -268,10 +275,7 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 		httpapi.WebhooksRoutes(a.Deps))
 	// Every exchange with the service (the merchant's API calls and the
 	// simulator's notifications) is checked against docs/openapi.yaml.
-	checker, err := openapicheck.Repository()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := repoChecker(t)
 	h := checker.Handler(t, httpapi.Notifications(a.Deps, recv, app.NotificationAuth(a.Secrets), api))
 	handler.Store(&h)
 
@@ -282,6 +286,17 @@ func newWHEnv(t *testing.T, o whOptions) *whEnv {
 	}
 	e.seed()
 	return e
+}
+
+// seedMulti provisions m_multi, a merchant (and platform account,
+// MultiShopECOM) with multiple partial captures, on site_multi; it returns
+// its API key.
+func (e *whEnv) seedMulti() string {
+	e.t.Helper()
+	key, _ := e.seedMerchant(tenant.Merchant{ID: "m_multi", Name: "Multi Shop", Country: "NL", Active: true,
+		CaptureMode: tenant.CaptureManual, MultiplePartialCaptures: true, Ecommerce: true, UpstreamAccount: "MultiShopECOM",
+		ClientKey: "test_MULTICLIENT", SplitAccount: "BA_multi"}, "site_multi", "sub_multi", newHookReceiver(e.t))
+	return key
 }
 
 func (e *whEnv) seed() {
@@ -314,11 +329,11 @@ func (e *whEnv) seedMerchant(m tenant.Merchant, site, subscription string, hooks
 	return key, secret
 }
 
-// api POSTs to the service's API under the merchant's site and decodes
-// the JSON answer.
-func (e *whEnv) api(path, body string, want int) map[string]any {
+// api POSTs to the service's API under the merchant's site (with the
+// headers, in pairs) and decodes the JSON answer.
+func (e *whEnv) api(path, body string, want int, headers ...string) map[string]any {
 	e.t.Helper()
-	return e.call(http.MethodPost, "/v1/ecom/"+e2eSite+path, body, want)
+	return e.callAs(e.key, http.MethodPost, "/v1/ecom/"+e2eSite+path, body, want, headers...)
 }
 
 // pay starts an authorised card payment and returns its pspReference.
@@ -346,6 +361,16 @@ func (e *whEnv) payAs(key, site string, value int, holder, extra string) string 
 	if out["resultCode"] != "Authorised" || psp == "" {
 		e.t.Fatalf("payment: %v", out)
 	}
+	return psp
+}
+
+// payCaptured is pay of 1000 captured in full, its notifications delivered.
+func (e *whEnv) payCaptured(holder string) string {
+	e.t.Helper()
+	psp := e.pay(1000, holder)
+	e.settle()
+	e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
+	e.settle()
 	return psp
 }
 
@@ -418,10 +443,7 @@ func (e *whEnv) deliveries(status webhooks.Status) []webhooks.Delivery {
 // library verify it), stripped of internal data, with paymentSource.
 func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		psp := e.pay(1000, "")
-		e.settle()
-		e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		psp := e.payCaptured("")
 		e.api("/payments/"+psp+"/reversals", `{}`, 200)
 		e.settle()
 
@@ -458,7 +480,7 @@ func TestWebhooksE2EPaymentNotificationsSignedAndVerifiable(t *testing.T) {
 		if v := e.payment(psp).View(); v.State != payments.StateRefunded || v.Captured != 1000 || v.Refunded != 1000 {
 			t.Fatalf("payment record: %+v", v)
 		}
-		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), e2eHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
+		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), sampleHMACKey) || strings.Contains(e.logs.String(), e2eNotifyPass) {
 			t.Fatal("a secret reached the logs")
 		}
 	})
@@ -690,10 +712,7 @@ func TestWebhooksE2EDuplicateAndReorderedNotifications(t *testing.T) {
 // reports it failed; the record ends authorised with nothing captured.
 func TestWebhooksE2ECaptureFailed(t *testing.T) {
 	onBothStores(t, whOptions{allowLocal: true}, func(t *testing.T, e *whEnv) {
-		psp := e.pay(1000, "capture failed")
-		e.settle()
-		e.api("/payments/"+psp+"/captures", `{"amount":{"value":1000,"currency":"EUR"}}`, 200)
-		e.settle()
+		psp := e.payCaptured("capture failed")
 		if v := e.payment(psp).View(); v.State != payments.StateAuthorised || v.Captured != 0 || v.CapturesInFlight != 0 {
 			t.Fatalf("payment record: %+v", v)
 		}
