@@ -57,12 +57,12 @@ func (s *Simulator) newAction(p *payment, kind string) *action {
 	id := s.ids.hex(12)
 	s.actionSeq++
 	a := &action{
-		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(), seq: s.actionSeq,
+		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(), Seq: s.actionSeq,
 		PaymentData: "Ab02b4c0!" + base64.StdEncoding.EncodeToString([]byte("sim:"+id)),
 	}
 	s.actions[id] = a
 	s.actionsByData[a.PaymentData] = a
-	p.pendingActionID = id
+	p.PendingActionID = id
 	return a
 }
 
@@ -242,7 +242,7 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the action was already completed"))
 	}
 	p := s.payments[act.PSP]
-	if p == nil || p.pendingActionID != act.ID {
+	if p == nil || p.PendingActionID != act.ID {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the payment is no longer awaiting this action"))
 	}
 	act.Done = true
@@ -265,7 +265,7 @@ func (s *Simulator) latestOpenAction(key string) *action {
 		if key == "threeDSResult" {
 			fits = a.Kind == "threeDS2" || a.Kind == "fingerprint"
 		}
-		if p := s.payments[a.PSP]; fits && p != nil && p.pendingActionID == a.ID && (best == nil || a.seq > best.seq) {
+		if p := s.payments[a.PSP]; fits && p != nil && p.PendingActionID == a.ID && (best == nil || a.Seq > best.Seq) {
 			best = a
 		}
 	}

@@ -261,7 +261,7 @@ func (s *Simulator) completeHosted(w http.ResponseWriter, r *http.Request, actio
 	a := s.actions[actionID]
 	p := s.payments[a.PSP]
 	sess := s.sessions[p.SessionID]
-	if a.Done || p.pendingActionID != a.ID || sess == nil {
+	if a.Done || p.PendingActionID != a.ID || sess == nil {
 		s.mu.Unlock()
 		pageError(w, r, http.StatusConflict, errors.New("simulator: this payment step was already completed"))
 		return

@@ -92,8 +92,8 @@ type payment struct {
 	// (PlatformEvent): nothing more is captured, captured money stays
 	// refundable.
 	Released             bool
-	pendingActionID      string
-	authorisationEmitted bool
+	PendingActionID      string `json:"pendingActionId,omitempty"`
+	AuthorisationEmitted bool   `json:"authorisationEmitted,omitempty"`
 }
 
 // methodLabel is the payment method name used in notifications.
@@ -176,7 +176,7 @@ type action struct {
 	ID          string
 	PSP         string
 	Kind        string // "fingerprint", "threeDS2" (challenge) or "redirect"
-	seq         int    // creation order
+	Seq         int    `json:"seq"` // creation order
 	PaymentData string
 	CreatedAt   time.Time
 	Done        bool

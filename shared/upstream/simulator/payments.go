@@ -545,7 +545,7 @@ func outcomeOf(forced *HolderNameOutcome, ok bool) outcome {
 // AUTHORISATION notification (caller holds s.mu).
 func (s *Simulator) settle(p *payment, o outcome) {
 	p.ResultCode = o.resultCode
-	p.pendingActionID = ""
+	p.PendingActionID = ""
 	switch o.resultCode {
 	case upstream.ResultAuthorised:
 		p.State = StateAuthorised
