@@ -211,27 +211,25 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A value this simulator encoded names its action (or, like
+	// {"transStatus":"Y"}, none); a free-form one (the challenge password,
+	// "authorised") is decided by its words.
+	id, success, decoded := decodeActionResult(value)
+	if !decoded {
+		success = keywordSuccess(value)
+	}
 	var act *action
-	success := false
-	if id, ok, decoded := decodeActionResult(value); decoded && id == "" && in.PaymentData == "" {
-		act, success = s.latestOpenAction(key), ok
-		if act == nil {
-			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
-		}
-	} else if decoded && id == "" {
-		act, success = s.actionsByData[in.PaymentData], ok
-	} else if decoded {
-		act, success = s.actions[id], ok
+	switch {
+	case id != "":
+		act = s.actions[id]
 		if act != nil && in.PaymentData != "" && in.PaymentData != act.PaymentData {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: paymentData does not match"))
 		}
-	} else if in.PaymentData != "" {
-		act, success = s.actionsByData[in.PaymentData], keywordSuccess(value)
-	} else {
-		// A free-form result (the challenge password, "authorised") without
-		// paymentData completes the most recent open action it can belong to.
-		act, success = s.latestOpenAction(key), keywordSuccess(value)
-		if act == nil {
+	case in.PaymentData != "":
+		act = s.actionsByData[in.PaymentData]
+	default:
+		// Without paymentData: the most recent open action it can belong to.
+		if act = s.latestOpenAction(key); act == nil {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
 		}
 	}
@@ -247,8 +245,7 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 	}
 	act.Done = true
 	if next := s.finishAction(p, act, success); next != nil {
-		out := s.actionResponse(p, next, c.public)
-		return jsonResult(http.StatusOK, out)
+		return jsonResult(http.StatusOK, s.actionResponse(p, next, c.public))
 	}
 	return jsonResult(http.StatusOK, s.paymentResponse(p, true))
 }

@@ -31,25 +31,18 @@ type hookErrorBody struct {
 	Message   string `json:"message"`
 }
 
+// hookCodes are the errorCodes of the hooks' error statuses; any other
+// is HookInternal.
+var hookCodes = map[int]string{
+	http.StatusBadRequest: HookInvalidRequest, http.StatusUnauthorized: HookUnauthorized,
+	http.StatusForbidden: HookCrossSite, http.StatusNotFound: HookNotFound, http.StatusConflict: HookConflict,
+	http.StatusGone: HookExpired, http.StatusBadGateway: HookUpstreamFailure, http.StatusGatewayTimeout: HookTimeout,
+}
+
 // hookCode is the errorCode of a hook's error status.
 func hookCode(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return HookInvalidRequest
-	case http.StatusUnauthorized:
-		return HookUnauthorized
-	case http.StatusForbidden:
-		return HookCrossSite
-	case http.StatusNotFound:
-		return HookNotFound
-	case http.StatusConflict:
-		return HookConflict
-	case http.StatusGone:
-		return HookExpired
-	case http.StatusBadGateway:
-		return HookUpstreamFailure
-	case http.StatusGatewayTimeout:
-		return HookTimeout
+	if c, ok := hookCodes[status]; ok {
+		return c
 	}
 	return HookInternal
 }
