@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"strings"
 
@@ -92,9 +93,6 @@ func FormatAmount(a money.Amount) string {
 	if decimals == 0 {
 		return fmt.Sprintf("%s%d %s", sign, v, a.Currency)
 	}
-	unit := int64(1)
-	for range decimals {
-		unit *= 10
-	}
+	unit := int64(math.Pow10(decimals))
 	return fmt.Sprintf("%s%d.%0*d %s", sign, v/unit, decimals, v%unit, a.Currency)
 }

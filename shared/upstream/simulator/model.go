@@ -148,7 +148,7 @@ type PaymentState struct {
 }
 
 func (p *payment) snapshot() PaymentState {
-	st := PaymentState{
+	return PaymentState{
 		PSPReference: p.PSP, MerchantAccount: p.MerchantAccount, Reference: p.Reference, Amount: p.Amount,
 		AuthorisedValue: p.Authorised, CapturedValue: p.Captured, RefundedValue: p.Refunded,
 		State: p.State, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, PaymentMethod: p.methodLabel(),
@@ -158,7 +158,6 @@ func (p *payment) snapshot() PaymentState {
 		Released:        p.Released,
 		RemainderClosed: p.RemainderClosed,
 	}
-	return st
 }
 
 // storedMethod is a token (stored payment method) of a shopper.

@@ -634,27 +634,19 @@ type methodOut struct {
 // paymentResponse is the answer with p's result; details marks a
 // /payments/details answer (minimal with PublishedShapes).
 func (s *Simulator) paymentResponse(p *payment, details bool) paymentResponseOut {
-	if details && s.opts.PublishedShapes {
-		out := paymentResponseOut{
-			PSPReference: p.PSP, ResultCode: p.ResultCode,
-			RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
-		}
-		if p.ResultCode == upstream.ResultAuthorised {
-			out.AdditionalData = tokenData(p)
-		}
-		return out
-	}
-	amount := p.Amount
 	out := paymentResponseOut{
-		Amount: &amount, MerchantReference: p.Reference, PSPReference: p.PSP, ResultCode: p.ResultCode,
-		RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
-		PaymentMethod: &methodOut{Type: p.MethodType},
-	}
-	if p.Card != nil {
-		out.PaymentMethod.Brand = p.Card.Brand
+		PSPReference: p.PSP, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
 	}
 	if p.ResultCode == upstream.ResultAuthorised {
 		out.AdditionalData = tokenData(p)
+	}
+	if details && s.opts.PublishedShapes {
+		return out
+	}
+	amount := p.Amount
+	out.Amount, out.MerchantReference, out.PaymentMethod = &amount, p.Reference, &methodOut{Type: p.MethodType}
+	if p.Card != nil {
+		out.PaymentMethod.Brand = p.Card.Brand
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -144,9 +145,7 @@ func (s *Simulator) restore() error {
 		s.payments[p.PSP] = p
 		s.paymentOrder = append(s.paymentOrder, p.PSP)
 	}
-	for k, v := range st.ModRefs {
-		s.modRefs[k] = v
-	}
+	maps.Copy(s.modRefs, st.ModRefs)
 	for _, sess := range st.Sessions {
 		if sess.Req.Amount == nil || sess.Req.Amount.Value == nil {
 			return fmt.Errorf("simulator: the state file %s has session %s without an amount; delete it to start afresh", s.opts.StateFile, sess.ID)
