@@ -64,9 +64,7 @@ func TestTestCards(t *testing.T) {
 					t.Fatalf("r = %+v, err = %v", r, err)
 				}
 				var a map[string]string
-				if err := json.Unmarshal(r.Action, &a); err != nil {
-					t.Fatal(err)
-				}
+				must(t, json.Unmarshal(r.Action, &a))
 				if a["type"] != "threeDS2" || a["subtype"] != "challenge" || a["paymentMethodType"] != "scheme" || a["token"] == "" || a["paymentData"] == "" {
 					t.Fatalf("action = %s", r.Action)
 				}
@@ -145,9 +143,7 @@ func TestHolderNameOutcomes(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if r.ResultCode != o.ResultCode || r.RefusalReason != o.RefusalReason || r.RefusalReasonCode != o.RefusalReasonCode {
 				t.Fatalf("r = %+v, want %s/%s/%s", r, o.ResultCode, o.RefusalReason, o.RefusalReasonCode)
 			}
@@ -280,9 +276,7 @@ func TestTestCardsWebThreeDS2(t *testing.T) {
 					req.Extra = map[string]json.RawMessage{"authenticationData": json.RawMessage(`{"threeDSRequestData":{"nativeThreeDS":"preferred"}}`)}
 				}
 				r, err := e.client.Payments(context.Background(), req, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				must(t, err)
 				var got []string
 				for i := 0; ; i++ {
 					got = append(got, r.ResultCode)
@@ -315,9 +309,7 @@ func TestTestCardWrongCVC(t *testing.T) {
 			}
 			for _, holder := range []string{"", "CARD_EXPIRED"} {
 				r, err := e.client.Payments(context.Background(), paymentReq(1000, cardMethod(tc.Number, wrong, holder)), "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				must(t, err)
 				if r.Action != nil {
 					r = e.details(t, r.Action, true)
 				}

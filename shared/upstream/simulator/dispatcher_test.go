@@ -87,9 +87,7 @@ func TestFaultDrop(t *testing.T) {
 
 	e.sim.SetFaults(Faults{Drop: func(it upstream.NotificationRequestItem) bool { return it.EventCode == "CAPTURE" }})
 	r := e.pay(t, 1000, "")
-	if _, err := e.client.Capture(context.Background(), r.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1000)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(r.PSPReference, 1000))
 	e.flush(t)
 	items := e.rec.items(t)
 	if last := items[len(items)-1]; last.EventCode != "AUTHORISATION" || last.PSPReference != r.PSPReference {
@@ -104,9 +102,7 @@ func TestFaultDelay(t *testing.T) {
 		rec := &recorder{}
 		sim, err := New(Options{APIKey: testAPIKey, Notifier: rec, Clock: clock.NewFake(testStart),
 			Rand: rand.NewChaCha8([32]byte{1, 2, 3}), Faults: Faults{Delay: 20 * time.Millisecond}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		defer sim.Close()
 		start := time.Now()
 		for i := range 2 {
@@ -124,9 +120,7 @@ func TestFaultDelay(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := sim.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		must(t, sim.Flush(ctx))
 		if d := time.Since(start); d < 40*time.Millisecond {
 			t.Fatalf("delays not applied: %v", d)
 		}
@@ -164,9 +158,7 @@ func TestFlushHonoursContextAndClose(t *testing.T) {
 		}
 		return ctx.Err()
 	})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	sim.mu.Lock()
 	sim.emit(upstream.NotificationRequestItem{PSPReference: "X", EventCode: "AUTHORISATION", Success: "true"})
 	sim.mu.Unlock()

@@ -17,16 +17,12 @@ import (
 // that have no webhook validated as one of the same schema).
 func TestPlatformEvents(t *testing.T) {
 	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ctx := context.Background()
 	validate := func(t *testing.T, it upstream.NotificationRequestItem) {
 		t.Helper()
 		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if it.EventCode == "FUTURE_CODE_44" {
 			body = bytes.Replace(body, []byte(`"FUTURE_CODE_44"`), []byte(`"MANUAL_REVIEW_ACCEPT"`), 1) // no webhook of its own
 		}
@@ -38,13 +34,9 @@ func TestPlatformEvents(t *testing.T) {
 	setup := func(t *testing.T) (*env, string, string) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.capture(psp, 400))
 		r, err := e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(100)}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return e, psp, r.PSPReference
 	}
 	state := func(e *env, psp string) PaymentState {
@@ -54,9 +46,7 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("EXPIRE", func(t *testing.T) {
 		e, psp, _ := setup(t)
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		if it.PSPReference != psp || it.OriginalReference != "" || it.Amount.Value != 1000 {
 			t.Fatalf("EXPIRE item: %+v", it)
@@ -64,10 +54,10 @@ func TestPlatformEvents(t *testing.T) {
 		if p := state(e, psp); !p.Released || p.State != StateCaptured || p.CapturedValue != 400 {
 			t.Fatalf("after EXPIRE: %+v", p)
 		}
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err == nil {
+		if err := e.capture(psp, 100); err == nil {
 			t.Fatal("a capture after EXPIRE was accepted")
 		}
-		if _, err := e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err != nil {
+		if err := e.refund(psp, 100); err != nil {
 			t.Fatalf("a refund after EXPIRE: %v", err)
 		}
 		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); !errors.Is(err, errNoEvent) {
@@ -78,9 +68,7 @@ func TestPlatformEvents(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "CANCELLATION"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		if p := state(e, psp); p.State != StateCancelled || it.OriginalReference != psp {
 			t.Fatalf("after CANCELLATION: %+v, %+v", p, it)
@@ -89,9 +77,7 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("TECHNICAL_CANCEL of the remainder", func(t *testing.T) {
 		e, psp, _ := setup(t)
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		p := state(e, psp)
 		if !p.Released || p.State != StateCaptured || it.OriginalReference != psp {
@@ -105,9 +91,7 @@ func TestPlatformEvents(t *testing.T) {
 		// A cancelled remainder neither expires nor is cancelled again; an
 		// expired one cannot be cancelled.
 		e, psp, _ := setup(t)
-		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.cancel(psp))
 		for _, code := range []string{"EXPIRE", "CANCELLATION", "TECHNICAL_CANCEL"} {
 			if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: code}); !errors.Is(err, errNoEvent) {
 				t.Fatalf("%s after a cancel: %v", code, err)
@@ -117,7 +101,7 @@ func TestPlatformEvents(t *testing.T) {
 		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err == nil {
+		if err := e.cancel(psp); err == nil {
 			t.Fatal("a cancel after EXPIRE was accepted")
 		}
 	})
@@ -125,9 +109,7 @@ func TestPlatformEvents(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		p := state(e, psp)
 		if p.State != StateCancelled || !p.Released || it.Success != "true" || len(p.Modifications) != 1 ||
@@ -136,9 +118,7 @@ func TestPlatformEvents(t *testing.T) {
 		}
 		e, psp, _ = setup(t) // captured: the rejection fails
 		it, err = e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if p := state(e, psp); it.Success != "false" || p.Released || p.State == StateCancelled {
 			t.Fatalf("MANUAL_REVIEW_REJECT of a captured payment: %+v, %+v", p, it)
 		}
@@ -146,9 +126,7 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("REFUNDED_REVERSED", func(t *testing.T) {
 		e, psp, refund := setup(t)
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		if p := state(e, psp); p.RefundedValue != 0 || it.PSPReference != refund || it.OriginalReference != psp {
 			t.Fatalf("after REFUNDED_REVERSED: %+v, %+v", p, it)
@@ -160,9 +138,7 @@ func TestPlatformEvents(t *testing.T) {
 			t.Fatalf("more than refundable: %v", err)
 		}
 		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 		if p := state(e, psp); p.RefundedValue != 400 || p.State != StateRefunded || it.Amount.Value != 300 {
 			t.Fatalf("after REFUND_WITH_DATA: %+v, %+v", p, it)
@@ -179,9 +155,7 @@ func TestPlatformEvents(t *testing.T) {
 				ev.Of = dispute
 			}
 			it, err := e.sim.PlatformEvent(psp, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			validate(t, it)
 			if ev.Code == "NOTIFICATION_OF_CHARGEBACK" {
 				dispute = it.PSPReference
@@ -201,9 +175,7 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("REPORT_AVAILABLE", func(t *testing.T) {
 		e := newEnv(t)
 		it, err := e.sim.PlatformEvent("", PlatformEvent{Code: "REPORT_AVAILABLE", Account: testMerchant})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		validate(t, it)
 	})
 }
