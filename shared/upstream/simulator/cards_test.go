@@ -90,9 +90,7 @@ func TestTestCards(t *testing.T) {
 				if ue.HTTPStatus != 500 || !upstream.IsUnavailable(err) {
 					t.Fatalf("err = %v", err)
 				}
-				if n := e.sim.PaymentCount(); n != 0 {
-					t.Fatalf("PaymentCount = %d after a 500", n)
-				}
+				e.wantPayments(t, 0, "after a 500")
 			case Hang:
 				if !upstream.IsUnavailable(err) {
 					t.Fatalf("err = %v, want unavailable (the client gave up)", err)
@@ -105,9 +103,7 @@ func TestTestCards(t *testing.T) {
 				if err != nil || r2.ResultCode != "Authorised" {
 					t.Fatalf("retry: r = %+v, err = %v", r2, err)
 				}
-				if n := e.sim.PaymentCount(); n != 1 {
-					t.Fatalf("PaymentCount = %d, want 1", n)
-				}
+				e.wantPayments(t, 1)
 			default:
 				t.Fatalf("untested behaviour %s", tc.Behaviour)
 			}
@@ -215,9 +211,7 @@ func TestCardValidation(t *testing.T) {
 			}
 		})
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d after rejected requests", n)
-	}
+	e.wantPayments(t, 0, "after rejected requests")
 }
 
 func TestOtherPaymentMethods(t *testing.T) {

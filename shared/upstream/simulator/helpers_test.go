@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,6 +246,15 @@ func (e *env) reverse(psp string) error {
 func (e *env) cancel(psp string) error {
 	_, err := e.client.Cancel(context.Background(), psp, upstream.CancelRequest{MerchantAccount: testMerchant}, "")
 	return err
+}
+
+// wantPayments fails the test unless the simulator created n payments
+// (why, when given, says when).
+func (e *env) wantPayments(t *testing.T, n int, why ...string) {
+	t.Helper()
+	if got := e.sim.PaymentCount(); got != n {
+		t.Fatalf("PaymentCount = %d, want %d %s", got, n, strings.Join(why, ""))
+	}
 }
 
 // must fails the test at once on err.

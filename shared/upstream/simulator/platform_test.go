@@ -207,9 +207,7 @@ func TestFailNext(t *testing.T) {
 			t.Errorf("%s failed twice", ep)
 		}
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 0)
 	must(t, e.sim.FailNext("payments", FailTimeout))
 	// Held (until the client gives up, or HangTimeout: nothing is read
 	// of a request failed this way, so the server does not see its client
@@ -221,9 +219,7 @@ func TestFailNext(t *testing.T) {
 	if !upstream.IsUnavailable(err) {
 		t.Fatalf("timeout: err = %v", err)
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d after a held request", n)
-	}
+	e.wantPayments(t, 0, "after a held request")
 	if e.sim.FailNext("nope", FailHTTP500) == nil || e.sim.FailNext("payments", "teapot") == nil {
 		t.Fatal("FailNext accepted an unknown endpoint or failure")
 	}

@@ -113,9 +113,7 @@ func TestPaySessionErrors(t *testing.T) {
 	if _, err := e.sim.PaySession(ctx, s.ID, SessionPayment{}); !errors.Is(err, ErrSessionExpired) {
 		t.Fatalf("expired: %v", err)
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 0)
 }
 
 func TestPaySessionChallengeAndMethods(t *testing.T) {
