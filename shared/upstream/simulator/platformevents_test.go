@@ -30,6 +30,14 @@ func TestPlatformEvents(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", it.EventCode, errs, body)
 		}
 	}
+	// event plays ev on payment psp and validates the item emitted.
+	event := func(t *testing.T, e *env, psp string, ev PlatformEvent) upstream.NotificationRequestItem {
+		t.Helper()
+		it, err := e.sim.PlatformEvent(psp, ev)
+		must(t, err)
+		validate(t, it)
+		return it
+	}
 	// setup: a payment of 1000, captured 400, refunded 100.
 	setup := func(t *testing.T) (*env, string, string) {
 		e := newEnv(t)
@@ -45,9 +53,7 @@ func TestPlatformEvents(t *testing.T) {
 	}
 	t.Run("EXPIRE", func(t *testing.T) {
 		e, psp, _ := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "EXPIRE"})
 		if it.PSPReference != psp || it.OriginalReference != "" || it.Amount.Value != 1000 {
 			t.Fatalf("EXPIRE item: %+v", it)
 		}
@@ -67,18 +73,14 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("CANCELLATION uncaptured", func(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "CANCELLATION"})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "CANCELLATION"})
 		if p := state(e, psp); p.State != StateCancelled || it.OriginalReference != psp {
 			t.Fatalf("after CANCELLATION: %+v, %+v", p, it)
 		}
 	})
 	t.Run("TECHNICAL_CANCEL of the remainder", func(t *testing.T) {
 		e, psp, _ := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
 		p := state(e, psp)
 		if !p.Released || p.State != StateCaptured || it.OriginalReference != psp {
 			t.Fatalf("after TECHNICAL_CANCEL: %+v, %+v", p, it)
@@ -98,9 +100,7 @@ func TestPlatformEvents(t *testing.T) {
 			}
 		}
 		e, psp, _ = setup(t)
-		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); err != nil {
-			t.Fatal(err)
-		}
+		event(t, e, psp, PlatformEvent{Code: "EXPIRE"})
 		if err := e.cancel(psp); err == nil {
 			t.Fatal("a cancel after EXPIRE was accepted")
 		}
@@ -108,9 +108,7 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("MANUAL_REVIEW_REJECT", func(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
 		p := state(e, psp)
 		if p.State != StateCancelled || !p.Released || it.Success != "true" || len(p.Modifications) != 1 ||
 			p.Modifications[0].Kind != ModCancel || p.Modifications[0].PSPReference != it.PSPReference {
@@ -125,9 +123,7 @@ func TestPlatformEvents(t *testing.T) {
 	})
 	t.Run("REFUNDED_REVERSED", func(t *testing.T) {
 		e, psp, refund := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
 		if p := state(e, psp); p.RefundedValue != 0 || it.PSPReference != refund || it.OriginalReference != psp {
 			t.Fatalf("after REFUNDED_REVERSED: %+v, %+v", p, it)
 		}
@@ -137,9 +133,7 @@ func TestPlatformEvents(t *testing.T) {
 		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 301}); !errors.Is(err, errNoEvent) {
 			t.Fatalf("more than refundable: %v", err)
 		}
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 300})
-		must(t, err)
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 300})
 		if p := state(e, psp); p.RefundedValue != 400 || p.State != StateRefunded || it.Amount.Value != 300 {
 			t.Fatalf("after REFUND_WITH_DATA: %+v, %+v", p, it)
 		}
@@ -154,9 +148,7 @@ func TestPlatformEvents(t *testing.T) {
 			if ev.Code != "NOTIFICATION_OF_CHARGEBACK" && dispute != "" && ev.Amount == 400 {
 				ev.Of = dispute
 			}
-			it, err := e.sim.PlatformEvent(psp, ev)
-			must(t, err)
-			validate(t, it)
+			it := event(t, e, psp, ev)
 			if ev.Code == "NOTIFICATION_OF_CHARGEBACK" {
 				dispute = it.PSPReference
 			}
@@ -174,9 +166,7 @@ func TestPlatformEvents(t *testing.T) {
 	})
 	t.Run("REPORT_AVAILABLE", func(t *testing.T) {
 		e := newEnv(t)
-		it, err := e.sim.PlatformEvent("", PlatformEvent{Code: "REPORT_AVAILABLE", Account: testMerchant})
-		must(t, err)
-		validate(t, it)
+		event(t, e, "", PlatformEvent{Code: "REPORT_AVAILABLE", Account: testMerchant})
 	})
 }
 
