@@ -46,14 +46,7 @@ func TestTestCards(t *testing.T) {
 			pay := func(ctx context.Context) (upstream.PaymentResponse, error) {
 				return e.client.Payments(ctx, paymentReq(1000, cardMethod(tc.Number, tc.CVC, "")), "key-"+tc.Number)
 			}
-			var r upstream.PaymentResponse
-			var err error
-			if tc.Behaviour == Hang {
-				// The client gives up once the simulator holds the request.
-				err = e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
-			} else {
-				r, err = pay(ctx)
-			}
+			r, err := e.payHeld(t, tc.Behaviour == Hang, pay)
 			switch tc.Behaviour {
 			case Authorise:
 				if err != nil || r.ResultCode != "Authorised" || r.PaymentMethod.Brand != tc.Brand || len(r.PSPReference) != 16 {
@@ -116,17 +109,9 @@ func TestHolderNameOutcomes(t *testing.T) {
 	e := newEnv(t)
 	for _, o := range HolderNameOutcomes() {
 		t.Run(o.HolderName, func(t *testing.T) {
-			pay := func(ctx context.Context) (upstream.PaymentResponse, error) {
+			r, err := e.payHeld(t, o.Behaviour == Hang, func(ctx context.Context) (upstream.PaymentResponse, error) {
 				return e.client.Payments(ctx, paymentReq(500, cardMethod("4111111111111111", "737", o.HolderName)), "")
-			}
-			var r upstream.PaymentResponse
-			var err error
-			if o.Behaviour == Hang {
-				// The client gives up once the simulator holds the request.
-				err = e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
-			} else {
-				r, err = pay(context.Background())
-			}
+			})
 			switch o.Behaviour {
 			case Fail500:
 				if ue := apiErr(t, err); ue.HTTPStatus != 500 {

@@ -197,6 +197,18 @@ func (e *env) abandonHeld(t *testing.T, endpoint string, call func(ctx context.C
 	}
 }
 
+// payHeld runs pay; with held (the hang behaviour) its client gives up
+// once the simulator holds the request.
+func (e *env) payHeld(t *testing.T, held bool, pay func(context.Context) (upstream.PaymentResponse, error)) (upstream.PaymentResponse, error) {
+	t.Helper()
+	if !held {
+		return pay(context.Background())
+	}
+	var r upstream.PaymentResponse
+	err := e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
+	return r, err
+}
+
 // flush waits for queued notifications.
 func (e *env) flush(t *testing.T) {
 	t.Helper()
