@@ -57,12 +57,12 @@ func (s *Simulator) newAction(p *payment, kind string) *action {
 	id := s.ids.hex(12)
 	s.actionSeq++
 	a := &action{
-		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(), seq: s.actionSeq,
+		ID: id, PSP: p.PSP, Kind: kind, CreatedAt: s.clock.Now(), Seq: s.actionSeq,
 		PaymentData: "Ab02b4c0!" + base64.StdEncoding.EncodeToString([]byte("sim:"+id)),
 	}
 	s.actions[id] = a
 	s.actionsByData[a.PaymentData] = a
-	p.pendingActionID = id
+	p.PendingActionID = id
 	return a
 }
 
@@ -211,27 +211,25 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// A value this simulator encoded names its action (or, like
+	// {"transStatus":"Y"}, none); a free-form one (the challenge password,
+	// "authorised") is decided by its words.
+	id, success, decoded := decodeActionResult(value)
+	if !decoded {
+		success = keywordSuccess(value)
+	}
 	var act *action
-	success := false
-	if id, ok, decoded := decodeActionResult(value); decoded && id == "" && in.PaymentData == "" {
-		act, success = s.latestOpenAction(key), ok
-		if act == nil {
-			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
-		}
-	} else if decoded && id == "" {
-		act, success = s.actionsByData[in.PaymentData], ok
-	} else if decoded {
-		act, success = s.actions[id], ok
+	switch {
+	case id != "":
+		act = s.actions[id]
 		if act != nil && in.PaymentData != "" && in.PaymentData != act.PaymentData {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: paymentData does not match"))
 		}
-	} else if in.PaymentData != "" {
-		act, success = s.actionsByData[in.PaymentData], keywordSuccess(value)
-	} else {
-		// A free-form result (the challenge password, "authorised") without
-		// paymentData completes the most recent open action it can belong to.
-		act, success = s.latestOpenAction(key), keywordSuccess(value)
-		if act == nil {
+	case in.PaymentData != "":
+		act = s.actionsByData[in.PaymentData]
+	default:
+		// Without paymentData: the most recent open action it can belong to.
+		if act = s.latestOpenAction(key); act == nil {
 			return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: no open action for details."+key+"; send the action's paymentData"))
 		}
 	}
@@ -242,13 +240,12 @@ func (s *Simulator) handleDetails(_ context.Context, c *call) result {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the action was already completed"))
 	}
 	p := s.payments[act.PSP]
-	if p == nil || p.pendingActionID != act.ID {
+	if p == nil || p.PendingActionID != act.ID {
 		return errorResult(validationError(codeInvalidPayload, "Invalid payload provided: the payment is no longer awaiting this action"))
 	}
 	act.Done = true
 	if next := s.finishAction(p, act, success); next != nil {
-		out := s.actionResponse(p, next, c.public)
-		return jsonResult(http.StatusOK, out)
+		return jsonResult(http.StatusOK, s.actionResponse(p, next, c.public))
 	}
 	return jsonResult(http.StatusOK, s.paymentResponse(p, true))
 }
@@ -265,7 +262,7 @@ func (s *Simulator) latestOpenAction(key string) *action {
 		if key == "threeDSResult" {
 			fits = a.Kind == "threeDS2" || a.Kind == "fingerprint"
 		}
-		if p := s.payments[a.PSP]; fits && p != nil && p.pendingActionID == a.ID && (best == nil || a.seq > best.seq) {
+		if p := s.payments[a.PSP]; fits && p != nil && p.PendingActionID == a.ID && (best == nil || a.Seq > best.Seq) {
 			best = a
 		}
 	}

@@ -22,9 +22,7 @@ func TestCancel(t *testing.T) {
 	}
 
 	whole := e.pay(t, 1000, "").PSPReference
-	if err := cancel(whole); err != nil {
-		t.Fatal(err)
-	}
+	must(t, cancel(whole))
 	if p, _ := e.sim.Payment(whole); p.State != StateCancelled {
 		t.Fatalf("cancelled: %s", p.State)
 	}
@@ -33,20 +31,16 @@ func TestCancel(t *testing.T) {
 	}
 
 	rest := e.pay(t, 1000, "").PSPReference
-	if _, err := e.client.Capture(ctx, rest, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := cancel(rest); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(rest, 400))
+	must(t, cancel(rest))
 	p, _ := e.sim.Payment(rest)
 	if p.State != StateCaptured || !p.RemainderClosed || p.CapturedValue != 400 {
 		t.Fatalf("remainder cancelled: %+v", p)
 	}
-	if _, err := e.client.Capture(ctx, rest, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err == nil {
+	if err := e.capture(rest, 100); err == nil {
 		t.Fatal("a capture after the cancel was accepted")
 	}
-	if _, err := e.client.Refund(ctx, rest, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
+	if err := e.refund(rest, 400); err != nil {
 		t.Fatalf("refund of the captured part: %v", err)
 	}
 	if err := cancel(rest); err == nil {
@@ -81,10 +75,8 @@ func TestReversalRefusedWithSplits(t *testing.T) {
 		{Account: "BA_PLATFORM", Amount: &upstream.SplitAmount{Value: 30}, Type: "Commission", Reference: "s2"},
 	}
 	r, err := e.client.Payments(ctx, req, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.client.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, "")
+	must(t, err)
+	err = e.reverse(r.PSPReference)
 	if err == nil || apiErr(t, err).HTTPStatus != 422 {
 		t.Fatalf("reversal of a split payment: %v, want 422", err)
 	}
@@ -93,11 +85,9 @@ func TestReversalRefusedWithSplits(t *testing.T) {
 	}
 	twice := e.pay(t, 1000, "").PSPReference
 	for _, v := range []int64{300, 300} {
-		if _, err := e.client.Capture(ctx, twice, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(v)}, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.capture(twice, v))
 	}
-	if _, err := e.client.Reverse(ctx, twice, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); err == nil {
+	if err := e.reverse(twice); err == nil {
 		t.Fatal("reversal after two partial captures accepted")
 	}
 }

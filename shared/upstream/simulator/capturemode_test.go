@@ -40,17 +40,13 @@ func TestCaptureDecidedByTheRequest(t *testing.T) {
 			req := paymentReq(1000, cardMethod("4111111111111111", "737", ""))
 			req.AdditionalData, req.CaptureDelayHours = ad, tc.delay
 			r, err := e.client.Payments(context.Background(), req, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if p, _ := e.sim.Payment(r.PSPReference); p.State != tc.want {
 				t.Errorf("payment: state %s, want %s", p.State, tc.want)
 			}
 			s := createSession(t, e, func(r *upstream.SessionRequest) { r.AdditionalData, r.CaptureDelayHours = ad, tc.delay })
 			res, err := e.sim.PaySession(context.Background(), s.ID, SessionPayment{HolderName: "Ann Shopper"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if p, _ := e.sim.Payment(res.PSPReference); p.State != tc.want {
 				t.Errorf("session payment: state %s, want %s", p.State, tc.want)
 			}

@@ -269,14 +269,4 @@ func brandOf(number string) string {
 }
 
 // onlyDigits reports whether s is non-empty and all ASCII digits.
-func onlyDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func onlyDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }

@@ -46,14 +46,7 @@ func TestTestCards(t *testing.T) {
 			pay := func(ctx context.Context) (upstream.PaymentResponse, error) {
 				return e.client.Payments(ctx, paymentReq(1000, cardMethod(tc.Number, tc.CVC, "")), "key-"+tc.Number)
 			}
-			var r upstream.PaymentResponse
-			var err error
-			if tc.Behaviour == Hang {
-				// The client gives up once the simulator holds the request.
-				err = e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
-			} else {
-				r, err = pay(ctx)
-			}
+			r, err := e.payHeld(t, tc.Behaviour == Hang, pay)
 			switch tc.Behaviour {
 			case Authorise:
 				if err != nil || r.ResultCode != "Authorised" || r.PaymentMethod.Brand != tc.Brand || len(r.PSPReference) != 16 {
@@ -64,9 +57,7 @@ func TestTestCards(t *testing.T) {
 					t.Fatalf("r = %+v, err = %v", r, err)
 				}
 				var a map[string]string
-				if err := json.Unmarshal(r.Action, &a); err != nil {
-					t.Fatal(err)
-				}
+				must(t, json.Unmarshal(r.Action, &a))
 				if a["type"] != "threeDS2" || a["subtype"] != "challenge" || a["paymentMethodType"] != "scheme" || a["token"] == "" || a["paymentData"] == "" {
 					t.Fatalf("action = %s", r.Action)
 				}
@@ -92,9 +83,7 @@ func TestTestCards(t *testing.T) {
 				if ue.HTTPStatus != 500 || !upstream.IsUnavailable(err) {
 					t.Fatalf("err = %v", err)
 				}
-				if n := e.sim.PaymentCount(); n != 0 {
-					t.Fatalf("PaymentCount = %d after a 500", n)
-				}
+				e.wantPayments(t, 0, "after a 500")
 			case Hang:
 				if !upstream.IsUnavailable(err) {
 					t.Fatalf("err = %v, want unavailable (the client gave up)", err)
@@ -107,9 +96,7 @@ func TestTestCards(t *testing.T) {
 				if err != nil || r2.ResultCode != "Authorised" {
 					t.Fatalf("retry: r = %+v, err = %v", r2, err)
 				}
-				if n := e.sim.PaymentCount(); n != 1 {
-					t.Fatalf("PaymentCount = %d, want 1", n)
-				}
+				e.wantPayments(t, 1)
 			default:
 				t.Fatalf("untested behaviour %s", tc.Behaviour)
 			}
@@ -122,17 +109,9 @@ func TestHolderNameOutcomes(t *testing.T) {
 	e := newEnv(t)
 	for _, o := range HolderNameOutcomes() {
 		t.Run(o.HolderName, func(t *testing.T) {
-			pay := func(ctx context.Context) (upstream.PaymentResponse, error) {
+			r, err := e.payHeld(t, o.Behaviour == Hang, func(ctx context.Context) (upstream.PaymentResponse, error) {
 				return e.client.Payments(ctx, paymentReq(500, cardMethod("4111111111111111", "737", o.HolderName)), "")
-			}
-			var r upstream.PaymentResponse
-			var err error
-			if o.Behaviour == Hang {
-				// The client gives up once the simulator holds the request.
-				err = e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
-			} else {
-				r, err = pay(context.Background())
-			}
+			})
 			switch o.Behaviour {
 			case Fail500:
 				if ue := apiErr(t, err); ue.HTTPStatus != 500 {
@@ -145,9 +124,7 @@ func TestHolderNameOutcomes(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if r.ResultCode != o.ResultCode || r.RefusalReason != o.RefusalReason || r.RefusalReasonCode != o.RefusalReasonCode {
 				t.Fatalf("r = %+v, want %s/%s/%s", r, o.ResultCode, o.RefusalReason, o.RefusalReasonCode)
 			}
@@ -219,9 +196,7 @@ func TestCardValidation(t *testing.T) {
 			}
 		})
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d after rejected requests", n)
-	}
+	e.wantPayments(t, 0, "after rejected requests")
 }
 
 func TestOtherPaymentMethods(t *testing.T) {
@@ -280,9 +255,7 @@ func TestTestCardsWebThreeDS2(t *testing.T) {
 					req.Extra = map[string]json.RawMessage{"authenticationData": json.RawMessage(`{"threeDSRequestData":{"nativeThreeDS":"preferred"}}`)}
 				}
 				r, err := e.client.Payments(context.Background(), req, "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				must(t, err)
 				var got []string
 				for i := 0; ; i++ {
 					got = append(got, r.ResultCode)
@@ -315,9 +288,7 @@ func TestTestCardWrongCVC(t *testing.T) {
 			}
 			for _, holder := range []string{"", "CARD_EXPIRED"} {
 				r, err := e.client.Payments(context.Background(), paymentReq(1000, cardMethod(tc.Number, wrong, holder)), "")
-				if err != nil {
-					t.Fatal(err)
-				}
+				must(t, err)
 				if r.Action != nil {
 					r = e.details(t, r.Action, true)
 				}

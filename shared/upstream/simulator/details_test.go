@@ -19,9 +19,7 @@ func startAction(t *testing.T, e *env, number, holder string) upstream.PaymentRe
 		cvc = tc.CVC // a wrong CVC would refuse the payment
 	}
 	r, err := e.client.Payments(context.Background(), paymentReq(2500, cardMethod(number, cvc, holder)), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if len(r.Action) == 0 {
 		t.Fatalf("no action: %+v", r)
 	}
@@ -31,9 +29,7 @@ func startAction(t *testing.T, e *env, number, holder string) upstream.PaymentRe
 func actionField(t *testing.T, action json.RawMessage, k string) string {
 	t.Helper()
 	var m map[string]string
-	if err := json.Unmarshal(action, &m); err != nil {
-		t.Fatal(err)
-	}
+	must(t, json.Unmarshal(action, &m))
 	return m[k]
 }
 
@@ -60,17 +56,13 @@ func TestDetailsCompletesActions(t *testing.T) {
 			e := newEnv(t)
 			r := startAction(t, e, tt.number, tt.holder)
 			details, err := DetailsFor(r.Action, tt.success)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			req := upstream.DetailsRequest{Details: details}
 			if tt.withData {
 				req.PaymentData = actionField(t, r.Action, "paymentData")
 			}
 			d, err := e.client.PaymentDetails(context.Background(), req, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if d.ResultCode != tt.wantResult || d.RefusalReason != tt.wantReason || d.PSPReference != r.PSPReference || d.MerchantReference != "order-1" || len(d.Action) != 0 {
 				t.Fatalf("details = %+v", d)
 			}
@@ -173,23 +165,17 @@ func TestDetailsKeywordCompletesLatestChallenge(t *testing.T) {
 func TestRedirectPageFlow(t *testing.T) {
 	e := newEnv(t)
 	r, err := e.client.Payments(context.Background(), paymentReq(990, json.RawMessage(`{"type":"ideal"}`)), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	page := actionField(t, r.Action, "url")
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get(page)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		t.Fatalf("page: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	resp, err = noFollow.Get(page + "?result=authorised")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	resp.Body.Close()
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil || resp.StatusCode != http.StatusFound || loc.Host != "shop.example" || loc.Query().Get("order") != "1" {
@@ -244,9 +230,7 @@ func TestResolvePending(t *testing.T) {
 	if r2.ResultCode != "Pending" {
 		t.Fatalf("r2 = %+v", r2)
 	}
-	if err := e.sim.ResolvePending(r.PSPReference, true); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.sim.ResolvePending(r.PSPReference, true))
 	// Through the hook.
 	status, body, _ := e.raw(t, "POST", "/_sim/payments/"+r2.PSPReference+"/resolve?result=refused", testAPIKey, "", "")
 	if status != 200 || !strings.Contains(string(body), `"state":"Refused"`) {

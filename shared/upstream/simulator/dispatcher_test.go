@@ -33,28 +33,6 @@ func pspsOf(items []upstream.NotificationRequestItem) []string {
 	return out
 }
 
-func TestDeliveryOrderWithoutFaults(t *testing.T) {
-	e := newEnv(t)
-	want := payN(t, e, 5)
-	e.flush(t)
-	if got := pspsOf(e.rec.items(t)); !slices.Equal(got, want) {
-		t.Fatalf("order = %v, want %v", got, want)
-	}
-}
-
-func TestFaultDuplicate(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.Faults.Duplicate = 2 })
-	want := payN(t, e, 2)
-	e.flush(t)
-	got := pspsOf(e.rec.items(t))
-	if !slices.Equal(got, []string{want[0], want[0], want[0], want[1], want[1], want[1]}) {
-		t.Fatalf("deliveries = %v", got)
-	}
-	if st := e.sim.NotificationStats(); st.Emitted != 2 || st.Sent != 6 {
-		t.Fatalf("stats = %+v", st)
-	}
-}
-
 func TestFaultReorder(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.Faults.Reorder = 3 })
 	want := payN(t, e, 5)
@@ -70,26 +48,51 @@ func TestFaultReorder(t *testing.T) {
 	}
 }
 
-func TestFaultDrop(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.Faults.DropEvery = 2 })
-	want := payN(t, e, 4)
-	e.flush(t)
-	if got := pspsOf(e.rec.items(t)); !slices.Equal(got, []string{want[0], want[2]}) {
-		t.Fatalf("delivered = %v", got)
+// Without faults, with duplicates, with every second notification
+// dropped, with a failing receiver and without a Notifier: what reaches
+// the receiver, in which order, and the stats.
+func TestDeliveryFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  func(*Options)
+		n     int
+		want  func(psps []string) []string // deliveries
+		stats NotificationStats
+	}{
+		{"no faults", func(*Options) {}, 5, func(p []string) []string { return p }, NotificationStats{Emitted: 5, Sent: 5}},
+		{"duplicate", func(o *Options) { o.Faults.Duplicate = 2 }, 2,
+			func(p []string) []string { return []string{p[0], p[0], p[0], p[1], p[1], p[1]} }, NotificationStats{Emitted: 2, Sent: 6}},
+		{"drop every 2nd", func(o *Options) { o.Faults.DropEvery = 2 }, 4,
+			func(p []string) []string { return []string{p[0], p[2]} }, NotificationStats{Emitted: 4, Sent: 2, Dropped: 2}},
+		{"receiver down", func(*Options) {}, 2, func(p []string) []string { return p }, NotificationStats{Emitted: 2, Failed: 2}},
+		{"no notifier", func(o *Options) { o.Notifier = nil }, 3, func([]string) []string { return []string{} }, NotificationStats{Emitted: 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.opts)
+			if tc.stats.Failed > 0 {
+				e.rec.fail = errors.New("receiver down")
+			}
+			want := tc.want(payN(t, e, tc.n))
+			e.flush(t)
+			if got := pspsOf(e.rec.items(t)); !slices.Equal(got, want) {
+				t.Fatalf("deliveries = %v, want %v", got, want)
+			}
+			if st := e.sim.NotificationStats(); st != tc.stats {
+				t.Fatalf("stats = %+v, want %+v", st, tc.stats)
+			}
+			// Dropped notifications stay available for inspection.
+			if n := len(e.sim.Notifications()); n != tc.n {
+				t.Fatalf("Notifications() = %d", n)
+			}
+		})
 	}
-	if st := e.sim.NotificationStats(); st.Dropped != 2 || st.Emitted != 4 {
-		t.Fatalf("stats = %+v", st)
-	}
-	// Dropped notifications stay available for inspection.
-	if n := len(e.sim.Notifications()); n != 4 {
-		t.Fatalf("Notifications() = %d", n)
-	}
+}
 
+func TestFaultDrop(t *testing.T) {
+	e := newEnv(t)
 	e.sim.SetFaults(Faults{Drop: func(it upstream.NotificationRequestItem) bool { return it.EventCode == "CAPTURE" }})
 	r := e.pay(t, 1000, "")
-	if _, err := e.client.Capture(context.Background(), r.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1000)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(r.PSPReference, 1000))
 	e.flush(t)
 	items := e.rec.items(t)
 	if last := items[len(items)-1]; last.EventCode != "AUTHORISATION" || last.PSPReference != r.PSPReference {
@@ -104,9 +107,7 @@ func TestFaultDelay(t *testing.T) {
 		rec := &recorder{}
 		sim, err := New(Options{APIKey: testAPIKey, Notifier: rec, Clock: clock.NewFake(testStart),
 			Rand: rand.NewChaCha8([32]byte{1, 2, 3}), Faults: Faults{Delay: 20 * time.Millisecond}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		defer sim.Close()
 		start := time.Now()
 		for i := range 2 {
@@ -124,9 +125,7 @@ func TestFaultDelay(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := sim.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		must(t, sim.Flush(ctx))
 		if d := time.Since(start); d < 40*time.Millisecond {
 			t.Fatalf("delays not applied: %v", d)
 		}
@@ -134,25 +133,6 @@ func TestFaultDelay(t *testing.T) {
 			t.Fatalf("delivered = %d", n)
 		}
 	})
-}
-
-func TestNotifierFailureCounted(t *testing.T) {
-	e := newEnv(t)
-	e.rec.fail = errors.New("receiver down")
-	payN(t, e, 2)
-	e.flush(t)
-	if st := e.sim.NotificationStats(); st.Failed != 2 || st.Sent != 0 {
-		t.Fatalf("stats = %+v", st)
-	}
-}
-
-func TestNilNotifierRecordsOnly(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.Notifier = nil })
-	payN(t, e, 3)
-	e.flush(t)
-	if st := e.sim.NotificationStats(); st.Emitted != 3 || st.Pending != 0 {
-		t.Fatalf("stats = %+v", st)
-	}
 }
 
 func TestFlushHonoursContextAndClose(t *testing.T) {
@@ -164,9 +144,7 @@ func TestFlushHonoursContextAndClose(t *testing.T) {
 		}
 		return ctx.Err()
 	})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	sim.mu.Lock()
 	sim.emit(upstream.NotificationRequestItem{PSPReference: "X", EventCode: "AUTHORISATION", Success: "true"})
 	sim.mu.Unlock()

@@ -51,9 +51,7 @@ func TestUnmarshalMatchesNamesExactly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got doc
-			if err := unmarshal([]byte(tt.body), &got); err != nil {
-				t.Fatal(err)
-			}
+			must(t, unmarshal([]byte(tt.body), &got))
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
 			}

@@ -1,12 +1,9 @@
 package simulator
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/yp/paysvc/shared/upstream"
 )
 
 // TestAuthorisationValidity: the simulator's own method table (the
@@ -34,12 +31,9 @@ func TestAuthorisationValidity(t *testing.T) {
 // second sweep expires nothing.
 func TestExpireAuthorisations(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	whole := e.pay(t, 1000, "").PSPReference
 	part := e.pay(t, 1000, "").PSPReference
-	if _, err := e.client.Capture(ctx, part, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(part, 400))
 	e.flush(t)
 	before := len(e.rec.items(t))
 	e.clock.Advance(28*simDay - time.Minute)
@@ -66,11 +60,11 @@ func TestExpireAuthorisations(t *testing.T) {
 		t.Errorf("uncaptured payment %s after expiry, want %s", p.State, StateExpired)
 	}
 	for _, psp := range []string{whole, part} {
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err == nil {
+		if err := e.capture(psp, 100); err == nil {
 			t.Errorf("capture of %s accepted after expiry", psp)
 		}
 	}
-	if _, err := e.client.Refund(ctx, part, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
+	if err := e.refund(part, 400); err != nil {
 		t.Errorf("refund of the captured part: %v", err)
 	}
 	if got := e.sim.ExpireAuthorisations(); len(got) != 0 {

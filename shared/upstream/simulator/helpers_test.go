@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,9 +147,7 @@ func newEnv(t *testing.T, mutate ...func(*Options)) *env {
 		m(&opts)
 	}
 	sim, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	srv := httptest.NewServer(sim)
 	t.Cleanup(func() {
 		srv.Close()
@@ -198,6 +197,18 @@ func (e *env) abandonHeld(t *testing.T, endpoint string, call func(ctx context.C
 	}
 }
 
+// payHeld runs pay; with held (the hang behaviour) its client gives up
+// once the simulator holds the request.
+func (e *env) payHeld(t *testing.T, held bool, pay func(context.Context) (upstream.PaymentResponse, error)) (upstream.PaymentResponse, error) {
+	t.Helper()
+	if !held {
+		return pay(context.Background())
+	}
+	var r upstream.PaymentResponse
+	err := e.abandonHeld(t, "payments", func(ctx context.Context) (err error) { r, err = pay(ctx); return err }, nil)
+	return r, err
+}
+
 // flush waits for queued notifications.
 func (e *env) flush(t *testing.T) {
 	t.Helper()
@@ -212,9 +223,7 @@ func (e *env) flush(t *testing.T) {
 func (e *env) raw(t *testing.T, method, path, apiKey, idemKey, body string) (int, []byte, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewBufferString(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if apiKey != "" {
 		req.Header.Set("X-API-Key", apiKey)
 	}
@@ -223,12 +232,49 @@ func (e *env) raw(t *testing.T, method, path, apiKey, idemKey, body string) (int
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, resp.Header
+}
+
+// capture, refund, reverse and cancel send a modification of psp (of v
+// EUR cents) for testMerchant and return its error.
+func (e *env) capture(psp string, v int64, li ...upstream.LineItem) error {
+	_, err := e.client.Capture(context.Background(), psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(v), LineItems: li}, "")
+	return err
+}
+
+func (e *env) refund(psp string, v int64, li ...upstream.LineItem) error {
+	_, err := e.client.Refund(context.Background(), psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(v), LineItems: li}, "")
+	return err
+}
+
+func (e *env) reverse(psp string) error {
+	_, err := e.client.Reverse(context.Background(), psp, upstream.ReversalRequest{MerchantAccount: testMerchant}, "")
+	return err
+}
+
+func (e *env) cancel(psp string) error {
+	_, err := e.client.Cancel(context.Background(), psp, upstream.CancelRequest{MerchantAccount: testMerchant}, "")
+	return err
+}
+
+// wantPayments fails the test unless the simulator created n payments
+// (why, when given, says when).
+func (e *env) wantPayments(t *testing.T, n int, why ...string) {
+	t.Helper()
+	if got := e.sim.PaymentCount(); got != n {
+		t.Fatalf("PaymentCount = %d, want %d %s", got, n, strings.Join(why, ""))
+	}
+}
+
+// must fails the test at once on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func eur(v int64) money.Amount { return money.Amount{Value: v, Currency: "EUR"} }
@@ -260,9 +306,7 @@ func paymentReq(amount int64, pm json.RawMessage) upstream.PaymentRequest {
 func (e *env) pay(t *testing.T, amount int64, holder string) upstream.PaymentResponse {
 	t.Helper()
 	r, err := e.client.Payments(context.Background(), paymentReq(amount, cardMethod("4111111111111111", "737", holder)), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return r
 }
 

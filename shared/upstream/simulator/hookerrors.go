@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"strings"
 
@@ -31,25 +32,18 @@ type hookErrorBody struct {
 	Message   string `json:"message"`
 }
 
+// hookCodes are the errorCodes of the hooks' error statuses; any other
+// is HookInternal.
+var hookCodes = map[int]string{
+	http.StatusBadRequest: HookInvalidRequest, http.StatusUnauthorized: HookUnauthorized,
+	http.StatusForbidden: HookCrossSite, http.StatusNotFound: HookNotFound, http.StatusConflict: HookConflict,
+	http.StatusGone: HookExpired, http.StatusBadGateway: HookUpstreamFailure, http.StatusGatewayTimeout: HookTimeout,
+}
+
 // hookCode is the errorCode of a hook's error status.
 func hookCode(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return HookInvalidRequest
-	case http.StatusUnauthorized:
-		return HookUnauthorized
-	case http.StatusForbidden:
-		return HookCrossSite
-	case http.StatusNotFound:
-		return HookNotFound
-	case http.StatusConflict:
-		return HookConflict
-	case http.StatusGone:
-		return HookExpired
-	case http.StatusBadGateway:
-		return HookUpstreamFailure
-	case http.StatusGatewayTimeout:
-		return HookTimeout
+	if c, ok := hookCodes[status]; ok {
+		return c
 	}
 	return HookInternal
 }
@@ -99,9 +93,6 @@ func FormatAmount(a money.Amount) string {
 	if decimals == 0 {
 		return fmt.Sprintf("%s%d %s", sign, v, a.Currency)
 	}
-	unit := int64(1)
-	for range decimals {
-		unit *= 10
-	}
+	unit := int64(math.Pow10(decimals))
 	return fmt.Sprintf("%s%d.%0*d %s", sign, v/unit, decimals, v%unit, a.Currency)
 }

@@ -261,7 +261,7 @@ func (s *Simulator) completeHosted(w http.ResponseWriter, r *http.Request, actio
 	a := s.actions[actionID]
 	p := s.payments[a.PSP]
 	sess := s.sessions[p.SessionID]
-	if a.Done || p.pendingActionID != a.ID || sess == nil {
+	if a.Done || p.PendingActionID != a.ID || sess == nil {
 		s.mu.Unlock()
 		pageError(w, r, http.StatusConflict, errors.New("simulator: this payment step was already completed"))
 		return
@@ -365,13 +365,7 @@ func page(w http.ResponseWriter, title, body string) {
 }
 
 func writePage(w io.Writer, title, body string) {
-	var b strings.Builder
-	b.WriteString("<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>")
-	b.WriteString(html.EscapeString(title))
-	b.WriteString("</title><style>" + pageStyle + "</style></head><body><h1>")
-	b.WriteString(html.EscapeString(title))
-	b.WriteString("</h1>")
-	b.WriteString(body)
-	b.WriteString(`<p class="sim">Upstream simulator (test environment): no real payment is made.</p></body></html>`)
-	_, _ = io.WriteString(w, b.String())
+	title = html.EscapeString(title)
+	_, _ = fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>%s</title><style>%s</style></head><body><h1>%s</h1>%s<p class="sim">Upstream simulator (test environment): no real payment is made.</p></body></html>`,
+		title, pageStyle, title, body)
 }

@@ -65,9 +65,7 @@ func TestHTTPNotifier(t *testing.T) {
 			srv := httptest.NewServer(rc)
 			defer srv.Close()
 			n, err := NewHTTPNotifier(HTTPNotifierConfig{URL: srv.URL + "/notify", Username: "sim", Password: "s3cret", Backoff: tt.backoff})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			err = n.Notify(context.Background(), []byte(`{"live":"false","notificationItems":[]}`))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v", err)
@@ -132,9 +130,7 @@ func (h onMessage) WithGroup(string) slog.Handler      { return h }
 
 func TestHTTPNotifierCredentialsInURLNotLeaked(t *testing.T) {
 	n, err := NewHTTPNotifier(HTTPNotifierConfig{URL: "http://user:pa55word@127.0.0.1:1/x", Backoff: []time.Duration{}, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	err = n.Notify(context.Background(), []byte(`{}`))
 	if err == nil || strings.Contains(err.Error(), "pa55word") {
 		t.Fatalf("err = %v", err)
@@ -174,14 +170,10 @@ func TestSimulatorWithHTTPNotifier(t *testing.T) {
 	}))
 	defer srv.Close()
 	hn, err := NewHTTPNotifier(HTTPNotifierConfig{URL: srv.URL, Username: "ws", Password: "pw", Backoff: []time.Duration{time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	e := newEnv(t, func(o *Options) { o.Notifier = hn })
 	r := e.pay(t, 1000, "")
-	if _, err := e.client.Reverse(context.Background(), r.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.reverse(r.PSPReference))
 	e.flush(t)
 	mu.Lock()
 	defer mu.Unlock()

@@ -22,9 +22,7 @@ func TestIdempotentReplay(t *testing.T) {
 	if h1.Get("Idempotency-Key") != "idem-1" || h2.Get("Idempotency-Key") != "idem-1" {
 		t.Fatalf("Idempotency-Key not echoed: %v", h2)
 	}
-	if n := e.sim.PaymentCount(); n != 1 {
-		t.Fatalf("PaymentCount = %d, want 1", n)
-	}
+	e.wantPayments(t, 1)
 	if n := e.sim.Requests("payments"); n != 2 {
 		t.Fatalf("Requests = %d", n)
 	}
@@ -33,9 +31,7 @@ func TestIdempotentReplay(t *testing.T) {
 	// No key: every request is new.
 	e.raw(t, "POST", "/v71/payments", testAPIKey, "", paymentBody)
 	e.raw(t, "POST", "/v71/payments", testAPIKey, "", paymentBody)
-	if n := e.sim.PaymentCount(); n != 4 {
-		t.Fatalf("PaymentCount = %d, want 4", n)
-	}
+	e.wantPayments(t, 4)
 	e.flush(t)
 	if n := len(e.rec.items(t)); n != 4 {
 		t.Fatalf("notifications = %d, want 4 (none for the replay)", n)
@@ -58,9 +54,7 @@ func TestIdempotencyReplaysErrorsButNot5xx(t *testing.T) {
 	if s, _, _ := e.raw(t, "POST", "/v71/payments", testAPIKey, "k-500", paymentBody); s != 200 {
 		t.Fatalf("after 500: status = %d", s)
 	}
-	if n := e.sim.PaymentCount(); n != 1 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 1)
 }
 
 func TestIdempotencyScopedPerAPIKey(t *testing.T) {
@@ -68,9 +62,7 @@ func TestIdempotencyScopedPerAPIKey(t *testing.T) {
 	e.raw(t, "POST", "/v71/payments", "key-A", "same", paymentBody)
 	e.raw(t, "POST", "/v71/payments", "key-B", "same", paymentBody)
 	e.raw(t, "POST", "/v71/payments", "key-A", "same", paymentBody)
-	if n := e.sim.PaymentCount(); n != 2 {
-		t.Fatalf("PaymentCount = %d, want 2", n)
-	}
+	e.wantPayments(t, 2)
 }
 
 func TestIdempotencyDifferentBody(t *testing.T) {
@@ -109,9 +101,7 @@ func TestIdempotencyRetention(t *testing.T) {
 	e.raw(t, "POST", "/v71/payments", testAPIKey, "old", paymentBody)
 	e.clock.Advance(IdempotencyRetention)
 	e.raw(t, "POST", "/v71/payments", testAPIKey, "old", paymentBody)
-	if n := e.sim.PaymentCount(); n != 2 {
-		t.Fatalf("PaymentCount = %d, want 2 after retention", n)
-	}
+	e.wantPayments(t, 2, "after retention")
 }
 
 // A request with the same key while the first is in flight gets 409 "704";
@@ -144,9 +134,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	if err != nil || r.ResultCode != "Authorised" {
 		t.Fatalf("after completion: %+v %v", r, err)
 	}
-	if n := e.sim.PaymentCount(); n != 1 {
-		t.Fatalf("PaymentCount = %d, want 1", n)
-	}
+	e.wantPayments(t, 1)
 }
 
 func TestModificationIdempotency(t *testing.T) {

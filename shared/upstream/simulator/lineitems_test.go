@@ -17,13 +17,9 @@ func TestLineItemsRule(t *testing.T) {
 	klarna := func() string {
 		t.Helper()
 		r, err := e.client.Payments(ctx, paymentReq(1000, json.RawMessage(`{"type":"klarna"}`)), "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		details, err := DetailsFor(r.Action, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		d, err := e.client.PaymentDetails(ctx, upstream.DetailsRequest{Details: details}, "")
 		if err != nil || d.ResultCode != upstream.ResultAuthorised {
 			t.Fatalf("details %+v %v", d, err)
@@ -33,14 +29,6 @@ func TestLineItemsRule(t *testing.T) {
 	items := func(each, n int64) []upstream.LineItem {
 		return []upstream.LineItem{{ID: "1", Description: "Tent", Quantity: n, AmountIncludingTax: &each}}
 	}
-	capture := func(psp string, v int64, li []upstream.LineItem) error {
-		_, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(v), LineItems: li}, "")
-		return err
-	}
-	refund := func(psp string, v int64, li []upstream.LineItem) error {
-		_, err := e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(v), LineItems: li}, "")
-		return err
-	}
 	refused := func(what string, err error) {
 		t.Helper()
 		if err == nil || apiErr(t, err).HTTPStatus != 422 {
@@ -49,26 +37,26 @@ func TestLineItemsRule(t *testing.T) {
 	}
 
 	psp := klarna()
-	refused("partial capture without lineItems", capture(psp, 400, nil))
-	refused("partial capture, lineItems of another total", capture(psp, 400, items(100, 3)))
-	if err := capture(psp, 400, items(200, 2)); err != nil {
+	refused("partial capture without lineItems", e.capture(psp, 400))
+	refused("partial capture, lineItems of another total", e.capture(psp, 400, items(100, 3)...))
+	if err := e.capture(psp, 400, items(200, 2)...); err != nil {
 		t.Fatalf("partial capture with lineItems: %v", err)
 	}
-	refused("partial refund without lineItems", refund(psp, 100, nil))
-	if err := refund(psp, 100, items(100, 1)); err != nil {
+	refused("partial refund without lineItems", e.refund(psp, 100))
+	if err := e.refund(psp, 100, items(100, 1)...); err != nil {
 		t.Fatalf("partial refund with lineItems: %v", err)
 	}
 
 	whole := klarna()
-	if err := capture(whole, 1000, nil); err != nil {
+	if err := e.capture(whole, 1000); err != nil {
 		t.Fatalf("whole capture without lineItems: %v", err)
 	}
-	if err := refund(whole, 1000, nil); err != nil {
+	if err := e.refund(whole, 1000); err != nil {
 		t.Fatalf("whole refund without lineItems: %v", err)
 	}
 
 	card := e.pay(t, 1000, "").PSPReference
-	if err := capture(card, 400, nil); err != nil {
+	if err := e.capture(card, 400); err != nil {
 		t.Fatalf("partial card capture: %v", err)
 	}
 }

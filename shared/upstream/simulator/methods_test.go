@@ -50,9 +50,7 @@ func TestPaymentMethodsFilters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.MerchantAccount = testMerchant
 			r, err := e.client.PaymentMethods(context.Background(), tt.req, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			got := methodTypes(t, r)
 			for _, w := range tt.want {
 				if !slices.Contains(got, w) {

@@ -92,8 +92,8 @@ type payment struct {
 	// (PlatformEvent): nothing more is captured, captured money stays
 	// refundable.
 	Released             bool
-	pendingActionID      string
-	authorisationEmitted bool
+	PendingActionID      string `json:"pendingActionId,omitempty"`
+	AuthorisationEmitted bool   `json:"authorisationEmitted,omitempty"`
 }
 
 // methodLabel is the payment method name used in notifications.
@@ -148,7 +148,7 @@ type PaymentState struct {
 }
 
 func (p *payment) snapshot() PaymentState {
-	st := PaymentState{
+	return PaymentState{
 		PSPReference: p.PSP, MerchantAccount: p.MerchantAccount, Reference: p.Reference, Amount: p.Amount,
 		AuthorisedValue: p.Authorised, CapturedValue: p.Captured, RefundedValue: p.Refunded,
 		State: p.State, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, PaymentMethod: p.methodLabel(),
@@ -158,7 +158,6 @@ func (p *payment) snapshot() PaymentState {
 		Released:        p.Released,
 		RemainderClosed: p.RemainderClosed,
 	}
-	return st
 }
 
 // storedMethod is a token (stored payment method) of a shopper.
@@ -176,7 +175,7 @@ type action struct {
 	ID          string
 	PSP         string
 	Kind        string // "fingerprint", "threeDS2" (challenge) or "redirect"
-	seq         int    // creation order
+	Seq         int    `json:"seq"` // creation order
 	PaymentData string
 	CreatedAt   time.Time
 	Done        bool

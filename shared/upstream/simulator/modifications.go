@@ -9,7 +9,7 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// modificationIn is a capture, reversal, amount-update or refund request.
+// modificationIn is a capture, cancel, reversal, amount-update or refund request.
 type modificationIn struct {
 	MerchantAccount string    `json:"merchantAccount"`
 	Amount          *amountIn `json:"amount"`
@@ -20,49 +20,86 @@ type modificationIn struct {
 	LineItems []map[string]any `json:"lineItems"`
 }
 
-// modificationOut is the 201 answer of a modification.
+// modificationOut is the 201 answer of a modification (a refund's,
+// PaymentRefundResponse, echoes lineItems).
 type modificationOut struct {
-	Amount              *money.Amount `json:"amount,omitempty"`
-	IndustryUsage       string        `json:"industryUsage,omitempty"`
-	MerchantAccount     string        `json:"merchantAccount"`
-	PaymentPSPReference string        `json:"paymentPspReference"`
-	PSPReference        string        `json:"pspReference"`
-	Reference           string        `json:"reference,omitempty"`
-	Status              string        `json:"status"`
+	Amount              *money.Amount    `json:"amount,omitempty"`
+	IndustryUsage       string           `json:"industryUsage,omitempty"`
+	MerchantAccount     string           `json:"merchantAccount"`
+	PaymentPSPReference string           `json:"paymentPspReference"`
+	PSPReference        string           `json:"pspReference"`
+	Reference           string           `json:"reference,omitempty"`
+	Status              string           `json:"status"`
+	LineItems           []map[string]any `json:"lineItems,omitempty"`
+}
+
+// received is the 201 answer of modification psp of p.
+func received(p *payment, psp, ref string, amount *money.Amount) modificationOut {
+	return modificationOut{
+		Amount: amount, MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
+		Reference: ref, Status: upstream.StatusReceived,
+	}
 }
 
 // stateError is a modification the state machine refuses.
 func stateError(msg string) *apiError { return validationError(codeGeneric, msg) }
 
-// readModification decodes and validates a modification request and finds
-// its payment (caller does not hold s.mu; on success s.mu is held).
-func (s *Simulator) readModification(c *call, needAmount bool) (*payment, modificationIn, money.Amount, *apiError) {
-	var in modificationIn
-	if e := decodeJSON(c.body, &in); e != nil {
-		return nil, in, money.Amount{}, e
-	}
-	if e := s.checkMerchant(in.MerchantAccount); e != nil {
-		return nil, in, money.Amount{}, e
-	}
-	var amount money.Amount
-	if needAmount {
-		a, e := checkAmount(in.Amount, false)
-		if e != nil {
-			return nil, in, money.Amount{}, e
+const msgOtherCurrency = "Modification in different currency than authorisation"
+
+// modification is the apiHandler of a modification: it decodes and
+// validates the request, finds its payment and runs h with s.mu held.
+func (s *Simulator) modification(needAmount bool, h func(*payment, modificationIn, money.Amount) result) apiHandler {
+	return func(_ context.Context, c *call) result {
+		var in modificationIn
+		if e := decodeJSON(c.body, &in); e != nil {
+			return errorResult(e)
 		}
-		amount = a
+		if e := s.checkMerchant(in.MerchantAccount); e != nil {
+			return errorResult(e)
+		}
+		var amount money.Amount
+		if needAmount {
+			var e *apiError
+			if amount, e = checkAmount(in.Amount, false); e != nil {
+				return errorResult(e)
+			}
+		}
+		if len(in.Reference) > 80 {
+			return errorResult(validationError(codeMissingRef, "Field 'reference' exceeds 80 characters."))
+		}
+		psp := c.r.PathValue("psp")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		p := s.payments[psp]
+		if p == nil || p.MerchantAccount != in.MerchantAccount {
+			return errorResult(errUnknownPSP(psp))
+		}
+		return h(p, in, amount)
 	}
-	if len(in.Reference) > 80 {
-		return nil, in, money.Amount{}, validationError(codeMissingRef, "Field 'reference' exceeds 80 characters.")
+}
+
+// record adds a modification of p, succeeded (failure "") or refused, and
+// emits its notification (caller holds s.mu); it returns its pspReference.
+func (s *Simulator) record(p *payment, kind, event, ref string, amount money.Amount, failure string) string {
+	psp := s.newModRef(p)
+	p.Modifications = append(p.Modifications, ModificationState{
+		PSPReference: psp, Kind: kind, Reference: ref, Amount: amount, Success: failure == "", Reason: failure, CreatedAt: s.clock.Now(),
+	})
+	item := s.modificationItem(p, psp, event, ref, amount, failure == "", failure)
+	if event == upstream.EventCancelOrRefund {
+		item.AdditionalData[upstream.KeyModificationAction] = kind
 	}
-	psp := c.r.PathValue("psp")
-	s.mu.Lock()
-	p := s.payments[psp]
-	if p == nil || p.MerchantAccount != in.MerchantAccount {
-		s.mu.Unlock()
-		return nil, in, money.Amount{}, errUnknownPSP(psp)
-	}
-	return p, in, amount, nil
+	s.emit(item)
+	return psp
+}
+
+// failLast marks p's latest modification, what ("Capture", "Refund"),
+// failed later and emits event (CAPTURE_FAILED, REFUND_FAILED) for it
+// (caller holds s.mu).
+func (s *Simulator) failLast(p *payment, event, what string) {
+	m := &p.Modifications[len(p.Modifications)-1]
+	m.Success, m.Reason = false, what+" failed"
+	s.emit(s.modificationItem(p, m.PSPReference, event, m.Reference, m.Amount, true, what+" failed (simulated)"))
 }
 
 // reject answers a refused modification: 422, or with
@@ -72,15 +109,8 @@ func (s *Simulator) reject(p *payment, kind, event, ref string, amount money.Amo
 	if !s.opts.AsyncModificationFailures {
 		return errorResult(e)
 	}
-	psp := s.newModRef(p)
-	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: kind, Reference: ref, Amount: amount, Reason: e.Message, CreatedAt: s.clock.Now()})
-	item := s.modificationItem(p, psp, event, ref, amount, false, e.Message)
-	if event == upstream.EventCancelOrRefund {
-		item.AdditionalData[upstream.KeyModificationAction] = kind
-	}
-	s.emit(item)
-	out := modificationOut{MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp, Reference: ref, Status: upstream.StatusReceived}
-	if kind == ModCapture || kind == ModAmountUpdate || kind == ModRefund {
+	out := received(p, s.record(p, kind, event, ref, amount, e.Message), ref, nil)
+	if kind != ModCancel {
 		out.Amount = &amount
 	}
 	if kind == ModAmountUpdate {
@@ -105,55 +135,42 @@ func authorisedState(p *payment) bool {
 	return false
 }
 
-func (s *Simulator) handleCapture(_ context.Context, c *call) result {
-	p, in, amount, e := s.readModification(c, true)
-	if e != nil {
-		return errorResult(e)
-	}
-	defer s.mu.Unlock()
+func (s *Simulator) capture(p *payment, in modificationIn, amount money.Amount) result {
 	remaining := p.Authorised - p.Captured
+	var refusal *apiError
 	switch {
 	case p.State == StateCancelled || p.State == StateRefunded:
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is "+p.State))
+		refusal = stateError("Capture not allowed: the payment is " + p.State)
 	case !authorisedState(p):
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the payment is not authorised ("+p.State+")"))
+		refusal = stateError("Capture not allowed: the payment is not authorised (" + p.State + ")")
 	case p.Released:
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Capture not allowed: the authorisation's remainder expired or was cancelled"))
+		refusal = stateError("Capture not allowed: the authorisation's remainder expired or was cancelled")
 	case p.RemainderClosed:
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
-			stateError("Capture not allowed: the rest of the authorisation was cancelled by the partial capture (multiple partial captures are not enabled)"))
+		refusal = stateError("Capture not allowed: the rest of the authorisation was cancelled by the partial capture (multiple partial captures are not enabled)")
 	case amount.Currency != p.Amount.Currency:
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, stateError("Modification in different currency than authorisation"))
+		refusal = stateError(msgOtherCurrency)
 	case amount.Value > remaining:
-		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount,
-			validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining)))
+		refusal = validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining))
 	case amount.Value < p.Authorised:
-		if e := lineItemsRule(p, in, amount, "capture"); e != nil {
-			return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, e)
-		}
+		refusal = lineItemsRule(p, in, amount, "capture")
+	}
+	if refusal != nil {
+		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, refusal)
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)
 	}
-	psp := s.newModRef(p)
-	now := s.clock.Now()
 	p.Captured += amount.Value
 	p.RemainderClosed = !s.multiCapture[p.MerchantAccount]
 	s.updateCaptureState(p)
-	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCapture, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now})
-	s.emit(s.modificationItem(p, psp, upstream.EventCapture, in.Reference, amount, true, ""))
+	psp := s.record(p, ModCapture, upstream.EventCapture, in.Reference, amount, "")
 	if p.CaptureFails {
 		p.Captured -= amount.Value
 		p.RemainderClosed = false // a failed capture released nothing
 		s.updateCaptureState(p)
-		p.Modifications[len(p.Modifications)-1].Success = false
-		p.Modifications[len(p.Modifications)-1].Reason = "Capture failed"
-		s.emit(s.modificationItem(p, psp, upstream.EventCaptureFailed, in.Reference, amount, true, "Capture failed (simulated)"))
+		s.failLast(p, upstream.EventCaptureFailed, "Capture")
 	}
-	return jsonResult(http.StatusCreated, modificationOut{
-		Amount: &amount, MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
-		Reference: in.Reference, Status: upstream.StatusReceived,
-	})
+	return jsonResult(http.StatusCreated, received(p, psp, in.Reference, &amount))
 }
 
 // lineItemsMethods are the buy-now-pay-later methods that need lineItems on
@@ -214,103 +231,85 @@ func (s *Simulator) updateCaptureState(p *payment) {
 	}
 }
 
-func (s *Simulator) handleReversal(_ context.Context, c *call) result {
-	p, in, _, e := s.readModification(c, false)
-	if e != nil {
-		return errorResult(e)
-	}
-	defer s.mu.Unlock()
-	// The platform: "Do not use the /payments/{paymentPspReference}/reversals
-	// endpoint for payments that involve multiple partial captures [or]
-	// split data" (docs.adyen.com/online-payments/reversal).
-	if len(p.Splits) > 0 || successfulCaptures(p) > 1 {
-		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount,
-			stateError("Reversal not allowed: the payment has split data or several partial captures (use /cancels or /refunds)"))
-	}
-	switch p.State {
-	case StateAuthorised, StatePartiallyCaptured, StateCaptured, StateReceived, StatePending:
-	case StateCancelled, StateRefunded:
-		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount, stateError("Reversal not allowed: the payment is already "+p.State))
-	default:
-		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount, stateError("Reversal not allowed: the payment is not authorised ("+p.State+")"))
-	}
-	psp := s.newModRef(p)
-	now := s.clock.Now()
-	kind, amount := ModCancel, money.Amount{Value: p.Authorised, Currency: p.Amount.Currency}
-	if p.Captured > p.Refunded {
-		kind, amount.Value = ModRefund, p.Captured-p.Refunded
-	}
+// refund refunds amount of p, a modification of kind that event notifies,
+// and then fails it for a payment of holder "refund failed" (caller holds
+// s.mu); it returns the refund's pspReference.
+func (s *Simulator) refund(p *payment, kind, event, ref string, amount money.Amount) string {
 	prevState := p.State
-	mod := ModificationState{PSPReference: psp, Kind: kind, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: now}
-	item := s.modificationItem(p, psp, upstream.EventCancelOrRefund, in.Reference, amount, true, "")
-	item.AdditionalData[upstream.KeyModificationAction] = kind
-	if kind == ModCancel {
-		p.State = StateCancelled
-	} else {
-		p.Refunded += amount.Value
+	p.Refunded += amount.Value
+	if p.Refunded >= p.Captured {
 		p.State = StateRefunded
 	}
-	p.Modifications = append(p.Modifications, mod)
-	s.emit(item)
-	if kind == ModRefund && p.RefundFails {
+	psp := s.record(p, kind, event, ref, amount, "")
+	if p.RefundFails {
 		p.Refunded -= amount.Value
 		p.State = prevState
-		p.Modifications[len(p.Modifications)-1].Success = false
-		p.Modifications[len(p.Modifications)-1].Reason = "Refund failed"
-		s.emit(s.modificationItem(p, psp, upstream.EventRefundFailed, in.Reference, amount, true, "Refund failed (simulated)"))
+		s.failLast(p, upstream.EventRefundFailed, "Refund")
 	}
-	return jsonResult(http.StatusCreated, modificationOut{
-		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
-		Reference: in.Reference, Status: upstream.StatusReceived,
-	})
+	return psp
 }
 
-// handleCancel is the platform's cancel (POST /payments/{psp}/cancels, v71
+func (s *Simulator) reversal(p *payment, in modificationIn, _ money.Amount) result {
+	var refusal *apiError
+	switch {
+	case len(p.Splits) > 0 || successfulCaptures(p) > 1:
+		// The platform: "Do not use the /payments/{paymentPspReference}/reversals
+		// endpoint for payments that involve multiple partial captures [or]
+		// split data" (docs.adyen.com/online-payments/reversal).
+		refusal = stateError("Reversal not allowed: the payment has split data or several partial captures (use /cancels or /refunds)")
+	case p.State == StateCancelled || p.State == StateRefunded:
+		refusal = stateError("Reversal not allowed: the payment is already " + p.State)
+	case !authorisedState(p) && p.State != StateReceived && p.State != StatePending:
+		refusal = stateError("Reversal not allowed: the payment is not authorised (" + p.State + ")")
+	}
+	if refusal != nil {
+		return s.reject(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, p.Amount, refusal)
+	}
+	var psp string
+	if p.Captured > p.Refunded {
+		amount := money.Amount{Value: p.Captured - p.Refunded, Currency: p.Amount.Currency}
+		psp = s.refund(p, ModRefund, upstream.EventCancelOrRefund, in.Reference, amount)
+	} else {
+		p.State = StateCancelled
+		amount := money.Amount{Value: p.Authorised, Currency: p.Amount.Currency}
+		psp = s.record(p, ModCancel, upstream.EventCancelOrRefund, in.Reference, amount, "")
+	}
+	return jsonResult(http.StatusCreated, received(p, psp, in.Reference, nil))
+}
+
+// cancel is the platform's cancel (POST /payments/{psp}/cancels, v71
 // PaymentCancelRequest): an authorised payment with nothing captured
 // becomes Cancelled; after partial captures (an account with multiple
 // partial captures) the rest of the authorisation is released and what was
 // captured stays refundable. A CANCELLATION follows (originalReference the
 // payment, as the published example), its amount what was cancelled.
-func (s *Simulator) handleCancel(_ context.Context, c *call) result {
-	p, in, _, e := s.readModification(c, false)
-	if e != nil {
-		return errorResult(e)
-	}
-	defer s.mu.Unlock()
+func (s *Simulator) cancel(p *payment, in modificationIn, _ money.Amount) result {
 	rest := money.Amount{Value: p.Authorised - p.Captured, Currency: p.Amount.Currency}
+	var refusal *apiError
 	switch {
 	case p.State == StateCancelled || p.State == StateRefunded:
-		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is already "+p.State))
+		refusal = stateError("Cancel not allowed: the payment is already " + p.State)
 	case !authorisedState(p):
-		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, stateError("Cancel not allowed: the payment is not authorised ("+p.State+")"))
+		refusal = stateError("Cancel not allowed: the payment is not authorised (" + p.State + ")")
 	case p.Released:
-		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
-			stateError("Cancel not allowed: the authorisation's remainder expired or was cancelled"))
+		refusal = stateError("Cancel not allowed: the authorisation's remainder expired or was cancelled")
 	case p.RemainderClosed || rest.Value <= 0:
-		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest,
-			stateError("Cancel not allowed: nothing of the authorisation is left uncaptured (refund the captured amount)"))
+		refusal = stateError("Cancel not allowed: nothing of the authorisation is left uncaptured (refund the captured amount)")
 	}
-	psp := s.newModRef(p)
+	if refusal != nil {
+		return s.reject(p, ModCancel, upstream.EventCancellation, in.Reference, rest, refusal)
+	}
 	if p.Captured == 0 {
 		p.State = StateCancelled
 	} else {
 		p.RemainderClosed = true
 		s.updateCaptureState(p)
 	}
-	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModCancel, Reference: in.Reference, Amount: rest, Success: true, CreatedAt: s.clock.Now()})
-	s.emit(s.modificationItem(p, psp, upstream.EventCancellation, in.Reference, rest, true, ""))
-	return jsonResult(http.StatusCreated, modificationOut{
-		MerchantAccount: p.MerchantAccount, PaymentPSPReference: p.PSP, PSPReference: psp,
-		Reference: in.Reference, Status: upstream.StatusReceived,
-	})
+	psp := s.record(p, ModCancel, upstream.EventCancellation, in.Reference, rest, "")
+	return jsonResult(http.StatusCreated, received(p, psp, in.Reference, nil))
 }
 
-func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
-	p, in, amount, e := s.readModification(c, true)
-	if e != nil {
-		return errorResult(e)
-	}
-	defer s.mu.Unlock()
+func (s *Simulator) amountUpdate(p *payment, in modificationIn, amount money.Amount) result {
 	switch {
 	case s.opts.PlatformRules && !p.PreAuth:
 		return errorResult(stateError("Amount update not allowed: the payment was not authorised as a pre-authorisation (additionalData.authorisationType PreAuth)"))
@@ -318,19 +317,47 @@ func (s *Simulator) handleAmountUpdate(_ context.Context, c *call) result {
 		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount,
 			stateError("Amount update not allowed: the payment is "+p.State+" (only authorised, not captured payments can be adjusted)"))
 	case amount.Currency != p.Amount.Currency:
-		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount, stateError("Modification in different currency than authorisation"))
+		return s.reject(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount, stateError(msgOtherCurrency))
 	}
 	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)
 	}
-	psp := s.newModRef(p)
 	p.Authorised = amount.Value
-	p.Modifications = append(p.Modifications, ModificationState{PSPReference: psp, Kind: ModAmountUpdate, Reference: in.Reference, Amount: amount, Success: true, CreatedAt: s.clock.Now()})
-	s.emit(s.modificationItem(p, psp, upstream.EventAuthorisationAdjustment, in.Reference, amount, true, ""))
+	psp := s.record(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount, "")
 	// The published answer always has a reference: without one in the
 	// request, the payment's.
-	return jsonResult(http.StatusCreated, modificationOut{
-		Amount: &amount, IndustryUsage: in.IndustryUsage, MerchantAccount: p.MerchantAccount,
-		PaymentPSPReference: p.PSP, PSPReference: psp, Reference: firstNonEmpty(in.Reference, p.Reference), Status: upstream.StatusReceived,
-	})
+	out := received(p, psp, firstNonEmpty(in.Reference, p.Reference), &amount)
+	out.IndustryUsage = in.IndustryUsage
+	return jsonResult(http.StatusCreated, out)
+}
+
+// refundRequest refunds (part of) the captured amount not yet refunded:
+// 201 "received", then REFUND — and REFUND_FAILED after it for a payment of
+// holder "refund failed". A payment with nothing left to refund, in
+// another currency or not captured is refused like the platform (422, or
+// with AsyncModificationFailures 201 and a failed REFUND).
+func (s *Simulator) refundRequest(p *payment, in modificationIn, amount money.Amount) result {
+	left := p.Captured - p.Refunded
+	var refusal *apiError
+	switch {
+	case p.State == StateCancelled:
+		refusal = stateError("Refund not allowed: the payment is " + p.State)
+	case p.Captured == 0:
+		refusal = stateError("Refund not allowed: nothing of the payment is captured (" + p.State + ")")
+	case amount.Currency != p.Amount.Currency:
+		refusal = stateError(msgOtherCurrency)
+	case amount.Value > left:
+		refusal = validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: refund of %d exceeds the captured amount not yet refunded %d", amount.Value, left))
+	case amount.Value < p.Captured:
+		refusal = lineItemsRule(p, in, amount, "refund")
+	}
+	if refusal != nil {
+		return s.reject(p, ModRefund, upstream.EventRefund, in.Reference, amount, refusal)
+	}
+	if _, e := checkSplits(in.Splits, amount); e != nil {
+		return errorResult(e)
+	}
+	out := received(p, s.refund(p, ModRefund, upstream.EventRefund, in.Reference, amount), in.Reference, &amount)
+	out.LineItems = in.LineItems
+	return jsonResult(http.StatusCreated, out)
 }

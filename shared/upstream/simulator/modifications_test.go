@@ -158,17 +158,11 @@ func TestCaptureAndRefundFailedNotifications(t *testing.T) {
 	ctx := context.Background()
 	cf := e.pay(t, 1000, "capture failed")
 	cap1, err := e.client.Capture(ctx, cf.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1000)}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	rf := e.pay(t, 1000, "refund failed")
-	if _, err := e.client.Capture(ctx, rf.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1000)}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(rf.PSPReference, 1000))
 	rev, err := e.client.Reverse(ctx, rf.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	e.flush(t)
 	var got []string
 	for _, it := range e.rec.items(t) {
@@ -210,22 +204,19 @@ func TestModificationOfOtherMerchantIsUnknown(t *testing.T) {
 
 func TestModificationOfUnfinishedPayments(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	refused := e.pay(t, 1000, "DECLINED")
 	challenged := startAction(t, e, "5454545454545454", "")
 	for _, psp := range []string{refused.PSPReference, challenged.PSPReference} {
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(1)}, ""); apiErr(t, err).HTTPStatus != 422 {
+		if err := e.capture(psp, 1); apiErr(t, err).HTTPStatus != 422 {
 			t.Fatalf("capture of %s accepted", psp)
 		}
-		if _, err := e.client.Reverse(ctx, psp, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); apiErr(t, err).HTTPStatus != 422 {
+		if err := e.reverse(psp); apiErr(t, err).HTTPStatus != 422 {
 			t.Fatalf("reversal of %s accepted", psp)
 		}
 	}
 	// A Received payment can be cancelled.
 	pending := e.pay(t, 1000, "PENDING")
-	if _, err := e.client.Reverse(ctx, pending.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.reverse(pending.PSPReference))
 }
 
 func TestAsyncModificationFailures(t *testing.T) {

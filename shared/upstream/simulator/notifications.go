@@ -31,10 +31,10 @@ func baseData(p *payment) map[string]string {
 // emitAuthorisation emits the AUTHORISATION notification of p once
 // (caller holds s.mu).
 func (s *Simulator) emitAuthorisation(p *payment, success bool, reason string) {
-	if p.authorisationEmitted {
+	if p.AuthorisationEmitted {
 		return
 	}
-	p.authorisationEmitted = true
+	p.AuthorisationEmitted = true
 	ad := baseData(p)
 	if p.Card != nil {
 		ad["cardSummary"] = p.Card.last4()
@@ -222,13 +222,13 @@ func (s *Simulator) ExpireOffers() []string {
 	var closed []string
 	for _, psp := range s.paymentOrder {
 		p := s.payments[psp]
-		if p.pendingActionID == "" || !s.expired(p.CreatedAt) {
+		if p.PendingActionID == "" || !s.expired(p.CreatedAt) {
 			continue
 		}
-		if a := s.actions[p.pendingActionID]; a != nil {
+		if a := s.actions[p.PendingActionID]; a != nil {
 			a.Done = true
 		}
-		p.pendingActionID = ""
+		p.PendingActionID = ""
 		p.State, p.ResultCode = StateOfferClosed, upstream.ResultCancelled
 		ad := baseData(p)
 		s.emit(upstream.NotificationRequestItem{

@@ -21,9 +21,7 @@ func TestAuthorisationNotificationContent(t *testing.T) {
 	raw := bytes.Clone(e.rec.bodies[0])
 	e.rec.mu.Unlock()
 	var generic map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil {
-		t.Fatal(err)
-	}
+	must(t, json.Unmarshal(raw, &generic))
 	if generic["live"] != "false" {
 		t.Fatalf("live = %#v (must be the string \"false\")", generic["live"])
 	}
@@ -105,9 +103,7 @@ func TestTokenisationLifecycle(t *testing.T) {
 		ShopperReference: "shopper-42", StorePaymentMethod: &store, RecurringProcessingModel: "UnscheduledCardOnFile",
 		ShopperInteraction: "Ecommerce", Metadata: map[string]string{"siteId": "site-9"},
 	}, "sess-key")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	res, err := e.sim.PaySession(ctx, sess.ID, SessionPayment{CardNumber: "5555555555554444", HolderName: "Ann Shopper"})
 	if err != nil || res.ResultCode != "Authorised" || res.StoredPaymentMethodID == "" {
 		t.Fatalf("res = %+v, err = %v", res, err)
@@ -160,9 +156,7 @@ func TestTokenisationLifecycle(t *testing.T) {
 	mit.ShopperReference = "shopper-42"
 
 	del := upstream.DeleteStoredPaymentMethodRequest{StoredPaymentMethodID: res.StoredPaymentMethodID, MerchantAccount: testMerchant, ShopperReference: "shopper-42"}
-	if err := e.client.DeleteStoredPaymentMethod(ctx, del); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.client.DeleteStoredPaymentMethod(ctx, del))
 	if ids := e.sim.StoredPaymentMethods(testMerchant, "shopper-42"); len(ids) != 0 {
 		t.Fatalf("token not deleted: %v", ids)
 	}
@@ -182,13 +176,9 @@ func TestStoringTheSameCardTwice(t *testing.T) {
 	req.ShopperReference, req.RecurringProcessingModel = "shopper-1", "CardOnFile"
 	req.Extra = map[string]json.RawMessage{"storePaymentMethod": store}
 	r1, err := e.client.Payments(ctx, req, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	r2, err := e.client.Payments(ctx, req, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	id := r1.AdditionalData["tokenization.storedPaymentMethodId"]
 	if id == "" || r2.AdditionalData["tokenization.storedPaymentMethodId"] != id ||
 		r1.AdditionalData["tokenization.store.operationType"] != "created" || r2.AdditionalData["tokenization.store.operationType"] != "alreadyExisting" {
@@ -205,9 +195,7 @@ func TestExtraFieldsArrive(t *testing.T) {
 		"origin":      json.RawMessage(`"https://shop.example"`),
 	}
 	r, err := e.client.Payments(context.Background(), req, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	p, _ := e.sim.Payment(r.PSPReference)
 	var m map[string]json.RawMessage
 	json.Unmarshal(p.Request, &m)

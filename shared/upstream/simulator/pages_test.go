@@ -19,9 +19,7 @@ func (e *env) get(t *testing.T, rawURL string) (int, string, string) {
 	req, _ := http.NewRequest("GET", rawURL, nil)
 	req.Header.Set("Accept", "text/html")
 	resp, err := noFollow.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header.Get("Location")
@@ -58,9 +56,7 @@ func TestPagesShowAmountReferenceAndPassword(t *testing.T) {
 func actionIDOf(t *testing.T, a map[string]string) string {
 	t.Helper()
 	d, err := DetailsFor(mustJSON(t, a), true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	var m map[string]string
 	_ = json.Unmarshal(d, &m)
 	id, _, ok := decodeActionResult(m["threeDSResult"])
@@ -73,9 +69,7 @@ func actionIDOf(t *testing.T, a map[string]string) string {
 func mustJSON(t *testing.T, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return b
 }
 
@@ -178,9 +172,7 @@ func TestHooksRefuseWebPages(t *testing.T) {
 				req.Header.Set(k, v)
 			}
 			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			var got map[string]any
 			_ = json.NewDecoder(resp.Body).Decode(&got)
 			resp.Body.Close()

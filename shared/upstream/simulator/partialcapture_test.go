@@ -1,11 +1,6 @@
 package simulator
 
-import (
-	"context"
-	"testing"
-
-	"github.com/yp/paysvc/shared/upstream"
-)
+import "testing"
 
 // TestPartialCaptureReleasesTheRest: on an account without multiple
 // partial captures (the platform's default) a partial capture cancels the
@@ -28,15 +23,12 @@ func TestPartialCaptureReleasesTheRest(t *testing.T) {
 					o.MultiplePartialCaptureAccounts = nil
 				}
 			})
-			ctx := context.Background()
 			psp := e.pay(t, 1000, "").PSPReference
-			if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
-				t.Fatal(err)
-			}
+			must(t, e.capture(psp, 400))
 			if p, _ := e.sim.Payment(psp); p.RemainderClosed != tc.closed {
 				t.Fatalf("after 400: %+v", p)
 			}
-			_, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(600)}, "")
+			err := e.capture(psp, 600)
 			if (err != nil) != tc.closed {
 				t.Fatalf("second capture: %v", err)
 			}

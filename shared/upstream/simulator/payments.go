@@ -14,26 +14,47 @@ import (
 	"github.com/yp/paysvc/shared/upstream"
 )
 
-// paymentsIn is the part of a /payments request the simulator reads.
-type paymentsIn struct {
+// orderIn is what /payments and /sessions requests share.
+type orderIn struct {
 	MerchantAccount          string            `json:"merchantAccount"`
 	Amount                   *amountIn         `json:"amount"`
 	Reference                string            `json:"reference"`
 	ReturnURL                string            `json:"returnUrl"`
 	CountryCode              string            `json:"countryCode"`
 	ShopperInteraction       string            `json:"shopperInteraction"`
-	RecurringProcessingModel string            `json:"recurringProcessingModel"`
-	IndustryUsage            string            `json:"industryUsage"`
 	ShopperReference         string            `json:"shopperReference"`
+	RecurringProcessingModel string            `json:"recurringProcessingModel"`
 	Splits                   []splitIn         `json:"splits"`
 	Metadata                 map[string]string `json:"metadata"`
 	// AdditionalData values are strings, but the platform's own examples
 	// send RequestedTestAcquirerResponseCode as a number.
 	AdditionalData     map[string]json.RawMessage `json:"additionalData"`
-	PaymentMethod      json.RawMessage            `json:"paymentMethod"`
 	CaptureDelayHours  *int                       `json:"captureDelayHours"`
 	StorePaymentMethod *bool                      `json:"storePaymentMethod"`
 	ShopperName        *nameIn                    `json:"shopperName"`
+}
+
+// checkOrder validates the amount, merchant account, reference, returnUrl,
+// metadata and splits of an order, in this order.
+func (s *Simulator) checkOrder(in *orderIn) (money.Amount, []upstream.Split, *apiError) {
+	amount, e := checkAmount(in.Amount, true)
+	if e != nil {
+		return amount, nil, e
+	}
+	for _, e := range []*apiError{s.checkMerchant(in.MerchantAccount), checkReference(in.Reference), checkReturnURL(in.ReturnURL), checkMetadata(in.Metadata)} {
+		if e != nil {
+			return amount, nil, e
+		}
+	}
+	splits, e := checkSplits(in.Splits, amount)
+	return amount, splits, e
+}
+
+// paymentsIn is the part of a /payments request the simulator reads.
+type paymentsIn struct {
+	orderIn
+	IndustryUsage      string          `json:"industryUsage"`
+	PaymentMethod      json.RawMessage `json:"paymentMethod"`
 	AuthenticationData *struct {
 		ThreeDSRequestData *struct {
 			NativeThreeDS string `json:"nativeThreeDS"`
@@ -200,23 +221,7 @@ func (s *Simulator) handlePayments(ctx context.Context, c *call) result {
 
 // paymentsRequest validates a /payments request.
 func (s *Simulator) paymentsRequest(in *paymentsIn, raw []byte) (authReq, *apiError) {
-	amount, e := checkAmount(in.Amount, true)
-	if e != nil {
-		return authReq{}, e
-	}
-	if e := s.checkMerchant(in.MerchantAccount); e != nil {
-		return authReq{}, e
-	}
-	if e := checkReference(in.Reference); e != nil {
-		return authReq{}, e
-	}
-	if e := checkReturnURL(in.ReturnURL); e != nil {
-		return authReq{}, e
-	}
-	if e := checkMetadata(in.Metadata); e != nil {
-		return authReq{}, e
-	}
-	splits, e := checkSplits(in.Splits, amount)
+	amount, splits, e := s.checkOrder(&in.orderIn)
 	if e != nil {
 		return authReq{}, e
 	}
@@ -545,7 +550,7 @@ func outcomeOf(forced *HolderNameOutcome, ok bool) outcome {
 // AUTHORISATION notification (caller holds s.mu).
 func (s *Simulator) settle(p *payment, o outcome) {
 	p.ResultCode = o.resultCode
-	p.pendingActionID = ""
+	p.PendingActionID = ""
 	switch o.resultCode {
 	case upstream.ResultAuthorised:
 		p.State = StateAuthorised
@@ -629,27 +634,19 @@ type methodOut struct {
 // paymentResponse is the answer with p's result; details marks a
 // /payments/details answer (minimal with PublishedShapes).
 func (s *Simulator) paymentResponse(p *payment, details bool) paymentResponseOut {
-	if details && s.opts.PublishedShapes {
-		out := paymentResponseOut{
-			PSPReference: p.PSP, ResultCode: p.ResultCode,
-			RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
-		}
-		if p.ResultCode == upstream.ResultAuthorised {
-			out.AdditionalData = tokenData(p)
-		}
-		return out
-	}
-	amount := p.Amount
 	out := paymentResponseOut{
-		Amount: &amount, MerchantReference: p.Reference, PSPReference: p.PSP, ResultCode: p.ResultCode,
-		RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
-		PaymentMethod: &methodOut{Type: p.MethodType},
-	}
-	if p.Card != nil {
-		out.PaymentMethod.Brand = p.Card.Brand
+		PSPReference: p.PSP, ResultCode: p.ResultCode, RefusalReason: p.RefusalReason, RefusalReasonCode: p.RefusalReasonCode,
 	}
 	if p.ResultCode == upstream.ResultAuthorised {
 		out.AdditionalData = tokenData(p)
+	}
+	if details && s.opts.PublishedShapes {
+		return out
+	}
+	amount := p.Amount
+	out.Amount, out.MerchantReference, out.PaymentMethod = &amount, p.Reference, &methodOut{Type: p.MethodType}
+	if p.Card != nil {
+		out.PaymentMethod.Brand = p.Card.Brand
 	}
 	return out
 }

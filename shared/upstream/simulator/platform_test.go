@@ -28,13 +28,9 @@ func actionOf(t *testing.T, raw json.RawMessage) map[string]string {
 func (e *env) details(t *testing.T, action json.RawMessage, success bool) upstream.PaymentResponse {
 	t.Helper()
 	d, err := DetailsFor(action, success)
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	r, err := e.client.PaymentDetails(context.Background(), upstream.DetailsRequest{Details: d}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return r
 }
 
@@ -182,9 +178,7 @@ func TestPlatformRules(t *testing.T) {
 		req := paymentReq(1000, cardMethod("4111111111111111", "737", ""))
 		req.AdditionalData = map[string]string{"authorisationType": "PreAuth"}
 		pre, err := e.client.Payments(context.Background(), req, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if _, err := e.client.UpdateAmount(context.Background(), pre.PSPReference, upstream.AmountUpdateRequest{MerchantAccount: testMerchant, Amount: eur(1500)}, ""); err != nil {
 			t.Fatalf("pre-authorisation: %v", err)
 		}
@@ -195,9 +189,7 @@ func TestPlatformRules(t *testing.T) {
 func TestFailNext(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.HangTimeout = 100 * time.Millisecond })
 	for _, ep := range Endpoints {
-		if err := e.sim.FailNext(ep, FailHTTP500); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.sim.FailNext(ep, FailHTTP500))
 	}
 	paths := map[string]string{
 		"sessions": "POST /v71/sessions", "paymentMethods": "POST /v71/paymentMethods", "payments": "POST /v71/payments",
@@ -215,12 +207,8 @@ func TestFailNext(t *testing.T) {
 			t.Errorf("%s failed twice", ep)
 		}
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
-	if err := e.sim.FailNext("payments", FailTimeout); err != nil {
-		t.Fatal(err)
-	}
+	e.wantPayments(t, 0)
+	must(t, e.sim.FailNext("payments", FailTimeout))
 	// Held (until the client gives up, or HangTimeout: nothing is read
 	// of a request failed this way, so the server does not see its client
 	// leave), then answered 500; processed never.
@@ -231,9 +219,7 @@ func TestFailNext(t *testing.T) {
 	if !upstream.IsUnavailable(err) {
 		t.Fatalf("timeout: err = %v", err)
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d after a held request", n)
-	}
+	e.wantPayments(t, 0, "after a held request")
 	if e.sim.FailNext("nope", FailHTTP500) == nil || e.sim.FailNext("payments", "teapot") == nil {
 		t.Fatal("FailNext accepted an unknown endpoint or failure")
 	}
@@ -247,13 +233,8 @@ func TestFailNext(t *testing.T) {
 func TestModificationNotificationsWithoutMetadata(t *testing.T) {
 	e := newEnv(t)
 	r := e.pay(t, 1000, "capture failed")
-	ctx := context.Background()
-	if _, err := e.client.Capture(ctx, r.PSPReference, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(500)}, ""); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.client.Reverse(ctx, r.PSPReference, upstream.ReversalRequest{MerchantAccount: testMerchant}, ""); err != nil {
-		t.Fatal(err)
-	}
+	must(t, e.capture(r.PSPReference, 500))
+	must(t, e.reverse(r.PSPReference))
 	e.flush(t)
 	for _, it := range e.rec.items(t) {
 		for k := range it.AdditionalData {

@@ -17,16 +17,12 @@ import (
 // that have no webhook validated as one of the same schema).
 func TestPlatformEvents(t *testing.T) {
 	v, err := upstreamapi.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	ctx := context.Background()
 	validate := func(t *testing.T, it upstream.NotificationRequestItem) {
 		t.Helper()
 		body, err := json.Marshal(upstream.Notification{Live: "false", NotificationItems: []upstream.NotificationItem{{Item: it}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if it.EventCode == "FUTURE_CODE_44" {
 			body = bytes.Replace(body, []byte(`"FUTURE_CODE_44"`), []byte(`"MANUAL_REVIEW_ACCEPT"`), 1) // no webhook of its own
 		}
@@ -34,17 +30,21 @@ func TestPlatformEvents(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", it.EventCode, errs, body)
 		}
 	}
+	// event plays ev on payment psp and validates the item emitted.
+	event := func(t *testing.T, e *env, psp string, ev PlatformEvent) upstream.NotificationRequestItem {
+		t.Helper()
+		it, err := e.sim.PlatformEvent(psp, ev)
+		must(t, err)
+		validate(t, it)
+		return it
+	}
 	// setup: a payment of 1000, captured 400, refunded 100.
 	setup := func(t *testing.T) (*env, string, string) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(400)}, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.capture(psp, 400))
 		r, err := e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(100)}, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		return e, psp, r.PSPReference
 	}
 	state := func(e *env, psp string) PaymentState {
@@ -53,21 +53,17 @@ func TestPlatformEvents(t *testing.T) {
 	}
 	t.Run("EXPIRE", func(t *testing.T) {
 		e, psp, _ := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "EXPIRE"})
 		if it.PSPReference != psp || it.OriginalReference != "" || it.Amount.Value != 1000 {
 			t.Fatalf("EXPIRE item: %+v", it)
 		}
 		if p := state(e, psp); !p.Released || p.State != StateCaptured || p.CapturedValue != 400 {
 			t.Fatalf("after EXPIRE: %+v", p)
 		}
-		if _, err := e.client.Capture(ctx, psp, upstream.CaptureRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err == nil {
+		if err := e.capture(psp, 100); err == nil {
 			t.Fatal("a capture after EXPIRE was accepted")
 		}
-		if _, err := e.client.Refund(ctx, psp, upstream.RefundRequest{MerchantAccount: testMerchant, Amount: eur(100)}, ""); err != nil {
+		if err := e.refund(psp, 100); err != nil {
 			t.Fatalf("a refund after EXPIRE: %v", err)
 		}
 		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); !errors.Is(err, errNoEvent) {
@@ -77,22 +73,14 @@ func TestPlatformEvents(t *testing.T) {
 	t.Run("CANCELLATION uncaptured", func(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "CANCELLATION"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "CANCELLATION"})
 		if p := state(e, psp); p.State != StateCancelled || it.OriginalReference != psp {
 			t.Fatalf("after CANCELLATION: %+v, %+v", p, it)
 		}
 	})
 	t.Run("TECHNICAL_CANCEL of the remainder", func(t *testing.T) {
 		e, psp, _ := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "TECHNICAL_CANCEL"})
 		p := state(e, psp)
 		if !p.Released || p.State != StateCaptured || it.OriginalReference != psp {
 			t.Fatalf("after TECHNICAL_CANCEL: %+v, %+v", p, it)
@@ -105,30 +93,22 @@ func TestPlatformEvents(t *testing.T) {
 		// A cancelled remainder neither expires nor is cancelled again; an
 		// expired one cannot be cancelled.
 		e, psp, _ := setup(t)
-		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err != nil {
-			t.Fatal(err)
-		}
+		must(t, e.cancel(psp))
 		for _, code := range []string{"EXPIRE", "CANCELLATION", "TECHNICAL_CANCEL"} {
 			if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: code}); !errors.Is(err, errNoEvent) {
 				t.Fatalf("%s after a cancel: %v", code, err)
 			}
 		}
 		e, psp, _ = setup(t)
-		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "EXPIRE"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.client.Cancel(ctx, psp, upstream.CancelRequest{MerchantAccount: testMerchant}, ""); err == nil {
+		event(t, e, psp, PlatformEvent{Code: "EXPIRE"})
+		if err := e.cancel(psp); err == nil {
 			t.Fatal("a cancel after EXPIRE was accepted")
 		}
 	})
 	t.Run("MANUAL_REVIEW_REJECT", func(t *testing.T) {
 		e := newEnv(t)
 		psp := e.pay(t, 1000, "").PSPReference
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
 		p := state(e, psp)
 		if p.State != StateCancelled || !p.Released || it.Success != "true" || len(p.Modifications) != 1 ||
 			p.Modifications[0].Kind != ModCancel || p.Modifications[0].PSPReference != it.PSPReference {
@@ -136,20 +116,14 @@ func TestPlatformEvents(t *testing.T) {
 		}
 		e, psp, _ = setup(t) // captured: the rejection fails
 		it, err = e.sim.PlatformEvent(psp, PlatformEvent{Code: "MANUAL_REVIEW_REJECT"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		must(t, err)
 		if p := state(e, psp); it.Success != "false" || p.Released || p.State == StateCancelled {
 			t.Fatalf("MANUAL_REVIEW_REJECT of a captured payment: %+v, %+v", p, it)
 		}
 	})
 	t.Run("REFUNDED_REVERSED", func(t *testing.T) {
 		e, psp, refund := setup(t)
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "REFUNDED_REVERSED", Of: refund})
 		if p := state(e, psp); p.RefundedValue != 0 || it.PSPReference != refund || it.OriginalReference != psp {
 			t.Fatalf("after REFUNDED_REVERSED: %+v, %+v", p, it)
 		}
@@ -159,11 +133,7 @@ func TestPlatformEvents(t *testing.T) {
 		if _, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 301}); !errors.Is(err, errNoEvent) {
 			t.Fatalf("more than refundable: %v", err)
 		}
-		it, err := e.sim.PlatformEvent(psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		it := event(t, e, psp, PlatformEvent{Code: "REFUND_WITH_DATA", Amount: 300})
 		if p := state(e, psp); p.RefundedValue != 400 || p.State != StateRefunded || it.Amount.Value != 300 {
 			t.Fatalf("after REFUND_WITH_DATA: %+v, %+v", p, it)
 		}
@@ -178,11 +148,7 @@ func TestPlatformEvents(t *testing.T) {
 			if ev.Code != "NOTIFICATION_OF_CHARGEBACK" && dispute != "" && ev.Amount == 400 {
 				ev.Of = dispute
 			}
-			it, err := e.sim.PlatformEvent(psp, ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			validate(t, it)
+			it := event(t, e, psp, ev)
 			if ev.Code == "NOTIFICATION_OF_CHARGEBACK" {
 				dispute = it.PSPReference
 			}
@@ -200,11 +166,7 @@ func TestPlatformEvents(t *testing.T) {
 	})
 	t.Run("REPORT_AVAILABLE", func(t *testing.T) {
 		e := newEnv(t)
-		it, err := e.sim.PlatformEvent("", PlatformEvent{Code: "REPORT_AVAILABLE", Account: testMerchant})
-		if err != nil {
-			t.Fatal(err)
-		}
-		validate(t, it)
+		event(t, e, "", PlatformEvent{Code: "REPORT_AVAILABLE", Account: testMerchant})
 	})
 }
 

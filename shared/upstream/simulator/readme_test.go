@@ -10,9 +10,7 @@ import (
 // holder-name row whether the platform's test table confirms it.
 func TestReadmeDocumentsTables(t *testing.T) {
 	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	text := string(b)
 	compact := strings.ReplaceAll(text, " ", "")
 	for _, c := range TestCards() {

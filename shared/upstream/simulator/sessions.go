@@ -18,27 +18,14 @@ import (
 
 // sessionIn is the part of a /sessions request the simulator reads.
 type sessionIn struct {
-	MerchantAccount          string                     `json:"merchantAccount"`
-	Amount                   *amountIn                  `json:"amount"`
-	Reference                string                     `json:"reference"`
-	ReturnURL                string                     `json:"returnUrl"`
-	CountryCode              string                     `json:"countryCode"`
-	ShopperInteraction       string                     `json:"shopperInteraction"`
-	BlockedPaymentMethods    []string                   `json:"blockedPaymentMethods"`
-	AllowedPaymentMethods    []string                   `json:"allowedPaymentMethods"`
-	Splits                   []splitIn                  `json:"splits"`
-	Metadata                 map[string]string          `json:"metadata"`
-	AdditionalData           map[string]json.RawMessage `json:"additionalData"`
-	CaptureDelayHours        *int                       `json:"captureDelayHours"`
-	LineItems                []lineItemIn               `json:"lineItems"`
-	ShopperReference         string                     `json:"shopperReference"`
-	ShopperLocale            string                     `json:"shopperLocale"`
-	StorePaymentMethod       *bool                      `json:"storePaymentMethod"`
-	StorePaymentMethodMode   string                     `json:"storePaymentMethodMode"`
-	RecurringProcessingModel string                     `json:"recurringProcessingModel"`
-	Mode                     string                     `json:"mode"`
-	ExpiresAt                *time.Time                 `json:"expiresAt"`
-	ShopperName              *nameIn                    `json:"shopperName"`
+	orderIn
+	BlockedPaymentMethods  []string     `json:"blockedPaymentMethods"`
+	AllowedPaymentMethods  []string     `json:"allowedPaymentMethods"`
+	LineItems              []lineItemIn `json:"lineItems"`
+	ShopperLocale          string       `json:"shopperLocale"`
+	StorePaymentMethodMode string       `json:"storePaymentMethodMode"`
+	Mode                   string       `json:"mode"`
+	ExpiresAt              *time.Time   `json:"expiresAt"`
 }
 
 type lineItemIn struct {
@@ -71,23 +58,8 @@ func (s *Simulator) handleSessions(_ context.Context, c *call) result {
 	if e := decodeJSON(c.body, &in); e != nil {
 		return errorResult(e)
 	}
-	amount, e := checkAmount(in.Amount, true)
+	amount, _, e := s.checkOrder(&in.orderIn)
 	if e != nil {
-		return errorResult(e)
-	}
-	if e := s.checkMerchant(in.MerchantAccount); e != nil {
-		return errorResult(e)
-	}
-	if e := checkReference(in.Reference); e != nil {
-		return errorResult(e)
-	}
-	if e := checkReturnURL(in.ReturnURL); e != nil {
-		return errorResult(e)
-	}
-	if e := checkMetadata(in.Metadata); e != nil {
-		return errorResult(e)
-	}
-	if _, e := checkSplits(in.Splits, amount); e != nil {
 		return errorResult(e)
 	}
 	if _, e := readCaptureAsk(in.AdditionalData, in.CaptureDelayHours); e != nil {

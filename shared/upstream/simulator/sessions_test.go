@@ -28,9 +28,7 @@ func createSession(t *testing.T, e *env, mutate func(*upstream.SessionRequest)) 
 		mutate(&req)
 	}
 	s, err := e.client.CreateSession(context.Background(), req, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	return s
 }
 
@@ -115,9 +113,7 @@ func TestPaySessionErrors(t *testing.T) {
 	if _, err := e.sim.PaySession(ctx, s.ID, SessionPayment{}); !errors.Is(err, ErrSessionExpired) {
 		t.Fatalf("expired: %v", err)
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 0)
 }
 
 func TestPaySessionChallengeAndMethods(t *testing.T) {
@@ -163,9 +159,7 @@ func TestSessionStoreModes(t *testing.T) {
 				r.ShopperReference, r.StorePaymentMethodMode, r.StorePaymentMethod = "shopper-7", tt.mode, tt.flag
 			})
 			r, err := e.sim.PaySession(context.Background(), s.ID, SessionPayment{StorePaymentMethod: tt.consent})
-			if err != nil {
-				t.Fatal(err)
-			}
+			must(t, err)
 			if (r.StoredPaymentMethodID != "") != tt.stored {
 				t.Fatalf("stored = %q, want %v", r.StoredPaymentMethodID, tt.stored)
 			}
@@ -227,9 +221,7 @@ func TestHostedSession(t *testing.T) {
 	}
 	resp.Body.Close()
 	resp, err = noFollow.Get(s.URL + "?pay=1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	resp.Body.Close()
 	loc, _ := url.Parse(resp.Header.Get("Location"))
 	if resp.StatusCode != 302 || loc.Query().Get("sessionId") != s.ID || loc.Query().Get("sessionResult") == "" {

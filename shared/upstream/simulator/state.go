@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -24,23 +25,12 @@ type savedState struct {
 	Version     int               `json:"version"`
 	ClockOffset time.Duration     `json:"clockOffset"`
 	ActionSeq   int               `json:"actionSeq"`
-	Payments    []savedPayment    `json:"payments"` // oldest first
+	Payments    []*payment        `json:"payments"` // oldest first
 	ModRefs     map[string]string `json:"modRefs"`
 	Sessions    []*session        `json:"sessions"`
-	Actions     []savedAction     `json:"actions"`
+	Actions     []*action         `json:"actions"`
 	Tokens      []*storedMethod   `json:"tokens"`
 	Idempotency []savedIdem       `json:"idempotency"`
-}
-
-type savedPayment struct {
-	payment
-	PendingActionID      string `json:"pendingActionId,omitempty"`
-	AuthorisationEmitted bool   `json:"authorisationEmitted,omitempty"`
-}
-
-type savedAction struct {
-	action
-	Seq int `json:"seq"`
 }
 
 // savedIdem is a completed Idempotency-Key and its answer.
@@ -99,7 +89,7 @@ func (s *Simulator) persist() {
 	}
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
-	b, err := json.Marshal(s.snapshotState())
+	b, err := s.marshalState()
 	if err == nil {
 		err = writeFileAtomic(s.opts.StateFile, b)
 	}
@@ -108,38 +98,26 @@ func (s *Simulator) persist() {
 	}
 }
 
-// snapshotState copies the state to keep.
-func (s *Simulator) snapshotState() savedState {
+// marshalState encodes the state to keep.
+func (s *Simulator) marshalState() ([]byte, error) {
+	st := savedState{Version: stateVersion, Idempotency: s.idem.saved()}
 	s.mu.Lock()
-	st := savedState{
-		Version: stateVersion, ClockOffset: s.ClockOffset(), ActionSeq: s.actionSeq, ModRefs: s.modRefs,
-		Payments: make([]savedPayment, 0, len(s.paymentOrder)),
-	}
+	defer s.mu.Unlock() // marshalled under the lock: the records are shared
+	st.ClockOffset, st.ActionSeq, st.ModRefs = s.ClockOffset(), s.actionSeq, s.modRefs
+	st.Payments = make([]*payment, 0, len(s.paymentOrder))
 	for _, psp := range s.paymentOrder {
-		p := s.payments[psp]
-		st.Payments = append(st.Payments, savedPayment{payment: *p, PendingActionID: p.pendingActionID, AuthorisationEmitted: p.authorisationEmitted})
+		st.Payments = append(st.Payments, s.payments[psp])
 	}
 	for _, sess := range s.sessions {
 		st.Sessions = append(st.Sessions, sess)
 	}
 	for _, a := range s.actions {
-		st.Actions = append(st.Actions, savedAction{action: *a, Seq: a.seq})
+		st.Actions = append(st.Actions, a)
 	}
 	for _, ts := range s.tokens {
 		st.Tokens = append(st.Tokens, ts...)
 	}
-	// Marshalled under the lock: the records are shared.
-	b, err := json.Marshal(st)
-	s.mu.Unlock()
-	var out savedState
-	if err == nil {
-		err = json.Unmarshal(b, &out)
-	}
-	if err != nil {
-		s.log.Error("upstream-sim: copying the state failed", "err", err.Error())
-	}
-	out.Idempotency = s.idem.saved()
-	return out
+	return json.Marshal(st)
 }
 
 // restore loads Options.StateFile when it exists.
@@ -163,27 +141,21 @@ func (s *Simulator) restore() error {
 	}
 	s.offset.Store(int64(st.ClockOffset))
 	s.actionSeq = st.ActionSeq
-	for _, sp := range st.Payments {
-		p := sp.payment
-		p.pendingActionID, p.authorisationEmitted = sp.PendingActionID, sp.AuthorisationEmitted
-		s.payments[p.PSP] = &p
+	for _, p := range st.Payments {
+		s.payments[p.PSP] = p
 		s.paymentOrder = append(s.paymentOrder, p.PSP)
 	}
-	for k, v := range st.ModRefs {
-		s.modRefs[k] = v
-	}
+	maps.Copy(s.modRefs, st.ModRefs)
 	for _, sess := range st.Sessions {
 		if sess.Req.Amount == nil || sess.Req.Amount.Value == nil {
 			return fmt.Errorf("simulator: the state file %s has session %s without an amount; delete it to start afresh", s.opts.StateFile, sess.ID)
 		}
 		s.sessions[sess.ID] = sess
 	}
-	for _, sa := range st.Actions {
-		a := sa.action
-		a.seq = sa.Seq
-		s.actions[a.ID] = &a
+	for _, a := range st.Actions {
+		s.actions[a.ID] = a
 		if a.PaymentData != "" {
-			s.actionsByData[a.PaymentData] = &a
+			s.actionsByData[a.PaymentData] = a
 		}
 	}
 	for _, t := range st.Tokens {

@@ -27,9 +27,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 	req.ShopperReference, req.RecurringProcessingModel = "shopper-1", "CardOnFile"
 	req.Extra = map[string]json.RawMessage{"storePaymentMethod": json.RawMessage("true")}
 	first, err := e1.client.Payments(ctx, req, "order-k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	if _, err := e1.sim.AdvanceClock(30 * time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +47,7 @@ func TestStateSurvivesARestart(t *testing.T) {
 	// The challenge's page still answers, and its details complete it.
 	raw, _ := base64.StdEncoding.DecodeString(actionOf(t, challenge.Action)["token"])
 	var tok challengeToken
-	if err := json.Unmarshal(raw, &tok); err != nil {
-		t.Fatal(err)
-	}
+	must(t, json.Unmarshal(raw, &tok))
 	page := e2.srv.URL + "/_sim/redirect/" + tok.ThreeDSServerTransID
 	resp, err := http.Get(page)
 	if err != nil || resp.StatusCode != 200 {
@@ -85,9 +81,7 @@ func TestStateFileProblemsAreNamed(t *testing.T) {
 		"new version": `{"version":99}`,
 	} {
 		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
-		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		must(t, os.WriteFile(file, []byte(content), 0o600))
 		if _, err := New(Options{StateFile: file}); err == nil || !strings.Contains(err.Error(), "delete it") {
 			t.Errorf("%s: %v", name, err)
 		}

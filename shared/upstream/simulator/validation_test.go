@@ -22,9 +22,7 @@ func TestAuthentication(t *testing.T) {
 	if s, _, _ := e.raw(t, "GET", "/_sim/payments/X", "wrong", "", ""); s != 401 {
 		t.Fatalf("hook without key: %d", s)
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 0)
 }
 
 func TestValidation(t *testing.T) {
@@ -92,9 +90,7 @@ func TestValidation(t *testing.T) {
 			}
 		})
 	}
-	if n := e.sim.PaymentCount(); n != 0 {
-		t.Fatalf("PaymentCount = %d", n)
-	}
+	e.wantPayments(t, 0)
 }
 
 func manyMetadata(n int) string {
