@@ -34,9 +34,7 @@ func TestCancel(t *testing.T) {
 		{name: "in flight", m: merchant, cancelErr: errUnavailable, state: payments.StateAuthorised, calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			ctx := context.Background()
 			call := func(f func(c *payments.Call) error) error {
 				c := &payments.Call{Merchant: tc.m, Site: site}

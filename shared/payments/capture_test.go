@@ -78,6 +78,15 @@ func authorised(t *testing.T, st payments.Store) {
 
 func eur(v int64) money.Amount { return money.Amount{Value: v, Currency: "EUR"} }
 
+// authorisedService is a service calling up, on a memStore holding the
+// authorised payment (authorised).
+func authorisedService(t *testing.T, up *captureUpstream) (*memStore, *captureUpstream, *payments.Service) {
+	t.Helper()
+	st := newMemStore()
+	authorised(t, st)
+	return st, up, newCaptureService(st, up)
+}
+
 func newCaptureService(st payments.Store, up payments.Upstream) *payments.Service {
 	return payments.NewService(st, up, clock.NewFake(t0), slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
@@ -142,9 +151,7 @@ func TestCapture(t *testing.T) {
 			wantState: payments.StateAuthorised, wantValue: 0, wantInFlight: 600, wantTimeline: "capture-requested,capture-unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			var c *payments.Call
 			var err error
 			for i, a := range tc.amounts {
@@ -208,9 +215,7 @@ func TestSingleCapture(t *testing.T) {
 		{"in flight", errUnavailable, payments.StateAuthorised, 0, 600},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{err: tc.first}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{err: tc.first})
 			_ = capture(svc, 400)
 			up.err = nil
 			err := capture(svc, 100)
@@ -223,9 +228,7 @@ func TestSingleCapture(t *testing.T) {
 			}
 		})
 	}
-	st, up := newMemStore(), &captureUpstream{}
-	authorised(t, st)
-	svc := newCaptureService(st, up)
+	st, up, svc := authorisedService(t, &captureUpstream{})
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	for range 10 {
@@ -274,9 +277,7 @@ func TestCaptureRetryReservesOnce(t *testing.T) {
 // TestConcurrentCapturesNeverExceedTheAuthorisedAmount: ten captures of 200
 // at once on 1000 authorised: five succeed, five are refused, 1000 captured.
 func TestConcurrentCapturesNeverExceedTheAuthorisedAmount(t *testing.T) {
-	st, up := newMemStore(), &captureUpstream{}
-	authorised(t, st)
-	svc := newCaptureService(st, up)
+	st, up, svc := authorisedService(t, &captureUpstream{})
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int64
 	for range 10 {

@@ -36,9 +36,7 @@ func TestReversalDecides(t *testing.T) {
 		{name: "capture in flight", m: merchant, captures: []int64{400}, captErr: errUnavailable, refused: "while a capture is in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			ctx := context.Background()
 			do := func(f func(c *payments.Call) error) error {
 				c := &payments.Call{Merchant: tc.m, Site: site}
@@ -98,9 +96,7 @@ func TestReversalDecides(t *testing.T) {
 // in flight, would now be refused a new reversal; a new key is refused.
 func TestReversalRetryRepeatsTheFirstCall(t *testing.T) {
 	for _, captured := range []int64{0, 1000} {
-		st, up := newMemStore(), &captureUpstream{}
-		authorised(t, st)
-		svc := newCaptureService(st, up)
+		_, up, svc := authorisedService(t, &captureUpstream{})
 		ctx := context.Background()
 		reverse := func(key string) error {
 			c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}
