@@ -47,8 +47,7 @@ func (u *keyedUpstream) Modify(_ context.Context, req payments.ModificationReque
 // keyedFixture is an authorised payment of 1000 whose service calls a
 // keyedUpstream (each call's fate decided by fail, nil: acts).
 func keyedFixture(t *testing.T, fail func(n int) (bool, error)) (*fixture, *keyedUpstream) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}, fail: fail}
 	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
 	return f, up
@@ -297,9 +296,7 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 			notice: func(mod string) payments.Notification { return item(payments.EventCapture, mod, psp, "true", 400, nil) }},
 		{kind: "refund",
 			first: func(f *fixture) {
-				if _, err := f.capture(600); err != nil {
-					f.t.Fatal(err)
-				}
+				f.must(f.capture(600))
 			},
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.Refund(f.ctx, c, psp, refundOf(250))
@@ -316,9 +313,7 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 			}},
 		{kind: "refund",
 			first: func(f *fixture) {
-				if _, err := f.capture(1000); err != nil {
-					f.t.Fatal(err)
-				}
+				f.must(f.capture(1000))
 			},
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
