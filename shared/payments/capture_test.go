@@ -15,6 +15,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 // These tests drive the domain's capture reservation and the per-call
@@ -85,6 +86,19 @@ func authorisedService(t *testing.T, up *captureUpstream) (*memStore, *captureUp
 	st := newMemStore()
 	authorised(t, st)
 	return st, up, newCaptureService(st, up)
+}
+
+// do makes operation op (svc.Capture, svc.Refund, svc.Reverse,
+// svc.Cancel) of in on the payment as merchant m, and waits for its record
+// writes.
+func do[In any](t *testing.T, m tenant.Merchant, op func(context.Context, *payments.Call, string, In) (payments.ModificationResult, error), in In) error {
+	t.Helper()
+	c := &payments.Call{Merchant: m, Site: site}
+	_, err := op(context.Background(), c, psp, in)
+	if werr := c.Wait(); werr != nil {
+		t.Fatalf("record writes: %v", werr)
+	}
+	return err
 }
 
 func newCaptureService(st payments.Store, up payments.Upstream) *payments.Service {
@@ -193,14 +207,8 @@ func TestCapture(t *testing.T) {
 func TestSingleCapture(t *testing.T) {
 	single := merchant
 	single.MultiplePartialCaptures = false
-	ctx := context.Background()
 	capture := func(svc *payments.Service, v int64) error {
-		c := &payments.Call{Merchant: single, Site: site}
-		_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(v)})
-		if werr := c.Wait(); werr != nil {
-			t.Fatalf("record writes: %v", werr)
-		}
-		return err
+		return do(t, single, svc.Capture, payments.CaptureInput{Amount: eur(v)})
 	}
 	for _, tc := range []struct {
 		name     string

@@ -37,38 +37,20 @@ func TestReversalDecides(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, up, svc := authorisedService(t, &captureUpstream{})
-			ctx := context.Background()
-			do := func(f func(c *payments.Call) error) error {
-				c := &payments.Call{Merchant: tc.m, Site: site}
-				err := f(c)
-				if werr := c.Wait(); werr != nil {
-					t.Fatalf("record writes: %v", werr)
-				}
-				return err
-			}
 			for i, v := range tc.captures {
 				if i == len(tc.captures)-1 {
 					up.err = tc.captErr
 				}
-				_ = do(func(c *payments.Call) error {
-					_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(v)})
-					return err
-				})
+				_ = do(t, tc.m, svc.Capture, payments.CaptureInput{Amount: eur(v)})
 				up.err = nil
 			}
 			if tc.refund > 0 {
-				if err := do(func(c *payments.Call) error {
-					_, err := svc.Refund(ctx, c, psp, payments.RefundInput{Amount: eur(tc.refund)})
-					return err
-				}); err != nil {
+				if err := do(t, tc.m, svc.Refund, payments.RefundInput{Amount: eur(tc.refund)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			before := up.calls()
-			err := do(func(c *payments.Call) error {
-				_, err := svc.Reverse(ctx, c, psp, payments.ReversalInput{Reference: "rev-1"})
-				return err
-			})
+			err := do(t, tc.m, svc.Reverse, payments.ReversalInput{Reference: "rev-1"})
 			if tc.refused != "" {
 				if apperr.As(err).Kind != apperr.Invalid || !strings.Contains(err.Error(), tc.refused) || up.calls() != before {
 					t.Fatalf("reversal: %v, %d calls; want refused %q", err, up.calls()-before, tc.refused)
