@@ -205,37 +205,31 @@ func (f *fixture) timeline() []payments.Fact {
 	return facts
 }
 
-// apiFacts counts the timeline's facts of kind from the service's calls.
-func (f *fixture) apiFacts(kind string) int {
+// facts counts the timeline's facts that match.
+func (f *fixture) facts(match func(payments.Fact) bool) int {
 	n := 0
 	for _, fact := range f.timeline() {
-		if fact.Origin == payments.OriginAPI && fact.Kind == kind {
+		if match(fact) {
 			n++
 		}
 	}
 	return n
 }
 
+// apiFacts counts the timeline's facts of kind from the service's calls.
+func (f *fixture) apiFacts(kind string) int {
+	return f.facts(func(x payments.Fact) bool { return x.Origin == payments.OriginAPI && x.Kind == kind })
+}
+
 // notifications counts the timeline's facts from notifications.
 func (f *fixture) notifications() int {
-	n := 0
-	for _, fact := range f.timeline() {
-		if fact.Origin == payments.OriginNotification {
-			n++
-		}
-	}
-	return n
+	return f.facts(func(x payments.Fact) bool { return x.Origin == payments.OriginNotification })
 }
 
 // hasFact reports whether the timeline has a fact of kind about operation
 // pspReference mod.
 func (f *fixture) hasFact(kind, mod string) bool {
-	for _, fact := range f.timeline() {
-		if fact.Kind == kind && fact.PSPReference == mod {
-			return true
-		}
-	}
-	return false
+	return f.facts(func(x payments.Fact) bool { return x.Kind == kind && x.PSPReference == mod }) > 0
 }
 
 type want struct {
