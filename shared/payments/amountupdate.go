@@ -113,14 +113,7 @@ func answerAmountUpdate(ctx context.Context, st Store, psp, ref, mod string, a A
 		next.Version, next.UpdatedAt = h.Version+1, later(h.UpdatedAt, a.At)
 		w.Put = &next
 		w.Facts = []Fact{answeredFact(answered)}
-		err = st.Write(ctx, w)
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
-		}
-		if attempt == maxSettleAttempts {
-			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, errBusy, storeerr.ErrConflict)
-		}
-		if err := WaitToRetry(ctx, nil, attempt); err != nil {
+		if done, err := retrySettle(ctx, st.Write(ctx, w), attempt, "answer "+ref+" of "+psp); done {
 			return err
 		}
 	}

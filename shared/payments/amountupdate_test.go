@@ -35,12 +35,9 @@ func (f *fixture) whileCalled() func() []string {
 // answered: after the call, the answer's write alone (no read), so the
 // request takes one DynamoDB step before the call and one after.
 func TestAmountUpdateReadsItsHeadWhileTheUpstreamAnswers(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	accesses := f.whileCalled()
-	if _, err := f.updateAmount(1500); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.updateAmount(1500))
 	// the reservation (a write), the read during the call, the answer
 	wantAccesses := []string{"write " + psp, "read " + psp, "write " + psp}
 	if got := accesses(); !slices.Equal(got, wantAccesses) {
@@ -53,8 +50,7 @@ func TestAmountUpdateReadsItsHeadWhileTheUpstreamAnswers(t *testing.T) {
 // applied while the upstream answers) fails the answer's version
 // condition: the answer reads again, and both changes stand.
 func TestAmountUpdateReadsAgainAfterAWriteLandedDuringItsCall(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	landed := -1 // the accesses recorded once the notification landed
 	var accesses func() []string
 	f.up.during = func(string) {
@@ -62,9 +58,7 @@ func TestAmountUpdateReadsAgainAfterAWriteLandedDuringItsCall(t *testing.T) {
 		landed = len(accesses())
 	}
 	accesses = f.whileCalled()
-	if _, err := f.updateAmount(1500); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.updateAmount(1500))
 	// after it: the answer's write (its version condition fails), the
 	// head read again, the answer written from it
 	got := accesses()

@@ -1,7 +1,6 @@
 package payments_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -34,31 +33,14 @@ func TestCancel(t *testing.T) {
 		{name: "in flight", m: merchant, cancelErr: errUnavailable, state: payments.StateAuthorised, calls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
-			ctx := context.Background()
-			call := func(f func(c *payments.Call) error) error {
-				c := &payments.Call{Merchant: tc.m, Site: site}
-				err := f(c)
-				if werr := c.Wait(); werr != nil {
-					t.Fatalf("record writes: %v", werr)
-				}
-				return err
-			}
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			if tc.captured > 0 {
-				if err := call(func(c *payments.Call) error {
-					_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(tc.captured)})
-					return err
-				}); err != nil {
+				if err := do(t, tc.m, svc.Capture, payments.CaptureInput{Amount: eur(tc.captured)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			up.err = tc.cancelErr
-			err := call(func(c *payments.Call) error {
-				_, err := svc.Cancel(ctx, c, psp, payments.ReversalInput{Reference: "cancel-1"})
-				return err
-			})
+			err := do(t, tc.m, svc.Cancel, payments.ReversalInput{Reference: "cancel-1"})
 			up.err = nil
 			switch {
 			case tc.refused != "" && (apperr.As(err).Kind != apperr.Invalid || !strings.Contains(err.Error(), tc.refused)):
@@ -74,17 +56,11 @@ func TestCancel(t *testing.T) {
 				t.Fatalf("sent %+v", up.reqs[len(up.reqs)-1])
 			}
 			// Nothing more can be captured, nor cancelled again.
-			err = call(func(c *payments.Call) error {
-				_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(1)})
-				return err
-			})
+			err = do(t, tc.m, svc.Capture, payments.CaptureInput{Amount: eur(1)})
 			if apperr.As(err).Kind != apperr.Invalid {
 				t.Fatalf("capture after the cancel: %v", err)
 			}
-			err = call(func(c *payments.Call) error {
-				_, err := svc.Cancel(ctx, c, psp, payments.ReversalInput{})
-				return err
-			})
+			err = do(t, tc.m, svc.Cancel, payments.ReversalInput{})
 			if apperr.As(err).Kind != apperr.Invalid || up.calls() != tc.calls {
 				t.Fatalf("second cancel: %v, %d upstream calls", err, up.calls())
 			}

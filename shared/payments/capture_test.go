@@ -15,6 +15,7 @@ import (
 	"github.com/yp/paysvc/shared/clock"
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 // These tests drive the domain's capture reservation and the per-call
@@ -77,6 +78,28 @@ func authorised(t *testing.T, st payments.Store) {
 }
 
 func eur(v int64) money.Amount { return money.Amount{Value: v, Currency: "EUR"} }
+
+// authorisedService is a service calling up, on a memStore holding the
+// authorised payment (authorised).
+func authorisedService(t *testing.T, up *captureUpstream) (*memStore, *captureUpstream, *payments.Service) {
+	t.Helper()
+	st := newMemStore()
+	authorised(t, st)
+	return st, up, newCaptureService(st, up)
+}
+
+// do makes operation op (svc.Capture, svc.Refund, svc.Reverse,
+// svc.Cancel) of in on the payment as merchant m, and waits for its record
+// writes.
+func do[In any](t *testing.T, m tenant.Merchant, op func(context.Context, *payments.Call, string, In) (payments.ModificationResult, error), in In) error {
+	t.Helper()
+	c := &payments.Call{Merchant: m, Site: site}
+	_, err := op(context.Background(), c, psp, in)
+	if werr := c.Wait(); werr != nil {
+		t.Fatalf("record writes: %v", werr)
+	}
+	return err
+}
 
 func newCaptureService(st payments.Store, up payments.Upstream) *payments.Service {
 	return payments.NewService(st, up, clock.NewFake(t0), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -142,9 +165,7 @@ func TestCapture(t *testing.T) {
 			wantState: payments.StateAuthorised, wantValue: 0, wantInFlight: 600, wantTimeline: "capture-requested,capture-unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			var c *payments.Call
 			var err error
 			for i, a := range tc.amounts {
@@ -186,14 +207,8 @@ func TestCapture(t *testing.T) {
 func TestSingleCapture(t *testing.T) {
 	single := merchant
 	single.MultiplePartialCaptures = false
-	ctx := context.Background()
 	capture := func(svc *payments.Service, v int64) error {
-		c := &payments.Call{Merchant: single, Site: site}
-		_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(v)})
-		if werr := c.Wait(); werr != nil {
-			t.Fatalf("record writes: %v", werr)
-		}
-		return err
+		return do(t, single, svc.Capture, payments.CaptureInput{Amount: eur(v)})
 	}
 	for _, tc := range []struct {
 		name     string
@@ -208,9 +223,7 @@ func TestSingleCapture(t *testing.T) {
 		{"in flight", errUnavailable, payments.StateAuthorised, 0, 600},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{err: tc.first}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
+			st, up, svc := authorisedService(t, &captureUpstream{err: tc.first})
 			_ = capture(svc, 400)
 			up.err = nil
 			err := capture(svc, 100)
@@ -223,9 +236,7 @@ func TestSingleCapture(t *testing.T) {
 			}
 		})
 	}
-	st, up := newMemStore(), &captureUpstream{}
-	authorised(t, st)
-	svc := newCaptureService(st, up)
+	st, up, svc := authorisedService(t, &captureUpstream{})
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	for range 10 {
@@ -274,9 +285,7 @@ func TestCaptureRetryReservesOnce(t *testing.T) {
 // TestConcurrentCapturesNeverExceedTheAuthorisedAmount: ten captures of 200
 // at once on 1000 authorised: five succeed, five are refused, 1000 captured.
 func TestConcurrentCapturesNeverExceedTheAuthorisedAmount(t *testing.T) {
-	st, up := newMemStore(), &captureUpstream{}
-	authorised(t, st)
-	svc := newCaptureService(st, up)
+	st, up, svc := authorisedService(t, &captureUpstream{})
 	var wg sync.WaitGroup
 	var ok, refused atomic.Int64
 	for range 10 {

@@ -87,15 +87,12 @@ func TestExpiryNotices(t *testing.T) {
 		{"captured in full", 1000, 0, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t)
-			f.advancedPayment("Authorised")
+			f := authorisedFixture(t)
 			if at, _, ok := f.payment().AuthorisationExpiry(); !ok || !at.Equal(t0.Add(28*day)) {
 				t.Fatalf("expiry %v %v, want t0 + 28 days", at, ok)
 			}
 			if tc.capture > 0 {
-				if _, err := f.capture(tc.capture); err != nil {
-					t.Fatal(err)
-				}
+				f.must(f.capture(tc.capture))
 			}
 			var got []payments.Notification
 			emit := func(_ context.Context, n payments.Notification) error { got = append(got, n); return nil }

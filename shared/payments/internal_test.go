@@ -1,6 +1,7 @@
 package payments
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,13 +54,8 @@ func TestSplitsAlwaysSumToTheAmount(t *testing.T) {
 func TestMergeBlocked(t *testing.T) {
 	got := mergeBlocked([]string{"paypal", "bacs", "paypal"})
 	want := []string{"sepadirectdebit", "bacs", "directdebit_GB", "paypal"}
-	if len(got) != len(want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("%v", got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("%v", got)
-		}
 	}
 }
 

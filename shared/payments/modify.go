@@ -266,14 +266,7 @@ func answerEntry(ctx context.Context, st Store, psp, ref, mod string, a Answer, 
 			answered.Modification = mod
 		}
 		w.Facts = []Fact{answeredFact(answered)}
-		err := st.Write(ctx, w)
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return err
-		}
-		if attempt == maxSettleAttempts {
-			return fmt.Errorf("answer %s of %s: %w: %w", ref, psp, errBusy, storeerr.ErrConflict)
-		}
-		if err := WaitToRetry(ctx, nil, attempt); err != nil {
+		if done, err := retrySettle(ctx, st.Write(ctx, w), attempt, "answer "+ref+" of "+psp); done {
 			return err
 		}
 	}
@@ -303,25 +296,25 @@ func readOperation(ctx context.Context, st Store, psp, ref, mod string) (op, can
 
 // requestedFact is the timeline's line for an operation's request.
 func requestedFact(e Entry) Fact {
-	f := Fact{ID: e.Ref + "#requested", At: e.Requested.At, Kind: string(e.Kind) + "-requested", Origin: OriginAPI,
-		PSPReference: e.Ref}
-	if e.Requested.Amount.Currency != "" {
-		a := e.Requested.Amount
-		f.Amount = &a
-	}
-	return f
+	return Fact{ID: e.Ref + "#requested", At: e.Requested.At, Kind: string(e.Kind) + "-requested", Origin: OriginAPI,
+		PSPReference: e.Ref, Amount: e.requestedAmount()}
 }
 
 // answeredFact is the timeline's line for an operation's answer.
 func answeredFact(e Entry) Fact {
 	f := Fact{ID: e.Ref + "#answered#" + string(e.Answered.Outcome), At: e.Answered.At, Kind: string(e.Kind), Origin: OriginAPI, PSPReference: e.Modification,
-		Detail: string(e.Answered.Outcome)}
+		Detail: string(e.Answered.Outcome), Amount: e.requestedAmount()}
 	if e.Answered.Outcome != Received {
 		f.Kind, f.PSPReference, f.Detail = string(e.Kind)+"-"+string(e.Answered.Outcome), e.Ref, e.Answered.Reason
 	}
-	if e.Requested != nil && e.Requested.Amount.Currency != "" {
-		a := e.Requested.Amount
-		f.Amount = &a
-	}
 	return f
+}
+
+// requestedAmount is a copy of e's requested amount (nil: none).
+func (e Entry) requestedAmount() *money.Amount {
+	if e.Requested == nil || e.Requested.Amount.Currency == "" {
+		return nil
+	}
+	a := e.Requested.Amount
+	return &a
 }

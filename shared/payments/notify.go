@@ -375,13 +375,7 @@ func applyNotification(ctx context.Context, st Store, item Notification, opts No
 			res.Saved(ctx, st)
 			return res, nil
 		}
-		if !errors.Is(err, storeerr.ErrConflict) {
-			return NotificationResult{}, err
-		}
-		if attempt == maxSettleAttempts {
-			return NotificationResult{}, fmt.Errorf("notify %s: %w: %w", psp, errBusy, storeerr.ErrConflict)
-		}
-		if err := WaitToRetry(ctx, nil, attempt); err != nil {
+		if done, err := retrySettle(ctx, err, attempt, "notify "+psp); done {
 			return NotificationResult{}, err
 		}
 	}

@@ -205,37 +205,31 @@ func (f *fixture) timeline() []payments.Fact {
 	return facts
 }
 
-// apiFacts counts the timeline's facts of kind from the service's calls.
-func (f *fixture) apiFacts(kind string) int {
+// facts counts the timeline's facts that match.
+func (f *fixture) facts(match func(payments.Fact) bool) int {
 	n := 0
 	for _, fact := range f.timeline() {
-		if fact.Origin == payments.OriginAPI && fact.Kind == kind {
+		if match(fact) {
 			n++
 		}
 	}
 	return n
 }
 
+// apiFacts counts the timeline's facts of kind from the service's calls.
+func (f *fixture) apiFacts(kind string) int {
+	return f.facts(func(x payments.Fact) bool { return x.Origin == payments.OriginAPI && x.Kind == kind })
+}
+
 // notifications counts the timeline's facts from notifications.
 func (f *fixture) notifications() int {
-	n := 0
-	for _, fact := range f.timeline() {
-		if fact.Origin == payments.OriginNotification {
-			n++
-		}
-	}
-	return n
+	return f.facts(func(x payments.Fact) bool { return x.Origin == payments.OriginNotification })
 }
 
 // hasFact reports whether the timeline has a fact of kind about operation
 // pspReference mod.
 func (f *fixture) hasFact(kind, mod string) bool {
-	for _, fact := range f.timeline() {
-		if fact.Kind == kind && fact.PSPReference == mod {
-			return true
-		}
-	}
-	return false
+	return f.facts(func(x payments.Fact) bool { return x.Kind == kind && x.PSPReference == mod }) > 0
 }
 
 type want struct {
@@ -407,6 +401,22 @@ func (f *fixture) updateAmount(value int64) (payments.ModificationResult, error)
 	return r, errors.Join(err, c.Wait())
 }
 
+// must fails the test on a service call's error.
+func (f *fixture) must(_ payments.ModificationResult, err error) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// authorisedFixture is a fixture with an authorised Advanced-flow payment
+// of 1000 EUR (advancedPayment).
+func authorisedFixture(t *testing.T) *fixture {
+	f := newFixture(t)
+	f.advancedPayment("Authorised")
+	return f
+}
+
 // advancedPayment records an Advanced-flow payment through the service.
 func (f *fixture) advancedPayment(resultCode string) {
 	f.t.Helper()
@@ -431,8 +441,7 @@ func (f *fixture) advancedPayment(resultCode string) {
 // TestAuthorisationMergesWithAPIRecord: the record is one, whichever of the
 // API answer and the notification comes first.
 func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	f.mustApply(authorisation("true", 1000))
 	p := f.payment()
 	if p.Source != payments.SourceAdvanced || p.View().State != payments.StateAuthorised || p.Authorised != 1000 || len(f.timeline()) != 2 {
@@ -460,16 +469,13 @@ func TestAuthorisationMergesWithAPIRecord(t *testing.T) {
 // fails for a while: settle retries until it lands.
 func TestSettleSurvivesStoreFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // settle's retries wait on the bubble's clock
-		f := newFixture(t)
-		f.advancedPayment("Authorised")
+		f := authorisedFixture(t)
 		f.up.during = func(string) {
 			f.st.mu.Lock()
 			f.st.failWrites = 4
 			f.st.mu.Unlock()
 		}
-		if _, err := f.capture(400); err != nil {
-			t.Fatal(err)
-		}
+		f.must(f.capture(400))
 		v := f.payment().View()
 		if v.State != payments.StatePartiallyCaptured || v.Captured != 400 || v.CapturesInFlight != 0 || !f.hasFact("capture", "MOD0000000000001") {
 			t.Fatalf("record %+v timeline %+v", v, f.timeline())
@@ -484,14 +490,11 @@ func TestSettleSurvivesStoreFailures(t *testing.T) {
 // service's capture call is in flight (amount reserved, answer not yet
 // recorded): counted once.
 func TestCaptureNotificationDuringTheCall(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	f.up.during = func(mod string) {
 		f.mustApply(item(payments.EventCapture, mod, psp, "true", 1000, nil))
 	}
-	if _, err := f.capture(1000); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.capture(1000))
 	f.check(want{payments.StateCaptured, 1000, 1000, 0, 1})
 	// And again after the call: still once.
 	f.mustApply(item(payments.EventCapture, "MOD0000000000001", psp, "true", 1000, nil))
@@ -503,22 +506,16 @@ func TestCaptureNotificationDuringTheCall(t *testing.T) {
 // operation is recorded: the answer then merges into the entry the
 // notification made).
 func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.capture(600); err != nil {
-		t.Fatal(err)
-	}
+	f := authorisedFixture(t)
+	f.must(f.capture(600))
 	f.check(want{payments.StatePartiallyCaptured, 1000, 600, 0, 0})
 	f.mustApply(item(payments.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 
-	f = newFixture(t)
-	f.advancedPayment("Authorised")
+	f = authorisedFixture(t)
 	failed := item(payments.EventCaptureFailed, "MOD0000000000001", psp, "true", 600, nil)
 	f.up.during = func(string) { f.mustApply(failed) }
-	if _, err := f.capture(600); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.capture(600))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 	if v := f.payment().View(); v.CapturesInFlight != 0 || v.Capturable != 1000 {
 		t.Fatalf("after the failure and the answer: %+v", v)
@@ -532,34 +529,23 @@ func TestCaptureFailedRevertsOptimisticCapture(t *testing.T) {
 // flight until it arrives), never /reversals (every payment has splits).
 func TestReversalOutcomes(t *testing.T) {
 	// Cancel via the API, confirmed.
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.reverse(); err != nil {
-		t.Fatal(err)
-	}
+	f := authorisedFixture(t)
+	f.must(f.reverse())
 	f.mustApply(item(payments.EventCancellation, "MOD0000000000001", psp, "true", 1000, nil))
 	f.check(want{payments.StateCancelled, 1000, 0, 0, 1})
 
 	// Cancel via the API, failed: back to authorised.
-	f = newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.reverse(); err != nil {
-		t.Fatal(err)
-	}
+	f = authorisedFixture(t)
+	f.must(f.reverse())
 	f.mustApply(item(payments.EventCancellation, "MOD0000000000001", psp, "false", 1000, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 
 	// Refund via the API after a capture: in flight until its REFUND;
 	// failed, back to captured; confirmed, refunded.
 	for _, ok := range []string{"false", "true"} {
-		f = newFixture(t)
-		f.advancedPayment("Authorised")
-		if _, err := f.capture(1000); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.reverse(); err != nil {
-			t.Fatal(err)
-		}
+		f = authorisedFixture(t)
+		f.must(f.capture(1000))
+		f.must(f.reverse())
 		if v := f.payment().View(); v.Refundable != 0 || v.Capturable != 0 {
 			t.Fatalf("refund in flight: %+v", v)
 		}
@@ -573,23 +559,17 @@ func TestReversalOutcomes(t *testing.T) {
 
 	// A cancel failure overtaking the call's answer: the answer merges
 	// into it, and the payment is authorised again.
-	f = newFixture(t)
-	f.advancedPayment("Authorised")
+	f = authorisedFixture(t)
 	failed := item(payments.EventCancellation, "MOD0000000000001", psp, "false", 1000, nil)
 	f.up.during = func(string) { f.mustApply(failed) }
-	if _, err := f.reverse(); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.reverse())
 	f.mustApply(failed)
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
 }
 
 func TestAmountAdjustmentFailureRestoresAmount(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.updateAmount(1500); err != nil {
-		t.Fatal(err)
-	}
+	f := authorisedFixture(t)
+	f.must(f.updateAmount(1500))
 	f.check(want{payments.StateAuthorised, 1500, 0, 0, 0})
 	f.mustApply(item(payments.EventAuthorisationAdjustment, "MOD0000000000001", psp, "false", 1500, nil))
 	f.check(want{payments.StateAuthorised, 1000, 0, 0, 1})
@@ -635,11 +615,8 @@ func TestConcurrentDuplicatesApplyOnce(t *testing.T) {
 func TestPlatformNotificationsGuards(t *testing.T) {
 	for _, code := range []string{"EXPIRE", "CANCELLATION"} {
 		t.Run(code, func(t *testing.T) {
-			f := newFixture(t)
-			f.advancedPayment("Authorised")
-			if _, err := f.capture(400); err != nil {
-				t.Fatal(err)
-			}
+			f := authorisedFixture(t)
+			f.must(f.capture(400))
 			ref, orig := psp, ""
 			if code == "CANCELLATION" {
 				ref, orig = "CAN0000000000001", psp

@@ -120,9 +120,7 @@ func TestPendingBoundByDetailsThenNotification(t *testing.T) {
 	f.details("order-1")
 	f.wantBound(payments.StateAuthorised)
 	// Right after details: the amount of the pre-authorisation can change.
-	if _, err := f.updateAmount(1200); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.updateAmount(1200))
 	f.applyAdvancedAuthorisation()
 	p := f.payment()
 	if p.Authorised != 1200 || p.ShopperReference != "shopper-1" {

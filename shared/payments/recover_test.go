@@ -44,13 +44,19 @@ func (u *keyedUpstream) Modify(_ context.Context, req payments.ModificationReque
 	return a, nil
 }
 
-// recoverFixture is an authorised payment of 1000 whose first capture of
-// 400 got no definitive answer (the call's fate decided by fail).
-func recoverFixture(t *testing.T, fail func(n int) (bool, error)) (*fixture, *keyedUpstream) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+// keyedFixture is an authorised payment of 1000 whose service calls a
+// keyedUpstream (each call's fate decided by fail, nil: acts).
+func keyedFixture(t *testing.T, fail func(n int) (bool, error)) (*fixture, *keyedUpstream) {
+	f := authorisedFixture(t)
 	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}, fail: fail}
 	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	return f, up
+}
+
+// recoverFixture is keyedFixture's payment whose first capture of 400 got
+// no definitive answer.
+func recoverFixture(t *testing.T, fail func(n int) (bool, error)) (*fixture, *keyedUpstream) {
+	f, up := keyedFixture(t, fail)
 	if _, err := f.capture(400); err == nil {
 		t.Fatal("the capture's answer was not lost")
 	}
@@ -155,12 +161,9 @@ func (f *fixture) crashedCapture(key string, value int64) {
 // process died before the call returned (nothing answered recorded):
 // Recover repeats the call and the capture is learnt.
 func TestRecoverCrashBeforeTheAnswer(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f, up := keyedFixture(t, nil)
 	const key = "crashed-upstream-key-00000000000000000000"
 	f.crashedCapture(key, 300)
-	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
-	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
 	f.clk.Advance(payments.RecoverAfter + time.Second)
 	if r := f.recover(); r.Answered != 1 || up.reqs[0].IdempotencyKey != key || up.reqs[0].Amount != eur(300) {
 		t.Fatalf("recover: %+v, calls %+v", r, up.reqs)
@@ -178,13 +181,10 @@ func TestRecoverCrashBeforeTheAnswer(t *testing.T) {
 // counted once, nothing left in flight. An operation requested after
 // `before` is left to the regular passes.
 func TestRecoverBeforeAfterACrash(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f, up := keyedFixture(t, nil)
 	const key = "crashed-upstream-key-00000000000000000000"
 	f.crashedCapture(key, 300)
-	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{
-		key: {PSPReference: "MOD0000000000001", Status: "received"}}} // acted: its answer lost with the process
-	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	up.answers[key] = payments.ModificationAnswer{PSPReference: "MOD0000000000001", Status: "received"} // acted: its answer lost with the process
 	f.mustApply(item(payments.EventCapture, "MOD0000000000001", psp, "true", 300, nil))
 	if v := f.payment().View(); v.Captured != 300 || v.CapturesInFlight != 300 {
 		t.Fatalf("after the crash and the notification: %+v; want 300 captured and the lost answer's 300 in flight", v)
@@ -217,15 +217,12 @@ func TestRecoverBeforeAfterACrash(t *testing.T) {
 // started without an idempotency key cannot be repeated safely: it waits
 // for its notification.
 func TestRecoverLeavesKeylessOperations(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f, up := keyedFixture(t, nil)
 	e := payments.Entry{Ref: "op_0123456789abcdef01234567", Kind: payments.OpCapture, Version: 1,
 		Requested: &payments.Request{Amount: eur(300), At: f.clk.Now()}}
 	if err := f.st.Write(f.ctx, payments.Write{PSP: psp, Delta: e.Contribution(), Entries: []payments.Entry{e}, At: f.clk.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
-	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
 	f.clk.Advance(payments.RecoverAfter + time.Second)
 	if r := f.recover(); r != (payments.Recovered{}) || len(up.reqs) != 0 {
 		t.Fatalf("recover: %+v, %d calls", r, len(up.reqs))
@@ -236,15 +233,12 @@ func TestRecoverLeavesKeylessOperations(t *testing.T) {
 // Idempotency-Key repeats the call; the platform's replay is recorded over
 // the unknown answer, and the capture counts once.
 func TestMerchantRetryLearnsTheAnswer(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}, fail: func(n int) (bool, error) {
+	f, _ := keyedFixture(t, func(n int) (bool, error) {
 		if n == 1 {
 			return true, errUnavailable
 		}
 		return true, nil
-	}}
-	f.svc = payments.NewService(f.st, up, f.clk, discardLog())
+	})
 	const key = "merchant-derived-upstream-key-0000000000"
 	for i := range 2 {
 		c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}
@@ -302,9 +296,7 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 			notice: func(mod string) payments.Notification { return item(payments.EventCapture, mod, psp, "true", 400, nil) }},
 		{kind: "refund",
 			first: func(f *fixture) {
-				if _, err := f.capture(600); err != nil {
-					f.t.Fatal(err)
-				}
+				f.must(f.capture(600))
 			},
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.Refund(f.ctx, c, psp, refundOf(250))
@@ -321,9 +313,7 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 			}},
 		{kind: "refund",
 			first: func(f *fixture) {
-				if _, err := f.capture(1000); err != nil {
-					f.t.Fatal(err)
-				}
+				f.must(f.capture(1000))
 			},
 			op: func(f *fixture, c *payments.Call) (payments.ModificationResult, error) {
 				return f.svc.Reverse(f.ctx, c, psp, payments.ReversalInput{})
@@ -340,11 +330,9 @@ func TestLostAnswerRepairedByRecover(t *testing.T) {
 		for _, notified := range []string{"none", "before the pass", "after the pass"} {
 			t.Run(tc.kind+"/notified "+notified, func(t *testing.T) {
 				run := func(lose bool) *fixture {
-					f := newFixture(t)
-					f.advancedPayment("Authorised")
-					up := &keyedUpstream{answers: map[string]payments.ModificationAnswer{}}
+					f, up := keyedFixture(t, nil)
 					m := &lostCounts{}
-					f.svc = payments.NewService(f.st, up, f.clk, discardLog()).RetryRecordWritesFor(0).CountRecordUpdates(m)
+					f.svc.RetryRecordWritesFor(0).CountRecordUpdates(m)
 					if tc.first != nil {
 						tc.first(f)
 					}

@@ -21,11 +21,8 @@ func refundOf(v int64) payments.RefundInput {
 
 // captured is a fixture whose payment is authorised and captured in full.
 func captured(t *testing.T) *fixture {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
-	if _, err := f.capture(1000); err != nil {
-		t.Fatal(err)
-	}
+	f := authorisedFixture(t)
+	f.must(f.capture(1000))
 	return f
 }
 
@@ -105,8 +102,7 @@ func TestRefundsPartialAndMultiple(t *testing.T) {
 }
 
 func TestRefundRefused(t *testing.T) {
-	f := newFixture(t)
-	f.advancedPayment("Authorised")
+	f := authorisedFixture(t)
 	_, err := f.refund(100)
 	wantInvalid(t, err, "") // authorised, not captured
 
@@ -157,9 +153,7 @@ func TestRefundUpstreamFailureStaysInFlight(t *testing.T) {
 func TestRefundNotificationsDuringTheCall(t *testing.T) {
 	f := captured(t)
 	f.up.during = func(mod string) { f.mustApply(item(payments.EventRefund, mod, psp, "true", 400, nil)) }
-	if _, err := f.refund(400); err != nil {
-		t.Fatal(err)
-	}
+	f.must(f.refund(400))
 	f.checkRefunds(payments.StatePartiallyRefunded, 400, 0)
 
 	f = captured(t)

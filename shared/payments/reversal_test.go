@@ -36,41 +36,21 @@ func TestReversalDecides(t *testing.T) {
 		{name: "capture in flight", m: merchant, captures: []int64{400}, captErr: errUnavailable, refused: "while a capture is in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, up := newMemStore(), &captureUpstream{}
-			authorised(t, st)
-			svc := newCaptureService(st, up)
-			ctx := context.Background()
-			do := func(f func(c *payments.Call) error) error {
-				c := &payments.Call{Merchant: tc.m, Site: site}
-				err := f(c)
-				if werr := c.Wait(); werr != nil {
-					t.Fatalf("record writes: %v", werr)
-				}
-				return err
-			}
+			st, up, svc := authorisedService(t, &captureUpstream{})
 			for i, v := range tc.captures {
 				if i == len(tc.captures)-1 {
 					up.err = tc.captErr
 				}
-				_ = do(func(c *payments.Call) error {
-					_, err := svc.Capture(ctx, c, psp, payments.CaptureInput{Amount: eur(v)})
-					return err
-				})
+				_ = do(t, tc.m, svc.Capture, payments.CaptureInput{Amount: eur(v)})
 				up.err = nil
 			}
 			if tc.refund > 0 {
-				if err := do(func(c *payments.Call) error {
-					_, err := svc.Refund(ctx, c, psp, payments.RefundInput{Amount: eur(tc.refund)})
-					return err
-				}); err != nil {
+				if err := do(t, tc.m, svc.Refund, payments.RefundInput{Amount: eur(tc.refund)}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			before := up.calls()
-			err := do(func(c *payments.Call) error {
-				_, err := svc.Reverse(ctx, c, psp, payments.ReversalInput{Reference: "rev-1"})
-				return err
-			})
+			err := do(t, tc.m, svc.Reverse, payments.ReversalInput{Reference: "rev-1"})
 			if tc.refused != "" {
 				if apperr.As(err).Kind != apperr.Invalid || !strings.Contains(err.Error(), tc.refused) || up.calls() != before {
 					t.Fatalf("reversal: %v, %d calls; want refused %q", err, up.calls()-before, tc.refused)
@@ -98,9 +78,7 @@ func TestReversalDecides(t *testing.T) {
 // in flight, would now be refused a new reversal; a new key is refused.
 func TestReversalRetryRepeatsTheFirstCall(t *testing.T) {
 	for _, captured := range []int64{0, 1000} {
-		st, up := newMemStore(), &captureUpstream{}
-		authorised(t, st)
-		svc := newCaptureService(st, up)
+		_, up, svc := authorisedService(t, &captureUpstream{})
 		ctx := context.Background()
 		reverse := func(key string) error {
 			c := &payments.Call{Merchant: merchant, Site: site, UpstreamKey: key}

@@ -256,5 +256,19 @@ func WaitToRetry(ctx context.Context, sl Sleeper, n int) error {
 	return nil
 }
 
+// retrySettle judges a settling write (what names it) that returned err
+// on attempt n: done with err unless it lost to a concurrent change, done
+// busy past maxSettleAttempts, else to be tried again after the wait.
+func retrySettle(ctx context.Context, err error, n int, what string) (done bool, _ error) {
+	switch {
+	case !errors.Is(err, storeerr.ErrConflict):
+		return true, err
+	case n == maxSettleAttempts:
+		return true, fmt.Errorf("%s: %w: %w", what, errBusy, storeerr.ErrConflict)
+	}
+	err = WaitToRetry(ctx, nil, n)
+	return err != nil, err
+}
+
 // errBusy: a change lost to concurrent changes every time it was tried.
 var errBusy = errors.New("payments: too many concurrent updates")

@@ -95,20 +95,11 @@ func Deleted(in payments.DeleteStoredMethodInput) DeletedResponse {
 	return DeletedResponse{StoredPaymentMethodID: in.StoredPaymentMethodID, Status: "deleted"}
 }
 
-// DecodeRefund decodes and validates a POST refunds body strictly: amount
-// is required, reference and lineItems optional, every other field refused
-// (the fields the service sets with "set by the service").
+// DecodeRefund decodes and validates a POST refunds body strictly, as a
+// capture's: amount is required, reference and lineItems optional, every
+// other field refused (the fields the service sets with "set by the
+// service").
 func DecodeRefund(body []byte) (payments.RefundInput, error) {
-	var errs jsonin.Errors
-	o := jsonin.Parse(body, &errs)
-	if o == nil {
-		return payments.RefundInput{}, errs.Err()
-	}
-	var in payments.RefundInput
-	o.Forbid(serverControlled...)
-	in.Amount, _ = readAmount(o, "amount", false)
-	in.Reference, _ = o.String("reference", false, referenceRules...)
-	in.LineItems = readLineItems(o)
-	o.Done()
-	return in, errs.Err()
+	in, err := DecodeCapture(body)
+	return payments.RefundInput(in), err
 }
