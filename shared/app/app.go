@@ -92,8 +92,9 @@ func (s *Stores) Close() error {
 }
 
 // AWSConfig loads the AWS SDK configuration (AWS_ENDPOINT_URL is honoured by
-// the SDK itself, which is how tests point it at moto).
-func AWSConfig(ctx context.Context) (aws.Config, error) {
+// the SDK itself, which is how tests point it at moto); instrument (e.g.
+// Tracer.InstrumentAWS) is applied to it.
+func AWSConfig(ctx context.Context, instrument ...func(*aws.Config)) (aws.Config, error) {
 	c, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return c, fmt.Errorf("load AWS config: %w", err)
@@ -102,6 +103,9 @@ func AWSConfig(ctx context.Context) (aws.Config, error) {
 	// Request bodies go to the transport as plain readers: an answer that
 	// arrives whole is not lost to the SDK's early close (sdkbody).
 	c.HTTPClient = sdkbody.Client(c.HTTPClient)
+	for _, f := range instrument {
+		f(&c)
+	}
 	return c, nil
 }
 
@@ -138,12 +142,9 @@ func openStores(ctx context.Context, cfg config.Config, clk clock.Clock, dynamoO
 		return &Stores{Tenants: st, Idem: st, Limits: st, Payments: st, Events: st, Deliveries: st, Jobs: st, Sweeper: st,
 			History: st, DeliveryPages: st, closeFn: st.Close}, nil
 	case config.StoreDynamo:
-		ac, err := AWSConfig(ctx)
+		ac, err := AWSConfig(ctx, instrument...)
 		if err != nil {
 			return nil, err
-		}
-		for _, f := range instrument {
-			f(&ac)
 		}
 		if ac.BaseEndpoint != nil {
 			ac.HTTPClient = oneAtATime(ac.HTTPClient)
@@ -235,12 +236,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger, clk clock.Clo
 	}
 	secrets := cfg.Secrets
 	if cfg.UpstreamSecretARN != "" {
-		ac, err := AWSConfig(ctx)
+		ac, err := AWSConfig(ctx, a.Tracer.InstrumentAWS)
 		if err != nil {
 			_ = stores.Close()
 			return nil, err
 		}
-		a.Tracer.InstrumentAWS(&ac)
 		src := SecretsManagerSource(secretsmanager.NewFromConfig(ac), cfg.UpstreamSecretARN, func(written time.Time) {
 			a.Metrics.UpstreamSecretAge(clk.Now().Sub(written))
 		})
@@ -301,13 +301,17 @@ func Lambda(ctx context.Context) *App {
 	start := time.Now()
 	a, log, err := lambdaApp(ctx)
 	if err != nil {
-		log.Error("init failed", "err", err.Error())
-		os.Exit(1)
+		Exit(log, err)
 	}
-	initDuration := time.Since(start)
-	a.Metrics.ColdStart(initDuration)
-	log.Info("init", "initDurationMs", float64(initDuration.Microseconds())/1000, "tracing", a.Tracer.Enabled())
+	logInit(start, a.Metrics, a.Tracer, log)
 	return a
+}
+
+// logInit logs and records the init duration of a function started at start.
+func logInit(start time.Time, m *observe.Metrics, tr *tracing.Tracer, log *slog.Logger) {
+	initDuration := time.Since(start)
+	m.ColdStart(initDuration)
+	log.Info("init", "initDurationMs", float64(initDuration.Microseconds())/1000, "tracing", tr.Enabled())
 }
 
 // lambdaApp wires the App from the Lambda environment. The logger is

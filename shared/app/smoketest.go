@@ -31,12 +31,9 @@ func SmokeTest(ctx context.Context) *smoketest.Gate {
 	start := time.Now()
 	g, m, tr, log, err := smokeTest(ctx)
 	if err != nil {
-		log.Error("init failed", "err", err.Error())
-		os.Exit(1)
+		Exit(log, err)
 	}
-	initDuration := time.Since(start)
-	m.ColdStart(initDuration)
-	log.Info("init", "initDurationMs", float64(initDuration.Microseconds())/1000, "tracing", tr.Enabled())
+	logInit(start, m, tr, log)
 	return g
 }
 
@@ -58,11 +55,10 @@ func smokeTest(ctx context.Context) (*smoketest.Gate, *observe.Metrics, *tracing
 		return nil, nil, nil, log, err
 	}
 	m := observe.New(os.Stdout, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), clock.System{})
-	ac, err := AWSConfig(ctx)
+	ac, err := AWSConfig(ctx, tr.InstrumentAWS)
 	if err != nil {
 		return nil, nil, nil, log, err
 	}
-	tr.InstrumentAWS(&ac)
 	g := &smoketest.Gate{
 		Deployments: smoketest.CodeDeploy{Client: codedeploy.NewFromConfig(ac)},
 		Invoker:     smoketest.Lambda{Client: lambda.NewFromConfig(ac)},

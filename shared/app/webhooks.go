@@ -40,12 +40,9 @@ type Queues struct {
 // OpenQueues opens the delivery queue.
 func OpenQueues(ctx context.Context, cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger, instrument ...func(*aws.Config)) (*Queues, error) {
 	if cfg.QueueURL != "" {
-		ac, err := AWSConfig(ctx)
+		ac, err := AWSConfig(ctx, instrument...)
 		if err != nil {
 			return nil, err
-		}
-		for _, in := range instrument {
-			in(&ac)
 		}
 		q := sqsqueue.New(sqs.NewFromConfig(ac), cfg.QueueURL, cfg.DLQURL)
 		return &Queues{Queue: q, DeadLetters: q, SQS: q}, nil
@@ -81,11 +78,7 @@ func NewInbox(a *App, q queue.Queue) (*connector.Inbox, error) {
 }
 
 func newReceiver(a *App, q queue.Queue) *notifications.Receiver {
-	r := &notifications.Receiver{
-		Events: a.Stores.Events, Payments: a.Stores.Payments, Tenants: a.Stores.Tenants,
-		Deliveries: a.Stores.Deliveries, Queue: q, Clock: a.Clock, Log: a.Log,
-		Live: a.Config.Environment == tenant.EnvLive,
-	}
+	r := receiverOn(a.Config, a.Stores, a.Clock, a.Log, q)
 	if a.Metrics != nil {
 		r.Metrics = a.Metrics
 	}
@@ -178,10 +171,16 @@ func NewNotificationRouter(ctx context.Context, cfg config.Config, stores *Store
 	if err != nil {
 		return nil, err
 	}
+	return receiverOn(cfg, stores, clk, log, q.Queue), nil
+}
+
+// receiverOn is the notifications receiver over stores, its deliveries
+// queued on q.
+func receiverOn(cfg config.Config, stores *Stores, clk clock.Clock, log *slog.Logger, q queue.Queue) *notifications.Receiver {
 	return &notifications.Receiver{
 		Events: stores.Events, Payments: stores.Payments, Tenants: stores.Tenants, Deliveries: stores.Deliveries,
-		Queue: q.Queue, Clock: clk, Log: log, Live: cfg.Environment == tenant.EnvLive,
-	}, nil
+		Queue: q, Clock: clk, Log: log, Live: cfg.Environment == tenant.EnvLive,
+	}
 }
 
 // NotificationsHandler is the notifications function's HTTP handler:

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -95,7 +96,7 @@ func newLocalRoutes(d localDeps) (*localRoutes, error) {
 	server := &admincli.Server{Config: cfg, Stores: d.a.Stores, Queues: d.queues, Local: local}
 	admin := &adminapi.Server{
 		Token: token, Local: local,
-		Status: adminapi.Status{URL: d.baseURL, PID: pid(), Environment: string(cfg.Environment), DataDir: cfg.DataDir, Dashboard: d.baseURL + dashboard.Prefix},
+		Status: adminapi.Status{URL: d.baseURL, PID: os.Getpid(), Environment: string(cfg.Environment), DataDir: cfg.DataDir, Dashboard: d.baseURL + dashboard.Prefix},
 		Exec: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return admincli.Options{Clock: d.clk, Server: server}.Run(ctx, args, d.getenv, stdout, stderr)
 		},

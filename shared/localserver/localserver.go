@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yp/paysvc/shared/adminapi"
@@ -34,9 +35,6 @@ import (
 	"github.com/yp/paysvc/shared/upstream/simulator"
 	"github.com/yp/paysvc/shared/webhooks/sender"
 )
-
-// pid is this process's id, for the admin API's files.
-func pid() int { return os.Getpid() }
 
 // procsForSyncedCommits sets GOMAXPROCS to twice the CPUs (unless the
 // GOMAXPROCS environment variable sets it). The embedded store's commits
@@ -157,36 +155,27 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	}
 	dispatcher := app.NewDispatcher(a, app.DispatcherOptions{})
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	workerDone := make(chan struct{})
-	go func() {
-		defer close(workerDone)
+	var background sync.WaitGroup
+	defer func() { stopWorker(); background.Wait() }()
+	background.Go(func() {
 		if queues.Local != nil {
 			_ = queues.Local.Run(workerCtx, dispatcher.Process)
 			return
 		}
 		queues.SQS.Poll(workerCtx, dispatcher.Process, clk, log)
-	}()
-	defer func() { stopWorker(); <-workerDone }()
+	})
 	// The scheduler's passes (docs/expiry.md): recovery and the pre-expiry
 	// notices, on its local ticker.
-	schedulerDone := make(chan struct{})
-	go func() {
-		defer close(schedulerDone)
+	background.Go(func() {
 		var platform func() // the in-process platform's own timed work
 		if sim != nil && sim.Sim != nil {
 			platform = func() { sim.Sim.ExpireAuthorisations() }
 		}
 		app.RunScheduler(workerCtx, a, queues.Queue, platform)
-	}()
-	defer func() { stopWorker(); <-schedulerDone }()
+	})
 	if a.Stores.Sweeper != nil {
 		// Retention (docs/limits.md): DynamoDB's TTL in AWS, this sweep here.
-		sweepDone := make(chan struct{})
-		go func() {
-			defer close(sweepDone)
-			a.Stores.Sweeper.SweepEvery(workerCtx, app.SweepInterval, log)
-		}()
-		defer func() { stopWorker(); <-sweepDone }()
+		background.Go(func() { a.Stores.Sweeper.SweepEvery(workerCtx, app.SweepInterval, log) })
 	}
 
 	if err := app.WireWebhookSelfService(ctx, a, queues.Queue, nil); err != nil {
@@ -234,7 +223,7 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return err
 		}
-		if err := adminapi.WriteFiles(cfg.DataDir, adminapi.Endpoint{URL: baseURL, PID: pid(), Token: local.token}); err != nil {
+		if err := adminapi.WriteFiles(cfg.DataDir, adminapi.Endpoint{URL: baseURL, PID: os.Getpid(), Token: local.token}); err != nil {
 			return fmt.Errorf("the admin API's files in %s: %w", cfg.DataDir, err)
 		}
 		defer adminapi.RemoveFiles(cfg.DataDir)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -128,22 +126,10 @@ func start(t *testing.T, env map[string]string) *server {
 
 func (s *server) do(t *testing.T, method, path string, header map[string]string, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	status, b := raw(t, method, s.base+path, "", header, body)
 	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m
+	_ = json.Unmarshal([]byte(b), &m)
+	return status, m
 }
 
 const exampleSeed = "../../cmd/paysvc-local/seed.example.json"

@@ -112,16 +112,19 @@ func (a *Admin) redrive(ctx context.Context, id string, includeDisabled bool) (b
 		a.restore(ctx, id, prev)
 		return false, fmt.Errorf("enqueue delivery %s: %w", id, err)
 	}
-	if _, err := MutateDelivery(ctx, a.Deliveries, id, func(d *Delivery) error {
-		if d.Enqueued || d.Status != StatusPending {
-			return errSkip
-		}
-		d.Enqueued = true
-		return nil
-	}); err != nil {
+	if _, err := MutateDelivery(ctx, a.Deliveries, id, markEnqueued); err != nil {
 		return true, fmt.Errorf("mark delivery %s enqueued: %w", id, err)
 	}
 	return true, nil
+}
+
+// markEnqueued flags a pending delivery as having its job queued.
+func markEnqueued(d *Delivery) error {
+	if d.Enqueued || d.Status != StatusPending {
+		return errSkip
+	}
+	d.Enqueued = true
+	return nil
 }
 
 // reset moves a redrivable delivery back to pending with no attempts and
@@ -211,8 +214,7 @@ func (a *Admin) redriveDeadLetter(ctx context.Context, m queue.DeadLetterMsg, ou
 	}
 	d, err := a.Deliveries.GetDelivery(ctx, m.Job.DeliveryID)
 	switch {
-	case errors.Is(err, storeerr.ErrNotFound):
-	case err != nil:
+	case err != nil && !errors.Is(err, storeerr.ErrNotFound):
 		return fmt.Errorf("delivery %s: %w", m.Job.DeliveryID, err)
 	case d.Status == StatusFailed || (d.Status == StatusPending && !d.Enqueued):
 		ok, err := a.redrive(ctx, d.ID, false)
@@ -222,12 +224,9 @@ func (a *Admin) redriveDeadLetter(ctx context.Context, m queue.DeadLetterMsg, ou
 		if ok {
 			out.Redriven = append(out.Redriven, d.ID)
 		}
-		if err := a.DeadLetters.DeleteDeadLetter(ctx, m.Handle); err != nil {
-			return fmt.Errorf("delete dead letter of %s: %w", d.ID, err)
-		}
-		return nil
+	default:
+		out.Dropped++
 	}
-	out.Dropped++
 	if err := a.DeadLetters.DeleteDeadLetter(ctx, m.Handle); err != nil {
 		return fmt.Errorf("delete dead letter of %s: %w", m.Job.DeliveryID, err)
 	}

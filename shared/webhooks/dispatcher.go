@@ -197,12 +197,7 @@ func (d *Dispatcher) begin(ctx context.Context, dl Delivery, queued int, now tim
 // attempt signs and sends one attempt, re-signed with the attempt's time,
 // and returns its result and signature.
 func (d *Dispatcher) attempt(ctx context.Context, sub tenant.Subscription, dl Delivery, attempt int, now time.Time) (Result, string) {
-	active := sub.ActiveSecrets(now)
-	secrets := make([]string, 0, len(active))
-	for _, s := range active {
-		secrets = append(secrets, s.Value)
-	}
-	sig, err := Sign(secrets, dl.ID, now, dl.Payload)
+	sig, err := signFor(sub, dl.ID, now, dl.Payload)
 	if err != nil {
 		return Result{Err: fmt.Errorf("cannot sign: %w", err)}, ""
 	}

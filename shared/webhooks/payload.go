@@ -14,6 +14,7 @@ import (
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/payments"
+	"github.com/yp/paysvc/shared/tenant"
 )
 
 // The body merchants receive (the platform's item, as they may see it) and
@@ -176,4 +177,13 @@ func Sign(secrets []string, id string, ts time.Time, body []byte) (string, error
 		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
 	}
 	return strings.Join(sigs, " "), nil
+}
+
+// signFor signs body with the secrets of sub active at now.
+func signFor(sub tenant.Subscription, id string, now time.Time, body []byte) (string, error) {
+	var secrets []string
+	for _, s := range sub.ActiveSecrets(now) {
+		secrets = append(secrets, s.Value)
+	}
+	return Sign(secrets, id, now, body)
 }

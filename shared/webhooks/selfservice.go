@@ -94,13 +94,7 @@ func (s *SelfService) Retry(ctx context.Context, merchantID, id string) (Retried
 		(&Admin{Deliveries: s.Deliveries}).restore(ctx, id, prev)
 		return Retried{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("enqueue delivery %s: %w", id, err))
 	}
-	d, err = mutateFrom(ctx, s.Deliveries, d, func(d *Delivery) error { // from the save above
-		if d.Enqueued || d.Status != StatusPending {
-			return errSkip
-		}
-		d.Enqueued = true
-		return nil
-	})
+	d, err = mutateFrom(ctx, s.Deliveries, d, markEnqueued) // from the save above
 	if err != nil {
 		// The job is queued: the attempt is made; only the flag is missing.
 		return Retried{}, apperr.Wrap(apperr.Internal, "internal error", fmt.Errorf("mark delivery %s enqueued: %w", id, err))
@@ -159,11 +153,7 @@ func (s *SelfService) SendTest(ctx context.Context, m tenant.Merchant, subscript
 	report := TestReport{EventCode: EventTest, Results: make([]TestResult, len(subs))}
 	var wg sync.WaitGroup
 	for i, sub := range subs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			report.Results[i] = s.test(ctx, m, sub, now)
-		}()
+		wg.Go(func() { report.Results[i] = s.test(ctx, m, sub, now) })
 	}
 	wg.Wait()
 	return report, nil
@@ -183,11 +173,7 @@ func (s *SelfService) test(ctx context.Context, m tenant.Merchant, sub tenant.Su
 		out.Error = err.Error()
 		return out
 	}
-	secrets := make([]string, 0, len(sub.Secrets))
-	for _, sec := range sub.ActiveSecrets(now) {
-		secrets = append(secrets, sec.Value)
-	}
-	sig, err := Sign(secrets, id, now, body)
+	sig, err := signFor(sub, id, now, body)
 	if err != nil {
 		out.Error = "cannot sign: " + err.Error()
 		return out
