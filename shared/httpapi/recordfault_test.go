@@ -58,16 +58,6 @@ func wantLost(t *testing.T, e *testenv.Env, kind string) {
 	}
 }
 
-func onBothStores(t *testing.T, test func(t *testing.T, dyn bool)) {
-	for _, dyn := range []bool{false, true} {
-		name := "embedded"
-		if dyn {
-			name = "dynamo"
-		}
-		t.Run(name, func(t *testing.T) { test(t, dyn) })
-	}
-}
-
 // A pre-authorisation answered with its pspReference whose head write is
 // lost answers 200 all the same; its AUTHORISATION notification creates
 // the head from its routing metadata and the pending record written
