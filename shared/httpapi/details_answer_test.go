@@ -31,7 +31,7 @@ func TestBareDetailsAreRecordedBeforeTheirAnswer(t *testing.T) {
 		challenge := func() (string, string) {
 			t.Helper()
 			n++
-			return challengePayment(t, e, fmt.Sprintf("bare-%d", n), "")
+			return challengePayment(t, e, fmt.Sprintf("bare-%d", n))
 		}
 		// foreign records psp as a payment of another site of the merchant.
 		foreign := func(psp string) payments.Head {
@@ -106,17 +106,13 @@ func TestBareDetailsAreRecordedBeforeTheirAnswer(t *testing.T) {
 }
 
 // challengePayment starts a 3-D Secure payment of 1500 EUR with reference
-// ref on SiteA (under Idempotency-Key key, when set) and returns its
-// pspReference (the simulator's) and its details request.
-func challengePayment(t *testing.T, e *testenv.Env, ref, key string) (string, string) {
+// ref on SiteA and returns its pspReference (the simulator's) and its
+// details request.
+func challengePayment(t *testing.T, e *testenv.Env, ref string) (string, string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"amount":{"value":1500,"currency":"EUR"},"reference":%q,"returnUrl":"https://shop.example/r",`+
 		`"paymentMethod":{"type":"scheme","encryptedCardNumber":"test_5454545454545454","encryptedExpiryMonth":"test_03","encryptedExpiryYear":"test_2030","encryptedSecurityCode":"test_737","holderName":"Jo"}}`, ref)
-	var headers []string
-	if key != "" {
-		headers = []string{"Idempotency-Key", key}
-	}
-	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", body, headers...)
+	r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", body)
 	out := r.JSON(t)
 	if r.Status != 200 || out["resultCode"] != "ChallengeShopper" || out["pspReference"] != nil {
 		t.Fatalf("challenge payment: %d %s", r.Status, r.Body)
