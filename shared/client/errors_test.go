@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/yp/paysvc/shared/client"
@@ -49,11 +50,7 @@ func TestErrorIs(t *testing.T) {
 				t.Error("Is another code")
 			}
 			for _, class := range all {
-				want := false
-				for _, c := range tc.is {
-					want = want || c == class
-				}
-				if got := errors.Is(err, class); got != want {
+				if got, want := errors.Is(err, class), slices.Contains(tc.is, class); got != want {
 					t.Errorf("errors.Is(%v) = %v, want %v", class, got, want)
 				}
 			}

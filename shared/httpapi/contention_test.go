@@ -18,12 +18,8 @@ import (
 // the record ends equal to what the upstream holds — no update after an
 // accepted upstream call is dropped. On both stores.
 func TestParallelModificationsOfOnePayment(t *testing.T) {
-	for _, dyn := range []bool{false, true} {
-		name := "embedded"
-		if dyn {
-			name = "dynamo"
-		}
-		t.Run(name+"/captures", func(t *testing.T) {
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		t.Run("captures", func(t *testing.T) {
 			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
 			psp := authorise(t, e, 1000)
 			statuses := parallel(t, e, 50, func(i int) (string, string) {
@@ -39,7 +35,7 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 				t.Fatalf("record captured %d (totals %+v), upstream %d; want %d", v.Captured, rec.Totals, sim.CapturedValue, 29*34)
 			}
 		})
-		t.Run(name+"/mixed", func(t *testing.T) {
+		t.Run("mixed", func(t *testing.T) {
 			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
 			psp := authorise(t, e, 1000)
 			var mu sync.Mutex
@@ -100,7 +96,7 @@ func TestParallelModificationsOfOnePayment(t *testing.T) {
 				t.Fatalf("timeline kinds %v, accepted %v", kinds, accepted)
 			}
 		})
-	}
+	})
 }
 
 // authorise makes an authorised, manually captured pre-authorisation of

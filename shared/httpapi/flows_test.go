@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -50,10 +49,7 @@ func (f *flow) pay(body string) map[string]any { return f.post("/payments", body
 // record is payment psp's head and the view of it.
 func (f *flow) record(psp string) (payments.Head, payments.View) {
 	f.t.Helper()
-	h, err := f.e.Store.GetPayment(context.Background(), psp)
-	if err != nil {
-		f.t.Fatalf("payment record %s: %v", psp, err)
-	}
+	h := record(f.t, f.e, psp)
 	return h, h.View()
 }
 

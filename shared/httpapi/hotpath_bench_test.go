@@ -44,22 +44,20 @@ var (
 )
 
 // memHot keeps the per-request records (rate-limit windows, idempotency
-// records) in memory, and payments and sessions in an in-memory ledger
-// (memledger), so a benchmark measures the service's CPU without store
+// records) in memory (payments and sessions are in an in-memory ledger,
+// memledger), so a benchmark measures the service's CPU without store
 // I/O. Tenant data comes from the embedded store, read once and then
 // served from the authenticator's cache.
 type memHot struct {
 	*embedded.Store
-	mu     sync.Mutex
-	rl     map[string]int
-	idem   map[string]idempotency.Record
-	ledger *memledger.Store
+	mu   sync.Mutex
+	rl   map[string]int
+	idem map[string]idempotency.Record
 }
 
 var (
 	_ idempotency.Store = (*memHot)(nil)
 	_ ratelimit.Store   = (*memHot)(nil)
-	_ payments.Store    = (*memHot)(nil)
 )
 
 // Hit implements ratelimit.Store.
@@ -108,34 +106,6 @@ func (m *memHot) Release(_ context.Context, scope, key, token string) error {
 		delete(m.idem, scope+"\x00"+key)
 	}
 	return nil
-}
-
-// GetPayment implements payments.Store.
-func (m *memHot) GetPayment(ctx context.Context, psp string) (payments.Head, error) {
-	return m.ledger.GetPayment(ctx, psp)
-}
-
-// GetEntries implements payments.Store.
-func (m *memHot) GetEntries(ctx context.Context, psp string, refs ...string) ([]payments.Entry, error) {
-	return m.ledger.GetEntries(ctx, psp, refs...)
-}
-
-// Timeline implements payments.Store.
-func (m *memHot) Timeline(ctx context.Context, psp, cursor string, limit int) ([]payments.Fact, string, error) {
-	return m.ledger.Timeline(ctx, psp, cursor, limit)
-}
-
-// Write implements payments.Store.
-func (m *memHot) Write(ctx context.Context, w payments.Write) error { return m.ledger.Write(ctx, w) }
-
-// PutSession implements payments.Store.
-func (m *memHot) PutSession(ctx context.Context, s payments.Session) error {
-	return m.ledger.PutSession(ctx, s)
-}
-
-// GetSession implements payments.Store.
-func (m *memHot) GetSession(ctx context.Context, id string) (payments.Session, error) {
-	return m.ledger.GetSession(ctx, id)
 }
 
 // cannedUpstream answers upstream calls in memory, like the simulator
@@ -203,7 +173,7 @@ func benchService(b *testing.B) (http.Handler, string) {
 	if err := (&provision.Provisioner{Store: es, Env: tenant.EnvTest, Clock: clk}).ApplySeed(ctx, demo); err != nil {
 		b.Fatal(err)
 	}
-	hot := &memHot{Store: es, rl: map[string]int{}, idem: map[string]idempotency.Record{}, ledger: memledger.New(clk)}
+	hot := &memHot{Store: es, rl: map[string]int{}, idem: map[string]idempotency.Record{}}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	up := upstream.New(upstream.Config{BaseURL: "http://upstream.invalid/v71", APIKey: "sim_bench_api_key",
 		Timeout: 5 * time.Second, HTTPClient: &http.Client{Transport: &cannedUpstream{}}})
@@ -211,7 +181,7 @@ func benchService(b *testing.B) (http.Handler, string) {
 		Auth:     tenant.NewAuthenticator(hot, tenant.EnvTest, clk, 5*time.Second),
 		Limiter:  ratelimit.New(hot, clk, 1_000_000_000, 1_000_000_000, log),
 		Idem:     idempotency.New(hot, clk, 0, 0, log),
-		Payments: payments.NewService(hot, connector.New(up), clk, log),
+		Payments: payments.NewService(memledger.New(clk), connector.New(up), clk, log),
 		Log:      log,
 		Clock:    clk,
 	}

@@ -15,12 +15,17 @@ import (
 
 // stores runs fn on the embedded store and on DynamoDB (moto).
 func stores(t *testing.T, fn func(t *testing.T, e *testenv.Env)) {
+	onBothStores(t, func(t *testing.T, dyn bool) { fn(t, testenv.NewWith(t, testenv.Options{Dynamo: dyn})) })
+}
+
+// onBothStores runs test on the embedded store (dyn false) and on DynamoDB.
+func onBothStores(t *testing.T, test func(t *testing.T, dyn bool)) {
 	for _, dyn := range []bool{false, true} {
 		name := "embedded"
 		if dyn {
 			name = "dynamo"
 		}
-		t.Run(name, func(t *testing.T) { fn(t, testenv.NewWith(t, testenv.Options{Dynamo: dyn})) })
+		t.Run(name, func(t *testing.T) { test(t, dyn) })
 	}
 }
 

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -143,9 +142,8 @@ func TestAmountUpdateOnlyForPreAuthorisations(t *testing.T) {
 		t.Fatalf("%d refused amount updates reached the upstream", n)
 	}
 	psp := pay(`"additionalData":{"authorisationType":"PreAuth"}`)
-	rec, err := e.Store.GetPayment(context.Background(), psp)
-	if err != nil || rec.AuthorisationType != payments.AuthorisationPreAuth {
-		t.Fatalf("pre-authorisation not recorded: %+v %v", rec, err)
+	if rec := record(t, e, psp); rec.AuthorisationType != payments.AuthorisationPreAuth {
+		t.Fatalf("pre-authorisation not recorded: %+v", rec)
 	}
 	if r := update(psp); r.Status != 200 {
 		t.Fatalf("amount update of a pre-authorisation: %d %s", r.Status, r.Body)

@@ -33,20 +33,21 @@ func faulty(t *testing.T, dyn, published bool) (*testenv.Env, *storefault.Paymen
 	return e, fw
 }
 
-// downFrom takes the store down as the platform gets the next call to a
-// path ending in suffix: what the request wrote before stays, nothing after
-// is written. The returned function brings it back.
-func downFrom(e *testenv.Env, fw *storefault.Payments, suffix string) (back func()) {
-	e.Upstream.Inject(func(path string) testenv.Fault {
-		if strings.HasSuffix(path, suffix) {
+// downFrom POSTs body to path with key A, taking the store down as the
+// platform gets the call to a path ending in suffix: what the request wrote
+// before stays, nothing after is written. The store is back once it answered.
+func downFrom(e *testenv.Env, fw *storefault.Payments, suffix, path, body string, headers ...string) testenv.Response {
+	e.Upstream.Inject(func(p string) testenv.Fault {
+		if strings.HasSuffix(p, suffix) {
 			fw.Down.Store(true)
 		}
 		return testenv.Fault{}
 	})
-	return func() {
+	defer func() {
 		e.Upstream.Inject(nil)
 		fw.Down.Store(false)
-	}
+	}()
+	return e.Do("POST", path, "A", body, headers...)
 }
 
 // wantLost checks the service logged a lost record write of kind.
@@ -55,16 +56,6 @@ func wantLost(t *testing.T, e *testenv.Env, kind string) {
 	if logs := e.Logs.String(); !strings.Contains(logs, "record write after the upstream answered failed") ||
 		!strings.Contains(logs, `"record":"`+kind+`"`) {
 		t.Fatalf("no lost %s write logged:\n%s", kind, logs)
-	}
-}
-
-func onBothStores(t *testing.T, test func(t *testing.T, dyn bool)) {
-	for _, dyn := range []bool{false, true} {
-		name := "embedded"
-		if dyn {
-			name = "dynamo"
-		}
-		t.Run(name, func(t *testing.T) { test(t, dyn) })
 	}
 }
 
@@ -77,9 +68,7 @@ func TestLostPaymentRecordRepairedByItsNotification(t *testing.T) {
 	onBothStores(t, func(t *testing.T, dyn bool) {
 		e, fw := faulty(t, dyn, false)
 		normal := authorise(t, e, 1000)
-		back := downFrom(e, fw, "/payments")
-		r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments", "A", preAuth(payBody("")), "Idempotency-Key", "lost-payment")
-		back()
+		r := downFrom(e, fw, "/payments", "/v1/ecom/"+testenv.SiteA+"/payments", preAuth(payBody("")), "Idempotency-Key", "lost-payment")
 		var out struct{ PSPReference, ResultCode string }
 		if err := json.Unmarshal(r.Body, &out); err != nil || r.Status != 200 || out.ResultCode != "Authorised" {
 			t.Fatalf("payment whose record is lost: %d %s", r.Status, r.Body)
@@ -109,12 +98,10 @@ func TestLostPaymentRecordRepairedByItsNotification(t *testing.T) {
 func TestLostDetailsRecordAnswers500(t *testing.T) {
 	onBothStores(t, func(t *testing.T, dyn bool) {
 		e, fw := faulty(t, dyn, true)
-		psp, body := challengePayment(t, e, "lost-details", "")
+		psp, body := challengePayment(t, e, "lost-details")
 		named := strings.Replace(body, `{"details":`, `{"reference":"lost-details","details":`, 1)
 		path := "/v1/ecom/" + testenv.SiteA + "/payments/details"
-		back := downFrom(e, fw, "/payments/details")
-		r := e.Do("POST", path, "A", named, "Idempotency-Key", "lost-details")
-		back()
+		r := downFrom(e, fw, "/payments/details", path, named, "Idempotency-Key", "lost-details")
 		if r.Status != 500 || r.JSON(t)["errorCode"] != "yp_9000" {
 			t.Fatalf("details whose record is lost: %d %s, want 500", r.Status, r.Body)
 		}
@@ -140,9 +127,7 @@ func TestLostSessionRecordAnswers500(t *testing.T) {
 	onBothStores(t, func(t *testing.T, dyn bool) {
 		e, fw := faulty(t, dyn, false)
 		path, body := "/v1/ecom/"+testenv.SiteA+"/sessions", testenv.SessionBody("lost-session")
-		back := downFrom(e, fw, "/sessions")
-		r := e.Do("POST", path, "A", body, "Idempotency-Key", "lost-session")
-		back()
+		r := downFrom(e, fw, "/sessions", path, body, "Idempotency-Key", "lost-session")
 		if r.Status != 500 || strings.Contains(string(r.Body), "sessionData") {
 			t.Fatalf("session whose record is lost: %d %s, want 500", r.Status, r.Body)
 		}
@@ -169,10 +154,8 @@ func TestLostCaptureAnswerRepairedByRecover(t *testing.T) {
 	onBothStores(t, func(t *testing.T, dyn bool) {
 		e, fw := faulty(t, dyn, false)
 		psp := authorise(t, e, 1000)
-		back := downFrom(e, fw, "/captures")
-		r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A",
+		r := downFrom(e, fw, "/captures", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures",
 			`{"amount":{"value":300,"currency":"EUR"},"reference":"cap-1"}`, "Idempotency-Key", "lost-capture")
-		back()
 		if r.Status != 200 || r.JSON(t)["status"] != "received" {
 			t.Fatalf("capture whose answer's write is lost: %d %s", r.Status, r.Body)
 		}

@@ -125,66 +125,60 @@ func TestFlowRefundOfAnotherMerchantOrSite(t *testing.T) {
 // more than captured, every refund that fits accepted, and the record's
 // refunds in flight equal to what the upstream refunded.
 func TestParallelRefundsOfOnePayment(t *testing.T) {
-	for _, dyn := range []bool{false, true} {
-		name := "embedded"
-		if dyn {
-			name = "dynamo"
+	onBothStores(t, func(t *testing.T, dyn bool) {
+		e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
+		psp := authorise(t, e, 1000)
+		if r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A", amountBody(1000)); r.Status != 200 {
+			t.Fatalf("capture %d %s", r.Status, r.Body)
 		}
-		t.Run(name, func(t *testing.T) {
-			e := testenv.NewWith(t, testenv.Options{Dynamo: dyn})
-			psp := authorise(t, e, 1000)
-			if r := e.Do("POST", "/v1/ecom/"+testenv.SiteA+"/payments/"+psp+"/captures", "A", amountBody(1000)); r.Status != 200 {
-				t.Fatalf("capture %d %s", r.Status, r.Body)
+		statuses := parallel(t, e, 50, func(i int) (string, string) {
+			return "/refunds", fmt.Sprintf(`{"amount":{"value":34,"currency":"EUR"},"reference":"rf-%d"}`, i)
+		}, psp)
+		// 29 × 34 ≤ 1000. A 409 yp_2005 (nothing sent upstream) is the
+		// documented answer when a reservation keeps losing for about 5 s,
+		// which only a starved machine shows; it may cost one refund that fit.
+		ok, busy := statuses[200], statuses[409]
+		if ok+busy < 29 || ok > 29 || statuses[200]+statuses[400]+busy != 50 || busy > 2 {
+			t.Fatalf("statuses %v, want 29 × 200 (29 × 34 ≤ 1000) and the rest 400 (a rare 409 yp_2005 allowed)", statuses)
+		}
+		rec := record(t, e, psp)
+		sim, _ := e.Sim.Payment(psp)
+		want := int64(ok) * 34
+		// Each refund written is one request and one answer in the
+		// timeline: its operation's entry (op_…) moved to the refund's
+		// own pspReference, accepted there.
+		var ops, mods, all []string
+		for _, f := range e.Timeline(psp) {
+			switch f.Kind {
+			case "refund-requested":
+				ops = append(ops, f.PSPReference)
+			case "refund":
+				mods = append(mods, f.PSPReference)
+			case "capture-requested", "capture":
+				all = append(all, f.PSPReference)
 			}
-			statuses := parallel(t, e, 50, func(i int) (string, string) {
-				return "/refunds", fmt.Sprintf(`{"amount":{"value":34,"currency":"EUR"},"reference":"rf-%d"}`, i)
-			}, psp)
-			// 29 × 34 ≤ 1000. A 409 yp_2005 (nothing sent upstream) is the
-			// documented answer when a reservation keeps losing for about 5 s,
-			// which only a starved machine shows; it may cost one refund that fit.
-			ok, busy := statuses[200], statuses[409]
-			if ok+busy < 29 || ok > 29 || statuses[200]+statuses[400]+busy != 50 || busy > 2 {
-				t.Fatalf("statuses %v, want 29 × 200 (29 × 34 ≤ 1000) and the rest 400 (a rare 409 yp_2005 allowed)", statuses)
+		}
+		if v := rec.View(); v.RefundsInFlight != want || sim.RefundedValue != want || len(ops) != ok || len(mods) != ok {
+			t.Fatalf("record in flight %d (%d requested, %d answered), upstream refunded %d; want %d", v.RefundsInFlight, len(ops), len(mods), sim.RefundedValue, want)
+		}
+		entries, err := e.Store.GetEntries(context.Background(), psp, append(ops, mods...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			accepted := en.Answered != nil && en.Answered.Outcome == payments.Received && en.Ref == en.Modification
+			if strings.HasPrefix(en.Ref, "op_") && en.MergedInto == "" || !strings.HasPrefix(en.Ref, "op_") && !accepted {
+				t.Fatalf("a refund of an accepted call was not settled: %+v", en)
 			}
-			rec := record(t, e, psp)
-			sim, _ := e.Sim.Payment(psp)
-			want := int64(ok) * 34
-			// Each refund written is one request and one answer in the
-			// timeline: its operation's entry (op_…) moved to the refund's
-			// own pspReference, accepted there.
-			var ops, mods, all []string
-			for _, f := range e.Timeline(psp) {
-				switch f.Kind {
-				case "refund-requested":
-					ops = append(ops, f.PSPReference)
-				case "refund":
-					mods = append(mods, f.PSPReference)
-				case "capture-requested", "capture":
-					all = append(all, f.PSPReference)
-				}
-			}
-			if v := rec.View(); v.RefundsInFlight != want || sim.RefundedValue != want || len(ops) != ok || len(mods) != ok {
-				t.Fatalf("record in flight %d (%d requested, %d answered), upstream refunded %d; want %d", v.RefundsInFlight, len(ops), len(mods), sim.RefundedValue, want)
-			}
-			entries, err := e.Store.GetEntries(context.Background(), psp, append(ops, mods...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, en := range entries {
-				accepted := en.Answered != nil && en.Answered.Outcome == payments.Received && en.Ref == en.Modification
-				if strings.HasPrefix(en.Ref, "op_") && en.MergedInto == "" || !strings.HasPrefix(en.Ref, "op_") && !accepted {
-					t.Fatalf("a refund of an accepted call was not settled: %+v", en)
-				}
-			}
-			captures, err := e.Store.GetEntries(context.Background(), psp, all...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := payments.Fold(rec, append(entries, captures...)); len(entries) != 2*ok || got != rec.Totals {
-				t.Fatalf("%d refund entries; Totals %+v, fold of the entries %+v", len(entries), rec.Totals, got)
-			}
-		})
-	}
+		}
+		captures, err := e.Store.GetEntries(context.Background(), psp, all...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := payments.Fold(rec, append(entries, captures...)); len(entries) != 2*ok || got != rec.Totals {
+			t.Fatalf("%d refund entries; Totals %+v, fold of the entries %+v", len(entries), rec.Totals, got)
+		}
+	})
 }
 
 func mustJSON(t *testing.T, v any) []byte {

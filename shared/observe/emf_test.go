@@ -122,19 +122,27 @@ func hasSet(sets [][]string, want ...string) bool {
 	return false
 }
 
+// emit runs f on fresh Metrics of function fn and returns the n documents
+// it wrote.
+func emit(t *testing.T, fn string, n int, f func(m *observe.Metrics), opts ...observe.Option) []emfDoc {
+	t.Helper()
+	var out bytes.Buffer
+	f(observe.New(&out, fn, clock.NewFake(t0), opts...))
+	ds := docs(t, out.String())
+	if len(ds) != n {
+		t.Fatalf("%d documents, want %d:\n%s", len(ds), n, out.String())
+	}
+	return ds
+}
+
 var _ httpapi.Metrics = (*observe.Metrics)(nil)
 
 func TestRequestMetricsFollowTheTemplateContract(t *testing.T) {
-	var out bytes.Buffer
-	m := observe.New(&out, "paysvc-test-PaymentsFunction-abc", clock.NewFake(t0))
-	m.Request("payments", 200, "", 1500*time.Microsecond)
-	m.Request("payments", 422, "yp_2001", 3*time.Millisecond)
-	m.Request("captures", 502, "yp_9002", time.Second)
-
-	ds := docs(t, out.String())
-	if len(ds) != 3 {
-		t.Fatalf("%d documents, want 3:\n%s", len(ds), out.String())
-	}
+	ds := emit(t, "paysvc-test-PaymentsFunction-abc", 3, func(m *observe.Metrics) {
+		m.Request("payments", 200, "", 1500*time.Microsecond)
+		m.Request("payments", 422, "yp_2001", 3*time.Millisecond)
+		m.Request("captures", 502, "yp_9002", time.Second)
+	})
 	for _, d := range ds {
 		if d.raw["Service"] != "paysvc" || d.raw["Function"] != "paysvc-test-PaymentsFunction-abc" {
 			t.Errorf("Service/Function = %v/%v", d.raw["Service"], d.raw["Function"])
@@ -189,14 +197,10 @@ func TestRequestMetricsPerVersion(t *testing.T) {
 		{"no version", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out bytes.Buffer
-			m := observe.New(&out, "fn", clock.NewFake(t0), tc.opts...)
-			m.Request("payments", 200, "", time.Millisecond)
-			m.Request("payments", 502, "yp_4006", time.Millisecond)
-			ds := docs(t, out.String())
-			if len(ds) != 2 {
-				t.Fatalf("%d documents", len(ds))
-			}
+			ds := emit(t, "fn", 2, func(m *observe.Metrics) {
+				m.Request("payments", 200, "", time.Millisecond)
+				m.Request("payments", 502, "yp_4006", time.Millisecond)
+			}, tc.opts...)
 			versioned := tc.version != nil
 			for i, d := range ds {
 				if d.raw["Version"] != tc.version {
@@ -223,16 +227,12 @@ func TestRequestMetricsPerVersion(t *testing.T) {
 // TestNotificationUnroutableAndSecretAge: the operations metrics, each
 // under the template's dimension set.
 func TestNotificationUnroutableAndSecretAge(t *testing.T) {
-	var out bytes.Buffer
-	m := observe.New(&out, "fn", clock.NewFake(t0), observe.WithVersion("3"))
-	m.NotificationUnroutable("no merchant for upstream account ShopECOM")
-	m.UpstreamSecretAge(36 * time.Hour)
-	m.NotificationLiveMismatch()
-	m.NotificationAccountLevel("REPORT_AVAILABLE")
-	ds := docs(t, out.String())
-	if len(ds) != 4 {
-		t.Fatalf("%d documents", len(ds))
-	}
+	ds := emit(t, "fn", 4, func(m *observe.Metrics) {
+		m.NotificationUnroutable("no merchant for upstream account ShopECOM")
+		m.UpstreamSecretAge(36 * time.Hour)
+		m.NotificationLiveMismatch()
+		m.NotificationAccountLevel("REPORT_AVAILABLE")
+	}, observe.WithVersion("3"))
 	for _, c := range []struct {
 		doc    emfDoc
 		metric string
@@ -258,12 +258,7 @@ func TestNotificationUnroutableAndSecretAge(t *testing.T) {
 // TestStoredFormatUnknown: counted under the template's dimension set and
 // under Service alone, which the template's alarm reads.
 func TestStoredFormatUnknown(t *testing.T) {
-	var out bytes.Buffer
-	observe.New(&out, "fn", clock.NewFake(t0)).StoredFormatUnknown()
-	ds := docs(t, out.String())
-	if len(ds) != 1 {
-		t.Fatalf("%d documents", len(ds))
-	}
+	ds := emit(t, "fn", 1, (*observe.Metrics).StoredFormatUnknown)
 	if v, sets := ds[0].value(observe.MetricFormatUnknown); v != 1 || len(sets) != 2 || !hasSet(sets, "Service", "Function") || !hasSet(sets, "Service") {
 		t.Errorf("%s = %v under %v, want 1 under [Service Function] and [Service]", observe.MetricFormatUnknown, v, sets)
 	}
@@ -349,16 +344,11 @@ func TestOperation(t *testing.T) {
 }
 
 func TestWebhookDelivery(t *testing.T) {
-	var out bytes.Buffer
-	m := observe.New(&out, "paysvc-test-WebhookDispatcherFunction-x", clock.NewFake(t0))
-	m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", SubscriptionID: "sub_1", DeliveryID: "dlv_1",
-		EventCode: "AUTHORISATION", Attempt: 1, StatusCode: 200, Success: true, Latency: 20 * time.Millisecond})
-	m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", Attempt: 10, StatusCode: 503, Exhausted: true, Latency: time.Second})
-
-	ds := docs(t, out.String())
-	if len(ds) != 2 {
-		t.Fatalf("%d documents", len(ds))
-	}
+	ds := emit(t, "paysvc-test-WebhookDispatcherFunction-x", 2, func(m *observe.Metrics) {
+		m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", SubscriptionID: "sub_1", DeliveryID: "dlv_1",
+			EventCode: "AUTHORISATION", Attempt: 1, StatusCode: 200, Success: true, Latency: 20 * time.Millisecond})
+		m.WebhookDelivery(webhooks.Attempt{MerchantID: "m_demo", Attempt: 10, StatusCode: 503, Exhausted: true, Latency: time.Second})
+	})
 	check := func(d emfDoc, name string, want float64) {
 		t.Helper()
 		v, sets := d.value(name)
@@ -381,12 +371,7 @@ func TestWebhookDelivery(t *testing.T) {
 }
 
 func TestColdStart(t *testing.T) {
-	var out bytes.Buffer
-	observe.New(&out, "fn", clock.NewFake(t0)).ColdStart(250 * time.Millisecond)
-	ds := docs(t, out.String())
-	if len(ds) != 1 {
-		t.Fatalf("%d documents", len(ds))
-	}
+	ds := emit(t, "fn", 1, func(m *observe.Metrics) { m.ColdStart(250 * time.Millisecond) })
 	if v, _ := ds[0].value("InitDuration"); v != 250 {
 		t.Errorf("InitDuration = %v", v)
 	}
@@ -398,13 +383,7 @@ func TestColdStart(t *testing.T) {
 // TestRecordUpdateLost: a lost record write, counted under the
 // template's dimension set with its kind.
 func TestRecordUpdateLost(t *testing.T) {
-	var out bytes.Buffer
-	m := observe.New(&out, "fn", clock.NewFake(t0))
-	m.RecordUpdateLost("refund")
-	ds := docs(t, out.String())
-	if len(ds) != 1 {
-		t.Fatalf("%d documents", len(ds))
-	}
+	ds := emit(t, "fn", 1, func(m *observe.Metrics) { m.RecordUpdateLost("refund") })
 	if l, sets := ds[0].value("RecordUpdatesLost"); l != 1 || ds[0].raw["update"] != "refund" || !hasSet(sets, "Service", "Function") {
 		t.Errorf("lost %v update %v sets %v; want 1 refund", l, ds[0].raw["update"], sets)
 	}

@@ -60,6 +60,15 @@ func (m *memTenants) GetSite(_ context.Context, id string) (tenant.Site, error) 
 	return v, m.get(ok)
 }
 
+// revoke marks key revoked in the store.
+func (m *memTenants) revoke(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := m.keys[tenant.HashKey(key)]
+	k.RevokedAt = &t0
+	m.keys[tenant.HashKey(key)] = k
+}
+
 const (
 	keyA       = "yp_test_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	keyRevoked = "yp_test_rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr"
@@ -183,11 +192,7 @@ func TestCache(t *testing.T) {
 		t.Fatalf("a missing key is not cached: %d loads", st.loads)
 	}
 
-	st.mu.Lock()
-	k := st.keys[tenant.HashKey(keyA)]
-	k.RevokedAt = &t0
-	st.keys[tenant.HashKey(keyA)] = k
-	st.mu.Unlock()
+	st.revoke(keyA)
 	if err := auth(); err != nil {
 		t.Fatalf("within the TTL the cached key still holds: %v", err)
 	}
@@ -202,11 +207,7 @@ func TestCache(t *testing.T) {
 	if _, err := b.Authenticate(ctx, "Bearer "+keyA); err != nil {
 		t.Fatal(err)
 	}
-	st2.mu.Lock()
-	k = st2.keys[tenant.HashKey(keyA)]
-	k.RevokedAt = &t0
-	st2.keys[tenant.HashKey(keyA)] = k
-	st2.mu.Unlock()
+	st2.revoke(keyA)
 	b.Forget(tenant.HashKey(keyA))
 	if _, err := b.Authenticate(ctx, "Bearer "+keyA); apperr.As(err).Kind != apperr.Unauthenticated {
 		t.Fatalf("after Forget a revoked key is refused at once: %v", err)

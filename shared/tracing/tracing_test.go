@@ -171,9 +171,20 @@ func NewDaemon(t *testing.T) *Daemon {
 // Addr is the AWS_XRAY_DAEMON_ADDRESS value.
 func (d *Daemon) Addr() string { return d.conn.LocalAddr().String() }
 
+// traced is a tracer of Lambda function fn sending to a new Daemon.
+func traced(t *testing.T, fn string, log *slog.Logger) (*tracing.Tracer, *Daemon) {
+	t.Helper()
+	daemon := NewDaemon(t)
+	tr, err := tracing.New(env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": fn, "AWS_XRAY_DAEMON_ADDRESS": daemon.Addr()}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, daemon
+}
+
 // Next waits for the next segment document (the daemon protocol prefixes
 // each with a JSON header line).
-func (d *Daemon) Next(t *testing.T, timeout time.Duration) segment {
+func (d *Daemon) Next(t *testing.T) segment {
 	t.Helper()
 	select {
 	case p, ok := <-d.docs:
@@ -189,7 +200,7 @@ func (d *Daemon) Next(t *testing.T, timeout time.Duration) segment {
 			t.Fatalf("segment: %v: %s", err, body)
 		}
 		return s
-	case <-time.After(timeout):
+	case <-time.After(waitTimeout):
 		t.Fatal("no segment sent to the daemon")
 	}
 	return segment{}
@@ -210,15 +221,9 @@ func flatten(t *testing.T, s segment) []segment {
 }
 
 func TestRequestSubsegmentsAreSentToTheDaemon(t *testing.T) {
-	daemon := NewDaemon(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	tr, err := tracing.New(env(map[string]string{
-		"AWS_LAMBDA_FUNCTION_NAME": "paysvc-test-PaymentsFunction", "AWS_XRAY_DAEMON_ADDRESS": daemon.Addr(),
-	}), log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, daemon := traced(t, "paysvc-test-PaymentsFunction", log)
 	if !tr.Enabled() {
 		t.Fatal("not enabled in Lambda with a daemon address")
 	}
@@ -268,7 +273,7 @@ func TestRequestSubsegmentsAreSentToTheDaemon(t *testing.T) {
 		t.Errorf("upstream got trace header %q", gotHeader)
 	}
 
-	seg := daemon.Next(t, waitTimeout)
+	seg := daemon.Next(t)
 	if seg.Name != "payments" || seg.Type != "subsegment" || seg.TraceID != root || seg.ParentID != parent || seg.InProgress {
 		t.Errorf("request subsegment: name %q type %q trace %q parent %q in progress %v",
 			seg.Name, seg.Type, seg.TraceID, seg.ParentID, seg.InProgress)
@@ -321,14 +326,10 @@ func mustRequest(t *testing.T, ctx context.Context, url string) *http.Request {
 }
 
 func TestServerErrorIsAFault(t *testing.T) {
-	daemon := NewDaemon(t)
-	tr, err := tracing.New(env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_XRAY_DAEMON_ADDRESS": daemon.Addr()}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, daemon := traced(t, "fn", nil)
 	_, end := tr.StartRequest(lambdaCtx("Root=1-6740a1b2-00000000000000000000000a;Parent=53995c3f42cd8ad8;Sampled=1"), "captures")
 	end(httpapi.RequestTrace{Status: 502, Annotations: map[string]string{"errorCode": "yp_9002"}, Err: errors.New("upstream down")})
-	seg := daemon.Next(t, waitTimeout)
+	seg := daemon.Next(t)
 	if !seg.Fault || seg.Annotations["errorCode"] != "yp_9002" || seg.HTTP == nil || seg.HTTP.Response.Status != 502 {
 		t.Errorf("segment: fault %v annotations %v http %+v", seg.Fault, seg.Annotations, seg.HTTP)
 	}
@@ -340,7 +341,7 @@ func TestServerErrorIsAFault(t *testing.T) {
 	end(httpapi.RequestTrace{Status: 200})
 	_, end = tr.StartRequest(lambdaCtx("Root=1-6740a1b2-00000000000000000000000c;Parent=53995c3f42cd8ad8;Sampled=1"), "captures")
 	end(httpapi.RequestTrace{Status: 200})
-	if seg := daemon.Next(t, waitTimeout); seg.TraceID != "1-6740a1b2-00000000000000000000000c" {
+	if seg := daemon.Next(t); seg.TraceID != "1-6740a1b2-00000000000000000000000c" {
 		t.Errorf("unsampled request sent %+v", seg)
 	}
 }
@@ -385,11 +386,7 @@ func TestRemoteCallClosesWhateverTheHookOrder(t *testing.T) {
 		{"GotFirstResponseByte"},
 	} {
 		t.Run(strings.Join(order, ","), func(t *testing.T) {
-			daemon := NewDaemon(t)
-			tr, err := tracing.New(env(map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_XRAY_DAEMON_ADDRESS": daemon.Addr()}), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr, daemon := traced(t, "fn", nil)
 			base := &hookOrder{order: order}
 			client := &http.Client{Transport: tr.Transport(base)}
 			const root = "1-6740a1b2-0123456789abcdef01234568"
@@ -405,7 +402,7 @@ func TestRemoteCallClosesWhateverTheHookOrder(t *testing.T) {
 			if req.Header.Get("X-Amzn-Trace-Id") != "" || base.sent.Header.Get("X-Amzn-Trace-Id") == "" {
 				t.Errorf("trace header: caller's %q, sent %q", req.Header.Get("X-Amzn-Trace-Id"), base.sent.Header.Get("X-Amzn-Trace-Id"))
 			}
-			seg := daemon.Next(t, waitTimeout)
+			seg := daemon.Next(t)
 			if seg.TraceID != root || seg.InProgress {
 				t.Fatalf("request subsegment: trace %q in progress %v", seg.TraceID, seg.InProgress)
 			}

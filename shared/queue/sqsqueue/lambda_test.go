@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -118,6 +119,18 @@ func (s *scripted) taken() []call {
 
 var discard = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
+var start = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+
+// always is a handler answering o for every job.
+func always(o queue.Outcome) *scripted {
+	return &scripted{out: func(queue.Job, int) queue.Outcome { return o }}
+}
+
+// run hands recs to the Lambda handler as one batch.
+func run(b sqsqueue.Backoff, h *scripted, clk clock.Clock, recs ...events.SQSMessage) (events.SQSEventResponse, error) {
+	return sqsqueue.LambdaHandler(b, h.handle, clk, discard)(context.Background(), events.SQSEvent{Records: recs})
+}
+
 func failures(resp events.SQSEventResponse) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range resp.BatchItemFailures {
@@ -133,7 +146,6 @@ func failures(resp events.SQSEventResponse) map[string]bool {
 // it is due, then the next attempt runs. Every received message is
 // deleted (not reported).
 func TestRetryCarriedByDelayedMessages(t *testing.T) {
-	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		wait     time.Duration
 		messages int             // sent for the wait: the first and its hops
@@ -144,8 +156,8 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 		{5 * time.Second, 1, 5 * time.Second, nil},
 		{14 * time.Minute, 1, 14 * time.Minute, nil},
 		{15 * time.Minute, 1, 15 * time.Minute, nil},
-		{2 * time.Hour, 8, 15 * time.Minute, repeat(15*time.Minute, 7)},
-		{12 * time.Hour, 48, 15 * time.Minute, repeat(15*time.Minute, 47)},
+		{2 * time.Hour, 8, 15 * time.Minute, slices.Repeat([]time.Duration{15 * time.Minute}, 7)},
+		{12 * time.Hour, 48, 15 * time.Minute, slices.Repeat([]time.Duration{15 * time.Minute}, 47)},
 		{37 * time.Minute, 3, 15 * time.Minute, []time.Duration{15 * time.Minute, 7 * time.Minute}},
 	} {
 		t.Run(tc.wait.String(), func(t *testing.T) {
@@ -154,15 +166,11 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 			}
 			clk := clock.NewFake(start)
 			b := &fakeBackoff{}
-			h := &scripted{out: func(queue.Job, int) queue.Outcome {
-				return queue.Outcome{Kind: queue.Retry, After: tc.wait, Next: 4}
-			}}
-			handle := sqsqueue.LambdaHandler(b, h.handle, clk, discard)
+			h := always(queue.Outcome{Kind: queue.Retry, After: tc.wait, Next: 4})
 
 			// Attempt 3 fails: the job is sent again for attempt 4, still
 			// naming its subscription.
-			resp, err := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
-				record(t, "m0", queue.Job{DeliveryID: "msg_1", Attempt: 3, MerchantID: "m_a", SubscriptionID: "sub_1"}, 1)}})
+			resp, err := run(b, h, clk, record(t, "m0", queue.Job{DeliveryID: "msg_1", Attempt: 3, MerchantID: "m_a", SubscriptionID: "sub_1"}, 1))
 			if err != nil || len(resp.BatchItemFailures) != 0 {
 				t.Fatalf("attempt 3: %+v, %v; want the message deleted", resp, err)
 			}
@@ -183,7 +191,7 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 			for i := 1; ; i++ {
 				clk.Advance(sent[0].delay)
 				id := "m" + strconv.Itoa(i)
-				resp, err := handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{record(t, id, sent[0].job, 1)}})
+				resp, err := run(b, h, clk, record(t, id, sent[0].job, 1))
 				if err != nil || len(resp.BatchItemFailures) != 0 {
 					t.Fatalf("receive %d: %+v, %v; want the message deleted", i, resp, err)
 				}
@@ -204,13 +212,8 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 					t.Fatalf("still hopping after %d messages", i)
 				}
 			}
-			if len(hops) != len(tc.hops) {
+			if !slices.Equal(hops, tc.hops) {
 				t.Fatalf("hops %v, want %v", hops, tc.hops)
-			}
-			for i := range hops {
-				if hops[i] != tc.hops[i] {
-					t.Fatalf("hops %v, want %v", hops, tc.hops)
-				}
 			}
 			if !clk.Now().Equal(due) {
 				t.Fatalf("attempt 4 ran at %s, due %s", clk.Now(), due)
@@ -219,28 +222,16 @@ func TestRetryCarriedByDelayedMessages(t *testing.T) {
 	}
 }
 
-func repeat(d time.Duration, n int) []time.Duration {
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i] = d
-	}
-	return out
-}
-
 // A message received a little before its due time (clocks differ by
 // less than a second) runs; one received earlier hops.
 func TestDueSlack(t *testing.T) {
-	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		early time.Duration
 		runs  bool
 	}{{0, true}, {500 * time.Millisecond, true}, {time.Second, true}, {2 * time.Second, false}} {
-		clk := clock.NewFake(start)
-		b := &fakeBackoff{}
-		h := &scripted{out: func(queue.Job, int) queue.Outcome { return queue.Outcome{Kind: queue.Done} }}
+		b, h := &fakeBackoff{}, always(queue.Outcome{Kind: queue.Done})
 		job := queue.Job{DeliveryID: "msg_1", Attempt: 2, NotBefore: start.Add(tc.early)}
-		resp, _ := sqsqueue.LambdaHandler(b, h.handle, clk, discard)(context.Background(),
-			events.SQSEvent{Records: []events.SQSMessage{record(t, "m", job, 1)}})
+		resp, _ := run(b, h, clock.NewFake(start), record(t, "m", job, 1))
 		ran := len(h.taken()) == 1
 		sent := b.takeSent()
 		if ran != tc.runs || len(resp.BatchItemFailures) != 0 || (!ran && (len(sent) != 1 || sent[0].delay != tc.early)) {
@@ -255,7 +246,6 @@ func TestDueSlack(t *testing.T) {
 // the time left. If hiding fails too it is still reported (the queue's
 // visibility timeout applies).
 func TestSendFailureFallsBackToVisibility(t *testing.T) {
-	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
 		job      queue.Job
@@ -269,12 +259,9 @@ func TestSendFailureFallsBackToVisibility(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &fakeBackoff{failSend: true, failHide: tc.failHide}
-			h := &scripted{out: func(queue.Job, int) queue.Outcome {
-				return queue.Outcome{Kind: queue.Retry, After: 2 * time.Hour, Next: 2}
-			}}
+			h := always(queue.Outcome{Kind: queue.Retry, After: 2 * time.Hour, Next: 2})
 			rec := record(t, "m1", tc.job, 1)
-			resp, err := sqsqueue.LambdaHandler(b, h.handle, clock.NewFake(start), discard)(context.Background(),
-				events.SQSEvent{Records: []events.SQSMessage{rec}})
+			resp, err := run(b, h, clock.NewFake(start), rec)
 			if err != nil || !failures(resp)["m1"] || len(resp.BatchItemFailures) != 1 {
 				t.Fatalf("%+v, %v; want m1 reported (kept)", resp, err)
 			}
@@ -293,7 +280,6 @@ func TestSendFailureFallsBackToVisibility(t *testing.T) {
 // the handler sees the job's due time only on its first receive; a retry
 // that made no attempt (Outcome.Next 0) keeps the attempt's number.
 func TestAttemptNumbers(t *testing.T) {
-	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	due := start.Add(-time.Minute)
 	for _, tc := range []struct {
 		receives    int
@@ -307,13 +293,9 @@ func TestAttemptNumbers(t *testing.T) {
 		{1, 0, 3, due, 3}, // no attempt made (a store read failed)
 		{3, 0, 5, time.Time{}, 5},
 	} {
-		b := &fakeBackoff{}
-		h := &scripted{out: func(queue.Job, int) queue.Outcome {
-			return queue.Outcome{Kind: queue.Retry, After: 30 * time.Second, Next: tc.next}
-		}}
+		b, h := &fakeBackoff{}, always(queue.Outcome{Kind: queue.Retry, After: 30 * time.Second, Next: tc.next})
 		job := queue.Job{DeliveryID: "msg_1", Attempt: 3, NotBefore: due}
-		_, _ = sqsqueue.LambdaHandler(b, h.handle, clock.NewFake(start), discard)(context.Background(),
-			events.SQSEvent{Records: []events.SQSMessage{record(t, "m", job, tc.receives)}})
+		_, _ = run(b, h, clock.NewFake(start), record(t, "m", job, tc.receives))
 		calls, sent := h.taken(), b.takeSent()
 		if len(calls) != 1 || calls[0].attempt != tc.wantAttempt || !calls[0].job.NotBefore.Equal(tc.wantSeen) {
 			t.Errorf("receive %d: calls %+v, want attempt %d seeing notBefore %s", tc.receives, calls, tc.wantAttempt, tc.wantSeen)
@@ -330,7 +312,6 @@ func TestAttemptNumbers(t *testing.T) {
 // job, or a dead letter that could not be sent; delivered, retried (sent
 // again), hopped and dead-lettered messages are deleted.
 func TestBatchReportsOnlyWhatMustComeBack(t *testing.T) {
-	start := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	b := &failingFor{fakeBackoff: &fakeBackoff{}, failSendOf: "msg_sendfails", failDeadOf: "msg_deadfails"}
 	h := &scripted{out: func(job queue.Job, _ int) queue.Outcome {
 		switch job.DeliveryID {
@@ -350,7 +331,7 @@ func TestBatchReportsOnlyWhatMustComeBack(t *testing.T) {
 		record(t, "deadfails", queue.Job{DeliveryID: "msg_deadfails", Attempt: 10}, 1),
 		{MessageId: "garbage", ReceiptHandle: "rh-garbage", Body: "not json"},
 	}
-	resp, err := sqsqueue.LambdaHandler(b, h.handle, clock.NewFake(start), discard)(context.Background(), events.SQSEvent{Records: recs})
+	resp, err := run(b, h, clock.NewFake(start), recs...)
 	if err != nil {
 		t.Fatal(err)
 	}

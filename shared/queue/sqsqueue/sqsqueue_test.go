@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(moto.Run(m)) }
 
 // newQueues creates a queue and its DLQ on moto for t.
-func newQueues(t *testing.T) (*sqs.Client, *sqsqueue.Queue, string, string) {
+func newQueues(t *testing.T) *sqsqueue.Queue {
 	t.Helper()
 	client := moto.SQSClient(t, moto.Endpoint(t))
 	name := moto.QueueName(t)
@@ -30,12 +30,12 @@ func newQueues(t *testing.T) (*sqs.Client, *sqsqueue.Queue, string, string) {
 		_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
 		_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)})
 	})
-	return client, sqsqueue.New(client, url, dlq), url, dlq
+	return sqsqueue.New(client, url, dlq)
 }
 
 func TestContract(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queuetest.Harness {
-		_, q, _, _ := newQueues(t)
+		q := newQueues(t)
 		return queuetest.Harness{
 			Queue: q, DeadLetters: q,
 			Receive: func(t *testing.T) []queue.Job {
@@ -64,7 +64,7 @@ func TestContract(t *testing.T) {
 }
 
 func TestEnqueueDelayLimit(t *testing.T) {
-	_, q, _, _ := newQueues(t)
+	q := newQueues(t)
 	err := q.Enqueue(context.Background(), queue.Job{DeliveryID: "msg_1", Attempt: 1}, 16*time.Minute)
 	if err == nil {
 		t.Fatal("a delay beyond SQS's 15 minutes was accepted")
