@@ -7,7 +7,6 @@ package jsonin
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -55,7 +54,8 @@ type Obj struct {
 // slice of it, not a copy), and room for the members and nested objects
 // of a typical request (more spill to the heap).
 type document struct {
-	Source
+	raw     []byte
+	text    string
 	root    Obj
 	members [32]member
 	nmember int
@@ -72,7 +72,19 @@ func (d *document) str(raw []byte) (string, bool) {
 	if bytes.IndexByte(raw, '\\') >= 0 {
 		return decodeString(raw)
 	}
-	return d.String(raw[1 : len(raw)-1]), true
+	return d.asString(raw[1 : len(raw)-1]), true
+}
+
+// asString returns b as a string: a slice of the document's string when b
+// is a slice of its bytes (no copy), else a copy.
+func (d *document) asString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if off := cap(d.raw) - cap(b); off >= 0 && off+len(b) <= len(d.raw) && &d.raw[off] == &b[0] {
+		return d.text[off : off+len(b)]
+	}
+	return string(b)
 }
 
 // split returns the members of the object raw (splitObject), in the
@@ -136,12 +148,12 @@ func Parse(body []byte, errs *Errors) *Obj {
 			errs.Add("", "request body must be UTF-8 JSON")
 			return nil
 		}
+		msg := "invalid JSON"
 		var v any
-		err := json.Unmarshal(body, &v)
-		if err == nil {
-			err = errors.New("invalid JSON")
+		if se, ok := json.Unmarshal(body, &v).(*json.SyntaxError); ok { // always, for invalid UTF-8 JSON
+			msg = fmt.Sprintf("%s at offset %d", se, se.Offset)
 		}
-		errs.Add("", "malformed JSON: "+describeJSONError(err))
+		errs.Add("", "malformed JSON: "+msg)
 		return nil
 	}
 	if at, msg, found := strangeText(body); found {
@@ -159,7 +171,7 @@ func Parse(body []byte, errs *Errors) *Obj {
 		}
 		return nil
 	}
-	d := &document{Source: NewSource(body)}
+	d := &document{raw: body, text: string(body)}
 	m, ok := d.split(body)
 	if !ok {
 		errs.Add("", "request body must be a JSON object")
@@ -167,16 +179,6 @@ func Parse(body []byte, errs *Errors) *Obj {
 	}
 	d.root = Obj{members: m, errs: errs, doc: d}
 	return &d.root
-}
-
-func describeJSONError(err error) string {
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		return fmt.Sprintf("%s at offset %d", e.Error(), e.Offset)
-	case *json.UnmarshalTypeError:
-		return "request body must be a JSON object"
-	}
-	return err.Error()
 }
 
 // Path returns the full path of a field of o.
@@ -202,8 +204,9 @@ func (o *Obj) Has(name string) bool {
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
 
-// raw marks name used and returns its value, or nil when absent or null.
-func (o *Obj) raw(name string, required bool) json.RawMessage {
+// Raw marks name used and returns its raw JSON, unchanged (nil when absent
+// or null).
+func (o *Obj) Raw(name string, required bool) json.RawMessage {
 	f := o.field(name)
 	if f != nil {
 		f.used = true
@@ -247,14 +250,11 @@ func (o *Obj) Done() {
 	}
 }
 
-// Raw returns a field's raw JSON, unchanged (nil when absent).
-func (o *Obj) Raw(name string, required bool) json.RawMessage { return o.raw(name, required) }
-
 // RawObject returns a field's raw JSON, which must be an object, to be
 // passed on unchanged; rules apply to every string in it, at any depth,
 // each breach named by its path.
 func (o *Obj) RawObject(name string, required bool, rules ...Str) json.RawMessage {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return nil
 	}
@@ -314,10 +314,8 @@ func NotEmpty(s string) string {
 // OneOf allows only the given values.
 func OneOf(values ...string) Str {
 	return func(s string) string {
-		for _, v := range values {
-			if s == v {
-				return ""
-			}
+		if slices.Contains(values, s) {
+			return ""
 		}
 		return "must be one of " + strings.Join(values, ", ")
 	}
@@ -344,7 +342,7 @@ func NoControl(s string) string {
 
 // String reads an optional or required string field and applies rules.
 func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return "", false
 	}
@@ -360,25 +358,16 @@ func (o *Obj) String(name string, required bool, rules ...Str) (string, bool) {
 	return s, true
 }
 
-// decodeString decodes a JSON string token. Raw values come from an already
-// validated document, so a token without escapes is its own content.
-func decodeString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", false
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true
-	}
+// decodeString decodes a JSON string token with escapes.
+func decodeString(raw []byte) (string, bool) {
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
+	err := json.Unmarshal(raw, &s)
+	return s, err == nil
 }
 
 // Int reads an integer field within [lo, hi].
 func (o *Obj) Int(name string, required bool, lo, hi int64) (int64, bool) {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return 0, false
 	}
@@ -396,7 +385,7 @@ func (o *Obj) Int(name string, required bool, lo, hi int64) (int64, bool) {
 
 // Bool reads a boolean field.
 func (o *Obj) Bool(name string, required bool) (bool, bool) {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return false, false
 	}
@@ -412,7 +401,7 @@ func (o *Obj) Bool(name string, required bool) (bool, bool) {
 
 // Object reads a nested object; nil when absent or not an object.
 func (o *Obj) Object(name string, required bool) *Obj {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return nil
 	}
@@ -427,7 +416,7 @@ func (o *Obj) Object(name string, required bool) *Obj {
 // array splits member name's array of at most max elements; ok false
 // when absent, or failed with notArray or the bound.
 func (o *Obj) array(name string, required bool, max int, notArray string) (_ []json.RawMessage, ok bool) {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return nil, false
 	}
@@ -489,7 +478,7 @@ func (o *Obj) Strings(name string, required bool, max int, rules ...Str) []strin
 // entries. keyRule, when set, checks each key (returning a message to
 // reject); rules check each value.
 func (o *Obj) StringMap(name string, required bool, max int, keyRule Str, rules ...Str) map[string]string {
-	raw := o.raw(name, required)
+	raw := o.Raw(name, required)
 	if raw == nil {
 		return nil
 	}

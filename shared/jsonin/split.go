@@ -23,9 +23,6 @@ type member struct {
 // with encoding/json (Parse refuses duplicates before; the splitter does
 // not rely on it). ok is false when raw is not an object.
 func splitObject(raw []byte, m []member) ([]member, bool) {
-	if m == nil {
-		m = make([]member, 0, 8)
-	}
 	ok := walkObject(raw, func(name []byte, v json.RawMessage) bool {
 		m = setMember(m, name, v)
 		return true
@@ -36,16 +33,11 @@ func splitObject(raw []byte, m []member) ([]member, bool) {
 	return m, true
 }
 
-// EachMember calls fn with the name (unescaped) and the raw value of every
+// walkObject calls fn with the name (unescaped) and the raw value of every
 // member of the object raw, in order, until fn returns false; raw must be
 // valid JSON (json.Valid). It allocates nothing for names without escapes:
-// name and value are slices of raw. ok is false when raw is not an object
-// or fn stopped the walk.
-func EachMember(raw []byte, fn func(name []byte, value json.RawMessage) bool) (ok bool) {
-	return walkObject(raw, fn)
-}
-
-// walkObject is EachMember.
+// name and value are slices of raw. It returns false when raw is not an
+// object or fn stopped the walk.
 func walkObject(raw []byte, fn func(name []byte, value json.RawMessage) bool) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {

@@ -258,13 +258,20 @@ func (c *Client) read(op func() string, resp *http.Response) ([]byte, error) {
 	return nil, parseError(op(), resp.StatusCode, raw)
 }
 
-// decode unmarshals a 2xx body. A body that cannot be decoded leaves the
-// outcome unknown, so the error satisfies ErrUnavailable.
-func (c *Client) decode(op string, raw []byte, out any) error {
-	if err := json.Unmarshal(raw, out); err != nil {
-		return &unavailableError{op: op, cause: fmt.Errorf("decoding response: %w", err)}
+// post sends body to path and decodes the 2xx answer into a T, returned
+// with the whole body. A body that cannot be decoded leaves the outcome
+// unknown, so the error satisfies ErrUnavailable.
+func post[T any](ctx context.Context, c *Client, path string, body any, idempotencyKey string) (T, []byte, error) {
+	var out T
+	raw, err := c.do(ctx, http.MethodPost, path, nil, body, idempotencyKey)
+	if err != nil {
+		return out, nil, err
 	}
-	return nil
+	if err := json.Unmarshal(raw, &out); err != nil {
+		var zero T
+		return zero, nil, &unavailableError{op: "POST " + path, cause: fmt.Errorf("decoding response: %w", err)}
+	}
+	return out, raw, nil
 }
 
 // errorBody is the upstream's error JSON.

@@ -9,7 +9,9 @@ import (
 	"github.com/yp/paysvc/shared/money"
 )
 
-// CaptureRequest is the body of POST /payments/{pspReference}/captures.
+// CaptureRequest is the body of POST /payments/{pspReference}/captures
+// and, as RefundRequest, of POST /payments/{paymentPspReference}/refunds
+// (PaymentRefundRequest: amount and merchantAccount required).
 type CaptureRequest struct {
 	MerchantAccount string       `json:"merchantAccount"`
 	Amount          money.Amount `json:"amount"`
@@ -17,6 +19,9 @@ type CaptureRequest struct {
 	Splits          []Split      `json:"splits,omitempty"`
 	LineItems       []LineItem   `json:"lineItems,omitempty"`
 }
+
+// RefundRequest is the body of a refund (see CaptureRequest).
+type RefundRequest = CaptureRequest
 
 // ReversalRequest is the body of POST /payments/{pspReference}/reversals
 // (cancel when not captured, refund when captured).
@@ -28,10 +33,7 @@ type ReversalRequest struct {
 // CancelRequest is the body of POST /payments/{pspReference}/cancels (v71
 // PaymentCancelRequest): it cancels an uncaptured authorisation, or the
 // uncaptured remainder of one; a CANCELLATION notification follows.
-type CancelRequest struct {
-	MerchantAccount string `json:"merchantAccount"`
-	Reference       string `json:"reference,omitempty"`
-}
+type CancelRequest = ReversalRequest
 
 // AmountUpdateRequest is the body of POST /payments/{pspReference}/amountUpdates.
 type AmountUpdateRequest struct {
@@ -83,20 +85,19 @@ func (c *Client) UpdateAmount(ctx context.Context, pspReference string, req Amou
 }
 
 func (c *Client) modify(ctx context.Context, psp, kind string, body any, idempotencyKey string) (ModificationResponse, error) {
-	var out ModificationResponse
 	if psp == "" {
-		return out, errors.New("upstream: pspReference is required for " + kind)
+		return ModificationResponse{}, errors.New("upstream: pspReference is required for " + kind)
 	}
-	path := "/payments/" + url.PathEscape(psp) + "/" + kind
-	raw, err := c.do(ctx, http.MethodPost, path, nil, body, idempotencyKey)
-	if err != nil {
-		return out, err
-	}
-	if err := c.decode("POST "+path, raw, &out); err != nil {
-		return out, err
-	}
+	out, raw, err := post[ModificationResponse](ctx, c, "/payments/"+url.PathEscape(psp)+"/"+kind, body, idempotencyKey)
 	out.Raw = raw
-	return out, nil
+	return out, err
+}
+
+// Refund refunds (part of) a captured payment
+// (POST /payments/{paymentPspReference}/refunds, answered 201 "received";
+// the outcome arrives as a REFUND or REFUND_FAILED notification).
+func (c *Client) Refund(ctx context.Context, pspReference string, req RefundRequest, idempotencyKey string) (ModificationResponse, error) {
+	return c.modify(ctx, pspReference, "refunds", req, idempotencyKey)
 }
 
 // DeleteStoredPaymentMethodRequest identifies a stored payment method

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"slices"
 
 	"github.com/yp/paysvc/shared/money"
 )
@@ -52,61 +50,6 @@ type PaymentRequest struct {
 // paymentRequestJSON has PaymentRequest's fields without its methods.
 type paymentRequestJSON PaymentRequest
 
-// paymentRequestWire is what MarshalJSON encodes: PaymentRequest's typed
-// fields, its string maps encoded without reflection (the same bytes
-// encoding/json writes for them, a test keeps it so).
-type paymentRequestWire struct {
-	MerchantAccount          string          `json:"merchantAccount"`
-	Amount                   money.Amount    `json:"amount"`
-	Reference                string          `json:"reference"`
-	ReturnURL                string          `json:"returnUrl"`
-	CountryCode              string          `json:"countryCode,omitempty"`
-	ShopperInteraction       string          `json:"shopperInteraction,omitempty"`
-	RecurringProcessingModel string          `json:"recurringProcessingModel,omitempty"`
-	IndustryUsage            string          `json:"industryUsage,omitempty"`
-	ShopperReference         string          `json:"shopperReference,omitempty"`
-	Splits                   []Split         `json:"splits,omitempty"`
-	Metadata                 sortedStrings   `json:"metadata,omitempty"`
-	AdditionalData           sortedStrings   `json:"additionalData,omitempty"`
-	CaptureDelayHours        *int            `json:"captureDelayHours,omitempty"`
-	PaymentMethod            json.RawMessage `json:"paymentMethod"`
-}
-
-func (r PaymentRequest) wire() paymentRequestWire {
-	return paymentRequestWire{
-		MerchantAccount: r.MerchantAccount, Amount: r.Amount, Reference: r.Reference, ReturnURL: r.ReturnURL,
-		CountryCode: r.CountryCode, ShopperInteraction: r.ShopperInteraction,
-		RecurringProcessingModel: r.RecurringProcessingModel, IndustryUsage: r.IndustryUsage,
-		ShopperReference: r.ShopperReference, Splits: r.Splits, Metadata: r.Metadata,
-		AdditionalData: r.AdditionalData, CaptureDelayHours: r.CaptureDelayHours, PaymentMethod: r.PaymentMethod,
-	}
-}
-
-// sortedStrings is a string map encoded as encoding/json encodes one (keys
-// sorted), in one allocation.
-type sortedStrings map[string]string
-
-func (m sortedStrings) MarshalJSON() ([]byte, error) {
-	var stack [16]string
-	keys, size := stack[:0], 2
-	for k, v := range m {
-		keys = append(keys, k)
-		size += len(k) + len(v) + 6
-	}
-	slices.Sort(keys)
-	buf := make([]byte, 0, size)
-	buf = append(buf, '{')
-	for i, k := range keys {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, k)
-		buf = append(buf, ':')
-		buf = appendJSONString(buf, m[k])
-	}
-	return append(buf, '}'), nil
-}
-
 // isPaymentRequestField reports whether name is the JSON name of a typed
 // field of PaymentRequest (kept in sync by a test).
 func isPaymentRequestField(name string) bool {
@@ -122,37 +65,26 @@ func isPaymentRequestField(name string) bool {
 // MarshalJSON encodes the typed fields and merges Extra into the same
 // top-level object (Extra keys first, sorted; colliding keys dropped).
 func (r PaymentRequest) MarshalJSON() ([]byte, error) {
-	typed, err := json.Marshal(r.wire())
-	if err != nil || len(r.Extra) == 0 {
-		return typed, err
+	typed, err := json.Marshal(paymentRequestJSON(r))
+	if err != nil {
+		return nil, err
 	}
-	keys := make([]string, 0, len(r.Extra))
-	size := len(typed)
+	extra := make(map[string]json.RawMessage, len(r.Extra))
 	for k, v := range r.Extra {
-		if isPaymentRequestField(k) || len(v) == 0 {
-			continue
+		if !isPaymentRequestField(k) && len(v) > 0 {
+			extra[k] = v
 		}
-		if !json.Valid(v) {
-			return nil, fmt.Errorf("upstream: PaymentRequest.Extra[%q] is not valid JSON", k)
-		}
-		keys = append(keys, k)
-		size += len(k) + len(v) + 4
 	}
-	if len(keys) == 0 {
+	if len(extra) == 0 {
 		return typed, nil
 	}
-	slices.Sort(keys)
-	buf := make([]byte, 0, size+8)
-	buf = append(buf, '{')
-	for _, k := range keys {
-		buf = appendJSONString(buf, k)
-		buf = append(buf, ':')
-		buf = append(buf, r.Extra[k]...)
-		buf = append(buf, ',')
+	head, err := json.Marshal(extra)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: PaymentRequest.Extra is not valid JSON: %w", err)
 	}
-	// typed is a non-empty object ("amount" and "merchantAccount" are never
-	// omitted): drop its '{' and append the rest.
-	return append(buf, typed[1:]...), nil
+	// Both are non-empty objects ("amount" and "merchantAccount" are never
+	// omitted): join them into one.
+	return append(append(head[:len(head)-1], ','), typed[1:]...), nil
 }
 
 // UnmarshalJSON decodes the typed fields and keeps every other top-level
@@ -176,19 +108,6 @@ func (r *PaymentRequest) UnmarshalJSON(data []byte) error {
 		r.Extra = all
 	}
 	return nil
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // cannot fail for a string
-			return append(buf, q...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
 }
 
 // PaymentMethodInfo is the paymentMethod object of a payment response.
@@ -238,15 +157,10 @@ func (c *Client) PaymentDetails(ctx context.Context, req DetailsRequest, idempot
 }
 
 func (c *Client) payment(ctx context.Context, path string, body any, idempotencyKey string) (PaymentResponse, error) {
-	var out PaymentResponse
-	raw, err := c.do(ctx, http.MethodPost, path, nil, body, idempotencyKey)
-	if err != nil {
-		return out, err
-	}
-	out, err = decodePaymentResponse(raw)
-	if err != nil {
-		return PaymentResponse{}, &unavailableError{op: "POST " + path, cause: fmt.Errorf("decoding response: %w", err)}
-	}
+	out, raw, err := post[PaymentResponse](ctx, c, path, body, idempotencyKey)
 	out.Raw = raw
-	return out, nil
+	if string(out.Action) == "null" {
+		out.Action = nil // no action
+	}
+	return out, err
 }

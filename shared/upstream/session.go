@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -71,16 +70,9 @@ type SessionResponse struct {
 // CreateSession creates a checkout session for the drop-in (POST /sessions,
 // answered 201).
 func (c *Client) CreateSession(ctx context.Context, req SessionRequest, idempotencyKey string) (SessionResponse, error) {
-	var out SessionResponse
-	raw, err := c.do(ctx, http.MethodPost, "/sessions", nil, req, idempotencyKey)
-	if err != nil {
-		return out, err
-	}
-	if err := c.decode("POST /sessions", raw, &out); err != nil {
-		return out, err
-	}
+	out, raw, err := post[SessionResponse](ctx, c, "/sessions", req, idempotencyKey)
 	out.Raw = raw
-	return out, nil
+	return out, err
 }
 
 // PaymentMethodsRequest is the body of POST /paymentMethods.
@@ -109,14 +101,7 @@ type PaymentMethodsResponse struct {
 // PaymentMethods lists the payment methods available for a payment
 // (POST /paymentMethods, answered 200).
 func (c *Client) PaymentMethods(ctx context.Context, req PaymentMethodsRequest, idempotencyKey string) (PaymentMethodsResponse, error) {
-	var out PaymentMethodsResponse
-	raw, err := c.do(ctx, http.MethodPost, "/paymentMethods", nil, req, idempotencyKey)
-	if err != nil {
-		return out, err
-	}
-	if err := c.decode("POST /paymentMethods", raw, &out); err != nil {
-		return out, err
-	}
+	out, raw, err := post[PaymentMethodsResponse](ctx, c, "/paymentMethods", req, idempotencyKey)
 	out.Raw = raw
-	return out, nil
+	return out, err
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -103,7 +104,8 @@ func webhookSchemas() (map[string]*base.Schema, error) {
 		schema := mt.Schema.Schema()
 		code := strings.TrimPrefix(name, "/")
 		out[code] = schema
-		listsHMAC[code] = strings.Contains(string(mustJSON(schema)), `"hmacSignature"`)
+		inline, _ := schema.RenderInline() // references resolved
+		listsHMAC[code] = bytes.Contains(inline, []byte(`"hmacSignature"`))
 	}
 	if len(out) == 0 {
 		return nil, errors.New("upstreamapi: the webhook document defines no notifications")
@@ -171,20 +173,10 @@ func (v *Validator) Response(r *http.Request, resp *http.Response) []string {
 // No oneOf needs an exemption: the action and payment-method oneOfs of the
 // Checkout document are told apart by their "type" enums.
 func (v *Validator) Notification(body []byte) []string {
-	var n struct {
-		NotificationItems []struct {
-			Item struct {
-				EventCode string `json:"eventCode"`
-			} `json:"NotificationRequestItem"`
-		} `json:"notificationItems"`
+	code, err := eventCode(body)
+	if err != nil {
+		return []string{err.Error()}
 	}
-	if err := json.Unmarshal(body, &n); err != nil {
-		return []string{"notification is not JSON: " + err.Error()}
-	}
-	if len(n.NotificationItems) == 0 {
-		return []string{"notification without items"}
-	}
-	code := n.NotificationItems[0].Item.EventCode
 	schema := v.webhooks[code]
 	if schema == nil {
 		return []string{"the webhook document defines no notification " + code}
@@ -201,6 +193,24 @@ func (v *Validator) Notification(body []byte) []string {
 		out[i] = code + ": " + out[i]
 	}
 	return out
+}
+
+// eventCode returns the event code of a notification body's first item.
+func eventCode(body []byte) (string, error) {
+	var n struct {
+		NotificationItems []struct {
+			Item struct {
+				EventCode string `json:"eventCode"`
+			} `json:"NotificationRequestItem"`
+		} `json:"notificationItems"`
+	}
+	if err := json.Unmarshal(body, &n); err != nil {
+		return "", errors.New("notification is not JSON: " + err.Error())
+	}
+	if len(n.NotificationItems) == 0 {
+		return "", errors.New("notification without items")
+	}
+	return n.NotificationItems[0].Item.EventCode, nil
 }
 
 // listsHMAC are the events whose additionalData schema lists hmacSignature;
@@ -234,15 +244,6 @@ func foldMetadata(body []byte) ([]byte, error) {
 		}
 	}
 	return json.Marshal(n)
-}
-
-// mustJSON renders a schema (references resolved) to look for a property.
-func mustJSON(s *base.Schema) []byte {
-	b, err := s.RenderInline()
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 func describe(errs []*verrors.ValidationError) []string {
@@ -318,25 +319,14 @@ func (r *Recorder) Violations() []Violation {
 func (r *Recorder) Checked() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.checked))
-	for k, n := range r.checked {
-		out[k] = n
-	}
-	return out
+	return maps.Clone(r.checked)
 }
 
 // CheckNotification validates a notification body and records the result.
 func (r *Recorder) CheckNotification(v *Validator, body []byte) {
-	var n struct {
-		NotificationItems []struct {
-			Item struct {
-				EventCode string `json:"eventCode"`
-			} `json:"NotificationRequestItem"`
-		} `json:"notificationItems"`
-	}
-	code := "?"
-	if json.Unmarshal(body, &n) == nil && len(n.NotificationItems) > 0 {
-		code = n.NotificationItems[0].Item.EventCode
+	code, err := eventCode(body)
+	if err != nil {
+		code = "?"
 	}
 	r.record("notification", code, v.Notification(body))
 }
@@ -381,9 +371,7 @@ func (v *Validator) Handler(next http.Handler, rec *Recorder) http.Handler {
 		next.ServeHTTP(rw, r)
 		resp := rw.Result()
 		rec.record("response", subject, v.Response(r, resp))
-		for k, vs := range rw.Header() {
-			w.Header()[k] = vs
-		}
+		maps.Copy(w.Header(), rw.Header())
 		w.WriteHeader(rw.Code)
 		_, _ = w.Write(rw.Body.Bytes())
 	})
