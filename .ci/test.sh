@@ -118,9 +118,11 @@ timings+=("$(($(date +%s) - e2e_start))s  go test -race ./tests/... (beside the 
 
 echo "== steps"
 printf '  %s\n' "${timings[@]}"
+# awk reads all its input: head would close the pipe early and, under
+# pipefail, sort's SIGPIPE (exit 141) would fail a green run.
 echo "== the slowest tests (top-level, seconds)"
 cat "$work"/*.json 2>/dev/null | jq -R -r 'fromjson? | select((.Action == "pass" or .Action == "fail") and .Test != null and (.Test | contains("/") | not))
-  | "\(.Elapsed)\t\(.Package | "." + ltrimstr("github.com/yp/paysvc")) \(.Test)"' | sort -rn | head -15 | sed 's/^/  /'
+  | "\(.Elapsed)\t\(.Package | "." + ltrimstr("github.com/yp/paysvc")) \(.Test)"' | sort -rn | awk 'NR <= 15' | sed 's/^/  /'
 echo "== [$(since)] done"
 rm -rf "$work"
 if [ "${#failed[@]}" -gt 0 ]; then
