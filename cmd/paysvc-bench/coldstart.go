@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,7 +141,7 @@ func discoverFunctions(root string, cfg *config) ([]fnResult, error) {
 	}
 	var out []fnResult
 	for _, e := range entries {
-		if !e.IsDir() || !cfg.functionWanted(e.Name()) || notOnRequestPath[e.Name()] {
+		if !e.IsDir() || !wanted(cfg.Functions, e.Name()) || notOnRequestPath[e.Name()] {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(root, "functions", e.Name(), "main.go")); err != nil {
@@ -285,26 +286,18 @@ func (c *coldEnv) apiEvent(name string, edit func(ev map[string]any)) ([]byte, e
 	if rc, ok := ev["requestContext"].(map[string]any); ok {
 		rc["requestId"] = uniq
 	}
-	setHeader(ev, "Idempotency-Key", uniq, true)
+	// The Idempotency-Key, in both header maps, when the sample has one.
+	h, _ := ev["headers"].(map[string]any)
+	if _, ok := h["Idempotency-Key"]; ok {
+		h["Idempotency-Key"] = uniq
+		if mv, ok := ev["multiValueHeaders"].(map[string]any); ok {
+			mv["Idempotency-Key"] = []any{uniq}
+		}
+	}
 	if edit != nil {
 		edit(ev)
 	}
 	return json.Marshal(ev)
-}
-
-// setHeader sets a header in both header maps (onlyIfPresent: when the
-// sample has it).
-func setHeader(ev map[string]any, name, value string, onlyIfPresent bool) {
-	h, _ := ev["headers"].(map[string]any)
-	if _, ok := h[name]; !ok && onlyIfPresent {
-		return
-	}
-	if h != nil {
-		h[name] = value
-	}
-	if mv, ok := ev["multiValueHeaders"].(map[string]any); ok {
-		mv[name] = []any{value}
-	}
 }
 
 // pspPath points a sample modification event at payment psp.
@@ -322,9 +315,7 @@ func (c *coldEnv) notificationBody(t *section) (string, upstream.NotificationReq
 	if err != nil {
 		return "", upstream.NotificationRequestItem{}, err
 	}
-	if err := c.rt.sim.Sim.Flush(context.Background()); err != nil {
-		t.Logf("simulator flush: %v", err)
-	}
+	c.rt.flush(t)
 	it, err := c.rt.notification(psp, upstream.EventAuthorisation)
 	if err != nil {
 		return "", it, err
@@ -441,11 +432,7 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 		}
 		buildFunctions(ctx, cfg, root, bin, fns)
 		if !cfg.Smoke && cfg.Arm64 {
-			dir, err := t.TempDir()
-			if err != nil {
-				return err
-			}
-			probes, err := buildProbes(ctx, root, dir)
+			probes, err := buildProbes(ctx, root, filepath.Join(bin, "probes"))
 			if err != nil {
 				cfg.logf("coldstart: size probes: %v", err)
 			}
@@ -456,10 +443,8 @@ func runColdStart(ctx context.Context, cfg *config) (*coldStartResult, error) {
 	res.Functions = fns
 	var errs []error
 	for _, f := range fns {
-		if f.BuildErr != "" {
-			errs = append(errs, fmt.Errorf("%s: %s", f.Name, f.BuildErr))
-		} else if f.Err != "" {
-			errs = append(errs, fmt.Errorf("%s: %s", f.Name, f.Err))
+		if e := cmp.Or(f.BuildErr, f.Err); e != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", f.Name, e))
 		}
 	}
 	if err != nil {
@@ -529,10 +514,7 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 		var evs [2][]byte
 		for k := range evs {
 			var err error
-			if c == nil {
-				evs[k], f.FirstRoute = []byte(`{"mode":"echo","msg":"bench"}`), "echo event"
-				continue
-			}
+			// c is nil for echo only, whose request needs no coldEnv.
 			if evs[k], f.FirstRoute, err = c.request(t, f.Name); err != nil {
 				return err
 			}
@@ -567,7 +549,7 @@ func measureStarts(ctx context.Context, t *section, cfg *config, c *coldEnv, f *
 				cpuOK = cpuOK && ok
 				cpu[k] = c
 			}
-			rss, ok := procStatusKB(h.Pid(), "VmHWM")
+			rss, ok := procKB(fmt.Sprintf("/proc/%d/status", h.Pid()), "VmHWM")
 			if !ok {
 				return fmt.Errorf("start %d: cannot read VmHWM of pid %d", i+1, h.Pid())
 			}

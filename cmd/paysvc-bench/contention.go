@@ -264,9 +264,6 @@ func (r *report) contentionTarget() target {
 
 // contentionSection renders the measurement.
 func (r *report) contentionSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secContention) {
-		return
-	}
 	w("## 7. Contention on one payment\n\n")
 	w("%d operations on one payment at once, through the API routes in process: after a first capture of 500 of 1000, %d captures\n", contentionOps, contentionOps/2)
 	w("and %d refunds of %d each (together more than either guard allows, so the order decides which are refused). Each must be\n", contentionOps/2, contentionAmount)

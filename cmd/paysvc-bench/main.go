@@ -112,16 +112,9 @@ func (c *config) logf(format string, args ...any) {
 // sectionWanted reports whether -sections names s.
 func (c *config) sectionWanted(s string) bool { return slices.Contains(c.Sections, s) }
 
-// endpointWanted reports whether -endpoints selects e (all by default).
-func (c *config) endpointWanted(e string) bool {
-	return len(c.Endpoints) == 0 || slices.Contains(c.Endpoints, e)
-}
-
-// functionWanted reports whether -functions selects f (all by default;
-// "none" selects no package of functions/).
-func (c *config) functionWanted(f string) bool {
-	return len(c.Functions) == 0 || slices.Contains(c.Functions, f)
-}
+// wanted reports whether a list flag (-endpoints, -functions) selects x:
+// all by default ("-functions none" selects no package of functions/).
+func wanted(list []string, x string) bool { return len(list) == 0 || slices.Contains(list, x) }
 
 // parseFlags reads the command line. -smoke changes the defaults of every
 // size flag that is not given explicitly.

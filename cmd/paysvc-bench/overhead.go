@@ -341,7 +341,6 @@ func (p *overheadPhase) requesters(ctx context.Context, ep string, n int) (svc, 
 	// Record what the service sends upstream for this endpoint.
 	p.sim.record(true)
 	defer p.sim.record(false)
-	warmKey := p.tag + "-warm-" + ep
 	switch ep {
 	case "config":
 		svc = func(ctx context.Context, i int) error {
@@ -361,35 +360,50 @@ func (p *overheadPhase) requesters(ctx context.Context, ep string, n int) (svc, 
 			bodyFmt = payBodyFmt
 		}
 		path := p.svc.URL + "/v1/ecom/" + benchSite + "/" + ep
-		if _, err := send(ctx, p.client, http.MethodPost, path, []byte(fmt.Sprintf(bodyFmt, warmKey)), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
-			return nil, nil, "", err
-		}
-		up, ok := p.sim.recorded(ep)
-		if !ok {
-			return nil, nil, "", fmt.Errorf("%s: the service made no upstream call to record", ep)
-		}
-		svc = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-%s-%d", p.tag, ep, i)
-			_, err := send(ctx, p.client, http.MethodPost, path, []byte(fmt.Sprintf(bodyFmt, k)), p.svcHeader(k, true), http.StatusOK)
-			return err
-		}
-		direct = func(ctx context.Context, i int) error {
-			k := fmt.Sprintf("%s-direct-%s-%d", p.tag, ep, i)
-			_, err := send(ctx, p.client, up.Method, p.sim.URL+up.Path, up.Body, p.directHeader(k), 0)
-			return err
-		}
-		return svc, direct, "", nil
+		svc, direct, err = p.replayed(ctx, ep, func(int) string { return path }, func(k string) []byte { return []byte(fmt.Sprintf(bodyFmt, k)) }, nil)
+		return svc, direct, "", err
 	case "captures":
-		svc, direct, err = p.captureRequesters(ctx, n, warmKey)
+		svc, direct, err = p.captureRequesters(ctx, n)
 		return svc, direct, "", err
 	}
 	return nil, nil, "", fmt.Errorf("unknown endpoint %s", ep)
 }
 
+// replayed are the service and direct request functions of a POST
+// endpoint whose service request i goes to path(i) with body(its
+// Idempotency-Key): a warm-up request (i = -1) records what the service
+// sends upstream, which the direct side replays on directPath(the
+// recorded path, i) (nil: the recorded path).
+func (p *overheadPhase) replayed(ctx context.Context, ep string, path func(i int) string, body func(key string) []byte,
+	directPath func(string, int) string) (svc, direct func(context.Context, int) error, err error) {
+	warmKey := p.tag + "-warm-" + ep
+	if _, err := send(ctx, p.client, http.MethodPost, path(-1), body(warmKey), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
+		return nil, nil, err
+	}
+	up, ok := p.sim.recorded(ep)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: the service made no upstream call to record", ep)
+	}
+	if directPath == nil {
+		directPath = func(path string, _ int) string { return path }
+	}
+	svc = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-%s-%d", p.tag, ep, i)
+		_, err := send(ctx, p.client, http.MethodPost, path(i), body(k), p.svcHeader(k, true), http.StatusOK)
+		return err
+	}
+	direct = func(ctx context.Context, i int) error {
+		k := fmt.Sprintf("%s-direct-%s-%d", p.tag, ep, i)
+		_, err := send(ctx, p.client, up.Method, p.sim.URL+directPath(up.Path, i), up.Body, p.directHeader(k), 0)
+		return err
+	}
+	return svc, direct, nil
+}
+
 // captureRequesters are the service and direct request functions of
 // captures: each request captures a payment created for it in setup,
 // after a warm-up capture whose upstream request is recorded.
-func (p *overheadPhase) captureRequesters(ctx context.Context, n int, warmKey string) (svc, direct func(context.Context, int) error, err error) {
+func (p *overheadPhase) captureRequesters(ctx context.Context, n int) (svc, direct func(context.Context, int) error, err error) {
 	warm := max(2, p.conc)
 	start := time.Now()
 	psps, err := p.createPayments(ctx, "capture-setup", 2*(n+warm)+1)
@@ -397,31 +411,15 @@ func (p *overheadPhase) captureRequesters(ctx context.Context, n int, warmKey st
 		return nil, nil, err
 	}
 	p.cfg.logf("overhead: latency %s: created %d payments to capture in %s", p.lat, len(psps), time.Since(start).Round(time.Millisecond))
-	svcPSP, directPSP := psps[1:1+n+warm], psps[1+n+warm:]
-	capPath := func(psp string) string {
-		return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psp + "/captures"
+	// Requests are numbered from 0 by each run (the recorded warm-up -1:
+	// psps[0]); the run's warm-up takes the last payments, so every capture
+	// is of a different payment.
+	directPSP := psps[1+n+warm:]
+	path := func(i int) string {
+		return p.svc.URL + "/v1/ecom/" + benchSite + "/payments/" + psps[1+i] + "/captures"
 	}
-	if _, err := send(ctx, p.client, http.MethodPost, capPath(psps[0]), []byte(captureBody), p.svcHeader(warmKey, true), http.StatusOK); err != nil {
-		return nil, nil, err
-	}
-	up, ok := p.sim.recorded("captures")
-	if !ok {
-		return nil, nil, errors.New("captures: the service made no upstream call to record")
-	}
-	upPath := strings.Replace(up.Path, psps[0], "%s", 1)
-	// Requests are numbered from 0 by each run; the warm-up takes the
-	// last payments, so every capture is of a different payment.
-	svc = func(ctx context.Context, i int) error {
-		k := fmt.Sprintf("%s-captures-%d", p.tag, i)
-		_, err := send(ctx, p.client, http.MethodPost, capPath(svcPSP[i]), []byte(captureBody), p.svcHeader(k, true), http.StatusOK)
-		return err
-	}
-	direct = func(ctx context.Context, i int) error {
-		k := fmt.Sprintf("%s-direct-captures-%d", p.tag, i)
-		_, err := send(ctx, p.client, up.Method, p.sim.URL+fmt.Sprintf(upPath, directPSP[i]), up.Body, p.directHeader(k), 0)
-		return err
-	}
-	return svc, direct, nil
+	return p.replayed(ctx, "captures", path, func(string) []byte { return []byte(captureBody) },
+		func(up string, i int) string { return strings.Replace(up, psps[0], directPSP[i], 1) })
 }
 
 // measure runs n requests of each side in interleaved rounds (service
@@ -450,16 +448,13 @@ func (p *overheadPhase) measure(ctx context.Context, ep string, n int) (overhead
 			// period, like independent clients, rather than arriving together.
 			return runLoadStaggered(ctx, hi-lo, p.conc, p.lat, func(ctx context.Context, i int) error { return f(ctx, lo+i) })
 		}
-		var rs, rd sample
 		if r%2 == 0 {
-			rs = run(svc)
-			rd = run(direct)
+			sSvc.merge(run(svc))
+			sDir.merge(run(direct))
 		} else {
-			rd = run(direct)
-			rs = run(svc)
+			sDir.merge(run(direct))
+			sSvc.merge(run(svc))
 		}
-		sSvc.merge(rs)
-		sDir.merge(rd)
 	}
 	row.Service, row.Direct = sSvc.stats(), sDir.stats()
 	if row.Service.Errors > 0 || row.Direct.Errors > 0 {
@@ -495,12 +490,11 @@ func runOverhead(ctx context.Context, cfg *config) (*overheadResult, error) {
 				return err
 			}
 			defer func() { _ = svc.stop() }()
-			p := &overheadPhase{cfg: cfg, lat: lat, sim: sim, svc: svc, client: loadClient(slices.Max(levels)),
-				tag: fmt.Sprintf("b%d%d", li, time.Now().UnixNano()%1e6)}
+			p := &overheadPhase{cfg: cfg, lat: lat, sim: sim, svc: svc, client: loadClient(slices.Max(levels))}
 			for _, conc := range levels {
 				p.conc = conc
 				for _, ep := range overheadEndpoints {
-					if !cfg.endpointWanted(ep) {
+					if !wanted(cfg.Endpoints, ep) {
 						continue
 					}
 					if ep == "config" && lat > 0 {

@@ -134,13 +134,19 @@ func (r *report) markdown() string {
 		}
 		w("\n")
 	}
-	r.overheadSection(w)
-	r.roundTripSection(w)
-	r.coldStartSection(w)
-	r.webhookSection(w)
+	// Each section is rendered when -sections names it; item 5 always.
+	section := func(name string, render func(func(string, ...any))) {
+		if r.cfg.sectionWanted(name) {
+			render(w)
+		}
+	}
+	section(secOverhead, r.overheadSection)
+	section(secRoundTrips, r.roundTripSection)
+	section(secColdStart, r.coldStartSection)
+	section(secWebhooks, r.webhookSection)
 	r.goBenchSection(w)
-	r.scaleSection(w)
-	r.contentionSection(w)
+	section(secScale, r.scaleSection)
+	section(secContention, r.contentionSection)
 	w("## Reproduce\n\n")
 	w("```sh\nmake bench                                   # everything; rewrites BENCHMARKS.md and docs/scale.md (about 10 minutes)\n")
 	w("go run ./cmd/paysvc-bench -smoke              # every section in seconds (tiny samples)\n")
@@ -183,12 +189,7 @@ func (r *report) targets() []target {
 	ts = append(ts, r.writeEndpointTargets()...)
 	ts = append(ts, r.coldStartTargets()...)
 	ts = append(ts, r.webhookTargets()...)
-	ts = append(ts, r.cpuTarget())
-	ts = append(ts, r.embeddedTargets()...)
-	ts = append(ts, r.contentionTarget())
-	ts = append(ts, r.listingTarget())
-	ts = append(ts, r.writeUnitsTarget())
-	return ts
+	return append(ts, r.cpuTarget(), r.notificationStepsTarget(), r.allocsTarget(), r.contentionTarget(), r.listingTarget(), r.writeUnitsTarget())
 }
 
 // localBound is the local store's added p50 at concurrency 1.
@@ -200,19 +201,18 @@ func (r *report) localStoreTarget() target {
 	t := target{Name: "The local store's added p50 at concurrency 1, 0 ms upstream ≤ 5 ms (sessions, payments, captures; embedded store)",
 		Status: notMeasured, Measured: "— (run with `-c 1,…`)"}
 	var parts []string
-	ok, any := true, false
+	ok := true
 	for _, ep := range []string{"sessions", "payments", "captures"} {
 		row, found := r.rowAt(ep, 0, 1)
 		if !found {
 			continue
 		}
-		any = true
 		added := row.Service.P50 - row.Direct.P50
 		parts = append(parts, fmt.Sprintf("%s %s (p50 %s = %s direct's %s)", ep, signed(added), dur(row.Service.P50),
 			ratio(row.Service.P50, row.Direct.P50), dur(row.Direct.P50)))
 		ok = ok && added <= localBound
 	}
-	if !any {
+	if len(parts) == 0 {
 		return t
 	}
 	t.Measured = strings.Join(parts, "; ")
@@ -234,37 +234,29 @@ func ratio(service, direct time.Duration) string {
 // latency, evaluated at -c-slow (item 1).
 func (r *report) slowUpstreamTarget() target {
 	t := target{Name: "At 150 ms upstream, end-to-end p50 within 2 % of direct", Status: notMeasured, Measured: "—"}
-	var slow time.Duration
-	for _, l := range r.cfg.Latencies {
-		if l > 0 {
-			slow = l
-			break
-		}
-	}
-	if slow == 0 || r.overhead == nil {
+	i := slices.IndexFunc(r.cfg.Latencies, func(l time.Duration) bool { return l > 0 })
+	if i < 0 || r.overhead == nil {
 		return t
 	}
+	slow := r.cfg.Latencies[i]
 	var parts, missed []string
-	ok, any := true, false
 	for _, ep := range overheadEndpoints {
 		row, found := r.rowAt(ep, slow, r.cfg.ConcurrencySlow)
 		if !found || row.Direct.P50 == 0 {
 			continue
 		}
-		any = true
 		pct := (float64(row.Service.P50)/float64(row.Direct.P50) - 1) * 100
 		parts = append(parts, fmt.Sprintf("%s %+.1f %%", ep, pct))
 		if pct > 2 {
 			missed = append(missed, fmt.Sprintf("%s (%s)", ep, signed(row.Service.P50-row.Direct.P50)))
 		}
-		ok = ok && pct <= 2
 	}
-	if !any {
+	if len(parts) == 0 {
 		return t
 	}
 	t.Name = fmt.Sprintf("At %s upstream, end-to-end p50 within 2 %% of direct", lat(slow))
 	t.Measured = strings.Join(parts, ", ") + fmt.Sprintf(" (concurrency %d)", r.cfg.ConcurrencySlow)
-	t.judge(ok, fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
+	t.judge(len(missed) == 0, fmt.Sprintf("missed by %s: 2 %% of %s is %s. The added time is the sequential store writes of the "+
 		"0 ms case, each an fsync (plus, for captures, their longer store path, §2), and on a loaded machine (load "+
 		"average above) the wait for CPU and disk. An unsynced local store (first target) and a shorter capture path "+
 		"(§2) would bring it under on an idle machine.",
@@ -331,10 +323,8 @@ func (r *report) writeEndpointTargets() []target {
 			over = append(over, strings.TrimSuffix(name, " (Idempotency-Key)"))
 		}
 	}
-	warm.Measured, warm.Status = strings.Join(parts, "; "), mark(len(over) == 0)
-	if len(over) > 0 {
-		warm.Miss = fmt.Sprintf("over %d: %s (the table in §2 names each step).", writeSteps, strings.Join(over, ", "))
-	}
+	warm.Measured = strings.Join(parts, "; ")
+	warm.judge(len(over) == 0, fmt.Sprintf("over %d: %s (the table in §2 names each step).", writeSteps, strings.Join(over, ", ")))
 	if row, ok := r.roundTrips.row("POST payments (Idempotency-Key), tenant cache cold"); ok {
 		cold.Measured, cold.Status = fmt.Sprintf("POST payments %d: %s", row.DepthMax, row.Chain), mark(row.DepthMax <= coldWriteSteps)
 	}
@@ -379,10 +369,8 @@ func (r *report) coldStartTargets() []target {
 				maxSize, maxName = s, f.Name+" "+arch
 			}
 		}
-		if len(f.Init) > 0 {
-			if m := median(f.Init); m > maxInit {
-				maxInit, initName = m, f.Name
-			}
+		if m := median(f.Init); m > maxInit { // 0 when it never started
+			maxInit, initName = m, f.Name
 		}
 		for _, k := range f.PeakRSSKB {
 			if k > maxRSS {
@@ -453,7 +441,7 @@ func (r *report) webhookTargets() []target {
 		return []target{thr, hang}
 	}
 	var parts, hparts []string
-	okAny, hangOK, hangAny := false, true, false
+	okAny, hangOK := false, true
 	var motoRun *webhookRun
 	for i, run := range r.webhooks.Runs {
 		parts = append(parts, fmt.Sprintf("%.0f/s on %s", run.PerSecond, run.Store))
@@ -464,7 +452,6 @@ func (r *report) webhookTargets() []target {
 			motoRun = &r.webhooks.Runs[i]
 		}
 		if run.HangFor > 0 {
-			hangAny = true
 			delay := run.HangNine - run.BaselineNine
 			hparts = append(hparts, fmt.Sprintf("%s on %s (nine done in %s vs %s without; receiver hung %s)",
 				signed(delay), run.Store, dur(run.HangNine), dur(run.BaselineNine), dur(run.HangFor)))
@@ -479,34 +466,24 @@ func (r *report) webhookTargets() []target {
 			"(batch p50 %s ≈ %s per call), where DynamoDB runs them in parallel", 4*batchSize, dur(motoRun.BatchP50), dur(perCall))
 		thr.Status = mark(okAny) + " (embedded); DynamoDB not verified"
 	}
-	if hangAny {
+	if len(hparts) > 0 {
 		hang.Measured = strings.Join(hparts, "; ")
 		hang.judge(hangOK, "the nine other deliveries of the batch waited on the hanging one; see §4.")
 	}
 	return []target{thr, hang}
 }
 
-// requestCPU is BenchmarkRequestCPU/payments: CPU per request when
-// measured (cpu-ns/op), else its wall time.
-func (r *report) requestCPU() (time.Duration, bool) {
-	b, ok := findBench(r.gobench, "BenchmarkRequestCPU/payments")
-	if !ok {
-		return 0, false
-	}
-	if v, ok := b.Metrics["cpu-ns/op"]; ok {
-		return time.Duration(v), true
-	}
-	return time.Duration(b.Metrics["ns/op"]), true
-}
-
 // cpuTarget is the hot-path CPU target (item 5).
 func (r *report) cpuTarget() target {
 	t := target{Name: "Hot-path CPU per payments request (excluding I/O) ≤ 100 µs", Status: notMeasured, Measured: "— (run with `-gobench`, as `make bench` does)"}
-	cpu, ok := r.requestCPU()
+	b, ok := findBench(r.gobench, "BenchmarkRequestCPU/payments")
 	if !ok {
 		return t
 	}
-	b, _ := findBench(r.gobench, "BenchmarkRequestCPU/payments")
+	cpu := time.Duration(b.Metrics["ns/op"]) // its CPU when measured (cpu-ns/op), else its wall time
+	if v, ok := b.Metrics["cpu-ns/op"]; ok {
+		cpu = time.Duration(v)
+	}
 	t.Measured = fmt.Sprintf("%s CPU per request (wall %s, %.0f allocs, %.1f KB allocated; BenchmarkRequestCPU/payments)",
 		dur(cpu), dur(time.Duration(b.Metrics["ns/op"])), b.Metrics["allocs/op"], b.Metrics["B/op"]/1024)
 	t.Status = mark(cpu <= 100*time.Microsecond)
@@ -545,9 +522,6 @@ func (r *report) sectionError(w func(string, ...any), key string) {
 
 // overheadSection renders item 1.
 func (r *report) overheadSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secOverhead) {
-		return
-	}
 	w("## 1. Overhead per endpoint\n\n")
 	w("The local server (`shared/localserver`: every route, the embedded store, JSON request logs) with the upstream simulator on\n")
 	w("loopback, against the **same upstream requests sent straight to the simulator** (recorded from the service, replayed with a\n")
@@ -582,9 +556,6 @@ func (r *report) overheadSection(w func(string, ...any)) {
 
 // roundTripSection renders item 2.
 func (r *report) roundTripSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secRoundTrips) {
-		return
-	}
 	w("## 2. Store round trips\n\n")
 	w("Every DynamoDB and SQS call against moto, counted and timed by an SDK middleware (Initialize step: one operation, retries\n")
 	w("inside; Finalize step after the retry middleware: HTTP attempts), classified by key prefix of the single-table layout.\n")
@@ -639,9 +610,6 @@ func (r *report) roundTripSection(w func(string, ...any)) {
 
 // coldStartSection renders item 3.
 func (r *report) coldStartSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secColdStart) {
-		return
-	}
 	w("## 3. Cold start\n\n")
 	w("Each function built as the Makefile builds it (`CGO_ENABLED=0 -tags lambda.norpc -trimpath -ldflags='-s -w'`) for arm64\n")
 	w("(deployed) and amd64, then the amd64 `bootstrap` started %d times under the Lambda Runtime API harness\n", r.cfg.Starts)
@@ -671,10 +639,7 @@ func (r *report) coldStartSection(w func(string, ...any)) {
 			w("| %s | %s | %s | — | — | — | — | %s |\n", f.Name, size(f.SizeArm64), size(f.SizeAmd64), f.Err)
 			continue
 		}
-		var rss int64
-		for _, k := range f.PeakRSSKB {
-			rss = max(rss, k)
-		}
+		rss := slices.Max(f.PeakRSSKB) // one per start, as Init
 		w("| %s | %s | %s | **%s** (%s–%s) | %s (%s) | %s | %.1f MB | %s (%d starts) |\n", f.Name, size(f.SizeArm64), size(f.SizeAmd64),
 			dur(median(f.Init)), dur(slices.Min(f.Init)), dur(slices.Max(f.Init)),
 			dur(median(f.First)), dur(slices.Max(f.First)), dur(median(f.Warm)), float64(rss)/1024, f.FirstRoute, f.Starts)
@@ -703,11 +668,7 @@ func lambdaCPUShare(mb int) float64 { return min(float64(mb)/1769, 1) }
 // coldStartCPU renders the CPU the functions used in the cold-start runs,
 // and what it takes on paper at 128, 256 and 512 MB (docs/sizing.md).
 func (r *report) coldStartCPU(w func(string, ...any), cs *coldStartResult) {
-	measured := false
-	for _, f := range cs.Functions {
-		measured = measured || len(f.InitCPU) > 0
-	}
-	if !measured {
+	if !slices.ContainsFunc(cs.Functions, func(f fnResult) bool { return len(f.InitCPU) > 0 }) {
 		return
 	}
 	w("CPU time of the same runs (the process's threads, `/proc/<pid>/task/*/schedstat`; on this machine's x86 core, p50),\n")
@@ -734,9 +695,6 @@ func (r *report) coldStartCPU(w func(string, ...any), cs *coldStartResult) {
 
 // webhookSection renders item 4.
 func (r *report) webhookSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secWebhooks) {
-		return
-	}
 	w("## 4. Webhook dispatch\n\n")
 	w("The dispatcher as the dispatcher function wires it (`webhooks.Dispatcher` with the production `Sender` and its 15 s timeout,\n")
 	w("under `sqsqueue.LambdaHandler`, which runs a batch's messages concurrently), fed SQS events of %d jobs one batch at a time\n", batchSize)

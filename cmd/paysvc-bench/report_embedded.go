@@ -5,11 +5,6 @@ import "fmt"
 // Targets of the embedded store's notification pipeline and the hot
 // path's allocations.
 
-// embeddedTargets evaluates them.
-func (r *report) embeddedTargets() []target {
-	return []target{r.notificationStepsTarget(), r.allocsTarget()}
-}
-
 // notificationStepsTarget: sequential store steps of one notification item
 // on the embedded store, from BenchmarkNotificationItem's steps/op.
 func (r *report) notificationStepsTarget() target {

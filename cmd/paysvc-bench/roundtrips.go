@@ -57,7 +57,6 @@ type call struct {
 	Service string // "DynamoDB", "SQS", "" for pseudo-operations
 	Op      string // API name, e.g. PutItem
 	What    string // domain meaning, e.g. "idempotency: claim"
-	Shape   string // a DynamoDB call's shape (capacity.ShapeOf)
 	// Rec is a DynamoDB call as the capacity model prices it, recorded
 	// only when the recorder reads states (callRecorder.states).
 	Rec      *capacity.Recorded
@@ -105,7 +104,6 @@ func (r *callRecorder) apiOption(service string) func(*middleware.Stack) error {
 				out, md, err := next.HandleInitialize(ctx, in)
 				end := time.Now()
 				c := call{Service: service, Op: op, What: classify(service, op, in.Parameters), Start: start, End: end, Attempts: *attempts}
-				c.Shape, _ = capacity.ShapeOf(in.Parameters)
 				if r.states != nil && service == "DynamoDB" {
 					var after []dynamo.Item
 					if err == nil && len(keys) > 0 {
@@ -364,18 +362,11 @@ type rtRow struct {
 	Name     string
 	Requests int            // measured requests
 	Counts   map[string]int // What → calls, summed over the requests
-	Shapes   map[string]int // shape → DynamoDB calls, summed, tenant and shard count reads aside
-	// CachedShapes are the shapes of the tenant and API key reads (What →
-	// shape), which Shapes leaves aside.
-	CachedShapes map[string]string
-	// ShardReads are the reads of the merchant's listing shard counts,
-	// summed: a listing's, or a writer's whose cache (a minute) was cold.
-	ShardReads int
-	Total      int // calls of every kind, summed
-	Retries    int // extra HTTP attempts, summed
-	DepthMin   int // sequential store steps (min, max over the requests)
-	DepthMax   int
-	Chain      string // the steps of the request with the fewest
+	Total    int            // calls of every kind, summed
+	Retries  int            // extra HTTP attempts, summed
+	DepthMin int            // sequential store steps (min, max over the requests)
+	DepthMax int
+	Chain    string // the steps of the request with the fewest
 	// Wall is each request's duration (moto and the simulator at 0 ms on
 	// loopback); LogBytes the JSON log lines and EMF metrics it wrote.
 	Wall     []time.Duration
@@ -705,6 +696,14 @@ func (e *rtEnv) notify(psp, code string) error {
 	return e.accept(it)
 }
 
+// flush has the simulator send the notifications it owes (a failure
+// logged to t).
+func (e *rtEnv) flush(t *section) {
+	if err := e.sim.Sim.Flush(context.Background()); err != nil {
+		t.Logf("simulator flush: %v", err)
+	}
+}
+
 // notification is the simulator's notification code of payment psp.
 func (e *rtEnv) notification(psp, code string) (upstream.NotificationRequestItem, error) {
 	for _, it := range e.sim.Sim.NotificationsFor(psp) {
@@ -730,17 +729,22 @@ func (e *rtEnv) accept(item upstream.NotificationRequestItem) error {
 	return err
 }
 
-// jobOf is the first delivery job of notification item to the bench's
-// subscription: what the receiver enqueued on accepting it.
-func jobOf(item upstream.NotificationRequestItem) queue.Job {
+// authorised accepts the simulator's AUTHORISATION of payment psp through
+// the receiver and returns the first delivery job it enqueued, to the
+// bench's subscription.
+func (e *rtEnv) authorised(psp string) (queue.Job, error) {
+	item, err := e.notification(psp, upstream.EventAuthorisation)
+	if err == nil {
+		err = e.accept(item)
+	}
 	ev := notifications.EventID(notifications.DedupKey(connector.Notification(item)))
-	return queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"}
+	return queue.Job{DeliveryID: webhooks.DeliveryID(ev, "sub_bench"), Attempt: 1, MerchantID: "m_demo", SubscriptionID: "sub_bench"}, err
 }
 
 // measureOp runs op (request i = 0..n-1) n times, each alone, and sums the
 // calls of each request's timeline.
 func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, error) {
-	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, Shapes: map[string]int{}, CachedShapes: map[string]string{}, DepthMin: -1}
+	row := rtRow{Name: name, Requests: n, Counts: map[string]int{}, DepthMin: -1}
 	for i := range n {
 		e.rec.take()
 		logged := e.logs.n.Load()
@@ -751,35 +755,25 @@ func (e *rtEnv) measureOp(name string, n int, op func(i int) error) (rtRow, erro
 		row.Wall = append(row.Wall, time.Since(start))
 		row.LogBytes += e.logs.n.Load() - logged
 		calls := e.rec.take()
-		var recs []recordedCall
-		for _, c := range calls {
-			if c.Rec != nil {
-				recs = append(recs, recordedCall{What: c.What, Rec: *c.Rec})
-			}
-		}
-		if e.rec.states != nil {
-			row.Recorded = append(row.Recorded, recs)
-		}
 		ss := steps(calls)
 		depth := storeDepth(ss)
 		if row.DepthMin < 0 || depth < row.DepthMin {
 			row.DepthMin, row.Chain = depth, chain(ss)
 		}
 		row.DepthMax = max(row.DepthMax, depth)
+		var recs []recordedCall
 		for _, c := range calls {
 			row.Counts[c.What]++
-			switch {
-			case c.What == shardCounts+" read":
-				row.ShardReads++
-			case c.Shape != "" && cachedRead(c.What):
-				row.CachedShapes[c.What] = c.Shape
-			case c.Shape != "":
-				row.Shapes[c.Shape]++
+			if c.Rec != nil {
+				recs = append(recs, recordedCall{What: c.What, Rec: *c.Rec})
 			}
 			if c.Service != "" {
 				row.Total++
 				row.Retries += max(c.Attempts-1, 0)
 			}
+		}
+		if e.rec.states != nil {
+			row.Recorded = append(row.Recorded, recs)
 		}
 	}
 	return row, nil

@@ -68,6 +68,22 @@ func (r *rtRun) measure(name string, n int, op func(i int) error) error {
 	return nil
 }
 
+// rowOp is an operation measured as a row, its request i = 0..n-1.
+type rowOp struct {
+	name string
+	op   func(i int) error
+}
+
+// measureAll adds the rows of ops, in order, each measured r.n times.
+func (r *rtRun) measureAll(ops []rowOp) error {
+	for _, m := range ops {
+		if err := r.measure(m.name, r.n, m.op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // api is request i of method path with body (a %s in it: the request's
 // Idempotency-Key, idem(i), if idem is set), answered with status want.
 func (r *rtRun) api(method, path, body string, idem func(i int) string, want int) func(i int) error {
@@ -118,17 +134,10 @@ func (r *rtRun) measureOn(name string, vs []string, path, body func(v string) st
 	})
 }
 
-// flush has the simulator send the notifications it owes.
-func (r *rtRun) flush() {
-	if err := r.e.sim.Sim.Flush(context.Background()); err != nil {
-		r.t.Logf("simulator flush: %v", err)
-	}
-}
-
 // notified measures the receiver accepting the simulator's notification
 // code of each payment of psps (its modification's).
 func (r *rtRun) notified(code string, psps []string) error {
-	r.flush()
+	r.e.flush(r.t)
 	return r.measure("notification "+code+" (receiver)", r.n, func(i int) error { return r.e.notify(psps[i], code) })
 }
 
@@ -171,10 +180,7 @@ func (r *rtRun) paymentRows() error {
 	if err := replay(0); err != nil { // the finished key the replay row sends again
 		return err
 	}
-	for _, m := range []struct {
-		name string
-		op   func(i int) error
-	}{
+	return r.measureAll([]rowOp{
 		{"GET config", r.api(http.MethodGet, "/v1/ecom/config", "", nil, http.StatusOK)},
 		{"POST sessions (Idempotency-Key)", r.api(http.MethodPost, "/v1/ecom/"+benchSite+"/sessions", sessionBodyFmt, unique("ses"), http.StatusOK)},
 		{"POST payments (Idempotency-Key)", r.api(http.MethodPost, rtPayPath, payBodyFmt, unique("pay"), http.StatusOK)},
@@ -194,12 +200,7 @@ func (r *rtRun) paymentRows() error {
 			}
 			return nil
 		}},
-	} {
-		if err := r.measure(m.name, r.n, m.op); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // modificationRows measures each operation on a payment, each on payments
@@ -244,17 +245,17 @@ func (r *rtRun) modificationRows() error {
 // AUTHORISATION that binds the pending record.
 func (r *rtRun) detailsRows() error {
 	challenges, refs := make([]string, r.n), make([]string, r.n)
-	if err := r.measure("POST payments, an action answered (Idempotency-Key)", r.n, func(i int) error {
-		refs[i] = unique("det-setup")(i)
-		var err error
-		challenges[i], err = r.e.challenge(refs[i], unique("act")(i))
-		return err
-	}); err != nil {
-		return err
-	}
-	if err := r.measure("POST payments, an action answered (no Idempotency-Key)", r.n, func(i int) error {
-		_, err := r.e.challenge(unique("act-nokey")(i), "")
-		return err
+	if err := r.measureAll([]rowOp{
+		{"POST payments, an action answered (Idempotency-Key)", func(i int) error {
+			refs[i] = unique("det-setup")(i)
+			var err error
+			challenges[i], err = r.e.challenge(refs[i], unique("act")(i))
+			return err
+		}},
+		{"POST payments, an action answered (no Idempotency-Key)", func(i int) error {
+			_, err := r.e.challenge(unique("act-nokey")(i), "")
+			return err
+		}},
 	}); err != nil {
 		return err
 	}
@@ -283,7 +284,7 @@ func (r *rtRun) detailsRows() error {
 			return fmt.Errorf("the simulator has no payment %s", ref)
 		}
 	}
-	r.flush()
+	r.e.flush(r.t)
 	if err := r.measure(authorisationBindingRow, r.n, func(i int) error { return r.e.notify(detailed[i], upstream.EventAuthorisation) }); err != nil {
 		return err
 	}
@@ -300,23 +301,20 @@ func (r *rtRun) notificationRows() error {
 	if r.notifPSP, err = r.setup(r.payFor("notif-setup")); err != nil {
 		return err
 	}
-	r.flush()
+	r.e.flush(r.t)
 	r.jobs = make([]queue.Job, 0, r.n)
-	if err := r.measure("notification AUTHORISATION (receiver)", r.n, func(i int) error {
-		item, err := r.e.notification(r.notifPSP[i], upstream.EventAuthorisation)
-		if err == nil {
-			err = r.e.accept(item)
-		}
-		r.jobs = append(r.jobs, jobOf(item))
-		return err
-	}); err != nil {
-		return err
-	}
-	return r.measure("webhook delivery attempt (dispatcher)", r.n, func(i int) error {
-		if out := r.e.disp.Process(context.Background(), r.jobs[i], 1); out.Kind != queue.Done {
-			return fmt.Errorf("delivery %s: outcome %s", r.jobs[i].DeliveryID, out.Kind)
-		}
-		return nil
+	return r.measureAll([]rowOp{
+		{"notification AUTHORISATION (receiver)", func(i int) error {
+			job, err := r.e.authorised(r.notifPSP[i])
+			r.jobs = append(r.jobs, job)
+			return err
+		}},
+		{"webhook delivery attempt (dispatcher)", func(i int) error {
+			if out := r.e.disp.Process(context.Background(), r.jobs[i], 1); out.Kind != queue.Done {
+				return fmt.Errorf("delivery %s: outcome %s", r.jobs[i].DeliveryID, out.Kind)
+			}
+			return nil
+		}},
 	})
 }
 
@@ -330,15 +328,10 @@ func (r *rtRun) failedAttemptRow() error {
 		if err != nil {
 			return err
 		}
-		r.flush()
-		item, err := r.e.notification(psp, upstream.EventAuthorisation)
-		if err == nil {
-			err = r.e.accept(item)
-		}
-		if err != nil {
+		r.e.flush(r.t)
+		if failJobs[i], err = r.e.authorised(psp); err != nil {
 			return err
 		}
-		failJobs[i] = jobOf(item)
 	}
 	r.e.hookFailing.Store(true)
 	defer r.e.hookFailing.Store(false)
@@ -377,15 +370,11 @@ func (r *rtRun) retryHopRow() error {
 // AUTHORISATION accepted above): the head, and the first page of its
 // timeline.
 func (r *rtRun) merchantRows() error {
-	for _, l := range []struct{ name, path string }{
-		{"GET webhook-deliveries (a page)", "/v1/ecom/webhook-deliveries"},
-		{"GET events (a page)", "/v1/ecom/events"},
-	} {
-		if err := r.measure(l.name, r.n, r.api(http.MethodGet, l.path, "", nil, http.StatusOK)); err != nil {
-			return err
-		}
-	}
-	return r.measure("GET payment", r.n, r.get(func(i int) string { return rtPayPath + "/" + r.notifPSP[i] }))
+	return r.measureAll([]rowOp{
+		{"GET webhook-deliveries (a page)", r.api(http.MethodGet, "/v1/ecom/webhook-deliveries", "", nil, http.StatusOK)},
+		{"GET events (a page)", r.api(http.MethodGet, "/v1/ecom/events", "", nil, http.StatusOK)},
+		{"GET payment", r.get(func(i int) string { return rtPayPath + "/" + r.notifPSP[i] })},
+	})
 }
 
 // storedCardRow measures a shopper's stored card deleted by the merchant
@@ -427,19 +416,11 @@ func (r *rtRun) webhookRows() error {
 			return err
 		}
 	}
-	for _, m := range []struct {
-		name string
-		op   func(i int) error
-	}{
+	return r.measureAll([]rowOp{
 		{"POST webhook-deliveries retry", func(i int) error {
 			return r.api(http.MethodPost, "/v1/ecom/webhook-deliveries/"+r.jobs[i].DeliveryID+"/retry", "", nil, http.StatusOK)(i)
 		}},
 		{"POST webhooks/test", r.api(http.MethodPost, "/v1/ecom/webhooks/test", "", nil, http.StatusOK)},
 		{"GET payment timeline (a page)", r.get(func(i int) string { return rtPayPath + "/" + r.notifPSP[i] + "/timeline" })},
-	} {
-		if err := r.measure(m.name, r.n, m.op); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
 	"maps"
@@ -60,10 +59,15 @@ func unitList(units map[string]capacity.Units) string {
 			out = append(out, f+" "+strings.Join(parts, ", "))
 		}
 	}
-	if len(out) == 0 {
+	return orNone(out)
+}
+
+// orNone joins parts with "; ", "none" when there are none.
+func orNone(parts []string) string {
+	if len(parts) == 0 {
 		return "none"
 	}
-	return strings.Join(out, "; ")
+	return strings.Join(parts, "; ")
 }
 
 // shapeList renders a request's calls by shape: "get table EVENT, 2 × write table RATE".
@@ -76,10 +80,7 @@ func shapeList(m map[string]float64) string {
 			out = append(out, fmt.Sprintf("%.3g × %s", n, sh))
 		}
 	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, "; ")
+	return orNone(out)
 }
 
 // hopRow is item 2's row of a retry hop: a batch of hops waits for no
@@ -296,11 +297,10 @@ func spliceInto(path, md string) error {
 // templateMemory reads each function's MemorySize from template.yaml: the
 // Globals value unless the function sets its own.
 func templateMemory(path string) (map[string]int, error) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	// A value may carry a comment (`MemorySize: 512 # docs/sizing.md`):
 	// missing it priced every function at the Globals' 128 MB.
 	memRe := regexp.MustCompile(`^\s+MemorySize:\s*(\d+)\s*(#.*)?$`)
@@ -308,9 +308,7 @@ func templateMemory(path string) (map[string]int, error) {
 	global, section, resource := 0, "", ""
 	own := map[string]int{}
 	var functions []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range strings.Split(string(b), "\n") {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, resource = strings.TrimSuffix(strings.TrimSpace(line), ":"), ""
 			continue
@@ -332,9 +330,6 @@ func templateMemory(path string) (map[string]int, error) {
 				own[resource] = v
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	out := map[string]int{}
 	for _, fn := range functions {
@@ -386,9 +381,6 @@ func accessLogBytes(path string) (float64, error) {
 
 // scaleSection renders item 6 (a summary; docs/scale.md has the whole).
 func (r *report) scaleSection(w func(string, ...any)) {
-	if !r.cfg.sectionWanted(secScale) {
-		return
-	}
 	w("## 6. Scale: DynamoDB capacity model and cost of a payment\n\n")
 	w("The capacity model (`shared/capacity`) replays one merchant's trace, each request's DynamoDB calls those the store adapter\n")
 	w("made for its kind on moto in this run (section 2's requests, recorded with their items, keys templated per request), and\n")

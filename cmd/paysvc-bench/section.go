@@ -55,9 +55,6 @@ func (t *section) Logf(format string, args ...any) {
 	fmt.Fprintf(t.log, t.name+": "+strings.TrimSuffix(format, "\n")+"\n", args...)
 }
 
-// Name names the section (moto table names derive from it).
-func (t *section) Name() string { return t.name }
-
 // TempDir returns a new temporary directory removed when the section ends.
 func (t *section) TempDir() (string, error) {
 	dir, err := os.MkdirTemp("", "paysvc-bench-"+filepath.Base(t.name)+"-")
@@ -87,7 +84,7 @@ func (t *section) motoTable(ctx context.Context, opts ...func(*dynamodb.Options)
 		return nil, "", err
 	}
 	ddb := dynamodb.New(motoserver.DynamoClient(endpoint).Options(), opts...)
-	table, err := motoserver.TableName(t.Name())
+	table, err := motoserver.TableName(t.name) // moto table names derive from the section's
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"runtime"
@@ -24,27 +23,19 @@ type machine struct {
 // `go version`.
 func readMachine() machine {
 	m := machine{Cores: runtime.NumCPU()}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
 				m.CPU = strings.TrimSpace(v)
 				break
 			}
 		}
-		_ = f.Close()
 	}
 	if m.CPU == "" {
 		m.CPU = "unknown (" + runtime.GOARCH + ")"
 	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
-					m.MemoryGiB = kb / (1 << 20)
-				}
-			}
-		}
+	if kb, ok := procKB("/proc/meminfo", "MemTotal"); ok {
+		m.MemoryGiB = float64(kb) / (1 << 20)
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
@@ -58,9 +49,10 @@ func readMachine() machine {
 	return m
 }
 
-// procStatusKB reads a "VmHWM:"-style field (kB) of /proc/<pid>/status.
-func procStatusKB(pid int, field string) (int64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// procKB reads a "VmHWM:"-style field (kB) of a /proc file
+// (/proc/<pid>/status, /proc/meminfo).
+func procKB(path, field string) (int64, bool) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
