@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/yp/paysvc/shared/upstream"
@@ -69,26 +71,27 @@ func (s *Simulator) newAction(p *payment, kind string) *action {
 // actionJSON renders an action for the client component.
 func actionJSON(a *action, p *payment, public string) *actionOut {
 	page := public + "/_sim/redirect/" + a.ID
-	if a.Kind == "fingerprint" {
-		tok, _ := json.Marshal(fingerprintToken{
+	var subtype string
+	var tok any
+	switch a.Kind {
+	case "fingerprint":
+		subtype, tok = a.Kind, fingerprintToken{
 			ThreeDSMessageVersion: "2.2.0", ThreeDSMethodNotificationURL: public + "/_sim/3ds/method-notification",
 			ThreeDSMethodURL: page, ThreeDSServerTransID: a.ID,
-		})
-		return &actionOut{
-			Type: "threeDS2", Subtype: "fingerprint", PaymentMethodType: "scheme", PaymentData: a.PaymentData,
-			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
 		}
+	case "threeDS2":
+		subtype, tok = "challenge", challengeToken{AcsTransID: a.ID, AcsURL: page, MessageVersion: "2.2.0", ThreeDSServerTransID: a.ID}
+	default:
+		// A redirect action has no paymentData (the published
+		// CheckoutRedirectAction has none): the redirectResult identifies
+		// the action.
+		return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType}
 	}
-	if a.Kind == "threeDS2" {
-		tok, _ := json.Marshal(challengeToken{AcsTransID: a.ID, AcsURL: page, MessageVersion: "2.2.0", ThreeDSServerTransID: a.ID})
-		return &actionOut{
-			Type: "threeDS2", Subtype: "challenge", PaymentMethodType: "scheme", PaymentData: a.PaymentData,
-			Token: base64.StdEncoding.EncodeToString(tok), AuthorisationToken: "sim." + a.ID,
-		}
+	b, _ := json.Marshal(tok)
+	return &actionOut{
+		Type: "threeDS2", Subtype: subtype, PaymentMethodType: "scheme", PaymentData: a.PaymentData,
+		Token: base64.StdEncoding.EncodeToString(b), AuthorisationToken: "sim." + a.ID,
 	}
-	// A redirect action has no paymentData (the published CheckoutRedirectAction
-	// has none): the redirectResult identifies the action.
-	return &actionOut{Type: "redirect", Method: http.MethodGet, URL: page, PaymentMethodType: p.MethodType}
 }
 
 // DetailsFor returns the details object a client component would submit to
@@ -155,7 +158,7 @@ func decodeActionResult(v string) (id string, success bool, ok bool) {
 		if json.Unmarshal(raw, &r) != nil {
 			continue
 		}
-		id = firstNonEmpty(r.ActionID, r.ThreeDSServerTransID)
+		id = cmp.Or(r.ActionID, r.ThreeDSServerTransID)
 		if id == "" && r.TransStatus == "" && r.Result == "" {
 			continue
 		}
@@ -171,17 +174,10 @@ func decodeActionResult(v string) (id string, success bool, ok bool) {
 // success words; anything else fails (like a wrong challenge password).
 func keywordSuccess(v string) bool {
 	l := strings.ToLower(v)
-	for _, w := range []string{"refused", "wrong", "fail", "cancel", "declin", "reject"} {
-		if strings.Contains(l, w) {
-			return false
-		}
+	has := func(words ...string) bool {
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(l, w) })
 	}
-	for _, w := range []string{"authorised", "authorized", "password", "success", "approved"} {
-		if strings.Contains(l, w) {
-			return true
-		}
-	}
-	return false
+	return !has("refused", "wrong", "fail", "cancel", "declin", "reject") && has("authorised", "authorized", "password", "success", "approved")
 }
 
 // detailsIn is a /payments/details request.

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/yp/paysvc/shared/upstream"
@@ -172,15 +173,9 @@ func HolderNameOutcomes() []HolderNameOutcome {
 // response name of a row with a code, e.g. "CARD_EXPIRED".
 func lookupAcquirerCode(code string) (HolderNameOutcome, bool) {
 	code = strings.TrimSpace(code)
-	if code == "" {
-		return HolderNameOutcome{}, false
-	}
-	for _, o := range HolderNameOutcomes() {
-		if o.AcquirerResponseCode != "" && (o.AcquirerResponseCode == code || strings.EqualFold(o.HolderName, code)) {
-			return o, true
-		}
-	}
-	return HolderNameOutcome{}, false
+	return find(HolderNameOutcomes(), func(o HolderNameOutcome) bool {
+		return o.AcquirerResponseCode != "" && (o.AcquirerResponseCode == code || strings.EqualFold(o.HolderName, code))
+	})
 }
 
 // lookupHolderName returns the holder-name row for name, if any. As the
@@ -188,18 +183,10 @@ func lookupAcquirerCode(code string) (HolderNameOutcome, bool) {
 // refusal reason after the response name ("DECLINED : 06 : ERROR"): the
 // part before the first colon selects the row.
 func lookupHolderName(name string) (HolderNameOutcome, bool) {
-	name = strings.TrimSpace(name)
-	if name == "" {
-		return HolderNameOutcome{}, false
-	}
 	match := func(n string) (HolderNameOutcome, bool) {
-		for _, o := range HolderNameOutcomes() {
-			if strings.EqualFold(o.HolderName, n) {
-				return o, true
-			}
-		}
-		return HolderNameOutcome{}, false
+		return find(HolderNameOutcomes(), func(o HolderNameOutcome) bool { return strings.EqualFold(o.HolderName, n) })
 	}
+	name = strings.TrimSpace(name)
 	if o, ok := match(name); ok {
 		return o, true
 	}
@@ -211,12 +198,16 @@ func lookupHolderName(name string) (HolderNameOutcome, bool) {
 
 // lookupCard returns the test-card row for number, if any.
 func lookupCard(number string) (TestCard, bool) {
-	for _, c := range TestCards() {
-		if c.Number == number {
-			return c, true
-		}
+	return find(TestCards(), func(c TestCard) bool { return c.Number == number })
+}
+
+// find returns the first of xs that f accepts.
+func find[T any](xs []T, f func(T) bool) (T, bool) {
+	if i := slices.IndexFunc(xs, f); i >= 0 {
+		return xs[i], true
 	}
-	return TestCard{}, false
+	var zero T
+	return zero, false
 }
 
 // luhnValid reports whether number (digits only) passes the Luhn check.
@@ -240,12 +231,7 @@ func brandOf(number string) string {
 		return c.Brand
 	}
 	p := func(prefixes ...string) bool {
-		for _, x := range prefixes {
-			if strings.HasPrefix(number, x) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(prefixes, func(x string) bool { return strings.HasPrefix(number, x) })
 	}
 	switch {
 	case p("34", "37"):

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/yp/paysvc/shared/upstream"
 )
@@ -129,7 +128,13 @@ func (d *dispatcher) run() {
 		delay := d.faults.Delay
 		d.mu.Unlock()
 
-		err := d.deliver(o, delay)
+		var err error
+		if delay > 0 {
+			err = sleep(d.ctx, delay)
+		}
+		if err == nil && d.notifier != nil {
+			err = d.notifier.Notify(d.ctx, o.body)
+		}
 
 		d.mu.Lock()
 		d.busy = false
@@ -152,18 +157,6 @@ func (d *dispatcher) run() {
 			return
 		}
 	}
-}
-
-func (d *dispatcher) deliver(o outgoing, delay time.Duration) error {
-	if delay > 0 {
-		if err := sleep(d.ctx, delay); err != nil {
-			return err
-		}
-	}
-	if d.notifier == nil {
-		return nil
-	}
-	return d.notifier.Notify(d.ctx, o.body)
 }
 
 // notifyIdle wakes Flush callers when nothing is queued or being sent

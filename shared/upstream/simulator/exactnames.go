@@ -34,14 +34,20 @@ func exactNames(data []byte, t reflect.Type) []byte {
 	}
 	var out any
 	switch t.Kind() {
-	case reflect.Struct:
+	case reflect.Struct, reflect.Map:
 		var m map[string]json.RawMessage
 		if json.Unmarshal(data, &m) != nil || m == nil {
 			return data
 		}
-		fields := jsonFields(t)
+		var fields map[string]reflect.Type
+		if t.Kind() == reflect.Struct {
+			fields = jsonFields(t)
+		}
 		for name, value := range m {
 			ft, ok := fields[name]
+			if t.Kind() == reflect.Map {
+				ft, ok = t.Elem(), true
+			}
 			if !ok {
 				delete(m, name) // unknown to the platform, in any letter case
 				continue
@@ -58,15 +64,6 @@ func exactNames(data []byte, t reflect.Type) []byte {
 			items[i] = exactNames(items[i], t.Elem())
 		}
 		out = items
-	case reflect.Map:
-		var m map[string]json.RawMessage
-		if json.Unmarshal(data, &m) != nil || m == nil {
-			return data
-		}
-		for k, value := range m {
-			m[k] = exactNames(value, t.Elem())
-		}
-		out = m
 	default:
 		return data
 	}

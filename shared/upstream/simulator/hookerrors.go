@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"html"
@@ -41,12 +42,7 @@ var hookCodes = map[int]string{
 }
 
 // hookCode is the errorCode of a hook's error status.
-func hookCode(status int) string {
-	if c, ok := hookCodes[status]; ok {
-		return c
-	}
-	return HookInternal
-}
+func hookCode(status int) string { return cmp.Or(hookCodes[status], HookInternal) }
 
 func hookError(status int, err error) result {
 	return jsonResult(status, hookErrorBody{ErrorCode: hookCode(status), Message: err.Error()})
@@ -61,9 +57,7 @@ func pageError(w http.ResponseWriter, r *http.Request, status int, err error) {
 		writeResult(w, hookError(status, err))
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	writePage(w, "Simulated checkout: "+http.StatusText(status),
+	page(w, status, "Simulated checkout: "+http.StatusText(status),
 		fmt.Sprintf(`<p class="error" id="error">%s</p><p>errorCode <code>%s</code></p>`,
 			html.EscapeString(err.Error()), hookCode(status)))
 }

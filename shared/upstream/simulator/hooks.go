@@ -36,7 +36,7 @@ func (s *Simulator) hookRoutes() {
 	s.mux.Handle("POST /_sim/payments/{psp}/resolve", s.hook(s.hookResolve))
 	s.mux.Handle("POST /_sim/payments/{psp}/events", s.hook(s.hookPlatformEvent))
 	s.mux.Handle("POST /_sim/offers/expire", s.hook(func(*http.Request) result {
-		return jsonResult(http.StatusOK, map[string]any{"closed": nonNil(s.ExpireOffers())})
+		return jsonResult(http.StatusOK, map[string]any{"closed": s.ExpireOffers()})
 	}))
 	s.mux.Handle("POST /_sim/fail", s.hook(func(r *http.Request) result {
 		q := r.URL.Query()
@@ -59,13 +59,6 @@ func (s *Simulator) hookRoutes() {
 	s.mux.HandleFunc("/_sim/", func(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, hookError(http.StatusNotFound, fmt.Errorf("simulator: no test hook %s %s (see the simulator's README)", r.Method, r.URL.Path)))
 	})
-}
-
-func nonNil(xs []string) []string {
-	if xs == nil {
-		return []string{}
-	}
-	return xs
 }
 
 // ShopperPage reports whether path is one of the shopper pages (the
@@ -229,14 +222,14 @@ func (s *Simulator) hookRedirect(w http.ResponseWriter, r *http.Request) {
 		what := fmt.Sprintf(`<p>Pay <strong id="amount">%s</strong> for reference <strong id="reference">%s</strong>.</p>`,
 			html.EscapeString(FormatAmount(amount)), html.EscapeString(reference))
 		if !challenge {
-			page(w, "Simulated issuer", what+`<p class="hint">The payment method's page (simulated): choose the outcome.</p>
+			page(w, http.StatusOK, "Simulated issuer", what+`<p class="hint">The payment method's page (simulated): choose the outcome.</p>
 <form method="get"><button type="submit" id="authorise" name="result" value="authorised">Complete (authorise)</button>
 <button type="submit" id="refuse" name="result" value="refused">Fail (refuse)</button></form>`)
 			return
 		}
 		// A 3-D Secure challenge: the platform's test password is "password";
 		// any other value fails the authentication.
-		page(w, "Simulated 3-D Secure challenge", what+`<p class="hint" id="hint">Test password: <code>password</code> (any other value fails the authentication).</p>
+		page(w, http.StatusOK, "Simulated 3-D Secure challenge", what+`<p class="hint" id="hint">Test password: <code>password</code> (any other value fails the authentication).</p>
 <form method="get"><label for="password">One-time password</label> <input id="password" name="result" type="password" autocomplete="off">
 <button type="submit" id="submit">Continue</button></form>`)
 		return
@@ -288,7 +281,7 @@ func (s *Simulator) hookHosted(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	if q.Get("pay") == "" && q.Get("holderName") == "" && q.Get("cardNumber") == "" {
-		page(w, "Simulated hosted checkout", fmt.Sprintf(`<p>Pay <strong id="amount">%s</strong> for reference <strong id="reference">%s</strong> (session %s).</p>
+		page(w, http.StatusOK, "Simulated hosted checkout", fmt.Sprintf(`<p>Pay <strong id="amount">%s</strong> for reference <strong id="reference">%s</strong> (session %s).</p>
 <form method="get"><input type="hidden" name="pay" value="1">
 <label for="cardNumber">Card number</label> <input id="cardNumber" name="cardNumber" value="4111111111111111" autocomplete="off">
 <label for="holderName">Name on card</label> <input id="holderName" name="holderName" autocomplete="off">
@@ -358,13 +351,10 @@ h1{font-size:1.4em}label{display:block;margin-top:.8em}input{font:inherit;paddin
 button{font:inherit;margin-top:1em;padding:.4em 1.2em}.hint{background:#f3f6fa;border-left:4px solid #4a7bd0;padding:.5em .8em}
 .error{color:#a00}.sim{color:#666;font-size:.85em;margin-top:3em}`
 
-// page writes a shopper page.
-func page(w http.ResponseWriter, title, body string) {
+// page writes a shopper page with status.
+func page(w http.ResponseWriter, status int, title, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	writePage(w, title, body)
-}
-
-func writePage(w io.Writer, title, body string) {
+	w.WriteHeader(status)
 	title = html.EscapeString(title)
 	_, _ = fmt.Fprintf(w, `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>%s</title><style>%s</style></head><body><h1>%s</h1>%s<p class="sim">Upstream simulator (test environment): no real payment is made.</p></body></html>`,
 		title, pageStyle, title, body)

@@ -139,12 +139,8 @@ func brandName(brand string) string {
 
 // findToken returns a shopper's token by id (caller holds s.mu).
 func (s *Simulator) findToken(merchantAccount, shopperReference, id string) *storedMethod {
-	for _, t := range s.tokens[tokenKey{merchantAccount, shopperReference}] {
-		if t.ID == id {
-			return t
-		}
-	}
-	return nil
+	t, _ := find(s.tokens[tokenKey{merchantAccount, shopperReference}], func(t *storedMethod) bool { return t.ID == id })
+	return t
 }
 
 func (s *Simulator) handleDeleteStored(_ context.Context, c *call) result {

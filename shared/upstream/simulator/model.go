@@ -44,12 +44,7 @@ type card struct {
 	Brand       string
 }
 
-func (c card) last4() string {
-	if len(c.Number) < 4 {
-		return c.Number
-	}
-	return c.Number[len(c.Number)-4:]
-}
+func (c card) last4() string { return c.Number[max(0, len(c.Number)-4):] }
 
 // payment is the simulator's record of one payment.
 type payment struct {

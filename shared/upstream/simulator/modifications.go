@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -114,7 +115,7 @@ func (s *Simulator) reject(p *payment, kind, event, ref string, amount money.Amo
 		out.Amount = &amount
 	}
 	if kind == ModAmountUpdate {
-		out.Reference = firstNonEmpty(ref, p.Reference) // required in the published answer
+		out.Reference = cmp.Or(ref, p.Reference) // required in the published answer
 	}
 	return jsonResult(http.StatusCreated, out)
 }
@@ -136,7 +137,6 @@ func authorisedState(p *payment) bool {
 }
 
 func (s *Simulator) capture(p *payment, in modificationIn, amount money.Amount) result {
-	remaining := p.Authorised - p.Captured
 	var refusal *apiError
 	switch {
 	case p.State == StateCancelled || p.State == StateRefunded:
@@ -147,12 +147,8 @@ func (s *Simulator) capture(p *payment, in modificationIn, amount money.Amount) 
 		refusal = stateError("Capture not allowed: the authorisation's remainder expired or was cancelled")
 	case p.RemainderClosed:
 		refusal = stateError("Capture not allowed: the rest of the authorisation was cancelled by the partial capture (multiple partial captures are not enabled)")
-	case amount.Currency != p.Amount.Currency:
-		refusal = stateError(msgOtherCurrency)
-	case amount.Value > remaining:
-		refusal = validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: capture of %d exceeds the remaining authorised amount %d", amount.Value, remaining))
-	case amount.Value < p.Authorised:
-		refusal = lineItemsRule(p, in, amount, "capture")
+	default:
+		refusal = amountRule(p, in, amount, "capture", "the remaining authorised amount", p.Authorised-p.Captured, p.Authorised)
 	}
 	if refusal != nil {
 		return s.reject(p, ModCapture, upstream.EventCapture, in.Reference, amount, refusal)
@@ -183,15 +179,21 @@ var lineItemsMethods = map[string]bool{
 	"atome": true, "zip": true, "ratepay": true, "walley": true, "facilypay_3x": true, "facilypay_4x": true, "riverty": true,
 }
 
-// lineItemsRule is the platform's refusal of partial modification what
-// (capture, refund) of p without lineItems, or with lineItems that do not
-// add up to its amount (Klarna "will only approve the payment if the total
-// amount specified in lineItems matches"); nil when it passes.
-func lineItemsRule(p *payment, in modificationIn, amount money.Amount, what string) *apiError {
-	if !lineItemsMethods[p.MethodType] {
+// amountRule is the platform's refusal of modification what (capture,
+// refund) of amount of p: in another currency, above limit (what limitName
+// names), or, below full, a partial one of a lineItemsMethods payment
+// without lineItems or with lineItems that do not add up to its amount
+// (Klarna "will only approve the payment if the total amount specified in
+// lineItems matches"); nil when it passes.
+func amountRule(p *payment, in modificationIn, amount money.Amount, what, limitName string, limit, full int64) *apiError {
+	switch {
+	case amount.Currency != p.Amount.Currency:
+		return stateError(msgOtherCurrency)
+	case amount.Value > limit:
+		return validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: %s of %d exceeds %s %d", what, amount.Value, limitName, limit))
+	case amount.Value >= full || !lineItemsMethods[p.MethodType]:
 		return nil
-	}
-	if len(in.LineItems) == 0 {
+	case len(in.LineItems) == 0:
 		return validationError(codeGeneric, fmt.Sprintf("Required field 'lineItems' is not provided: a partial %s of a %s payment needs them.", what, p.MethodType))
 	}
 	var sum float64
@@ -326,7 +328,7 @@ func (s *Simulator) amountUpdate(p *payment, in modificationIn, amount money.Amo
 	psp := s.record(p, ModAmountUpdate, upstream.EventAuthorisationAdjustment, in.Reference, amount, "")
 	// The published answer always has a reference: without one in the
 	// request, the payment's.
-	out := received(p, psp, firstNonEmpty(in.Reference, p.Reference), &amount)
+	out := received(p, psp, cmp.Or(in.Reference, p.Reference), &amount)
 	out.IndustryUsage = in.IndustryUsage
 	return jsonResult(http.StatusCreated, out)
 }
@@ -337,19 +339,14 @@ func (s *Simulator) amountUpdate(p *payment, in modificationIn, amount money.Amo
 // another currency or not captured is refused like the platform (422, or
 // with AsyncModificationFailures 201 and a failed REFUND).
 func (s *Simulator) refundRequest(p *payment, in modificationIn, amount money.Amount) result {
-	left := p.Captured - p.Refunded
 	var refusal *apiError
 	switch {
 	case p.State == StateCancelled:
 		refusal = stateError("Refund not allowed: the payment is " + p.State)
 	case p.Captured == 0:
 		refusal = stateError("Refund not allowed: nothing of the payment is captured (" + p.State + ")")
-	case amount.Currency != p.Amount.Currency:
-		refusal = stateError(msgOtherCurrency)
-	case amount.Value > left:
-		refusal = validationError(codeInvalidAmount, fmt.Sprintf("Invalid amount specified: refund of %d exceeds the captured amount not yet refunded %d", amount.Value, left))
-	case amount.Value < p.Captured:
-		refusal = lineItemsRule(p, in, amount, "refund")
+	default:
+		refusal = amountRule(p, in, amount, "refund", "the captured amount not yet refunded", p.Captured-p.Refunded, p.Captured)
 	}
 	if refusal != nil {
 		return s.reject(p, ModRefund, upstream.EventRefund, in.Reference, amount, refusal)

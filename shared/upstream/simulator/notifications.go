@@ -1,11 +1,13 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -57,7 +59,7 @@ func (s *Simulator) emitAuthorisation(p *payment, success bool, reason string) {
 	item := upstream.NotificationRequestItem{
 		AdditionalData: ad, Amount: p.Amount, EventCode: upstream.EventAuthorisation, EventDate: s.eventDate(),
 		MerchantAccountCode: p.MerchantAccount, MerchantReference: p.Reference, PaymentMethod: p.methodLabel(),
-		PSPReference: p.PSP, Reason: reason, Success: boolString(success),
+		PSPReference: p.PSP, Reason: reason, Success: strconv.FormatBool(success),
 	}
 	if success {
 		item.Operations = []string{"CANCEL", "CAPTURE", "REFUND"}
@@ -75,36 +77,24 @@ func (s *Simulator) emitAuthorisation(p *payment, success bool, reason string) {
 func (s *Simulator) modificationItem(p *payment, psp, event, ref string, amount money.Amount, success bool, reason string) upstream.NotificationRequestItem {
 	return upstream.NotificationRequestItem{
 		AdditionalData: map[string]string{}, Amount: amount, EventCode: event, EventDate: s.eventDate(),
-		MerchantAccountCode: p.MerchantAccount, MerchantReference: firstNonEmpty(ref, p.Reference),
+		MerchantAccountCode: p.MerchantAccount, MerchantReference: cmp.Or(ref, p.Reference),
 		OriginalReference: p.PSP, PaymentMethod: p.methodLabel(), PSPReference: psp, Reason: reason,
-		Success: boolString(success),
+		Success: strconv.FormatBool(success),
 	}
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // emit signs item, records it and queues its delivery (caller holds s.mu,
 // so notifications are queued in the order of the state changes).
+// Every item carries an AdditionalData map; strings, maps and amounts
+// always encode.
 func (s *Simulator) emit(item upstream.NotificationRequestItem) {
-	if item.AdditionalData == nil {
-		item.AdditionalData = map[string]string{}
-	}
 	if s.signer != nil {
 		item.AdditionalData[upstream.KeyHMACSignature] = s.signer.SignItem(item)
 	}
-	body, err := json.Marshal(upstream.Notification{
-		Live:              boolString(s.opts.Live),
+	body, _ := json.Marshal(upstream.Notification{
+		Live:              strconv.FormatBool(s.opts.Live),
 		NotificationItems: []upstream.NotificationItem{{Item: item}},
 	})
-	if err != nil {
-		s.log.Error("upstream-sim: encoding notification", "error", err)
-		return
-	}
 	s.emitted = append(s.emitted, item)
 	s.disp.enqueue(outgoing{body: body, item: item})
 }
@@ -214,15 +204,15 @@ func (s *Simulator) ResolvePending(psp string, authorised bool) error {
 
 // ExpireOffers closes payments whose redirect or challenge was not completed
 // within OfferTTL (by the injected clock), emitting OFFER_CLOSED for each,
-// and returns their pspReferences.
+// and returns their pspReferences (never nil).
 func (s *Simulator) ExpireOffers() []string {
 	defer s.persist()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var closed []string
+	closed := []string{}
 	for _, psp := range s.paymentOrder {
 		p := s.payments[psp]
-		if p.PendingActionID == "" || !s.expired(p.CreatedAt) {
+		if p.PendingActionID == "" || s.clock.Now().Sub(p.CreatedAt) < s.opts.OfferTTL {
 			continue
 		}
 		if a := s.actions[p.PendingActionID]; a != nil {
@@ -230,12 +220,9 @@ func (s *Simulator) ExpireOffers() []string {
 		}
 		p.PendingActionID = ""
 		p.State, p.ResultCode = StateOfferClosed, upstream.ResultCancelled
-		ad := baseData(p)
-		s.emit(upstream.NotificationRequestItem{
-			AdditionalData: ad, Amount: p.Amount, EventCode: upstream.EventOfferClosed, EventDate: s.eventDate(),
-			MerchantAccountCode: p.MerchantAccount, MerchantReference: p.Reference, PaymentMethod: p.methodLabel(),
-			PSPReference: p.PSP, Success: "true",
-		})
+		item := s.modificationItem(p, p.PSP, upstream.EventOfferClosed, "", p.Amount, true, "")
+		item.AdditionalData, item.OriginalReference = baseData(p), "" // the payment in pspReference
+		s.emit(item)
 		closed = append(closed, psp)
 	}
 	return closed

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/upstream"
@@ -284,7 +284,7 @@ func isImmediateMethod(t string) bool {
 // plan decides what an authorisation does (caller holds s.mu).
 func (s *Simulator) plan(pm paymentMethodIn, req authReq) (plan, *apiError) {
 	// Stored payment method (token).
-	if id := firstNonEmpty(pm.StoredPaymentMethodID, pm.RecurringDetailReference); id != "" {
+	if id := cmp.Or(pm.StoredPaymentMethodID, pm.RecurringDetailReference); id != "" {
 		if req.shopperReference == "" {
 			return plan{}, validationError(codeGeneric, "Recurring payments require a shopperReference")
 		}
@@ -413,15 +413,6 @@ func testValue(encrypted, plain string) (string, *apiError) {
 	return plain, nil
 }
 
-func firstNonEmpty(xs ...string) string {
-	for _, x := range xs {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
 // cardFields are the members of a paymentMethod that hold card data.
 var cardFields = []string{"encryptedCardNumber", "encryptedExpiryMonth", "encryptedExpiryYear", "encryptedSecurityCode",
 	"number", "expiryMonth", "expiryYear", "cvc"}
@@ -444,14 +435,9 @@ func withoutCardData(raw json.RawMessage) json.RawMessage {
 	if !found {
 		return raw
 	}
-	b, err := json.Marshal(pm)
-	if err == nil {
-		req["paymentMethod"] = b
-		b, err = json.Marshal(req)
-	}
-	if err != nil {
-		return nil
-	}
+	// Members decoded as JSON values always encode again.
+	req["paymentMethod"], _ = json.Marshal(pm)
+	b, _ := json.Marshal(req)
 	return b
 }
 
@@ -460,7 +446,7 @@ func (s *Simulator) newPayment(req authReq, pl plan) *payment {
 	p := &payment{
 		PSP: s.uniquePSP(), MerchantAccount: req.merchantAccount, Reference: req.reference,
 		Amount: req.amount, MethodType: pl.method, Card: pl.card, ShopperReference: req.shopperReference,
-		ShopperInteraction: firstNonEmpty(req.shopperInteraction, upstream.ShopperInteractionEcommerce),
+		ShopperInteraction: cmp.Or(req.shopperInteraction, upstream.ShopperInteractionEcommerce),
 		RecurringModel:     req.recurringModel, Metadata: maps.Clone(req.metadata), Splits: req.splits,
 		ReturnURL: req.returnURL, SessionID: req.sessionID, StoreRequested: req.store,
 		Forced: pl.forced, Request: withoutCardData(req.raw), CreatedAt: s.clock.Now(),
@@ -549,11 +535,10 @@ func outcomeOf(forced *HolderNameOutcome, ok bool) outcome {
 // settle applies an outcome: state, auto-capture, tokenisation and the
 // AUTHORISATION notification (caller holds s.mu).
 func (s *Simulator) settle(p *payment, o outcome) {
-	p.ResultCode = o.resultCode
+	p.ResultCode, p.State = o.resultCode, o.resultCode // StateAuthorised is ResultAuthorised
 	p.PendingActionID = ""
 	switch o.resultCode {
 	case upstream.ResultAuthorised:
-		p.State = StateAuthorised
 		p.Authorised = p.Amount.Value
 		if p.AutoCapture {
 			p.Captured = p.Authorised
@@ -562,9 +547,7 @@ func (s *Simulator) settle(p *payment, o outcome) {
 		s.tokenise(p)
 		s.emitAuthorisation(p, true, "")
 	case upstream.ResultReceived, upstream.ResultPending:
-		p.State = o.resultCode
 	default:
-		p.State = o.resultCode
 		p.RefusalReason, p.RefusalReasonCode = o.reason, o.reasonCode
 		s.emitAuthorisation(p, false, o.reason)
 	}
@@ -653,6 +636,3 @@ func (s *Simulator) paymentResponse(p *payment, details bool) paymentResponseOut
 
 // cardExpiry formats a card's expiry as the upstream does in notifications.
 func cardExpiry(c *card) string { return c.ExpiryMonth + "/" + c.ExpiryYear }
-
-// expired reports whether t is past the offer TTL relative to now.
-func (s *Simulator) expired(t time.Time) bool { return s.clock.Now().Sub(t) >= s.opts.OfferTTL }

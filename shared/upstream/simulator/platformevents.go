@@ -3,6 +3,7 @@ package simulator
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/yp/paysvc/shared/money"
 	"github.com/yp/paysvc/shared/upstream"
@@ -102,7 +103,7 @@ func (s *Simulator) platformEvent(psp string, ev PlatformEvent) (upstream.Notifi
 		p.Modifications = append(p.Modifications, mod)
 		item = s.modificationItem(p, mod.PSPReference, ev.Code, "", authorised, ok, "")
 	case "REFUNDED_REVERSED":
-		i := p.modification(ev.Of)
+		i := slices.IndexFunc(p.Modifications, func(m ModificationState) bool { return m.PSPReference == ev.Of })
 		if i < 0 || p.Modifications[i].Kind != ModRefund || !p.Modifications[i].Success {
 			return item, fmt.Errorf("payment %s has no succeeded refund %s: %w", psp, ev.Of, errNoEvent)
 		}
@@ -145,14 +146,4 @@ func (s *Simulator) platformEvent(psp string, ev PlatformEvent) (upstream.Notifi
 	}
 	s.emit(item)
 	return item, nil
-}
-
-// modification returns the index of p's modification psp (-1: none).
-func (p *payment) modification(psp string) int {
-	for i, m := range p.Modifications {
-		if m.PSPReference == psp {
-			return i
-		}
-	}
-	return -1
 }

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -70,14 +71,10 @@ func (s *Simulator) handleSessions(_ context.Context, c *call) result {
 			return errorResult(validationError(codeGeneric, fmt.Sprintf("Invalid lineItems[%d].quantity.", i)))
 		}
 	}
-	switch in.Mode {
-	case "", "embedded", "hosted":
-	default:
+	if !slices.Contains([]string{"", "embedded", "hosted"}, in.Mode) {
 		return errorResult(validationError(codeGeneric, "Invalid mode: "+in.Mode))
 	}
-	switch in.StorePaymentMethodMode {
-	case "", "askForConsent", "enabled", "disabled":
-	default:
+	if !slices.Contains([]string{"", "askForConsent", "enabled", "disabled"}, in.StorePaymentMethodMode) {
 		return errorResult(validationError(codeGeneric, "Invalid storePaymentMethodMode: "+in.StorePaymentMethodMode))
 	}
 	if in.ShopperReference == "" && (in.StorePaymentMethod != nil && *in.StorePaymentMethod || in.StorePaymentMethodMode == "enabled" || in.StorePaymentMethodMode == "askForConsent") {
@@ -110,7 +107,7 @@ func (s *Simulator) handleSessions(_ context.Context, c *call) result {
 	out := sessionOut{
 		Amount: amount, BlockedPaymentMethods: in.BlockedPaymentMethods, CountryCode: in.CountryCode,
 		ExpiresAt: expires.Format(time.RFC3339), ID: id, MerchantAccount: in.MerchantAccount, Metadata: in.Metadata,
-		Mode: firstNonEmpty(in.Mode, "embedded"), RecurringProcessingModel: in.RecurringProcessingModel,
+		Mode: cmp.Or(in.Mode, "embedded"), RecurringProcessingModel: in.RecurringProcessingModel,
 		Reference: in.Reference, ReturnURL: in.ReturnURL, SessionData: sess.Data, ShopperInteraction: in.ShopperInteraction,
 		ShopperLocale: in.ShopperLocale, ShopperReference: in.ShopperReference, StorePaymentMethodMode: in.StorePaymentMethodMode,
 	}
@@ -190,21 +187,21 @@ func (s *Simulator) paySession(ctx context.Context, id string, sp SessionPayment
 	if sess.Completed {
 		return SessionResult{}, "", ErrSessionCompleted
 	}
-	typ := firstNonEmpty(sp.PaymentMethodType, "scheme")
+	typ := cmp.Or(sp.PaymentMethodType, "scheme")
 	if slices.Contains(sess.Req.BlockedPaymentMethods, typ) ||
 		len(sess.Req.AllowedPaymentMethods) > 0 && !slices.Contains(sess.Req.AllowedPaymentMethods, typ) {
 		return SessionResult{}, "", fmt.Errorf("%w: %s", ErrPaymentMethodNotAvailable, typ)
 	}
 	pm := paymentMethodIn{Type: typ}
 	if typ == "scheme" {
-		pm.Number = firstNonEmpty(sp.CardNumber, "4111111111111111")
-		pm.ExpiryMonth = firstNonEmpty(sp.ExpiryMonth, "03")
-		pm.ExpiryYear = firstNonEmpty(sp.ExpiryYear, "2030")
+		pm.Number = cmp.Or(sp.CardNumber, "4111111111111111")
+		pm.ExpiryMonth = cmp.Or(sp.ExpiryMonth, "03")
+		pm.ExpiryYear = cmp.Or(sp.ExpiryYear, "2030")
 		cvc := "737"
 		if tc, ok := lookupCard(strings.ReplaceAll(pm.Number, " ", "")); ok {
 			cvc = tc.CVC // a wrong CVC would refuse the payment
 		}
-		pm.CVC = firstNonEmpty(sp.CVC, cvc)
+		pm.CVC = cmp.Or(sp.CVC, cvc)
 		pm.HolderName = sp.HolderName
 	}
 	r := sess.Req
@@ -217,7 +214,7 @@ func (s *Simulator) paySession(ctx context.Context, id string, sp SessionPayment
 	}
 	req := authReq{
 		merchantAccount: r.MerchantAccount, reference: r.Reference, returnURL: r.ReturnURL,
-		shopperReference: r.ShopperReference, shopperInteraction: firstNonEmpty(r.ShopperInteraction, upstream.ShopperInteractionEcommerce),
+		shopperReference: r.ShopperReference, shopperInteraction: cmp.Or(r.ShopperInteraction, upstream.ShopperInteractionEcommerce),
 		recurringModel: r.RecurringProcessingModel, amount: amount, metadata: r.Metadata, splits: splits,
 		store: store, sessionID: sess.ID,
 	}
@@ -239,7 +236,7 @@ func (s *Simulator) paySession(ctx context.Context, id string, sp SessionPayment
 			p.State, p.ResultCode = StateRedirectShopper, StateRedirectShopper
 			return SessionResult{PSPReference: p.PSP, ResultCode: p.ResultCode}, a.ID, nil
 		}
-		ok := keywordSuccess(firstNonEmpty(sp.ChallengeResult, "password"))
+		ok := keywordSuccess(cmp.Or(sp.ChallengeResult, "password"))
 		kind := "redirect"
 		if pl.behaviour == Challenge {
 			kind = "threeDS2"

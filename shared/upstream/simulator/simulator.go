@@ -227,13 +227,7 @@ func (s *Simulator) serveAPI(ctx context.Context, r *http.Request, h apiHandler)
 
 // authorised checks the X-API-Key header value.
 func (s *Simulator) authorised(key string) bool {
-	if key == "" {
-		return false
-	}
-	if s.opts.APIKey == "" {
-		return true
-	}
-	return key == s.opts.APIKey
+	return key != "" && (s.opts.APIKey == "" || key == s.opts.APIKey)
 }
 
 func (s *Simulator) count(name string) {
@@ -323,14 +317,9 @@ func (s *Simulator) checkMerchant(ma string) *apiError {
 // uniquePSP returns a pspReference not yet used (caller holds s.mu).
 func (s *Simulator) uniquePSP() string {
 	for {
-		p := s.ids.psp()
-		if _, ok := s.payments[p]; ok {
-			continue
+		if p := s.ids.psp(); s.payments[p] == nil && s.modRefs[p] == "" {
+			return p
 		}
-		if _, ok := s.modRefs[p]; ok {
-			continue
-		}
-		return p
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -108,12 +109,7 @@ func (s *Simulator) marshalState() ([]byte, error) {
 	for _, psp := range s.paymentOrder {
 		st.Payments = append(st.Payments, s.payments[psp])
 	}
-	for _, sess := range s.sessions {
-		st.Sessions = append(st.Sessions, sess)
-	}
-	for _, a := range s.actions {
-		st.Actions = append(st.Actions, a)
-	}
+	st.Sessions, st.Actions = slices.Collect(maps.Values(s.sessions)), slices.Collect(maps.Values(s.actions))
 	for _, ts := range s.tokens {
 		st.Tokens = append(st.Tokens, ts...)
 	}
@@ -166,7 +162,8 @@ func (s *Simulator) restore() error {
 	return nil
 }
 
-// writeFileAtomic replaces path with b: written beside it, then renamed.
+// writeFileAtomic replaces path with b: written beside it (os.CreateTemp
+// makes it 0600), then renamed.
 func writeFileAtomic(path string, b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -175,9 +172,6 @@ func writeFileAtomic(path string, b []byte) error {
 	_, err = tmp.Write(b)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
