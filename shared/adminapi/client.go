@@ -24,10 +24,7 @@ type Client struct {
 func (c *Client) do(ctx context.Context, method, route string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
+		b, _ := json.Marshal(body) // ExecRequest, ListenReport: cannot fail
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint.URL, "/")+Prefix+route, rd)
@@ -87,16 +84,8 @@ var ErrStreamEnded = errors.New("the local server ended the stream (it stopped)"
 // secret they are signed with), then webhook for each, until ctx ends
 // (nil), the server stops (ErrStreamEnded) or webhook fails.
 func (c *Client) Listen(ctx context.Context, merchantID, to string, codes []string, ready func(StreamMessage), webhook func(Webhook) error) error {
-	q := url.Values{}
-	if merchantID != "" {
-		q.Set("merchant", merchantID)
-	}
-	if to != "" {
-		q.Set("to", to)
-	}
-	if len(codes) > 0 {
-		q.Set("events", strings.Join(codes, ","))
-	}
+	// An empty value is as good as none to the server.
+	q := url.Values{"merchant": {merchantID}, "to": {to}, "events": {strings.Join(codes, ",")}}
 	resp, err := c.do(ctx, http.MethodGet, "listen?"+q.Encode(), nil)
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@
 package admincli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -68,11 +69,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // Run is the package-level Run with these options.
 func (o Options) Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	clk := o.Clock
-	if clk == nil {
-		clk = clock.System{}
-	}
-	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, clock: clk, server: o.Server}
+	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, clock: cmp.Or[clock.Clock](o.Clock, clock.System{}), server: o.Server}
 	if o.Server == nil && !isHelp(args) {
 		if remote := c.localServer(ctx); remote != nil && args[0] != "listen" {
 			return c.runRemote(ctx, remote, args)
@@ -113,8 +110,8 @@ func (c *cli) commands() []command {
 		{"subscription create", "create a webhook subscription (the secret is printed once)", c.subCreate},
 		{"subscription list", "list a merchant's webhook subscriptions (never their secrets)", c.subList},
 		{"subscription rotate-secret", "add a new signing secret; the old one signs until the overlap ends", c.subRotate},
-		{"subscription enable", "enable a webhook subscription", c.subEnable},
-		{"subscription disable", "disable a webhook subscription", c.subDisable},
+		{"subscription enable", "enable a webhook subscription", c.subSetEnabled(true)},
+		{"subscription disable", "disable a webhook subscription", c.subSetEnabled(false)},
 		{"delivery list", "list a merchant's webhook deliveries with status and last error", c.deliveryList},
 		{"delivery show", "show one delivery by id (its merchant, subscription, attempts, last error)", c.deliveryShow},
 		{"delivery retry", "make a delivery's next attempt now, a pending one too (a running local server only)", c.deliveryRetry},

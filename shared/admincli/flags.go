@@ -101,7 +101,7 @@ func (f *flagSet) printUsage(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	for _, name := range append(slices.Clone(f.order), "json") {
 		fl := f.Lookup(name)
-		typ, usage := flag.UnquoteUsage(fl)
+		typ, usage := flag.UnquoteUsage(fl) // "" for a bool flag without a `NAME`
 		switch typ {
 		case "string":
 			typ = "TEXT"
@@ -115,9 +115,6 @@ func (f *flagSet) printUsage(w io.Writer) {
 			if strings.Trim(typ, "abcdefghijklmnopqrstuvwxyz-") == "" {
 				typ = strings.ToUpper(typ) // a placeholder such as `account`
 			}
-		}
-		if isBoolFlag(fl) {
-			typ = ""
 		}
 		if def := defaultText(fl); def != "" {
 			usage += " (default " + def + ")"
@@ -147,11 +144,6 @@ func defaultText(fl *flag.Flag) string {
 		def = strconv.Quote(def)
 	}
 	return def
-}
-
-func isBoolFlag(fl *flag.Flag) bool {
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // anySetExcept reports whether any flag other than --json and except was

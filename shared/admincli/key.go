@@ -146,11 +146,7 @@ func (c *cli) keyCreate(ctx context.Context, path string, args []string) error {
 		MerchantID: strings.TrimSpace(*merchantID), Name: strings.TrimSpace(*name), Permissions: ps,
 		SiteIDs: splitList(*sites), RatePerSecond: *rate, Burst: *burst,
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, spec.MerchantID)
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, spec.MerchantID, func(s *session, m tenant.Merchant) error {
 		for _, id := range spec.SiteIDs {
 			site, err := s.tenants().GetSite(ctx, id)
 			if errors.Is(err, storeerr.ErrNotFound) || (err == nil && site.MerchantID != m.ID) {
@@ -189,11 +185,7 @@ func (c *cli) keyList(ctx context.Context, path string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("list API keys: %w", err)
 		}
-		out := make([]keyView, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, viewKey(k))
-		}
-		return c.show(*f.json, out, func(t *table) {
+		return c.show(*f.json, mapped(keys, viewKey), func(t *table) {
 			t.row("ID", "NAME", "HINT", "ENV", "PERMISSIONS", "SITES", "RATE LIMIT", "CREATED", "REVOKED")
 			for _, k := range keys {
 				t.row(k.ID, k.Name, k.Hint, string(k.Environment), permSummary(k.Permissions), allOr(k.SiteIDs),

@@ -70,12 +70,6 @@ func errNeedsLocalServer(cmd string) error {
 		"deployed stages have the webhook endpoints API and `delivery redrive` instead", cmd)
 }
 
-// stringList is a repeatable flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 func (c *cli) trigger(ctx context.Context, path string, args []string) error {
 	f := c.newFlags(path, "EVENT_CODE [--psp PSP_REFERENCE] [--merchant ID] [--set FIELD=VALUE]... [--json]",
 		"Sends a signed upstream notification through the running local server, as the platform would:\n"+
@@ -89,9 +83,10 @@ func (c *cli) trigger(ctx context.Context, path string, args []string) error {
 			"success=false --set reason=Refused; trigger REFUND --psp PSP --set amount.value=500.")
 	psp := f.str("psp", "", "the payment's `PSP_REFERENCE`")
 	merchantID := f.str("merchant", "", "the merchant's `ID` (default: the only merchant)")
-	var sets stringList
+	var sets []string
 	f.order = append(f.order, "set")
-	f.Var(&sets, "set", "edit a field of the item before it is signed, `FIELD=VALUE` (repeatable): success=false, amount.value=500, reason=…, additionalData.KEY=…")
+	f.Func("set", "edit a field of the item before it is signed, `FIELD=VALUE` (repeatable): success=false, amount.value=500, reason=…, additionalData.KEY=…",
+		func(v string) error { sets = append(sets, v); return nil })
 	code, rest := "", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		code, rest = args[0], args[1:]

@@ -153,15 +153,12 @@ func (c *cli) warnMerchant(m tenant.Merchant) {
 		}
 	}
 	if len(missing) > 0 {
-		c.warnf("merchant %s is not ready for ecommerce until %s set (its API calls get 422 yp_5003)", m.ID, strings.Join(missing, ", ")+pluralIs(len(missing)))
+		verb := "are"
+		if len(missing) == 1 {
+			verb = "is"
+		}
+		c.warnf("merchant %s is not ready for ecommerce until %s %s set (its API calls get 422 yp_5003)", m.ID, strings.Join(missing, ", "), verb)
 	}
-}
-
-func pluralIs(n int) string {
-	if n == 1 {
-		return " is"
-	}
-	return " are"
 }
 
 // printMerchant prints one merchant.
@@ -236,15 +233,12 @@ func (c *cli) merchantUpdate(ctx context.Context, path string, args []string) er
 	if !f.anySetExcept("id") {
 		return usagef(path, "nothing to change: give at least one setting flag")
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*id))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *id, func(s *session, m tenant.Merchant) error {
 		if err := mf.apply(f, &m, false); err != nil {
 			return err
 		}
-		if m, err = s.prov.PutMerchant(ctx, m); err != nil {
+		m, err := s.prov.PutMerchant(ctx, m)
+		if err != nil {
 			return fmt.Errorf("update merchant: %w", err)
 		}
 		c.warnMerchant(m)
@@ -262,11 +256,7 @@ func (c *cli) merchantList(ctx context.Context, path string, args []string) erro
 		if err != nil {
 			return fmt.Errorf("list merchants: %w", err)
 		}
-		out := make([]merchantView, 0, len(ms))
-		for _, m := range ms {
-			out = append(out, viewMerchant(m))
-		}
-		return c.show(*f.json, out, func(t *table) {
+		return c.show(*f.json, mapped(ms, viewMerchant), func(t *table) {
 			t.row("ID", "NAME", "COUNTRY", "ACTIVE", "CAPTURE", "ECOMMERCE", "READY", "COMMISSION", "CREATED")
 			for _, m := range ms {
 				t.row(m.ID, m.Name, m.Country, yesNo(m.Active), string(m.CaptureMode), yesNo(m.Ecommerce),
@@ -293,16 +283,12 @@ func (c *cli) merchantShow(ctx context.Context, path string, args []string) erro
 	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*id))
+	return c.withMerchant(ctx, *id, func(s *session, m tenant.Merchant) error {
+		sites, err := s.tenants().ListSites(ctx, m.ID)
 		if err != nil {
-			return err
-		}
-		sum := merchantSummary{Merchant: viewMerchant(m)}
-		if sum.Sites, err = s.tenants().ListSites(ctx, m.ID); err != nil {
 			return fmt.Errorf("list sites: %w", err)
 		}
-		sum.Sites = nonNil(sum.Sites)
+		sum := merchantSummary{Merchant: viewMerchant(m), Sites: nonNil(sites)}
 		keys, err := s.tenants().ListAPIKeys(ctx, m.ID)
 		if err != nil {
 			return fmt.Errorf("list API keys: %w", err)
@@ -326,10 +312,7 @@ func (c *cli) merchantShow(ctx context.Context, path string, args []string) erro
 		}
 		return c.show(*f.json, sum, func(t *table) {
 			merchantRows(t, m)
-			siteIDs := make([]string, 0, len(sum.Sites))
-			for _, site := range sum.Sites {
-				siteIDs = append(siteIDs, site.ID)
-			}
+			siteIDs := mapped(sum.Sites, func(s tenant.Site) string { return s.ID })
 			t.row("sites", strings.TrimSpace(fmt.Sprintf("%d %s", len(siteIDs), strings.Join(siteIDs, ","))))
 			t.row("API keys", fmt.Sprintf("%d active, %d revoked", sum.ActiveKeys, sum.RevokedKeys))
 			t.row("subscriptions", fmt.Sprintf("%d (%d enabled)", sum.Subscriptions, sum.Enabled))
@@ -345,15 +328,12 @@ func (c *cli) merchantDeactivate(ctx context.Context, path string, args []string
 	if err := f.parse(args, "id"); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*id))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *id, func(s *session, m tenant.Merchant) error {
 		if !m.Active {
 			c.notef("merchant %s was already inactive", m.ID)
 		} else {
 			m.Active = false
+			var err error
 			if m, err = s.prov.PutMerchant(ctx, m); err != nil {
 				return fmt.Errorf("deactivate merchant: %w", err)
 			}
@@ -385,16 +365,13 @@ func (c *cli) merchantShards(ctx context.Context, path string, args []string) er
 	if *deliveries < 0 || *events < 0 {
 		return usagef(path, "--deliveries and --events: want a count ≥ 1")
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, strings.TrimSpace(*id))
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, *id, func(s *session, m tenant.Merchant) error {
 		st, ok := s.stores.Deliveries.(shardStore)
 		if !ok {
 			return fmt.Errorf("the %s store does not shard listings: a merchant's deliveries and events are read in order from one file", s.cfg.Store)
 		}
 		var got dynamo.ListingShards
+		var err error
 		if f.set["deliveries"] || f.set["events"] {
 			got, err = st.RaiseListingShards(ctx, m.ID, *deliveries, *events)
 		} else {

@@ -109,10 +109,7 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 			if err != nil {
 				return err
 			}
-			ids = ids[:0]
-			for _, e := range list {
-				ids = append(ids, e.ID)
-			}
+			ids = mapped(list, func(e notifications.Event) string { return e.ID })
 		}
 		type result struct {
 			ID         string   `json:"id"`
@@ -126,13 +123,11 @@ func (c *cli) notificationRoute(ctx context.Context, path string, args []string)
 		for _, x := range ids {
 			ev, err := r.Route(ctx, x, to)
 			res := result{ID: x, Routed: err == nil, MerchantID: ev.MerchantID, Deliveries: ev.DeliveryIDs}
-			switch {
-			case errors.Is(err, storeerr.ErrNotFound):
-				res.Error = "unknown notification event"
-			case err != nil:
-				res.Error = err.Error()
+			if errors.Is(err, storeerr.ErrNotFound) {
+				err = errors.New("unknown notification event")
 			}
 			if err != nil {
+				res.Error = err.Error()
 				failed++
 			}
 			results = append(results, res)

@@ -115,6 +115,15 @@ func join[T ~string](xs []T) string {
 	return strings.Join(parts, ",")
 }
 
+// mapped returns f of each of xs, in order (never nil: JSON shows []).
+func mapped[T, U any](xs []T, f func(T) U) []U {
+	out := make([]U, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, f(x))
+	}
+	return out
+}
+
 // nonNil returns s, or an empty slice for nil so JSON shows [] not null.
 func nonNil[T any](s []T) []T {
 	if s == nil {

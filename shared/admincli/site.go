@@ -64,11 +64,7 @@ func (c *cli) siteCreate(ctx context.Context, path string, args []string) error 
 	if site.Flows, err = parseFlows(path, *flows); err != nil {
 		return err
 	}
-	return c.withStore(ctx, func(s *session) error {
-		m, err := s.merchant(ctx, site.MerchantID)
-		if err != nil {
-			return err
-		}
+	return c.withMerchant(ctx, site.MerchantID, func(s *session, m tenant.Merchant) error {
 		if site.ID != "" {
 			old, err := s.tenants().GetSite(ctx, site.ID)
 			if err == nil {

@@ -28,34 +28,28 @@ func (s *session) tenants() tenant.Store { return s.prov.Store }
 // runs fn and closes the store again, so the embedded file is held only for
 // the command's duration.
 func (c *cli) withStore(ctx context.Context, fn func(s *session) error) (err error) {
+	var cfg config.Config
+	var stores *app.Stores
 	if c.server != nil { // in the running local server: its open store
-		return fn(&session{
-			cfg:    c.server.Config,
-			prov:   &provision.Provisioner{Store: c.server.Stores.Tenants, Env: c.server.Config.Environment, Clock: c.clock},
-			stores: c.server.Stores,
-		})
-	}
-	cfg, err := config.FromEnv(c.getenv, config.StoreEmbedded)
-	if err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-	stores, err := app.OpenStores(ctx, cfg, c.clock)
-	if errors.Is(err, embedded.ErrInUse) {
-		return fmt.Errorf("the data dir %s is in use by another process whose admin API does not answer (a local server starting or stopping? stop it, or point PAYSVC_DATA_DIR elsewhere)", cfg.DataDir)
-	}
-	if err != nil {
-		return fmt.Errorf("open the %s store: %w", cfg.Store, err)
-	}
-	defer func() {
-		if cerr := stores.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close the store: %w", cerr)
+		cfg, stores = c.server.Config, c.server.Stores
+	} else {
+		if cfg, err = config.FromEnv(c.getenv, config.StoreEmbedded); err != nil {
+			return fmt.Errorf("configuration: %w", err)
 		}
-	}()
-	return fn(&session{
-		cfg:    cfg,
-		prov:   &provision.Provisioner{Store: stores.Tenants, Env: cfg.Environment, Clock: c.clock},
-		stores: stores,
-	})
+		stores, err = app.OpenStores(ctx, cfg, c.clock)
+		if errors.Is(err, embedded.ErrInUse) {
+			return fmt.Errorf("the data dir %s is in use by another process whose admin API does not answer (a local server starting or stopping? stop it, or point PAYSVC_DATA_DIR elsewhere)", cfg.DataDir)
+		}
+		if err != nil {
+			return fmt.Errorf("open the %s store: %w", cfg.Store, err)
+		}
+		defer func() {
+			if cerr := stores.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close the store: %w", cerr)
+			}
+		}()
+	}
+	return fn(&session{cfg: cfg, prov: &provision.Provisioner{Store: stores.Tenants, Env: cfg.Environment, Clock: c.clock}, stores: stores})
 }
 
 // merchant returns merchant id, or an error naming it when it is unknown.

@@ -1,6 +1,7 @@
 package admincli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,10 +43,10 @@ type subView struct {
 func viewSub(s tenant.Subscription, now time.Time) subView {
 	v := subView{
 		ID: s.ID, MerchantID: s.MerchantID, URL: s.URL, EventCodes: nonNil(s.EventCodes), Enabled: s.Enabled,
-		DisabledReason: s.DisabledReason, Secrets: []secretMeta{}, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-	}
-	for _, sec := range s.ActiveSecrets(now) {
-		v.Secrets = append(v.Secrets, secretMeta{CreatedAt: sec.CreatedAt, ExpiresAt: sec.ExpiresAt})
+		DisabledReason: s.DisabledReason, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Secrets: mapped(s.ActiveSecrets(now), func(sec tenant.Secret) secretMeta {
+			return secretMeta{CreatedAt: sec.CreatedAt, ExpiresAt: sec.ExpiresAt}
+		}),
 	}
 	v.ActiveSecrets = len(v.Secrets)
 	return v
@@ -61,14 +62,9 @@ type createdSub struct {
 
 // expirySummary lists when each active secret stops signing, newest first.
 func expirySummary(v subView) string {
-	parts := make([]string, 0, len(v.Secrets))
-	for _, s := range v.Secrets {
-		if s.ExpiresAt == nil {
-			parts = append(parts, "never")
-		} else {
-			parts = append(parts, fmtTime(*s.ExpiresAt))
-		}
-	}
+	parts := mapped(v.Secrets, func(s secretMeta) string {
+		return cmp.Or(fmtTimePtr(s.ExpiresAt), "never") // nil: until rotated
+	})
 	return strings.Join(parts, ",")
 }
 
@@ -212,10 +208,7 @@ func (c *cli) subList(ctx context.Context, path string, args []string) error {
 			return fmt.Errorf("list subscriptions: %w", err)
 		}
 		now := c.clock.Now()
-		views := make([]subView, 0, len(subs))
-		for _, sub := range subs {
-			views = append(views, viewSub(sub, now))
-		}
+		views := mapped(subs, func(sub tenant.Subscription) subView { return viewSub(sub, now) })
 		return c.show(*f.json, views, func(t *table) {
 			t.row("ID", "URL", "EVENTS", "ENABLED", "ACTIVE SECRETS", "SECRET EXPIRY", "CREATED")
 			for _, v := range views {
@@ -264,47 +257,38 @@ func (c *cli) subRotate(ctx context.Context, path string, args []string) error {
 	})
 }
 
-func (c *cli) subEnable(ctx context.Context, path string, args []string) error {
-	return c.subSetEnabled(ctx, path, args, true)
-}
-
-func (c *cli) subDisable(ctx context.Context, path string, args []string) error {
-	return c.subSetEnabled(ctx, path, args, false)
-}
-
-// subSetEnabled is subscription enable and disable.
-func (c *cli) subSetEnabled(ctx context.Context, path string, args []string, enable bool) error {
-	desc := "Enables a webhook subscription: new notifications are delivered to it again."
-	synopsis := "--merchant ID --id SUB_ID [--json]"
-	if !enable {
-		desc = "Disables a webhook subscription: nothing more is delivered to it until it is enabled."
-		synopsis = "--merchant ID --id SUB_ID [--reason TEXT] [--json]"
-	}
-	f := c.newFlags(path, synopsis, desc)
-	merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
-	id := f.str("id", "", "the subscription's `ID` (required)")
-	var reason *string
-	if !enable {
-		reason = f.str("reason", "disabled by an operator", "why, shown by subscription list")
-	}
-	if err := f.parse(args, "merchant", "id"); err != nil {
-		return err
-	}
-	return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
-		sub, err := s.subscription(ctx, m.ID, strings.TrimSpace(*id))
-		if err != nil {
+// subSetEnabled is subscription enable (enable) and disable.
+func (c *cli) subSetEnabled(enable bool) func(ctx context.Context, path string, args []string) error {
+	return func(ctx context.Context, path string, args []string) error {
+		desc := "Enables a webhook subscription: new notifications are delivered to it again."
+		synopsis := "--merchant ID --id SUB_ID [--json]"
+		if !enable {
+			desc = "Disables a webhook subscription: nothing more is delivered to it until it is enabled."
+			synopsis = "--merchant ID --id SUB_ID [--reason TEXT] [--json]"
+		}
+		f := c.newFlags(path, synopsis, desc)
+		merchantID := f.str("merchant", "", "the merchant's `ID` (required)")
+		id := f.str("id", "", "the subscription's `ID` (required)")
+		reason := new(string) // enable takes none
+		if !enable {
+			reason = f.str("reason", "disabled by an operator", "why, shown by subscription list")
+		}
+		if err := f.parse(args, "merchant", "id"); err != nil {
 			return err
 		}
-		why := ""
-		if reason != nil {
-			why = strings.TrimSpace(*reason)
-		}
-		if sub.Enabled == enable && (enable || sub.DisabledReason == why) {
-			c.notef("subscription %s was already %s", sub.ID, strings.TrimPrefix(path, "subscription ")+"d")
-		} else if sub, err = s.prov.SetSubscriptionEnabled(ctx, m.ID, sub.ID, enable, why); err != nil {
-			return fmt.Errorf("update subscription %s: %w", sub.ID, err)
-		}
-		v := viewSub(sub, c.clock.Now())
-		return c.show(*f.json, v, func(t *table) { subRows(t, v) })
-	})
+		return c.withMerchant(ctx, *merchantID, func(s *session, m tenant.Merchant) error {
+			sub, err := s.subscription(ctx, m.ID, strings.TrimSpace(*id))
+			if err != nil {
+				return err
+			}
+			why := strings.TrimSpace(*reason)
+			if sub.Enabled == enable && (enable || sub.DisabledReason == why) {
+				c.notef("subscription %s was already %s", sub.ID, strings.TrimPrefix(path, "subscription ")+"d")
+			} else if sub, err = s.prov.SetSubscriptionEnabled(ctx, m.ID, sub.ID, enable, why); err != nil {
+				return fmt.Errorf("update subscription %s: %w", sub.ID, err)
+			}
+			v := viewSub(sub, c.clock.Now())
+			return c.show(*f.json, v, func(t *table) { subRows(t, v) })
+		})
+	}
 }

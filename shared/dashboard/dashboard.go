@@ -67,11 +67,9 @@ type Dashboard struct {
 
 // New returns the dashboard of a local server. Its CSRF token is random
 // per process.
-func New(local *adminapi.Local, requests *RequestLog, info Info) (*Dashboard, error) {
+func New(local *adminapi.Local, requests *RequestLog, info Info) *Dashboard {
 	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("dashboard: CSRF token: %w", err)
-	}
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
 	d := &Dashboard{local: local, requests: requests, info: info, csrf: hex.EncodeToString(b), mux: http.NewServeMux()}
 	d.mux.HandleFunc("GET "+Prefix+"{$}", d.overview)
 	d.mux.HandleFunc("GET "+Prefix+"payments/{psp}", d.payment)
@@ -84,7 +82,7 @@ func New(local *adminapi.Local, requests *RequestLog, info Info) (*Dashboard, er
 	d.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such dashboard page", http.StatusNotFound)
 	})
-	return d, nil
+	return d
 }
 
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -171,9 +169,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 			data.Problems = append(data.Problems, "deliveries: "+err.Error())
 		}
 	}
-	if len(data.Requests) > 50 {
-		data.Requests = data.Requests[:50]
-	}
+	data.Requests = data.Requests[:min(len(data.Requests), 50)]
 	if s := d.local.Sim; s != nil {
 		data.Sim = &simInfo{Now: s.Now(), Offset: s.ClockOffset()}
 	}
@@ -287,14 +283,13 @@ func (d *Dashboard) trigger(ctx context.Context, r *http.Request, merchant strin
 	if other := strings.TrimSpace(f.Get("otherEventCode")); other != "" {
 		req.EventCode = other
 	}
-	if s := f.Get("success"); s == "false" {
+	if f.Get("success") == "false" {
 		req.Set = append(req.Set, "success=false")
 	}
-	if v := strings.TrimSpace(f.Get("amount")); v != "" {
-		req.Set = append(req.Set, "amount.value="+v)
-	}
-	if v := strings.TrimSpace(f.Get("reason")); v != "" {
-		req.Set = append(req.Set, "reason="+v)
+	for _, s := range [][2]string{{"amount", "amount.value"}, {"reason", "reason"}} { // form field, item field
+		if v := strings.TrimSpace(f.Get(s[0])); v != "" {
+			req.Set = append(req.Set, s[1]+"="+v)
+		}
 	}
 	res, err := d.local.Trigger(ctx, req)
 	if err != nil {

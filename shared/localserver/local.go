@@ -66,7 +66,7 @@ type localRoutes struct {
 	token string
 }
 
-func newLocalRoutes(d localDeps) (*localRoutes, error) {
+func newLocalRoutes(d localDeps) *localRoutes {
 	local := adminapi.NewLocal(adminapi.Local{
 		Keys: d.keys, Tenants: d.a.Stores.Tenants, DeliveryStore: d.a.Stores.Deliveries,
 		Queue: d.queues.Local, Jobs: d.a.Stores.Jobs, Secrets: d.a.Secrets, Clock: d.clk,
@@ -85,14 +85,8 @@ func newLocalRoutes(d localDeps) (*localRoutes, error) {
 	if d.sim != nil {
 		info.SimulatorMode = simulatorMode(d.lenient)
 	}
-	dash, err := dashboard.New(local, d.requests, info)
-	if err != nil {
-		return nil, err
-	}
-	token, err := adminapi.NewToken()
-	if err != nil {
-		return nil, err
-	}
+	dash := dashboard.New(local, d.requests, info)
+	token := adminapi.NewToken()
 	server := &admincli.Server{Config: cfg, Stores: d.a.Stores, Queues: d.queues, Local: local}
 	admin := &adminapi.Server{
 		Token: token, Local: local,
@@ -101,7 +95,7 @@ func newLocalRoutes(d localDeps) (*localRoutes, error) {
 			return admincli.Options{Clock: d.clk, Server: server}.Run(ctx, args, d.getenv, stdout, stderr)
 		},
 	}
-	return &localRoutes{inner: inner, local: local, dash: dash, admin: admin, token: token}, nil
+	return &localRoutes{inner: inner, local: local, dash: dash, admin: admin, token: token}
 }
 
 // wrap serves the dashboard and the admin API beside next, and lets the

@@ -192,12 +192,10 @@ func Run(ctx context.Context, getenv func(string) string, logw, bannerw io.Write
 	requests := dashboard.NewRequestLog(200, dashboard.Prefix, adminapi.Prefix, "/favicon.ico")
 	var local *localRoutes
 	if localRefused == "" {
-		if local, err = newLocalRoutes(localDeps{
+		local = newLocalRoutes(localDeps{
 			h: h, keys: keys, a: a, queues: queues, sim: sim, clk: clk, getenv: getenv,
 			baseURL: baseURL, lenient: lenient, requests: requests,
-		}); err != nil {
-			return err
-		}
+		})
 		h = local.inner
 	}
 	if sim != nil {
