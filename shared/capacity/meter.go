@@ -158,33 +158,31 @@ func (m *Meter) flush() {
 		m.famLoad[fam] = Units{max(l.W, sum.W), max(l.R, sum.R)}
 	}
 	for p, u := range m.cur {
-		fam := p.Family()
-		f := m.family[fam]
-		if f == nil {
-			f = &Peak{Part: p, RPart: p, Family: fam}
-			m.family[fam] = f
-		}
-		if u.W > f.W {
-			f.W, f.WSec, f.Part = u.W, m.sec, p
-		}
-		if u.R > f.R {
-			f.R, f.RSec, f.RPart = u.R, m.sec, p
-		}
+		peakOf(m.family, p.Family(), p).raise(p, u, m.sec)
 		if u.W >= m.keep || u.R >= m.keep {
-			pk := m.peaks[p]
-			if pk == nil {
-				pk = &Peak{Part: p, RPart: p, Family: fam}
-				m.peaks[p] = pk
-			}
-			if u.W > pk.W {
-				pk.W, pk.WSec = u.W, m.sec
-			}
-			if u.R > pk.R {
-				pk.R, pk.RSec = u.R, m.sec
-			}
+			peakOf(m.peaks, p, p).raise(p, u, m.sec)
 		}
 	}
 	clear(m.cur)
+}
+
+// peakOf is peaks[k], a new peak of partition p when there is none.
+func peakOf[K comparable](peaks map[K]*Peak, k K, p Part) *Peak {
+	if peaks[k] == nil {
+		peaks[k] = &Peak{Part: p, RPart: p, Family: p.Family()}
+	}
+	return peaks[k]
+}
+
+// raise makes partition p's units u in second sec the peak's where they
+// are higher.
+func (pk *Peak) raise(p Part, u Units, sec int) {
+	if u.W > pk.W {
+		pk.W, pk.WSec, pk.Part = u.W, sec, p
+	}
+	if u.R > pk.R {
+		pk.R, pk.RSec, pk.RPart = u.R, sec, p
+	}
 }
 
 func (m *Meter) add(p Part, w, r float64) {
@@ -244,14 +242,13 @@ func (m *Meter) TransactWrite(writes ...Write) {
 	}
 }
 
-// write meters old replaced by new at factor times the table's units.
 // writeParts are the table partitions of writes.
 func writeParts(writes []Write) []Part {
-	items := make([]dynamo.Item, 0, len(writes))
+	parts := make([]Part, 0, len(writes))
 	for _, w := range writes {
-		items = append(items, written(w.Old, w.New))
+		parts = append(parts, tablePart(written(w.Old, w.New)))
 	}
-	return tableParts(items)
+	return parts
 }
 
 // tableParts are the table partitions of items.
@@ -263,6 +260,7 @@ func tableParts(items []dynamo.Item) []Part {
 	return parts
 }
 
+// write meters old replaced by new at factor times the table's units.
 func (m *Meter) write(old, new dynamo.Item, factor float64) {
 	pk, _ := dynamo.Keys(written(old, new))
 	size := max(dynamo.ItemSize(old), dynamo.ItemSize(new))
@@ -317,15 +315,15 @@ func (m *Meter) FailedTransact(writes ...Write) {
 }
 
 // Get meters a GetItem of it (strongly consistent, as the adapter reads).
-func (m *Meter) Get(it dynamo.Item) {
-	m.call("get", tablePart(it))
-	m.add(tablePart(it), 0, readUnits(dynamo.ItemSize(it), true))
-}
+func (m *Meter) Get(it dynamo.Item) { m.read("get", it) }
 
 // BatchGet meters one BatchGetItem of items (strongly consistent): each
 // its read units on its partition.
-func (m *Meter) BatchGet(items ...dynamo.Item) {
-	m.call("batchget", tableParts(items)...)
+func (m *Meter) BatchGet(items ...dynamo.Item) { m.read("batchget", items...) }
+
+// read meters one call of kind reading items, strongly consistent.
+func (m *Meter) read(kind string, items ...dynamo.Item) {
+	m.call(kind, tableParts(items)...)
 	for _, it := range items {
 		m.add(tablePart(it), 0, readUnits(dynamo.ItemSize(it), true))
 	}

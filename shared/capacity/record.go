@@ -194,11 +194,7 @@ func recordRead(params, result any) (Recorded, bool) {
 		if out == nil {
 			return Recorded{}, false
 		}
-		reads := make([]dynamo.Item, 0, len(out.Items))
-		for _, it := range out.Items {
-			reads = append(reads, it)
-		}
-		return Recorded{Kind: "query", Index: aws.ToString(in.IndexName), PK: queryPK(in), Consistent: aws.ToBool(in.ConsistentRead), Reads: reads}, true
+		return Recorded{Kind: "query", Index: aws.ToString(in.IndexName), PK: queryPK(in), Consistent: aws.ToBool(in.ConsistentRead), Reads: out.Items}, true
 	}
 	return Recorded{}, false
 }

@@ -443,8 +443,8 @@ type replay struct {
 	units      map[string]map[string]Units // units per task label, by key family
 	runs       map[string]int              // tasks per label
 	// cached tenant items, refreshed per instance and TTL
-	apiKey, site, merchant, subList dynamo.Item
-	subs                            []dynamo.Item
+	apiKey, site, merchant dynamo.Item
+	subs                   []dynamo.Item
 	// the merchant's listing shard counts (Mix.DeliveryShards and
 	// EventShards) and their item
 	deliveryShards, eventShards int
@@ -529,33 +529,29 @@ func (r *replay) run(s int, t task) error {
 	if err := r.recorded(r.label(t), s, t.i); err != nil { // its DynamoDB calls
 		return err
 	}
-	switch t.kind { // what it counts and what follows it
+	switch t.kind { // what follows it
 	case kPay, kPayNoKey:
 		r.pay(s, t.i)
-	case kReplay:
-		r.count(ReqReplay)
 	case kDetails:
-		r.count(ReqDetails)
-		r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAuthorisation, i: t.i})
+		r.notifyLater(s, t.i, codeAuthorisation)
 	case kNotify:
 		r.notify(s, t.i, int(t.code))
 	case kCapture:
-		r.operation(s, t.i, ReqCaptures, codeCapture)
-	case kRefund:
-		r.operation(s, t.i, ReqReversals, codeRefund) // a captured payment's reversal is a refund
+		r.notifyLater(s, t.i, codeCapture)
+	case kRefund, kPartRefund: // a captured payment's reversal is a refund
+		r.notifyLater(s, t.i, codeRefund)
 	case kAttempt:
 		r.attempt(s, t)
 	case kAmountUpdate:
-		r.operation(s, t.i, ReqAmountUpdates, codeAdjustment)
-	case kPartRefund:
-		r.operation(s, t.i, ReqRefunds, codeRefund)
+		r.notifyLater(s, t.i, codeAdjustment)
 	case kRedrive:
-		r.count(ReqRedrives)
 		r.count(ReqSQSSend)
-	case kSession, kLookup, kTimeline, kConfig, kMethods, kDeleteStored, kWebhookTest:
-		r.count(t.label())
+	case kReplay, kSession, kLookup, kTimeline, kConfig, kMethods, kDeleteStored, kWebhookTest: // nothing
 	default:
 		return fmt.Errorf("capacity: unknown task %d", t.kind)
+	}
+	if t.kind != kNotify { // its request (notify counts a notification's)
+		r.count(t.label())
 	}
 	return nil
 }
@@ -629,16 +625,14 @@ func (r *replay) cacheRefresh(s int) error {
 		}
 		r.took(l.req)
 	}
-	r.meter.Weight = w
 	// the receiver's subscription list and the dispatcher's subscription reads
 	mpk, _ := dynamo.Keys(r.merchant)
 	r.meter.Weight = w * per("notifications")
 	r.meter.Query(Table, mpk, true, r.subs...)
-	r.meter.Weight = w * per("dispatcher")
-	for _, it := range r.subs {
-		r.meter.Get(it)
-	}
 	r.meter.Weight = w
+	for _, it := range r.subs {
+		r.reads(it, per("dispatcher"))
+	}
 	return nil
 }
 
@@ -668,25 +662,19 @@ func (r *replay) rateHit(now time.Time) {
 
 func (r *replay) pay(s, i int) {
 	l := r.life(i)
-	if l.noKey {
-		r.count(ReqPaymentsNoKey)
-	} else {
-		r.count(ReqPayments)
-	}
 	if l.replayed {
 		r.later(s+1, task{kind: kReplay, i: i})
 	}
 	if l.tds {
 		r.later(s+r.mix.DetailsAfter, task{kind: kDetails, i: i})
 	} else {
-		r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: codeAuthorisation, i: i})
+		r.notifyLater(s, i, codeAuthorisation)
 	}
 }
 
-// operation counts an operation's request (req) on payment i and
-// schedules its notification (code).
-func (r *replay) operation(s, i int, req string, code int) {
-	r.count(req)
+// notifyLater schedules payment i's notification code, after its cause in
+// second s.
+func (r *replay) notifyLater(s, i, code int) {
 	r.later(s+r.mix.NotifyAfter, task{kind: kNotify, code: uint8(code), i: i})
 }
 
@@ -716,11 +704,10 @@ func (r *replay) item(i, code int, now time.Time) upstream.NotificationRequestIt
 func (r *replay) eventRecord(i, code int, now time.Time, status notifications.EventStatus) notifications.Event {
 	item := r.item(i, code, now)
 	key := notifications.DedupKey(connector.Notification(item))
-	e := notifications.Event{
+	return notifications.Event{
 		ID: notifications.EventID(key), Key: key, Live: "true", Item: connector.Notification(item), PaymentPSP: psp(i),
 		Status: status, Received: 1, ReceivedAt: now, UpdatedAt: now, Version: 1,
 	}
-	return e
 }
 
 // notify is the receiver's processing of one notification item
@@ -764,10 +751,9 @@ func (r *replay) failing(t task) bool {
 	return share(t.i*8+int(t.code)*2+int(t.sub), "failing", r.mix.Failing) && int(t.attempt) <= r.mix.FailAttempts
 }
 
-// attempt counts one dispatcher attempt of one delivery and, when its
-// receiver fails, schedules the retry.
+// attempt schedules the retry of one dispatcher attempt of one delivery
+// when its receiver fails.
 func (r *replay) attempt(s int, t task) {
-	r.count(ReqAttempts)
 	if !r.failing(t) {
 		return
 	}

@@ -318,12 +318,10 @@ func (s *Store) putItem(ctx context.Context, item map[string]types.AttributeValu
 // partitionQuery queries the items of partition pk whose sort key starts
 // with prefix, strongly consistent.
 func partitionQuery(pk, prefix string) *dynamodb.QueryInput {
-	return &dynamodb.QueryInput{
-		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":prefix": str(prefix)},
-		ConsistentRead:            aws.Bool(true),
-	}
+	in := indexQuery(pk, prefix)
+	in.IndexName, in.ConsistentRead = nil, aws.Bool(true)
+	in.ExpressionAttributeNames = map[string]string{"#pk": attrPK, "#sk": attrSK}
+	return in
 }
 
 // indexQuery queries gsi1 for items with gsi1pk and a gsi1sk starting with
@@ -380,7 +378,7 @@ func wroteItems(err error, want ...map[string]types.AttributeValue) bool {
 
 // failedOn returns the stored item a failed condition met: old, the
 // values DynamoDB sent back, or when it sent none the item pk/sk read now
-// (nil: there is none).
+// (nil: there is none, or it cannot be read and err says why).
 func (s *Store) failedOn(ctx context.Context, old map[string]types.AttributeValue, pk, sk string) (map[string]types.AttributeValue, error) {
 	if len(old) > 0 {
 		return old, nil
@@ -390,15 +388,6 @@ func (s *Store) failedOn(ctx context.Context, old map[string]types.AttributeValu
 		return nil, nil
 	}
 	return it, err
-}
-
-// itemOr returns item, or when it is nil the stored item pk/sk read now
-// (nil when it cannot be read).
-func (s *Store) itemOr(ctx context.Context, item map[string]types.AttributeValue, pk, sk string) map[string]types.AttributeValue {
-	if item == nil {
-		item, _ = s.getItem(ctx, pk, sk)
-	}
-	return item
 }
 
 // transactionConditionFailed reports whether a transaction was cancelled
@@ -433,13 +422,14 @@ func transactionConflict(err error) bool {
 	return errors.As(err, &tc)
 }
 
-// checkSize refuses an item over DynamoDB's 400 KB limit with an error that
-// says so (DynamoDB's own is a generic ValidationException).
-func checkSize(it map[string]types.AttributeValue) error {
-	if n := ItemSize(it); n > MaxItemBytes {
-		return fmt.Errorf("item of %d bytes exceeds DynamoDB's %d-byte limit", n, MaxItemBytes)
+// sized is a builder's item and error, refusing an item over DynamoDB's
+// 400 KB limit with an error that says so (DynamoDB's own is a generic
+// ValidationException).
+func sized(it Item, err error) (Item, error) {
+	if n := ItemSize(it); err == nil && n > MaxItemBytes {
+		return nil, fmt.Errorf("item of %d bytes exceeds DynamoDB's %d-byte limit", n, MaxItemBytes)
 	}
-	return nil
+	return it, err
 }
 
 // errEmpty reports a missing identifier.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/yp/paysvc/shared/payments"
 )
@@ -55,16 +53,10 @@ func (s *Store) InFlight(ctx context.Context, before time.Time, limit int) ([]pa
 func (s *Store) oldestBefore(ctx context.Context, index, pkAttr, skAttr, pfx string, shards int, before time.Time, limit int) ([]string, error) {
 	var sks []string
 	for shard := range shards {
-		out, err := s.client.Query(ctx, &dynamodb.QueryInput{
-			TableName:                aws.String(s.table),
-			IndexName:                aws.String(index),
-			KeyConditionExpression:   aws.String("#pk = :pk AND #sk < :before"),
-			ExpressionAttributeNames: map[string]string{"#pk": pkAttr, "#sk": skAttr},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(pfx + strconv.Itoa(shard)), ":before": str(sortTime(before))},
-			ProjectionExpression: aws.String("#pk, #sk"),
-			Limit:                aws.Int32(int32(limit)),
-		})
+		in := newestBelow(pkAttr, skAttr, pfx+strconv.Itoa(shard), sortTime(before))
+		in.TableName, in.IndexName, in.ScanIndexForward = aws.String(s.table), aws.String(index), nil // oldest first
+		in.ProjectionExpression, in.Limit = aws.String("#pk, #sk"), aws.Int32(int32(limit))
+		out, err := s.client.Query(ctx, in)
 		if err != nil {
 			return nil, err
 		}

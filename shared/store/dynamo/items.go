@@ -87,13 +87,20 @@ func Keys(it Item) (pk, sk string) { return getS(it, attrPK), getS(it, attrSK) }
 // IndexKey returns the item's partition and sort key in the named index;
 // ok is false when the item is not in that index (sparse index).
 func IndexKey(it Item, index string) (pk, sk string, ok bool) {
-	for _, ix := range Indexes {
-		if ix.Name == index {
-			pk, sk = getS(it, ix.PK), getS(it, ix.SK)
-			return pk, sk, pk != "" && sk != ""
+	if ix := indexNamed(index); ix != nil {
+		pk, sk = getS(it, ix.PK), getS(it, ix.SK)
+	}
+	return pk, sk, pk != "" && sk != ""
+}
+
+// indexNamed is the index of Indexes named name (nil: none).
+func indexNamed(name string) *Index {
+	for i := range Indexes {
+		if Indexes[i].Name == name {
+			return &Indexes[i]
 		}
 	}
-	return "", "", false
+	return nil
 }
 
 // IndexEntry returns the item's entry in the named index as DynamoDB
@@ -101,25 +108,20 @@ func IndexKey(it Item, index string) (pk, sk string, ok bool) {
 // plus the included attributes); ok is false when the item is not in that
 // index.
 func IndexEntry(it Item, index string) (Item, bool) {
-	for _, ix := range Indexes {
-		if ix.Name != index {
-			continue
-		}
-		if _, _, ok := IndexKey(it, index); !ok {
-			return nil, false
-		}
-		if ix.All {
-			return it, true
-		}
-		entry := Item{}
-		for _, name := range append([]string{attrPK, attrSK, ix.PK, ix.SK}, ix.Include...) {
-			if v, ok := it[name]; ok {
-				entry[name] = v
-			}
-		}
-		return entry, true
+	if _, _, ok := IndexKey(it, index); !ok { // and so the index exists
+		return nil, false
 	}
-	return nil, false
+	ix := indexNamed(index)
+	if ix.All {
+		return it, true
+	}
+	entry := Item{}
+	for _, name := range append([]string{attrPK, attrSK, ix.PK, ix.SK}, ix.Include...) {
+		if v, ok := it[name]; ok {
+			entry[name] = v
+		}
+	}
+	return entry, true
 }
 
 // ItemSize is an item's size as DynamoDB meters it: the UTF-8 length of
@@ -199,11 +201,11 @@ func EventItem(e notifications.Event) (Item, error) {
 	if e.ID == "" {
 		return nil, errEmpty("id")
 	}
-	it, err := dataItem(pfxEvent+e.ID, skRecord, records.FromEvent(e))
+	it, err := dataItem(pfxEvent+e.ID, skMeta, records.FromEvent(e))
 	if err != nil {
 		return nil, err
 	}
-	it[attrGSI1PK] = str(pfxPaymentEvents + e.PaymentPSP)
+	it[attrGSI1PK] = str(pfxPayment + e.PaymentPSP)
 	it[attrGSI1SK] = str(pfxEvent + sortTime(e.ReceivedAt) + "#" + e.ID)
 	it[attrVersion] = num(e.Version)
 	stampVersion(it, e.Version) // the saving call's (versionSlots)
@@ -222,7 +224,7 @@ func DeliveryItem(d webhooks.Delivery, shards int) (Item, error) {
 	case d.MerchantID == "":
 		return nil, errEmpty("merchantId")
 	}
-	it, err := dataItem(pfxDelivery+d.ID, skRecord, records.FromDelivery(d))
+	it, err := dataItem(pfxDelivery+d.ID, skMeta, records.FromDelivery(d))
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +246,7 @@ func DeliveryIndexPartition(merchantID, deliveryID string, shards int) string {
 // DeliveryShardPartition is shard number shard of a merchant's deliveries
 // in gsi2.
 func DeliveryShardPartition(merchantID string, shard int) string {
-	return pfxMerchantIndex + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
+	return pfxMerchant + merchantID + pfxDeliveryShard + strconv.Itoa(shard)
 }
 
 // ListedItem is the list entry of e (a copy of the event) that SaveEvent
@@ -284,7 +286,7 @@ func MerchantEventItem(e notifications.MerchantEvent, shards int) (Item, error) 
 		return nil, errEmpty("merchantId")
 	}
 	rec := records.FromMerchantEvent(e)
-	it, err := dataItem(EventLogPartition(e.MerchantID, e.ID, shards), eventLogSK(sortTime(rec.CreatedAt), e.ID), rec)
+	it, err := dataItem(EventLogPartition(e.MerchantID, e.ID, shards), listingSK(rec.CreatedAt, e.ID), rec)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +371,3 @@ func SiteItem(site tenant.Site) (Item, error) {
 func SubscriptionItem(sub tenant.Subscription) (Item, error) {
 	return dataItem(pfxMerchant+sub.MerchantID, pfxSub+sub.ID, records.FromSubscription(sub))
 }
-
-// APIKeyItems are the two items of an API key: by hash and under its
-// merchant.
-func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) { return apiKeyItems(k) }

@@ -238,7 +238,8 @@ func (s *Store) deliveryEntries(ctx context.Context, merchantID string, shards i
 }
 
 // newestBelow queries partition pk (attribute pkAttr) newest first below
-// the sort key below (attribute skAttr; "": from the newest).
+// the sort key below (attribute skAttr; "": from the newest); oldest first
+// with ScanIndexForward unset.
 func newestBelow(pkAttr, skAttr, pk, below string) *dynamodb.QueryInput {
 	in := &dynamodb.QueryInput{
 		KeyConditionExpression:    aws.String("#pk = :pk"),
@@ -258,14 +259,11 @@ func newestBelow(pkAttr, skAttr, pk, below string) *dynamodb.QueryInput {
 // by partition key: one BatchGetItem per 100 keys, in parallel, each sent
 // again for its unprocessed keys.
 func (s *Store) batchGet(ctx context.Context, entries []map[string]types.AttributeValue) (map[string]map[string]types.AttributeValue, error) {
-	var chunks [][]map[string]types.AttributeValue
-	for i := 0; i < len(entries); i += batchGetMax {
-		keys := make([]map[string]types.AttributeValue, 0, batchGetMax)
-		for _, e := range entries[i:min(i+batchGetMax, len(entries))] {
-			keys = append(keys, map[string]types.AttributeValue{attrPK: e[attrPK], attrSK: e[attrSK]})
-		}
-		chunks = append(chunks, keys)
+	keys := make([]Item, 0, len(entries))
+	for _, e := range entries {
+		keys = append(keys, Item{attrPK: e[attrPK], attrSK: e[attrSK]})
 	}
+	chunks := slices.Collect(slices.Chunk(keys, batchGetMax))
 	out := map[string]map[string]types.AttributeValue{}
 	var mu sync.Mutex
 	err := scatter(ctx, len(chunks), func(ctx context.Context, i int) error {

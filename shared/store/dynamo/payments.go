@@ -308,7 +308,6 @@ func (s *Store) Write(ctx context.Context, w payments.Write) error {
 // landed reports whether the write with token had been applied: the head
 // (or its first entry, when the head is not written) carries the token.
 func (s *Store) landed(ctx context.Context, w payments.Write, err error, token string) bool {
-	pk := pfxPayment + w.PSP
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for _, r := range tce.CancellationReasons {
@@ -317,7 +316,7 @@ func (s *Store) landed(ctx context.Context, w payments.Write, err error, token s
 			}
 		}
 	}
-	it, gerr := s.getItem(ctx, pk, skHead)
+	it, gerr := s.getItem(ctx, pfxPayment+w.PSP, skHead)
 	return gerr == nil && getS(it, attrWriteToken) == token
 }
 
@@ -327,14 +326,11 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 	ttl := ttlOf(s.clock.Now().Add(store.PaymentRetention))
 	var items []types.TransactWriteItem
 	if w.Put != nil {
-		it, err := HeadItem(*w.Put)
+		it, err := sized(HeadItem(*w.Put)) // the token is the placeholder's size
 		if err != nil {
 			return nil, err
 		}
 		it[attrWriteToken] = str(token)
-		if err := checkSize(it); err != nil {
-			return nil, err
-		}
 		// A new head: an expired one still stored is deleted first
 		// (purgeExpired); else the head read, not past its retention.
 		cond, names, values := versionCondition(w.Put.Version - 1)
@@ -350,22 +346,16 @@ func (s *Store) writeItems(w payments.Write, token string) ([]types.TransactWrit
 		items = append(items, types.TransactWriteItem{Update: s.deltaUpdate(pk, w, token)})
 	}
 	for _, e := range w.Entries {
-		it, err := EntryItem(w.PSP, e, ttl)
+		it, err := sized(EntryItem(w.PSP, e, ttl))
 		if err != nil {
 			return nil, err
 		}
 		it[attrWriteToken] = str(token)
-		if err := checkSize(it); err != nil {
-			return nil, err
-		}
 		cond, names, values := versionCondition(e.Version - 1)
 		items = append(items, condPut(s.table, it, cond, names, values))
 	}
 	for _, f := range w.Facts {
-		it, err := FactItem(w.PSP, f, ttl)
-		if err == nil {
-			err = checkSize(it)
-		}
+		it, err := sized(FactItem(w.PSP, f, ttl))
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,16 +50,14 @@ func (s *Store) Hit(ctx context.Context, bucket string, limit int, expiresAt tim
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	restart := &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      rateKey(bucket),
-		UpdateExpression:         aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl, #wt = :wt"),
-		ConditionExpression:      aws.String("#exp <= :now"),
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": values[":one"], ":now": values[":now"], ":exp": values[":exp"],
-			":exp_at": values[":exp_at"], ":ttl": values[":ttl"], ":wt": values[":wt"],
-		},
+		TableName:                 aws.String(s.table),
+		Key:                       rateKey(bucket),
+		UpdateExpression:          aws.String("SET #c = :one, #exp = :exp, #exp_at = :exp_at, #ttl = :ttl, #wt = :wt"),
+		ConditionExpression:       aws.String("#exp <= :now"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: maps.Clone(values),
 	}
+	delete(restart.ExpressionAttributeValues, ":limit") // unused values are refused
 	const attempts = 3
 	for range attempts {
 		_, err := s.client.UpdateItem(ctx, count)

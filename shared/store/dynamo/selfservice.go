@@ -30,9 +30,6 @@ import (
 
 const pfxEventLog = "EVENTLOG#"
 
-// eventLogSK is the sort key of a merchant event (or of a cursor).
-func eventLogSK(createdAt string, id string) string { return createdAt + "#" + id }
-
 // PutMerchantEvent stores e in its merchant's history (an overwrite of the
 // same event writes the same item).
 func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEvent) error {
@@ -40,10 +37,7 @@ func (s *Store) PutMerchantEvent(ctx context.Context, e notifications.MerchantEv
 	if err != nil {
 		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, err)
 	}
-	item, err := MerchantEventItem(e, shards.Events)
-	if err == nil {
-		err = checkSize(item)
-	}
+	item, err := sized(MerchantEventItem(e, shards.Events))
 	if err != nil {
 		return fmt.Errorf("dynamo: put merchant event %q: %w", e.ID, err)
 	}
@@ -64,7 +58,7 @@ func (s *Store) ListMerchantEvents(ctx context.Context, merchantID string, q not
 	}
 	below := ""
 	if q.After != nil {
-		below = eventLogSK(sortTime(q.After.CreatedAt), q.After.ID)
+		below = listingSK(q.After.CreatedAt, q.After.ID)
 	}
 	l := listing{
 		shards: shards.Events,

@@ -1,10 +1,10 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -92,18 +92,16 @@ func (s *Store) writeShards(ctx context.Context, merchantID string) (ListingShar
 // ListingShards are merchantID's counts as stored (strongly consistent: a
 // reader's count covers every writer's).
 func (s *Store) ListingShards(ctx context.Context, merchantID string) (ListingShards, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: itemKey(pfxMerchant+merchantID, skShards), ConsistentRead: aws.Bool(true),
-	})
-	if err != nil {
+	it, err := s.getItem(ctx, pfxMerchant+merchantID, skShards)
+	if err != nil && !errors.Is(err, storeerr.ErrNotFound) {
 		return ListingShards{}, fmt.Errorf("read listing shards of %q: %w", merchantID, err)
 	}
 	v := ListingShards{Deliveries: s.shards, Events: s.eventShards}
-	if out.Item != nil {
-		if err := checkFormat(out.Item); err != nil {
+	if err == nil {
+		if err := checkFormat(it); err != nil {
 			return ListingShards{}, fmt.Errorf("listing shards of %q: %w", merchantID, err)
 		}
-		v = ListingShards{Deliveries: int(getN(out.Item, attrDeliveryShards)), Events: int(getN(out.Item, attrEventShards)), Own: true}
+		v = ListingShards{Deliveries: int(getN(it, attrDeliveryShards)), Events: int(getN(it, attrEventShards)), Own: true}
 		if v.Deliveries < 1 || v.Events < 1 {
 			return ListingShards{}, fmt.Errorf("listing shards of %q: bad counts %+v", merchantID, v)
 		}
@@ -132,13 +130,7 @@ func (s *Store) RaiseListingShards(ctx context.Context, merchantID string, deliv
 		if err != nil {
 			return ListingShards{}, fmt.Errorf("dynamo: %w", err)
 		}
-		next := ListingShards{Deliveries: deliveries, Events: events, Own: true}
-		if next.Deliveries == 0 {
-			next.Deliveries = cur.Deliveries
-		}
-		if next.Events == 0 {
-			next.Events = cur.Events
-		}
+		next := ListingShards{Deliveries: cmp.Or(deliveries, cur.Deliveries), Events: cmp.Or(events, cur.Events), Own: true}
 		if next.Deliveries < cur.Deliveries || next.Events < cur.Events {
 			return cur, fmt.Errorf("dynamo: raise listing shards of %q to %d deliveries, %d events (now %d, %d): %w",
 				merchantID, next.Deliveries, next.Events, cur.Deliveries, cur.Events, ErrLowerShards)
@@ -149,8 +141,7 @@ func (s *Store) RaiseListingShards(ctx context.Context, merchantID string, deliv
 			in.ExpressionAttributeNames = map[string]string{"#d": attrDeliveryShards, "#e": attrEventShards}
 			in.ExpressionAttributeValues = map[string]types.AttributeValue{":d": num(int64(cur.Deliveries)), ":e": num(int64(cur.Events))}
 		} else {
-			in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-			in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+			in.ConditionExpression, in.ExpressionAttributeNames, _ = versionCondition(0) // absent
 		}
 		_, err = s.client.PutItem(ctx, in)
 		if _, failed := conditionFailed(err); failed {
@@ -168,7 +159,6 @@ func (s *Store) RaiseListingShards(ctx context.Context, merchantID string, deliv
 // ShardsItem is merchantID's SHARDS item holding v.
 func ShardsItem(merchantID string, v ListingShards) map[string]types.AttributeValue {
 	item := withFormat(itemKey(pfxMerchant+merchantID, skShards))
-	item[attrDeliveryShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(v.Deliveries)}
-	item[attrEventShards] = &types.AttributeValueMemberN{Value: strconv.Itoa(v.Events)}
+	item[attrDeliveryShards], item[attrEventShards] = num(int64(v.Deliveries)), num(int64(v.Events))
 	return item
 }

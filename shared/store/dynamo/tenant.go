@@ -84,8 +84,9 @@ func (s *Store) ListSites(ctx context.Context, merchantID string) ([]tenant.Site
 		func(x tenant.Site) string { return x.ID }, "list sites of merchant %q", merchantID)
 }
 
-// apiKeyItems returns the two items of a key: by hash and under its merchant.
-func apiKeyItems(k tenant.APIKey) (byHash, byOwner map[string]types.AttributeValue, err error) {
+// APIKeyItems are the two items of an API key: by hash and under its
+// merchant.
+func APIKeyItems(k tenant.APIKey) (byHash, byOwner Item, err error) {
 	rec := records.FromAPIKey(k)
 	k = rec.ToAPIKey() // times in UTC
 	if byHash, err = dataItem(pfxAPIKey+k.Hash, skMeta, rec); err != nil {
@@ -104,7 +105,7 @@ func apiKeyItems(k tenant.APIKey) (byHash, byOwner map[string]types.AttributeVal
 // writeAPIKey writes both items of k in one transaction, each conditional
 // on cond (which uses the attribute names in names).
 func (s *Store) writeAPIKey(ctx context.Context, k tenant.APIKey, cond string, names map[string]string) error {
-	byHash, byOwner, err := apiKeyItems(k)
+	byHash, byOwner, err := APIKeyItems(k)
 	if err != nil {
 		return err
 	}

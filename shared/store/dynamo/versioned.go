@@ -107,7 +107,8 @@ func (s *Store) putVersioned(ctx context.Context, item map[string]types.Attribut
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
 	}
 	if old, failed := conditionFailed(err); failed {
-		if wroteVersion(s.itemOr(ctx, old, getS(item, attrPK), getS(item, attrSK)), getN(item, attrVersion), token) {
+		old, _ = s.failedOn(ctx, old, getS(item, attrPK), getS(item, attrSK))
+		if wroteVersion(old, getN(item, attrVersion), token) {
 			return nil
 		}
 		return storeerr.ErrConflict

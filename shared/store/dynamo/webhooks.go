@@ -46,10 +46,7 @@ var (
 const (
 	pfxEvent         = "EVENT#"
 	pfxDelivery      = "DELIVERY#"
-	pfxPaymentEvents = "PAYMENT#"
-	pfxMerchantIndex = "MERCHANT#"
 	pfxDeliveryShard = "#DELIVERIES#"
-	skRecord         = "META"
 	sortTimeLayout   = "2006-01-02T15:04:05.000000000Z"
 )
 
@@ -59,7 +56,7 @@ func sortTime(t time.Time) string { return t.UTC().Format(sortTimeLayout) }
 // GetEvent returns a notification event (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetEvent(ctx context.Context, id string) (notifications.Event, error) {
-	return getRecord(ctx, s, pfxEvent+id, skRecord, records.Notification.ToEvent, "get event %q", id)
+	return getRecord(ctx, s, pfxEvent+id, skMeta, records.Notification.ToEvent, "get event %q", id)
 }
 
 // SaveEvent writes e if the stored version is prevVersion (0: absent).
@@ -76,10 +73,7 @@ func (s *Store) SaveEvent(ctx context.Context, e notifications.Event, prevVersio
 	case e.Version != prevVersion+1:
 		return fmt.Errorf("dynamo: save event %q: version %d must be previous version %d + 1", e.ID, e.Version, prevVersion)
 	}
-	item, err := EventItem(e)
-	if err == nil {
-		err = checkSize(item)
-	}
+	item, err := sized(EventItem(e))
 	if err != nil {
 		return fmt.Errorf("dynamo: save event %q: %w", e.ID, err)
 	}
@@ -157,7 +151,7 @@ func (s *Store) saveListed(ctx context.Context, e notifications.Event, item map[
 	if transactionConditionFailed(err) {
 		// Applied before, its answer lost (see versionSlots)? The stored
 		// item came back with the failure, or is read now.
-		if wroteVersion(s.itemOr(ctx, cancelledItem(err), pfxEvent+e.ID, skRecord), e.Version, token) {
+		if old, _ := s.failedOn(ctx, cancelledItem(err), pfxEvent+e.ID, skMeta); wroteVersion(old, e.Version, token) {
 			return nil
 		}
 		return storeerr.ErrConflict
@@ -179,12 +173,9 @@ func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus
 	page, err := s.readPage(ctx, listing{
 		shards: s.unroutable,
 		query: func(shard int) *dynamodb.QueryInput {
-			return &dynamodb.QueryInput{
-				KeyConditionExpression:    aws.String("#pk = :pk"),
-				ExpressionAttributeNames:  map[string]string{"#pk": attrPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(ListedPartition(status, shard))},
-				ConsistentRead:            aws.Bool(true),
-			}
+			in := newestBelow(attrPK, attrSK, ListedPartition(status, shard), "")
+			in.ScanIndexForward, in.ConsistentRead = nil, aws.Bool(true) // oldest first
+			return in
 		},
 		sortKey: attrSK,
 	}, limit)
@@ -198,14 +189,14 @@ func (s *Store) ListEvents(ctx context.Context, status notifications.EventStatus
 // ListPaymentEvents returns the events of payment psp, oldest first
 // (gsi1, eventually consistent).
 func (s *Store) ListPaymentEvents(ctx context.Context, psp string) ([]notifications.Event, error) {
-	return listRecords(ctx, s, indexQuery(pfxPaymentEvents+psp, pfxEvent), records.Notification.ToEvent, nil,
+	return listRecords(ctx, s, indexQuery(pfxPayment+psp, pfxEvent), records.Notification.ToEvent, nil,
 		"list events of payment %q", psp)
 }
 
 // GetDelivery returns a webhook delivery (strongly consistent), or
 // storeerr.ErrNotFound.
 func (s *Store) GetDelivery(ctx context.Context, id string) (webhooks.Delivery, error) {
-	return getRecord(ctx, s, pfxDelivery+id, skRecord, records.Delivery.ToDelivery, "get delivery %q", id)
+	return getRecord(ctx, s, pfxDelivery+id, skMeta, records.Delivery.ToDelivery, "get delivery %q", id)
 }
 
 // SaveDelivery writes d if the stored version is prevVersion (0: absent).
@@ -222,10 +213,7 @@ func (s *Store) SaveDelivery(ctx context.Context, d webhooks.Delivery, prevVersi
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
 	}
-	item, err := DeliveryItem(d, shards.Deliveries)
-	if err == nil {
-		err = checkSize(item)
-	}
+	item, err := sized(DeliveryItem(d, shards.Deliveries))
 	if err != nil {
 		return fmt.Errorf("dynamo: save delivery %q: %w", d.ID, err)
 	}
@@ -253,15 +241,13 @@ func scatter(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(n, scatterParallel) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
 				if err := fn(ctx, i); err != nil {
 					cancel(err)
 				}
 			}
-		}()
+		})
 	}
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		next <- i
