@@ -260,7 +260,7 @@ func TestClientRefundsLookupsAndWebhooks(t *testing.T) {
 		t.Fatalf("retry of an unknown delivery: %v", err)
 	}
 	rep, err := c.TestWebhooks(ctx, "")
-	if err != nil || rep.EventCode != "TEST" || len(rep.Results) != 1 || !rep.Results[0].Delivered {
+	if err != nil || rep.EventCode != "paysvc.webhook.test" || len(rep.Results) != 1 || !rep.Results[0].Delivered {
 		t.Fatalf("webhook test %+v, %v", rep, err)
 	}
 }

@@ -772,7 +772,7 @@ func (r *lambdaRun) webhooks(t *testing.T) {
 	before := len(e.webhooks.received())
 	body := wantStatus(t, r.record(f.invoke(t, sampleEvent(t, "webhooks-test"))), http.StatusOK)
 	results, _ := body["results"].([]any)
-	if body["eventCode"] != "TEST" || len(results) != 1 {
+	if body["eventCode"] != "paysvc.webhook.test" || len(results) != 1 {
 		t.Fatalf("webhook test: %v", body)
 	}
 	res := results[0].(map[string]any)
@@ -859,7 +859,7 @@ func (r *lambdaRun) optionalBodies(t *testing.T) {
 		})
 	}
 	body := wantStatus(t, r.record(f.invoke(t, bare("webhooks-test"))), http.StatusOK)
-	if results, _ := body["results"].([]any); body["eventCode"] != "TEST" || len(results) != 1 {
+	if results, _ := body["results"].([]any); body["eventCode"] != "paysvc.webhook.test" || len(results) != 1 {
 		t.Errorf("webhook test without a body: %v", body)
 	}
 	if b := wantStatus(t, r.record(f.invoke(t, bare("webhook-delivery-retry"))), http.StatusNotFound); b["errorCode"] != "yp_3007" {

@@ -57,7 +57,7 @@ func (e *whEnv) callAs(key, method, path, body string, want int, headers ...stri
 // partial refunds reach the merchant as REFUND webhooks and settle the
 // record; the payment lookup shows it; the event history holds exactly
 // the delivered bodies; a failed delivery retried by the merchant arrives
-// with the same X-Webhook-Id and the next attempt number; the TEST event
+// with the same X-Webhook-Id and the next attempt number; the test event (paysvc.webhook.test)
 // reaches the endpoint signed. Another merchant sees and retries none of
 // it (otherMerchantSeesNothing).
 func TestSelfServiceE2E(t *testing.T) {
@@ -152,14 +152,14 @@ func TestSelfServiceE2E(t *testing.T) {
 			t.Fatalf("%d delivered, want 5", len(ds))
 		}
 
-		// The TEST event, signed like every delivery.
+		// The test event (paysvc.webhook.test), signed like every delivery.
 		rep := e.call("POST", "/v1/ecom/webhooks/test", `{}`, 200)
 		res := rep["results"].([]any)[0].(map[string]any)
-		if rep["eventCode"] != "TEST" || res["delivered"] != true || res["statusCode"].(float64) != 200 {
+		if rep["eventCode"] != "paysvc.webhook.test" || res["delivered"] != true || res["statusCode"].(float64) != 200 {
 			t.Fatalf("test %v", rep)
 		}
 		last := e.hooks.requests()[len(e.hooks.requests())-1]
-		if err := verify.Verify(e.secret, last.header, last.body, e.clk.Now(), 0); err != nil || last.item(t)["eventCode"] != "TEST" ||
+		if err := verify.Verify(e.secret, last.header, last.body, e.clk.Now(), 0); err != nil || last.item(t)["eventCode"] != "paysvc.webhook.test" ||
 			last.header.Get("X-Webhook-Id") != res["webhookId"] {
 			t.Fatalf("test event: %v %v", err, last.header)
 		}

@@ -256,7 +256,7 @@ type WebhookTestReport struct {
 	Meta      Meta                `json:"-"`
 }
 
-// TestWebhooks sends a signed TEST event now to subscriptionID, or to every
+// TestWebhooks sends a signed test event (eventCode paysvc.webhook.test) now to subscriptionID, or to every
 // enabled subscription when it is "", and reports each endpoint's answer.
 func (c *Client) TestWebhooks(ctx context.Context, subscriptionID string, opts ...CallOption) (WebhookTestReport, error) {
 	body := struct {

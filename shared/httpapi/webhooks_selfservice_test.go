@@ -81,7 +81,7 @@ func TestWebhookDeliveryRetry(t *testing.T) {
 	})
 }
 
-// The webhook test sends a signed TEST event to the merchant's endpoints
+// The webhook test sends a signed test event (paysvc.webhook.test) to the merchant's endpoints
 // and reports each answer; SSRF-refused targets are reported, not called.
 func TestWebhookTest(t *testing.T) {
 	stores(t, func(t *testing.T, e *testenv.Env) {
@@ -100,7 +100,7 @@ func TestWebhookTest(t *testing.T) {
 		}
 		out := r.JSON(t)
 		results := out["results"].([]any)
-		if out["eventCode"] != "TEST" || len(results) != 2 {
+		if out["eventCode"] != "paysvc.webhook.test" || len(results) != 2 {
 			t.Fatalf("report %v", out)
 		}
 		for _, x := range results {
@@ -127,7 +127,7 @@ func TestWebhookTest(t *testing.T) {
 			if err := verify.Verify(secret, h, req.Body, req.Timestamp, 5*time.Minute); err != nil {
 				t.Fatalf("the test event does not verify: %v", err)
 			}
-			if !strings.Contains(string(req.Body), `"eventCode":"TEST"`) || req.Attempt != 1 || !strings.HasPrefix(req.ID, "msg_test_") {
+			if !strings.Contains(string(req.Body), `"eventCode":"paysvc.webhook.test"`) || req.Attempt != 1 || !strings.HasPrefix(req.ID, "msg_test_") {
 				t.Fatalf("test event %s %+v", req.Body, req)
 			}
 		}

@@ -20,7 +20,7 @@ import (
 )
 
 // EventTest is the eventCode of the test webhook (POST /v1/ecom/webhooks/test).
-const EventTest = "TEST"
+const EventTest = "paysvc.webhook.test"
 
 // Subscriptions is the port to merchants' webhook subscriptions.
 type Subscriptions interface {
@@ -119,7 +119,7 @@ type TestReport struct {
 	Results   []TestResult `json:"results"`
 }
 
-// SendTest sends a signed TEST event now to the merchant's subscription
+// SendTest sends a signed test event (paysvc.webhook.test) now to the merchant's subscription
 // subscriptionID, or to each of its enabled subscriptions when it is "",
 // under the same target rules (SSRF) as every delivery, and reports each
 // answer. Nothing is stored or retried. A subscription of another merchant
