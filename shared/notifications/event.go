@@ -116,9 +116,15 @@ type ItemCommit struct {
 
 // DedupKey is the identity of a notification item: the upstream sends the
 // same item again (same eventCode, pspReference, success and
-// originalReference) until it is accepted.
+// originalReference) until it is accepted. A recapture (a CAPTURE after
+// its CAPTURE_FAILED, payments.Notification.Recapture) is an item of its
+// own beside the first CAPTURE.
 func DedupKey(item payments.Notification) string {
-	return item.EventCode + "|" + item.PSPReference + "|" + item.Success + "|" + item.OriginalReference
+	key := item.EventCode + "|" + item.PSPReference + "|" + item.Success + "|" + item.OriginalReference
+	if item.Recapture() {
+		key += "|recaptured"
+	}
+	return key
 }
 
 // EventID returns the id of the event with key.

@@ -602,3 +602,33 @@ func TestAccountLevelNotificationsKept(t *testing.T) {
 		t.Fatalf("after REFUND_WITH_DATA of 300: %+v", v)
 	}
 }
+
+// TestRecaptureIsAnItemOfItsOwn: after a CAPTURE_FAILED the platform may
+// capture again and say so with a CAPTURE whose reason is "Transaction
+// Recaptured" (online-payments/capture/failure-reasons): not a duplicate
+// of the first CAPTURE — the payment is captured again and the merchant
+// gets it — while its own resending is.
+func TestRecaptureIsAnItemOfItsOwn(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.accept(note(f.signed(authorisation("PSP1", true)))))
+	failed := capture("PSP1", "CAP1")
+	failed.EventCode = "CAPTURE_FAILED"
+	recaptured := capture("PSP1", "CAP1")
+	recaptured.Reason = "Transaction Recaptured"
+	for _, it := range []upstream.NotificationRequestItem{capture("PSP1", "CAP1"), failed, recaptured, recaptured} {
+		f.must(f.accept(note(f.signed(it))))
+	}
+	p, err := f.st.GetPayment(f.ctx, "PSP1")
+	f.must(err)
+	if v := p.View(); v.Captured != 400 || v.Refundable != 400 {
+		t.Fatalf("after the recapture: %+v", v)
+	}
+	if n := len(f.timeline("PSP1")); n != 4 || f.event(recaptured).Received != 2 {
+		t.Fatalf("timeline %d facts (want the authorisation, CAPTURE, CAPTURE_FAILED and the recapture); recapture received %d times",
+			n, f.event(recaptured).Received)
+	}
+	// sub_all: 4 events; sub_capture: the two CAPTUREs.
+	if ds := f.deliveries("m_a"); len(ds) != 6 {
+		t.Fatalf("%d deliveries, want 6", len(ds))
+	}
+}

@@ -88,7 +88,7 @@ var codes = map[string]Code{
 	"CANCELLATION":               moneyCode(OpCancel, roleResult, "online-payments/cancel"),
 	"CANCEL_AUTORESCUE":          infoCode(srcRescue),
 	eventCancelOrRefund:          moneyCode(OpReversal, roleResult, "online-payments/reversal; classic cancel-or-refund"),
-	eventCapture:                 moneyCode(OpCapture, roleResult, "online-payments/capture"),
+	eventCapture:                 moneyCode(OpCapture, roleResult, "online-payments/capture; online-payments/capture/failure-reasons"),
 	eventCaptureFailed:           moneyCode(OpCapture, roleFailure, "online-payments/capture#failed-capture"),
 	"CHARGEBACK":                 disputeCode(srcDispute + "; Webhooks-v1 /CHARGEBACK"),
 	"CHARGEBACK_REVERSED":        disputeCode(srcDispute + "; Webhooks-v1 /CHARGEBACK_REVERSED"),

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -320,8 +321,16 @@ func (e Entry) AwaitsAnswer() bool {
 func (e Entry) Recoverable() bool { return e.AwaitsAnswer() && e.Requested.UpstreamKey != "" }
 
 // hasNotice reports whether e has a notice of code with the outcome.
-func (e Entry) hasNotice(code string, success bool) bool {
-	return slices.ContainsFunc(e.Notices, func(n Notice) bool { return n.Code == code && n.Success == success })
+func (e Entry) hasNotice(code string, success, recapture bool) bool {
+	return slices.ContainsFunc(e.Notices, func(n Notice) bool {
+		return n.Code == code && n.Success == success && n.recapture() == recapture
+	})
+}
+
+// recapture reports the notice of a capture the platform made again after
+// it failed (Notification.Recapture).
+func (n Notice) recapture() bool {
+	return Notification{EventCode: n.Code, Success: strconv.FormatBool(n.Success), Reason: n.Reason}.Recapture()
 }
 
 // later returns the later of a and b.
@@ -427,17 +436,14 @@ func (e Entry) status() opStatus {
 	return opNone
 }
 
-// failed reports a definitive refusal or a failure notified.
+// failed reports a definitive refusal or a failure notified — unless the
+// platform captured again what failed (a recapture notice, in whichever
+// order the two arrive: the platform recaptures only after the failure).
 func (e Entry) failed() bool {
 	if e.Answered != nil && e.Answered.Outcome == Refused {
 		return true
 	}
-	for _, n := range e.Notices {
-		if failureNotice(n) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(e.Notices, failureNotice) && !slices.ContainsFunc(e.Notices, Notice.recapture)
 }
 
 // failureNotice reports a notice of the operation's failure, as its

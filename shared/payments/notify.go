@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/yp/paysvc/shared/money"
@@ -73,6 +74,17 @@ func (n Notification) EntryRef() string {
 		return n.PSPReference
 	}
 	return string(c.kind)
+}
+
+// Recapture reports the platform's capture again of a capture that failed:
+// CAPTURE, success, reason "Transaction Recaptured" or "Transaction
+// Auto-recaptured" (online-payments/capture/failure-reasons, "Technical
+// issue"). It is a fact of its own, sent after the CAPTURE_FAILED, on the
+// capture's pspReference: not a duplicate of the first CAPTURE.
+func (n Notification) Recapture() bool {
+	r := strings.ToLower(n.Reason)
+	return n.EventCode == eventCapture && n.Succeeded() &&
+		(strings.HasPrefix(r, "transaction recaptured") || strings.HasPrefix(r, "transaction auto-recaptured"))
 }
 
 // Authorisation reports an AUTHORISATION item.
@@ -168,7 +180,7 @@ func Notify(ctx context.Context, st Store, rec *Head, entry *Entry, item Notific
 	if entry != nil {
 		e = *entry
 	}
-	if e.hasNotice(item.EventCode, item.Succeeded()) {
+	if e.hasNotice(item.EventCode, item.Succeeded(), item.Recapture()) {
 		return NotificationResult{Head: h}, nil // applied before
 	}
 	seq := h.Seq + 1
@@ -213,7 +225,11 @@ func noticeReason(item Notification) string {
 func notificationFact(item Notification, seq int64, now time.Time) Fact {
 	ok := item.Succeeded()
 	amount := item.Amount
-	return Fact{ID: "n#" + item.EventCode + "#" + item.PSPReference + "#" + item.Success, At: now, Kind: item.EventCode,
+	id := "n#" + item.EventCode + "#" + item.PSPReference + "#" + item.Success
+	if item.Recapture() {
+		id += "#recaptured"
+	}
+	return Fact{ID: id, At: now, Kind: item.EventCode,
 		Origin: OriginNotification, PSPReference: item.PSPReference, Amount: &amount, Success: &ok, Detail: noticeReason(item)}
 }
 

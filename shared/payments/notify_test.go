@@ -274,6 +274,8 @@ func TestNotificationSequences(t *testing.T) {
 	recurring := item("RECURRING_CONTRACT", "M5N7TQ4TG5PFWR50", psp, "true", 0, nil)
 	fraud := item("NOTIFICATION_OF_FRAUD", "NOF0000000000001", psp, "true", 1000, nil)
 	future := item("FUTURE_CODE_44", "FUT0000000000001", psp, "true", 1000, nil)
+	recaptured := cap1 // the platform's capture again of a capture that failed
+	recaptured.Reason = "Transaction Recaptured"
 	tests := []struct {
 		name  string
 		items []payments.Notification
@@ -286,6 +288,8 @@ func TestNotificationSequences(t *testing.T) {
 		{"captures in full, duplicated", []payments.Notification{authorisation("true", 1000), cap1, cap2, cap1, cap2}, want{payments.StateCaptured, 1000, 1000, 0, 3}},
 		{"capture failed after capture", []payments.Notification{authorisation("true", 1000), cap1, capFailed}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
 		{"capture failed before capture (out of order)", []payments.Notification{authorisation("true", 1000), capFailed, cap1}, want{payments.StateAuthorised, 1000, 0, 0, 3}},
+		{"recaptured after its failure", []payments.Notification{authorisation("true", 1000), cap1, capFailed, recaptured, recaptured}, want{payments.StatePartiallyCaptured, 1000, 400, 0, 4}},
+		{"recaptured first (out of order)", []payments.Notification{authorisation("true", 1000), recaptured, capFailed, cap1}, want{payments.StatePartiallyCaptured, 1000, 400, 0, 4}},
 		{"adjusted then captured, out of order", []payments.Notification{authorisation("true", 1000), cap1, adjust}, want{payments.StatePartiallyCaptured, 1500, 400, 0, 3}},
 		{"refund then refund failed", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, refundFailed}, want{payments.StateCaptured, 1000, 1000, 0, 5}},
 		{"partial refund", []payments.Notification{authorisation("true", 1000), cap1, cap2, refund, refund}, want{payments.StatePartiallyRefunded, 1000, 1000, 300, 4}},

@@ -27,16 +27,35 @@ type buildResult struct {
 
 // BuildBootstrap builds a Lambda main package for the host OS and
 // architecture, the way the Makefile builds it for Lambda (CGO off,
-// -tags lambda.norpc, -trimpath), and returns the path of the binary, named
-// bootstrap. pkg is a function name ("config" means ./functions/config) or a
+// -tags lambda.norpc, -trimpath), and returns the path of the binary (named
+// bootstrap, or after its function). pkg is a function name ("config" means ./functions/config) or a
 // module-relative package path starting with "./". Each package is built once
-// per test binary run; the go build cache makes repeated runs cheap. Call
-// CleanupBuilds from TestMain to remove the binaries at the end.
+// per test binary run; the go build cache makes repeated runs cheap. The
+// first function asked for builds every function of ./functions in one go
+// build (their shared packages compiled once, the links in parallel): the
+// tests start them all. Call CleanupBuilds from TestMain to remove the
+// binaries at the end.
 func BuildBootstrap(t testing.TB, pkg string) string {
 	t.Helper()
 	if !strings.HasPrefix(pkg, "./") {
 		pkg = "./functions/" + pkg
 	}
+	if name, ok := strings.CutPrefix(pkg, "./functions/"); ok && !strings.Contains(name, "/") {
+		bin := filepath.Join(buildOnce(t, functionsPkg), name)
+		if runtime.GOOS == "windows" {
+			bin += ".exe"
+		}
+		return bin
+	}
+	return buildOnce(t, pkg)
+}
+
+// functionsPkg is every function's main package, built together.
+const functionsPkg = "./functions/..."
+
+// buildOnce is BuildBootstrap's build of pkg, made once per test binary run.
+func buildOnce(t testing.TB, pkg string) string {
+	t.Helper()
 	buildsMu.Lock()
 	b, ok := builds[pkg]
 	if !ok {
@@ -87,6 +106,9 @@ func build(pkg string) (string, error) {
 	out := filepath.Join(dir, name, "bootstrap")
 	if runtime.GOOS == "windows" {
 		out += ".exe"
+	}
+	if pkg == functionsPkg { // a directory: one binary per function, named after it
+		out = filepath.Join(dir, "functions") + string(filepath.Separator)
 	}
 	cmd := exec.Command(gobin, "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
