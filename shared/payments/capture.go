@@ -42,7 +42,7 @@ func (s *Service) Capture(ctx context.Context, c *Call, psp string, in CaptureIn
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
 			LineItems: in.LineItems, Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
 		expect: Expect{Authorised: true, NoReversal: true, NoAmountUpdate: true, NotReleased: true, Uncaptured: !multi,
-			Currency: in.Amount.Currency, Capturable: &amount},
+			Currency: in.Amount.Currency, Capturable: &amount, NoLineItems: noLineItems(OpCapture, in.LineItems)},
 		releases: !multi,
 		why:      func(h Head) error { return captureRefusal(h, in, multi) },
 		failed:   apperr.CaptureFailed, what: "capture"})
@@ -72,6 +72,17 @@ func captureRefusal(h Head, in CaptureInput, multi bool) error {
 		return apperr.InvalidField("amount.currency", "must be the payment's currency, "+h.Amount.Currency)
 	case h.AmountKnown() && in.Amount.Value > v.Capturable:
 		return apperr.InvalidField("amount.value", fmt.Sprintf("must be at most the authorised amount not yet captured (%d)", v.Capturable))
+	case h.AmountKnown() && h.NeedsLineItems() && len(in.LineItems) == 0 &&
+		(h.Totals.Captured != 0 || h.Totals.CapturesInFlight != 0 || h.Totals.Capturable > in.Amount.Value):
+		return lineItemsRefusal(h, "capture")
 	}
 	return nil
+}
+
+// noLineItems is Expect.NoLineItems for an operation of kind with items.
+func noLineItems(kind OpKind, items []LineItem) OpKind {
+	if len(items) > 0 {
+		return ""
+	}
+	return kind
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/yp/paysvc/shared/apperr"
 )
@@ -48,6 +49,27 @@ func (s *Service) DeleteStoredMethod(ctx context.Context, c *Call, in DeleteStor
 		return upstreamError(err, apperr.PaymentFailed, "deleting the stored payment method")
 	}
 	return nil
+}
+
+// lineItemsMethods are the buy-now-pay-later methods whose partial
+// captures and refunds need lineItems (Checkout v71
+// PaymentCaptureRequest.lineItems and PaymentRefundRequest.lineItems: "required
+// for partial refunds with 3x 4x Oney, Affirm, Afterpay, Atome, Clearpay,
+// Klarna, Ratepay, Walley, and Zip"; payment-methods/klarna/invoice-lines).
+var lineItemsMethods = map[string]bool{
+	"klarna": true, "klarna_account": true, "klarna_paynow": true, "affirm": true, "afterpaytouch": true, "clearpay": true,
+	"atome": true, "zip": true, "ratepay": true, "walley": true, "facilypay_3x": true, "facilypay_4x": true, "riverty": true,
+}
+
+// NeedsLineItems reports a payment whose method needs lineItems on a
+// partial capture or refund (lineItemsMethods).
+func (h Head) NeedsLineItems() bool { return lineItemsMethods[h.PaymentMethod] }
+
+// lineItemsRefusal is the refusal of a partial operation what (capture,
+// refund) of h without lineItems, where its method needs them.
+func lineItemsRefusal(h Head, what string) error {
+	return apperr.InvalidField("lineItems", fmt.Sprintf("required for a partial %s of a %s payment (the platform's rule "+
+		"for buy-now-pay-later methods); send the items this %s covers, or the whole amount", what, h.PaymentMethod, what))
 }
 
 // alwaysBlocked are the payment methods never offered on sessions (docs/payments.md).

@@ -28,7 +28,8 @@ func (s *Service) Refund(ctx context.Context, c *Call, psp string, in RefundInpu
 	return s.run(ctx, c, psp, operation{kind: OpRefund,
 		call: ModificationRequest{MerchantAccount: m.UpstreamAccount, Amount: in.Amount, Reference: in.Reference,
 			LineItems: in.LineItems, Splits: splits(m, in.Amount, cmp.Or(in.Reference, psp))},
-		expect: Expect{Authorised: true, NoReversal: true, Currency: in.Amount.Currency, Refundable: &amount},
+		expect: Expect{Authorised: true, NoReversal: true, Currency: in.Amount.Currency, Refundable: &amount,
+			NoLineItems: noLineItems(OpRefund, in.LineItems)},
 		why:    func(h Head) error { return refundRefusal(h, in) },
 		failed: apperr.RefundFailed, what: "refund"})
 }
@@ -44,6 +45,8 @@ func refundRefusal(h Head, in RefundInput) error {
 		return apperr.InvalidField("amount.currency", "must be the payment's currency, "+h.Amount.Currency)
 	case h.AmountKnown() && in.Amount.Value > v.Refundable:
 		return apperr.InvalidField("amount.value", fmt.Sprintf("must be at most the captured amount not yet refunded or being refunded (%d)", v.Refundable))
+	case h.AmountKnown() && h.NeedsLineItems() && len(in.LineItems) == 0 && h.Totals.Captured > in.Amount.Value:
+		return lineItemsRefusal(h, "refund")
 	}
 	return nil
 }

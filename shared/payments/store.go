@@ -86,6 +86,12 @@ type Expect struct {
 	Refundable *int64
 	// Seq, when set, is the head's Seq.
 	Seq *int64
+	// NoLineItems, when set (OpCapture or OpRefund), says the request
+	// carries no lineItems: once the amount is known, a payment of a method
+	// that needs them (Head.NeedsLineItems) takes it only whole — a capture
+	// of all that was authorised (nothing captured yet, Capturable at most
+	// its amount), a refund of all that was captured.
+	NoLineItems OpKind
 }
 
 // Meets reports whether head h meets e (what a store checks).
@@ -111,6 +117,11 @@ func (e Expect) Meets(h Head) bool {
 	case e.Currency != "" && h.Amount.Currency != e.Currency:
 		return false
 	case e.Capturable != nil && t.Capturable < *e.Capturable, e.Refundable != nil && t.Refundable < *e.Refundable:
+		return false
+	case e.NoLineItems == OpCapture && e.Capturable != nil && h.NeedsLineItems() &&
+		(t.Captured != 0 || t.CapturesInFlight != 0 || t.Capturable > *e.Capturable):
+		return false
+	case e.NoLineItems == OpRefund && e.Refundable != nil && h.NeedsLineItems() && t.Captured > *e.Refundable:
 		return false
 	}
 	return true

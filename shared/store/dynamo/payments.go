@@ -66,6 +66,9 @@ const (
 	attrCur     = "cur"
 	attrPreAuth = "pre"
 	attrUpdated = "ua"
+	// attrLineItems is present (true) on the head of a payment whose method
+	// needs lineItems on a partial capture or refund (Head.NeedsLineItems).
+	attrLineItems = "li"
 	// attrWriteToken names the call that wrote an item (random per call):
 	// a write whose condition fails on an item carrying its own token had
 	// landed — DynamoDB applied it, its answer was lost and the SDK sent
@@ -114,6 +117,9 @@ func HeadItem(h payments.Head) (Item, error) {
 	it[attrVersion], it[attrSeq] = num(h.Version), num(h.Seq)
 	it[attrMid], it[attrSid], it[attrAuth], it[attrCur] = str(h.MerchantID), str(h.SiteID), str(string(h.AuthStatus())), str(h.Amount.Currency)
 	it[attrPreAuth] = &types.AttributeValueMemberBOOL{Value: h.AuthorisationType == payments.AuthorisationPreAuth}
+	if h.NeedsLineItems() {
+		it[attrLineItems] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	it[attrUpdated] = rfc3339(h.UpdatedAt)
 	it[attrWriteToken] = str(writeTokenPlaceholder)
 	at, due := h.ExpiryDue()
@@ -436,6 +442,17 @@ func (s *Store) deltaUpdate(pk string, w payments.Write, token string) *types.Up
 	if e.Refundable != nil {
 		names["#refb"], values[":refb"] = attrRefble, num(*e.Refundable)
 		known = append(known, "#refb >= :refb")
+	}
+	// Without lineItems, a method that needs them takes only the whole
+	// (payments.Expect.NoLineItems).
+	switch {
+	case e.NoLineItems == payments.OpCapture && e.Capturable != nil:
+		names["#li"], names["#licap"], names["#licapf"], names["#licapb"] = attrLineItems, attrCapt, attrCaptIF, attrCaptble
+		values[":zero"] = num(0)
+		known = append(known, "(attribute_not_exists(#li) OR (#licap = :zero AND #licapf = :zero AND #licapb <= :capb))")
+	case e.NoLineItems == payments.OpRefund && e.Refundable != nil:
+		names["#li"], names["#licap"] = attrLineItems, attrCapt
+		known = append(known, "(attribute_not_exists(#li) OR #licap <= :refb)")
 	}
 	if len(known) > 0 {
 		cond = append(cond, "(#cur = :unknown OR ("+strings.Join(known, " AND ")+"))")

@@ -35,6 +35,7 @@ func TestPaymentStore(t *testing.T, newStore Factory[payments.Store]) {
 		{"HeadCreateOnceRoundTrip", testHeadCreateOnce},
 		{"HeadOptimisticVersion", testHeadVersion},
 		{"DeltaOnlyWhenExpected", testDeltaExpect},
+		{"WithoutLineItemsOnlyWhole", testLineItemsGuard},
 		{"EntryOptimisticVersion", testEntryVersion},
 		{"ConcurrentReservationsNeverCrossTheGuard", testConcurrentReservations},
 		{"TimelineInOrderOncePaged", testTimeline},
@@ -427,4 +428,31 @@ func testExpiring(t *testing.T, s payments.Store, _ *clock.Fake) {
 	captured.Totals.Captured, captured.Totals.Capturable, captured.Totals.Refundable, captured.Version = 1999, 0, 1999, 2
 	noErr(t, s.Write(ctx, payments.Write{PSP: captured.PSPReference, Put: &captured}), "captured")
 	same(t, list(epoch().Add(29*day), 10), "", "a Put that no longer qualifies leaves the index")
+}
+
+// testLineItemsGuard: without lineItems (Expect.NoLineItems), a payment of
+// a method that needs them takes a capture or refund only whole; a card
+// payment takes a part.
+func testLineItemsGuard(t *testing.T, s payments.Store, _ *clock.Fake) {
+	ctx := context.Background()
+	partial := func(psp string, kind payments.OpKind, v int64) payments.Write {
+		w := reserve(psp, capture("op_"+string(kind), v))
+		w.Expect.NoLineItems = kind
+		if kind == payments.OpRefund {
+			w.Expect.Capturable, w.Expect.Refundable = nil, &v
+			w.Delta = payments.Totals{RefundsInFlight: v, Refundable: -v}
+		}
+		return w
+	}
+	klarna, card, captured := head("PSPK"), head("PSPC"), head("PSPR")
+	klarna.PaymentMethod, captured.PaymentMethod = "klarna", "klarna"
+	captured.Totals = payments.Totals{Captured: 1999, Refundable: 1999}
+	for _, h := range []payments.Head{klarna, card, captured} {
+		create(t, s, h)
+	}
+	wantErr(t, s.Write(ctx, partial("PSPK", payments.OpCapture, 1000)), storeerr.ErrConflict, "partial capture of klarna")
+	noErr(t, s.Write(ctx, partial("PSPC", payments.OpCapture, 1000)), "partial capture of a card")
+	noErr(t, s.Write(ctx, partial("PSPK", payments.OpCapture, 1999)), "whole capture of klarna")
+	wantErr(t, s.Write(ctx, partial("PSPR", payments.OpRefund, 500)), storeerr.ErrConflict, "partial refund of klarna")
+	noErr(t, s.Write(ctx, partial("PSPR", payments.OpRefund, 1999)), "whole refund of klarna")
 }
